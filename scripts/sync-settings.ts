@@ -1,0 +1,11 @@
+// Writes package.json's contributes.configuration from the settings table in
+// src/engine/config.ts (the single source of truth). Run: npx tsx scripts/sync-settings.ts
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { contributedConfiguration } from '../src/engine/config';
+
+const file = join(__dirname, '..', 'package.json');
+const manifest = JSON.parse(readFileSync(file, 'utf8'));
+manifest.contributes.configuration = { title: 'ThetaEvolve', properties: contributedConfiguration() };
+writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n');
+console.log(`package.json: ${Object.keys(manifest.contributes.configuration.properties).length} settings written`);

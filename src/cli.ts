@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// `thetaevolve`: the headless runner. Shares src/engine with the extension.
+import { commandHelp, parseArgs, UsageError } from './cli/args';
+import { type CommandHandler, COMMAND_SPECS } from './cli/commands';
+import { type CliIO, InputError } from './cli/io';
+import { runCommand } from './cli/run';
+import { evaluateCommand } from './cli/evaluate';
+import { applyCommand } from './cli/apply';
+import { dbCommand } from './cli/db';
+
+const HANDLERS: Record<string, CommandHandler> = {
+  run: runCommand,
+  evaluate: evaluateCommand,
+  apply: applyCommand,
+  db: dbCommand,
+};
+
+export function mainHelp(): string {
+  const lines = [
+    'thetaevolve: evolve programs with a language model (ThetaEvolve), from the command line.',
+    '',
+    'Usage:',
+    ...COMMAND_SPECS.map((s) => `  ${commandSynopsis(s.name)}`),
+    '',
+    'Commands:',
+    ...COMMAND_SPECS.map((s) => `  ${s.name.padEnd(9)} ${s.summary}`),
+    '',
+    'Exit codes: 0 the command did its job; 1 bad input (one line on stderr); 2 bad usage.',
+    "Run 'thetaevolve <command> --help' for a command's flags.",
+  ];
+  return lines.join('\n');
+}
+
+function commandSynopsis(name: string): string {
+  const spec = COMMAND_SPECS.find((s) => s.name === name);
+  if (!spec) return name;
+  const help = commandHelp(spec).split('\n')[0] ?? '';
+  return help.replace(/^Usage: /, '');
+}
+
+export async function main(argv: readonly string[], io: CliIO): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    io.stdout(mainHelp() + '\n');
+    return command === undefined ? 2 : 0;
+  }
+  if (command === '--version') {
+    io.stdout(`${VERSION}\n`);
+    return 0;
+  }
+  const spec = COMMAND_SPECS.find((s) => s.name === command);
+  const handler = HANDLERS[command];
+  if (!spec || !handler) {
+    io.stderr(`thetaevolve: unknown command '${command}' (commands: ${COMMAND_SPECS.map((s) => s.name).join(', ')}; see thetaevolve --help)\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout(commandHelp(spec) + '\n');
+    return 0;
+  }
+  try {
+    return await handler(parseArgs(spec, rest), io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`thetaevolve ${command}: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof InputError) {
+      io.stderr(`thetaevolve ${command}: ${err.message}\n`);
+      return 1;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    io.stderr(`thetaevolve ${command}: ${message.split('\n')[0]}\n`);
+    return 1;
+  }
+}
+
+declare const __THETAEVOLVE_VERSION__: string | undefined;
+const VERSION = typeof __THETAEVOLVE_VERSION__ === 'string' ? __THETAEVOLVE_VERSION__ : 'dev';
+
+if (require.main === module) {
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = (): void => {
+    interrupts++;
+    if (interrupts > 1) process.exit(130);
+    process.stderr.write('thetaevolve: stopping after the current step is settled (Ctrl-C again to quit now)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const io: CliIO = {
+    stdout: (t) => void process.stdout.write(t),
+    stderr: (t) => void process.stderr.write(t),
+    stderrIsTTY: Boolean(process.stderr.isTTY),
+    signal: controller.signal,
+    cwd: process.cwd(),
+    env: process.env,
+  };
+  main(process.argv.slice(2), io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`thetaevolve: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

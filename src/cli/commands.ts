@@ -1,0 +1,63 @@
+// The command-line contract of product.md: one spec per command; the
+// handlers live in one file each and are looked up here.
+import type { CommandSpec, ParsedArgs } from './args';
+import type { CliIO } from './io';
+
+export type CommandHandler = (args: ParsedArgs, io: CliIO) => Promise<number>;
+
+export const RUN_SPEC: CommandSpec = {
+  name: 'run',
+  summary: 'Evolve the task\'s program (or --program FILE) step by step; one JSON object per committed step with --json. Re-running with the same --db resumes after the last committed step.',
+  positionals: [{ name: 'task-dir', help: 'Folder holding task.json (e.g. tasks/circle-packing).' }],
+  flags: {
+    program: { kind: 'string', value: 'FILE', help: 'Program to start from (default: the task\'s initial program).' },
+    endpoint: { kind: 'string', value: 'URL', help: 'OpenAI-compatible base URL (default http://127.0.0.1:8000/v1).' },
+    model: { kind: 'string', value: 'NAME', help: 'Model name (default: the only model the server lists).' },
+    sampler: { kind: 'string', value: 'llm|mutate', help: 'llm (default) or mutate: the offline sampler, no model.' },
+    steps: { kind: 'integer', value: 'N', help: 'Stop after N steps in this invocation (default: no limit).' },
+    batch: { kind: 'integer', value: 'B', help: 'Parents (prompts) per step (default 32).' },
+    samples: { kind: 'integer', value: 'N', help: 'Responses per prompt (default 16).' },
+    'eval-concurrency': { kind: 'integer', value: 'K', help: 'Evaluations at once (default 16).' },
+    db: { kind: 'string', value: 'FILE', help: 'Run database (.sqlite); resumed when it exists (default .thetaevolve/runs/<run-id>.sqlite).' },
+    seed: { kind: 'integer', value: 'S', help: 'Seed of every random choice (default 0).' },
+    trainer: { kind: 'string', value: 'URL', help: 'Send each step\'s rollouts to this RL trainer.' },
+    'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
+    json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
+  },
+};
+
+export const EVALUATE_SPEC: CommandSpec = {
+  name: 'evaluate',
+  summary: 'Evaluate one program in the sandbox with the task\'s evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.',
+  positionals: [
+    { name: 'task-dir', help: 'Folder holding task.json.' },
+    { name: 'program-file', help: 'Program to evaluate.' },
+  ],
+  flags: {
+    timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
+    json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
+  },
+};
+
+export const APPLY_SPEC: CommandSpec = {
+  name: 'apply',
+  summary: 'Apply a model response\'s SEARCH/REPLACE blocks to a parent program and print the child.',
+  positionals: [
+    { name: 'parent-file', help: 'The parent program (with an EVOLVE-BLOCK).' },
+    { name: 'response-file', help: 'The model\'s response text.' },
+  ],
+  flags: {
+    json: { kind: 'boolean', help: 'Print status, child, applied, skipped as JSON.' },
+  },
+};
+
+export const DB_SPEC: CommandSpec = {
+  name: 'db',
+  summary: 'Summarise a run database: programs, steps, best, islands, archive.',
+  positionals: [{ name: 'db-file', help: 'A run database (.sqlite).' }],
+  flags: {
+    json: { kind: 'boolean', help: 'Print the summary as JSON.' },
+  },
+};
+
+export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC];

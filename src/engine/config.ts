@@ -1,0 +1,138 @@
+// Run configuration: one table of settings is the single source of truth for
+// the VS Code settings (`thetaevolve.*`, mirrored in package.json and checked
+// by a unit test), the CLI defaults and the zod validation of both.
+import { z } from 'zod';
+
+type SettingType = 'string' | 'number' | 'integer' | 'boolean';
+
+export interface SettingSpec {
+  /** Key under `thetaevolve.`; also the dotted path in RunConfig. */
+  key: string;
+  type: SettingType;
+  default: string | number | boolean;
+  description: string;
+  enum?: readonly string[];
+  enumDescriptions?: readonly string[];
+  minimum?: number;
+  maximum?: number;
+  /** `machine`: not synced between machines (URLs of local servers). */
+  scope?: 'machine' | 'window' | 'resource';
+}
+
+export const SETTINGS = [
+  { key: 'endpoint', type: 'string', default: 'http://127.0.0.1:8000/v1', scope: 'machine', description: 'Base URL of the OpenAI-compatible inference server (vLLM: http://127.0.0.1:8000/v1, SGLang: http://127.0.0.1:30000/v1, or a hosted API).' },
+  { key: 'model', type: 'string', default: '', description: 'Model name to request. Empty: the only model the server lists at /v1/models.' },
+  { key: 'sampler', type: 'string', default: 'llm', enum: ['llm', 'mutate'], enumDescriptions: ['The language model at thetaevolve.endpoint.', 'Offline mutate sampler: no model; perturbs numeric literals inside the EVOLVE-BLOCK. For trying the pipeline and validating a task without a GPU.'], description: 'Where candidate edits come from.' },
+  { key: 'batchSize', type: 'integer', default: 32, minimum: 1, maximum: 4096, description: 'B: parents (prompts) per step. The paper uses 32.' },
+  { key: 'samplesPerPrompt', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'n: responses requested per prompt. The paper uses 16 (B x n = 512 children per step).' },
+  { key: 'temperature', type: 'number', default: 1.0, minimum: 0, maximum: 2, description: 'Sampling temperature sent with every request.' },
+  { key: 'topP', type: 'number', default: 1.0, minimum: 0, maximum: 1, description: 'Nucleus sampling top_p sent with every request.' },
+  { key: 'maxTokens', type: 'integer', default: 16384, minimum: 1, maximum: 1048576, description: 'Maximum tokens per response (max_tokens). A response cut at this length is recorded as truncated.' },
+  { key: 'maxRequestsInFlight', type: 'integer', default: 0, minimum: 0, maximum: 65536, description: 'Cap on concurrent requests to the endpoint. 0: B x n, the whole step at once (what vLLM and SGLang batch best).' },
+  { key: 'useNParameter', type: 'boolean', default: false, description: 'Ask for the n responses of a prompt in one request with `n` instead of n separate requests (separate requests behave the same on vLLM and SGLang).' },
+  { key: 'requestTimeoutSeconds', type: 'integer', default: 900, minimum: 1, maximum: 86400, description: 'Per-request timeout; a timed-out request is retried within the retry budget.' },
+  { key: 'maxRetries', type: 'integer', default: 6, minimum: 0, maximum: 100, description: 'Retries per request for 429, 5xx, resets, timeouts and malformed replies (jittered exponential backoff).' },
+  { key: 'evaluationConcurrency', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'K: candidate evaluations running at once.' },
+  { key: 'sandbox.memoryLimitMb', type: 'integer', default: 4096, minimum: 64, maximum: 1048576, description: 'Memory limit of one candidate evaluation, in MiB.' },
+  { key: 'sandbox.outputLimitKb', type: 'integer', default: 64, minimum: 1, maximum: 65536, description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).' },
+  { key: 'database.preset', type: 'string', default: 'large', enum: ['small', 'medium', 'large'], enumDescriptions: ['OpenEvolve: population 70, archive 25, 5 islands.', 'Population 1,000, archive 100, 10 islands.', 'The paper: population 10,000, archive 1,000, 10 islands.'], description: 'Program database size preset. The fields below override single numbers when non-zero.' },
+  { key: 'database.populationSize', type: 'integer', default: 0, minimum: 0, maximum: 1000000, description: 'Programs kept before eviction. 0: from the preset.' },
+  { key: 'database.archiveSize', type: 'integer', default: 0, minimum: 0, maximum: 100000, description: 'Elite archive size. 0: from the preset.' },
+  { key: 'database.numIslands', type: 'integer', default: 0, minimum: 0, maximum: 1000, description: 'Number of islands. 0: from the preset.' },
+  { key: 'database.migrationInterval', type: 'integer', default: 50, minimum: 1, maximum: 1000000, description: 'Island generations between ring migrations.' },
+  { key: 'database.migrationRate', type: 'number', default: 0.1, minimum: 0, maximum: 1, description: 'Fraction of each island (its best) copied to its ring neighbours at a migration.' },
+  { key: 'database.explorationRatio', type: 'number', default: 0.2, minimum: 0, maximum: 1, description: 'Probability that a parent is a uniform program of the current island.' },
+  { key: 'database.exploitationRatio', type: 'number', default: 0.6, minimum: 0, maximum: 1, description: 'Probability that a parent is a uniform member of the elite archive (the rest: uniform over the whole database).' },
+  { key: 'topPrograms', type: 'integer', default: 0, minimum: 0, maximum: 32, description: 'Extra best programs from the database shown in each prompt (0: only the parent, as in the paper).' },
+  { key: 'lazyPenalty', type: 'boolean', default: true, description: 'Give -0.3 without evaluation to a child equal (comments ignored) to any program ever in the database.' },
+  { key: 'rewardShaping.mode', type: 'string', default: 'task', enum: ['task', 'on', 'off'], enumDescriptions: ['As the task file says.', 'Always shape rewards (task parameters unless overridden below).', 'Never shape: reward = score.'], description: 'Reward shaping for RL rollouts (algorithm.md section 5).' },
+  { key: 'rewardShaping.lower', type: 'number', default: 0, description: 'L of the shaping. Used only when rewardShaping.override is on.' },
+  { key: 'rewardShaping.upper', type: 'number', default: 1, description: 'U of the shaping. Used only when rewardShaping.override is on.' },
+  { key: 'rewardShaping.alpha', type: 'number', default: 1, minimum: 0, description: 'Exponent a of the shaping. Used only when rewardShaping.override is on.' },
+  { key: 'rewardShaping.scale', type: 'number', default: 1, minimum: 0, description: 'Scale k of the shaping. Used only when rewardShaping.override is on.' },
+  { key: 'rewardShaping.override', type: 'boolean', default: false, description: 'Use the L, U, a, k above instead of the task\'s.' },
+  { key: 'maxSteps', type: 'integer', default: 0, minimum: 0, maximum: 1000000, description: 'Stop after this many steps (0: no limit).' },
+  { key: 'maxTotalTokens', type: 'integer', default: 0, minimum: 0, description: 'Stop once this many completion tokens were generated (0: no limit).' },
+  { key: 'seed', type: 'integer', default: 0, minimum: 0, maximum: 4294967295, description: 'Seed of every random choice (parent sampling, meta-information, request seeds).' },
+  { key: 'followBest', type: 'boolean', default: false, description: 'Apply each new best program to the file automatically (undoable).' },
+  { key: 'runsDirectory', type: 'string', default: '.thetaevolve/runs', description: 'Where run databases are kept, relative to the workspace folder.' },
+  { key: 'trainer.enabled', type: 'boolean', default: false, description: 'Send each step\'s scored rollouts to the RL trainer.' },
+  { key: 'trainer.url', type: 'string', default: '', scope: 'machine', description: 'Base URL of the trainer (an atropos API server or a slime rollout buffer).' },
+  { key: 'trainer.protocol', type: 'string', default: 'atropos', enum: ['atropos', 'slime'], enumDescriptions: ['NousResearch atropos API server: /register-env, /scored_data (needs token ids from the endpoint).', 'THUDM slime rollout buffer: /buffer/write (messages only).'], description: 'Trainer protocol.' },
+  { key: 'trainer.mode', type: 'string', default: 'sync', enum: ['sync', 'async'], enumDescriptions: ['Wait for the trainer to take each step before sampling the next (as in the paper).', 'Keep sampling with bounded policy staleness.'], description: 'Synchronous or asynchronous RL.' },
+  { key: 'trainer.maxStaleness', type: 'integer', default: 1, minimum: 0, maximum: 1000, description: 'Asynchronous mode: most policy versions the sampler may run ahead of the trainer.' },
+  { key: 'trainer.syncTimeoutSeconds', type: 'integer', default: 1800, minimum: 1, description: 'Synchronous mode: longest wait for the trainer to advance before going on with a warning.' },
+  { key: 'trainer.filterEqualRewards', type: 'boolean', default: false, description: 'Skip groups whose rewards are all equal (no GRPO signal). Off: every group is sent.' },
+] as const satisfies readonly SettingSpec[];
+
+export type SettingKey = (typeof SETTINGS)[number]['key'];
+
+type ValueOf<S> = S extends { type: 'boolean' }
+  ? boolean
+  : S extends { type: 'number' | 'integer' }
+    ? number
+    : S extends { enum: readonly (infer E)[] }
+      ? E
+      : string;
+
+/** Flat settings, keyed exactly as under `thetaevolve.`. */
+export type Settings = { [S in (typeof SETTINGS)[number] as S['key']]: ValueOf<S> };
+
+function zodOf(spec: SettingSpec): z.ZodType {
+  switch (spec.type) {
+    case 'boolean':
+      return z.boolean();
+    case 'number':
+    case 'integer': {
+      let n = spec.type === 'integer' ? z.number().int() : z.number();
+      n = n.finite();
+      if (spec.minimum !== undefined) n = n.min(spec.minimum);
+      if (spec.maximum !== undefined) n = n.max(spec.maximum);
+      return n;
+    }
+    case 'string':
+      return spec.enum ? z.enum(spec.enum as [string, ...string[]]) : z.string();
+  }
+}
+
+/** zod schema of the flat settings; every key optional, defaults filled in. */
+export const SettingsSchema = z.object(
+  Object.fromEntries(SETTINGS.map((s: SettingSpec) => [s.key, zodOf(s).default(s.default as never)])),
+) as unknown as z.ZodType<Settings, Partial<Settings>>;
+
+export function defaultSettings(): Settings {
+  return SettingsSchema.parse({});
+}
+
+/** The `contributes.configuration.properties` package.json must hold (checked by a unit test). */
+export function contributedConfiguration(): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    SETTINGS.map((s: SettingSpec) => {
+      const entry: Record<string, unknown> = { type: s.type, default: s.default, description: s.description };
+      if (s.enum) entry.enum = [...s.enum];
+      if (s.enumDescriptions) entry.enumDescriptions = [...s.enumDescriptions];
+      if (s.minimum !== undefined) entry.minimum = s.minimum;
+      if (s.maximum !== undefined) entry.maximum = s.maximum;
+      if (s.scope) entry.scope = s.scope;
+      return [`thetaevolve.${s.key}`, entry];
+    }),
+  );
+}
+
+/**
+ * Validate untrusted settings (VS Code configuration, CLI flags). The error
+ * names the bad setting and what is wrong with it.
+ */
+export function parseSettings(raw: Record<string, unknown>): Settings {
+  const result = SettingsSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const key = issue?.path.join('.') ?? '?';
+  throw new Error(`Setting thetaevolve.${key} is invalid: ${issue?.message ?? 'bad value'} (got ${JSON.stringify(raw[key])}).`);
+}
+
+export const DATABASE_PRESETS = {
+  small: { populationSize: 70, archiveSize: 25, numIslands: 5 },
+  medium: { populationSize: 1000, archiveSize: 100, numIslands: 10 },
+  large: { populationSize: 10000, archiveSize: 1000, numIslands: 10 },
+} as const;

@@ -1,0 +1,142 @@
+// The engine's shared vocabulary: outcomes, penalties, evaluation results.
+// Every module of src/engine speaks in these terms; nothing here imports vscode.
+
+/**
+ * How one sample (one model response) ended. Exactly one per sample.
+ * Scores per algorithm.md section 4; `request_failed` has no score (the
+ * endpoint never answered) and never enters the program database.
+ */
+export const OUTCOMES = [
+  'no_diff', // no SEARCH/REPLACE block in the answer: -0.4
+  'no_change', // child equals parent up to comments: -0.3
+  'duplicate', // lazy penalty: child equals some program already in the database: -0.3
+  'no_solution', // crash, non-zero exit, no/unreadable solution file, over-long child: -0.2
+  'timeout', // candidate ran past its runtime limit: -0.2
+  'invalid_solution', // solution fails the evaluator's validity check: -0.1
+  'valid', // the evaluator's combined score (> 0)
+  'request_failed', // endpoint still failing after retries: no score
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'request_failed'>, number>> = {
+  no_diff: -0.4,
+  no_change: -0.3,
+  duplicate: -0.3,
+  no_solution: -0.2,
+  timeout: -0.2,
+  invalid_solution: -0.1,
+};
+
+export type OutcomeCounts = Record<Outcome, number>;
+
+export function emptyOutcomeCounts(): OutcomeCounts {
+  return Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as OutcomeCounts;
+}
+
+export type Direction = 'maximize' | 'minimize';
+
+/** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
+export type EvaluationStatus = 'ok' | 'invalid_solution' | 'no_solution' | 'timeout';
+
+export interface EvaluationResult {
+  status: EvaluationStatus;
+  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
+  score: number;
+  /** The task's own objective when a solution was produced and computed, else null. */
+  objective: number | null;
+  metrics: Record<string, number | string | boolean | null>;
+  /** Human-readable reason for anything but `ok`; empty for `ok`. */
+  reason: string;
+  durationMs: number;
+  /** Captured, truncated candidate output (never trusted). */
+  stdout: string;
+  stderr: string;
+}
+
+/** Map an evaluation status onto the sample outcome it gives. */
+export function outcomeOfEvaluation(status: EvaluationStatus): Outcome {
+  return status === 'ok' ? 'valid' : status;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** One prompt's worth of generation: n responses to the same messages (one group for RL). */
+export interface GenerationJob {
+  /** Stable group key, unique within the run (e.g. `s12-p3`: step 12, prompt 3). */
+  key: string;
+  messages: ChatMessage[];
+  n: number;
+  /** Base seed for this job; response i uses seed + i. */
+  seed: number;
+  /** The parent the prompt was built from (the offline sampler edits it directly). */
+  parentId: string;
+  parentCode: string;
+}
+
+export interface TokenTrace {
+  promptTokenIds: number[];
+  completionTokenIds: number[];
+  /** Log-probability of each completion token, aligned with completionTokenIds. */
+  completionLogprobs: number[] | null;
+}
+
+interface SampleBase {
+  jobKey: string;
+  /** 0..n-1 within the job. */
+  index: number;
+  latencyMs: number;
+  /** Failed attempts before the final one. */
+  retries: number;
+}
+
+export interface SampleResponse extends SampleBase {
+  ok: true;
+  /** The answer: only this is parsed for diffs. */
+  content: string;
+  /** Reasoning from `reasoning_content` / `reasoning` or inline `<think>`; kept, never parsed. */
+  reasoning: string | null;
+  finishReason: string;
+  truncated: boolean;
+  promptTokens: number;
+  completionTokens: number;
+  tokens: TokenTrace | null;
+  /** Policy (weights) version the response was sampled with, when the server says. */
+  policyVersion: string | null;
+}
+
+export interface SampleFailure extends SampleBase {
+  ok: false;
+  error: string;
+}
+
+export type Sample = SampleResponse | SampleFailure;
+
+export interface GenerationStats {
+  requests: number;
+  retries: number;
+  failures: number;
+  promptTokens: number;
+  completionTokens: number;
+  latencyMsP50: number;
+  latencyMsP95: number;
+  wallMs: number;
+}
+
+/**
+ * Where responses come from: the LLM endpoint client or the offline mutate
+ * sampler. `generate` calls `onSample` once per response as soon as it
+ * arrives and resolves when all n x jobs samples have been delivered, or when
+ * `signal` aborts (then the rest are delivered as failures or not at all;
+ * the loop discards an aborted step).
+ */
+export interface ResponseSource {
+  readonly kind: 'llm' | 'mutate';
+  /** Shown to people: "Qwen3-8B at http://127.0.0.1:8000/v1" or "offline mutate sampler (no model)". */
+  readonly label: string;
+  /** Throws an Error with one actionable message when the source cannot serve. */
+  check(signal?: AbortSignal): Promise<void>;
+  generate(jobs: GenerationJob[], signal: AbortSignal, onSample: (sample: Sample) => void): Promise<GenerationStats>;
+}

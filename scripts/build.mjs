@@ -1,0 +1,65 @@
+// npm run build: every bundle with esbuild.
+//   dist/extension.js      the extension (node, vscode external)
+//   dist/cli.js            the headless runner (node, `node dist/cli.js`)
+//   dist/engineWorker.js   the engine's worker thread (node), when present
+//   dist/webview/*.js      the dashboard page (browser)
+//   out/test/host.js       the in-host test suite (not packaged)
+// plus sql-wasm.wasm copied beside the node bundles.
+import * as esbuild from 'esbuild';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const watch = process.argv.includes('--watch');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const define = { __THETAEVOLVE_VERSION__: JSON.stringify(pkg.version) };
+
+const node = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  define,
+  absWorkingDir: root,
+};
+
+/** @type {esbuild.BuildOptions[]} */
+const builds = [
+  { ...node, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  { ...node, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  {
+    ...node,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    entryPoints: ['webview/src/dashboard.ts'],
+    outfile: 'dist/webview/dashboard.js',
+  },
+  { ...node, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
+];
+if (existsSync(join(root, 'src/engine/worker.ts'))) {
+  builds.push({ ...node, entryPoints: ['src/engine/worker.ts'], outfile: 'dist/engineWorker.js' });
+}
+
+function copyAssets() {
+  mkdirSync(join(root, 'dist'), { recursive: true });
+  copyFileSync(join(root, 'node_modules/sql.js/dist/sql-wasm.wasm'), join(root, 'dist/sql-wasm.wasm'));
+  if (existsSync(join(root, 'out/test'))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, 'out/test/sql-wasm.wasm'));
+  chmodSync(join(root, 'dist/cli.js'), 0o755);
+}
+
+if (watch) {
+  const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));
+  await Promise.all(contexts.map((c) => c.rebuild()));
+  copyAssets();
+  await Promise.all(contexts.map((c) => c.watch()));
+  console.log('esbuild: watching');
+} else {
+  const started = Date.now();
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+  copyAssets();
+  console.log(`build: ${builds.length} bundles in ${Date.now() - started} ms`);
+}

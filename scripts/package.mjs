@@ -1,0 +1,15 @@
+// npm run package: out/thetaevolve.vsix with vsce. Everything is bundled, so
+// no node_modules folder goes in (--no-dependencies).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+mkdirSync(join(root, 'out'), { recursive: true });
+const vsce = join(root, 'node_modules/@vscode/vsce/vsce');
+const result = spawnSync(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', 'out/thetaevolve.vsix'], {
+  cwd: root,
+  stdio: 'inherit',
+});
+process.exit(result.status ?? 1);

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { contributedConfiguration } from '../../src/engine/config';
+
+const EXTENSION_ID = 'thetaevolve.thetaevolve';
+
+describe('activation', () => {
+  it('the extension is installed and active', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, `${EXTENSION_ID} is not installed`);
+    await ext.activate();
+    assert.equal(ext.isActive, true);
+  });
+
+  it('registers every contributed command', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    const contributed: { command: string }[] = ext?.packageJSON.contributes.commands ?? [];
+    assert.ok(contributed.length >= 9);
+    const registered = new Set(await vscode.commands.getCommands(true));
+    const missing = contributed.map((c) => c.command).filter((c) => !registered.has(c));
+    assert.deepEqual(missing, []);
+  });
+
+  it('reads every setting with the default of the settings table', () => {
+    const config = vscode.workspace.getConfiguration('thetaevolve');
+    for (const [key, spec] of Object.entries(contributedConfiguration())) {
+      const short = key.slice('thetaevolve.'.length);
+      assert.deepEqual(config.inspect(short)?.defaultValue, spec.default, key);
+    }
+  });
+
+  it('contributes the thetaevolve task type, the runs view and a walkthrough', () => {
+    const pkg = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON;
+    assert.equal(pkg.contributes.taskDefinitions[0].type, 'thetaevolve');
+    assert.equal(pkg.contributes.views.thetaevolve[0].id, 'thetaevolve.runs');
+    assert.ok(pkg.contributes.walkthroughs[0].steps.length >= 3);
+  });
+
+  it('answers a command that has not landed yet with a message, not an error', async () => {
+    await vscode.commands.executeCommand('thetaevolve.showBestDiff');
+  });
+});

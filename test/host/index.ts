@@ -1,0 +1,35 @@
+// The in-host suite: runs inside a real VS Code extension host.
+// - code-server: the extension's test hook calls runAndReport() (see src/vscode/testHook.ts).
+// - desktop VS Code: @vscode/test-electron's extensionTestsPath calls run().
+import Mocha from 'mocha';
+
+export interface HostTestReport {
+  passes: number;
+  failures: number;
+  tests: { title: string; state: 'passed' | 'failed'; error?: string; durationMs?: number }[];
+}
+
+export async function runAndReport(): Promise<HostTestReport> {
+  const mocha = new Mocha({ ui: 'bdd', timeout: 30000, color: false, reporter: 'spec' });
+  mocha.suite.emit('pre-require', globalThis, 'host-suites', mocha);
+  // Loaded only now, so describe/it exist when the suites register.
+  await import('./suites');
+  const report: HostTestReport = { passes: 0, failures: 0, tests: [] };
+  await new Promise<void>((resolve) => {
+    const runner = mocha.run(() => resolve());
+    runner.on('pass', (test) => {
+      report.passes++;
+      report.tests.push({ title: test.fullTitle(), state: 'passed', durationMs: test.duration ?? 0 });
+    });
+    runner.on('fail', (test, err: unknown) => {
+      report.failures++;
+      report.tests.push({ title: test.fullTitle(), state: 'failed', error: err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err) });
+    });
+  });
+  return report;
+}
+
+export async function run(): Promise<void> {
+  const report = await runAndReport();
+  if (report.failures > 0) throw new Error(`${report.failures} in-host test(s) failed`);
+}

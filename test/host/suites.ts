@@ -1,0 +1,2 @@
+// Every in-host suite, imported once the mocha globals exist.
+import './activation.host';

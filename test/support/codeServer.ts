@@ -1,0 +1,225 @@
+// A real VS Code for tests and the demo: code-server 4.100.3 (VS Code 1.100.3)
+// with the packaged extension installed, driven by Debian's Chromium through
+// playwright-core. See docs in ../shared/spec/testing.md.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+export const REPO_ROOT = resolve(__dirname, '..', '..');
+export const VSIX = join(REPO_ROOT, 'out', 'thetaevolve.vsix');
+export const TEST_OUTPUT = join(REPO_ROOT, 'test-output');
+const CODE_SERVER = join(REPO_ROOT, 'tools', 'code-server', 'node_modules', '.bin', 'code-server');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+export function codeServerBinary(): string {
+  if (!existsSync(CODE_SERVER)) {
+    throw new Error(`code-server is not installed at ${CODE_SERVER}: run \`npm run setup\` (scripts/setup.sh) first`);
+  }
+  return CODE_SERVER;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface CodeServerOptions {
+  workspace: string;
+  /** Extra environment for the server and so for the extension host. */
+  env?: Record<string, string>;
+  /** User settings.json content. */
+  userSettings?: Record<string, unknown>;
+  port?: number;
+  /** Install the packaged extension (default true). */
+  installExtension?: boolean;
+  /** Where user data and extensions live (default: a fresh temp dir). */
+  stateDir?: string;
+}
+
+export interface RunningCodeServer {
+  url: string;
+  port: number;
+  stateDir: string;
+  logs: () => string;
+  stop: () => Promise<void>;
+}
+
+export function installExtension(extensionsDir: string, userDataDir: string, vsix = VSIX): void {
+  if (!existsSync(vsix)) throw new Error(`${vsix} is missing: run \`npm run build && npm run package\` first`);
+  const result = spawnSync(
+    codeServerBinary(),
+    ['--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix, '--force'],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
+  if (result.status !== 0) throw new Error(`installing ${vsix} into code-server failed: ${result.stderr || result.stdout}`);
+}
+
+export async function startCodeServer(options: CodeServerOptions): Promise<RunningCodeServer> {
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'thetaevolve-code-server-'));
+  const userDataDir = join(stateDir, 'user-data');
+  const extensionsDir = join(stateDir, 'extensions');
+  mkdirSync(join(userDataDir, 'User'), { recursive: true });
+  mkdirSync(extensionsDir, { recursive: true });
+  const settings = {
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'update.mode': 'none',
+    'security.workspace.trust.enabled': false,
+    'window.restoreWindows': 'none',
+    'workbench.colorTheme': 'Default Dark Modern',
+    ...options.userSettings,
+  };
+  writeFileSync(join(userDataDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+  if (options.installExtension !== false) installExtension(extensionsDir, userDataDir);
+
+  const port = options.port ?? (await freePort());
+  const args = [
+    '--auth', 'none',
+    '--bind-addr', `127.0.0.1:${port}`,
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--disable-getting-started-override',
+    '--config', join(stateDir, 'config.yaml'),
+    '--user-data-dir', userDataDir,
+    '--extensions-dir', extensionsDir,
+    '--ignore-last-opened',
+    options.workspace,
+  ];
+  let output = '';
+  const child: ChildProcess = spawn(codeServerBinary(), args, {
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`code-server did not answer on ${url} within 60 s:\n${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    url,
+    port,
+    stateDir,
+    logs: () => output,
+    stop: async () => {
+      if (child.exitCode !== null || child.pid === undefined) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-(child.pid as number), 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }, 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+}
+
+/** Opens the workbench on `folder` and waits until it is ready. */
+export async function openWorkbench(browser: Browser, url: string, folder: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+  // The activity bar and status bar appear once the workbench has restored.
+  await page.waitForSelector('.statusbar', { timeout: 60_000 });
+  // Contributions are in once the extension's activity-bar entry shows.
+  await page.waitForSelector('.activitybar .action-item a[aria-label^="ThetaEvolve"]', { timeout: 90_000 });
+  return page;
+}
+
+/** Opens the command palette and types a query; returns the visible entries' labels. */
+export async function paletteEntries(page: Page, query: string): Promise<string[]> {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 15_000 });
+  await input.fill(`>${query}`);
+  await page.waitForTimeout(600);
+  const labels = await page.locator('.quick-input-list .monaco-list-row .label-name').allTextContents();
+  return labels.map((l) => l.trim());
+}
+
+export async function runPaletteCommand(page: Page, title: string): Promise<void> {
+  const labels = await paletteEntries(page, title);
+  if (!labels.some((l) => l === title)) throw new Error(`command '${title}' is not in the palette (saw: ${labels.join(' | ')})`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().click();
+}
+
+/**
+ * Saves a screenshot and checks it is not blank: decodes it in the browser
+ * and counts distinct colours (a blank or single-colour page has very few).
+ */
+export async function saveScreenshot(page: Page, name: string): Promise<{ file: string; distinctColours: number }> {
+  mkdirSync(TEST_OUTPUT, { recursive: true });
+  const file = join(TEST_OUTPUT, `${name}.png`);
+  const png = await page.screenshot({ path: file });
+  const probe = await page.context().newPage();
+  try {
+    const distinctColours = await probe.evaluate(async (b64: string) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const canvas = document.createElement('canvas');
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d');
+      if (!ctx) return 0;
+      ctx.drawImage(img, 0, 0);
+      const data = ctx.getImageData(0, 0, img.width, img.height).data;
+      const colours = new Set<number>();
+      for (let i = 0; i < data.length; i += 4 * 7) colours.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
+      return colours.size;
+    }, png.toString('base64'));
+    return { file, distinctColours };
+  } finally {
+    await probe.close();
+  }
+}

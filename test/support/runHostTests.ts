@@ -1,0 +1,60 @@
+// npm run test:host: runs the in-host suite (test/host) inside a real VS Code
+// (code-server) through the extension's environment-gated test hook, and
+// fails if the extension never activates or any in-host test fails.
+// Needs `npm run build && npm run package` first (npm test does both).
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchBrowser, openWorkbench, REPO_ROOT, saveScreenshot, startCodeServer } from './codeServer';
+
+interface Report {
+  passes: number;
+  failures: number;
+  tests: { title: string; state: string; error?: string }[];
+}
+
+async function main(): Promise<number> {
+  const bundle = join(REPO_ROOT, 'out', 'test', 'host.js');
+  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` first`);
+  const scratch = mkdtempSync(join(tmpdir(), 'thetaevolve-host-tests-'));
+  const workspace = join(scratch, 'workspace');
+  mkdirSync(join(workspace, 'my-task'), { recursive: true });
+  // A workspace holding a task file activates the extension (workspaceContains).
+  writeFileSync(join(workspace, 'my-task', 'task.json'), '{}\n');
+  const resultsFile = join(scratch, 'results.json');
+  const server = await startCodeServer({
+    workspace,
+    env: { THETAEVOLVE_HOST_TESTS: bundle, THETAEVOLVE_HOST_TEST_RESULTS: resultsFile, THETAEVOLVE_TEST_WORKSPACE: workspace },
+  });
+  const browser = await launchBrowser();
+  try {
+    const page = await openWorkbench(browser, server.url, workspace);
+    const deadline = Date.now() + 240_000;
+    while (!existsSync(resultsFile)) {
+      if (Date.now() > deadline) {
+        await saveScreenshot(page, 'host-tests-timeout');
+        throw new Error(`the in-host suite never reported: did the extension activate? code-server log:\n${server.logs().slice(-4000)}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await saveScreenshot(page, 'host-tests');
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+  const report = JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
+  for (const t of report.tests) {
+    console.log(`  ${t.state === 'passed' ? '✔' : '✘'} ${t.title}`);
+    if (t.error) console.log(`      ${t.error.split('\n').slice(0, 8).join('\n      ')}`);
+  }
+  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed`);
+  return report.failures > 0 || report.passes === 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`test:host: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

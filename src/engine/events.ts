@@ -1,0 +1,167 @@
+// The engine's event protocol: what the loop emits and the CLI, the
+// extension host and the dashboard consume. Events cross the worker-thread
+// boundary, so each has a zod schema and is validated on arrival. Every
+// number is finite or null (JSON has no NaN).
+import { z } from 'zod';
+import { OUTCOMES } from './types';
+
+const finite = z.number().finite();
+const count = z.number().int().min(0);
+/** Milliseconds since the epoch when the event was emitted. */
+const time = finite;
+
+export const OutcomeSchema = z.enum(OUTCOMES);
+
+export const OutcomeCountsSchema = z.object(
+  Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
+);
+
+export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'error'] as const;
+export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
+
+/** Per-step statistics (scoring.ts computes them; the step_committed event carries them). */
+export const StepStatisticsSchema = z.object({
+  step: count,
+  /** Samples of the step, request failures included. */
+  samples: count,
+  counts: OutcomeCountsSchema,
+  /** Best, mean and percentiles of the valid scores of the step; null when none was valid. */
+  best: finite.nullable(),
+  mean: finite.nullable(),
+  p10: finite.nullable(),
+  p50: finite.nullable(),
+  p90: finite.nullable(),
+  /** Mean of every scored sample, penalties included (null when none was scored). */
+  meanAll: finite.nullable(),
+  tokens: z.object({ prompt: count, completion: count }),
+  timings: z.object({ generationMs: finite.min(0), evaluationMs: finite.min(0), totalMs: finite.min(0) }),
+  /** Samples finished per second of the step's wall time. */
+  samplesPerSecond: finite.min(0),
+});
+export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
+
+const SettingValueSchema = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const RunStartedEventSchema = z.object({
+  type: z.literal('run_started'),
+  time,
+  runId: z.string(),
+  task: z.object({ name: z.string(), title: z.string(), direction: z.enum(['maximize', 'minimize']), dir: z.string() }),
+  dbFile: z.string(),
+  source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
+  /** The settings that shape the run (B, n, temperature, database sizes...), flat. */
+  settings: z.record(z.string(), SettingValueSchema),
+  /** The last committed step when resuming, else null. */
+  resumedFromStep: count.nullable(),
+});
+
+export const StepStartedEventSchema = z.object({
+  type: z.literal('step_started'),
+  time,
+  step: count,
+  parents: z.array(z.object({ id: z.string(), score: finite, island: count.nullable() })),
+});
+
+export const EvaluationStartedEventSchema = z.object({
+  type: z.literal('evaluation_started'),
+  time,
+  step: count,
+  jobKey: z.string(),
+  sampleIndex: count,
+});
+
+export const EvaluationFinishedEventSchema = z.object({
+  type: z.literal('evaluation_finished'),
+  time,
+  step: count,
+  jobKey: z.string(),
+  sampleIndex: count,
+  /** Known once the child enters the database; null before commit or when it never does. */
+  childId: z.string().nullable(),
+  outcome: OutcomeSchema,
+  /** null for request_failed. */
+  score: finite.nullable(),
+  objective: finite.nullable(),
+  durationMs: finite.min(0),
+  /** Why it is not valid; empty for valid. */
+  reason: z.string(),
+});
+
+export const StepCommittedEventSchema = StepStatisticsSchema.extend({
+  type: z.literal('step_committed'),
+  time,
+  dbSize: count,
+  /** Best score of the whole run after this step (null while no valid program exists). */
+  bestEver: finite.nullable(),
+  newBest: z.boolean(),
+  /** Milliseconds since the run (this invocation) started. */
+  elapsedMs: finite.min(0),
+});
+
+export const NewBestEventSchema = z.object({
+  type: z.literal('new_best'),
+  time,
+  id: z.string(),
+  step: count,
+  score: finite,
+  objective: finite.nullable(),
+  parentId: z.string().nullable(),
+});
+
+export const PausedEventSchema = z.object({ type: z.literal('paused'), time, step: count });
+export const ResumedEventSchema = z.object({ type: z.literal('resumed'), time, step: count });
+
+export const RunFinishedEventSchema = z.object({
+  type: z.literal('run_finished'),
+  time,
+  reason: z.enum(RUN_FINISH_REASONS),
+  /** Last committed step (-1 when none). */
+  lastStep: z.number().int().min(-1),
+  best: z.object({ id: z.string(), score: finite }).nullable(),
+  message: z.string(),
+});
+
+export const ErrorEventSchema = z.object({
+  type: z.literal('error'),
+  time,
+  message: z.string(),
+  /** A fatal error ends the run (a run_finished with reason 'error' follows). */
+  fatal: z.boolean(),
+});
+
+export const EngineEventSchema = z.discriminatedUnion('type', [
+  RunStartedEventSchema,
+  StepStartedEventSchema,
+  EvaluationStartedEventSchema,
+  EvaluationFinishedEventSchema,
+  StepCommittedEventSchema,
+  NewBestEventSchema,
+  PausedEventSchema,
+  ResumedEventSchema,
+  RunFinishedEventSchema,
+  ErrorEventSchema,
+]);
+
+export type EngineEvent = z.infer<typeof EngineEventSchema>;
+export type EngineEventType = EngineEvent['type'];
+export type EngineEventOf<T extends EngineEventType> = Extract<EngineEvent, { type: T }>;
+export type RunStartedEvent = EngineEventOf<'run_started'>;
+export type StepStartedEvent = EngineEventOf<'step_started'>;
+export type EvaluationStartedEvent = EngineEventOf<'evaluation_started'>;
+export type EvaluationFinishedEvent = EngineEventOf<'evaluation_finished'>;
+export type StepCommittedEvent = EngineEventOf<'step_committed'>;
+export type NewBestEvent = EngineEventOf<'new_best'>;
+export type PausedEvent = EngineEventOf<'paused'>;
+export type ResumedEvent = EngineEventOf<'resumed'>;
+export type RunFinishedEvent = EngineEventOf<'run_finished'>;
+export type EngineErrorEvent = EngineEventOf<'error'>;
+
+/** Validate an event from across a boundary; throws with the first issue's path. */
+export function parseEngineEvent(raw: unknown): EngineEvent {
+  const result = EngineEventSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new Error(`malformed engine event at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+}
+
+export type EngineEventListener = (event: EngineEvent) => void;

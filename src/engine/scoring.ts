@@ -1,0 +1,207 @@
+// Scores, early checks, reward shaping and per-step statistics
+// (algorithm.md sections 4 and 5).
+import type { Settings } from './config';
+import { codeHash } from './codeHash';
+import { applyResponse, type ApplyResult } from './diff';
+import type { StepStatistics } from './events';
+import { mean, percentileOfSorted } from './stats';
+import { type Direction, emptyOutcomeCounts, type Outcome, OUTCOME_PENALTY } from './types';
+
+/** Combined score (higher is better): the objective when maximising, 1/objective when minimising. */
+export function combinedScore(objective: number, direction: Direction): number {
+  return direction === 'maximize' ? objective : 1 / objective;
+}
+
+/** The task's own objective back from a valid combined score (for display). */
+export function objectiveOfScore(score: number, direction: Direction): number {
+  return direction === 'maximize' ? score : 1 / score;
+}
+
+/** Whether a combined score is a valid program's (finite and > 0); penalties are < 0. */
+export function isValidScore(score: number): boolean {
+  return Number.isFinite(score) && score > 0;
+}
+
+// ---------------------------------------------------------------------------
+// Early checks (before any evaluation)
+
+export type EarlyOutcome = 'no_diff' | 'no_change' | 'duplicate' | 'no_solution';
+
+export type ChildClassification =
+  | { kind: 'evaluate'; child: string; codeHash: string; apply: ApplyResult }
+  | {
+      kind: 'rejected';
+      outcome: EarlyOutcome;
+      score: number;
+      reason: string;
+      /** The child when one was built (duplicate, too long, comment-only change), else null. */
+      child: string | null;
+      codeHash: string | null;
+      apply: ApplyResult;
+    };
+
+export interface ClassifyChildInput {
+  parentCode: string;
+  /** The model's answer (reasoning already separated; inline <think> is stripped anyway). */
+  answer: string;
+  language: string;
+  maxCodeLength: number;
+  /**
+   * Lazy penalty: whether a program with this comment-stripped hash is
+   * already in the database. Leave out to switch the penalty off.
+   */
+  seen?: (hash: string) => boolean;
+}
+
+/**
+ * The early checks of algorithm.md section 4, in order: no diff block (-0.4),
+ * no valid change (-0.3), over-long child (no_solution, -0.2), equal up to
+ * comments to a program already in the database (duplicate, -0.3); else
+ * the child to evaluate, with its hash.
+ */
+export function classifyChild(input: ClassifyChildInput): ChildClassification {
+  const apply = applyResponse(input.parentCode, input.answer, { language: input.language, maxLength: input.maxCodeLength });
+  const reject = (outcome: EarlyOutcome, child: string | null, hash: string | null, reason: string): ChildClassification => ({
+    kind: 'rejected', outcome, score: OUTCOME_PENALTY[outcome], reason, child, codeHash: hash, apply,
+  });
+  switch (apply.status) {
+    case 'no_diff_blocks':
+      return reject('no_diff', null, null, apply.message);
+    case 'no_valid_change':
+    case 'outside_evolve_block':
+    case 'no_evolve_block':
+      return reject('no_change', apply.child, null, apply.message);
+    case 'too_long':
+      return reject('no_solution', apply.child, null, apply.message);
+    case 'applied': {
+      const child = apply.child as string;
+      const hash = codeHash(child, input.language);
+      if (input.seen?.(hash)) return reject('duplicate', child, hash, 'the child equals, up to comments, a program already in the database');
+      return { kind: 'evaluate', child, codeHash: hash, apply };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reward shaping (RL only)
+
+export interface RewardShaping {
+  enabled: boolean;
+  lower: number;
+  upper: number;
+  alpha: number;
+  k: number;
+}
+
+/**
+ * R(s) for an objective s in the task's own units: s itself when negative (a
+ * penalty) or when shaping is off, else k * clip(H(s), 0, 1)^alpha with
+ * H = (s - L) / (U - L) when maximising and (U - s) / (U - L) when minimising.
+ */
+export function shapeReward(s: number, direction: Direction, shaping: RewardShaping): number {
+  if (s < 0 || !shaping.enabled) return s;
+  const range = shaping.upper - shaping.lower;
+  if (!(range > 0)) throw new RangeError(`reward shaping needs upper > lower (got L ${shaping.lower}, U ${shaping.upper})`);
+  const h = direction === 'maximize' ? (s - shaping.lower) / range : (shaping.upper - s) / range;
+  const clipped = Math.min(1, Math.max(0, h));
+  return shaping.k * clipped ** shaping.alpha;
+}
+
+/**
+ * The reward of one scored sample: penalties pass through; a valid child is
+ * shaped from its objective when shaping is on, else its combined score is
+ * the reward.
+ */
+export function rewardOfSample(sample: { score: number; objective: number | null }, direction: Direction, shaping: RewardShaping): number {
+  if (sample.score < 0 || !shaping.enabled || sample.objective === null) return sample.score;
+  return shapeReward(sample.objective, direction, shaping);
+}
+
+/** The shaping a run uses: the task's, switched on/off by `rewardShaping.mode`, parameters overridden on request. */
+export function resolveRewardShaping(
+  settings: Pick<Settings, 'rewardShaping.mode' | 'rewardShaping.lower' | 'rewardShaping.upper' | 'rewardShaping.alpha' | 'rewardShaping.scale' | 'rewardShaping.override'>,
+  task: RewardShaping,
+): RewardShaping {
+  const mode = settings['rewardShaping.mode'];
+  const enabled = mode === 'task' ? task.enabled : mode === 'on';
+  if (!settings['rewardShaping.override']) return { ...task, enabled };
+  return {
+    enabled,
+    lower: settings['rewardShaping.lower'],
+    upper: settings['rewardShaping.upper'],
+    alpha: settings['rewardShaping.alpha'],
+    k: settings['rewardShaping.scale'],
+  };
+}
+
+/**
+ * GRPO advantages within one group: (r - mean) / (std + 1e-6). The std is
+ * the sample standard deviation (n - 1), as torch's default in slime; a group
+ * of one has advantage 0.
+ */
+export function groupAdvantages(rewards: readonly number[], options: { unbiasedStd?: boolean; epsilon?: number } = {}): number[] {
+  const n = rewards.length;
+  if (n === 0) return [];
+  const m = mean(rewards);
+  const dof = options.unbiasedStd === false ? n : n - 1;
+  if (dof <= 0) return rewards.map(() => 0);
+  const variance = rewards.reduce((acc, r) => acc + (r - m) ** 2, 0) / dof;
+  const std = Math.sqrt(variance);
+  const eps = options.epsilon ?? 1e-6;
+  return rewards.map((r) => (r - m) / (std + eps));
+}
+
+// ---------------------------------------------------------------------------
+// Per-step statistics
+
+export interface StepSampleRecord {
+  outcome: Outcome;
+  /** null for request_failed. */
+  score: number | null;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+function finiteOrNull(x: number): number | null {
+  return Number.isFinite(x) ? x : null;
+}
+
+/** Statistics of one step for the step_committed event, `run --json` and the dashboard. */
+export function stepStatistics(input: {
+  step: number;
+  samples: readonly StepSampleRecord[];
+  generationMs: number;
+  evaluationMs: number;
+  totalMs: number;
+}): StepStatistics {
+  const counts = emptyOutcomeCounts();
+  const valid: number[] = [];
+  const scored: number[] = [];
+  let promptTokens = 0;
+  let completionTokens = 0;
+  for (const s of input.samples) {
+    counts[s.outcome]++;
+    promptTokens += s.promptTokens;
+    completionTokens += s.completionTokens;
+    if (s.score !== null && Number.isFinite(s.score)) {
+      scored.push(s.score);
+      if (s.outcome === 'valid') valid.push(s.score);
+    }
+  }
+  const sorted = [...valid].sort((a, b) => a - b);
+  const totalMs = Math.max(0, input.totalMs);
+  return {
+    step: input.step,
+    samples: input.samples.length,
+    counts,
+    best: sorted.length > 0 ? (sorted[sorted.length - 1] as number) : null,
+    mean: finiteOrNull(mean(valid)),
+    p10: finiteOrNull(percentileOfSorted(sorted, 10)),
+    p50: finiteOrNull(percentileOfSorted(sorted, 50)),
+    p90: finiteOrNull(percentileOfSorted(sorted, 90)),
+    meanAll: finiteOrNull(mean(scored)),
+    tokens: { prompt: promptTokens, completion: completionTokens },
+    timings: { generationMs: Math.max(0, input.generationMs), evaluationMs: Math.max(0, input.evaluationMs), totalMs },
+    samplesPerSecond: totalMs > 0 ? (input.samples.length * 1000) / totalMs : 0,
+  };
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+
+const REPO = path.resolve(__dirname, '../..');
+const CLI = path.join(REPO, 'src/cli.ts');
+// `node --import tsx src/cli.ts`, with tsx resolved from the repository so the CLI can run in a temporary folder.
+const TSX = pathToFileURL(require.resolve('tsx')).href;
+
+const ApplyOutput = z.object({
+  status: z.enum(['applied', 'no_diff_blocks', 'no_valid_change', 'outside_evolve_block', 'no_evolve_block', 'too_long']),
+  child: z.string().nullable(),
+  applied: z.number().int(),
+  skipped: z.array(z.object({ index: z.number().int(), reason: z.string(), search: z.string(), detail: z.string() })),
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], cwd: string): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', TSX, CLI, ...args], { cwd, encoding: 'utf8' }, (err, stdout, stderr) => {
+      const code = err && typeof err.code === 'number' ? err.code : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const PARENT = ['import sys', 'LIMIT = 5', '# EVOLVE-BLOCK-START', 'def f():', '    a = 1.5', '    b = 2', '    return a * b', '# EVOLVE-BLOCK-END', 'print(f())', ''].join('\n');
+const block = (s: string, r: string): string => `<<<<<<< SEARCH\n${s}\n=======\n${r}\n>>>>>>> REPLACE\n`;
+
+describe('cli: thetaevolve apply', function () {
+  this.timeout(60_000);
+  let dir = '';
+
+  before(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'thetaevolve-apply-'));
+    writeFileSync(path.join(dir, 'parent.py'), PARENT);
+    writeFileSync(path.join(dir, 'nomarkers.py'), 'x = 1\n');
+    const responses: Record<string, string> = {
+      'applied.txt': `<think>\n${block('    a = 1.5', '    a = 9.9')}</think>\nRaise a, and keep b.\n\n${block('    a = 1.5', '    a = 1.75')}\n${block('    c = 3', '    c = 4')}`,
+      'nodiff.txt': 'I think it is already optimal.\n',
+      'comment.txt': block('    b = 2', '    b = 2  # double'),
+      'outside.txt': block('LIMIT = 5', 'LIMIT = 50'),
+      'long.txt': block('    b = 2', `    b = 2\n    pad = "${'x'.repeat(60_000)}"`),
+      'simple.txt': block('    b = 2', '    b = 3'),
+    };
+    for (const [name, text] of Object.entries(responses)) writeFileSync(path.join(dir, name), text);
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function applyJson(parent: string, response: string): Promise<z.infer<typeof ApplyOutput>> {
+    const run = await cli(['apply', parent, response, '--json'], dir);
+    assert.equal(run.code, 0, run.stderr);
+    return ApplyOutput.parse(JSON.parse(run.stdout));
+  }
+
+  it('prints every status as JSON and exits 0 whenever it ran', async () => {
+    const [applied, nodiff, comment, outside, long, noBlock] = await Promise.all([
+      applyJson('parent.py', 'applied.txt'),
+      applyJson('parent.py', 'nodiff.txt'),
+      applyJson('parent.py', 'comment.txt'),
+      applyJson('parent.py', 'outside.txt'),
+      applyJson('parent.py', 'long.txt'),
+      applyJson('nomarkers.py', 'simple.txt'),
+    ]);
+    assert.equal(applied.status, 'applied');
+    assert.equal(applied.applied, 1);
+    assert.equal(applied.child, PARENT.replace('a = 1.5', 'a = 1.75'), 'the block inside <think> is ignored');
+    assert.deepEqual(applied.skipped.map((s) => [s.index, s.reason, s.search]), [[1, 'no_match', '    c = 3']]);
+    assert.match(applied.skipped[0]?.detail ?? '', /matches no lines/);
+
+    assert.deepEqual([nodiff.status, nodiff.child, nodiff.applied, nodiff.skipped], ['no_diff_blocks', null, 0, []]);
+    assert.equal(comment.status, 'no_valid_change');
+    assert.equal(outside.status, 'outside_evolve_block');
+    assert.equal(outside.child, null);
+    assert.equal(outside.skipped[0]?.reason, 'outside_evolve_block');
+    assert.equal(long.status, 'too_long');
+    assert.equal(noBlock.status, 'no_evolve_block');
+  });
+
+  it('prints the child on stdout and a summary on stderr without --json', async () => {
+    const run = await cli(['apply', path.join(dir, 'parent.py'), path.join(dir, 'simple.txt')], REPO);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, PARENT.replace('b = 2', 'b = 3'));
+    assert.match(run.stderr, /^applied: applied 1 of 1 blocks/);
+  });
+
+  it('fails with exit 1 and one line on stderr for a missing file, 2 for bad usage', async () => {
+    const missing = await cli(['apply', 'parent.py', 'absent.txt', '--json'], dir);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stdout, '');
+    assert.match(missing.stderr, /^thetaevolve apply: cannot read the response absent\.txt: no such file\n$/);
+    const usage = await cli(['apply', 'parent.py'], dir);
+    assert.equal(usage.code, 2);
+  });
+});

@@ -1,0 +1,116 @@
+// Reading replies of OpenAI-compatible servers: zod schemas for the fields we
+// use (including the ones the SDK does not type: vLLM's `prompt_token_ids` /
+// `token_ids`, `reasoning_content` / `reasoning`, SGLang's
+// `metadata.weight_version`), and splitting reasoning from the answer.
+import { z } from 'zod';
+import type { TokenTrace } from '../types';
+
+const TokenIds = z.array(z.number().int().nonnegative());
+
+const ChoiceSchema = z.object({
+  index: z.number().int().nonnegative().optional(),
+  message: z.object({
+    content: z.string().nullish(),
+    reasoning_content: z.string().nullish(),
+    reasoning: z.string().nullish(),
+  }),
+  finish_reason: z.string().nullish(),
+  token_ids: TokenIds.nullish(),
+  // SGLang puts the prompt ids on each choice; vLLM on the response.
+  prompt_token_ids: TokenIds.nullish(),
+  logprobs: z
+    .object({ content: z.array(z.object({ logprob: z.number() })).nullish() })
+    .nullish(),
+});
+
+export const ChatCompletionSchema = z.object({
+  choices: z.array(ChoiceSchema).min(1),
+  usage: z
+    .object({
+      prompt_tokens: z.number().int().nonnegative().nullish(),
+      completion_tokens: z.number().int().nonnegative().nullish(),
+    })
+    .nullish(),
+  prompt_token_ids: TokenIds.nullish(),
+  metadata: z.object({ weight_version: z.union([z.string(), z.number()]).nullish() }).nullish(),
+});
+export type ChatCompletionReply = z.infer<typeof ChatCompletionSchema>;
+export type ChatChoice = z.infer<typeof ChoiceSchema>;
+
+export const ModelListSchema = z.object({
+  data: z.array(z.object({ id: z.string().min(1) })),
+});
+
+/** One choice, read: the answer, the reasoning, tokens. */
+export interface ReadChoice {
+  content: string;
+  reasoning: string | null;
+  finishReason: string;
+  truncated: boolean;
+  completionTokens: number | null; // from token ids when given
+  tokens: TokenTrace | null;
+}
+
+const THINK_BLOCK = /<think>([\s\S]*?)<\/think>/g;
+
+/**
+ * Separate reasoning from the answer: the server's reasoning field plus any
+ * inline <think>...</think> (also a leading "...</think>" whose opening tag
+ * was in the chat template, and an unclosed <think> of a truncated reply).
+ */
+export function splitReasoning(content: string, reasoningField: string | null): { content: string; reasoning: string | null } {
+  const parts: string[] = [];
+  if (reasoningField && reasoningField.trim()) parts.push(reasoningField.trim());
+  let answer = content.replace(THINK_BLOCK, (_m, inner: string) => {
+    if (inner.trim()) parts.push(inner.trim());
+    return '';
+  });
+  const orphanClose = answer.lastIndexOf('</think>');
+  if (orphanClose >= 0) {
+    const before = answer.slice(0, orphanClose).trim();
+    if (before) parts.push(before);
+    answer = answer.slice(orphanClose + '</think>'.length);
+  }
+  const unclosed = answer.indexOf('<think>');
+  if (unclosed >= 0) {
+    const after = answer.slice(unclosed + '<think>'.length).trim();
+    if (after) parts.push(after);
+    answer = answer.slice(0, unclosed);
+  }
+  return { content: answer.trim(), reasoning: parts.length > 0 ? parts.join('\n\n') : null };
+}
+
+/** Read one choice; promptTokenIds are the response's (vLLM) or the choice's (SGLang). */
+export function readChoice(choice: ChatChoice, responsePromptIds: number[] | null): ReadChoice {
+  const field = choice.message.reasoning_content ?? choice.message.reasoning ?? null;
+  const { content, reasoning } = splitReasoning(choice.message.content ?? '', field);
+  const finishReason = choice.finish_reason ?? 'unknown';
+  const completionIds = choice.token_ids ?? null;
+  const promptIds = choice.prompt_token_ids ?? responsePromptIds;
+  let tokens: TokenTrace | null = null;
+  // A trainer needs both sides; half a trace is no trace.
+  if (completionIds && promptIds) {
+    const logprobs = choice.logprobs?.content?.map((c) => c.logprob) ?? null;
+    tokens = {
+      promptTokenIds: promptIds,
+      completionTokenIds: completionIds,
+      // Only aligned logprobs are of use to a trainer.
+      completionLogprobs: logprobs && logprobs.length === completionIds.length ? logprobs : null,
+    };
+  }
+  return {
+    content,
+    reasoning,
+    finishReason,
+    truncated: finishReason === 'length',
+    completionTokens: completionIds ? completionIds.length : null,
+    tokens,
+  };
+}
+
+/** Split `total` over `count` parts as evenly as integers allow (first parts get the remainder). */
+export function splitEvenly(total: number, count: number): number[] {
+  const base = Math.floor(total / count);
+  const rest = total - base * count;
+  return Array.from({ length: count }, (_, i) => base + (i < rest ? 1 : 0));
+}

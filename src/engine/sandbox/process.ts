@@ -1,0 +1,222 @@
+// One child process with a hard wall-clock limit that kills its whole
+// process group, and captured, truncated output. Used for sandboxed
+// candidates and for the trusted evaluators alike.
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+
+export interface ProcessSpec {
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  /** The complete environment of the child (nothing is inherited). */
+  env: Readonly<Record<string, string>>;
+  /** Run as this user (only when we are root). */
+  uid?: number;
+  gid?: number;
+  timeoutMs: number;
+  /** Bytes kept of stdout and of stderr each; the rest is read and dropped. */
+  outputLimitBytes: number;
+  signal?: AbortSignal;
+  /**
+   * The child is bwrap started with `--info-fd 3`: it reports the pid of the
+   * sandbox's init there. Killing that init first lets the kernel tear the
+   * whole PID namespace down before bwrap exits, so when the result arrives
+   * no process of the sandbox is left.
+   */
+  bwrapInfoFd?: boolean;
+}
+
+export interface ProcessOutcome {
+  exitCode: number | null;
+  /** The signal that ended the process, if any. */
+  exitSignal: string | null;
+  timedOut: boolean;
+  aborted: boolean;
+  /** Set when the process could not be started at all. */
+  spawnError: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  durationMs: number;
+}
+
+/** How long to wait for the pipes to close once the process has exited. */
+const PIPE_DRAIN_MS = 250;
+/** How long a sandbox may take to tear down after its init was killed before its group is killed too. */
+const TEARDOWN_GRACE_MS = 3000;
+
+const BwrapInfoSchema = z.object({ 'child-pid': z.number().int().positive() });
+
+class OutputCapture {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  truncated = false;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    if (this.kept >= this.limit) {
+      this.truncated = true;
+      return;
+    }
+    const room = this.limit - this.kept;
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    if (part.length < chunk.length) this.truncated = true;
+    this.chunks.push(Buffer.from(part));
+    this.kept += part.length;
+  }
+
+  text(): string {
+    const body = Buffer.concat(this.chunks).toString('utf8');
+    return this.truncated ? `${body}\n[... output truncated at ${formatBytes(this.limit)}]` : body;
+  }
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  return `${bytes} bytes`;
+}
+
+/** SIGKILL a whole process group; quietly nothing when it is already gone. */
+export function killProcessGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Run one process in its own process group (session). On timeout or abort
+ * the whole group gets SIGKILL; after a normal exit the group is killed too,
+ * so children left behind in it do not outlive the run. Never rejects.
+ */
+export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
+  const started = performance.now();
+  const stdout = new OutputCapture(spec.outputLimitBytes);
+  const stderr = new OutputCapture(spec.outputLimitBytes);
+  return new Promise<ProcessOutcome>((resolvePromise) => {
+    let timedOut = false;
+    let aborted = false;
+    let settled = false;
+    let exitCode: number | null = null;
+    let exitSignal: string | null = null;
+    let spawnError: string | null = null;
+
+    if (spec.signal?.aborted) {
+      resolvePromise({
+        exitCode: null, exitSignal: null, timedOut: false, aborted: true, spawnError: null,
+        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0,
+      });
+      return;
+    }
+
+    const child = spawn(spec.file, [...spec.args], {
+      cwd: spec.cwd,
+      env: { ...spec.env },
+      stdio: spec.bwrapInfoFd ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+      detached: true, // setsid: its own process group, killed as one
+      ...(spec.uid !== undefined ? { uid: spec.uid } : {}),
+      ...(spec.gid !== undefined ? { gid: spec.gid } : {}),
+    });
+
+    const finish = (): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(graceTimer);
+      spec.signal?.removeEventListener('abort', onAbort);
+      resolvePromise({
+        exitCode,
+        exitSignal,
+        timedOut,
+        aborted,
+        spawnError,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        stdoutTruncated: stdout.truncated,
+        stderrTruncated: stderr.truncated,
+        durationMs: performance.now() - started,
+      });
+    };
+
+    let sandboxInitPid: number | null = null;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const stop = (): void => {
+      if (sandboxInitPid !== null) {
+        try {
+          process.kill(sandboxInitPid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+        graceTimer ??= setTimeout(() => killProcessGroup(child.pid), TEARDOWN_GRACE_MS);
+      } else {
+        killProcessGroup(child.pid);
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, spec.timeoutMs);
+    const onAbort = (): void => {
+      aborted = true;
+      stop();
+    };
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const drain = (stream: Readable | null, capture: OutputCapture): void => {
+      stream?.on('data', (chunk: Buffer) => capture.add(chunk));
+      stream?.on('error', () => undefined);
+    };
+    drain(child.stdout, stdout);
+    drain(child.stderr, stderr);
+    const info = spec.bwrapInfoFd ? (child.stdio[3] as Readable | null | undefined) : null;
+    if (info) {
+      let text = '';
+      info.on('data', (chunk: Buffer) => {
+        if (sandboxInitPid !== null || text.length > 4096) return;
+        text += chunk.toString('utf8');
+        const end = text.indexOf('}');
+        if (end === -1) return;
+        try {
+          const parsed = BwrapInfoSchema.safeParse(JSON.parse(text.slice(0, end + 1)));
+          if (parsed.success) sandboxInitPid = parsed.data['child-pid'];
+        } catch {
+          // Not the JSON bwrap writes: fall back to killing the group.
+        }
+        if (sandboxInitPid !== null && (timedOut || aborted)) stop();
+      });
+      info.on('error', () => undefined);
+    }
+
+    child.on('error', (err) => {
+      spawnError = err.message;
+      killProcessGroup(child.pid);
+      finish();
+    });
+    child.on('exit', (code, signal) => {
+      exitCode = code;
+      exitSignal = signal;
+      clearTimeout(timer);
+      // Anything the program left running in its group dies with it.
+      killProcessGroup(child.pid);
+      // Wait briefly for the pipes to flush; a straggler holding them open
+      // (one that escaped the group) must not hold up the result.
+      const drainTimer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        info?.destroy();
+        finish();
+      }, PIPE_DRAIN_MS);
+      child.on('close', () => {
+        clearTimeout(drainTimer);
+        finish();
+      });
+    });
+  });
+}

@@ -1,0 +1,48 @@
+// Reading the one file a candidate hands over, without trusting it: no
+// symbolic links followed, only regular files, size-capped before reading.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { formatBytes } from './process';
+
+export type SolutionRead = { ok: true; bytes: Buffer } | { ok: false; reason: string };
+
+function errorCode(err: unknown): string {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
+}
+
+/** Read `path` (named `name` in messages) if it is a plain, small enough file. */
+export async function readSolutionFile(path: string, name: string, maxBytes: number): Promise<SolutionRead> {
+  let handle;
+  try {
+    // O_NOFOLLOW: a symlink fails instead of being followed; O_NONBLOCK: a
+    // FIFO cannot make us wait for a writer that will never come.
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ENOENT') return { ok: false, reason: `the program wrote no ${name}` };
+    if (code === 'ELOOP' || code === 'EMLINK') return { ok: false, reason: `${name} is a symbolic link (links are not followed)` };
+    if (code === 'ENOTDIR') return { ok: false, reason: `the program wrote no ${name}` };
+    return { ok: false, reason: `${name} cannot be opened (${code || 'error'})` };
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) return { ok: false, reason: `${name} is not a regular file` };
+    if (stats.nlink > 1) return { ok: false, reason: `${name} has other hard links (only a plain file written by the program is accepted)` };
+    if (stats.size > maxBytes) return { ok: false, reason: `${name} is ${formatBytes(stats.size)}, over the ${formatBytes(maxBytes)} limit` };
+    // One byte more than stat says, to notice a file still growing.
+    const buffer = Buffer.alloc(stats.size + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > stats.size) return { ok: false, reason: `${name} changed while being read` };
+    if (length === 0) return { ok: false, reason: `${name} is empty` };
+    return { ok: true, bytes: buffer.subarray(0, length) };
+  } catch (err) {
+    return { ok: false, reason: `${name} cannot be read (${errorCode(err) || (err instanceof Error ? err.message : 'error')})` };
+  } finally {
+    await handle.close();
+  }
+}

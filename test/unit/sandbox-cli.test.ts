@@ -1,0 +1,84 @@
+// `thetaevolve evaluate` as product.md specifies it.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from '../../src/cli';
+import type { CliIO } from '../../src/cli/io';
+
+const REPO = join(__dirname, '../..');
+const FIXTURE = join(REPO, 'test/fixtures/hostile');
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = {
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    stderrIsTTY: false,
+    signal: new AbortController().signal,
+    cwd: REPO,
+    env: {},
+  };
+  const code = await main(args, io);
+  return { code, stdout, stderr };
+}
+
+describe('cli: evaluate', function () {
+  this.timeout(30000);
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'te-cli-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints status, score, objective, metrics, reason and durationMs with --json', async () => {
+    const { code, stdout } = await cli(['evaluate', 'tasks/hadamard-29', 'tasks/hadamard-29/initial.py', '--json']);
+    assert.equal(code, 0);
+    const out = JSON.parse(stdout) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'reason', 'score', 'status']);
+    assert.equal(out.status, 'ok');
+    assert.ok(Math.abs((out.objective as number) - 0.1433) < 0.001);
+    assert.equal(out.score, out.objective);
+    assert.equal(out.reason, '');
+    assert.equal(typeof out.durationMs, 'number');
+  });
+
+  it('exits 0 for a failing candidate, and --timeout overrides the runtime limit', async () => {
+    const program = join(dir, 'slow.py');
+    await writeFile(program, 'import time\ntime.sleep(30)\n');
+    const started = performance.now();
+    const { code, stdout } = await cli(['evaluate', FIXTURE, program, '--json', '--timeout', '0.5']);
+    assert.equal(code, 0);
+    const out = JSON.parse(stdout) as Record<string, unknown>;
+    assert.equal(out.status, 'timeout');
+    assert.equal(out.score, -0.2);
+    assert.equal(out.objective, null);
+    assert.match(out.reason as string, /0\.5 s limit/);
+    assert.ok(performance.now() - started < 5000);
+  });
+
+  it('prints a readable summary without --json', async () => {
+    const { code, stdout } = await cli(['evaluate', FIXTURE, join(FIXTURE, 'initial.py')]);
+    assert.equal(code, 0);
+    assert.match(stdout, /status\s+ok/);
+    assert.match(stdout, /objective\s+1\.5 \(maximize\)/);
+  });
+
+  it('exits 1 with one line naming the problem for a bad task or program, 2 for bad usage', async () => {
+    const folder = await mkdtemp(join(dir, 'task-'));
+    await writeFile(join(folder, 'task.json'), JSON.stringify({ name: 'x', title: 'x', direction: 'sideways' }));
+    const bad = await cli(['evaluate', folder, join(FIXTURE, 'initial.py')]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /task\.json: field direction/);
+    assert.equal(bad.stderr.trim().split('\n').length, 1);
+    const missing = await cli(['evaluate', FIXTURE, join(dir, 'nope.py')]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot read the program file/);
+    const usage = await cli(['evaluate', FIXTURE, join(FIXTURE, 'initial.py'), '--timeout', '-1']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--timeout needs a positive number/);
+  });
+});

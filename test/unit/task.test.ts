@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { taskJsonSchema, taskJsonSchemaText } from '../../src/engine/task/schema';
+import { evolveBlockProblem, fillTemplate, listBundledTasks, loadTask, placeholdersOf, TaskError } from '../../src/engine/task/task';
+
+const REPO = join(__dirname, '../..');
+
+const MINIMAL = {
+  name: 'tiny',
+  title: 'Tiny task',
+  direction: 'maximize',
+  initialProgram: 'initial.py',
+  candidate: { command: ['/usr/bin/python3', '{program}'], runtimeLimitSec: 5 },
+  evaluator: { command: ['/usr/bin/python3', '{taskDir}/evaluate.py', '{solution}'], timeLimitSec: 5 },
+  metaInformation: [{ id: 'only', weight: 1, text: 'Finish within {MAX_RUNTIME} s.' }],
+};
+const PROGRAM = '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n';
+
+describe('task format', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'te-task-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  let cases = 0;
+  async function taskFolder(spec: unknown, program = PROGRAM): Promise<string> {
+    const folder = join(dir, `case-${cases++}`);
+    await mkdir(folder);
+    await writeFile(join(folder, 'task.json'), typeof spec === 'string' ? spec : JSON.stringify(spec));
+    await writeFile(join(folder, 'initial.py'), program);
+    return folder;
+  }
+
+  async function loadError(spec: unknown, program = PROGRAM): Promise<string> {
+    const folder = await taskFolder(spec, program);
+    try {
+      await loadTask(folder);
+    } catch (err) {
+      assert.ok(err instanceof TaskError, `not a TaskError: ${String(err)}`);
+      assert.ok(err.message.startsWith(join(folder, 'task.json')), `the message names the file: ${err.message}`);
+      return err.message;
+    }
+    assert.fail('the task loaded');
+  }
+
+  it('loads a minimal task with defaults filled in', async () => {
+    const task = await loadTask(await taskFolder(MINIMAL));
+    assert.equal(task.name, 'tiny');
+    assert.equal(task.language, 'py');
+    assert.equal(task.initialProgram, PROGRAM);
+    assert.equal(task.runtimeLimitSec, 5);
+    assert.equal(task.evaluatorTimeLimitSec, 5);
+    assert.equal(task.targetValue, null);
+    assert.equal(task.maxCodeLength, 50000);
+    assert.equal(task.solutionFile, 'solution.json');
+    assert.equal(task.solutionMaxBytes, 16 * 1024 * 1024);
+    assert.deepEqual(task.rewardShaping, { enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 });
+    assert.deepEqual(task.variables, { MAX_RUNTIME: 5 });
+  });
+
+  it('accepts a path to task.json as well as its folder', async () => {
+    const folder = await taskFolder(MINIMAL);
+    assert.equal((await loadTask(join(folder, 'task.json'))).dir, folder);
+  });
+
+  it('names the field and what is wrong', async () => {
+    const { direction: _direction, ...noDirection } = MINIMAL;
+    assert.match(await loadError(noDirection), /field direction: .*got nothing/);
+    assert.match(await loadError({ ...MINIMAL, direction: 'up' }), /field direction: .*"maximize".*"minimize".*got "up"/);
+    assert.match(await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, runtimeLimitSec: -1 } }), /field candidate\.runtimeLimitSec: .*got -1/);
+    assert.match(await loadError({ ...MINIMAL, colour: 'blue' }), /field colour: unknown field/);
+    assert.match(await loadError({ ...MINIMAL, metaInformation: [] }), /field metaInformation: needs at least one text/);
+    assert.match(await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 0, text: 'x' }] }), /field metaInformation\[0\]\.weight/);
+    assert.match(await loadError({ ...MINIMAL, name: 'Has Spaces' }), /field name: must be lower-case/);
+    assert.match(await loadError({ ...MINIMAL, rewardShaping: { enabled: true, lower: 2, upper: 1 } }), /field rewardShaping\.upper: upper must be greater than lower/);
+    assert.match(await loadError('{"name": "tiny",'), /not valid JSON/);
+  });
+
+  it('checks placeholders, the initial program and the commands', async () => {
+    assert.match(
+      await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 1, text: 'Pack {n_circles} circles' }] }),
+      /field metaInformation\[0\]\.text: uses \{n_circles\}, which is not a variable/,
+    );
+    assert.match(await loadError(MINIMAL, 'x = 1\n'), /field initialProgram: initial\.py needs exactly one EVOLVE-BLOCK-START/);
+    assert.match(await loadError({ ...MINIMAL, initialProgram: 'missing.py' }), /field initialProgram: cannot read/);
+    assert.match(await loadError({ ...MINIMAL, initialProgram: '../outside.py' }), /field initialProgram: must stay inside the task folder/);
+    assert.match(await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, command: ['/usr/bin/python3', 'x.py'] } }), /field candidate\.command: must pass the program with \{program\}/);
+    assert.match(
+      await loadError({ ...MINIMAL, evaluator: { ...MINIMAL.evaluator, command: ['/usr/bin/python3', '{program}', '{solution}'] } }),
+      /field evaluator\.command\[1\]: uses \{program\}, which is not a placeholder here/,
+    );
+    assert.match(await loadError({ ...MINIMAL, maxCodeLength: 10 }), /field maxCodeLength: the initial program is \d+ characters/);
+    await assert.rejects(loadTask(join(dir, 'no-such-folder')), /no such task folder/);
+  });
+
+  it('fills template variables, leaving other braces alone', () => {
+    assert.deepEqual(placeholdersOf('write {"centers": ...} for {n_circles} circles in {MAX_RUNTIME} s; c_{m-1}'), ['n_circles', 'MAX_RUNTIME']);
+    assert.equal(fillTemplate('{n} of {n}, {"x": 1}, {unknown}', { n: 26 }), '26 of 26, {"x": 1}, {unknown}');
+    assert.equal(evolveBlockProblem('# EVOLVE-BLOCK-END\n# EVOLVE-BLOCK-START\n'), 'EVOLVE-BLOCK-END comes before EVOLVE-BLOCK-START');
+    assert.equal(evolveBlockProblem(PROGRAM), null);
+  });
+
+  it('provides MAX_RUNTIME, target_value and the tolerances as variables', async () => {
+    const task = await loadTask(await taskFolder({ ...MINIMAL, targetValue: 2.5, tolerances: { tolerance: 1e-6 }, variables: { n: 3 } }));
+    assert.deepEqual(task.variables, { MAX_RUNTIME: 5, target_value: 2.5, tolerance: 1e-6, n: 3 });
+  });
+});
+
+describe('bundled tasks', () => {
+  it('are the six tasks with the paper\'s limits, directions and shaping', async () => {
+    const tasks = await listBundledTasks(join(REPO, 'tasks'));
+    const byName = Object.fromEntries(tasks.map((t) => [t.name, t]));
+    assert.deepEqual(Object.keys(byName).sort(), [
+      'circle-packing',
+      'circle-packing-strict',
+      'first-autocorrelation',
+      'hadamard-29',
+      'second-autocorrelation',
+      'third-autocorrelation',
+    ]);
+    const limits = (name: string): [string, number, number] => {
+      const t = byName[name];
+      assert.ok(t);
+      return [t.direction, t.runtimeLimitSec, t.runtimeLimitSec + t.evaluatorTimeLimitSec];
+    };
+    // Runtime limit and evaluation timeout as algorithm.md section 7.
+    assert.deepEqual(limits('circle-packing'), ['maximize', 60, 70]);
+    assert.deepEqual(limits('circle-packing-strict'), ['maximize', 60, 70]);
+    assert.deepEqual(limits('first-autocorrelation'), ['minimize', 1000, 1150]);
+    assert.deepEqual(limits('second-autocorrelation'), ['maximize', 300, 350]);
+    assert.deepEqual(limits('third-autocorrelation'), ['minimize', 60, 70]);
+    assert.deepEqual(limits('hadamard-29'), ['maximize', 300, 350]);
+    assert.deepEqual(byName['circle-packing']?.tolerances, { tolerance: 1e-6 });
+    assert.deepEqual(byName['circle-packing-strict']?.tolerances, { tolerance: 0 });
+    assert.deepEqual(byName['third-autocorrelation']?.rewardShaping, { enabled: true, lower: 1.4557, upper: 3.2, alpha: 3, k: 3 });
+    assert.deepEqual(byName['second-autocorrelation']?.rewardShaping, { enabled: true, lower: 0.91, upper: 0.96, alpha: 1, k: 3 });
+    assert.deepEqual(byName['circle-packing']?.rewardShaping, { enabled: false, lower: 0, upper: 2.635, alpha: 3, k: 5 });
+    assert.deepEqual(byName['hadamard-29']?.rewardShaping, { enabled: false, lower: 0, upper: 1, alpha: 1, k: 5 });
+    for (const task of tasks) {
+      assert.equal(task.language, 'py');
+      assert.equal(evolveBlockProblem(task.initialProgram), null);
+      assert.ok(task.metaInformation.length >= 1 && task.metaInformation.length <= 3, task.name);
+      for (const meta of task.metaInformation) {
+        const filled = fillTemplate(meta.text, task.variables);
+        assert.deepEqual(placeholdersOf(filled), [], `${task.name}/${meta.id} has unfilled placeholders`);
+        assert.ok(!filled.includes('{MAX_RUNTIME}'));
+      }
+      assert.equal(task.candidateCommand[0], '/usr/bin/python3', 'the system Python with Debian numpy/scipy');
+      assert.equal(task.evaluatorCommand[0], '/usr/bin/python3');
+    }
+  });
+
+  it('media/task.schema.json is the schema generated from the zod schema', () => {
+    const committed = readFileSync(join(REPO, 'media/task.schema.json'), 'utf8');
+    assert.equal(committed, taskJsonSchemaText(), 'run: npx tsx scripts/generate-task-schema.ts');
+  });
+
+  it('the JSON Schema knows every field the bundled task files use', async () => {
+    const schema = taskJsonSchema() as { properties: Record<string, { properties?: Record<string, unknown> }>; required: string[]; additionalProperties: boolean };
+    assert.equal(schema.additionalProperties, false);
+    assert.deepEqual(schema.required.sort(), ['candidate', 'direction', 'evaluator', 'initialProgram', 'metaInformation', 'name', 'title']);
+    for (const task of await listBundledTasks(join(REPO, 'tasks'))) {
+      const raw = JSON.parse(readFileSync(join(task.dir, 'task.json'), 'utf8')) as Record<string, unknown>;
+      for (const [key, value] of Object.entries(raw)) {
+        assert.ok(key in schema.properties, `${task.name}: ${key}`);
+        const nested = schema.properties[key]?.properties;
+        if (nested && value && typeof value === 'object' && !Array.isArray(value)) {
+          for (const inner of Object.keys(value)) assert.ok(inner in nested, `${task.name}: ${key}.${inner}`);
+        }
+      }
+      assert.equal(raw.$schema, '../../media/task.schema.json');
+    }
+  });
+});

@@ -1,0 +1,133 @@
+// The on-disk format of a run database: tables, the meta rows that identify
+// the file, and zod schemas for everything read back from it.
+import { z } from 'zod';
+
+export const MAGIC = 'thetaevolve-program-database';
+export const SCHEMA_VERSION = 1;
+export const SQLITE_HEADER = 'SQLite format 3\u0000';
+
+/** A run database that cannot be used: not SQLite, not ours, damaged or newer. Never overwritten. */
+export class DatabaseFileError extends Error {}
+
+export const SCHEMA_SQL = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE programs (
+  seq INTEGER PRIMARY KEY,          -- id = seq in base 36
+  id TEXT NOT NULL,
+  parent_id TEXT,
+  island INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  score REAL NOT NULL,
+  objective REAL,
+  outcome TEXT NOT NULL,
+  code_length INTEGER NOT NULL,
+  code_hash TEXT NOT NULL,
+  code,                             -- TEXT, or BLOB holding zlib-compressed UTF-8
+  metrics TEXT NOT NULL,            -- JSON object
+  meta_info_id TEXT,
+  response,                         -- TEXT, zlib BLOB or NULL
+  reasoning,                        -- TEXT, zlib BLOB or NULL
+  generation_ms REAL NOT NULL,
+  evaluation_ms REAL NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,      -- ms since the epoch
+  migrant_of TEXT,                  -- the program this is a migration copy of
+  alive INTEGER NOT NULL,           -- 1: in the population; 0: evicted, kept as a past best
+  in_archive INTEGER NOT NULL,
+  elite_cell INTEGER,               -- MAP-Elites cell it holds in its island, if any
+  improvement INTEGER NOT NULL      -- 1: was the new global best when added
+);
+CREATE TABLE code_hashes (hash TEXT PRIMARY KEY) WITHOUT ROWID; -- every program ever added
+CREATE TABLE steps (step INTEGER PRIMARY KEY, committed_at INTEGER NOT NULL, stats TEXT NOT NULL);
+CREATE VIEW population AS
+  SELECT id, parent_id, island, step, score, objective, outcome, code_length, in_archive, elite_cell
+  FROM programs WHERE alive = 1;
+`;
+
+export const PROGRAM_COLUMNS =
+  'seq, id, parent_id, island, step, score, objective, outcome, code_length, code_hash, code, metrics, meta_info_id, response, reasoning, ' +
+  'generation_ms, evaluation_ms, prompt_tokens, completion_tokens, created_at, migrant_of, alive, in_archive, elite_cell, improvement';
+
+export const DatabaseConfigSchema = z
+  .object({
+    populationSize: z.number().int().min(1),
+    archiveSize: z.number().int().min(1),
+    numIslands: z.number().int().min(1),
+    migrationInterval: z.number().int().min(1),
+    migrationRate: z.number().min(0).max(1),
+    explorationRatio: z.number().min(0).max(1),
+    exploitationRatio: z.number().min(0).max(1),
+    seed: z.number().int().min(0).max(4294967295),
+  })
+  .refine((c) => c.explorationRatio + c.exploitationRatio <= 1 + 1e-9, {
+    message: 'explorationRatio + exploitationRatio must be at most 1',
+  });
+
+const RangeSchema = z.object({ min: z.number(), max: z.number() }).nullable();
+
+/** Everything besides the rows that a resumed run needs to continue exactly. */
+export const DatabaseStateSchema = z.object({
+  lastStep: z.number().int().min(-1),
+  nextSeq: z.number().int().min(0),
+  rng: z.tuple([z.number().int(), z.number().int(), z.number().int(), z.number().int()]),
+  turn: z.number().int().min(0),
+  bestId: z.string().nullable(),
+  ranges: z.object({ score: RangeSchema, codeLength: RangeSchema }),
+  islandGenerations: z.array(z.number().int().min(0)),
+  lastMigrationGeneration: z.number().int().min(0),
+  migrations: z.number().int().min(0),
+  lastMigrationStep: z.number().int().nullable(),
+});
+export type DatabaseState = z.infer<typeof DatabaseStateSchema>;
+
+export const MetricsSchema = z.record(z.string(), z.union([z.number(), z.string(), z.boolean(), z.null()]));
+
+const storedText = z.union([z.string(), z.instanceof(Uint8Array)]);
+const int = z.number().int();
+
+/** One full row of `programs` in PROGRAM_COLUMNS order. */
+export const ProgramRowSchema = z.tuple([
+  int, // seq
+  z.string(), // id
+  z.string().nullable(), // parent_id
+  int, // island
+  int, // step
+  z.number(), // score
+  z.number().nullable(), // objective
+  z.string(), // outcome
+  int, // code_length
+  z.string(), // code_hash
+  storedText, // code
+  z.string(), // metrics
+  z.string().nullable(), // meta_info_id
+  storedText.nullable(), // response
+  storedText.nullable(), // reasoning
+  z.number(), // generation_ms
+  z.number(), // evaluation_ms
+  int, // prompt_tokens
+  int, // completion_tokens
+  int, // created_at
+  z.string().nullable(), // migrant_of
+  int, // alive
+  int, // in_archive
+  int.nullable(), // elite_cell
+  int, // improvement
+]);
+
+/** The light columns loaded for every live program on open. */
+export const NODE_COLUMNS = 'seq, id, parent_id, island, step, score, code_length, code_hash, migrant_of, in_archive, elite_cell, improvement';
+export const NodeRowSchema = z.tuple([
+  int,
+  z.string(),
+  z.string().nullable(),
+  int,
+  int,
+  z.number(),
+  int,
+  z.string(),
+  z.string().nullable(),
+  int,
+  int.nullable(),
+  int,
+]);

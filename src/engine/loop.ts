@@ -1,0 +1,503 @@
+// The batched ThetaEvolve loop (algorithm.md section 1). Each step samples B
+// parents from one database snapshot, asks for n responses per parent,
+// evaluates each child as soon as its response arrives (K at once, in the
+// evaluator), and commits the step's children after the step, one by one.
+// A stopped step is abandoned whole: nothing half-committed.
+import type { Settings } from './config';
+import { databaseConfigFromSettings, type NewProgram, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
+import type { EngineEvent, RunFinishReason, StepStatistics } from './events';
+import { buildPrompt } from './prompt';
+import { Rng, type RngState } from './rng';
+import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
+import { codeHash } from './codeHash';
+import type { Task } from './task/task';
+import { type ChatMessage, type EvaluationResult, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
+
+/** What the loop needs of the sandbox (src/engine/sandbox/evaluator.ts's Evaluator fits). */
+export interface CandidateEvaluator {
+  evaluate(code: string, options?: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult>;
+}
+
+/** One scored response, as the RL trainer bridge receives it. */
+export interface ScoredSample {
+  index: number;
+  outcome: Outcome;
+  /** Combined score with penalties; null for request_failed. */
+  score: number | null;
+  objective: number | null;
+  /** Shaped reward (algorithm.md section 5); null for request_failed. */
+  reward: number | null;
+  childId: string | null;
+  response: SampleResponse | null;
+  error: string | null;
+}
+
+/** One prompt's group of n responses. */
+export interface ScoredGroup {
+  key: string;
+  step: number;
+  parentId: string;
+  messages: ChatMessage[];
+  samples: ScoredSample[];
+}
+
+export interface CommittedStep {
+  step: number;
+  stats: StepStatistics;
+  groups: ScoredGroup[];
+}
+
+export interface EvolutionRunSpec {
+  runId: string;
+  task: Task;
+  settings: Settings;
+  dbFile: string;
+  /** Program text to start from (default: the task's initial program). Ignored when the database resumes. */
+  startCode?: string;
+  /** Where that text came from (recorded in the database's meta). */
+  startPath?: string;
+  source: ResponseSource;
+  evaluator: CandidateEvaluator;
+  /** Steps to run in this invocation (CLI --steps); settings.maxSteps bounds the whole run. */
+  stepsThisInvocation?: number;
+  onEvent: (event: EngineEvent) => void;
+  /** Called after each committed step, before the next starts (the trainer bridge waits here in synchronous mode). */
+  afterCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
+}
+
+interface EngineState {
+  rng: RngState;
+  completionTokens: number;
+}
+
+function isEngineState(value: unknown): value is EngineState {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return Array.isArray(v.rng) && v.rng.length === 4 && v.rng.every((w) => typeof w === 'number') && typeof v.completionTokens === 'number';
+}
+
+interface SampleRecord {
+  outcome: Outcome;
+  score: number | null;
+  objective: number | null;
+  reason: string;
+  child: NewProgram | null;
+  response: SampleResponse | null;
+  error: string | null;
+}
+
+class StopSignal extends Error {}
+
+export class EvolutionRun {
+  private readonly spec: EvolutionRunSpec;
+  private readonly stopController = new AbortController();
+  private paused = false;
+  private resumeWaiters: (() => void)[] = [];
+  private db: ProgramDatabase | null = null;
+  private readonly shaping: RewardShaping;
+
+  constructor(spec: EvolutionRunSpec) {
+    this.spec = spec;
+    this.shaping = resolveRewardShaping(spec.settings, spec.task.rewardShaping);
+  }
+
+  /** The open database (null before start() opened it and after it finished). */
+  get database(): ProgramDatabase | null {
+    return this.db;
+  }
+
+  /** Abandon the in-flight step (nothing of it is committed) and end the run. */
+  stop(): void {
+    this.stopController.abort();
+    this.releasePause();
+  }
+
+  /** Pause after the in-flight step commits. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.releasePause();
+  }
+
+  private releasePause(): void {
+    this.paused = false;
+    const waiters = this.resumeWaiters;
+    this.resumeWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private emit(event: EngineEvent): void {
+    this.spec.onEvent(event);
+  }
+
+  /** Runs until a limit is reached or stop(); resolves with why it ended. */
+  async run(): Promise<{ reason: RunFinishReason; lastStep: number; best: ProgramRecord | null }> {
+    const { task, settings } = this.spec;
+    const started = Date.now();
+    let reason: RunFinishReason = 'steps_done';
+    let message = '';
+    try {
+      this.db = await ProgramDatabase.open(this.spec.dbFile, {
+        config: databaseConfigFromSettings(settings),
+        meta: {
+          runId: this.spec.runId,
+          task: task.name,
+          taskDir: task.dir,
+          direction: task.direction,
+          language: task.language,
+          programPath: this.spec.startPath ?? task.initialProgramPath,
+          startCode: this.spec.startCode ?? task.initialProgram,
+          source: this.spec.source.label,
+          createdAt: Date.now(),
+        },
+      });
+      const db = this.db;
+      const resumedFromStep = db.lastStep >= 0 ? db.lastStep : null;
+      this.emit({
+        type: 'run_started',
+        time: Date.now(),
+        runId: this.spec.runId,
+        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir },
+        dbFile: this.spec.dbFile,
+        source: { kind: this.spec.source.kind, label: this.spec.source.label },
+        settings: runSettingsSummary(settings),
+        resumedFromStep,
+      });
+      await this.spec.source.check(this.stopController.signal);
+
+      const saved = db.engineState();
+      const state: EngineState = isEngineState(saved) ? saved : { rng: Rng.fromSeed(settings.seed ^ 0x5eed).state(), completionTokens: 0 };
+      if (db.lastStep < 0) await this.addInitialProgram(db);
+
+      let stepsDone = 0;
+      for (;;) {
+        const limit = this.limitReached(db, state, stepsDone);
+        if (limit) {
+          reason = limit;
+          break;
+        }
+        if (this.paused) await this.waitWhilePaused(db.lastStep);
+        if (this.stopController.signal.aborted) throw new StopSignal();
+        const committed = await this.runStep(db, state, started);
+        stepsDone++;
+        if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
+      }
+    } catch (err) {
+      if (err instanceof StopSignal || this.stopController.signal.aborted) {
+        reason = 'stopped';
+        message = 'stopped; the in-flight step was abandoned and every committed step is kept';
+      } else {
+        reason = 'error';
+        message = err instanceof Error ? err.message : String(err);
+        this.emit({ type: 'error', time: Date.now(), message, fatal: true });
+      }
+    }
+    const db = this.db;
+    const best = db?.best() ?? null;
+    const lastStep = db?.lastStep ?? -1;
+    if (!message) message = finishMessage(reason, lastStep);
+    this.emit({ type: 'run_finished', time: Date.now(), reason, lastStep, best: best ? { id: best.id, score: best.score } : null, message });
+    if (db) await db.close();
+    this.db = null;
+    return { reason, lastStep, best };
+  }
+
+  private limitReached(db: ProgramDatabase, state: EngineState, stepsDone: number): RunFinishReason | null {
+    const { settings, task } = this.spec;
+    if (this.stopController.signal.aborted) return 'stopped';
+    const best = db.best();
+    if (task.targetValue !== null && best && best.outcome === 'valid') {
+      const objective = objectiveOfScore(best.score, task.direction);
+      if (task.direction === 'maximize' ? objective >= task.targetValue : objective <= task.targetValue) return 'target_reached';
+    }
+    if (settings.maxSteps > 0 && db.lastStep >= settings.maxSteps) return 'steps_done';
+    if (this.spec.stepsThisInvocation !== undefined && stepsDone >= this.spec.stepsThisInvocation) return 'steps_done';
+    if (settings.maxTotalTokens > 0 && state.completionTokens >= settings.maxTotalTokens) return 'token_limit';
+    return null;
+  }
+
+  private async waitWhilePaused(step: number): Promise<void> {
+    this.emit({ type: 'paused', time: Date.now(), step });
+    while (this.paused && !this.stopController.signal.aborted) {
+      await new Promise<void>((resolve) => this.resumeWaiters.push(resolve));
+    }
+    if (!this.stopController.signal.aborted) this.emit({ type: 'resumed', time: Date.now(), step });
+  }
+
+  private async addInitialProgram(db: ProgramDatabase): Promise<void> {
+    const { task } = this.spec;
+    const code = this.spec.startCode ?? task.initialProgram;
+    this.emit({ type: 'evaluation_started', time: Date.now(), step: 0, jobKey: 'initial', sampleIndex: 0 });
+    const result = await this.spec.evaluator.evaluate(code, { signal: this.stopController.signal });
+    if (this.stopController.signal.aborted) throw new StopSignal();
+    const outcome = outcomeOfEvaluation(result.status);
+    this.emit({
+      type: 'evaluation_finished',
+      time: Date.now(),
+      step: 0,
+      jobKey: 'initial',
+      sampleIndex: 0,
+      childId: null,
+      outcome,
+      score: result.score,
+      objective: result.objective,
+      durationMs: result.durationMs,
+      reason: result.reason,
+    });
+    const record = await db.addInitial({
+      parentId: null,
+      step: 0,
+      code,
+      codeHash: codeHash(code, task.language),
+      score: result.score,
+      objective: result.objective,
+      outcome,
+      metrics: result.metrics,
+      metaInfoId: null,
+      response: null,
+      reasoning: null,
+      generationMs: 0,
+      evaluationMs: result.durationMs,
+      promptTokens: 0,
+      completionTokens: 0,
+    });
+    if (outcome === 'valid') {
+      this.emit({ type: 'new_best', time: Date.now(), id: record.id, step: 0, score: record.score, objective: record.objective, parentId: null });
+    } else {
+      this.emit({
+        type: 'error',
+        time: Date.now(),
+        fatal: false,
+        message: `the starting program is not valid (${result.status}: ${result.reason}); evolving from it anyway`,
+      });
+    }
+  }
+
+  private async runStep(db: ProgramDatabase, state: EngineState, runStarted: number): Promise<CommittedStep> {
+    const { task, settings, source, evaluator } = this.spec;
+    const step = db.lastStep + 1;
+    const stepStarted = Date.now();
+    // Every random choice of the step comes from the persisted generator; a
+    // step redone after a crash or stop draws the same parents and prompts.
+    const rng = Rng.fromState(state.rng);
+    const parents = db.sampleParents(settings.batchSize);
+    const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
+    const n = settings.samplesPerPrompt;
+    const jobs: GenerationJob[] = [];
+    const metaInfo = new Map<string, string | null>();
+    const parentOf = new Map<string, ProgramRecord>();
+    for (const [i, parent] of parents.entries()) {
+      const prompt = buildPrompt({ task, parent, rng, topPrograms: top.filter((p) => p.id !== parent.id) });
+      const key = `s${step}-p${i}`;
+      metaInfo.set(key, prompt.metaInfoId);
+      parentOf.set(key, parent);
+      jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
+    }
+    this.emit({ type: 'step_started', time: Date.now(), step, parents: parents.map((p) => ({ id: p.id, score: p.score, island: p.island })) });
+
+    const stepAbort = new AbortController();
+    const onStop = (): void => stepAbort.abort();
+    this.stopController.signal.addEventListener('abort', onStop, { once: true });
+    const records = new Map<string, SampleRecord[]>(jobs.map((j) => [j.key, new Array<SampleRecord>(n)]));
+    const jobByKey = new Map(jobs.map((j) => [j.key, j]));
+    const evaluations: Promise<void>[] = [];
+    let firstEvalStart = Number.POSITIVE_INFINITY;
+    let lastEvalEnd = 0;
+    let lastResponseAt = stepStarted;
+
+    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number): void => {
+      const slot = records.get(jobKey);
+      if (slot) slot[index] = r;
+      this.emit({
+        type: 'evaluation_finished',
+        time: Date.now(),
+        step,
+        jobKey,
+        sampleIndex: index,
+        childId: null,
+        outcome: r.outcome,
+        score: r.score,
+        objective: r.objective,
+        durationMs,
+        reason: r.reason,
+      });
+    };
+
+    const onSample = (sample: Sample): void => {
+      lastResponseAt = Date.now();
+      const job = jobByKey.get(sample.jobKey);
+      if (!job || stepAbort.signal.aborted) return;
+      if (!sample.ok) {
+        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0);
+        return;
+      }
+      const parent = parentOf.get(job.key) as ProgramRecord;
+      const classified = classifyChild({
+        parentCode: job.parentCode,
+        answer: sample.content,
+        language: task.language,
+        maxCodeLength: task.maxCodeLength,
+        seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) : undefined,
+      });
+      const base = {
+        parentId: parent.id,
+        step,
+        metaInfoId: metaInfo.get(job.key) ?? null,
+        response: sample.content,
+        reasoning: sample.reasoning,
+        generationMs: sample.latencyMs,
+        promptTokens: sample.promptTokens,
+        completionTokens: sample.completionTokens,
+      };
+      if (classified.kind === 'rejected') {
+        // An over-long child is a program that never ran: it is not stored.
+        record(job.key, sample.index, { outcome: classified.outcome, score: classified.score, objective: null, reason: classified.reason, child: null, response: sample, error: null }, 0);
+        return;
+      }
+      evaluations.push(
+        (async () => {
+          const result = await evaluator.evaluate(classified.child, {
+            signal: stepAbort.signal,
+            onStart: () => {
+              firstEvalStart = Math.min(firstEvalStart, Date.now());
+              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index });
+            },
+          });
+          lastEvalEnd = Math.max(lastEvalEnd, Date.now());
+          if (stepAbort.signal.aborted) return;
+          const outcome = outcomeOfEvaluation(result.status);
+          const child: NewProgram = {
+            ...base,
+            code: classified.child,
+            codeHash: classified.codeHash,
+            score: result.score,
+            objective: result.objective,
+            outcome,
+            metrics: result.metrics,
+            evaluationMs: result.durationMs,
+          };
+          record(job.key, sample.index, { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null }, result.durationMs);
+        })(),
+      );
+    };
+
+    try {
+      await source.generate(jobs, stepAbort.signal, onSample);
+      const generationDone = Math.max(lastResponseAt, stepStarted);
+      // Evaluations may still be joining the list while earlier ones settle.
+      for (let settled = 0; settled < evaluations.length; ) {
+        const batch = evaluations.slice(settled);
+        await Promise.all(batch);
+        settled += batch.length;
+      }
+      if (stepAbort.signal.aborted) throw new StopSignal();
+
+      const flat: SampleRecord[] = [];
+      for (const job of jobs) {
+        const slot = records.get(job.key) as SampleRecord[];
+        for (let i = 0; i < n; i++) {
+          slot[i] ??= { outcome: 'request_failed', score: null, objective: null, reason: 'no response delivered', child: null, response: null, error: 'no response delivered' };
+          flat.push(slot[i] as SampleRecord);
+        }
+      }
+      const finished = Date.now();
+      const stats = stepStatistics({
+        step,
+        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0 })),
+        generationMs: generationDone - stepStarted,
+        evaluationMs: Number.isFinite(firstEvalStart) ? Math.max(0, lastEvalEnd - firstEvalStart) : 0,
+        totalMs: finished - stepStarted,
+      });
+      // Siblings never see each other: identical children of one step are all
+      // scored, but only the first enters the database.
+      const children: NewProgram[] = [];
+      const childSlot = new Map<NewProgram, SampleRecord>();
+      const hashes = new Set<string>();
+      for (const r of flat) {
+        if (!r.child || hashes.has(r.child.codeHash)) continue;
+        hashes.add(r.child.codeHash);
+        children.push(r.child);
+        childSlot.set(r.child, r);
+      }
+      state.completionTokens += stats.tokens.completion;
+      state.rng = rng.state();
+      const previousBest = db.best();
+      const commit = await db.commitStep({ step, children, stats, engineState: state });
+      const ids = new Map<SampleRecord, string>();
+      commit.inserted.forEach((rec, i) => {
+        const source = childSlot.get(children[i] as NewProgram);
+        if (source) ids.set(source, rec.id);
+      });
+      const best = db.best();
+      const newBest = commit.newBest !== null && (previousBest === null || commit.newBest.score > previousBest.score);
+      this.emit({
+        type: 'step_committed',
+        time: Date.now(),
+        ...stats,
+        dbSize: db.size,
+        bestEver: best && best.outcome === 'valid' ? best.score : null,
+        newBest,
+        elapsedMs: Date.now() - runStarted,
+      });
+      if (newBest && commit.newBest) {
+        const b = commit.newBest;
+        this.emit({ type: 'new_best', time: Date.now(), id: b.id, step, score: b.score, objective: b.objective, parentId: b.parentId });
+      }
+      const groups: ScoredGroup[] = jobs.map((job) => ({
+        key: job.key,
+        step,
+        parentId: job.parentId,
+        messages: job.messages,
+        samples: (records.get(job.key) as SampleRecord[]).map((r, index) => ({
+          index,
+          outcome: r.outcome,
+          score: r.score,
+          objective: r.objective,
+          reward: r.score === null ? null : rewardOfSample({ score: r.score, objective: r.objective }, task.direction, this.shaping),
+          childId: ids.get(r) ?? null,
+          response: r.response,
+          error: r.error,
+        })),
+      }));
+      return { step, stats, groups };
+    } finally {
+      this.stopController.signal.removeEventListener('abort', onStop);
+      if (stepAbort.signal.aborted) await Promise.allSettled(evaluations);
+    }
+  }
+}
+
+function finishMessage(reason: RunFinishReason, lastStep: number): string {
+  switch (reason) {
+    case 'steps_done':
+      return `finished after step ${lastStep}`;
+    case 'target_reached':
+      return `target reached at step ${lastStep}`;
+    case 'token_limit':
+      return `token limit reached at step ${lastStep}`;
+    case 'stopped':
+      return `stopped after step ${lastStep}`;
+    case 'error':
+      return 'failed';
+  }
+}
+
+/** The settings that shape a run, for the run_started event (never secrets). */
+function runSettingsSummary(s: Settings): Record<string, string | number | boolean | null> {
+  return {
+    sampler: s.sampler,
+    endpoint: s.sampler === 'llm' ? s.endpoint : null,
+    model: s.model || null,
+    batchSize: s.batchSize,
+    samplesPerPrompt: s.samplesPerPrompt,
+    temperature: s.temperature,
+    topP: s.topP,
+    maxTokens: s.maxTokens,
+    evaluationConcurrency: s.evaluationConcurrency,
+    databasePreset: s['database.preset'],
+    lazyPenalty: s.lazyPenalty,
+    seed: s.seed,
+  };
+}

@@ -129,6 +129,26 @@ export const ErrorEventSchema = z.object({
   fatal: z.boolean(),
 });
 
+/** Where the RL trainer bridge stands (src/engine/trainer/bridge.ts TrainerState). */
+export const TrainerStateEventSchema = z.object({
+  type: z.literal('trainer_state'),
+  time,
+  state: z.object({
+    enabled: z.boolean(),
+    protocol: z.enum(['atropos', 'slime']),
+    url: z.string(),
+    mode: z.enum(['sync', 'async']),
+    connected: z.boolean(),
+    trainerStep: z.number().int().nullable(),
+    lastAckedPolicyVersion: z.string().nullable(),
+    pendingGroups: count,
+    sentGroups: count,
+    rejectedGroups: count,
+    waiting: z.boolean(),
+    lastError: z.string().nullable(),
+  }),
+});
+
 export const EngineEventSchema = z.discriminatedUnion('type', [
   RunStartedEventSchema,
   StepStartedEventSchema,
@@ -140,6 +160,7 @@ export const EngineEventSchema = z.discriminatedUnion('type', [
   ResumedEventSchema,
   RunFinishedEventSchema,
   ErrorEventSchema,
+  TrainerStateEventSchema,
 ]);
 
 export type EngineEvent = z.infer<typeof EngineEventSchema>;
@@ -155,6 +176,7 @@ export type PausedEvent = EngineEventOf<'paused'>;
 export type ResumedEvent = EngineEventOf<'resumed'>;
 export type RunFinishedEvent = EngineEventOf<'run_finished'>;
 export type EngineErrorEvent = EngineEventOf<'error'>;
+export type TrainerStateEvent = EngineEventOf<'trainer_state'>;
 
 /** Validate an event from across a boundary; throws with the first issue's path. */
 export function parseEngineEvent(raw: unknown): EngineEvent {

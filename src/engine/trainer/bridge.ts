@@ -1,0 +1,515 @@
+// The RL trainer bridge: after each committed step the B groups of n scored
+// responses go into a durable spool beside the run database, and a single
+// delivery worker sends them, oldest first, to the trainer (atropos or slime)
+// with backoff through outages and restarts. A group leaves the spool only
+// when the trainer acknowledged it; a group whose send may have reached the
+// trainer is checked before it is sent again (where the protocol can tell).
+// Synchronous mode (the paper's) holds the next step until the trainer took
+// a step; asynchronous mode lets sampling run at most trainer.maxStaleness
+// policy versions ahead. Shared by the CLI and the extension's engine worker.
+import type { Settings } from '../config';
+import type { TokenSupport } from '../llm/endpointClient';
+import { backoffDelayMs, type BackoffOptions, sleep } from '../llm/retryPolicy';
+import type { TrainerStateEvent } from '../events';
+import type { CommittedStep } from '../loop';
+import { AtroposClient } from './atropos';
+import { RetryableTrainerError, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
+import { SlimeClient } from './slime';
+import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
+
+export { TrainerConfigError } from './protocol';
+export type { TrainerProtocol } from './protocol';
+export { spoolDirOf } from './spool';
+
+/** Plain JSON, for the dashboard, the CLI and the trainer_state event. */
+export interface TrainerState {
+  enabled: boolean;
+  protocol: TrainerProtocol;
+  url: string;
+  mode: 'sync' | 'async';
+  /** The last exchange with the trainer succeeded. */
+  connected: boolean;
+  /** The trainer's step (policy version) as last read; null when unknown. */
+  trainerStep: number | null;
+  lastAckedPolicyVersion: string | null;
+  /** Groups in the spool the trainer has not acknowledged. */
+  pendingGroups: number;
+  /** Groups acknowledged since this bridge started. */
+  sentGroups: number;
+  /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
+  rejectedGroups: number;
+  /** The run is waiting for the trainer (synchronous step or staleness bound). */
+  waiting: boolean;
+  lastError: string | null;
+}
+
+export interface TrainerBridgeOptions {
+  settings: Settings;
+  /** The run database; the spool lives at `<dbFile>.trainer-spool/`. */
+  dbFile: string;
+  /** n: responses per group. */
+  groupSize: number;
+  /** Shown to the trainer (atropos desired_name), e.g. "thetaevolve-circle-packing". */
+  name: string;
+  /** The endpoint's token support after its check(); null when there is no endpoint (offline mutate sampler). */
+  tokenSupport: TokenSupport | null;
+  onState?: (state: TrainerState) => void;
+  /** Told once per problem worth a person's attention. */
+  onWarning?: (message: string) => void;
+  /** Trainer step polling while waiting (default 250 ms). */
+  pollIntervalMs?: number;
+  /** Retry backoff (default 250 ms doubling to 10 s). */
+  backoff?: Partial<Pick<BackoffOptions, 'baseMs' | 'maxMs'>>;
+  /** Per-request timeout (default 30 s). */
+  requestTimeoutMs?: number;
+}
+
+/** Wakes waiters on any change (acknowledgement, trainer step, toggle). */
+class Notifier {
+  private waiters: (() => void)[] = [];
+  notify(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+  wait(ms: number, signals: AbortSignal[]): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        for (const s of signals) s.removeEventListener('abort', done);
+        resolve();
+      };
+      if (signals.some((s) => s.aborted)) return resolve();
+      const timer = setTimeout(done, Math.max(0, ms));
+      for (const s of signals) s.addEventListener('abort', done, { once: true });
+      this.waiters.push(done);
+    });
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class TrainerBridge {
+  private readonly options: TrainerBridgeOptions;
+  private readonly settings: Settings;
+  private readonly protocol: TrainerProtocol;
+  private readonly client: TrainerProtocolClient;
+  private readonly closing = new AbortController();
+  private readonly changed = new Notifier();
+  private readonly backoff: BackoffOptions;
+  private readonly pollIntervalMs: number;
+  private enabled: boolean;
+  private spool: TrainerSpool | null = null;
+  private activation: Promise<void> | null = null;
+  private worker: Promise<void> | null = null;
+  private connected = false;
+  private trainerStep: number | null = null;
+  /** Steps handed over that the trainer has not yet stepped for (staleness). */
+  private stepsAhead = 0;
+  /** The trainer step when the current evolution step began sampling (its policy version when the endpoint says none). */
+  private samplingVersion: string | null = null;
+  private lastAckedPolicyVersion: string | null = null;
+  private sentGroups = 0;
+  private rejectedGroups = 0;
+  private waiting = false;
+  private lastError: string | null = null;
+  private lastEmitted = '';
+  /** Groups whose last send may have reached the trainer. */
+  private readonly inDoubt = new Set<string>();
+  private readonly warned = new Set<string>();
+
+  constructor(options: TrainerBridgeOptions) {
+    this.options = options;
+    this.settings = options.settings;
+    this.protocol = options.settings['trainer.protocol'];
+    this.enabled = options.settings['trainer.enabled'];
+    this.backoff = { baseMs: options.backoff?.baseMs ?? 250, maxMs: options.backoff?.maxMs ?? 10_000, maxRetryAfterMs: 60_000 };
+    this.pollIntervalMs = options.pollIntervalMs ?? 250;
+    const url = this.settings['trainer.url'].trim();
+    const timeoutMs = options.requestTimeoutMs ?? 30_000;
+    const onWarning = (message: string) => this.warn(message);
+    if (!url) {
+      // Settings may be saved without a URL while the toggle is off; turning it on then fails clearly.
+      this.client = new UnconfiguredClient(this.protocol);
+    } else if (this.protocol === 'atropos') {
+      this.client = new AtroposClient({
+        url,
+        groupSize: options.groupSize,
+        maxTokenLength: this.settings.maxTokens,
+        name: options.name,
+        timeoutMs,
+        onWarning,
+        sequencesPerStep: this.settings.batchSize * options.groupSize,
+      });
+    } else {
+      this.client = new SlimeClient({ url, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
+    }
+  }
+
+  /**
+   * Check the configuration and reach the trainer (atropos: register the
+   * environment). Throws TrainerConfigError when the run must not start:
+   * no URL, atropos without token ids from the endpoint, a URL that is not
+   * that kind of server. An unreachable trainer is only a warning: rollouts
+   * are spooled and sent when it comes up.
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    if (!this.enabled) {
+      this.emitState();
+      return;
+    }
+    this.checkConfiguration();
+    this.activation ??= this.activate(signal);
+    await this.activation;
+  }
+
+  private checkConfiguration(): void {
+    if (!this.settings['trainer.url'].trim()) {
+      throw new TrainerConfigError('the RL trainer is on but thetaevolve.trainer.url (--trainer URL) is empty');
+    }
+    if (this.protocol !== 'atropos') return;
+    const support = this.options.tokenSupport;
+    if (support === null) {
+      throw new TrainerConfigError(
+        'the atropos trainer needs the token ids of every response, and the offline mutate sampler has none: ' +
+          'use an LLM endpoint that returns token ids (vLLM >= 0.10.2 or a recent SGLang), or the slime protocol (--trainer-protocol slime), which needs only messages',
+      );
+    }
+    if (support.status === 'missing' || support.status === 'not_requested') {
+      throw new TrainerConfigError(
+        `the atropos trainer needs token ids from the endpoint, and ${support.message ?? 'the endpoint does not return them'}; ` +
+          'refusing to send made-up tokens. Use vLLM >= 0.10.2 (return_token_ids) or a recent SGLang, or --trainer-protocol slime',
+      );
+    }
+  }
+
+  private async activate(signal: AbortSignal): Promise<void> {
+    const spool = await TrainerSpool.open(spoolDirOf(this.options.dbFile));
+    this.spool = spool;
+    const pending = spool.pending();
+    this.stepsAhead = new Set(pending.map((g) => g.step)).size;
+    // Delivery is one group at a time, so only the oldest pending group can
+    // have reached the trainer before a crash cut its acknowledgement.
+    if (pending[0]) this.inDoubt.add(pending[0].id);
+    try {
+      await this.client.connect(signal);
+      this.connected = true;
+      this.lastError = null;
+    } catch (error) {
+      if (error instanceof TrainerConfigError) throw error;
+      if (signal.aborted) throw error;
+      this.connected = false;
+      this.lastError = errorText(error);
+      this.warn(`the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`);
+    }
+    if (this.connected) await this.pollStep(signal);
+    this.samplingVersion = this.trainerStep === null ? null : String(this.trainerStep);
+    if (!this.client.hasStepSource) {
+      this.warn(
+        this.settings['trainer.mode'] === 'sync'
+          ? 'the slime rollout buffer has no step counter and the inference server reports no weight_version (SGLang /get_model_info): synchronous mode waits only until the buffer holds each step\'s rollouts'
+          : 'the slime rollout buffer has no step counter and the inference server reports no weight_version: the staleness bound (trainer.maxStaleness) cannot be enforced',
+      );
+    }
+    if (pending.length > 0) this.warn(`${pending.length} group(s) from an earlier run of this database were not yet acknowledged by the trainer; sending them first`);
+    this.worker ??= this.deliveryLoop();
+    this.emitState();
+  }
+
+  /** The dashboard toggle. Off: nothing is sent or spooled, the spool is kept. Throws TrainerConfigError when it cannot be turned on. */
+  setEnabled(enabled: boolean): void {
+    if (enabled === this.enabled) return;
+    if (enabled) {
+      this.checkConfiguration();
+      this.enabled = true;
+      this.activation ??= this.activate(this.closing.signal).catch((error: unknown) => {
+        this.lastError = errorText(error);
+        this.enabled = false;
+        this.activation = null;
+        this.emitState();
+      });
+    } else {
+      this.enabled = false;
+    }
+    this.changed.notify();
+    this.emitState();
+  }
+
+  state(): TrainerState {
+    return {
+      enabled: this.enabled,
+      protocol: this.protocol,
+      url: this.settings['trainer.url'],
+      mode: this.settings['trainer.mode'],
+      connected: this.connected,
+      trainerStep: this.trainerStep,
+      lastAckedPolicyVersion: this.lastAckedPolicyVersion,
+      pendingGroups: this.spool?.pendingCount ?? 0,
+      sentGroups: this.sentGroups,
+      rejectedGroups: this.rejectedGroups,
+      waiting: this.waiting,
+      lastError: this.lastError,
+    };
+  }
+
+  private emitState(): void {
+    const state = this.state();
+    const text = JSON.stringify(state);
+    if (text === this.lastEmitted) return;
+    this.lastEmitted = text;
+    this.options.onState?.(state);
+  }
+
+  private warn(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    this.options.onWarning?.(message);
+  }
+
+  /** The groups of a committed step as they are spooled: request failures left out, equal-reward groups only when asked. */
+  private groupsOf(committed: CommittedStep): SpooledGroup[] {
+    const spool = this.spool as TrainerSpool;
+    const groups: SpooledGroup[] = [];
+    const now = Date.now();
+    for (const group of committed.groups) {
+      const samples: SpooledSample[] = [];
+      let version: string | null = null;
+      for (const s of group.samples) {
+        const r = s.response;
+        if (!r || s.reward === null || s.score === null) continue; // no response: not a rollout
+        version ??= r.policyVersion;
+        samples.push({
+          index: s.index,
+          outcome: s.outcome,
+          score: s.score,
+          objective: s.objective,
+          reward: s.reward,
+          finishReason: r.finishReason,
+          truncated: r.truncated,
+          content: r.content,
+          reasoning: r.reasoning,
+          childId: s.childId,
+          promptTokenIds: r.tokens?.promptTokenIds ?? null,
+          completionTokenIds: r.tokens?.completionTokenIds ?? null,
+          completionLogprobs: r.tokens?.completionLogprobs ?? null,
+        });
+      }
+      if (samples.length === 0) continue;
+      if (this.settings['trainer.filterEqualRewards'] && samples.every((s) => s.reward === (samples[0] as SpooledSample).reward)) continue;
+      groups.push({
+        id: `${spool.runPrefix}:${group.key}`,
+        key: group.key,
+        step: group.step,
+        parentId: group.parentId,
+        policyVersion: version ?? this.samplingVersion,
+        messages: group.messages.map((m) => ({ role: m.role, content: m.content })),
+        samples,
+        spooledAt: now,
+      });
+    }
+    return groups;
+  }
+
+  /**
+   * The loop's afterCommit hook: spool the step's groups, hand them to the
+   * delivery worker, and hold the next step as the mode says (synchronous:
+   * until the groups are acknowledged and the trainer stepped, or
+   * trainer.syncTimeoutSeconds with a warning; asynchronous: while sampling
+   * is more than trainer.maxStaleness versions ahead).
+   */
+  async afterCommit(committed: CommittedStep, signal: AbortSignal): Promise<void> {
+    if (!this.enabled) return;
+    if (!this.activation) await this.start(signal);
+    await this.activation;
+    const spool = this.spool;
+    if (!spool || !this.enabled) return;
+    const groups = this.groupsOf(committed);
+    await spool.append(groups);
+    if (groups.length > 0) this.stepsAhead++;
+    this.changed.notify();
+    this.emitState();
+    if (groups.length > 0) await this.holdForTrainer(committed.step, groups, signal);
+    this.samplingVersion = this.trainerStep === null ? this.samplingVersion : String(this.trainerStep);
+    this.emitState();
+  }
+
+  private async holdForTrainer(step: number, groups: SpooledGroup[], signal: AbortSignal): Promise<void> {
+    const spool = this.spool as TrainerSpool;
+    const sync = this.settings['trainer.mode'] === 'sync';
+    const staleness = sync ? 0 : this.settings['trainer.maxStaleness'];
+    const deadline = sync ? Date.now() + this.settings['trainer.syncTimeoutSeconds'] * 1000 : Number.POSITIVE_INFINITY;
+    this.waiting = true;
+    this.emitState();
+    try {
+      for (;;) {
+        if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
+        const delivered = groups.every((g) => !spool.isPending(g.id));
+        if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
+        if (Date.now() >= deadline) {
+          const left = groups.filter((g) => spool.isPending(g.id)).length;
+          this.warn(
+            `the trainer did not take step ${step} within trainer.syncTimeoutSeconds (${this.settings['trainer.syncTimeoutSeconds']} s): ` +
+              (left > 0 ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)` : `the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
+              '; going on with the current policy',
+          );
+          this.stepsAhead = 0;
+          return;
+        }
+        if (delivered || !sync) await this.pollStep(signal);
+        if (sync ? delivered && this.stepsAhead <= 0 : this.stepsAhead <= staleness) return;
+        await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
+      }
+    } finally {
+      this.waiting = false;
+      this.emitState();
+    }
+  }
+
+  private async pollStep(signal: AbortSignal): Promise<void> {
+    if (!this.client.hasStepSource) return;
+    try {
+      const step = await this.client.readStep(anySignal(signal, this.closing.signal));
+      this.connected = true;
+      if (step !== null) this.observeStep(step);
+    } catch (error) {
+      if (signal.aborted || this.closing.signal.aborted) return;
+      this.connected = false;
+      this.lastError = errorText(error);
+    }
+    this.emitState();
+  }
+
+  private observeStep(step: number): void {
+    if (this.trainerStep !== null && step > this.trainerStep) {
+      this.stepsAhead = Math.max(0, this.stepsAhead - (step - this.trainerStep));
+    }
+    // A step that went back is a restarted trainer: the new counter is the baseline.
+    this.trainerStep = step;
+    this.changed.notify();
+  }
+
+  /** The worker: oldest pending group first, backoff on failure, until close(). */
+  private async deliveryLoop(): Promise<void> {
+    const signal = this.closing.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      const spool = this.spool;
+      const next = this.enabled && spool ? spool.pending()[0] : undefined;
+      if (!spool || !next) {
+        await this.changed.wait(60_000, [signal]);
+        continue;
+      }
+      try {
+        if (this.inDoubt.has(next.id)) {
+          const held = await this.client.reconcile(next, signal);
+          this.inDoubt.delete(next.id);
+          if (held) {
+            await spool.ack([next.id], { sync: true });
+            this.delivered(next);
+            failures = 0;
+            continue;
+          }
+        }
+        const result = await this.client.deliver(next, spool, signal);
+        if (result.kind === 'rejected') {
+          await spool.reject(next, result.reason);
+          this.rejectedGroups++;
+          this.lastError = result.reason;
+          this.warn(`the trainer refused group ${next.key} (kept in ${spool.dir}/rejected.jsonl): ${result.reason}`);
+        } else {
+          this.delivered(next);
+        }
+        failures = 0;
+        this.connected = true;
+      } catch (error) {
+        if (signal.aborted) break;
+        failures++;
+        this.connected = false;
+        this.lastError = errorText(error);
+        if (error instanceof RetryableTrainerError && error.ambiguous) this.inDoubt.add(next.id);
+        this.emitState();
+        await sleep(backoffDelayMs(failures, this.backoff), signal);
+        continue;
+      } finally {
+        this.changed.notify();
+        this.emitState();
+      }
+    }
+  }
+
+  private delivered(group: SpooledGroup): void {
+    this.sentGroups++;
+    this.lastAckedPolicyVersion = group.policyVersion;
+    if (this.lastError !== null && this.connected) this.lastError = null;
+  }
+
+  /** Wait until every spooled group is acknowledged, `timeoutMs` passes or `signal` aborts; resolves with the groups left. */
+  async flush(signal: AbortSignal, timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.enabled && this.spool && this.spool.pendingCount > 0 && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
+      await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
+    }
+    return this.spool?.pendingCount ?? 0;
+  }
+
+  /** Stop the worker and close the spool; what is unsent stays spooled for the next run of this database. */
+  async close(): Promise<void> {
+    this.closing.abort();
+    this.changed.notify();
+    await this.activation?.catch(() => undefined);
+    await this.worker;
+    this.client.close();
+    await this.spool?.close();
+  }
+}
+
+function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  return AbortSignal.any([a, b]);
+}
+
+/** Stands in while no URL is set; the bridge refuses to turn on before it is used. */
+class UnconfiguredClient implements TrainerProtocolClient {
+  readonly hasStepSource = false;
+  constructor(readonly protocol: TrainerProtocol) {}
+  async connect(): Promise<void> {
+    throw new TrainerConfigError('no trainer URL is set (thetaevolve.trainer.url)');
+  }
+  async deliver(): Promise<never> {
+    throw new RetryableTrainerError('no trainer URL is set (thetaevolve.trainer.url)');
+  }
+  async reconcile(): Promise<boolean> {
+    return false;
+  }
+  async readStep(): Promise<null> {
+    return null;
+  }
+  close(): void {}
+}
+
+/** A line for people when something they should know about changed, else null. */
+export function trainerStateLine(previous: TrainerState | null, next: TrainerState): string | null {
+  const where = `${next.protocol} trainer at ${next.url}`;
+  if (previous === null || previous.enabled !== next.enabled) return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
+  if (previous.connected !== next.connected) {
+    return next.connected
+      ? `${where}: connected${next.trainerStep !== null ? `, trainer step ${next.trainerStep}` : ''}`
+      : `${where}: failing (${next.lastError ?? 'no reply'}); retrying with backoff, ${next.pendingGroups} group(s) spooled`;
+  }
+  if (next.lastError !== null && next.lastError !== previous.lastError && !next.connected) return `${where}: ${next.lastError}; retrying`;
+  return null;
+}
+
+/** One line after a step: where the trainer stands. */
+export function trainerSummary(state: TrainerState): string {
+  return (
+    `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
+    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}`
+  );
+}
+
+/** The engine event that carries a bridge state across the worker boundary. */
+export function trainerStateEvent(state: TrainerState, time = Date.now()): TrainerStateEvent {
+  return { type: 'trainer_state', time, state: { ...state } };
+}

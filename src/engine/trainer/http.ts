@@ -1,0 +1,129 @@
+// A small JSON-over-HTTP client on node:http for the trainer protocols.
+// Not fetch: atropos' GET /status-env reads its env id from a JSON body,
+// which fetch refuses to send with GET. Failures are classified so the
+// bridge knows whether a request may have reached the trainer (ambiguous)
+// or surely did not (refused before anything was sent).
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+
+export interface HttpReply {
+  status: number;
+  text: string;
+  /** Parsed JSON, or undefined when the body is not JSON. */
+  json: unknown;
+}
+
+/** The request failed below HTTP: refused, reset, timed out. */
+export class TransportError extends Error {
+  /** True when the whole request was written before the failure: the server may have acted on it. */
+  readonly ambiguous: boolean;
+  constructor(message: string, ambiguous: boolean) {
+    super(message);
+    this.ambiguous = ambiguous;
+  }
+}
+
+const CODES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection closed while sending',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+function describe(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && CODES[code]) return CODES[code] as string;
+  return error instanceof Error ? error.message : String(error);
+}
+
+const MAX_REPLY_BYTES = 64 * 1024 * 1024;
+
+export class JsonHttpClient {
+  private readonly base: URL;
+  private readonly agent: HttpAgent;
+  private readonly timeoutMs: number;
+
+  constructor(baseUrl: string, options: { timeoutMs: number }) {
+    this.base = new URL(baseUrl.trim().replace(/\/+$/, '') + '/');
+    if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
+      throw new Error(`trainer URL must start with http:// or https://, got ${baseUrl}`);
+    }
+    this.agent = this.base.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    this.timeoutMs = options.timeoutMs;
+  }
+
+  /** `path` is relative to the base URL (a base with a path prefix keeps it). */
+  url(path: string): URL {
+    return new URL(path.replace(/^\/+/, ''), this.base);
+  }
+
+  request(method: 'GET' | 'POST', path: string, body: unknown, signal: AbortSignal): Promise<HttpReply> {
+    const url = this.url(path);
+    const payload = body === undefined ? null : Buffer.from(JSON.stringify(body), 'utf8');
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<HttpReply>((resolve, reject) => {
+      if (signal.aborted) return reject(new TransportError('aborted', false));
+      let written = false;
+      let settled = false;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+      const headers: Record<string, string | number> = { accept: 'application/json' };
+      if (payload) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = payload.length;
+      }
+      const req = send(url, { method, headers, agent: this.agent });
+      const fail = (message: string) => {
+        finish(() => reject(new TransportError(message, written)));
+        req.destroy();
+      };
+      const onAbort = () => fail('aborted');
+      signal.addEventListener('abort', onAbort, { once: true });
+      const timer = setTimeout(() => fail(`no reply within ${Math.round(this.timeoutMs / 1000)} s`), this.timeoutMs);
+      req.on('finish', () => {
+        written = true;
+      });
+      req.on('error', (error) => fail(describe(error)));
+      req.on('response', (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= MAX_REPLY_BYTES) chunks.push(chunk);
+        });
+        res.on('error', (error) => fail(`reply cut off: ${describe(error)}`));
+        res.on('aborted', () => fail('reply cut off'));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = text ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          finish(() => resolve({ status: res.statusCode ?? 0, text, json }));
+        });
+      });
+      req.end(payload ?? undefined);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** One line about a reply that was not what we wanted, for people. */
+export function describeReply(reply: HttpReply): string {
+  const text = reply.text.replace(/\s+/g, ' ').trim();
+  return `HTTP ${reply.status}${text ? `: ${text.slice(0, 200)}` : ''}`;
+}

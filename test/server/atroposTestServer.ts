@@ -1,0 +1,543 @@
+// A local atropos API server for tests, faithful to NousResearch/atropos
+// atroposlib/api/server.py: /register (the trainer), /register-env ("wait for
+// trainer to start" until the trainer polled /batch), /scored_data,
+// /scored_data_list, /batch (exact batches of batch_size sequences; the step
+// counter advances per batch), /status, /status-env (env id in a JSON body;
+// 500 for an unknown env, as the real IndexError), /latest_example, /info,
+// /disconnect-env, /reset_data. Everything lives in memory, as there.
+// Stricter than the real server where tests need it: a /scored_data payload
+// whose shapes do not line up (masks vs tokens, logprobs vs tokens, -100 on
+// the prompt) is refused with 422 in FastAPI's error shape.
+// Faults: a script per /scored_data request (503, connection reset before or
+// after storing, a reply held forever after storing), down windows
+// (connection refused), and restart() that loses all state. An optional
+// simulated trainer registers itself and polls /batch.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { z } from 'zod';
+
+/** What a listener does with one request; the listener can go down and come back on the same port. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export class RestartableListener {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private boundPort: number;
+
+  constructor(
+    private readonly handler: RequestHandler,
+    private readonly host: string,
+    port: number,
+  ) {
+    this.boundPort = port;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get isUp(): boolean {
+    return this.server !== null;
+  }
+
+  async up(): Promise<void> {
+    if (this.server) return;
+    const server = createServer(this.handler);
+    server.keepAliveTimeout = 5_000;
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.boundPort, this.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    this.boundPort = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  /** Stop listening and drop every connection: clients see refused connections. */
+  async down(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of this.sockets) socket.destroy();
+    });
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** FastAPI's 422 body. */
+export function sendValidationError(res: ServerResponse, loc: (string | number)[], msg: string): void {
+  sendJson(res, 422, { detail: [{ type: 'value_error', loc: ['body', ...loc], msg, input: null }] });
+}
+
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(''));
+  });
+}
+
+/** Parse a JSON body against a schema; answers 422 (as FastAPI) and returns null when it does not fit. */
+export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodType<T>): T | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    sendValidationError(res, [0], 'JSON decode error');
+    return null;
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
+    return null;
+  }
+  return parsed.data;
+}
+
+export type DataFault =
+  | 'ok'
+  | 'unavailable' // 503, nothing stored
+  | 'reset' // connection destroyed before anything is stored
+  | 'reset_after_store' // stored, then the connection is destroyed: the client cannot know
+  | 'hold_after_store' // stored, the reply never comes (until the client gives up or dies)
+  | 'hold_before_store' // nothing stored, the reply never comes
+  | 'down' // nothing stored; the server goes down (connections refused) for downWindowMs
+  | 'restart'; // nothing stored; the server restarts, losing every in-memory state
+
+const RegisterSchema = z.object({
+  wandb_group: z.string(),
+  wandb_project: z.string(),
+  batch_size: z.number().int(),
+  max_token_len: z.number().int(),
+  checkpoint_dir: z.string(),
+  save_checkpoint_interval: z.number().int(),
+  starting_step: z.number().int(),
+  num_steps: z.number().int(),
+});
+const RegisterEnvSchema = z.object({
+  max_token_length: z.number().int(),
+  desired_name: z.string(),
+  weight: z.number(),
+  group_size: z.number().int(),
+  min_batch_allocation: z.number().nullish(),
+});
+const EnvIdentifierSchema = z.object({ env_id: z.number().int() });
+const MessageSchema = z.looseObject({ role: z.string(), content: z.unknown() });
+export const ScoredDataSchema = z.object({
+  tokens: z.array(z.array(z.number().int())),
+  masks: z.array(z.array(z.number().int())),
+  scores: z.array(z.number()),
+  advantages: z.array(z.array(z.number())).nullish(),
+  ref_logprobs: z.array(z.array(z.number())).nullish(),
+  messages: z.array(z.array(MessageSchema)).nullish(),
+  generation_params: z.record(z.string(), z.unknown()).nullish(),
+  inference_logprobs: z.array(z.array(z.number())).nullish(),
+  overrides: z.array(z.record(z.string(), z.unknown())).nullish(),
+  group_overrides: z.record(z.string(), z.unknown()).nullish(),
+  images: z.unknown().optional(),
+  env_id: z.number().int().nullish(),
+});
+export type ScoredData = z.infer<typeof ScoredDataSchema>;
+
+/** The shape checks the real server leaves to the trainer: why the group is malformed, or null. */
+export function scoredDataProblem(data: ScoredData): { loc: (string | number)[]; msg: string } | null {
+  const n = data.tokens.length;
+  if (n === 0) return { loc: ['tokens'], msg: 'empty group' };
+  if (data.masks.length !== n) return { loc: ['masks'], msg: `${data.masks.length} masks for ${n} sequences` };
+  if (data.scores.length !== n) return { loc: ['scores'], msg: `${data.scores.length} scores for ${n} sequences` };
+  if (data.messages && data.messages.length !== n) return { loc: ['messages'], msg: `${data.messages.length} message lists for ${n} sequences` };
+  for (let i = 0; i < n; i++) {
+    const tokens = data.tokens[i] as number[];
+    const masks = data.masks[i] as number[];
+    if (masks.length !== tokens.length) return { loc: ['masks', i], msg: `mask length ${masks.length} != token length ${tokens.length}` };
+    let trained = 0;
+    for (let j = 0; j < tokens.length; j++) {
+      const m = masks[j] as number;
+      if (m === -100) continue;
+      if (m !== tokens[j]) return { loc: ['masks', i, j], msg: `mask ${m} is neither -100 nor the token ${tokens[j]}` };
+      trained++;
+    }
+    if (trained === 0) return { loc: ['masks', i], msg: 'no completion token to train on' };
+    // Prompt first, completion after: no masked position after a trained one.
+    const firstTrained = masks.findIndex((m) => m !== -100);
+    if (masks.slice(firstTrained).some((m) => m === -100)) return { loc: ['masks', i], msg: 'a masked position after the completion started' };
+    if (data.inference_logprobs) {
+      const lp = data.inference_logprobs[i];
+      if (!lp || lp.length !== tokens.length) return { loc: ['inference_logprobs', i], msg: `logprob length ${lp?.length ?? 0} != token length ${tokens.length}` };
+      for (let j = 0; j < tokens.length; j++) {
+        const v = lp[j] as number;
+        if (masks[j] === -100 ? v !== 1.0 : !(v <= 0)) return { loc: ['inference_logprobs', i, j], msg: `logprob ${v} at a ${masks[j] === -100 ? 'prompt (want 1.0)' : 'completion (want <= 0)'} position` };
+      }
+    }
+  }
+  if (data.inference_logprobs && data.inference_logprobs.length !== n) return { loc: ['inference_logprobs'], msg: 'one logprob list per sequence' };
+  return null;
+}
+
+export interface ScoredDataRecord {
+  data: ScoredData;
+  at: number;
+  /** How many restarts the server had gone through when it took this. */
+  epoch: number;
+  /** Queued for the trainer, or buffered as a mixed-size group. */
+  status: 'received' | 'buffered';
+}
+
+export interface AtroposTestServerOptions {
+  host?: string;
+  port?: number;
+  /** Simulated trainer: registers itself, then polls /batch every pollMs. Null: an external trainer drives /register and /batch. */
+  trainer?: { batchSize: number; pollMs?: number; startDelayMs?: number } | null;
+  /** /scored_data request k (arrival order, across restarts) gets script[k]; 'ok' after the script. */
+  script?: readonly DataFault[];
+  /** How long a 'down' fault keeps the server down (default 800 ms). */
+  downWindowMs?: number;
+}
+
+export interface AtroposTestServer {
+  readonly url: string;
+  readonly port: number;
+  /** Every /scored_data the server took, across restarts (what the trainer side saw). */
+  readonly received: readonly ScoredDataRecord[];
+  /** 4xx refusals of /scored_data. */
+  readonly refused: readonly { status: number; body: unknown }[];
+  readonly registrations: readonly z.infer<typeof RegisterEnvSchema>[];
+  readonly currentStep: number;
+  readonly epoch: number;
+  readonly counters: { scoredRequests: number; statusEnvRequests: number; latestExampleRequests: number };
+  /** Called after each trainer step with the new step. */
+  onTrainerStep: ((step: number) => void) | null;
+  /** Called when a /scored_data request arrives (before its fault), with its arrival index. */
+  onScoredData: ((index: number) => void) | null;
+  goDown(): Promise<void>;
+  comeUp(): Promise<void>;
+  /** Down now, back after ms. */
+  downFor(ms: number): Promise<void>;
+  /** Down and up again with every in-memory state lost (the simulated trainer re-registers at its last step). */
+  restart(downMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface EnvEntry {
+  max_context_len: number;
+  weight: number;
+  desired_name: string;
+  real_name: string;
+  registered_id: number;
+  connected: boolean;
+  group_size: number;
+}
+
+interface AppState {
+  registered: boolean;
+  started: boolean;
+  batchSize: number;
+  maxTokenLen: number;
+  step: number;
+  numSteps: number;
+  checkpointDir: string;
+  checkpointInterval: number;
+  queue: ScoredData[];
+  buffer: Map<number, ScoredData[]>;
+  envs: EnvEntry[];
+  latest: ScoredData | null;
+}
+
+function freshState(): AppState {
+  return { registered: false, started: false, batchSize: -1, maxTokenLen: -1, step: 0, numSteps: -1, checkpointDir: '', checkpointInterval: 0, queue: [], buffer: new Map(), envs: [], latest: null };
+}
+
+/** atropos' grab_exact_from_heterogeneous_queue, FIFO: groups in order summing exactly to batch size. */
+function grabExact(queue: ScoredData[], batchSize: number): ScoredData[] | null {
+  let total = 0;
+  const taken: number[] = [];
+  for (let i = 0; i < queue.length && total < batchSize; i++) {
+    const size = (queue[i] as ScoredData).tokens.length;
+    if (total + size > batchSize) continue;
+    taken.push(i);
+    total += size;
+  }
+  if (total !== batchSize) return null;
+  const batch = taken.map((i) => queue[i] as ScoredData);
+  for (const i of taken.reverse()) queue.splice(i, 1);
+  return batch;
+}
+
+export async function startAtroposTestServer(options: AtroposTestServerOptions = {}): Promise<AtroposTestServer> {
+  let state = freshState();
+  let epoch = 0;
+  let arrivals = 0;
+  let closed = false;
+  const script = options.script ?? [];
+  const received: ScoredDataRecord[] = [];
+  const refused: { status: number; body: unknown }[] = [];
+  const registrations: z.infer<typeof RegisterEnvSchema>[] = [];
+  const counters = { scoredRequests: 0, statusEnvRequests: 0, latestExampleRequests: 0 };
+  const held = new Set<ServerResponse>();
+  let trainerTimer: NodeJS.Timeout | null = null;
+  let lastTrainerStep = 0;
+
+  const api: AtroposTestServer = {
+    onTrainerStep: null,
+    onScoredData: null,
+  } as AtroposTestServer;
+
+  function takeScored(data: ScoredData): ScoredDataRecord['status'] {
+    const envId = data.env_id;
+    const env = envId !== null && envId !== undefined ? state.envs[envId] : undefined;
+    if (env && data.tokens.length !== env.group_size) {
+      const buf = state.buffer.get(envId as number) ?? [];
+      buf.push(data);
+      state.buffer.set(envId as number, buf);
+      return 'buffered';
+    }
+    state.queue.push(data);
+    state.latest = data;
+    return 'received';
+  }
+
+  function batch(): ScoredData[] | null {
+    state.started = true;
+    const batches: ScoredData[][] = [];
+    for (let b = grabExact(state.queue, state.batchSize); b; b = grabExact(state.queue, state.batchSize)) batches.push(b);
+    if (batches.length === 0) return null;
+    state.step += batches.length;
+    return batches[0] as ScoredData[];
+  }
+
+  function startTrainer(): void {
+    const trainer = options.trainer;
+    if (!trainer || closed) return;
+    const begin = () => {
+      if (closed) return;
+      state.registered = true;
+      state.batchSize = trainer.batchSize;
+      state.maxTokenLen = 32768;
+      state.step = lastTrainerStep;
+      const poll = () => {
+        if (!listener.isUp) return;
+        const before = state.step;
+        batch();
+        if (state.step !== before) {
+          lastTrainerStep = state.step;
+          api.onTrainerStep?.(state.step);
+        }
+      };
+      poll(); // the trainer's first /batch: from now on environments may register
+      trainerTimer = setInterval(poll, trainer.pollMs ?? 20);
+    };
+    if (trainer.startDelayMs) trainerTimer = setTimeout(begin, trainer.startDelayMs);
+    else begin();
+  }
+
+  function stopTrainer(): void {
+    if (trainerTimer) {
+      clearInterval(trainerTimer);
+      clearTimeout(trainerTimer);
+    }
+    trainerTimer = null;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const route = `${req.method ?? ''} ${url.pathname}`;
+    const text = await readBody(req);
+    switch (route) {
+      case 'GET /':
+        return sendJson(res, 200, { message: 'AtroposLib API' });
+      case 'POST /register': {
+        const body = parseBody(res, text, RegisterSchema);
+        if (!body) return;
+        if (!state.registered) {
+          state.registered = true;
+          state.batchSize = body.batch_size;
+          state.maxTokenLen = body.max_token_len;
+          state.step = body.starting_step;
+          state.checkpointDir = body.checkpoint_dir;
+          state.checkpointInterval = body.save_checkpoint_interval;
+          state.numSteps = body.num_steps;
+        }
+        return sendJson(res, 200, { uuid: Math.floor(Math.random() * 2 ** 48) });
+      }
+      case 'POST /register-env': {
+        const body = parseBody(res, text, RegisterEnvSchema);
+        if (!body) return;
+        if (!state.started) return sendJson(res, 200, { status: 'wait for trainer to start' });
+        registrations.push(body);
+        const sameName = state.envs.filter((e) => e.desired_name === body.desired_name).length;
+        const id = state.envs.length;
+        state.envs.push({ max_context_len: body.max_token_length, weight: body.weight, desired_name: body.desired_name, real_name: `${body.desired_name}_${sameName}`, registered_id: id, connected: true, group_size: body.group_size });
+        return sendJson(res, 200, {
+          status: 'success',
+          env_id: id,
+          wandb_name: `${body.desired_name}_${sameName}`,
+          checkpoint_dir: state.checkpointDir,
+          starting_step: state.step,
+          checkpoint_interval: state.checkpointInterval,
+          num_steps: state.numSteps,
+        });
+      }
+      case 'POST /disconnect-env': {
+        const body = parseBody(res, text, EnvIdentifierSchema);
+        if (!body) return;
+        const env = state.envs[body.env_id];
+        if (!env) return sendJson(res, 200, { status: 'failure', error: 'list index out of range' });
+        env.connected = false;
+        return sendJson(res, 200, { status: 'success' });
+      }
+      case 'GET /info':
+        return sendJson(res, 200, state.registered ? { batch_size: state.batchSize, max_token_len: state.maxTokenLen } : { batch_size: -1, max_token_len: -1 });
+      case 'GET /batch': {
+        if (!state.registered) return sendJson(res, 500, { detail: 'Internal Server Error' });
+        const b = batch();
+        return sendJson(res, 200, { batch: b });
+      }
+      case 'GET /latest_example':
+        counters.latestExampleRequests++;
+        return sendJson(res, 200, state.latest ?? { tokens: [], masks: [], scores: [], advantages: [], ref_logprobs: [], generation_params: [], inference_logprobs: [], messages: [], images: [] });
+      case 'GET /status':
+        return sendJson(res, 200, { current_step: state.registered ? state.step : 0, queue_size: state.queue.length });
+      case 'GET /status-env': {
+        counters.statusEnvRequests++;
+        const body = parseBody(res, text, EnvIdentifierSchema);
+        if (!body) return;
+        const env = state.envs[body.env_id];
+        // The real server raises IndexError (an unknown env, e.g. after a restart): 500.
+        if (!env) return sendJson(res, 500, { detail: 'Internal Server Error' });
+        const own = state.queue.filter((q) => q.env_id === body.env_id).reduce((a, q) => a + q.tokens.length, 0);
+        return sendJson(res, 200, {
+          current_step: state.step,
+          queue_size: Math.floor(own / env.group_size),
+          unallocated_fraction: 1.0,
+          self_queue_size: Math.floor(own / env.group_size),
+          max_group_size: Math.max(1, ...state.queue.map((q) => q.tokens.length)),
+          env_weight: 1.0,
+        });
+      }
+      case 'GET /reset_data':
+        state = freshState();
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.end('Reset successful');
+      case 'POST /scored_data_list': {
+        const body = parseBody(res, text, z.array(ScoredDataSchema));
+        if (!body) return;
+        for (const [i, data] of body.entries()) {
+          const problem = scoredDataProblem(data);
+          if (problem) return sendValidationError(res, [i, ...problem.loc], problem.msg);
+        }
+        for (const data of body) received.push({ data, at: Date.now(), epoch, status: takeScored(data) });
+        return sendJson(res, 200, { status: 'received', groups_processed: body.length });
+      }
+      case 'POST /scored_data': {
+        counters.scoredRequests++;
+        const index = arrivals++;
+        api.onScoredData?.(index);
+        const fault = script[index] ?? 'ok';
+        if (fault === 'unavailable') return sendJson(res, 503, { detail: 'Service Unavailable' });
+        if (fault === 'reset') return void req.socket.destroy();
+        if (fault === 'hold_before_store') return void held.add(res);
+        if (fault === 'down') return void api.downFor(options.downWindowMs ?? 800);
+        if (fault === 'restart') return void api.restart(200);
+        let data: ScoredData | null = null;
+        {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            refused.push({ status: 422, body: text.slice(0, 200) });
+            return sendValidationError(res, [0], 'JSON decode error');
+          }
+          const parsed = ScoredDataSchema.safeParse(json);
+          if (!parsed.success) {
+            const issue = parsed.error.issues[0];
+            refused.push({ status: 422, body: json });
+            return sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
+          }
+          data = parsed.data;
+        }
+        const problem = scoredDataProblem(data);
+        if (problem) {
+          refused.push({ status: 422, body: data });
+          return sendValidationError(res, problem.loc, problem.msg);
+        }
+        const status = takeScored(data);
+        received.push({ data, at: Date.now(), epoch, status });
+        if (fault === 'reset_after_store') return void req.socket.destroy();
+        if (fault === 'hold_after_store') return void held.add(res);
+        return sendJson(res, 200, status === 'buffered' ? { status: 'buffered', buffer_size: data.tokens.length } : { status: 'received' });
+      }
+      default:
+        return sendJson(res, 404, { detail: 'Not Found' });
+    }
+  }
+
+  const listener = new RestartableListener(
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent && !res.destroyed) sendJson(res, 500, { detail: String(error) });
+      });
+    },
+    options.host ?? '127.0.0.1',
+    options.port ?? 0,
+  );
+  await listener.up();
+  startTrainer();
+
+  const dropHeld = () => {
+    for (const res of held) res.destroy();
+    held.clear();
+  };
+
+  Object.defineProperties(api, {
+    url: { get: () => `http://${options.host ?? '127.0.0.1'}:${listener.port}` },
+    port: { get: () => listener.port },
+    received: { get: () => received },
+    refused: { get: () => refused },
+    registrations: { get: () => registrations },
+    currentStep: { get: () => state.step },
+    epoch: { get: () => epoch },
+    counters: { get: () => counters },
+  });
+  api.goDown = async () => {
+    dropHeld();
+    await listener.down();
+  };
+  api.comeUp = async () => {
+    if (!closed) await listener.up();
+  };
+  api.downFor = async (ms: number) => {
+    await api.goDown();
+    setTimeout(() => void api.comeUp(), ms);
+  };
+  api.restart = async (downMs = 0) => {
+    stopTrainer();
+    await api.goDown();
+    state = freshState();
+    epoch++;
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await api.comeUp();
+    startTrainer();
+  };
+  api.close = async () => {
+    closed = true;
+    stopTrainer();
+    dropHeld();
+    await listener.down();
+  };
+  return api;
+}

@@ -1,0 +1,218 @@
+// A local slime rollout buffer for tests, faithful to THUDM/slime
+// slime_plugins/rollout_buffer/buffer.py: POST /buffer/write appends one
+// response to its group (instance_id) and answers {success, message, data};
+// POST /get_rollout_data hands out (and removes) the groups that reached the
+// group size (num_repeat_per_sample, set by POST /start_rollout); everything
+// lives in memory. Stricter than the real buffer where tests need it: a write
+// without uid / instance_id / messages ending in the assistant reply / a
+// finite reward / extra_info is refused with 422 (the real one appends
+// whatever JSON it gets, or answers 500).
+// Faults: a script per write (503, resets before or after storing, held
+// replies), down windows, restart() losing the buffer. An optional simulated
+// slime trainer pulls /get_rollout_data and, per batch of groups, bumps the
+// weight_version it serves at GET /get_model_info (as SGLang does when a
+// weight update carries a version), so tests can point the endpoint's
+// model-info probe here.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { type DataFault, parseBody, readBody, RestartableListener, sendJson, sendValidationError } from './atroposTestServer';
+
+export const BufferWriteSchema = z.object({
+  uid: z.string().min(1),
+  instance_id: z.union([z.string().min(1), z.number().int()]),
+  messages: z
+    .array(z.object({ role: z.string(), content: z.string() }))
+    .min(2)
+    .refine((m) => m[m.length - 1]?.role === 'assistant', 'the last message must be the assistant reply'),
+  reward: z.number().finite(),
+  extra_info: z.record(z.string(), z.unknown()),
+});
+export type BufferWrite = z.infer<typeof BufferWriteSchema>;
+
+export interface BufferWriteRecord {
+  item: BufferWrite;
+  at: number;
+  epoch: number;
+}
+
+export interface SlimeTestServerOptions {
+  host?: string;
+  port?: number;
+  /** num_repeat_per_sample (the real default is 16 until /start_rollout sets it). */
+  groupSize?: number;
+  /** /buffer/write k (arrival order, across restarts) gets script[k]; 'ok' after it. */
+  script?: readonly DataFault[];
+  /** How long a 'down' fault keeps the server down (default 800 ms). */
+  downWindowMs?: number;
+  /** Simulated slime trainer: every pollMs pull /get_rollout_data; each batchGroups groups taken is one weight update. */
+  trainer?: { batchGroups: number; pollMs?: number } | null;
+}
+
+export interface SlimeTestServer {
+  readonly url: string;
+  readonly port: number;
+  /** Every write the buffer took, across restarts. */
+  readonly received: readonly BufferWriteRecord[];
+  readonly refused: readonly { status: number; body: unknown }[];
+  /** Groups the (simulated or external) trainer pulled, in order. */
+  readonly pulled: readonly BufferWrite[][];
+  readonly weightVersion: number;
+  readonly epoch: number;
+  onWrite: ((index: number) => void) | null;
+  goDown(): Promise<void>;
+  comeUp(): Promise<void>;
+  downFor(ms: number): Promise<void>;
+  restart(downMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startSlimeTestServer(options: SlimeTestServerOptions = {}): Promise<SlimeTestServer> {
+  let groupSize = options.groupSize ?? 16;
+  let data = new Map<string, BufferWrite[]>();
+  let epoch = 0;
+  let arrivals = 0;
+  let closed = false;
+  let weightVersion = 0;
+  let consumedGroups = 0;
+  const script = options.script ?? [];
+  const received: BufferWriteRecord[] = [];
+  const refused: { status: number; body: unknown }[] = [];
+  const pulled: BufferWrite[][] = [];
+  const held = new Set<ServerResponse>();
+  let trainerTimer: NodeJS.Timeout | null = null;
+  const api = { onWrite: null } as SlimeTestServer;
+
+  /** buffer.py's read(): the groups with at least group_size items, removed. */
+  function read(): BufferWrite[][] {
+    const groups: BufferWrite[][] = [];
+    for (const [id, items] of data) {
+      if (items.length >= groupSize) {
+        groups.push(items);
+        data.delete(id);
+      }
+    }
+    pulled.push(...groups);
+    return groups;
+  }
+
+  function startTrainer(): void {
+    const trainer = options.trainer;
+    if (!trainer || closed) return;
+    trainerTimer = setInterval(() => {
+      if (!listener.isUp) return;
+      consumedGroups += read().length;
+      while (consumedGroups >= trainer.batchGroups) {
+        consumedGroups -= trainer.batchGroups;
+        weightVersion++;
+      }
+    }, trainer.pollMs ?? 20);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const route = `${req.method ?? ''} ${url.pathname}`;
+    const text = await readBody(req);
+    switch (route) {
+      case 'POST /buffer/write': {
+        const index = arrivals++;
+        api.onWrite?.(index);
+        const fault = script[index] ?? 'ok';
+        if (fault === 'unavailable') return sendJson(res, 503, { detail: 'Service Unavailable' });
+        if (fault === 'reset') return void req.socket.destroy();
+        if (fault === 'hold_before_store') return void held.add(res);
+        if (fault === 'down') return void api.downFor(options.downWindowMs ?? 800);
+        if (fault === 'restart') return void api.restart(200);
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          refused.push({ status: 422, body: text.slice(0, 200) });
+          return sendValidationError(res, [0], 'JSON decode error');
+        }
+        const parsed = BufferWriteSchema.safeParse(json);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0];
+          refused.push({ status: 422, body: json });
+          return sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
+        }
+        const item = parsed.data;
+        const key = String(item.instance_id);
+        const group = data.get(key) ?? [];
+        group.push(item);
+        data.set(key, group);
+        received.push({ item, at: Date.now(), epoch });
+        if (fault === 'reset_after_store') return void req.socket.destroy();
+        if (fault === 'hold_after_store') return void held.add(res);
+        return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
+      }
+      case 'POST /get_rollout_data': {
+        const groups = read();
+        if (groups.length === 0) return sendJson(res, 200, { success: false, message: 'No data available to read', data: { data: [], meta_info: {} } });
+        const items = groups.flat();
+        return sendJson(res, 200, { success: true, message: `Successfully read ${items.length} items`, data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } } });
+      }
+      case 'POST /start_rollout': {
+        const body = parseBody(res, text, z.looseObject({ num_repeat_per_sample: z.union([z.string(), z.number()]) }));
+        if (!body) return;
+        groupSize = Number(body.num_repeat_per_sample);
+        return sendJson(res, 200, { message: 'Rollout started' });
+      }
+      case 'GET /get_model_info':
+        if (!options.trainer) return sendJson(res, 404, { detail: 'Not Found' });
+        return sendJson(res, 200, { model_path: 'test-model', tokenizer_path: 'test-model', is_generation: true, preferred_sampling_params: null, weight_version: String(weightVersion) });
+      default:
+        return sendJson(res, 404, { detail: 'Not Found' });
+    }
+  }
+
+  const listener = new RestartableListener(
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent && !res.destroyed) sendJson(res, 500, { detail: String(error) });
+      });
+    },
+    options.host ?? '127.0.0.1',
+    options.port ?? 0,
+  );
+  await listener.up();
+  startTrainer();
+
+  const dropHeld = () => {
+    for (const res of held) res.destroy();
+    held.clear();
+  };
+  Object.defineProperties(api, {
+    url: { get: () => `http://${options.host ?? '127.0.0.1'}:${listener.port}` },
+    port: { get: () => listener.port },
+    received: { get: () => received },
+    refused: { get: () => refused },
+    pulled: { get: () => pulled },
+    weightVersion: { get: () => weightVersion },
+    epoch: { get: () => epoch },
+  });
+  api.goDown = async () => {
+    dropHeld();
+    await listener.down();
+  };
+  api.comeUp = async () => {
+    if (!closed) await listener.up();
+  };
+  api.downFor = async (ms: number) => {
+    await api.goDown();
+    setTimeout(() => void api.comeUp(), ms);
+  };
+  api.restart = async (downMs = 0) => {
+    await api.goDown();
+    data = new Map();
+    epoch++;
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await api.comeUp();
+  };
+  api.close = async () => {
+    closed = true;
+    if (trainerTimer) clearInterval(trainerTimer);
+    dropHeld();
+    await listener.down();
+  };
+  return api;
+}

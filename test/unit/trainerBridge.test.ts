@@ -1,0 +1,418 @@
+// The RL trainer bridge against the protocol-faithful local trainer servers
+// over real HTTP, with its spool on disk: payload shapes, exactly-once
+// delivery through outages, restarts and ambiguous failures, sync and async
+// holds, the toggle, refusals, and the spool's crash rules.
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseSettings, type Settings } from '../../src/engine/config';
+import { EngineEventSchema } from '../../src/engine/events';
+import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
+import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent } from '../../src/engine/trainer/bridge';
+import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
+import type { TokenSupport } from '../../src/engine/llm/endpointClient';
+import { emptyOutcomeCounts, type Outcome } from '../../src/engine/types';
+import { type AtroposTestServer, type DataFault, startAtroposTestServer } from '../server/atroposTestServer';
+import { startSlimeTestServer } from '../server/slimeTestServer';
+
+const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: null };
+
+function settings(overrides: Record<string, unknown>): Settings {
+  return parseSettings({ batchSize: 2, samplesPerPrompt: 3, 'trainer.enabled': true, ...overrides });
+}
+
+/** A committed step as the loop hands it over: B groups of n responses with token ids and logprobs. */
+function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: string | null; equalRewards?: boolean; badLogprob?: boolean; failed?: number[] } = {}): CommittedStep {
+  const groups = [];
+  for (let p = 0; p < b; p++) {
+    const samples: ScoredSample[] = [];
+    for (let i = 0; i < n; i++) {
+      if (options.failed?.includes(i)) {
+        samples.push({ index: i, outcome: 'request_failed', score: null, objective: null, reward: null, childId: null, response: null, error: 'HTTP 500' });
+        continue;
+      }
+      const score = options.equalRewards ? -0.4 : 5 + step + p + i / 10;
+      const outcome: Outcome = options.equalRewards ? 'no_diff' : 'valid';
+      const prompt = [1, 2, 3, 4 + p];
+      const completion = Array.from({ length: 2 + i }, (_, k) => 100 + step * 10 + k);
+      samples.push({
+        index: i,
+        outcome,
+        score,
+        objective: options.equalRewards ? null : score,
+        reward: options.equalRewards ? -0.4 : score / 10,
+        childId: `c${step}-${p}-${i}`,
+        error: null,
+        response: {
+          ok: true,
+          jobKey: `s${step}-p${p}`,
+          index: i,
+          latencyMs: 5,
+          retries: 0,
+          content: `answer ${i}`,
+          reasoning: i === 0 ? 'thinking first' : null,
+          finishReason: i === n - 1 ? 'length' : 'stop',
+          truncated: i === n - 1,
+          promptTokens: prompt.length,
+          completionTokens: completion.length,
+          tokens: { promptTokenIds: prompt, completionTokenIds: completion, completionLogprobs: completion.map((_, k) => (options.badLogprob && k === 0 ? 0.5 : -0.1 * (k + 1))) },
+          policyVersion: options.policyVersion ?? null,
+        },
+      });
+    }
+    groups.push({ key: `s${step}-p${p}`, step, parentId: `parent-${p}`, messages: [{ role: 'system' as const, content: 'sys' }, { role: 'user' as const, content: `improve ${p}` }], samples });
+  }
+  const stats = {
+    step,
+    samples: b * n,
+    counts: emptyOutcomeCounts(),
+    best: null,
+    mean: null,
+    p10: null,
+    p50: null,
+    p90: null,
+    meanAll: null,
+    tokens: { prompt: 0, completion: 0 },
+    timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 },
+    samplesPerSecond: 0,
+  };
+  return { step, stats, groups };
+}
+
+function groupUids(server: AtroposTestServer): string[] {
+  return server.received.flatMap((r) => {
+    const ours = r.data.group_overrides?.thetaevolve as { group_uid: string } | undefined;
+    return ours ? [ours.group_uid] : [];
+  });
+}
+
+function postRaw(url: string, path: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('RL trainer bridge', function () {
+  this.timeout(30_000);
+  let dir: string;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-trainer-'));
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function atropos(options: Parameters<typeof startAtroposTestServer>[0]) {
+    const server = await startAtroposTestServer(options);
+    cleanups.push(() => server.close());
+    return server;
+  }
+
+  function bridge(s: Settings, extra: Partial<ConstructorParameters<typeof TrainerBridge>[0]> = {}) {
+    const warnings: string[] = [];
+    const states: TrainerState[] = [];
+    const b = new TrainerBridge({
+      settings: s,
+      dbFile: join(dir, 'run.sqlite'),
+      groupSize: s.samplesPerPrompt,
+      name: 'thetaevolve-test',
+      tokenSupport: TOKENS,
+      pollIntervalMs: 20,
+      backoff: { baseMs: 20, maxMs: 100 },
+      requestTimeoutMs: 2_000,
+      onWarning: (m) => warnings.push(m),
+      onState: (st) => states.push(st),
+      ...extra,
+    });
+    cleanups.push(() => b.close());
+    return { b, warnings, states };
+  }
+
+  describe('spool', () => {
+    it('keeps pending groups across reopen, drops acknowledged ones, cuts a torn last line and truncates when drained', async () => {
+      const spoolDir = join(dir, 'spool');
+      const spool = await TrainerSpool.open(spoolDir);
+      const prefix = spool.runPrefix;
+      const g = (key: string, step: number) => ({ id: `${prefix}:${key}`, key, step, parentId: 'p', policyVersion: '3', messages: [{ role: 'user' as const, content: 'x' }], samples: [], spooledAt: 1 });
+      await spool.append([g('s1-p0', 1), g('s1-p1', 1)]);
+      await spool.append([g('s1-p0', 1)]); // already there: skipped
+      await spool.ack([`${prefix}:s1-p0`], { sync: true });
+      await spool.close();
+      appendFileSync(join(spoolDir, 'groups.jsonl'), '{"id":"torn'); // a crash mid-append
+
+      const again = await TrainerSpool.open(spoolDir);
+      assert.equal(again.runPrefix, prefix, 'the id prefix is stable across resumes');
+      assert.deepEqual(again.pending().map((x) => x.key), ['s1-p1']);
+      await again.append([g('s2-p0', 2)]);
+      assert.deepEqual(again.pending().map((x) => x.key), ['s1-p1', 's2-p0']);
+      await again.ack([`${prefix}:s1-p1`, `${prefix}:s2-p0`], { sync: true });
+      assert.equal(again.pendingCount, 0);
+      assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8'), '', 'drained: truncated');
+      assert.equal(readFileSync(join(spoolDir, 'acks.jsonl'), 'utf8'), '');
+      await again.close();
+    });
+
+    it('compacts the logs while groups are pending, keeping the acknowledged responses of a partly sent group', async () => {
+      const spoolDir = join(dir, 'compact');
+      const spool = await TrainerSpool.open(spoolDir, 'run', { compactAfter: 2 });
+      const g = (key: string) => ({ id: `run:${key}`, key, step: 1, parentId: 'p', policyVersion: null, messages: [], samples: [], spooledAt: 1 });
+      await spool.append([g('a'), g('b'), g('c'), g('d')]);
+      await spool.ack(['run:c:0'], { sync: false }); // one response of c went out (slime)
+      await spool.ack(['run:a'], { sync: true });
+      await spool.ack(['run:b'], { sync: true }); // two acknowledged groups in the log: rewrite
+      const lines = readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8').trim().split('\n');
+      assert.deepEqual(lines.map((l) => (JSON.parse(l) as { key: string }).key), ['c', 'd']);
+      assert.deepEqual(readFileSync(join(spoolDir, 'acks.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { ack: string }).ack), ['run:c:0']);
+      await spool.append([g('e')]); // appends go to the new file
+      await spool.close();
+      const again = await TrainerSpool.open(spoolDir);
+      assert.deepEqual(again.pending().map((x) => x.key), ['c', 'd', 'e']);
+      assert.ok(again.isAcked('run:c:0'));
+      await again.close();
+    });
+  });
+
+  describe('atropos', () => {
+    it('registers and sends one ScoredData per group with aligned tokens, masks, logprobs, shaped scores, raw scores and the policy version; sync waits for the trainer step', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      const s = settings({ 'trainer.url': server.url });
+      const { b, states } = bridge(s);
+      await b.start(new AbortController().signal);
+      assert.equal(server.registrations.length, 1);
+      assert.deepEqual(server.registrations[0], { max_token_length: s.maxTokens, desired_name: 'thetaevolve-test', weight: 1, group_size: 3 });
+      await b.afterCommit(committedStep(1, 2, 3, { failed: [] }), new AbortController().signal);
+      assert.equal(server.received.length, 2);
+      assert.equal(server.currentStep, 1, 'sync: afterCommit returned after the trainer stepped');
+      assert.equal(b.state().trainerStep, 1);
+      const first = server.received[0]?.data;
+      assert.ok(first);
+      assert.equal(first.tokens.length, 3);
+      assert.equal(first.env_id, 0);
+      for (let i = 0; i < 3; i++) {
+        const tokens = first.tokens[i] as number[];
+        assert.deepEqual(tokens.slice(0, 4), [1, 2, 3, 4]);
+        assert.deepEqual(first.masks[i], [-100, -100, -100, -100, ...tokens.slice(4)]);
+        assert.equal(first.inference_logprobs?.[i]?.length, tokens.length);
+        assert.deepEqual(first.inference_logprobs?.[i]?.slice(0, 4), [1, 1, 1, 1]);
+      }
+      assert.deepEqual(first.scores, [0.6, 0.61, 0.62]);
+      const meta = first.group_overrides?.thetaevolve as Record<string, unknown>;
+      assert.deepEqual(meta.raw_scores, [6, 6.1, 6.2]);
+      assert.equal(meta.policy_version, '0', 'sampled with the trainer step seen at sampling time');
+      assert.equal(meta.step, 1);
+      assert.equal(meta.parent_id, 'parent-0');
+      assert.equal(first.messages?.[0]?.at(-1)?.content, '<think>\nthinking first\n</think>\n\nanswer 0');
+      assert.equal(b.state().lastAckedPolicyVersion, '0');
+      // The next step was sampled with the trainer's new step; an endpoint version wins when given.
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal((server.received[2]?.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version, '1');
+      await b.afterCommit(committedStep(3, 2, 3, { policyVersion: 'w7' }), new AbortController().signal);
+      assert.equal((server.received[4]?.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version, 'w7');
+      const last = states.at(-1) as TrainerState;
+      assert.equal(last.sentGroups, 6);
+      assert.equal(last.pendingGroups, 0);
+      assert.equal(EngineEventSchema.parse(trainerStateEvent(last)).type, 'trainer_state');
+    });
+
+    it('delivers every group exactly once through 503s, resets before and after storing, a down window and a restart that loses all state', async () => {
+      const script: DataFault[] = ['unavailable', 'ok', 'reset', 'ok', 'reset_after_store', 'ok', 'unavailable', 'unavailable'];
+      const server = await atropos({ trainer: { batchSize: 6 }, script });
+      const { b } = bridge(settings({ 'trainer.url': server.url }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await server.downFor(400);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      await server.restart(200);
+      await b.afterCommit(committedStep(3), new AbortController().signal);
+      await b.afterCommit(committedStep(4), new AbortController().signal);
+      const uids = groupUids(server);
+      assert.equal(uids.length, 8, uids.join(' '));
+      assert.equal(new Set(uids).size, 8, `duplicates: ${uids.join(' ')}`);
+      assert.deepEqual(uids.map((u) => u.split(':')[1]).sort(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1']);
+      assert.ok(server.counters.latestExampleRequests >= 2, 'ambiguous failures were checked with /latest_example');
+      assert.ok(server.registrations.length >= 2, 'registered again after the restart');
+      assert.equal(server.received.filter((r) => r.epoch === 1).length, 4, 'steps 3 and 4 went to the restarted server');
+      assert.equal(b.state().pendingGroups, 0);
+    });
+
+    it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
+      const server = await atropos({ trainer: { batchSize: 1000 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 1 }));
+      await b.start(new AbortController().signal);
+      const started = Date.now();
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.ok(Date.now() - started >= 900);
+      assert.equal(server.received.length, 2);
+      assert.ok(warnings.some((w) => w.includes('did not take step 1') && w.includes('trainer step is still 0')), warnings.join('\n'));
+      assert.ok(warnings.some((w) => w.includes('takes a step every 1000 sequences')), 'warned at start that the batch needs more than a step gives');
+    });
+
+    it('async mode runs at most trainer.maxStaleness steps ahead of the trainer', async () => {
+      const server = await atropos({ trainer: { batchSize: 6, pollMs: 1200, startDelayMs: 0 } });
+      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 1 }));
+      await b.start(new AbortController().signal);
+      const t0 = Date.now();
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.ok(Date.now() - t0 < 800, 'one step ahead is allowed: no wait');
+      assert.equal(server.currentStep, 0);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.ok(server.currentStep >= 1, 'two ahead: waited until the trainer took a step');
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(new Set(groupUids(server)).size, 4);
+    });
+
+    it('the toggle: off sends and spools nothing and keeps the spool; on again sends what was pending', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      const s = settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 5 });
+      await server.goDown();
+      const { b } = bridge(s);
+      await b.start(new AbortController().signal);
+      assert.equal(b.state().connected, false);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(b.state().pendingGroups, 2);
+      b.setEnabled(false);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      await server.comeUp();
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(server.received.length, 0, 'nothing sent while off');
+      assert.equal(b.state().pendingGroups, 2, 'the spool is kept');
+      b.setEnabled(true);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1']);
+    });
+
+    it('resends what a closed bridge left in the spool, checking first whether the trainer already holds the oldest', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 }, script: ['ok', 'hold_after_store'] });
+      const s = settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 1 });
+      const first = bridge(s, { requestTimeoutMs: 60_000 });
+      await first.b.start(new AbortController().signal);
+      const stop = new AbortController();
+      const pending = first.b.afterCommit(committedStep(1), stop.signal);
+      while (server.received.length < 2) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      await pending;
+      await first.b.close(); // as a crash: the second group is stored, its reply never came
+      const second = bridge(s);
+      await second.b.start(new AbortController().signal);
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'no duplicate');
+    });
+
+    it('refuses to start without token ids (offline sampler, or an endpoint that does not return them)', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      const s = settings({ 'trainer.url': server.url });
+      await assert.rejects(bridge(s, { tokenSupport: null }).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /mutate sampler/.test(e.message));
+      const missing: TokenSupport = { status: 'missing', logprobs: false, message: 'http://x/v1 does not return token ids (replies carry no token_ids)' };
+      await assert.rejects(bridge(s, { tokenSupport: missing }).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /made-up tokens/.test(e.message));
+      assert.equal(server.registrations.length, 0);
+    });
+
+    it('refuses a URL that is not an atropos server', async () => {
+      const slime = await startSlimeTestServer({});
+      cleanups.push(() => slime.close());
+      await assert.rejects(bridge(settings({ 'trainer.url': slime.url })).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /atropos API server/.test(e.message));
+    });
+
+    it('the test server refuses malformed payloads with 422; the bridge keeps a refused group aside and goes on', async () => {
+      const server = await atropos({ trainer: { batchSize: 3 } });
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[1]], "scores": [1]}'), 422);
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,3]], "scores": [1]}'), 422);
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]]}'), 422);
+      assert.equal(await postRaw(server.url, '/scored_data', 'not json'), 422);
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]], "scores": [1], "inference_logprobs": [[1.0, 0.3]]}'), 422);
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]], "scores": [1], "inference_logprobs": [[1.0, -0.3]]}'), 200);
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1, 1, 3, { badLogprob: true }), new AbortController().signal);
+      await b.afterCommit(committedStep(2, 1, 3), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(b.state().rejectedGroups, 1);
+      assert.ok(warnings.some((w) => w.includes('refused group s1-p0')));
+      assert.ok(readFileSync(join(spoolDirOf(join(dir, 'run.sqlite')), 'rejected.jsonl'), 'utf8').includes('s1-p0'));
+      assert.equal(groupUids(server).at(-1)?.split(':')[1], 's2-p0');
+    });
+
+    it('leaves out request failures and, only when asked, groups whose rewards are all equal', async () => {
+      const server = await atropos({ trainer: { batchSize: 100 } });
+      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1, 1, 3, { failed: [1] }), new AbortController().signal);
+      await b.afterCommit(committedStep(2, 1, 3, { equalRewards: true }), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.deepEqual(server.received.map((r) => r.data.tokens.length), [2, 3], 'equal-reward groups are sent by default');
+      assert.deepEqual((server.received[0]?.data.group_overrides?.thetaevolve as Record<string, unknown>).sample_indices, [0, 2]);
+      const filtered = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9, 'trainer.filterEqualRewards': true }), { dbFile: join(dir, 'other.sqlite') });
+      await filtered.b.start(new AbortController().signal);
+      await filtered.b.afterCommit(committedStep(3, 1, 3, { equalRewards: true }), new AbortController().signal);
+      assert.equal(await filtered.b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(server.received.length, 2);
+    });
+  });
+
+  describe('slime', () => {
+    it('writes one item per response with a stable uid, the group as instance_id, the reply with its reasoning, reward and extra_info; through faults, each at least once and only the ambiguous reset twice (the buffer cannot be read back)', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3, script: ['unavailable', 'ok', 'reset', 'reset_after_store', 'ok'] });
+      cleanups.push(() => server.close());
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate' }), { tokenSupport: null });
+      await b.start(new AbortController().signal);
+      assert.ok(warnings.some((w) => w.includes('no step counter')));
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await server.downFor(300);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      const uids = server.received.map((r) => r.item.uid);
+      // reset_after_store cannot be told apart from a reset before storing: the buffer has no read-back, so that one item arrives twice.
+      const unique = new Set(uids);
+      assert.equal(unique.size, 12);
+      assert.equal(uids.length, 13, `one duplicate from the ambiguous reset: ${uids.join(' ')}`);
+      const item = server.received.find((r) => r.item.uid.endsWith(':s1-p0:0'))?.item;
+      assert.ok(item);
+      assert.equal(item.instance_id, item.uid.replace(/:0$/, ''));
+      assert.deepEqual(item.messages.map((m) => m.role), ['system', 'user', 'assistant']);
+      assert.equal(item.messages[2]?.content, '<think>\nthinking first\n</think>\n\nanswer 0');
+      assert.equal(item.reward, 0.6);
+      assert.equal(item.extra_info.raw_score, 6);
+      assert.equal(item.extra_info.step, 1);
+      assert.equal(item.extra_info.parent_id, 'parent-0');
+      assert.equal(item.extra_info.finish_reason, 'stop');
+      const truncated = server.received.find((r) => r.item.uid.endsWith(':s1-p0:2'))?.item;
+      assert.equal(truncated?.extra_info.finish_reason, 'length');
+    });
+
+    it('sync mode follows the inference server\'s weight_version when it reports one', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3, trainer: { batchGroups: 2, pollMs: 50 } });
+      cleanups.push(() => server.close());
+      // The model-info probe goes to the endpoint's root; here the test buffer plays SGLang's /get_model_info.
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', endpoint: `${server.url}/v1` }), { tokenSupport: { status: 'not_requested', logprobs: false, message: null } });
+      await b.start(new AbortController().signal);
+      assert.ok(!warnings.some((w) => w.includes('no step counter')), warnings.join('\n'));
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(server.weightVersion, 1);
+      assert.equal(b.state().trainerStep, 1);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(b.state().trainerStep, 2);
+      assert.equal(server.pulled.length, 4);
+      assert.equal(server.received.filter((r) => r.item.extra_info.step === 2)[0]?.item.extra_info.policy_version, '1');
+    });
+
+    it('the test buffer refuses malformed writes with 422', async () => {
+      const server = await startSlimeTestServer({});
+      cleanups.push(() => server.close());
+      const ok = { uid: 'u', instance_id: 'g', messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(ok)), 200);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, uid: undefined })), 422);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, messages: [{ role: 'user', content: 'q' }] })), 422);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, reward: 'high' })), 422);
+      assert.equal(await postRaw(server.url, '/buffer/write', '{'), 422);
+    });
+  });
+});

@@ -1,2 +1,3 @@
 // Every in-host suite, imported once the mocha globals exist.
 import './activation.host';
+import './editor.host';

@@ -1,0 +1,79 @@
+// "Apply Program to File": replace only the file's EVOLVE-BLOCK content with
+// the program's, as one WorkspaceEdit (one Undo restores it). Everything
+// outside the region (markers included) and the file's line endings stay.
+import * as vscode from 'vscode';
+import { EvolveBlockError, replaceEvolveBlock, singleEvolveRegion, splitLines } from '../engine/diff';
+
+export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
+
+function fileNameOf(uri: vscode.Uri): string {
+  return uri.path.split('/').pop() ?? uri.toString();
+}
+
+/**
+ * Replace the EVOLVE-BLOCK of `fileUri` (unsaved edits included) with the one
+ * of `programCode`. When the file's text is no longer `textAtRunStart`:
+ * interactive -> a modal warning asks to confirm ('cancelled' if not);
+ * non-interactive (follow-best) -> 'refused' with a warning, nothing asked.
+ * 'refused' also when either text lacks exactly one region (the message says
+ * which). The file is edited, not saved.
+ */
+export async function applyProgramToFile(fileUri: vscode.Uri, programCode: string, options: { textAtRunStart?: string; interactive: boolean }): Promise<ApplyOutcome> {
+  const fileName = fileNameOf(fileUri);
+  let document: vscode.TextDocument;
+  try {
+    document = await vscode.workspace.openTextDocument(fileUri);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`ThetaEvolve: cannot open ${fileName}: ${err instanceof Error ? err.message : String(err)}`);
+    return 'refused';
+  }
+  const before = document.getText();
+  let after: string;
+  try {
+    after = replaceEvolveBlock(before, programCode);
+  } catch (err) {
+    if (!(err instanceof EvolveBlockError)) throw err;
+    void vscode.window.showErrorMessage(`ThetaEvolve: cannot apply the program to ${fileName}: ${err.message}.`);
+    return 'refused';
+  }
+  if (after === before) {
+    if (options.interactive) void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
+    return 'unchanged';
+  }
+
+  if (options.textAtRunStart !== undefined && before !== options.textAtRunStart) {
+    if (!options.interactive) {
+      void vscode.window.showWarningMessage(
+        `ThetaEvolve: did not apply the new best program to ${fileName}: the file changed since the run started. Use "Apply Program to File" to apply it anyway.`,
+      );
+      return 'refused';
+    }
+    const replace = 'Replace EVOLVE-BLOCK';
+    const answer = await vscode.window.showWarningMessage(
+      `${fileName} changed since the run started.`,
+      { modal: true, detail: "Applying replaces the file's current EVOLVE-BLOCK content, edits in it included, with the program's. Undo restores it." },
+      replace,
+    );
+    if (answer !== replace) return 'cancelled';
+  }
+
+  // Edit only the lines strictly between the markers, so cursors, folds and
+  // breakpoints elsewhere stay where they are.
+  const region = singleEvolveRegion(before, 'the file');
+  const afterLines = splitLines(after);
+  const linesAfterRegion = splitLines(before).length - region.endLine;
+  const content = afterLines.slice(region.startLine + 1, afterLines.length - linesAfterRegion);
+  const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
+  const range = new vscode.Range(region.startLine + 1, 0, region.endLine, 0);
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(document.uri, range, content.map((line) => line + eol).join(''));
+  if (!(await vscode.workspace.applyEdit(edit))) {
+    void vscode.window.showErrorMessage(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
+    return 'refused';
+  }
+  // Asked for by the user: show the result, where one Undo takes it back.
+  if (options.interactive && !vscode.window.visibleTextEditors.some((e) => e.document === document)) {
+    await vscode.window.showTextDocument(document, { preview: false });
+  }
+  return 'applied';
+}

@@ -1,0 +1,67 @@
+// Native diff editors over the read-only program documents: parent <-> child
+// ("Show Diff") and program <-> the file as it is now ("Compare with File").
+import * as vscode from 'vscode';
+import { findProgram, programUri } from './programDocuments';
+
+/** A score as the UI shows it: 4 decimals, or 4 significant digits when very large or very small. */
+export function formatScore(score: number): string {
+  if (!Number.isFinite(score)) return String(score);
+  const magnitude = Math.abs(score);
+  if (magnitude !== 0 && (magnitude >= 1e5 || magnitude < 1e-3)) return score.toPrecision(4);
+  return score.toFixed(4);
+}
+
+interface ProgramSummary {
+  id: string;
+  score?: number;
+  step?: number;
+}
+
+function describe(program: ProgramSummary): string {
+  return program.score === undefined ? program.id : `${program.id} (${formatScore(program.score)})`;
+}
+
+/** "circle-packing: step 12 1v (0.9598) <-> 3k (0.9612)"; `prefix` is usually the task name. */
+export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, prefix?: string): string {
+  const step = child.step === undefined ? '' : `step ${child.step} `;
+  return `${prefix ? `${prefix}: ` : ''}${step}${describe(parent)} \u2194 ${describe(child)}`;
+}
+
+async function summary(runId: string, programId: string): Promise<ProgramSummary> {
+  try {
+    const program = await findProgram(runId, programId);
+    return program ? { id: programId, score: program.score, step: program.step } : { id: programId };
+  } catch {
+    // The document itself says what went wrong; the title just stays short.
+    return { id: programId };
+  }
+}
+
+function label(program: ProgramSummary): string {
+  return program.step === undefined ? program.id : `${program.id} step ${program.step}`;
+}
+
+/** Open parent <-> child in a diff editor (read-only virtual documents). */
+export async function showProgramDiff(runId: string, parentId: string, childId: string, extension: string, title?: string): Promise<void> {
+  const [parent, child] = await Promise.all([summary(runId, parentId), summary(runId, childId)]);
+  await vscode.commands.executeCommand(
+    'vscode.diff',
+    programUri(runId, parentId, label(parent), extension),
+    programUri(runId, childId, label(child), extension),
+    title ?? programDiffTitle(parent, child),
+    { preview: true } satisfies vscode.TextDocumentShowOptions,
+  );
+}
+
+/** Open program <-> the file as it is now (unsaved edits included) in a diff editor. */
+export async function compareProgramWithFile(runId: string, programId: string, fileUri: vscode.Uri, extension: string): Promise<void> {
+  const program = await summary(runId, programId);
+  const fileName = fileUri.path.split('/').pop() ?? fileUri.toString();
+  await vscode.commands.executeCommand(
+    'vscode.diff',
+    programUri(runId, programId, label(program), extension),
+    fileUri,
+    `${describe(program)} \u2194 ${fileName} (current)`,
+    { preview: true } satisfies vscode.TextDocumentShowOptions,
+  );
+}

@@ -1,0 +1,69 @@
+// Every thetaevolve.* setting, read from VS Code and validated with the zod
+// schema of the settings table (src/engine/config.ts). A bad value is
+// reported by name, value and where it was set, never silently replaced.
+import * as vscode from 'vscode';
+import { parseSettings, SETTINGS, type Settings } from '../engine/config';
+
+const SECTION = 'thetaevolve';
+
+/** A setting holds a value the schema rejects; the message names the setting, the value and where it is set. */
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+  constructor(
+    message: string,
+    /** Full key, e.g. `thetaevolve.batchSize` (for "Open Settings"). */
+    readonly settingKey: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** Which settings level wins for `key`, for the error message ("Workspace Settings"). */
+function whereSet(config: vscode.WorkspaceConfiguration, key: string): string | undefined {
+  const inspected = config.inspect(key);
+  if (!inspected) return undefined;
+  if (inspected.workspaceFolderLanguageValue !== undefined || inspected.workspaceFolderValue !== undefined) return 'Folder Settings';
+  if (inspected.workspaceLanguageValue !== undefined || inspected.workspaceValue !== undefined) return 'Workspace Settings';
+  if (inspected.globalLanguageValue !== undefined || inspected.globalValue !== undefined) return 'User Settings';
+  return undefined;
+}
+
+/**
+ * Read and validate every setting (defaults filled in). `scope`: the file the
+ * run is about, so folder settings of a multi-root workspace apply.
+ * Throws SettingsError naming the first bad setting.
+ */
+export function readSettings(scope?: vscode.Uri): Settings {
+  const config = vscode.workspace.getConfiguration(SECTION, scope ?? null);
+  const raw: Record<string, unknown> = {};
+  for (const spec of SETTINGS) {
+    const value = config.get<unknown>(spec.key);
+    // null is what a user gets by clearing a value in settings.json: treat it as unset.
+    if (value !== undefined && value !== null) raw[spec.key] = value;
+  }
+  try {
+    return parseSettings(raw);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const key = SETTINGS.map((s) => s.key).find((k) => message.includes(`${SECTION}.${k} `));
+    const where = key ? whereSet(config, key) : undefined;
+    throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined);
+  }
+}
+
+/**
+ * readSettings, or undefined after showing the error with an "Open Settings"
+ * button that opens the Settings editor at the bad setting.
+ */
+export function readSettingsOrShowError(scope?: vscode.Uri): Settings | undefined {
+  try {
+    return readSettings(scope);
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    const openSettings = 'Open Settings';
+    void vscode.window.showErrorMessage(`ThetaEvolve: ${err.message}`, openSettings).then((choice) => {
+      if (choice === openSettings) void vscode.commands.executeCommand('workbench.action.openSettings', err.settingKey ?? SECTION);
+    });
+    return undefined;
+  }
+}

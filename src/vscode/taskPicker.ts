@@ -1,0 +1,169 @@
+// Which task (evaluator) a file is evolved against: a bundled task
+// (<extension>/tasks/*) or any task.json in the workspace, remembered per
+// file in workspaceState. A malformed task file is listed with its TaskError
+// (which names the field) instead of breaking the list.
+import { readdir, stat } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
+import * as vscode from 'vscode';
+import { loadTask, type Task, TaskError } from '../engine/task/task';
+
+export type TaskSource = 'bundled' | 'workspace';
+
+/** One task file found: loaded, or the reason it cannot be used. */
+export type TaskChoice =
+  | { source: TaskSource; taskFile: string; task: Task; error?: undefined }
+  | { source: TaskSource; taskFile: string; task?: undefined; error: string };
+
+/** The parts of the extension context the picker uses. */
+export type TaskPickerContext = Pick<vscode.ExtensionContext, 'extensionPath' | 'workspaceState'>;
+
+const TASK_FILE_GLOB = '**/task.json';
+const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
+const MAX_WORKSPACE_TASK_FILES = 200;
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function loadChoice(source: TaskSource, taskFile: string): Promise<TaskChoice> {
+  try {
+    return { source, taskFile, task: await loadTask(taskFile) };
+  } catch (err) {
+    // A TaskError names the file and the field; anything else is a bug worth seeing as is.
+    return { source, taskFile, error: err instanceof TaskError ? err.message : `${taskFile}: ${errorText(err)}` };
+  }
+}
+
+/** Every task folder directly under `<extensionPath>/tasks`, sorted by folder name. */
+export async function listBundledTaskChoices(extensionPath: string): Promise<TaskChoice[]> {
+  const root = join(extensionPath, 'tasks');
+  let folders: string[];
+  try {
+    folders = (await readdir(root, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+  const files: string[] = [];
+  for (const folder of folders.sort()) {
+    const file = join(root, folder, 'task.json');
+    try {
+      if ((await stat(file)).isFile()) files.push(file);
+    } catch {
+      // A folder without task.json is not a task.
+    }
+  }
+  return Promise.all(files.map((f) => loadChoice('bundled', f)));
+}
+
+/** Every task.json of the open workspace (node_modules and .thetaevolve left out), sorted by path. */
+export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken): Promise<TaskChoice[]> {
+  const uris = await vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token);
+  const files = uris
+    .filter((u) => u.scheme === 'file')
+    .map((u) => u.fsPath)
+    .sort();
+  return Promise.all(files.map((f) => loadChoice('workspace', f)));
+}
+
+/** Bundled tasks first, then the workspace's; a workspace file that is a bundled one is listed once. */
+export async function listTaskChoices(extensionPath: string, token?: vscode.CancellationToken): Promise<TaskChoice[]> {
+  const [bundled, workspace] = await Promise.all([listBundledTaskChoices(extensionPath), listWorkspaceTaskChoices(token)]);
+  const seen = new Set(bundled.map((c) => resolve(c.taskFile)));
+  return [...bundled, ...workspace.filter((c) => !seen.has(resolve(c.taskFile)))];
+}
+
+function memoryKey(forFile: vscode.Uri | undefined): string {
+  return `thetaevolve.task:${forFile ? forFile.toString() : '(no file)'}`;
+}
+
+/** The task file remembered for `forFile`, if any. */
+export function rememberedTaskFile(context: TaskPickerContext, forFile: vscode.Uri | undefined): string | undefined {
+  const value = context.workspaceState.get<unknown>(memoryKey(forFile));
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** Remember (or with undefined, forget) the task file of `forFile`. */
+export async function rememberTaskFile(context: TaskPickerContext, forFile: vscode.Uri | undefined, taskFile: string | undefined): Promise<void> {
+  await context.workspaceState.update(memoryKey(forFile), taskFile);
+}
+
+function sameFile(a: string, b: string): boolean {
+  return resolve(a) === resolve(b);
+}
+
+interface TaskPickItem extends vscode.QuickPickItem {
+  choice?: TaskChoice;
+}
+
+function displayPath(taskFile: string): string {
+  const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(taskFile));
+  return folder ? relative(folder.uri.fsPath, taskFile) : taskFile;
+}
+
+function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefined, remembered: string | undefined): TaskPickItem[] {
+  const forPath = forFile?.scheme === 'file' ? forFile.fsPath : undefined;
+  // The task whose initial program is this very file, then the remembered one, go first.
+  const rank = (c: TaskChoice): number => (c.task && forPath && sameFile(c.task.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2);
+  const items: TaskPickItem[] = [];
+  for (const source of ['bundled', 'workspace'] as const) {
+    const group = choices.filter((c) => c.source === source).sort((a, b) => rank(a) - rank(b));
+    if (group.length === 0) continue;
+    items.push({ label: source === 'bundled' ? 'Bundled tasks' : 'Workspace task files', kind: vscode.QuickPickItemKind.Separator });
+    for (const choice of group) {
+      if (choice.task) {
+        const notes = [choice.task.direction, ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : [])];
+        items.push({
+          label: choice.task.title,
+          description: `${notes.join(' · ')} · ${source === 'bundled' ? choice.task.name : displayPath(choice.taskFile)}`,
+          detail: choice.task.description,
+          choice,
+        });
+      } else {
+        items.push({ label: `$(error) ${displayPath(choice.taskFile)}`, description: 'cannot be used', detail: choice.error, choice });
+      }
+    }
+  }
+  return items;
+}
+
+/**
+ * The task to evolve `forFile` against: the one remembered for the file
+ * (unless `forcePick`), else the user's pick among bundled and workspace
+ * tasks, which is then remembered. Undefined when cancelled or when the
+ * picked task file is malformed (its error is shown).
+ */
+export async function pickTask(context: TaskPickerContext, forFile: vscode.Uri | undefined, options?: { forcePick?: boolean }): Promise<Task | undefined> {
+  const remembered = rememberedTaskFile(context, forFile);
+  if (remembered && !options?.forcePick) {
+    try {
+      return await loadTask(remembered);
+    } catch (err) {
+      // Edited since, or removed: say why and let the user pick again.
+      void vscode.window.showWarningMessage(`ThetaEvolve: the task remembered for this file cannot be used: ${errorText(err)}`);
+    }
+  }
+  const choices = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: finding tasks' },
+    (_progress, token) => listTaskChoices(context.extensionPath, token),
+  );
+  if (choices.length === 0) {
+    void vscode.window.showErrorMessage('ThetaEvolve: no task found: neither bundled tasks nor a task.json in the workspace.');
+    return undefined;
+  }
+  const fileName = forFile ? forFile.path.split('/').pop() : undefined;
+  const picked = await vscode.window.showQuickPick(pickItems(choices, forFile, remembered), {
+    title: fileName ? `ThetaEvolve: task for ${fileName}` : 'ThetaEvolve: select a task',
+    placeHolder: 'Which task (evaluator) scores the programs?',
+    matchOnDescription: true,
+    matchOnDetail: true,
+    ignoreFocusOut: true,
+  });
+  const choice = picked?.choice;
+  if (!choice) return undefined;
+  if (!choice.task) {
+    void vscode.window.showErrorMessage(`ThetaEvolve: ${choice.error}`);
+    return undefined;
+  }
+  await rememberTaskFile(context, forFile, choice.taskFile);
+  return choice.task;
+}

@@ -1,0 +1,317 @@
+// In-host tests of the editor side: EVOLVE-BLOCK CodeLens and problems,
+// program documents and diff editors, Apply Program to File, settings
+// validation and the task listing. They run inside a real VS Code
+// (code-server) on the workspace the host runner created.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { replaceEvolveBlock } from '../../src/engine/diff';
+import { applyProgramToFile } from '../../src/vscode/applyProgram';
+import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
+import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';
+import { type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
+import { readSettings, SettingsError } from '../../src/vscode/settings';
+import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
+
+const EXTENSION_ID = 'thetaevolve.thetaevolve';
+
+function extension(): vscode.Extension<unknown> {
+  const ext = vscode.extensions.getExtension(EXTENSION_ID);
+  assert.ok(ext, `${EXTENSION_ID} is not installed`);
+  return ext;
+}
+
+const workspace = process.env.THETAEVOLVE_TEST_WORKSPACE ?? join(tmpdir(), 'thetaevolve-editor-host');
+const folder = join(workspace, 'editor-tests');
+
+function writeProgram(name: string, text: string): vscode.Uri {
+  mkdirSync(folder, { recursive: true });
+  const path = join(folder, name);
+  writeFileSync(path, text);
+  return vscode.Uri.file(path);
+}
+
+const PYTHON = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():', '    return 1', '# EVOLVE-BLOCK-END', '', 'print(pack())', ''].join('\n');
+const C_LIKE = ['#include <stdio.h>', '/* EVOLVE-BLOCK-START */', 'int f(void) {', '  return 1;', '}', '// EVOLVE-BLOCK-END', 'int main(void) { return f(); }', ''].join('\n');
+
+/** Lenses of every provider, one per (command, start line, end line): the extension may register the same provider as this suite. */
+async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; start: number; end: number }[]> {
+  const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
+  const seen = new Map<string, { command: string; title: string; start: number; end: number }>();
+  for (const lens of lenses) {
+    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', start: lens.range.start.line, end: lens.range.end.line };
+    seen.set(`${entry.command}|${entry.title}|${entry.start}|${entry.end}`, entry);
+  }
+  return [...seen.values()].sort((a, b) => a.start - b.start || a.command.localeCompare(b.command));
+}
+
+/** Close the tabs this suite opened (diffs of program documents, files of its folder); never waits on a prompt for long. */
+async function closeOurTabs(): Promise<void> {
+  const ours = (uri: vscode.Uri): boolean => uri.scheme === 'thetaevolve' || uri.fsPath.startsWith(folder);
+  const tabs = vscode.window.tabGroups.all
+    .flatMap((group) => group.tabs)
+    .filter((tab) => {
+      const input = tab.input;
+      if (input instanceof vscode.TabInputTextDiff) return ours(input.original) || ours(input.modified);
+      return input instanceof vscode.TabInputText && ours(input.uri) && !tab.isDirty;
+    });
+  await Promise.race([vscode.window.tabGroups.close(tabs, true), new Promise((r) => setTimeout(r, 5000))]);
+}
+
+// Files rather than untitled documents: a dirty untitled editor would make
+// any later "close all editors" wait on a save prompt.
+let scratchCount = 0;
+async function scratch(extension: string, content: string): Promise<vscode.TextDocument> {
+  scratchCount++;
+  return vscode.workspace.openTextDocument(writeProgram(`scratch-${scratchCount}.${extension}`, content));
+}
+
+describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
+  let registration: vscode.Disposable | undefined;
+  before(() => {
+    registration = registerEvolveBlockLens({ subscriptions: [], extension: extension() });
+  });
+  after(async () => {
+    await closeOurTabs();
+    registration?.dispose();
+  });
+
+  it('puts Evolve, Dashboard and Best so far over the region of a Python file', async () => {
+    const uri = writeProgram('lens.py', PYTHON);
+    await vscode.window.showTextDocument(uri);
+    const lenses = await lensesOf(uri);
+    const commands = lenses.filter((l) => l.command.startsWith('thetaevolve.'));
+    assert.deepEqual(
+      commands.map((l) => [l.command, l.start, l.end]),
+      [
+        ['thetaevolve.openDashboard', 2, 5],
+        ['thetaevolve.showBestDiff', 2, 5],
+        ['thetaevolve.startRun', 2, 5],
+      ],
+    );
+    assert.ok(commands.some((l) => l.title.includes('Evolve')));
+    assert.equal(evolveBlockProblemOf(await vscode.workspace.openTextDocument(uri)), null);
+  });
+
+  it('finds the region of a C-like file with /* */ and // markers', async () => {
+    const uri = writeProgram('lens.c', C_LIKE);
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.languageId, 'c');
+    const starts = (await lensesOf(uri)).filter((l) => l.command === 'thetaevolve.startRun');
+    assert.deepEqual(
+      starts.map((l) => [l.start, l.end]),
+      [[1, 5]],
+    );
+  });
+
+  it('follows edits: removing the end marker replaces the lenses with a warning', async () => {
+    const document = await scratch('py', PYTHON);
+    assert.equal((await lensesOf(document.uri)).filter((l) => l.command === 'thetaevolve.startRun').length, 1);
+    const edit = new vscode.WorkspaceEdit();
+    edit.delete(document.uri, document.lineAt(5).rangeIncludingLineBreak);
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    const after = await lensesOf(document.uri);
+    assert.equal(after.filter((l) => l.command === 'thetaevolve.startRun').length, 0);
+    assert.ok(after.some((l) => l.title.includes('EVOLVE-BLOCK-START on line 3 has no EVOLVE-BLOCK-END')), JSON.stringify(after));
+    await document.save();
+  });
+
+  it('says a file has no region, with the comment syntax of its language', async () => {
+    const python = evolveBlockProblemOf(await scratch('py', 'x = 1\n'));
+    assert.match(python ?? '', /no EVOLVE-BLOCK region/);
+    assert.match(python ?? '', /"# EVOLVE-BLOCK-START"/);
+    const c = evolveBlockProblemOf(await scratch('c', 'int x;\n'));
+    assert.match(c ?? '', /"\/\/ EVOLVE-BLOCK-START"/);
+    assert.equal((await lensesOf((await scratch('py', 'x = 1\n')).uri)).filter((l) => l.command.startsWith('thetaevolve.')).length, 0);
+  });
+
+  it('reports unbalanced markers with their line, also in Problems', async () => {
+    const uri = writeProgram('unbalanced.py', ['x = 1', '# EVOLVE-BLOCK-END', 'y = 2', ''].join('\n'));
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.match(evolveBlockProblemOf(document) ?? '', /EVOLVE-BLOCK-END on line 2 without an EVOLVE-BLOCK-START/);
+    const deadline = Date.now() + 5000;
+    let diagnostics = vscode.languages.getDiagnostics(uri);
+    while (diagnostics.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      diagnostics = vscode.languages.getDiagnostics(uri);
+    }
+    assert.ok(diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'), JSON.stringify(diagnostics));
+  });
+
+  it('reports several regions with their lines, and offers no Evolve', async () => {
+    const text = ['// EVOLVE-BLOCK-START', 'a();', '// EVOLVE-BLOCK-END', '', '// EVOLVE-BLOCK-START', 'b();', '// EVOLVE-BLOCK-END', ''].join('\n');
+    const document = await scratch('js', text);
+    assert.match(evolveBlockProblemOf(document) ?? '', /2 EVOLVE-BLOCK regions \(lines 1-3, 5-7\); expected one/);
+    const lenses = await lensesOf(document.uri);
+    assert.equal(lenses.filter((l) => l.command === 'thetaevolve.startRun').length, 0);
+    assert.deepEqual(
+      lenses.filter((l) => l.title.includes('2 EVOLVE-BLOCK regions')).map((l) => l.start),
+      [0, 4],
+    );
+  });
+});
+
+describe('editor: program documents and diffs', () => {
+  const runId = `editor-test-${Date.now().toString(36)}`;
+  const programs = new Map<string, { code: string; score: number; step: number }>([
+    ['1v', { code: PYTHON, score: 0.95981, step: 11 }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), score: 0.96123, step: 12 }],
+  ]);
+  // Test data behind the real lookup interface: a run with two programs.
+  const lookup: ProgramLookup = {
+    getProgram: async (run, id) => (run === runId ? (programs.get(id) ?? null) : null),
+  };
+  let registration: vscode.Disposable | undefined;
+  before(() => {
+    registration = registerProgramDocuments(lookup);
+  });
+  after(async () => {
+    await closeOurTabs();
+    registration?.dispose();
+  });
+
+  it('opens a program read-only with its text and its language from the extension', async () => {
+    const uri = programUri(runId, '3k', '3k step 12', 'py');
+    assert.equal(uri.scheme, 'thetaevolve');
+    assert.ok(uri.path.endsWith('.py'), uri.path);
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), programs.get('3k')?.code);
+    assert.equal(document.languageId, 'python');
+    const c = await vscode.workspace.openTextDocument(programUri(runId, '1v', 'odd/label: 1v', '.c'));
+    assert.equal(c.languageId, 'c');
+  });
+
+  it('says plainly when a program is not available', async () => {
+    const document = await vscode.workspace.openTextDocument(programUri(runId, 'zz', 'zz', 'py'));
+    assert.match(document.getText(), /program zz of run .* is not available/);
+  });
+
+  it('Show Diff opens parent <-> child with a title naming step, ids and scores', async () => {
+    await showProgramDiff(runId, '1v', '3k', 'py');
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+    assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
+    assert.equal(tab.label, 'step 12 1v (0.9598) \u2194 3k (0.9612)');
+    assert.equal(tab.input.original.path.split('/')[2], '1v');
+    assert.equal(tab.input.modified.path.split('/')[2], '3k');
+    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: step 12 1v (0.9598) \u2194 3k (0.9612)');
+  });
+
+  it('Compare with File diffs the program against the file', async () => {
+    const fileUri = writeProgram('compare.py', PYTHON);
+    await compareProgramWithFile(runId, '3k', fileUri, 'py');
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+    assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
+    assert.equal(tab.input.modified.toString(), fileUri.toString());
+    assert.equal(tab.input.original.scheme, 'thetaevolve');
+    assert.match(tab.label, /3k \(0\.9612\) \u2194 compare\.py/);
+  });
+});
+
+describe('editor: Apply Program to File', () => {
+  const child = PYTHON.replace('    return 1', '    best = 2\n    return best');
+  after(closeOurTabs);
+
+  it('refuses without asking when the file changed since the run started (non-interactive)', async () => {
+    const uri = writeProgram('apply-changed.py', PYTHON);
+    const outcome = await applyProgramToFile(uri, child, { textAtRunStart: PYTHON.replace('pack', 'pack_v0'), interactive: false });
+    assert.equal(outcome, 'refused');
+    assert.equal((await vscode.workspace.openTextDocument(uri)).getText(), PYTHON);
+  });
+
+  it('refuses a file without a single region', async () => {
+    const uri = writeProgram('apply-none.py', 'x = 1\n');
+    assert.equal(await applyProgramToFile(uri, child, { interactive: false }), 'refused');
+    assert.equal((await vscode.workspace.openTextDocument(uri)).getText(), 'x = 1\n');
+  });
+
+  it('replaces only the EVOLVE-BLOCK, and one Undo restores the file', async () => {
+    const uri = writeProgram('apply-undo.py', PYTHON);
+    const editor = await vscode.window.showTextDocument(uri);
+    const outcome = await applyProgramToFile(uri, child, { textAtRunStart: PYTHON, interactive: false });
+    assert.equal(outcome, 'applied');
+    assert.equal(editor.document.getText(), replaceEvolveBlock(PYTHON, child));
+    assert.ok(editor.document.getText().includes('best = 2'));
+    assert.equal(await applyProgramToFile(uri, child, { interactive: false }), 'unchanged');
+    await vscode.window.showTextDocument(editor.document);
+    await vscode.commands.executeCommand('undo');
+    assert.equal(editor.document.getText(), PYTHON);
+    assert.equal(editor.document.isDirty, false);
+  });
+
+  it('keeps CRLF line endings', async () => {
+    const crlf = PYTHON.replace(/\n/g, '\r\n');
+    const uri = writeProgram('apply-crlf.py', crlf);
+    assert.equal(await applyProgramToFile(uri, child, { interactive: false }), 'applied');
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), replaceEvolveBlock(crlf, child));
+    assert.ok(!/[^\r]\n/.test(document.getText()));
+    await document.save();
+  });
+});
+
+describe('editor: settings', () => {
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  afterEach(async () => {
+    await config().update('batchSize', undefined, vscode.ConfigurationTarget.Workspace);
+    await config().update('sampler', undefined, vscode.ConfigurationTarget.Workspace);
+  });
+
+  it('reads every setting with its default', () => {
+    const settings = readSettings();
+    assert.equal(settings.batchSize, 32);
+    assert.equal(settings['database.preset'], 'large');
+  });
+
+  it('names a bad number, its value and where it is set', async () => {
+    await config().update('batchSize', -3, vscode.ConfigurationTarget.Workspace);
+    assert.throws(
+      () => readSettings(),
+      (err: unknown) => err instanceof SettingsError && /thetaevolve\.batchSize/.test(err.message) && /-3/.test(err.message) && /Workspace Settings/.test(err.message) && err.settingKey === 'thetaevolve.batchSize',
+    );
+  });
+
+  it('names a bad enum value', async () => {
+    await config().update('sampler', 'gpt', vscode.ConfigurationTarget.Workspace);
+    assert.throws(() => readSettings(), (err: unknown) => err instanceof SettingsError && /thetaevolve\.sampler/.test(err.message) && /"gpt"/.test(err.message));
+  });
+});
+
+describe('editor: task picker', () => {
+  it('lists the bundled tasks with title, direction and description', async () => {
+    const choices = await listBundledTaskChoices(extension().extensionPath);
+    const names = choices.map((c) => c.task?.name);
+    assert.ok(names.includes('circle-packing'), JSON.stringify(names));
+    for (const choice of choices) {
+      assert.equal(choice.error, undefined, choice.error);
+      assert.ok(choice.task?.title && choice.task.description);
+      assert.ok(['maximize', 'minimize'].includes(choice.task.direction));
+    }
+  });
+
+  it("lists the workspace's task files, a malformed one with the field it lacks", async () => {
+    const choices = await listTaskChoices(extension().extensionPath);
+    const broken = choices.find((c) => c.source === 'workspace' && c.taskFile.endsWith(join('my-task', 'task.json')));
+    assert.ok(broken, JSON.stringify(choices.map((c) => c.taskFile)));
+    assert.match(broken.error ?? '', /field \w+/);
+  });
+
+  it('uses the task remembered for a file without asking', async () => {
+    const state = new Map<string, unknown>();
+    // The real Memento interface over a Map: test data for the picker's memory.
+    const workspaceState: vscode.Memento = {
+      keys: () => [...state.keys()],
+      get: <T>(key: string, fallback?: T): T | undefined => (state.has(key) ? (state.get(key) as T) : fallback),
+      update: async (key: string, value: unknown) => {
+        state.set(key, value);
+      },
+    };
+    const context = { extensionPath: extension().extensionPath, workspaceState };
+    const file = writeProgram('remembered.py', PYTHON);
+    await rememberTaskFile(context, file, join(extension().extensionPath, 'tasks', 'circle-packing', 'task.json'));
+    const task = await pickTask(context, file);
+    assert.equal(task?.name, 'circle-packing');
+  });
+});
+

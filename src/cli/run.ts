@@ -7,6 +7,7 @@ import { defaultSettings, parseSettings, type Settings } from '../engine/config'
 import { singleEvolveRegion } from '../engine/diff';
 import type { EngineEvent, StepCommittedEvent } from '../engine/events';
 import { apiKeyFromEnvironment, EndpointClient, endpointOptionsFromSettings } from '../engine/llm/endpointClient';
+import { ProgramDatabase } from '../engine/database/programDatabase';
 import { EvolutionRun } from '../engine/loop';
 import { TrainerBridge, type TrainerState, trainerStateLine, trainerSummary } from '../engine/trainer/bridge';
 import { MutateSampler } from '../engine/mutateSampler';
@@ -87,7 +88,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     settings.sampler === 'mutate'
       ? new MutateSampler({ seed: settings.seed, language: task.language })
       : new EndpointClient(endpointOptionsFromSettings(settings, apiKeyFromEnvironment(io.env), { onWarning: warn }));
-  const trainer = settings['trainer.enabled'] ? await startTrainer(settings, source, dbFile, task.name, io, warn) : null;
+  const trainer = settings['trainer.enabled'] ? await startTrainer(settings, source, dbFile, resuming, task.name, io, warn) : null;
   const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
   if (evaluator.isolation.warning) warn(evaluator.isolation.warning);
 
@@ -150,6 +151,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     evaluator,
     stepsThisInvocation: numberFlag(args, 'steps'),
     onEvent,
+    beforeCommit: trainer ? (committed, signal) => trainer.spoolStep(committed, signal) : undefined,
     afterCommit: trainer
       ? async (committed, signal) => {
           await trainer.afterCommit(committed, signal);
@@ -177,17 +179,30 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
 }
 
 /** The RL trainer bridge, started: refuses atropos without token ids (the endpoint is checked first to learn whether it gives them). */
-async function startTrainer(settings: Settings, source: ResponseSource, dbFile: string, taskName: string, io: CliIO, warn: (message: string) => void): Promise<TrainerBridge> {
+async function startTrainer(settings: Settings, source: ResponseSource, dbFile: string, resuming: boolean, taskName: string, io: CliIO, warn: (message: string) => void): Promise<TrainerBridge> {
   if (source instanceof EndpointClient) {
     await source.check(io.signal).catch((err: unknown) => {
       throw new InputError(err instanceof Error ? err.message : String(err));
     });
+  }
+  // The spool may hold a step that was spooled but never committed (killed in between): the database says which.
+  let lastCommittedStep = -1;
+  if (resuming) {
+    const database = await ProgramDatabase.openReadOnly(dbFile).catch((err: unknown) => {
+      throw new InputError(`cannot read the run database ${dbFile}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    try {
+      lastCommittedStep = database.lastStep;
+    } finally {
+      await database.close();
+    }
   }
   let previous: TrainerState | null = null;
   const bridge = new TrainerBridge({
     settings,
     dbFile,
     groupSize: settings.samplesPerPrompt,
+    lastCommittedStep,
     name: `thetaevolve-${taskName}`,
     tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
     onWarning: warn,

@@ -61,7 +61,13 @@ export interface EvolutionRunSpec {
   /** Steps to run in this invocation (CLI --steps); settings.maxSteps bounds the whole run. */
   stepsThisInvocation?: number;
   onEvent: (event: EngineEvent) => void;
-  /** Called after each committed step, before the next starts (the trainer bridge waits here in synchronous mode). */
+  /**
+   * Called with each step's groups (child ids still null) right before the
+   * step's database commit; a throw abandons the step uncommitted. The trainer
+   * bridge spools them here, so a crash right after the commit loses nothing.
+   */
+  beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
+  /** Called after each committed step, with the same groups and their child ids, before the next starts (the trainer bridge waits here in synchronous mode). */
   afterCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
 }
 
@@ -421,6 +427,24 @@ export class EvolutionRun {
         children.push(r.child);
         childSlot.set(r.child, r);
       }
+      const groupsWith = (ids: Map<SampleRecord, string>): ScoredGroup[] =>
+        jobs.map((job) => ({
+          key: job.key,
+          step,
+          parentId: job.parentId,
+          messages: job.messages,
+          samples: (records.get(job.key) as SampleRecord[]).map((r, index) => ({
+            index,
+            outcome: r.outcome,
+            score: r.score,
+            objective: r.objective,
+            reward: r.score === null ? null : rewardOfSample({ score: r.score, objective: r.objective }, task.direction, this.shaping),
+            childId: ids.get(r) ?? null,
+            response: r.response,
+            error: r.error,
+          })),
+        }));
+      if (this.spec.beforeCommit) await this.spec.beforeCommit({ step, stats, groups: groupsWith(new Map()) }, this.stopController.signal);
       state.completionTokens += stats.tokens.completion;
       state.rng = rng.state();
       const previousBest = db.best();
@@ -445,23 +469,7 @@ export class EvolutionRun {
         const b = commit.newBest;
         this.emit({ type: 'new_best', time: Date.now(), id: b.id, step, score: b.score, objective: b.objective, parentId: b.parentId });
       }
-      const groups: ScoredGroup[] = jobs.map((job) => ({
-        key: job.key,
-        step,
-        parentId: job.parentId,
-        messages: job.messages,
-        samples: (records.get(job.key) as SampleRecord[]).map((r, index) => ({
-          index,
-          outcome: r.outcome,
-          score: r.score,
-          objective: r.objective,
-          reward: r.score === null ? null : rewardOfSample({ score: r.score, objective: r.objective }, task.direction, this.shaping),
-          childId: ids.get(r) ?? null,
-          response: r.response,
-          error: r.error,
-        })),
-      }));
-      return { step, stats, groups };
+      return { step, stats, groups: groupsWith(ids) };
     } finally {
       this.stopController.signal.removeEventListener('abort', onStop);
       if (stepAbort.signal.aborted) await Promise.allSettled(evaluations);

@@ -81,6 +81,11 @@ function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: st
   return { step, stats, groups };
 }
 
+/** The step as the loop hands it to beforeCommit: the children have no ids yet. */
+function withoutChildIds(committed: CommittedStep): CommittedStep {
+  return { ...committed, groups: committed.groups.map((g) => ({ ...g, samples: g.samples.map((sample) => ({ ...sample, childId: null })) })) };
+}
+
 function groupUids(server: AtroposTestServer): string[] {
   return server.received.flatMap((r) => {
     const ours = r.data.group_overrides?.thetaevolve as { group_uid: string } | undefined;
@@ -308,6 +313,79 @@ describe('RL trainer bridge', function () {
       assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'no duplicate');
     });
 
+    it('a step spooled before its commit and never committed (a crash in between) is discarded for good on reopen and never sent; its redo is sent once', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      const s = settings({ 'trainer.url': server.url });
+      const first = bridge(s, { lastCommittedStep: 0 });
+      await first.b.start(new AbortController().signal);
+      await first.b.spoolStep(withoutChildIds(committedStep(1)), new AbortController().signal);
+      await first.b.afterCommit(committedStep(1), new AbortController().signal);
+      await first.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
+      assert.equal(first.b.state().pendingGroups, 0, 'held groups are not pending for the trainer');
+      assert.equal(await first.b.flush(new AbortController().signal, 300), 0);
+      await new Promise((r) => setTimeout(r, 200));
+      await first.b.close(); // killed before step 2's database commit
+      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'the held step was never sent');
+      const spoolDir = spoolDirOf(join(dir, 'run.sqlite'));
+      assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8').trim().split('\n').length, 2, 'step 2 was spooled durably');
+
+      const second = bridge(s, { lastCommittedStep: 1 });
+      await second.b.start(new AbortController().signal);
+      assert.ok(second.warnings.some((w) => w.includes('discarded 2 spooled group(s) of step(s) 2')), second.warnings.join('\n'));
+      assert.equal(await second.b.flush(new AbortController().signal, 1_000), 0);
+      await second.b.close();
+      assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8'), '', 'the discard rewrote the log');
+
+      // Reopened without the database's word (everything spooled counts as committed): the discard stays.
+      const third = bridge(s);
+      await third.b.start(new AbortController().signal);
+      assert.ok(!third.warnings.some((w) => w.includes('not yet acknowledged')), third.warnings.join('\n'));
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(server.received.length, 2, 'nothing resurrected');
+      // The redo of step 2 has new content under the same group ids: that content is what goes out, once.
+      const redo = committedStep(2);
+      for (const g of redo.groups) for (const sample of g.samples) if (sample.reward !== null) sample.reward += 100;
+      await third.b.spoolStep(withoutChildIds(redo), new AbortController().signal);
+      await third.b.afterCommit(redo, new AbortController().signal);
+      assert.equal(await third.b.flush(new AbortController().signal, 5_000), 0);
+      const uids = groupUids(server);
+      assert.deepEqual(uids.map((u) => u.split(':')[1]), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok((server.received[2]?.data.scores[0] ?? 0) > 100, 'the redone content, not the discarded one');
+    });
+
+    it('a step spooled before its commit and committed (a crash right after the commit) is sent exactly once after reopen', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      const s = settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 5 });
+      const first = bridge(s, { lastCommittedStep: 0 });
+      await first.b.start(new AbortController().signal);
+      await server.goDown();
+      await first.b.spoolStep(withoutChildIds(committedStep(1)), new AbortController().signal);
+      await first.b.afterCommit(committedStep(1), new AbortController().signal);
+      await first.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
+      await server.comeUp(); // the worker retries step 1 and must stop at the held step 2
+      assert.equal(await first.b.flush(new AbortController().signal, 5_000), 0);
+      await new Promise((r) => setTimeout(r, 300));
+      await first.b.close(); // the database committed step 2; the process died before afterCommit
+      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'step 2 held until released');
+
+      const second = bridge(s, { lastCommittedStep: 2 });
+      await second.b.start(new AbortController().signal);
+      assert.ok(second.warnings.some((w) => w.includes('2 group(s) from an earlier run')), second.warnings.join('\n'));
+      assert.ok(!second.warnings.some((w) => w.includes('discarded')));
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      await second.b.spoolStep(withoutChildIds(committedStep(3)), new AbortController().signal);
+      await second.b.afterCommit(committedStep(3), new AbortController().signal);
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      await second.b.close();
+
+      const third = bridge(s, { lastCommittedStep: 3 });
+      await third.b.start(new AbortController().signal);
+      await new Promise((r) => setTimeout(r, 200));
+      const uids = groupUids(server);
+      assert.equal(new Set(uids).size, uids.length, `duplicates: ${uids.join(' ')}`);
+      assert.deepEqual(uids.map((u) => u.split(':')[1]), ['s1-p0', 's1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1']);
+    });
+
     it('refuses to start without token ids (offline sampler, or an endpoint that does not return them)', async () => {
       const server = await atropos({ trainer: { batchSize: 6 } });
       const s = settings({ 'trainer.url': server.url });
@@ -402,6 +480,28 @@ describe('RL trainer bridge', function () {
       assert.equal(b.state().trainerStep, 2);
       assert.equal(server.pulled.length, 4);
       assert.equal(server.received.filter((r) => r.item.extra_info.step === 2)[0]?.item.extra_info.policy_version, '1');
+    });
+
+    it('groups spooled before the commit go out with the child ids the commit gave them, also after a reopen', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3 });
+      cleanups.push(() => server.close());
+      const s = settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 });
+      const first = bridge(s, { tokenSupport: null, lastCommittedStep: 0 });
+      await first.b.start(new AbortController().signal);
+      await server.goDown();
+      await first.b.spoolStep(withoutChildIds(committedStep(1)), new AbortController().signal);
+      await first.b.afterCommit(committedStep(1), new AbortController().signal);
+      await first.b.close();
+      await server.comeUp();
+      const second = bridge(s, { tokenSupport: null, lastCommittedStep: 1 });
+      await second.b.start(new AbortController().signal);
+      await second.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
+      await second.b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      const childIds = server.received.map((r) => r.item.extra_info.child_id);
+      assert.equal(childIds.length, 12);
+      assert.deepEqual(childIds.slice(0, 3), ['c1-0-0', 'c1-0-1', 'c1-0-2']);
+      assert.deepEqual(childIds.slice(9), ['c2-1-0', 'c2-1-1', 'c2-1-2']);
     });
 
     it('the test buffer refuses malformed writes with 422', async () => {

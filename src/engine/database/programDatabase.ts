@@ -250,7 +250,9 @@ export class ProgramDatabase {
   /**
    * Create the run database at `file`, or resume it when it exists. A resumed
    * run keeps the configuration it was created with (`config` is then only
-   * used for new files); `meta` is merged into the stored run meta.
+   * used for new files); `meta` is stored with a new file, and on reopen
+   * only adds keys the stored run meta lacks (what the run was created with,
+   * such as createdAt and startCode, is never rewritten).
    */
   static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<ProgramDatabase> {
     const configResult = DatabaseConfigSchema.safeParse(options.config);
@@ -293,8 +295,11 @@ export class ProgramDatabase {
     await removeStaleTempFiles(absolute);
     const opened = ProgramDatabase.fromBytes(SQL, absolute, bytes, false);
     if (options.meta) {
-      opened.runMeta = { ...opened.runMeta, ...options.meta };
-      opened.metaDirty = true;
+      const added = Object.keys(options.meta).filter((key) => !(key in opened.runMeta));
+      if (added.length > 0) {
+        opened.runMeta = { ...options.meta, ...opened.runMeta };
+        opened.metaDirty = true;
+      }
     }
     return opened;
   }

@@ -1,9 +1,14 @@
-// The RL trainer bridge: after each committed step the B groups of n scored
-// responses go into a durable spool beside the run database, and a single
-// delivery worker sends them, oldest first, to the trainer (atropos or slime)
-// with backoff through outages and restarts. A group leaves the spool only
-// when the trainer acknowledged it; a group whose send may have reached the
-// trainer is checked before it is sent again (where the protocol can tell).
+// The RL trainer bridge: right before each step's database commit the B
+// groups of n scored responses go into a durable spool beside the run
+// database (spoolStep), held until the commit is done (afterCommit releases
+// them), and a single delivery worker sends the released ones, oldest first,
+// to the trainer (atropos or slime) with backoff through outages and
+// restarts. A crash between spool and commit leaves groups of a step the
+// database never committed: they are discarded when the bridge next opens
+// the spool (the step is redone), so nothing committed is lost and nothing
+// uncommitted is sent. A group leaves the spool only when the trainer
+// acknowledged it; a group whose send may have reached the trainer is
+// checked before it is sent again (where the protocol can tell).
 // Synchronous mode (the paper's) holds the next step until the trainer took
 // a step; asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
@@ -32,7 +37,7 @@ export interface TrainerState {
   /** The trainer's step (policy version) as last read; null when unknown. */
   trainerStep: number | null;
   lastAckedPolicyVersion: string | null;
-  /** Groups in the spool the trainer has not acknowledged. */
+  /** Groups of committed steps in the spool the trainer has not acknowledged. */
   pendingGroups: number;
   /** Groups acknowledged since this bridge started. */
   sentGroups: number;
@@ -49,6 +54,15 @@ export interface TrainerBridgeOptions {
   dbFile: string;
   /** n: responses per group. */
   groupSize: number;
+  /**
+   * The database's last committed step when this bridge is made, before the
+   * run commits anything (-1 for a database not yet created). Spooled groups
+   * of later steps were spooled by an earlier process that died before their
+   * commit: they are discarded when the spool opens. Left out, everything
+   * spooled counts as committed (right only for callers that never use
+   * spoolStep).
+   */
+  lastCommittedStep?: number;
   /** Shown to the trainer (atropos desired_name), e.g. "thetaevolve-circle-packing". */
   name: string;
   /** The endpoint's token support after its check(); null when there is no endpoint (offline mutate sampler). */
@@ -118,6 +132,10 @@ export class TrainerBridge {
   private lastEmitted = '';
   /** Groups whose last send may have reached the trainer. */
   private readonly inDoubt = new Set<string>();
+  /** Spooled groups of steps after this one are held: their commit is not done yet. */
+  private releasedStep = -1;
+  /** The group the worker is delivering; it stays undelivered until the worker counted it. */
+  private sending: string | null = null;
   private readonly warned = new Set<string>();
 
   constructor(options: TrainerBridgeOptions) {
@@ -187,8 +205,19 @@ export class TrainerBridge {
 
   private async activate(signal: AbortSignal): Promise<void> {
     const spool = await TrainerSpool.open(spoolDirOf(this.options.dbFile));
-    this.spool = spool;
+    const committedBefore = this.options.lastCommittedStep;
+    if (committedBefore !== undefined) {
+      const uncommitted = spool.pending().filter((g) => g.step > committedBefore);
+      if (uncommitted.length > 0) {
+        await spool.discard(uncommitted.map((g) => g.id));
+        const steps = [...new Set(uncommitted.map((g) => g.step))].join(', ');
+        this.warn(`discarded ${uncommitted.length} spooled group(s) of step(s) ${steps}, which the database never committed (the run ended between spool and commit); the step is redone`);
+      }
+    }
     const pending = spool.pending();
+    // Without the database's word, what an earlier run spooled counts as committed.
+    this.releasedStep = Math.max(this.releasedStep, committedBefore ?? pending.reduce((last, g) => Math.max(last, g.step), -1));
+    this.spool = spool;
     this.stepsAhead = new Set(pending.map((g) => g.step)).size;
     // Delivery is one group at a time, so only the oldest pending group can
     // have reached the trainer before a crash cut its acknowledgement.
@@ -246,7 +275,7 @@ export class TrainerBridge {
       connected: this.connected,
       trainerStep: this.trainerStep,
       lastAckedPolicyVersion: this.lastAckedPolicyVersion,
-      pendingGroups: this.spool?.pendingCount ?? 0,
+      pendingGroups: this.releasedPending(),
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
       waiting: this.waiting,
@@ -312,21 +341,53 @@ export class TrainerBridge {
     return groups;
   }
 
+  /** Pending groups of committed steps (what the worker may send). */
+  private releasedPending(): number {
+    if (!this.spool) return 0;
+    let count = 0;
+    for (const g of this.spool.pending()) if (g.step <= this.releasedStep) count++;
+    return count;
+  }
+
   /**
-   * The loop's afterCommit hook: spool the step's groups, hand them to the
-   * delivery worker, and hold the next step as the mode says (synchronous:
-   * until the groups are acknowledged and the trainer stepped, or
-   * trainer.syncTimeoutSeconds with a warning; asynchronous: while sampling
-   * is more than trainer.maxStaleness versions ahead).
+   * The loop's beforeCommit hook: durably spool the step's groups (child ids
+   * still null) and hold them until afterCommit says the step is committed.
+   * Held groups of an earlier step whose commit failed are dropped first.
    */
-  async afterCommit(committed: CommittedStep, signal: AbortSignal): Promise<void> {
+  async spoolStep(committed: CommittedStep, signal: AbortSignal): Promise<void> {
     if (!this.enabled) return;
     if (!this.activation) await this.start(signal);
     await this.activation;
     const spool = this.spool;
     if (!spool || !this.enabled) return;
-    const groups = this.groupsOf(committed);
-    await spool.append(groups);
+    const stale = spool.pending().filter((g) => g.step > this.releasedStep);
+    if (stale.length > 0) await spool.discard(stale.map((g) => g.id));
+    await spool.append(this.groupsOf(committed));
+  }
+
+  /**
+   * The loop's afterCommit hook: release the step's groups (spooling them
+   * first when spoolStep did not) to the delivery worker, and hold the next
+   * step as the mode says (synchronous: until the groups are acknowledged and
+   * the trainer stepped, or trainer.syncTimeoutSeconds with a warning;
+   * asynchronous: while sampling is more than trainer.maxStaleness versions
+   * ahead).
+   */
+  async afterCommit(committed: CommittedStep, signal: AbortSignal): Promise<void> {
+    let groups: SpooledGroup[];
+    try {
+      if (!this.enabled) return;
+      if (!this.activation) await this.start(signal);
+      await this.activation;
+      const spool = this.spool;
+      if (!spool || !this.enabled) return;
+      groups = this.groupsOf(committed);
+      await spool.append(groups);
+      await spool.setChildIds(groups.map((g) => ({ id: g.id, childIds: g.samples.map((s) => s.childId) })));
+    } finally {
+      // The step is committed whatever happens here: what it spooled must never be taken for a stale step.
+      this.releasedStep = Math.max(this.releasedStep, committed.step);
+    }
     if (groups.length > 0) this.stepsAhead++;
     this.changed.notify();
     this.emitState();
@@ -345,10 +406,10 @@ export class TrainerBridge {
     try {
       for (;;) {
         if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
-        const delivered = groups.every((g) => !spool.isPending(g.id));
+        const delivered = groups.every((g) => !spool.isPending(g.id) && this.sending !== g.id);
         if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
         if (Date.now() >= deadline) {
-          const left = groups.filter((g) => spool.isPending(g.id)).length;
+          const left = groups.filter((g) => spool.isPending(g.id) || this.sending === g.id).length;
           this.warn(
             `the trainer did not take step ${step} within trainer.syncTimeoutSeconds (${this.settings['trainer.syncTimeoutSeconds']} s): ` +
               (left > 0 ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)` : `the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
@@ -396,11 +457,14 @@ export class TrainerBridge {
     let failures = 0;
     while (!signal.aborted) {
       const spool = this.spool;
-      const next = this.enabled && spool ? spool.pending()[0] : undefined;
+      const oldest = this.enabled && spool ? spool.pending()[0] : undefined;
+      // Steps are spooled in order, so a held oldest group means every pending one is held.
+      const next = oldest && oldest.step <= this.releasedStep ? oldest : undefined;
       if (!spool || !next) {
         await this.changed.wait(60_000, [signal]);
         continue;
       }
+      this.sending = next.id;
       try {
         if (this.inDoubt.has(next.id)) {
           const held = await this.client.reconcile(next, signal);
@@ -433,6 +497,7 @@ export class TrainerBridge {
         await sleep(backoffDelayMs(failures, this.backoff), signal);
         continue;
       } finally {
+        this.sending = null;
         this.changed.notify();
         this.emitState();
       }
@@ -448,10 +513,10 @@ export class TrainerBridge {
   /** Wait until every spooled group is acknowledged, `timeoutMs` passes or `signal` aborts; resolves with the groups left. */
   async flush(signal: AbortSignal, timeoutMs: number): Promise<number> {
     const deadline = Date.now() + timeoutMs;
-    while (this.enabled && this.spool && this.spool.pendingCount > 0 && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
+    while (this.enabled && this.spool && (this.releasedPending() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
       await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
     }
-    return this.spool?.pendingCount ?? 0;
+    return this.releasedPending();
   }
 
   /** Stop the worker and close the spool; what is unsent stays spooled for the next run of this database. */

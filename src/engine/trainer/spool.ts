@@ -1,12 +1,15 @@
 // The trainer bridge's durable queue, beside the run database:
 //   <db>.trainer-spool/meta.json     the run's id prefix (stable across resumes)
 //   <db>.trainer-spool/groups.jsonl  one scored group per line, appended and fsynced
-//   <db>.trainer-spool/acks.jsonl    one acknowledged id per line (a group, or one slime response)
+//   <db>.trainer-spool/acks.jsonl    one acknowledged id per line (a group, or one slime response),
+//                                    and the child ids of groups spooled before their step's commit
 //   <db>.trainer-spool/rejected.jsonl groups the trainer refused (4xx), kept for people
 // A group is pending until its own id is in the ack log. Appends are whole
 // lines; a line torn by a crash is cut off on open. When everything is
 // acknowledged both logs are truncated (groups first, so a crash in between
-// can never resurrect an acknowledged group).
+// can never resurrect an acknowledged group). Groups of a step the database
+// never committed are discarded by rewriting the logs without them, so their
+// ids are free again for the step's redo.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
@@ -49,6 +52,9 @@ export const SpooledGroupSchema = z.object({
 export type SpooledGroup = z.infer<typeof SpooledGroupSchema>;
 
 const AckSchema = z.object({ ack: z.string().min(1), at: finite, rejected: z.string().optional() });
+/** A group spooled before its step's commit learns its children's ids after it (by sample position). */
+const ChildIdsSchema = z.object({ children: z.string().min(1), ids: z.array(z.string().nullable()), at: finite });
+const AckLogLineSchema = z.union([AckSchema, ChildIdsSchema]);
 const MetaSchema = z.object({ version: z.literal(1), runPrefix: z.string().min(1), createdAt: finite });
 
 /** Where the spool of a run database lives. */
@@ -111,14 +117,14 @@ export class TrainerSpool {
     const groupsPath = join(dir, 'groups.jsonl');
     const acksPath = join(dir, 'acks.jsonl');
     const acked = new Set<string>();
-    const rejectedSeen = new Set<string>();
+    const childIds = new Map<string, (string | null)[]>();
     const ackText = existsSync(acksPath) ? await readFile(acksPath, 'utf8') : '';
     const ackLines = completeLines(ackText);
     for (const line of ackLines.lines) {
-      const parsed = AckSchema.safeParse(safeJson(line));
+      const parsed = AckLogLineSchema.safeParse(safeJson(line));
       if (!parsed.success) throw new Error(`${acksPath}: a line is not an acknowledgement: ${line.slice(0, 80)}`);
-      acked.add(parsed.data.ack);
-      if (parsed.data.rejected !== undefined) rejectedSeen.add(parsed.data.ack);
+      if ('ack' in parsed.data) acked.add(parsed.data.ack);
+      else childIds.set(parsed.data.children, parsed.data.ids);
     }
     const groupText = existsSync(groupsPath) ? await readFile(groupsPath, 'utf8') : '';
     const groupLines = completeLines(groupText);
@@ -139,7 +145,10 @@ export class TrainerSpool {
     if (groupLines.validBytes !== Buffer.byteLength(groupText, 'utf8')) await groupsFile.truncate(groupLines.validBytes);
     if (ackLines.validBytes !== Buffer.byteLength(ackText, 'utf8')) await acksFile.truncate(ackLines.validBytes);
     const spool = new TrainerSpool(dir, meta.runPrefix, groupsFile, acksFile, options.compactAfter ?? 256);
-    for (const [id, g] of pending) spool.pendingGroups.set(id, g);
+    for (const [id, g] of pending) {
+      const ids = childIds.get(id);
+      spool.pendingGroups.set(id, ids ? withChildIds(g, ids) : g);
+    }
     for (const id of acked) spool.acked.add(id);
     spool.ackedInLog = ackedInLog;
     return spool;
@@ -178,6 +187,41 @@ export class TrainerSpool {
       await this.groupsFile.appendFile(text, 'utf8');
       await this.groupsFile.datasync();
       for (const g of fresh) this.pendingGroups.set(g.id, g);
+    });
+  }
+
+  /**
+   * Give pending groups their children's ids (known only after the step's
+   * commit), in memory and as a line of the ack log. Not fsynced: the ids are
+   * information for the trainer, not what makes delivery exactly-once.
+   */
+  setChildIds(groups: { id: string; childIds: (string | null)[] }[]): Promise<void> {
+    return this.run(async () => {
+      this.assertOpen();
+      const changed = groups.filter((g) => {
+        const spooled = this.pendingGroups.get(g.id);
+        return spooled !== undefined && spooled.samples.some((s, i) => s.childId !== (g.childIds[i] ?? null));
+      });
+      if (changed.length === 0) return;
+      const at = Date.now();
+      await this.acksFile.appendFile(changed.map((g) => JSON.stringify({ children: g.id, ids: g.childIds, at }) + '\n').join(''), 'utf8');
+      for (const g of changed) this.pendingGroups.set(g.id, withChildIds(this.pendingGroups.get(g.id) as SpooledGroup, g.childIds));
+    });
+  }
+
+  /**
+   * Drop pending groups that must never be sent (their step was never
+   * committed) by rewriting both logs without them: durable, and their ids
+   * can be spooled again with new content.
+   */
+  discard(ids: string[]): Promise<void> {
+    return this.run(async () => {
+      this.assertOpen();
+      let removed = 0;
+      for (const id of ids) if (this.pendingGroups.delete(id)) removed++;
+      if (removed === 0) return;
+      if (this.pendingGroups.size === 0) await this.truncateDrained();
+      else await this.compact();
     });
   }
 
@@ -291,6 +335,11 @@ async function syncDirectory(dir: string): Promise<void> {
   } catch {
     // Some platforms cannot open or fsync a directory; the rename itself is atomic.
   }
+}
+
+/** The group with its samples' child ids replaced by position (a missing position keeps its id). */
+function withChildIds(group: SpooledGroup, ids: (string | null)[]): SpooledGroup {
+  return { ...group, samples: group.samples.map((s, i) => (i < ids.length ? { ...s, childId: ids[i] ?? null } : s)) };
 }
 
 function safeJson(line: string): unknown {

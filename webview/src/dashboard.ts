@@ -1,2 +1,284 @@
-// The dashboard page (browser bundle). Its content arrives with the dashboard issue.
+// The dashboard page (browser bundle). It renders the saved state at once,
+// says `ready`, and from then on applies the host's messages: a snapshot
+// replaces everything; a step appends to the charts (chart.update('none'),
+// no rebuild). Every message is validated against the shared protocol.
+import './zodJitless';
+import './dashboard.css';
+import {
+  type DashboardAction,
+  type DashboardState,
+  DASHBOARD_STATE_VERSION,
+  type DatabaseView,
+  emptyDashboardState,
+  type HostMessage,
+  parseHostMessage,
+  parseSavedState,
+  reduceDashboardState,
+  type SummaryView,
+} from '../../src/protocol/dashboard';
+import { BarChart, HeatMaps } from './charts/databaseCharts';
+import { SeriesCharts } from './charts/seriesCharts';
+import { applyChartDefaults } from './charts/setup';
+import { BestCard } from './components/bestCard';
+import { Header } from './components/header';
+import { registerComponents } from './components/toolkit';
+import { el, tile } from './dom';
+import { formatCompact, formatCount, formatDuration, formatValue } from './format';
+import { onThemeChange, readTheme } from './theme';
+import { vscodeApi } from './vscodeApi';
+
+registerComponents();
+
+const api = vscodeApi();
+let state: DashboardState = parseSavedState(api.getState()) ?? emptyDashboardState();
+let theme = readTheme();
+applyChartDefaults(theme);
+
+// ---------------------------------------------------------------- layout
+
+const app = document.getElementById('app') ?? document.body.appendChild(el('main'));
+app.replaceChildren();
+
+const header = new Header(
+  (action: DashboardAction) => api.postMessage({ type: 'action', action }),
+  (enabled: boolean) => api.postMessage({ type: 'setRl', enabled }),
+);
+const notice = el('div', 'notice');
+notice.setAttribute('role', 'status');
+notice.hidden = true;
+
+const tiles = {
+  step: tile('step'),
+  best: tile('best objective'),
+  target: tile('target'),
+  programs: tile('programs in database'),
+  samples: tile('samples'),
+  tokens: tile('completion tokens'),
+  elapsed: tile('elapsed'),
+};
+const summary = el('section', 'summary');
+summary.append(...Object.values(tiles).map((t) => t.element));
+
+function chartPanel(title: string, className = ''): { panel: HTMLElement; canvas: HTMLCanvasElement; note: HTMLElement } {
+  const panel = el('section', `panel chart-panel ${className}`.trim());
+  const box = el('div', 'chart-box');
+  const canvas = el('canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', title);
+  box.append(canvas);
+  const note = el('p', 'panel-note');
+  panel.append(el('h2', undefined, title), note, box);
+  return { panel, canvas, note };
+}
+
+const progress = chartPanel('Progress', 'wide tall');
+const outcomes = chartPanel('Outcomes per step');
+const throughput = chartPanel('Throughput');
+const latency = chartPanel('Request latency');
+const stepTime = chartPanel('Step time: generation and evaluation');
+const bestCard = new BestCard(
+  (programId) => api.postMessage({ type: 'showDiff', programId }),
+  (programId) => api.postMessage({ type: 'applyToFile', programId }),
+);
+
+const dbFacts = el('dl', 'db-facts');
+const dbPanel = el('section', 'panel db-panel');
+dbPanel.append(el('h2', undefined, 'Database'), dbFacts);
+const islands = chartPanel('Island sizes');
+const hist = chartPanel('Score histogram');
+const heatPanel = el('section', 'panel wide heat-panel');
+const heatGrid = el('div', 'heat-grid');
+const heatCaption = el('p', 'panel-note');
+const heatLegend = el('canvas', 'heat-legend');
+const legendRow = el('div', 'legend-row');
+legendRow.append(el('span', undefined, 'worse'), heatLegend, el('span', undefined, 'better'));
+heatPanel.append(el('h2', undefined, 'MAP-Elites occupancy per island'), heatCaption, legendRow, heatGrid);
+
+const sectionTitle = (text: string) => el('h2', 'section-title', text);
+const grid = (...children: HTMLElement[]) => {
+  const g = el('div', 'grid');
+  g.append(...children);
+  return g;
+};
+app.append(
+  header.element,
+  notice,
+  summary,
+  grid(progress.panel),
+  grid(outcomes.panel, bestCard.element),
+  sectionTitle('Throughput'),
+  grid(throughput.panel, latency.panel, stepTime.panel),
+  sectionTitle('Database state'),
+  grid(dbPanel, islands.panel, hist.panel),
+  grid(heatPanel),
+);
+
+progress.note.textContent = 'Best so far, best of each step, mean and 10th–90th percentiles of the valid scores, and the target.';
+outcomes.note.textContent = 'Samples per outcome, with the score each penalty gives.';
+throughput.note.textContent = 'Rates per second of step wall time.';
+stepTime.note.textContent = 'Where each step’s time went (generation and evaluation may overlap).';
+
+const seriesCharts = new SeriesCharts(
+  { progress: progress.canvas, outcomes: outcomes.canvas, throughput: throughput.canvas, latency: latency.canvas, stepTime: stepTime.canvas },
+  theme,
+);
+const islandChart = new BarChart(islands.canvas, theme, { x: 'island', y: 'programs' }, (t) => t.blue);
+const histChart = new BarChart(hist.canvas, theme, { x: 'objective', y: 'programs' }, (t) => t.green);
+const heatMaps = new HeatMaps(heatGrid, heatCaption, heatLegend, theme);
+
+// ---------------------------------------------------------------- rendering
+
+const LATENCY_NOTE = 'Endpoint request latency, 50th and 95th percentile.';
+function renderLatencyNote(): void {
+  const reported = state.series.points.some((p) => p.latencyMsP95 !== null || p.latencyMsP50 !== null);
+  const offline = state.run?.source.kind === 'mutate';
+  latency.note.textContent =
+    reported || state.series.points.length === 0 ? LATENCY_NOTE : offline ? 'No requests: the offline mutate sampler uses no model.' : 'No latency reported yet.';
+}
+
+function renderSummary(s: SummaryView): void {
+  renderLatencyNote();
+  const run = state.run;
+  tiles.step.value.textContent = s.lastStep < 0 ? '–' : formatCount(s.lastStep);
+  tiles.best.value.textContent = formatValue(s.bestEver);
+  tiles.best.note.textContent = run ? run.directionLabel : '';
+  const target = run?.targetValue ?? null;
+  tiles.target.value.textContent = formatValue(target);
+  let targetNote = '';
+  if (target !== null && s.bestEver !== null && run) {
+    const reached = run.direction === 'maximize' ? s.bestEver >= target : s.bestEver <= target;
+    targetNote = reached ? 'reached' : `gap ${formatValue(Math.abs(target - s.bestEver))}`;
+  }
+  tiles.target.note.textContent = targetNote;
+  tiles.programs.value.textContent = formatCount(s.dbSize);
+  tiles.samples.value.textContent = formatCompact(s.samples);
+  tiles.tokens.value.textContent = formatCompact(s.completionTokens);
+  tiles.elapsed.value.textContent = s.elapsedMs > 0 ? formatDuration(s.elapsedMs) : '–';
+}
+
+function renderDatabase(db: DatabaseView | null): void {
+  dbFacts.replaceChildren();
+  const fact = (term: string, value: string) => dbFacts.append(el('dt', undefined, term), el('dd', undefined, value));
+  if (!db) {
+    fact('programs', '–');
+    islandChart.set([], []);
+    histChart.set([], []);
+    heatCaption.textContent = 'No database yet.';
+    return;
+  }
+  fact('programs', `${formatCount(db.programs)} of ${formatCount(db.populationSize)}`);
+  fact('archive', `${formatCount(db.archive.size)} of ${formatCount(db.archive.capacity)}`);
+  fact('archive objective range', db.archive.worst === null ? '–' : `${formatValue(db.archive.worst)} … ${formatValue(db.archive.best)} (worst … best)`);
+  fact('islands', `${db.islands.length} (sampling island ${db.currentIsland} next)`);
+  const m = db.migrations;
+  fact('migrations', `${formatCount(m.count)}${m.lastStep !== null ? `, last at step ${m.lastStep}` : ''} (every ${m.interval} generations, rate ${m.rate})`);
+  islandChart.set(
+    db.islands.map((i) => String(i.island)),
+    db.islands.map((i) => i.size),
+    db.islands.findIndex((i) => i.island === db.currentIsland),
+  );
+  if (db.histogram) {
+    const { min, max, counts } = db.histogram;
+    const width = (max - min) / counts.length;
+    histChart.set(
+      counts.map((_, i) => formatValue(min + width * (i + 0.5))),
+      counts,
+      null,
+      `objective (${db.histogram.label})`,
+    );
+  } else {
+    histChart.set([], [], null, 'objective (no valid program yet)');
+  }
+  heatMaps.set(db, state.run);
+}
+
+function renderAll(): void {
+  header.setRun(state.run);
+  header.setRunState(state.runState);
+  header.setTrainer(state.trainer);
+  seriesCharts.setRun(state.run);
+  seriesCharts.reset(state.series, state.summary.meanExact);
+  renderSummary(state.summary);
+  bestCard.set(state.best, state.run);
+  renderDatabase(state.database);
+}
+
+function showNotice(level: 'info' | 'warning' | 'error', text: string): void {
+  notice.textContent = text;
+  notice.dataset.level = level;
+  notice.hidden = false;
+}
+
+/** Incremental rendering of one message (the state is already reduced). */
+function render(message: HostMessage): void {
+  switch (message.type) {
+    case 'snapshot':
+      notice.hidden = true;
+      renderAll();
+      return;
+    case 'step':
+      if (!seriesCharts.step(message.bucketSteps, message.point, message.replaceLast, message.summary.meanExact)) {
+        seriesCharts.reset(state.series, state.summary.meanExact);
+      }
+      renderSummary(message.summary);
+      return;
+    case 'series':
+      seriesCharts.reset(message.series, message.summary.meanExact);
+      renderSummary(message.summary);
+      return;
+    case 'database':
+      renderDatabase(message.database);
+      return;
+    case 'best':
+      bestCard.set(message.best, state.run);
+      return;
+    case 'trainer':
+      header.setTrainer(message.trainer);
+      return;
+    case 'runState':
+      header.setRunState(message.runState);
+      return;
+    case 'notice':
+      showNotice(message.level, message.text);
+      return;
+  }
+}
+
+// Saving is throttled: a step can arrive many times a second in a fast run.
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+function saveSoon(): void {
+  if (saveTimer !== undefined) return;
+  saveTimer = setTimeout(() => {
+    saveTimer = undefined;
+    api.setState(state);
+  }, 500);
+}
+
+window.addEventListener('message', (event: MessageEvent<unknown>) => {
+  let message: HostMessage;
+  try {
+    message = parseHostMessage(event.data);
+  } catch (err) {
+    console.warn(`dashboard: ignored ${err instanceof Error ? err.message : String(err)}`);
+    return;
+  }
+  state = reduceDashboardState(state, message);
+  render(message);
+  if (message.type !== 'notice') saveSoon();
+});
+
+onThemeChange(() => {
+  const next = readTheme();
+  if (JSON.stringify(next) === JSON.stringify(theme)) return;
+  theme = next;
+  applyChartDefaults(theme);
+  seriesCharts.applyTheme(theme);
+  islandChart.applyTheme(theme);
+  histChart.applyTheme(theme);
+  heatMaps.applyTheme(theme);
+  renderDatabase(state.database);
+});
+
+renderAll();
 document.body.dataset.thetaevolve = 'dashboard';
+api.postMessage({ type: 'ready', stateVersion: DASHBOARD_STATE_VERSION });

@@ -1,0 +1,553 @@
+// Data shaping for the dashboard (pure; the extension host runs it, the page
+// only draws): per-step points in the task's own objective, bucketing so a
+// 1,000+ step run stays a few hundred points, MAP-Elites heat-map binning,
+// the score histogram, and the model that turns engine inputs into the
+// protocol's snapshot and incremental messages.
+import {
+  type BestView,
+  type DashboardBestInput,
+  type DashboardDatabaseInput,
+  type DashboardDirection,
+  type DashboardRunInput,
+  type DashboardState,
+  type DashboardStepInput,
+  type DatabaseView,
+  emptyDashboardState,
+  HEAT_EMPTY,
+  HEAT_PENALTY,
+  HEAT_SHADES,
+  type HostMessage,
+  type ObjectiveStats,
+  OUTCOME_GROUPS,
+  type RunStateView,
+  type RunView,
+  type SeriesPoint,
+  type SeriesView,
+  type SummaryView,
+  type TrainerView,
+} from '../protocol/dashboard';
+import type { TrainerStateEvent } from './events';
+import { mean, percentileOfSorted } from './stats';
+
+/** Points kept per series before the bucket width doubles (1,000 steps draw as 250 points of 4 steps). */
+export const DEFAULT_MAX_POINTS = 300;
+/** Heat-map cells per side at most; finer MAP-Elites grids are merged (best score per merged cell). */
+export const DEFAULT_MAX_HEAT_BINS = 32;
+export const HISTOGRAM_BINS = 30;
+
+// ---------------------------------------------------------------------------
+// Objective display
+
+export function directionLabel(direction: DashboardDirection): string {
+  return direction === 'minimize' ? 'minimise (lower is better)' : 'maximise (higher is better)';
+}
+
+/**
+ * The task's own objective of a combined score: the score itself when
+ * maximising, 1/score for a minimise task's valid (positive) score. Penalties
+ * (<= 0) have no objective: null.
+ */
+export function displayObjective(score: number | null, direction: DashboardDirection): number | null {
+  if (score === null || !Number.isFinite(score)) return null;
+  if (direction === 'maximize') return score;
+  return score > 0 ? 1 / score : null;
+}
+
+/** Whether objective `a` is better than `b` in the task's direction. */
+export function isBetterObjective(a: number, b: number, direction: DashboardDirection): boolean {
+  return direction === 'maximize' ? a > b : a < b;
+}
+
+function betterOf(a: number | null, b: number | null, direction: DashboardDirection): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return isBetterObjective(a, b, direction) ? a : b;
+}
+
+/** Best, mean and 10/50/90th percentiles of valid objective values (the host can send these per step). */
+export function objectiveStats(values: readonly number[], direction: DashboardDirection): ObjectiveStats {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return { best: null, mean: null, p10: null, p50: null, p90: null };
+  const sorted = [...finite].sort((a, b) => a - b);
+  return {
+    best: direction === 'maximize' ? (sorted[sorted.length - 1] as number) : (sorted[0] as number),
+    mean: mean(sorted),
+    p10: percentileOfSorted(sorted, 10),
+    p50: percentileOfSorted(sorted, 50),
+    p90: percentileOfSorted(sorted, 90),
+  };
+}
+
+/**
+ * A step's valid-sample statistics in the task's objective. With the host's
+ * exact objective statistics they are used as they are. Otherwise they come
+ * from the score statistics: for a minimise task 1/x reverses order, so the
+ * objective's p10 is 1/(score p90); the mean becomes 1/(mean score), the
+ * harmonic mean of the objectives (`meanExact` false).
+ */
+export function stepObjectiveStats(
+  input: Pick<DashboardStepInput, 'best' | 'mean' | 'p10' | 'p50' | 'p90' | 'objective'>,
+  direction: DashboardDirection,
+): ObjectiveStats & { meanExact: boolean } {
+  if (input.objective) return { ...input.objective, meanExact: true };
+  const o = (score: number | null): number | null => displayObjective(score, direction);
+  if (direction === 'maximize') {
+    return { best: o(input.best), mean: o(input.mean), p10: o(input.p10), p50: o(input.p50), p90: o(input.p90), meanExact: true };
+  }
+  return { best: o(input.best), mean: o(input.mean), p10: o(input.p90), p50: o(input.p50), p90: o(input.p10), meanExact: false };
+}
+
+// ---------------------------------------------------------------------------
+// Series points and bucketing
+
+export function outcomeGroupCounts(counts: DashboardStepInput['counts']): number[] {
+  return OUTCOME_GROUPS.map((g) => g.outcomes.reduce((sum: number, o) => sum + counts[o], 0));
+}
+
+function evaluationsOf(input: DashboardStepInput): number {
+  if (input.evaluations !== undefined) return input.evaluations;
+  const c = input.counts;
+  return c.valid + c.invalid_solution + c.no_solution + c.timeout;
+}
+
+/** One step as a series point (a bucket of one), in the task's objective. */
+export function stepPoint(input: DashboardStepInput, direction: DashboardDirection, bestSoFar: number | null): SeriesPoint {
+  const stats = stepObjectiveStats(input, direction);
+  return {
+    step: input.step,
+    lastStep: input.step,
+    steps: 1,
+    best: stats.best,
+    bestSoFar: betterOf(bestSoFar, stats.best, direction),
+    mean: stats.mean,
+    p10: stats.p10,
+    p50: stats.p50,
+    p90: stats.p90,
+    outcomes: outcomeGroupCounts(input.counts),
+    samples: input.samples,
+    valid: input.counts.valid,
+    evaluations: evaluationsOf(input),
+    promptTokens: input.tokens.prompt,
+    completionTokens: input.tokens.completion,
+    generationMs: input.timings.generationMs,
+    evaluationMs: input.timings.evaluationMs,
+    totalMs: input.timings.totalMs,
+    latencyMsP50: input.latencyMsP50 ?? null,
+    latencyMsP95: input.latencyMsP95 ?? null,
+  };
+}
+
+function weightedMean(a: number | null, wa: number, b: number | null, wb: number): number | null {
+  if (a === null || wa === 0) return b === null || wb === 0 ? (a ?? b) : b;
+  if (b === null || wb === 0) return a;
+  return (a * wa + b * wb) / (wa + wb);
+}
+
+function maxOrNull(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.max(a, b);
+}
+
+/**
+ * Merge two consecutive points (`a` before `b`). Counts, tokens and times
+ * add exactly; best is the better one; best-so-far is `b`'s; mean and
+ * percentiles are means weighted by valid counts (percentiles of a merged
+ * bucket are approximate); latencies take the worse.
+ */
+export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: DashboardDirection): SeriesPoint {
+  return {
+    step: a.step,
+    lastStep: b.lastStep,
+    steps: a.steps + b.steps,
+    best: betterOf(a.best, b.best, direction),
+    bestSoFar: betterOf(a.bestSoFar, b.bestSoFar, direction),
+    mean: weightedMean(a.mean, a.valid, b.mean, b.valid),
+    p10: weightedMean(a.p10, a.valid, b.p10, b.valid),
+    p50: weightedMean(a.p50, a.valid, b.p50, b.valid),
+    p90: weightedMean(a.p90, a.valid, b.p90, b.valid),
+    outcomes: a.outcomes.map((v, i) => v + (b.outcomes[i] ?? 0)),
+    samples: a.samples + b.samples,
+    valid: a.valid + b.valid,
+    evaluations: a.evaluations + b.evaluations,
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    generationMs: a.generationMs + b.generationMs,
+    evaluationMs: a.evaluationMs + b.evaluationMs,
+    totalMs: a.totalMs + b.totalMs,
+    latencyMsP50: maxOrNull(a.latencyMsP50, b.latencyMsP50),
+    latencyMsP95: maxOrNull(a.latencyMsP95, b.latencyMsP95),
+  };
+}
+
+/** Re-bucket points (already bucketed by `width`-aligned keys) to buckets of `newWidth` steps. */
+export function rebucket(points: readonly SeriesPoint[], newWidth: number, direction: DashboardDirection): SeriesPoint[] {
+  const out: SeriesPoint[] = [];
+  for (const p of points) {
+    const last = out[out.length - 1];
+    if (last && Math.floor(last.step / newWidth) === Math.floor(p.step / newWidth)) out[out.length - 1] = mergePoints(last, p, direction);
+    else out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The per-step series, bucketed: steps fall into buckets of `bucketSteps`
+ * consecutive step numbers (aligned on multiples, so re-bucketing is
+ * deterministic); when the points exceed `maxPoints` the width doubles.
+ */
+export class StepSeries {
+  private width = 1;
+  private points: SeriesPoint[] = [];
+  private bestSoFar: number | null = null;
+
+  constructor(
+    private readonly direction: DashboardDirection,
+    private readonly maxPoints = DEFAULT_MAX_POINTS,
+  ) {
+    if (maxPoints < 2) throw new Error('StepSeries: maxPoints must be at least 2');
+  }
+
+  get bucketSteps(): number {
+    return this.width;
+  }
+
+  view(): SeriesView {
+    return { bucketSteps: this.width, points: this.points.map((p) => ({ ...p, outcomes: [...p.outcomes] })) };
+  }
+
+  /** Best objective of the run so far. */
+  get best(): number | null {
+    return this.bestSoFar;
+  }
+
+  /** Add a step; says how the page's series changes. */
+  add(input: DashboardStepInput): { kind: 'append' | 'replaceLast'; point: SeriesPoint } | { kind: 'rebucketed'; series: SeriesView } {
+    const point = stepPoint(input, this.direction, this.bestSoFar);
+    this.bestSoFar = point.bestSoFar;
+    const last = this.points[this.points.length - 1];
+    if (last && input.step <= last.lastStep) {
+      throw new Error(`StepSeries: step ${input.step} is not after step ${last.lastStep}`);
+    }
+    if (last && Math.floor(last.step / this.width) === Math.floor(point.step / this.width)) {
+      const merged = mergePoints(last, point, this.direction);
+      this.points[this.points.length - 1] = merged;
+      return { kind: 'replaceLast', point: merged };
+    }
+    this.points.push(point);
+    if (this.points.length <= this.maxPoints) return { kind: 'append', point };
+    while (this.points.length > this.maxPoints) {
+      this.width *= 2;
+      this.points = rebucket(this.points, this.width, this.direction);
+    }
+    return { kind: 'rebucketed', series: this.view() };
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Heat maps and histogram
+
+/**
+ * One island's MAP-Elites grid as a dense heat map, merged down to at most
+ * `maxBins` per side (best score per merged cell). A cell is HEAT_EMPTY,
+ * HEAT_PENALTY (only penalty scores, <= 0) or the shade 0..HEAT_SHADES of its
+ * best score within `shadeRange` (the valid scores of all islands).
+ */
+export function binHeatMap(
+  cells: readonly { scoreBin: number; lengthBin: number; score: number }[],
+  bins: number,
+  maxBins: number,
+  shadeRange: { min: number; max: number } | null,
+): { bins: number; grid: number[] } {
+  const factor = Math.max(1, Math.ceil(bins / Math.max(1, maxBins)));
+  const outBins = Math.ceil(bins / factor);
+  const best = new Float64Array(outBins * outBins).fill(Number.NEGATIVE_INFINITY);
+  for (const c of cells) {
+    const row = Math.min(outBins - 1, Math.floor(c.scoreBin / factor));
+    const col = Math.min(outBins - 1, Math.floor(c.lengthBin / factor));
+    const key = row * outBins + col;
+    if (c.score > (best[key] as number)) best[key] = c.score;
+  }
+  const grid = new Array<number>(best.length);
+  for (let i = 0; i < best.length; i++) {
+    const score = best[i] as number;
+    if (score === Number.NEGATIVE_INFINITY) grid[i] = HEAT_EMPTY;
+    else if (score <= 0) grid[i] = HEAT_PENALTY;
+    else {
+      let shade = 1;
+      if (shadeRange && shadeRange.max > shadeRange.min) shade = (score - shadeRange.min) / (shadeRange.max - shadeRange.min);
+      grid[i] = Math.round(Math.min(1, Math.max(0, shade)) * HEAT_SHADES);
+    }
+  }
+  return { bins: outBins, grid };
+}
+
+/** Counts of `values` in `bins` equal-width bins over their range (null when empty). */
+export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { min: number; max: number; counts: number[] } | null {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  let n = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (!Number.isFinite(v)) continue;
+    n++;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (n === 0) return null;
+  const counts = new Array<number>(bins).fill(0);
+  const span = max - min;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (!Number.isFinite(v)) continue;
+    const bin = span > 0 ? Math.min(bins - 1, Math.floor(((v - min) / span) * bins)) : 0;
+    counts[bin] = (counts[bin] as number) + 1;
+  }
+  return { min, max, counts };
+}
+
+/** A growable list of numbers without per-value objects (10^5-10^6 scores in a long run). */
+class NumberList {
+  private data = new Float64Array(1024);
+  length = 0;
+
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    this.data[this.length++] = v;
+  }
+
+  view(): Float64Array {
+    return this.data.subarray(0, this.length);
+  }
+}
+
+export function databaseView(
+  input: DashboardDatabaseInput,
+  direction: DashboardDirection,
+  histogramInput: { label: string; values: ArrayLike<number> } | null,
+  maxHeatBins = DEFAULT_MAX_HEAT_BINS,
+): DatabaseView {
+  // Shades span the valid scores in the grids, so the best cell is always the brightest.
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (const island of input.mapElites.islands) {
+    for (const c of island.cells) {
+      if (c.score <= 0) continue;
+      lo = Math.min(lo, c.score);
+      hi = Math.max(hi, c.score);
+    }
+  }
+  const shadeRange = lo <= hi ? { min: lo, max: hi } : null;
+  const heat = input.mapElites.islands.map((island) => ({
+    island: island.island,
+    occupied: island.occupied,
+    ...binHeatMap(island.cells, input.mapElites.bins, maxHeatBins, shadeRange),
+  }));
+  const bins = heat[0]?.bins ?? Math.min(input.mapElites.bins, maxHeatBins);
+  const range = input.mapElites.ranges.score;
+  let scoreRange: { min: number; max: number } | null = null;
+  if (range) {
+    const a = displayObjective(range.min, direction);
+    const b = displayObjective(range.max, direction);
+    if (a !== null && b !== null) scoreRange = { min: a, max: b };
+  }
+  const hist = histogramInput ? histogram(histogramInput.values) : null;
+  return {
+    programs: input.programs,
+    populationSize: input.populationSize,
+    currentIsland: input.currentIsland,
+    islands: input.islands.map((i) => ({ island: i.island, size: i.size, best: displayObjective(i.best?.score ?? null, direction) })),
+    heatmaps: {
+      bins,
+      scoreRange,
+      codeLengthRange: input.mapElites.ranges.codeLength,
+      islands: heat.map((h) => ({ island: h.island, occupied: h.occupied, grid: h.grid })),
+    },
+    archive: {
+      size: input.archive.size,
+      capacity: input.archive.capacity,
+      worst: displayObjective(input.archive.minScore, direction),
+      best: displayObjective(input.archive.maxScore, direction),
+    },
+    migrations: { ...input.migrations },
+    histogram: hist && histogramInput ? { label: histogramInput.label, ...hist } : null,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The model
+
+export function runView(input: DashboardRunInput): RunView {
+  const details: string[] = [];
+  if (input.batchSize !== null && input.samplesPerPrompt !== null) {
+    details.push(`B ${input.batchSize} x n ${input.samplesPerPrompt} = ${input.batchSize * input.samplesPerPrompt} samples per step`);
+  }
+  if (input.resumedFromStep !== null) details.push(`resumed after step ${input.resumedFromStep}`);
+  return {
+    runId: input.runId,
+    taskName: input.taskName,
+    taskTitle: input.taskTitle,
+    direction: input.direction,
+    directionLabel: directionLabel(input.direction),
+    targetValue: input.targetValue,
+    source: { ...input.source },
+    details,
+  };
+}
+
+/**
+ * What the dashboard shows, kept by the extension host whether or not the
+ * panel is open. Each `set*`/`add*` returns the message to post to an open
+ * page; `snapshot()` is the whole state (on `ready`, and after a reload).
+ */
+export class DashboardModel {
+  private state: DashboardState = emptyDashboardState();
+  private direction: DashboardDirection = 'maximize';
+  private series: StepSeries;
+  private validObjectives = new NumberList();
+  private lastDatabase: DashboardDatabaseInput | null = null;
+  private meanExact = true;
+
+  constructor(
+    private readonly maxPoints = DEFAULT_MAX_POINTS,
+    private readonly maxHeatBins = DEFAULT_MAX_HEAT_BINS,
+  ) {
+    this.series = new StepSeries('maximize', maxPoints);
+  }
+
+  /** A new run (or the same run after a reload): clears steps, database and best; keeps trainer state. */
+  setRun(input: DashboardRunInput): HostMessage {
+    const trainer = this.state.trainer;
+    this.state = emptyDashboardState();
+    this.state.trainer = trainer;
+    this.direction = input.direction;
+    this.series = new StepSeries(input.direction, this.maxPoints);
+    this.validObjectives = new NumberList();
+    this.lastDatabase = null;
+    this.meanExact = true;
+    this.state.run = runView(input);
+    this.state.runState = { state: 'starting', message: `Starting ${input.taskTitle}.` };
+    return this.snapshotMessage();
+  }
+
+  addStep(input: DashboardStepInput): HostMessage {
+    if (this.direction === 'minimize' && !input.objective) this.meanExact = false;
+    const change = this.series.add(input);
+    const s = this.state.summary;
+    this.state.summary = {
+      lastStep: input.step,
+      bestEver: displayObjective(input.bestEver, this.direction) ?? this.series.best,
+      dbSize: input.dbSize,
+      elapsedMs: input.elapsedMs,
+      samples: s.samples + input.samples,
+      completionTokens: s.completionTokens + input.tokens.completion,
+      meanExact: this.meanExact,
+    };
+    if (change.kind === 'rebucketed') return { type: 'series', series: change.series, summary: this.summaryCopy() };
+    return {
+      type: 'step',
+      bucketSteps: this.series.bucketSteps,
+      point: change.point,
+      replaceLast: change.kind === 'replaceLast',
+      summary: this.summaryCopy(),
+    };
+  }
+
+  /**
+   * Valid scores of evaluated programs (combined scores, as the
+   * evaluation_finished events carry them), for the histogram. Returns
+   * nothing: the next `setDatabase` sends the histogram.
+   */
+  addValidScores(scores: readonly number[]): void {
+    for (const s of scores) {
+      const o = displayObjective(s, this.direction);
+      if (o !== null) this.validObjectives.push(o);
+    }
+  }
+
+  /**
+   * The database's state after a commit. `scores`: the combined scores of
+   * the programs now in the database, when the host has them; without them
+   * the histogram counts every valid program evaluated in this run.
+   */
+  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): HostMessage {
+    this.lastDatabase = input;
+    let hist: { label: string; values: ArrayLike<number> } | null = null;
+    if (scores) {
+      const values: number[] = [];
+      for (const s of scores) {
+        const o = displayObjective(s, this.direction);
+        if (o !== null) values.push(o);
+      }
+      hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
+    } else if (this.validObjectives.length > 0) {
+      hist = { label: `valid programs evaluated in this run (${this.validObjectives.length.toLocaleString('en-US')})`, values: this.validObjectives.view() };
+    }
+    this.state.database = databaseView(input, this.direction, hist, this.maxHeatBins);
+    return { type: 'database', database: this.state.database };
+  }
+
+  setBest(input: DashboardBestInput | null): HostMessage {
+    this.state.best = input ? bestView(input, this.direction) : null;
+    return { type: 'best', best: this.state.best };
+  }
+
+  setTrainer(trainer: TrainerView): HostMessage {
+    this.state.trainer = { ...trainer };
+    return { type: 'trainer', trainer: this.state.trainer };
+  }
+
+  setRunState(runState: RunStateView): HostMessage {
+    this.state.runState = { ...runState };
+    return { type: 'runState', runState: this.state.runState };
+  }
+
+  get lastDatabaseInput(): DashboardDatabaseInput | null {
+    return this.lastDatabase;
+  }
+
+  snapshot(): DashboardState {
+    // The series lives in StepSeries (copying it into the state per step would be O(points) each time).
+    return structuredClone({ ...this.state, series: this.series.view() });
+  }
+
+  snapshotMessage(): HostMessage {
+    return { type: 'snapshot', state: this.snapshot() };
+  }
+
+  private summaryCopy(): SummaryView {
+    return { ...this.state.summary };
+  }
+}
+
+export function bestView(input: DashboardBestInput, direction: DashboardDirection): BestView {
+  return {
+    id: input.id,
+    step: input.step,
+    score: input.score,
+    objective: input.objective ?? displayObjective(input.score, direction),
+    lineageDepth: input.lineageDepth,
+    parentId: input.parentId,
+  };
+}
+
+/** The dashboard's RL card from the bridge's state (the trainer_state event). */
+export function trainerView(state: TrainerStateEvent['state']): TrainerView {
+  const where = `${state.protocol} trainer at ${state.url || '(no URL)'}`;
+  const counts = `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}`;
+  const view = { enabled: state.enabled, protocol: state.protocol, url: state.url, lastAckPolicyVersion: state.lastAckedPolicyVersion, groupsSent: state.sentGroups };
+  if (!state.url.trim()) {
+    return { ...view, state: state.enabled ? 'not_configured' : 'off', message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
+  }
+  if (state.lastError !== null && (!state.connected || !state.enabled)) {
+    return { ...view, state: 'error', message: `${where}: ${state.lastError}${state.enabled ? '; retrying, rollouts are spooled' : ''}` };
+  }
+  if (!state.enabled) return { ...view, state: 'off', message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.` };
+  if (state.waiting) return { ...view, state: 'waiting', message: `Waiting for the ${where} (${state.mode}); ${counts}.` };
+  if (state.connected) return { ...view, state: 'ready', message: `${where} (${state.mode}), trainer step ${state.trainerStep ?? 'n/a'}; ${counts}.` };
+  return { ...view, state: 'connecting', message: `Connecting to the ${where}; ${counts}.` };
+}

@@ -1,0 +1,439 @@
+// The dashboard's message protocol, host <-> page, in one file that both
+// sides import (no vscode, no DOM). Every message is a zod schema; each side
+// validates what it receives. It also holds the one reducer that turns the
+// host's messages into the page's state, so the page, its saved state and the
+// tests agree on what an incremental update means.
+//
+// Values on the page are in the task's own objective (a minimise task shows
+// its objective, not 1/objective); the host's model (src/engine/dashboardData.ts)
+// converts before sending.
+import { z } from 'zod';
+import { OUTCOMES } from '../engine/types';
+
+const finite = z.number().finite();
+const count = z.number().int().min(0);
+const optionalFinite = finite.nullable();
+
+export const DIRECTIONS = ['maximize', 'minimize'] as const;
+export const DirectionSchema = z.enum(DIRECTIONS);
+export type DashboardDirection = z.infer<typeof DirectionSchema>;
+
+/**
+ * Outcome groups drawn as stacked bars, in stacking order. Labels carry the
+ * penalty of algorithm.md section 4.
+ */
+export const OUTCOME_GROUPS = [
+  { id: 'no_diff', label: 'no diff (-0.4)', outcomes: ['no_diff'] },
+  { id: 'no_change', label: 'no change / lazy (-0.3)', outcomes: ['no_change', 'duplicate'] },
+  { id: 'no_solution', label: 'no solution (-0.2)', outcomes: ['no_solution', 'timeout'] },
+  { id: 'invalid', label: 'invalid (-0.1)', outcomes: ['invalid_solution'] },
+  { id: 'valid', label: 'valid', outcomes: ['valid'] },
+  { id: 'request_failed', label: 'request failed', outcomes: ['request_failed'] },
+] as const satisfies readonly { id: string; label: string; outcomes: readonly (typeof OUTCOMES)[number][] }[];
+export type OutcomeGroupId = (typeof OUTCOME_GROUPS)[number]['id'];
+
+// ---------------------------------------------------------------------------
+// Inputs: what the extension host feeds the model (dashboardData.ts). They are
+// structural subsets of the engine's events and database snapshot, so the
+// host can pass those objects as they are.
+
+export const OutcomeCountsSchema = z.object(
+  Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
+);
+
+/** Statistics of the valid samples of one step in the task's own objective. */
+export const ObjectiveStatsSchema = z.object({
+  best: optionalFinite,
+  mean: optionalFinite,
+  p10: optionalFinite,
+  p50: optionalFinite,
+  p90: optionalFinite,
+});
+export type ObjectiveStats = z.infer<typeof ObjectiveStatsSchema>;
+
+/**
+ * One committed step. A `step_committed` engine event satisfies it as is;
+ * the optional fields add what the event lacks.
+ */
+export const DashboardStepInputSchema = z.object({
+  step: count,
+  samples: count,
+  counts: OutcomeCountsSchema,
+  /** Best, mean, percentiles of the step's valid combined scores (higher is better); null when none was valid. */
+  best: optionalFinite,
+  mean: optionalFinite,
+  p10: optionalFinite,
+  p50: optionalFinite,
+  p90: optionalFinite,
+  tokens: z.object({ prompt: count, completion: count }),
+  timings: z.object({ generationMs: finite.min(0), evaluationMs: finite.min(0), totalMs: finite.min(0) }),
+  /** Best combined score of the run after this step. */
+  bestEver: optionalFinite,
+  dbSize: count,
+  elapsedMs: finite.min(0),
+  /** The same statistics computed on the task's objective values (exact mean for minimise tasks). */
+  objective: ObjectiveStatsSchema.optional(),
+  /** Candidate evaluations run in the step (default: valid + invalid + no_solution + timeout). */
+  evaluations: count.optional(),
+  /** Endpoint request latency of the step (GenerationStats.latencyMsP50 / P95). */
+  latencyMsP50: optionalFinite.optional(),
+  latencyMsP95: optionalFinite.optional(),
+});
+export type DashboardStepInput = z.infer<typeof DashboardStepInputSchema>;
+
+const ScoredIdSchema = z.object({ id: z.string(), score: finite });
+
+/** The part of ProgramDatabase.stateSnapshot() the dashboard reads. */
+export const DashboardDatabaseInputSchema = z.object({
+  lastStep: z.number().int(),
+  programs: count,
+  populationSize: count,
+  currentIsland: count,
+  best: ScoredIdSchema.nullable(),
+  islands: z.array(z.object({ island: count, size: count, best: ScoredIdSchema.nullable() })),
+  mapElites: z.object({
+    bins: z.number().int().min(1),
+    ranges: z.object({
+      score: z.object({ min: finite, max: finite }).nullable(),
+      codeLength: z.object({ min: finite, max: finite }).nullable(),
+    }),
+    islands: z.array(
+      z.object({
+        island: count,
+        occupied: count,
+        cells: z.array(z.object({ scoreBin: count, lengthBin: count, score: finite })),
+      }),
+    ),
+  }),
+  archive: z.object({ size: count, capacity: count, minScore: optionalFinite, maxScore: optionalFinite }),
+  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+});
+export type DashboardDatabaseInput = z.infer<typeof DashboardDatabaseInputSchema>;
+
+export const DashboardRunInputSchema = z.object({
+  runId: z.string(),
+  taskName: z.string(),
+  taskTitle: z.string(),
+  direction: DirectionSchema,
+  /** In the task's own objective units. */
+  targetValue: optionalFinite,
+  source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
+  batchSize: count.nullable(),
+  samplesPerPrompt: count.nullable(),
+  resumedFromStep: count.nullable(),
+});
+export type DashboardRunInput = z.infer<typeof DashboardRunInputSchema>;
+
+export const DashboardBestInputSchema = z.object({
+  id: z.string(),
+  step: count,
+  score: finite,
+  objective: optionalFinite,
+  /** Ancestors back to the initial program (ProgramDatabase.ancestors(id).length). */
+  lineageDepth: count,
+  parentId: z.string().nullable(),
+});
+export type DashboardBestInput = z.infer<typeof DashboardBestInputSchema>;
+
+// ---------------------------------------------------------------------------
+// Views: what the page shows.
+
+export const RUN_STATES = ['idle', 'starting', 'running', 'paused', 'stopping', 'finished', 'error'] as const;
+export const RunStateViewSchema = z.object({
+  state: z.enum(RUN_STATES),
+  /** One line for people, e.g. the finish reason. */
+  message: z.string(),
+});
+export type RunStateView = z.infer<typeof RunStateViewSchema>;
+
+export const TRAINER_STATES = ['off', 'not_configured', 'connecting', 'ready', 'waiting', 'error'] as const;
+export const TrainerViewSchema = z.object({
+  /** The RL toggle: rollouts are sent to the trainer. */
+  enabled: z.boolean(),
+  state: z.enum(TRAINER_STATES),
+  protocol: z.enum(['atropos', 'slime']).nullable(),
+  url: z.string(),
+  /** Last policy (weights) version the trainer acknowledged. */
+  lastAckPolicyVersion: z.string().nullable(),
+  /** Groups (rollouts of one prompt) the trainer accepted in this run. */
+  groupsSent: count,
+  message: z.string(),
+});
+export type TrainerView = z.infer<typeof TrainerViewSchema>;
+
+export const RunViewSchema = z.object({
+  runId: z.string(),
+  taskName: z.string(),
+  taskTitle: z.string(),
+  direction: DirectionSchema,
+  /** "minimise (lower is better)" / "maximise (higher is better)". */
+  directionLabel: z.string(),
+  targetValue: optionalFinite,
+  source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
+  /** Extra facts shown beside the source: "B 32 x n 16", "resumed after step 40". */
+  details: z.array(z.string()),
+});
+export type RunView = z.infer<typeof RunViewSchema>;
+
+/**
+ * One point of the per-step series: a bucket of `steps` consecutive steps
+ * (one step until the run grows past the point budget). Sums are exact over
+ * the bucket; score statistics are in the task's objective.
+ */
+export const SeriesPointSchema = z.object({
+  /** First and last step in the bucket. */
+  step: count,
+  lastStep: count,
+  steps: z.number().int().min(1),
+  /** Best valid objective in the bucket (the task's direction decides "best"). */
+  best: optionalFinite,
+  /** Best of the run up to the bucket's last step. */
+  bestSoFar: optionalFinite,
+  /** Mean and percentiles of valid objectives; for buckets of several steps, means weighted by valid counts. */
+  mean: optionalFinite,
+  p10: optionalFinite,
+  p50: optionalFinite,
+  p90: optionalFinite,
+  /** Samples per outcome group, in OUTCOME_GROUPS order. */
+  outcomes: z.array(count).length(OUTCOME_GROUPS.length),
+  samples: count,
+  valid: count,
+  evaluations: count,
+  promptTokens: count,
+  completionTokens: count,
+  generationMs: finite.min(0),
+  evaluationMs: finite.min(0),
+  totalMs: finite.min(0),
+  /** Worst p50 / p95 request latency of the bucket's steps. */
+  latencyMsP50: optionalFinite,
+  latencyMsP95: optionalFinite,
+});
+export type SeriesPoint = z.infer<typeof SeriesPointSchema>;
+
+export const SeriesViewSchema = z.object({
+  /** Steps per point (a power of two). */
+  bucketSteps: z.number().int().min(1),
+  points: z.array(SeriesPointSchema),
+});
+export type SeriesView = z.infer<typeof SeriesViewSchema>;
+
+export const SummaryViewSchema = z.object({
+  lastStep: z.number().int().min(-1),
+  /** Best objective of the run. */
+  bestEver: optionalFinite,
+  dbSize: count,
+  elapsedMs: finite.min(0),
+  samples: count,
+  completionTokens: count,
+  /**
+   * False once a minimise task's step came without objective statistics: its
+   * mean is then 1/(mean score), the harmonic mean of the objectives.
+   */
+  meanExact: z.boolean(),
+});
+export type SummaryView = z.infer<typeof SummaryViewSchema>;
+
+/** Heat-map cell values: the cell's best score as a shade 0..HEAT_SHADES (best), or one of these. */
+export const HEAT_EMPTY = -1;
+/** The cell holds only programs with a penalty score (no valid one). */
+export const HEAT_PENALTY = -2;
+export const HEAT_SHADES = 100;
+
+export const DatabaseViewSchema = z.object({
+  programs: count,
+  populationSize: count,
+  currentIsland: count,
+  islands: z.array(z.object({ island: count, size: count, best: optionalFinite })),
+  heatmaps: z.object({
+    bins: z.number().int().min(1),
+    /** Objective range the rows span (low score row first), and code lengths the columns span. */
+    scoreRange: z.object({ min: finite, max: finite }).nullable(),
+    codeLengthRange: z.object({ min: finite, max: finite }).nullable(),
+    /**
+     * Per island, `bins * bins` values row by row, row 0 the lowest score bin,
+     * column the code-length bin: HEAT_EMPTY, HEAT_PENALTY or a shade
+     * 0..HEAT_SHADES of the cell's best score between the worst and best
+     * valid cell of all islands. Dense small integers: ~3 bytes a cell.
+     */
+    islands: z.array(
+      z.object({ island: count, occupied: count, grid: z.array(z.number().int().min(HEAT_PENALTY).max(HEAT_SHADES)) }),
+    ),
+  }),
+  archive: z.object({ size: count, capacity: count, worst: optionalFinite, best: optionalFinite }),
+  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+  histogram: z.object({
+    /** What was counted, e.g. "valid programs evaluated (1,234)". */
+    label: z.string(),
+    min: finite,
+    max: finite,
+    counts: z.array(count),
+  }).nullable(),
+});
+export type DatabaseView = z.infer<typeof DatabaseViewSchema>;
+
+export const BestViewSchema = z.object({
+  id: z.string(),
+  step: count,
+  score: finite,
+  objective: optionalFinite,
+  lineageDepth: count,
+  parentId: z.string().nullable(),
+});
+export type BestView = z.infer<typeof BestViewSchema>;
+
+export const DASHBOARD_STATE_VERSION = 1;
+
+export const DashboardStateSchema = z.object({
+  version: z.literal(DASHBOARD_STATE_VERSION),
+  run: RunViewSchema.nullable(),
+  runState: RunStateViewSchema,
+  series: SeriesViewSchema,
+  summary: SummaryViewSchema,
+  database: DatabaseViewSchema.nullable(),
+  best: BestViewSchema.nullable(),
+  trainer: TrainerViewSchema,
+});
+export type DashboardState = z.infer<typeof DashboardStateSchema>;
+
+// ---------------------------------------------------------------------------
+// Host -> page
+
+export const HostMessageSchema = z.discriminatedUnion('type', [
+  /** Everything: sent on `ready`, when a run starts, and after a reload. */
+  z.object({ type: z.literal('snapshot'), state: DashboardStateSchema }),
+  /** One committed step: append `point`, or replace the last point when the step fell into its bucket. */
+  z.object({
+    type: z.literal('step'),
+    bucketSteps: z.number().int().min(1),
+    point: SeriesPointSchema,
+    replaceLast: z.boolean(),
+    summary: SummaryViewSchema,
+  }),
+  /** The whole series, re-bucketed (sent when the bucket width doubles). */
+  z.object({ type: z.literal('series'), series: SeriesViewSchema, summary: SummaryViewSchema }),
+  z.object({ type: z.literal('database'), database: DatabaseViewSchema }),
+  z.object({ type: z.literal('best'), best: BestViewSchema.nullable() }),
+  z.object({ type: z.literal('trainer'), trainer: TrainerViewSchema }),
+  z.object({ type: z.literal('runState'), runState: RunStateViewSchema }),
+  /** A line for the person (an action was refused, an error). Not kept in the state. */
+  z.object({ type: z.literal('notice'), level: z.enum(['info', 'warning', 'error']), text: z.string() }),
+]);
+export type HostMessage = z.infer<typeof HostMessageSchema>;
+
+// ---------------------------------------------------------------------------
+// Page -> host
+
+export const DASHBOARD_ACTIONS = ['start', 'stop', 'pause', 'resume'] as const;
+export type DashboardAction = (typeof DASHBOARD_ACTIONS)[number];
+
+export const PageMessageSchema = z.discriminatedUnion('type', [
+  /** The page is listening; the host answers with a snapshot before anything else. */
+  z.object({ type: z.literal('ready'), stateVersion: z.number().int().nullable() }),
+  z.object({ type: z.literal('action'), action: z.enum(DASHBOARD_ACTIONS) }),
+  z.object({ type: z.literal('setRl'), enabled: z.boolean() }),
+  z.object({ type: z.literal('showDiff'), programId: z.string().min(1) }),
+  z.object({ type: z.literal('applyToFile'), programId: z.string().min(1) }),
+]);
+export type PageMessage = z.infer<typeof PageMessageSchema>;
+
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`;
+}
+
+/** Validate what the page sent; throws naming the first problem. */
+export function parsePageMessage(raw: unknown): PageMessage {
+  const result = PageMessageSchema.safeParse(raw);
+  if (!result.success) throw new Error(`malformed dashboard message at ${firstIssue(result.error)}`);
+  return result.data;
+}
+
+/** Validate what the host sent; throws naming the first problem. */
+export function parseHostMessage(raw: unknown): HostMessage {
+  const result = HostMessageSchema.safeParse(raw);
+  if (!result.success) throw new Error(`malformed host message at ${firstIssue(result.error)}`);
+  return result.data;
+}
+
+/** A saved page state, or null when it is missing, old or damaged. */
+export function parseSavedState(raw: unknown): DashboardState | null {
+  const result = DashboardStateSchema.safeParse(raw);
+  return result.success ? result.data : null;
+}
+
+export function emptyDashboardState(): DashboardState {
+  return {
+    version: DASHBOARD_STATE_VERSION,
+    run: null,
+    runState: { state: 'idle', message: 'No run yet.' },
+    series: { bucketSteps: 1, points: [] },
+    summary: { lastStep: -1, bestEver: null, dbSize: 0, elapsedMs: 0, samples: 0, completionTokens: 0, meanExact: true },
+    database: null,
+    best: null,
+    trainer: {
+      enabled: false,
+      state: 'off',
+      protocol: null,
+      url: '',
+      lastAckPolicyVersion: null,
+      groupsSent: 0,
+      message: '',
+    },
+  };
+}
+
+/**
+ * Apply one host message to the page state. Mutates and returns `state`
+ * (the series can hold hundreds of points; copying them per step is waste).
+ * `notice` leaves the state as it is.
+ */
+export function reduceDashboardState(state: DashboardState, message: HostMessage): DashboardState {
+  switch (message.type) {
+    case 'snapshot':
+      return message.state;
+    case 'step': {
+      const points = state.series.points;
+      if (message.bucketSteps !== state.series.bucketSteps) {
+        // Out of order with a re-bucketing: the next snapshot/series repairs it; never mix widths.
+        return state;
+      }
+      if (message.replaceLast && points.length > 0) points[points.length - 1] = message.point;
+      else points.push(message.point);
+      state.summary = message.summary;
+      return state;
+    }
+    case 'series':
+      state.series = message.series;
+      state.summary = message.summary;
+      return state;
+    case 'database':
+      state.database = message.database;
+      return state;
+    case 'best':
+      state.best = message.best;
+      return state;
+    case 'trainer':
+      state.trainer = message.trainer;
+      return state;
+    case 'runState':
+      state.runState = message.runState;
+      return state;
+    case 'notice':
+      return state;
+  }
+}
+
+/** Throughput of a series point: rates per second of the steps' wall time. */
+export function pointRates(point: SeriesPoint): {
+  samplesPerSecond: number | null;
+  evaluationsPerSecond: number | null;
+  tokensPerSecond: number | null;
+} {
+  if (point.totalMs <= 0) return { samplesPerSecond: null, evaluationsPerSecond: null, tokensPerSecond: null };
+  const seconds = point.totalMs / 1000;
+  return {
+    samplesPerSecond: point.samples / seconds,
+    evaluationsPerSecond: point.evaluations / seconds,
+    tokensPerSecond: point.completionTokens / seconds,
+  };
+}

@@ -1,0 +1,274 @@
+// The dashboard webview panel: hosts dist/webview/dashboard.js under a strict
+// CSP (fresh nonce per render), talks the protocol of src/protocol/dashboard.ts
+// (every incoming message validated), waits for the page's `ready` before its
+// first post and answers it with a full snapshot, restores after a window
+// reload through a WebviewPanelSerializer, and forwards the page's buttons to
+// a DashboardController. The data lives in a DashboardModel that is fed
+// whether or not the panel is open.
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import { DashboardModel } from '../engine/dashboardData';
+import {
+  type DashboardBestInput,
+  type DashboardDatabaseInput,
+  type DashboardRunInput,
+  type DashboardStepInput,
+  type HostMessage,
+  type PageMessage,
+  parsePageMessage,
+  type RunStateView,
+  type TrainerView,
+} from '../protocol/dashboard';
+import { log } from './log';
+
+export const DASHBOARD_VIEW_TYPE = 'thetaevolve.dashboard';
+const TITLE = 'ThetaEvolve Dashboard';
+
+/** What the dashboard's buttons do; the extension's run manager implements it. Errors thrown are shown on the page. */
+export interface DashboardController {
+  start(): void | Promise<void>;
+  stop(): void | Promise<void>;
+  pause(): void | Promise<void>;
+  resume(): void | Promise<void>;
+  /** The RL toggle: send (or stop sending) each step's rollouts to the configured trainer. */
+  setRlEnabled(enabled: boolean): void | Promise<void>;
+  /** Open the parent <-> child diff of a program (the best one, from the card). */
+  showDiff(programId: string): void | Promise<void>;
+  /** Replace the file's EVOLVE-BLOCK with the program's (undoable). */
+  applyToFile(programId: string): void | Promise<void>;
+}
+
+function nonce(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+export class DashboardHost implements vscode.Disposable {
+  /** The data shown; feed it through the methods below so an open page updates. */
+  readonly model = new DashboardModel();
+  private panel: vscode.WebviewPanel | undefined;
+  private panelDisposables: vscode.Disposable[] = [];
+  /** The page has said `ready` since it was (re)loaded; nothing is posted before. */
+  private pageReady = false;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly controller: DashboardController,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.panel !== undefined;
+  }
+
+  /** Open the panel, or reveal it where it is. */
+  show(column: vscode.ViewColumn = vscode.ViewColumn.Active): void {
+    if (this.panel) {
+      this.panel.reveal(column);
+      return;
+    }
+    const panel = vscode.window.createWebviewPanel(DASHBOARD_VIEW_TYPE, TITLE, column, this.webviewOptions());
+    this.attach(panel);
+  }
+
+  /** Take over a panel: a new one, or one VS Code restored after a reload (the serializer). */
+  attach(panel: vscode.WebviewPanel): void {
+    if (this.panel && this.panel !== panel) this.panel.dispose();
+    this.detach();
+    this.panel = panel;
+    panel.title = TITLE;
+    panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'thetaevolve.svg');
+    panel.webview.options = this.webviewOptions();
+    this.panelDisposables.push(
+      panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)),
+      panel.onDidChangeViewState(() => {
+        // A hidden webview is torn down and reloads when shown; it says `ready` again.
+        if (!panel.visible) this.pageReady = false;
+      }),
+      panel.onDidDispose(() => {
+        if (this.panel === panel) {
+          this.panel = undefined;
+          this.detach();
+        }
+      }),
+    );
+    this.render();
+  }
+
+  // ----- feeding the model (each posts its incremental message to a ready page)
+
+  setRun(input: DashboardRunInput): void {
+    this.post(this.model.setRun(input));
+  }
+
+  addStep(input: DashboardStepInput): void {
+    this.post(this.model.addStep(input));
+  }
+
+  /** Valid combined scores of evaluated children (for the histogram); shown with the next setDatabase. */
+  addValidScores(scores: readonly number[]): void {
+    this.model.addValidScores(scores);
+  }
+
+  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): void {
+    this.post(this.model.setDatabase(input, scores));
+  }
+
+  setBest(input: DashboardBestInput | null): void {
+    this.post(this.model.setBest(input));
+  }
+
+  setTrainer(trainer: TrainerView): void {
+    this.post(this.model.setTrainer(trainer));
+  }
+
+  setRunState(runState: RunStateView): void {
+    this.post(this.model.setRunState(runState));
+  }
+
+  notify(level: 'info' | 'warning' | 'error', text: string): void {
+    this.post({ type: 'notice', level, text });
+  }
+
+  dispose(): void {
+    const panel = this.panel;
+    this.panel = undefined;
+    this.detach();
+    panel?.dispose();
+  }
+
+  // ----- internals
+
+  private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    return {
+      enableScripts: true,
+      enableCommandUris: false,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview')],
+      // The page restores from its saved state at once; no need to keep it alive hidden.
+      retainContextWhenHidden: false,
+    };
+  }
+
+  private detach(): void {
+    for (const d of this.panelDisposables) d.dispose();
+    this.panelDisposables = [];
+    this.pageReady = false;
+  }
+
+  private render(): void {
+    if (!this.panel) return;
+    this.pageReady = false;
+    this.panel.webview.html = dashboardHtml(this.panel.webview, this.extensionUri, nonce());
+  }
+
+  private post(message: HostMessage): void {
+    if (!this.panel || !this.pageReady) return;
+    void this.panel.webview.postMessage(message).then(
+      (delivered) => {
+        if (!delivered) this.pageReady = false;
+      },
+      (err: unknown) => log().warn(`dashboard: post failed: ${String(err)}`),
+    );
+  }
+
+  private async receive(raw: unknown): Promise<void> {
+    let message: PageMessage;
+    try {
+      message = parsePageMessage(raw);
+    } catch (err) {
+      log().warn(`dashboard: ignored a message from the page: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    if (message.type === 'ready') {
+      this.pageReady = true;
+      this.post(this.model.snapshotMessage());
+      return;
+    }
+    try {
+      await this.act(message);
+    } catch (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      log().error(`dashboard: ${message.type} failed: ${text}`);
+      this.notify('error', text);
+    }
+  }
+
+  private async act(message: Exclude<PageMessage, { type: 'ready' }>): Promise<void> {
+    switch (message.type) {
+      case 'action':
+        switch (message.action) {
+          case 'start':
+            return this.controller.start();
+          case 'stop':
+            return this.controller.stop();
+          case 'pause':
+            return this.controller.pause();
+          case 'resume':
+            return this.controller.resume();
+        }
+        return;
+      case 'setRl':
+        return this.controller.setRlEnabled(message.enabled);
+      case 'showDiff':
+      case 'applyToFile': {
+        // Only the program the page was shown may be acted on.
+        const best = this.model.snapshot().best;
+        if (!best || best.id !== message.programId) {
+          this.notify('warning', 'The best program changed meanwhile; look at the card again.');
+          return;
+        }
+        return message.type === 'showDiff' ? this.controller.showDiff(best.id) : this.controller.applyToFile(best.id);
+      }
+    }
+  }
+}
+
+/**
+ * The page: the bundle and its stylesheet from dist/webview, nothing inline
+ * but the nonce'd script tag. The csp-nonce meta is where the toolkit (FAST)
+ * finds the nonce for the one <style> element it creates.
+ */
+export function dashboardHtml(webview: vscode.Webview, extensionUri: vscode.Uri, scriptNonce: string): string {
+  const root = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
+  const script = webview.asWebviewUri(vscode.Uri.joinPath(root, 'dashboard.js'));
+  const style = webview.asWebviewUri(vscode.Uri.joinPath(root, 'dashboard.css'));
+  const csp = [
+    "default-src 'none'",
+    `img-src ${webview.cspSource} data:`,
+    `font-src ${webview.cspSource}`,
+    `style-src ${webview.cspSource} 'nonce-${scriptNonce}'`,
+    `script-src 'nonce-${scriptNonce}'`,
+  ].join('; ');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<meta property="csp-nonce" content="${scriptNonce}">
+<link rel="stylesheet" nonce="${scriptNonce}" href="${style.toString()}">
+<title>${TITLE}</title>
+</head>
+<body>
+<main id="app" aria-live="polite"></main>
+<script nonce="${scriptNonce}" src="${script.toString()}"></script>
+</body>
+</html>`;
+}
+
+/**
+ * Create the dashboard host and its serializer (so an open dashboard comes
+ * back after a window reload). Call once from activate(); open it with
+ * `host.show()`. Needs `onWebviewPanel:thetaevolve.dashboard` among the
+ * manifest's activation events for the restore to activate the extension.
+ */
+export function registerDashboard(context: vscode.ExtensionContext, controller: DashboardController): DashboardHost {
+  const host = new DashboardHost(context.extensionUri, controller);
+  context.subscriptions.push(
+    host,
+    vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, {
+      deserializeWebviewPanel: async (panel: vscode.WebviewPanel) => {
+        host.attach(panel);
+      },
+    }),
+  );
+  return host;
+}

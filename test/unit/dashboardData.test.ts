@@ -1,0 +1,291 @@
+// Dashboard data shaping: objective display for minimise tasks, per-step
+// points, bucketing of long runs, heat-map binning, histogram, the model.
+import assert from 'node:assert/strict';
+import {
+  binHeatMap,
+  databaseView,
+  DashboardModel,
+  displayObjective,
+  histogram,
+  mergePoints,
+  objectiveStats,
+  stepObjectiveStats,
+  stepPoint,
+  StepSeries,
+} from '../../src/engine/dashboardData';
+import { percentile } from '../../src/engine/stats';
+import { OUTCOMES } from '../../src/engine/types';
+import {
+  type DashboardDatabaseInput,
+  type DashboardStepInput,
+  HEAT_EMPTY,
+  HEAT_PENALTY,
+  HEAT_SHADES,
+  type HostMessage,
+  OUTCOME_GROUPS,
+  parseHostMessage,
+} from '../../src/protocol/dashboard';
+
+type Counts = DashboardStepInput['counts'];
+const zero = (): Counts => Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;
+
+/** A step whose valid combined scores are `scores` (plus fixed penalties and failures). */
+function stepFrom(step: number, scores: number[], extra: Partial<Counts> = {}): DashboardStepInput {
+  const counts = { ...zero(), ...extra, valid: scores.length };
+  const samples = Object.values(counts).reduce((a, b) => a + b, 0);
+  const some = scores.length > 0;
+  return {
+    step,
+    samples,
+    counts,
+    best: some ? Math.max(...scores) : null,
+    mean: some ? scores.reduce((a, b) => a + b, 0) / scores.length : null,
+    p10: some ? percentile(scores, 10) : null,
+    p50: some ? percentile(scores, 50) : null,
+    p90: some ? percentile(scores, 90) : null,
+    tokens: { prompt: 100 * samples, completion: 50 * samples },
+    timings: { generationMs: 600, evaluationMs: 300, totalMs: 1000 },
+    bestEver: null,
+    dbSize: step * 10,
+    elapsedMs: step * 1000,
+  };
+}
+
+describe('dashboard data: objective display', () => {
+  it('shows a minimise task in its own objective: 1/score for valid scores, nothing for penalties', () => {
+    assert.equal(displayObjective(0.5, 'minimize'), 2);
+    assert.equal(displayObjective(-0.2, 'minimize'), null);
+    assert.equal(displayObjective(-0.2, 'maximize'), -0.2);
+    assert.equal(displayObjective(2.6, 'maximize'), 2.6);
+    assert.equal(displayObjective(null, 'minimize'), null);
+  });
+
+  it('maps score percentiles to objective percentiles exactly (1/x reverses order); the mean becomes harmonic', () => {
+    const objectives = [1.5, 1.6, 1.7, 2.0, 3.0];
+    const scores = objectives.map((o) => 1 / o);
+    const fromScores = stepObjectiveStats(stepFrom(1, scores), 'minimize');
+    const exact = objectiveStats(objectives, 'minimize');
+    assert.equal(fromScores.best, 1.5);
+    assert.equal(exact.best, 1.5);
+    assert.ok(Math.abs((fromScores.p50 as number) - (exact.p50 as number)) < 1e-12);
+    // p10 of the objective is the low end: the reciprocal of the score's p90.
+    assert.ok((fromScores.p10 as number) < (fromScores.p90 as number));
+    assert.ok(Math.abs((fromScores.p10 as number) - 1 / percentile(scores, 90)) < 1e-12);
+    assert.equal(fromScores.meanExact, false);
+    const harmonic = objectives.length / objectives.reduce((a, o) => a + 1 / o, 0);
+    assert.ok(Math.abs((fromScores.mean as number) - harmonic) < 1e-12);
+    // With the host's objective statistics the mean is the arithmetic one.
+    const withObjective = stepObjectiveStats({ ...stepFrom(1, scores), objective: exact }, 'minimize');
+    assert.equal(withObjective.meanExact, true);
+    assert.ok(Math.abs((withObjective.mean as number) - 1.96) < 1e-12);
+  });
+
+  it('best so far runs down for a minimise task and up for a maximise one', () => {
+    const min = new StepSeries('minimize');
+    const max = new StepSeries('maximize');
+    const objectives = [2.0, 1.8, 1.9, 1.7, 2.5];
+    objectives.forEach((o, i) => {
+      min.add(stepFrom(i + 1, [1 / o]));
+      max.add(stepFrom(i + 1, [o]));
+    });
+    const round = (v: number | null) => (v === null ? null : Number(v.toFixed(9)));
+    assert.deepEqual(min.view().points.map((p) => round(p.bestSoFar)), [2.0, 1.8, 1.8, 1.7, 1.7]);
+    assert.deepEqual(max.view().points.map((p) => p.bestSoFar), [2.0, 2.0, 2.0, 2.0, 2.5]);
+    assert.equal(min.best, 1.7);
+  });
+});
+
+describe('dashboard data: per-step points', () => {
+  it('groups outcomes into the stacked bars and counts evaluations', () => {
+    const input = stepFrom(3, [1, 2, 3], { no_diff: 1, no_change: 2, duplicate: 3, no_solution: 4, timeout: 5, invalid_solution: 6, request_failed: 7 });
+    const point = stepPoint(input, 'maximize', null);
+    assert.deepEqual(point.outcomes, [1, 5, 9, 6, 3, 7]);
+    assert.equal(point.outcomes.length, OUTCOME_GROUPS.length);
+    assert.equal(point.evaluations, 3 + 6 + 4 + 5);
+    assert.equal(stepPoint({ ...input, evaluations: 11 }, 'maximize', null).evaluations, 11);
+    assert.equal(point.samples, 31);
+    assert.equal(point.latencyMsP50, null);
+  });
+
+  it('a step without a valid sample has no score statistics but keeps the best so far', () => {
+    const point = stepPoint(stepFrom(4, [], { no_diff: 5 }), 'maximize', 2.5);
+    assert.equal(point.best, null);
+    assert.equal(point.mean, null);
+    assert.equal(point.bestSoFar, 2.5);
+  });
+
+  it('merging adds counts, tokens and times exactly and weights means by valid counts', () => {
+    const a = stepPoint(stepFrom(1, [1, 1, 1]), 'maximize', null);
+    const b = stepPoint(stepFrom(2, [3]), 'maximize', a.bestSoFar);
+    const m = mergePoints(a, b, 'maximize');
+    assert.equal(m.step, 1);
+    assert.equal(m.lastStep, 2);
+    assert.equal(m.steps, 2);
+    assert.equal(m.best, 3);
+    assert.equal(m.bestSoFar, 3);
+    assert.equal(m.mean, 1.5);
+    assert.equal(m.valid, 4);
+    assert.equal(m.samples, a.samples + b.samples);
+    assert.equal(m.totalMs, 2000);
+    assert.equal(m.completionTokens, a.completionTokens + b.completionTokens);
+    const minMerged = mergePoints(stepPoint(stepFrom(1, [1 / 2]), 'minimize', null), stepPoint(stepFrom(2, [1 / 3]), 'minimize', null), 'minimize');
+    assert.equal(minMerged.best, 2, 'the better objective of a minimise task is the lower');
+  });
+});
+
+describe('dashboard data: bucketing long runs', () => {
+  it('keeps at most maxPoints points, in aligned power-of-two buckets, with exact totals', () => {
+    const series = new StepSeries('maximize', 100);
+    let samples = 0;
+    let best = 0;
+    for (let s = 1; s <= 1000; s++) {
+      const score = 1 + Math.sin(s / 7) + s / 1000;
+      best = Math.max(best, score);
+      const input = stepFrom(s, [score, score / 2], { no_diff: s % 3 });
+      samples += input.samples;
+      series.add(input);
+    }
+    const view = series.view();
+    assert.ok(view.points.length <= 100, `${view.points.length} points`);
+    assert.ok(view.points.length > 50);
+    assert.equal(view.bucketSteps, 16);
+    for (const p of view.points) assert.equal(Math.floor(p.step / 16), Math.floor(p.lastStep / 16), 'a bucket never crosses an aligned boundary');
+    assert.equal(view.points.reduce((a, p) => a + p.samples, 0), samples);
+    assert.equal(view.points.reduce((a, p) => a + p.steps, 0), 1000);
+    assert.equal(view.points[view.points.length - 1]?.bestSoFar, best);
+    assert.equal(Math.max(...view.points.map((p) => p.best ?? 0)), best);
+  });
+
+  it('says how the page changes: append, replace the last point, or a re-bucketed series', () => {
+    const series = new StepSeries('maximize', 4);
+    const kinds = [1, 2, 3, 4, 5, 6, 7].map((s) => series.add(stepFrom(s, [s])).kind);
+    assert.deepEqual(kinds, ['append', 'append', 'append', 'append', 'rebucketed', 'append', 'replaceLast']);
+    assert.throws(() => series.add(stepFrom(7, [1])), /not after step 7/);
+  });
+
+  it('1,000 steps and 10,000 scores shape quickly', () => {
+    const model = new DashboardModel();
+    model.setRun({
+      runId: 'r', taskName: 't', taskTitle: 'T', direction: 'maximize', targetValue: 3,
+      source: { kind: 'llm', label: 'x' }, batchSize: 32, samplesPerPrompt: 16, resumedFromStep: null,
+    });
+    const started = performance.now();
+    const scores = Array.from({ length: 10 }, (_, i) => 1 + i / 10);
+    for (let s = 1; s <= 1000; s++) {
+      model.addStep(stepFrom(s, scores));
+      model.addValidScores(scores);
+    }
+    const snap = model.snapshot();
+    const elapsed = performance.now() - started;
+    // Buckets are aligned on multiples of 4: steps 1-3, 4-7, ..., 996-999, 1000.
+    assert.equal(snap.series.points.length, 251);
+    assert.equal(snap.series.bucketSteps, 4);
+    assert.equal(snap.summary.lastStep, 1000);
+    assert.ok(elapsed < 2000, `${elapsed} ms`);
+  });
+});
+
+describe('dashboard data: heat maps and histogram', () => {
+  it('merges a fine grid keeping the best score per merged cell, shading valid cells and marking penalties', () => {
+    const cells = [
+      { scoreBin: 0, lengthBin: 0, score: -0.1 },
+      { scoreBin: 63, lengthBin: 63, score: 2 },
+      { scoreBin: 62, lengthBin: 62, score: 1 },
+      { scoreBin: 10, lengthBin: 40, score: 1.5 },
+    ];
+    const { bins, grid } = binHeatMap(cells, 64, 32, { min: 1, max: 2 });
+    assert.equal(bins, 32);
+    assert.equal(grid.length, 32 * 32);
+    assert.equal(grid[0], HEAT_PENALTY);
+    assert.equal(grid[31 * 32 + 31], HEAT_SHADES, 'the two top cells merged into one holding the best score');
+    assert.equal(grid[5 * 32 + 20], HEAT_SHADES / 2);
+    assert.equal(grid.filter((v) => v !== HEAT_EMPTY).length, 3);
+    const small = binHeatMap([{ scoreBin: 2, lengthBin: 3, score: 5 }], 10, 32, null);
+    assert.equal(small.bins, 10);
+    assert.equal(small.grid[23], HEAT_SHADES);
+  });
+
+  it('histogram counts every finite value, the maximum in the last bin', () => {
+    const h = histogram([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, Number.NaN], 5);
+    assert.deepEqual(h, { min: 0, max: 10, counts: [2, 2, 2, 2, 3] });
+    assert.equal(histogram([]), null);
+    assert.deepEqual(histogram([4, 4], 3), { min: 4, max: 4, counts: [2, 0, 0] });
+  });
+
+  it('database view: objective ranges for a minimise task, compact for 10 islands x 32 x 32 cells', () => {
+    const cells: { scoreBin: number; lengthBin: number; score: number }[] = [];
+    for (let i = 0; i < 32 * 32; i++) cells.push({ scoreBin: Math.floor(i / 32), lengthBin: i % 32, score: 0.5 + (i % 97) / 200 });
+    const input: DashboardDatabaseInput = {
+      lastStep: 9, programs: 10000, populationSize: 10000, currentIsland: 3, best: { id: 'b', score: 0.98 },
+      islands: Array.from({ length: 10 }, (_, island) => ({ island, size: 1000, best: { id: `b${island}`, score: 0.5 } })),
+      mapElites: {
+        bins: 32,
+        ranges: { score: { min: 0.5, max: 0.98 }, codeLength: { min: 100, max: 900 } },
+        islands: Array.from({ length: 10 }, (_, island) => ({ island, occupied: cells.length, cells })),
+      },
+      archive: { size: 1000, capacity: 1000, minScore: 0.5, maxScore: 0.98 },
+      migrations: { count: 2, lastStep: 8, interval: 50, rate: 0.1 },
+    };
+    const view = databaseView(input, 'minimize', { label: 'x', values: [2, 1.5, 1.1] });
+    assert.equal(view.islands[0]?.best, 2);
+    assert.equal(view.archive.worst, 2);
+    assert.ok(Math.abs((view.archive.best as number) - 1 / 0.98) < 1e-12);
+    assert.equal(view.histogram?.counts.reduce((a, b) => a + b, 0), 3);
+    const bytes = JSON.stringify({ type: 'database', database: view }).length;
+    assert.ok(bytes < 40_000, `${bytes} bytes per database message`);
+    assert.equal(parseHostMessage(JSON.parse(JSON.stringify({ type: 'database', database: view }))).type, 'database');
+  });
+});
+
+describe('dashboard data: the model', () => {
+  it('labels the source, the direction and the run facts', () => {
+    const model = new DashboardModel();
+    const m = model.setRun({
+      runId: 'r', taskName: 'ac', taskTitle: 'Autocorrelation', direction: 'minimize', targetValue: 1.5029,
+      source: { kind: 'mutate', label: 'offline mutate sampler (no model)' }, batchSize: 8, samplesPerPrompt: 4, resumedFromStep: 40,
+    });
+    assert.equal(m.type, 'snapshot');
+    const run = model.snapshot().run;
+    assert.equal(run?.source.label, 'offline mutate sampler (no model)');
+    assert.equal(run?.directionLabel, 'minimise (lower is better)');
+    assert.deepEqual(run?.details, ['B 8 x n 4 = 32 samples per step', 'resumed after step 40']);
+  });
+
+  it('summary and best card in the objective; the histogram counts evaluated valid programs unless the database gives scores', () => {
+    const model = new DashboardModel();
+    model.setRun({
+      runId: 'r', taskName: 't', taskTitle: 'T', direction: 'minimize', targetValue: null,
+      source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null, resumedFromStep: null,
+    });
+    const msg = model.addStep({ ...stepFrom(1, [0.5, 0.25]), bestEver: 0.5 }) as Extract<HostMessage, { type: 'step' }>;
+    assert.equal(msg.summary.bestEver, 2);
+    assert.equal(msg.summary.meanExact, false);
+    assert.equal(msg.point.best, 2);
+    model.addValidScores([0.5, 0.25, -0.2]);
+    const db: DashboardDatabaseInput = {
+      lastStep: 1, programs: 2, populationSize: 70, currentIsland: 0, best: { id: 'a', score: 0.5 },
+      islands: [{ island: 0, size: 2, best: { id: 'a', score: 0.5 } }],
+      mapElites: { bins: 10, ranges: { score: null, codeLength: null }, islands: [{ island: 0, occupied: 0, cells: [] }] },
+      archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
+      migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
+    };
+    const evaluated = model.setDatabase(db) as Extract<HostMessage, { type: 'database' }>;
+    assert.match(evaluated.database.histogram?.label ?? '', /evaluated in this run \(2\)/);
+    assert.deepEqual([evaluated.database.histogram?.min, evaluated.database.histogram?.max], [2, 4]);
+    const inDb = model.setDatabase(db, [0.5, -0.1]) as Extract<HostMessage, { type: 'database' }>;
+    assert.match(inDb.database.histogram?.label ?? '', /in the database \(1\)/);
+    const best = model.setBest({ id: 'a', step: 1, score: 0.5, objective: null, lineageDepth: 3, parentId: null }) as Extract<HostMessage, { type: 'best' }>;
+    assert.equal(best.best?.objective, 2);
+    // A new run clears the old one's data but keeps the trainer state.
+    model.setTrainer({ enabled: true, state: 'ready', protocol: 'atropos', url: 'u', lastAckPolicyVersion: '3', groupsSent: 1, message: '' });
+    model.setRun({
+      runId: 'r2', taskName: 't', taskTitle: 'T', direction: 'maximize', targetValue: null,
+      source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null, resumedFromStep: null,
+    });
+    const snap = model.snapshot();
+    assert.equal(snap.series.points.length, 0);
+    assert.equal(snap.database, null);
+    assert.equal(snap.best, null);
+    assert.equal(snap.trainer.lastAckPolicyVersion, '3');
+  });
+});

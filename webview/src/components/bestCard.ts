@@ -1,0 +1,48 @@
+// The best program so far: objective, step, lineage depth, Show Diff / Apply to File.
+import type { BestView, RunView } from '../../../src/protocol/dashboard';
+import { el } from '../dom';
+import { formatValue } from '../format';
+import { type ButtonControl, createButton } from './toolkit';
+
+export class BestCard {
+  readonly element = el('section', 'panel best-card');
+  private readonly value = el('div', 'best-value', '–');
+  private readonly facts = el('dl', 'best-facts');
+  private readonly empty = el('p', 'empty', 'No valid program yet.');
+  private readonly showDiff: ButtonControl;
+  private readonly apply: ButtonControl;
+  private best: BestView | null = null;
+
+  constructor(onShowDiff: (id: string) => void, onApply: (id: string) => void) {
+    this.showDiff = createButton('Show Diff', { title: 'Open the diff parent <-> best program', onClick: () => this.best && onShowDiff(this.best.id) });
+    this.apply = createButton('Apply to File', {
+      appearance: 'primary',
+      title: "Replace the file's EVOLVE-BLOCK with the best program's (undoable)",
+      onClick: () => this.best && onApply(this.best.id),
+    });
+    const actions = el('div', 'button-group');
+    actions.append(this.showDiff.element, this.apply.element);
+    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions);
+    this.set(null, null);
+  }
+
+  set(best: BestView | null, run: RunView | null): void {
+    this.best = best;
+    this.showDiff.setDisabled(!best);
+    this.apply.setDisabled(!best);
+    this.empty.hidden = best !== null;
+    this.facts.replaceChildren();
+    if (!best) {
+      this.value.textContent = '–';
+      return;
+    }
+    this.value.textContent = formatValue(best.objective ?? best.score);
+    this.value.title = run ? `objective (${run.directionLabel})` : 'objective';
+    const fact = (term: string, value: string) => this.facts.append(el('dt', undefined, term), el('dd', undefined, value));
+    fact('objective', run ? run.directionLabel : '');
+    if (run?.direction === 'minimize') fact('combined score', `${formatValue(best.score)} (1/objective)`);
+    fact('found at step', String(best.step));
+    fact('lineage depth', `${best.lineageDepth} ancestor${best.lineageDepth === 1 ? '' : 's'}`);
+    fact('program', best.id);
+  }
+}

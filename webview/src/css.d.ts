@@ -1,0 +1,2 @@
+// esbuild emits imported CSS beside the bundle (dist/webview/dashboard.css).
+declare module '*.css';

@@ -43,7 +43,6 @@ async function main(): Promise<void> {
     join(workspace, '.vscode', 'settings.json'),
     JSON.stringify(
       {
-        'thetaevolve.endpoint': server?.baseURL ?? 'http://127.0.0.1:8000/v1',
         'thetaevolve.batchSize': 4,
         'thetaevolve.samplesPerPrompt': 4,
         'thetaevolve.evaluationConcurrency': 2,
@@ -54,7 +53,13 @@ async function main(): Promise<void> {
     ) + '\n',
   );
 
-  const codeServer = await startCodeServer({ workspace, port, stateDir: join(demoRoot, 'state') });
+  // thetaevolve.endpoint is machine-scoped (a workspace cannot point the extension at a server): it goes in user settings.
+  const codeServer = await startCodeServer({
+    workspace,
+    port,
+    stateDir: join(demoRoot, 'state'),
+    userSettings: { 'thetaevolve.endpoint': server?.baseURL ?? 'http://127.0.0.1:8000/v1' },
+  });
   const url = `${codeServer.url}/?folder=${encodeURIComponent(workspace)}`;
   const stop = async (): Promise<void> => {
     await codeServer.stop();

@@ -1,17 +1,54 @@
 // Entry point of the extension: wires thin adapters; all logic lives in
-// src/engine (which never imports vscode).
+// src/engine (which never imports vscode) and runs in the engine worker.
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands } from './vscode/commands';
+import { registerEvaluationTasks } from './vscode/evaluationTask';
+import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
+import { registerProgramDocuments } from './vscode/programDocuments';
+import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
+import { rememberTaskFile } from './vscode/taskPicker';
+import { registerStatusBar } from './vscode/statusBar';
 import { runHostTestsIfRequested } from './vscode/testHook';
 
-export function activate(context: vscode.ExtensionContext): void {
+/** What activate() returns: the in-host tests reach the live objects through it. */
+export interface ThetaEvolveApi {
+  controller: RunController;
+  tree: RunsTreeProvider;
+  /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
+  rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
+}
+
+export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   log().info(`ThetaEvolve ${String(context.extension.packageJSON.version)} activated`);
-  registerCommands(context);
-  const runs = new RunsTreeProvider();
-  context.subscriptions.push(runs, vscode.window.registerTreeDataProvider('thetaevolve.runs', runs));
+  const controller = new RunController(join(context.extensionPath, 'dist', 'engineWorker.js'));
+  const tree = new RunsTreeProvider(controller);
+  context.subscriptions.push(
+    controller,
+    tree,
+    vscode.window.registerTreeDataProvider('thetaevolve.runs', tree),
+    registerProgramDocuments({
+      getProgram: async (runId, programId) => {
+        const program = await controller.getProgram(runId, programId);
+        return program ? { code: program.code, score: program.score, step: program.step } : null;
+      },
+    }),
+    registerStatusBar(controller),
+    registerEvaluationTasks(context.extensionPath),
+    registerEvolveBlockLens(context),
+    watchRunsDirectory(tree),
+  );
+  registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
+  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile) };
+}
+
+/** New or removed run databases (another window, the CLI) show up in the Runs view. */
+function watchRunsDirectory(tree: RunsTreeProvider): vscode.Disposable {
+  const watcher = vscode.workspace.createFileSystemWatcher('**/*.sqlite', false, true, false);
+  return vscode.Disposable.from(watcher, watcher.onDidCreate(() => tree.scheduleRefresh()), watcher.onDidDelete(() => tree.scheduleRefresh()));
 }
 
 export function deactivate(): void {}

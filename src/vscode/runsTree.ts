@@ -1,23 +1,248 @@
-// The Runs view in the activity bar. Runs and their improving programs are
-// listed once a run exists; until then the view shows its welcome content.
+// The Runs view: every run database under the runs directory (the active run
+// live), each with its improving programs (step, score, delta, outcome counts
+// of that step). Programs carry context values for their menu actions (Show
+// Diff, Compare with File, Apply to File, Open Program). Everything is read
+// through the engine worker.
 import * as vscode from 'vscode';
+import type { Direction } from '../engine/types';
+import type { RunInfo } from '../protocol/engineWorker';
+import { listRunFiles, type RunController, runOrigin } from './runController';
 
-export type RunsTreeNode = { kind: 'run'; label: string };
+export interface RunNode {
+  kind: 'run';
+  runId: string;
+  dbFile: string;
+  info: RunInfo | null;
+  error: string | null;
+  active: boolean;
+}
 
-export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode> {
+export interface ProgramNode {
+  kind: 'program';
+  runId: string;
+  dbFile: string;
+  programId: string;
+  parentId: string | null;
+  step: number;
+  score: number;
+  delta: number | null;
+  /** "valid 3, no diff 1" for the program's step. */
+  counts: string;
+  extension: string;
+  fileUri: vscode.Uri | undefined;
+  /** The text the run started from (Apply asks before overwriting later edits). */
+  startCode: string | undefined;
+  direction: Direction;
+}
+
+export interface MessageNode {
+  kind: 'message';
+  label: string;
+}
+
+export type RunsTreeNode = RunNode | ProgramNode | MessageNode;
+
+/** Longest a step count in the view lags behind the run. */
+const STEP_REFRESH_MS = 5000;
+
+export const RUN_CONTEXT = 'thetaevolve.run';
+export const ACTIVE_RUN_CONTEXT = 'thetaevolve.run.active';
+/** A program with a parent: every action. */
+export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
+/** The initial program: no parent to diff against. */
+export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
+
+function fmt(score: number): string {
+  return Number(score.toPrecision(6)).toString();
+}
+
+const OUTCOME_LABELS: Record<string, string> = {
+  valid: 'valid',
+  invalid_solution: 'invalid',
+  no_solution: 'no solution',
+  timeout: 'timeout',
+  no_diff: 'no diff',
+  no_change: 'no change',
+  duplicate: 'duplicate',
+  too_long: 'too long',
+  request_failed: 'failed',
+};
+
+function countsText(counts: Record<string, number> | undefined): string {
+  if (!counts) return '';
+  return Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${OUTCOME_LABELS[k] ?? k} ${n}`)
+    .join(', ');
+}
+
+export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<RunsTreeNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private runs: RunsTreeNode[] = [];
+  private readonly subscriptions: vscode.Disposable[] = [];
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private refreshDue = 0;
+  /** The last root listing (for tests and commands). */
+  private roots: RunNode[] = [];
 
-  getTreeItem(node: RunsTreeNode): vscode.TreeItem {
-    return new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Collapsed);
+  constructor(private readonly controller: RunController) {
+    // Every refresh re-creates the items (and VS Code drops their click
+    // commands), so refresh on what changes the list: a new best, a state
+    // change, the run's start and end; step counts at most every few seconds.
+    this.subscriptions.push(
+      controller.onDidEngineEvent(({ event }) => {
+        switch (event.type) {
+          case 'run_started':
+          case 'new_best':
+          case 'paused':
+          case 'resumed':
+          case 'run_finished':
+            this.scheduleRefresh();
+            break;
+          case 'step_committed':
+            this.scheduleRefresh(STEP_REFRESH_MS);
+            break;
+          default:
+            break;
+        }
+      }),
+      controller.onDidCloseRun(() => this.scheduleRefresh()),
+    );
   }
 
-  getChildren(node?: RunsTreeNode): RunsTreeNode[] {
-    return node ? [] : this.runs;
+  get runs(): readonly RunNode[] {
+    return this.roots;
+  }
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  /** Coalesce bursts of run events into one refresh. */
+  scheduleRefresh(delayMs = 400): void {
+    const due = Date.now() + delayMs;
+    if (this.refreshTimer && this.refreshDue <= due) return;
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshDue = due;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined;
+      this.refresh();
+    }, delayMs);
+  }
+
+  getTreeItem(node: RunsTreeNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'message':
+        return new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+      case 'run':
+        return this.runItem(node);
+      case 'program':
+        return this.programItem(node);
+    }
+  }
+
+  async getChildren(node?: RunsTreeNode): Promise<RunsTreeNode[]> {
+    if (!node) return this.listRuns();
+    if (node.kind === 'run') return this.listPrograms(node);
+    return [];
   }
 
   dispose(): void {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    for (const s of this.subscriptions) s.dispose();
     this.changed.dispose();
+  }
+
+  private async listRuns(): Promise<RunsTreeNode[]> {
+    const files = await listRunFiles();
+    const active = this.controller.active;
+    const nodes = await Promise.all(
+      files.map(async (file): Promise<RunNode> => {
+        this.controller.registerRun(file.runId, file.dbFile);
+        const isActive = active?.dbFile === file.dbFile;
+        try {
+          const info = await this.controller.query({ kind: 'runInfo', dbFile: file.dbFile });
+          return { kind: 'run', runId: file.runId, dbFile: file.dbFile, info, error: null, active: isActive };
+        } catch (err) {
+          return { kind: 'run', runId: file.runId, dbFile: file.dbFile, info: null, error: err instanceof Error ? err.message : String(err), active: isActive };
+        }
+      }),
+    );
+    const createdAt = (n: RunNode): number => (typeof n.info?.meta.createdAt === 'number' ? n.info.meta.createdAt : 0);
+    nodes.sort((a, b) => Number(b.active) - Number(a.active) || createdAt(b) - createdAt(a) || b.runId.localeCompare(a.runId));
+    this.roots = nodes;
+    return nodes;
+  }
+
+  private async listPrograms(run: RunNode): Promise<RunsTreeNode[]> {
+    if (!run.info) return [{ kind: 'message', label: run.error ?? 'cannot read this run' }];
+    try {
+      const [improvements, steps] = await Promise.all([
+        this.controller.query({ kind: 'improvements', dbFile: run.dbFile }),
+        this.controller.query({ kind: 'steps', dbFile: run.dbFile }),
+      ]);
+      const countsOf = new Map(steps.map((s) => [s.step, s.stats.counts as Record<string, number>]));
+      const origin = runOrigin(run.info);
+      const direction: Direction = run.info.meta.direction === 'minimize' ? 'minimize' : 'maximize';
+      if (improvements.length === 0) return [{ kind: 'message', label: 'no program yet' }];
+      const nodes: ProgramNode[] = improvements.map((p, i) => {
+        const previous = i > 0 ? improvements[i - 1] : undefined;
+        return {
+          kind: 'program',
+          runId: run.runId,
+          dbFile: run.dbFile,
+          programId: p.id,
+          parentId: p.parentId,
+          step: p.step,
+          score: p.score,
+          delta: previous ? p.score - previous.score : null,
+          counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
+          extension: origin.extension,
+          fileUri: origin.fileUri,
+          startCode: origin.startCode,
+          direction,
+        };
+      });
+      // Newest improvement (the best) first.
+      return nodes.reverse();
+    } catch (err) {
+      return [{ kind: 'message', label: `cannot read this run: ${err instanceof Error ? err.message : String(err)}` }];
+    }
+  }
+
+  private runItem(node: RunNode): vscode.TreeItem {
+    const item = new vscode.TreeItem(node.runId, node.active ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = `run:${node.dbFile}`;
+    item.contextValue = node.active ? ACTIVE_RUN_CONTEXT : RUN_CONTEXT;
+    if (!node.info) {
+      item.description = 'unreadable';
+      item.iconPath = new vscode.ThemeIcon('warning');
+      item.tooltip = node.error ?? undefined;
+      return item;
+    }
+    const best = node.info.summary.best;
+    const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
+    item.description = [`step ${Math.max(node.info.lastStep, 0)}`, `best ${best ? fmt(best.score) : 'n/a'}`, ...(state ? [state] : [])].join(' · ');
+    item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
+    const task = typeof node.info.meta.task === 'string' ? node.info.meta.task : '?';
+    const program = typeof node.info.meta.programPath === 'string' ? node.info.meta.programPath : '?';
+    item.tooltip = new vscode.MarkdownString(
+      `**${node.runId}**\n\nTask: ${task}\n\nProgram: \`${program}\`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: \`${node.dbFile}\``,
+    );
+    return item;
+  }
+
+  private programItem(node: ProgramNode): vscode.TreeItem {
+    const item = new vscode.TreeItem(`step ${node.step}: ${fmt(node.score)}`, vscode.TreeItemCollapsibleState.None);
+    item.id = `program:${node.dbFile}:${node.programId}`;
+    const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${Number(node.delta.toPrecision(4))}`;
+    item.description = [delta, node.counts].filter((t) => t !== '').join(' · ');
+    item.tooltip = `${node.programId}${node.parentId ? ` (child of ${node.parentId})` : ' (the starting program)'}\nScore ${node.score}\nStep ${node.step}: ${node.counts}`;
+    item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
+    item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');
+    item.command = node.parentId
+      ? { command: 'thetaevolve.showProgramDiff', title: 'Show Diff', arguments: [node] }
+      : { command: 'thetaevolve.openProgram', title: 'Open Program', arguments: [node] };
+    return item;
   }
 }

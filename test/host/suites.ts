@@ -1,3 +1,4 @@
 // Every in-host suite, imported once the mocha globals exist.
 import './activation.host';
 import './editor.host';
+import './run.host';

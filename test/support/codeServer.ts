@@ -223,3 +223,35 @@ export async function saveScreenshot(page: Page, name: string): Promise<{ file: 
     await probe.close();
   }
 }
+
+/** Opens a workspace file through Quick Open (Ctrl+P) and waits for its editor tab. */
+export async function quickOpenFile(page: Page, relativePath: string): Promise<void> {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 15_000 });
+  await input.fill(relativePath);
+  await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible', timeout: 15_000 });
+  await page.waitForTimeout(400);
+  await page.keyboard.press('Enter');
+  const name = relativePath.split('/').pop() ?? relativePath;
+  await page.locator('.tabs-container .tab', { hasText: name }).first().waitFor({ state: 'visible', timeout: 15_000 });
+}
+
+/** Picks the entry of an open quick pick whose row contains `text`. */
+export async function pickQuickInputItem(page: Page, text: string, timeoutMs = 30_000): Promise<void> {
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: timeoutMs });
+  await row.click();
+}
+
+/** The text of the first status bar item containing `text`, once it shows and `until` holds (polled). */
+export async function waitForStatusBarText(page: Page, text: string, until: (value: string) => boolean = () => true, timeoutMs = 120_000): Promise<string> {
+  const item = page.locator('.statusbar-item', { hasText: text }).first();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = (await item.isVisible()) ? ((await item.textContent()) ?? '') : '';
+    if (value && until(value)) return value.trim();
+    if (Date.now() > deadline) throw new Error(`status bar item "${text}" never satisfied the condition (last: "${value}")`);
+    await page.waitForTimeout(500);
+  }
+}

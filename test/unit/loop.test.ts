@@ -97,7 +97,21 @@ describe('evolution loop', function () {
     const whole = await runOnce(task, settings({}), join(dir, 'whole.sqlite'), 4, new MutateSampler({ seed: 7, language: 'py' }));
     const file = join(dir, 'split.sqlite');
     await runOnce(task, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
+    const metaOf = async () => {
+      const db = await ProgramDatabase.openReadOnly(file);
+      try {
+        return db.meta();
+      } finally {
+        await db.close();
+      }
+    };
+    const metaBefore = await metaOf();
+    await new Promise((r) => setTimeout(r, 5));
     const second = await runOnce(task, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
+    // What the run was created with is kept on resume.
+    const metaAfter = await metaOf();
+    assert.equal(metaAfter.createdAt, metaBefore.createdAt);
+    assert.equal(metaAfter.startCode, metaBefore.startCode);
     const started = second.events.find((e) => e.type === 'run_started');
     assert.ok(started && started.type === 'run_started' && started.resumedFromStep === 2);
     assert.deepEqual(second.committed.map((c) => c.step), [3, 4]);
@@ -170,6 +184,54 @@ describe('evolution loop', function () {
           } else if (sample.score !== null) assert.equal(sample.reward, sample.score);
         }
       }
+    }
+  });
+
+  it('hands each step to beforeCommit before the commit (no child ids yet) and the same groups with child ids to afterCommit; a failing beforeCommit leaves the step uncommitted', async () => {
+    const dbFile = join(dir, 'before.sqlite');
+    const before: { step: number; lastStepInDb: number; committed: CommittedStep }[] = [];
+    const after: CommittedStep[] = [];
+    const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings({})));
+    const runWith = (beforeCommit: (c: CommittedStep) => Promise<void>) => {
+      const run: EvolutionRun = new EvolutionRun({
+        runId: 'test',
+        task,
+        settings: settings({}),
+        dbFile,
+        source: new MutateSampler({ seed: 7, language: 'py' }),
+        evaluator,
+        stepsThisInvocation: 2,
+        onEvent: () => undefined,
+        beforeCommit: async (c) => {
+          before.push({ step: c.step, lastStepInDb: run.database?.lastStep ?? -2, committed: c });
+          await beforeCommit(c);
+        },
+        afterCommit: async (c) => void after.push(c),
+      });
+      return run.run();
+    };
+    try {
+      const first = await runWith(async () => undefined);
+      assert.equal(first.lastStep, 2);
+      assert.deepEqual(before.map((b) => [b.step, b.lastStepInDb]), [[1, 0], [2, 1]], 'called before the commit');
+      for (const [i, b] of before.entries()) {
+        const a = after[i] as CommittedStep;
+        assert.ok(b.committed.groups.every((g) => g.samples.every((x) => x.childId === null)));
+        assert.deepEqual(b.committed.groups.map((g) => g.key), a.groups.map((g) => g.key));
+        assert.deepEqual(
+          b.committed.groups.map((g) => g.samples.map((x) => x.reward)),
+          a.groups.map((g) => g.samples.map((x) => x.reward)),
+        );
+      }
+      assert.ok(after.some((a) => a.groups.some((g) => g.samples.some((x) => x.childId !== null))), 'afterCommit has the child ids');
+      const failed = await runWith(async (c) => {
+        if (c.step === 3) throw new Error('spool full');
+      });
+      assert.equal(failed.reason, 'error');
+      assert.equal(failed.lastStep, 2, 'step 3 was not committed');
+      assert.equal(after.length, 2);
+    } finally {
+      await evaluator.close();
     }
   });
 

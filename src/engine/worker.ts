@@ -1,0 +1,279 @@
+// The engine worker thread (bundled to dist/engineWorker.js): runs one
+// EvolutionRun at a time and answers read-only queries about run databases,
+// so the extension host never stalls on sql.js, sandboxes or parsing. Speaks
+// src/protocol/engineWorker.ts; every message from the host is validated,
+// and a malformed one gets a protocolError reply, never a crash.
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parentPort } from 'node:worker_threads';
+import {
+  type HostToWorker,
+  type LogLevel,
+  parseHostToWorker,
+  type Query,
+  requestIdOf,
+  type StartMessage,
+  type WorkerToHost,
+} from '../protocol/engineWorker';
+import { ProgramDatabase } from './database/programDatabase';
+import type { EngineEvent } from './events';
+import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
+import { EvolutionRun } from './loop';
+import { MutateSampler } from './mutateSampler';
+import { TrainerBridge, trainerStateEvent } from './trainer/bridge';
+import { Evaluator, evaluatorOptionsFromSettings } from './sandbox/evaluator';
+import { loadTask } from './task/task';
+import type { ResponseSource } from './types';
+
+interface ActiveRun {
+  runId: string;
+  dbFile: string;
+  run: EvolutionRun;
+  /** Made for every run, so the dashboard's RL toggle can turn it on mid-run. */
+  trainer: TrainerBridge;
+}
+
+interface CachedDatabase {
+  mtimeMs: number;
+  size: number;
+  db: ProgramDatabase;
+}
+
+/** Read-only databases kept open between queries (the Runs view asks often). */
+const READ_CACHE_LIMIT = 4;
+
+const port = parentPort;
+if (!port) {
+  console.error('dist/engineWorker.js runs as a worker thread of the ThetaEvolve extension, not on its own.');
+  process.exit(2);
+}
+
+let active: ActiveRun | null = null;
+const readCache = new Map<string, CachedDatabase>();
+
+function send(message: WorkerToHost): void {
+  port?.postMessage(message);
+}
+
+function log(level: LogLevel, message: string): void {
+  send({ type: 'log', level, message });
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+port.on('message', (raw: unknown) => {
+  let message: HostToWorker;
+  try {
+    message = parseHostToWorker(raw);
+  } catch (err) {
+    send({ type: 'protocolError', message: errorText(err), requestId: requestIdOf(raw) });
+    return;
+  }
+  void handle(message).catch((err: unknown) => log('error', `engine worker: ${message.type} failed: ${errorText(err)}`));
+});
+
+process.on('unhandledRejection', (reason: unknown) => log('error', `engine worker: unhandled rejection: ${errorText(reason)}`));
+
+send({ type: 'ready' });
+
+async function handle(message: HostToWorker): Promise<void> {
+  switch (message.type) {
+    case 'start':
+      return startRun(message);
+    case 'stop':
+      if (!active) return send({ type: 'protocolError', message: 'stop: no run is active', requestId: null });
+      active.run.stop();
+      return;
+    case 'pause':
+      if (!active) return send({ type: 'protocolError', message: 'pause: no run is active', requestId: null });
+      active.run.pause();
+      return;
+    case 'resume':
+      if (!active) return send({ type: 'protocolError', message: 'resume: no run is active', requestId: null });
+      active.run.resume();
+      return;
+    case 'setTrainerEnabled': {
+      if (!active) return send({ type: 'protocolError', message: 'setTrainerEnabled: no run is active (the setting thetaevolve.trainer.enabled applies to the next run)', requestId: null });
+      const { runId, trainer } = active;
+      try {
+        trainer.setEnabled(message.enabled);
+      } catch (err) {
+        // Not turned on (no URL, atropos without token ids): the page shows why.
+        log('error', `RL trainer: ${errorText(err)}`);
+        send({ type: 'event', runId, event: trainerStateEvent({ ...trainer.state(), lastError: errorText(err) }) });
+      }
+      return;
+    }
+    case 'query':
+      try {
+        const result = await answer(message.query);
+        send({ type: 'reply', requestId: message.requestId, ok: true, result });
+      } catch (err) {
+        send({ type: 'reply', requestId: message.requestId, ok: false, error: errorText(err) });
+      }
+      return;
+  }
+}
+
+async function startRun(message: StartMessage): Promise<void> {
+  if (active) {
+    send({ type: 'startFailed', runId: message.runId, message: `run ${active.runId} is still active: stop it first` });
+    return;
+  }
+  const dbFile = resolve(message.dbFile);
+  const settings = message.settings;
+  let startCode = message.startCode ?? undefined;
+  let startPath = message.startPath ?? undefined;
+  let evaluator: Evaluator | null = null;
+  let trainer: TrainerBridge | null = null;
+  let run: EvolutionRun;
+  const runId = message.runId;
+  const starting = new AbortController();
+  let runAnnounced = false;
+  try {
+    const exists = await stat(dbFile).then(
+      () => true,
+      () => false,
+    );
+    if (message.resume && !exists) throw new Error(`cannot resume: ${dbFile} does not exist`);
+    if (!message.resume && exists) throw new Error(`${dbFile} already exists: resume it instead`);
+    // The spool may hold a step that was spooled but never committed (the host died in between): the database says which.
+    let lastCommittedStep = -1;
+    if (message.resume) {
+      // The database keeps what the run started from; pass it again so the meta merge keeps it.
+      const info = await withReadOnly(dbFile, (db) => ({ meta: db.meta(), lastStep: db.lastStep }));
+      if (typeof info.meta.startCode === 'string') startCode = info.meta.startCode;
+      if (typeof info.meta.programPath === 'string') startPath = info.meta.programPath;
+      lastCommittedStep = info.lastStep;
+    }
+    const task = await loadTask(message.taskDir);
+    const warn = (text: string): void => log('warn', text);
+    const source: ResponseSource =
+      settings.sampler === 'mutate'
+        ? new MutateSampler({ seed: settings.seed, language: task.language })
+        : new EndpointClient(endpointOptionsFromSettings(settings, message.apiKey ?? undefined, { onWarning: warn }));
+    if (settings['trainer.protocol'] === 'atropos' && settings['trainer.url'].trim() && source instanceof EndpointClient) {
+      // An atropos bridge needs to know whether the endpoint gives token ids before it may start (now or by the dashboard's toggle).
+      await source.check(starting.signal);
+    }
+    trainer = new TrainerBridge({
+      settings,
+      dbFile,
+      groupSize: settings.samplesPerPrompt,
+      lastCommittedStep,
+      name: `thetaevolve-${task.name}`,
+      tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
+      onWarning: (text) => log('warn', `RL trainer: ${text}`),
+      // The host learns of a run from run_started: trainer states wait for it.
+      onState: (state) => {
+        if (runAnnounced) send({ type: 'event', runId, event: trainerStateEvent(state) });
+      },
+    });
+    await trainer.start(starting.signal);
+    evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
+    if (evaluator.isolation.warning) warn(evaluator.isolation.warning);
+    const bridge = trainer;
+    run = new EvolutionRun({
+      runId,
+      task,
+      settings,
+      dbFile,
+      startCode,
+      startPath,
+      source,
+      evaluator,
+      onEvent: (event: EngineEvent) => {
+        send({ type: 'event', runId, event });
+        if (event.type === 'run_started') {
+          runAnnounced = true;
+          send({ type: 'event', runId, event: trainerStateEvent(bridge.state()) });
+        }
+      },
+      beforeCommit: (committed, signal) => bridge.spoolStep(committed, signal),
+      afterCommit: (committed, signal) => bridge.afterCommit(committed, signal),
+    });
+  } catch (err) {
+    await evaluator?.close();
+    await trainer?.close();
+    send({ type: 'startFailed', runId: message.runId, message: errorText(err) });
+    return;
+  }
+  const current: ActiveRun = { runId: message.runId, dbFile, run, trainer };
+  active = current;
+  dropCached(dbFile);
+  const closeEvaluator = evaluator;
+  try {
+    await run.run();
+    const pending = trainer.state().pendingGroups;
+    // What the trainer has not taken stays in the spool beside the database and goes out when the run resumes.
+    if (pending > 0) log('warn', `RL trainer: ${pending} group(s) are still spooled beside ${dbFile}; they are sent when this run resumes with the trainer on`);
+  } catch (err) {
+    log('error', `run ${current.runId} failed: ${errorText(err)}`);
+  } finally {
+    await closeEvaluator.close();
+    await trainer.close();
+    if (active === current) active = null;
+    dropCached(dbFile);
+    send({ type: 'runClosed', runId: current.runId });
+  }
+}
+
+async function answer(query: Query): Promise<unknown> {
+  const file = resolve(query.dbFile);
+  const live = active && active.dbFile === file ? active.run.database : null;
+  const ask = (db: ProgramDatabase): unknown => {
+    switch (query.kind) {
+      case 'program':
+        return db.get(query.programId);
+      case 'improvements':
+        return db.improvements();
+      case 'summary':
+        return db.summary();
+      case 'runInfo':
+        return { dbFile: file, lastStep: db.lastStep, summary: db.summary(), meta: db.meta() };
+      case 'snapshot':
+        return db.stateSnapshot();
+      case 'steps':
+        return db.steps();
+      case 'ancestors':
+        return db.ancestors(query.programId).map((p) => ({ id: p.id, step: p.step, score: p.score }));
+    }
+  };
+  if (live) return ask(live);
+  return withReadOnly(file, ask);
+}
+
+/** Run `use` on a read-only copy of the file, reopened only when the file changed since last time. */
+async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): Promise<T> {
+  const info = await stat(file).catch(() => null);
+  if (!info) throw new Error(`${file}: no such run database`);
+  let cached = readCache.get(file);
+  if (cached && (cached.mtimeMs !== info.mtimeMs || cached.size !== info.size)) {
+    dropCached(file);
+    cached = undefined;
+  }
+  if (!cached) {
+    const db = await ProgramDatabase.openReadOnly(file);
+    cached = { mtimeMs: info.mtimeMs, size: info.size, db };
+    readCache.set(file, cached);
+    while (readCache.size > READ_CACHE_LIMIT) {
+      const oldest = readCache.keys().next().value;
+      if (oldest === undefined) break;
+      dropCached(oldest);
+    }
+  } else {
+    // Most recently used last.
+    readCache.delete(file);
+    readCache.set(file, cached);
+  }
+  return use(cached.db);
+}
+
+function dropCached(file: string): void {
+  const cached = readCache.get(file);
+  if (!cached) return;
+  readCache.delete(file);
+  void cached.db.close().catch(() => undefined);
+}

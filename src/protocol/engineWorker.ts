@@ -1,0 +1,220 @@
+// The protocol between the extension host and the engine worker thread
+// (dist/engineWorker.js). Both sides import this one file: the worker
+// validates every message the host sends, the host every message the worker
+// sends (engine events with parseEngineEvent). Never imports vscode.
+import { z } from 'zod';
+import { SettingsSchema } from '../engine/config';
+import { EngineEventSchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
+import { OUTCOMES } from '../engine/types';
+
+const finite = z.number().finite();
+const count = z.number().int().min(0);
+
+// ----------------------------------------------------------------- results
+
+export const ProgramRecordSchema = z.object({
+  id: z.string(),
+  parentId: z.string().nullable(),
+  step: count,
+  code: z.string(),
+  codeHash: z.string(),
+  score: finite,
+  objective: finite.nullable(),
+  outcome: z.enum(OUTCOMES),
+  metrics: z.record(z.string(), z.union([finite, z.string(), z.boolean(), z.null()])),
+  metaInfoId: z.string().nullable(),
+  response: z.string().nullable(),
+  reasoning: z.string().nullable(),
+  generationMs: finite,
+  evaluationMs: finite,
+  promptTokens: count,
+  completionTokens: count,
+  island: count,
+  createdAt: finite,
+  migrantOf: z.string().nullable().optional(),
+});
+export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
+
+const IdScore = z.object({ id: z.string(), score: finite });
+
+export const DatabaseSummarySchema = z.object({
+  programs: count,
+  steps: count,
+  best: z.object({ score: finite, id: z.string() }).nullable(),
+  islands: z.array(count),
+  archive: count,
+});
+export type DatabaseSummary = z.infer<typeof DatabaseSummarySchema>;
+
+/** What the Resume Run list and the Runs view need of a run database. */
+export const RunInfoSchema = z.object({
+  dbFile: z.string(),
+  lastStep: z.number().int().min(-1),
+  summary: DatabaseSummarySchema,
+  /** The run meta the database records (runId, task, taskDir, programPath, startCode, source, createdAt...). */
+  meta: z.record(z.string(), z.unknown()),
+});
+export type RunInfo = z.infer<typeof RunInfoSchema>;
+
+const Range = z.object({ min: finite, max: finite }).nullable();
+
+/** DatabaseSnapshot of src/engine/database/programDatabase.ts, for the dashboard. */
+export const DatabaseSnapshotSchema = z.object({
+  lastStep: z.number().int().min(-1),
+  programs: count,
+  populationSize: count,
+  hashIndexSize: count,
+  currentIsland: count,
+  best: IdScore.nullable(),
+  islands: z.array(z.object({ island: count, size: count, generation: count, best: IdScore.nullable() })),
+  mapElites: z.object({
+    features: z.tuple([z.literal('score'), z.literal('codeLength')]),
+    bins: count,
+    ranges: z.object({ score: Range, codeLength: Range }),
+    islands: z.array(
+      z.object({
+        island: count,
+        occupied: count,
+        cells: z.array(z.object({ cell: count, scoreBin: count, lengthBin: count, id: z.string(), score: finite })),
+      }),
+    ),
+  }),
+  archive: z.object({ size: count, capacity: count, minScore: finite.nullable(), maxScore: finite.nullable() }),
+  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+});
+export type DatabaseSnapshotMessage = z.infer<typeof DatabaseSnapshotSchema>;
+
+export const StepRowSchema = z.object({ step: count, stats: StepStatisticsSchema });
+export type StepRow = z.infer<typeof StepRowSchema>;
+
+// ----------------------------------------------------------------- queries
+
+/**
+ * Read-only questions about a run database. Served from the running run's
+ * open database when `dbFile` is the active run's, else by opening the file
+ * read-only in the worker (sql.js loads the whole file: never in the host).
+ */
+export const QuerySchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('program'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  z.object({ kind: z.literal('improvements'), dbFile: z.string().min(1) }),
+  z.object({ kind: z.literal('summary'), dbFile: z.string().min(1) }),
+  z.object({ kind: z.literal('runInfo'), dbFile: z.string().min(1) }),
+  z.object({ kind: z.literal('snapshot'), dbFile: z.string().min(1) }),
+  z.object({ kind: z.literal('steps'), dbFile: z.string().min(1) }),
+  /** Parent, grandparent, ... of a program (ids and scores only). */
+  z.object({ kind: z.literal('ancestors'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+]);
+export type Query = z.infer<typeof QuerySchema>;
+export type QueryKind = Query['kind'];
+
+/** What each query answers with. */
+export const QueryResultSchemas = {
+  program: ProgramRecordSchema.nullable(),
+  improvements: z.array(ProgramRecordSchema),
+  summary: DatabaseSummarySchema,
+  runInfo: RunInfoSchema,
+  snapshot: DatabaseSnapshotSchema,
+  steps: z.array(StepRowSchema),
+  ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
+} as const satisfies Record<QueryKind, z.ZodType>;
+export type QueryResult<K extends QueryKind> = z.infer<(typeof QueryResultSchemas)[K]>;
+
+// ----------------------------------------------------------------- host -> worker
+
+export const StartMessageSchema = z.object({
+  type: z.literal('start'),
+  runId: z.string().min(1),
+  /** Absolute path of the run database (created, or resumed when it exists). */
+  dbFile: z.string().min(1),
+  /** Absolute folder holding task.json. */
+  taskDir: z.string().min(1),
+  /** Text the run starts from (ignored when the database resumes). */
+  startCode: z.string().nullable(),
+  /** The file that text came from (recorded in the database's meta). */
+  startPath: z.string().nullable(),
+  settings: SettingsSchema,
+  /** Never logged, never echoed back. */
+  apiKey: z.string().nullable(),
+  /** Continue an existing database after its last committed step. */
+  resume: z.boolean(),
+});
+export type StartMessage = z.infer<typeof StartMessageSchema>;
+
+export const HostToWorkerSchema = z.discriminatedUnion('type', [
+  StartMessageSchema,
+  z.object({ type: z.literal('stop') }),
+  z.object({ type: z.literal('pause') }),
+  z.object({ type: z.literal('resume') }),
+  z.object({ type: z.literal('setTrainerEnabled'), enabled: z.boolean() }),
+  z.object({ type: z.literal('query'), requestId: count, query: QuerySchema }),
+]);
+export type HostToWorker = z.infer<typeof HostToWorkerSchema>;
+
+// ----------------------------------------------------------------- worker -> host
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const ReplySchema = z.union([
+  z.object({ type: z.literal('reply'), requestId: count, ok: z.literal(true), result: z.unknown() }),
+  z.object({ type: z.literal('reply'), requestId: count, ok: z.literal(false), error: z.string() }),
+]);
+
+const WorkerNoticeSchema = z.discriminatedUnion('type', [
+  /** The worker is up and listening. */
+  z.object({ type: z.literal('ready') }),
+  /** An engine event of the active run (validated again with parseEngineEvent). */
+  z.object({ type: z.literal('event'), runId: z.string(), event: EngineEventSchema }),
+  /** The run could not start (task, settings, database); no run_started follows. */
+  z.object({ type: z.literal('startFailed'), runId: z.string(), message: z.string() }),
+  /** The run is over and its sandbox closed: the worker is idle again. */
+  z.object({ type: z.literal('runClosed'), runId: z.string() }),
+  z.object({ type: z.literal('log'), level: z.enum(LOG_LEVELS), message: z.string() }),
+  /** A message the worker could not accept (malformed, or not now); the worker keeps running. */
+  z.object({ type: z.literal('protocolError'), message: z.string(), requestId: count.nullable() }),
+]);
+
+export const WorkerToHostSchema = z.union([WorkerNoticeSchema, ReplySchema]);
+export type WorkerToHost = z.infer<typeof WorkerToHostSchema>;
+
+// ----------------------------------------------------------------- parsing
+
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`;
+}
+
+/** Validate a message from the host (throws naming the first bad field; never echoes the API key). */
+export function parseHostToWorker(raw: unknown): HostToWorker {
+  const result = HostToWorkerSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const type = typeof raw === 'object' && raw !== null && 'type' in raw ? String((raw as { type: unknown }).type) : '(none)';
+  throw new Error(`malformed message from the host (type ${type}) at ${firstIssue(result.error)}`);
+}
+
+/** Validate a message from the worker; events are checked with parseEngineEvent. */
+export function parseWorkerToHost(raw: unknown): WorkerToHost {
+  if (typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type === 'event') {
+    const { runId, event } = raw as { runId?: unknown; event?: unknown };
+    if (typeof runId !== 'string') throw new Error('malformed message from the engine worker at runId: expected a string');
+    const parsed: EngineEvent = parseEngineEvent(event);
+    return { type: 'event', runId, event: parsed };
+  }
+  const result = WorkerToHostSchema.safeParse(raw);
+  if (result.success) return result.data;
+  throw new Error(`malformed message from the engine worker at ${firstIssue(result.error)}`);
+}
+
+/** Validate a query's result against the schema of its kind. */
+export function parseQueryResult<K extends QueryKind>(kind: K, raw: unknown): QueryResult<K> {
+  const result = QueryResultSchemas[kind].safeParse(raw);
+  if (result.success) return result.data as QueryResult<K>;
+  throw new Error(`malformed ${kind} reply from the engine worker at ${firstIssue(result.error)}`);
+}
+
+/** Request ids for a query without one (a malformed query still gets an error reply when its id is readable). */
+export function requestIdOf(raw: unknown): number | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const id = (raw as { requestId?: unknown }).requestId;
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 ? id : null;
+}

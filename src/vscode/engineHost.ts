@@ -1,0 +1,233 @@
+// The host side of the engine worker thread: spawns dist/engineWorker.js,
+// sends it typed messages, validates everything it sends back
+// (src/protocol/engineWorker.ts) and relays it to listeners. Queries are
+// request/response with ids. No vscode import: the unit tests drive it too.
+import { Worker } from 'node:worker_threads';
+import type { EngineEvent } from '../engine/events';
+import {
+  type HostToWorker,
+  type LogLevel,
+  parseQueryResult,
+  parseWorkerToHost,
+  type Query,
+  type QueryKind,
+  type QueryResult,
+  type StartMessage,
+  type WorkerToHost,
+} from '../protocol/engineWorker';
+
+export interface EngineHostOptions {
+  /** dist/engineWorker.js, or the absolute path of src/engine/worker.ts with execArgv ['--require', 'tsx/cjs']. */
+  workerFile: string;
+  execArgv?: string[];
+  /** Longest wait for a query's reply (default 60 s). */
+  queryTimeoutMs?: number;
+}
+
+export interface EngineHostListeners {
+  event: (runId: string, event: EngineEvent) => void;
+  startFailed: (runId: string, message: string) => void;
+  runClosed: (runId: string) => void;
+  log: (level: LogLevel, message: string) => void;
+  /** The worker refused a message or sent a malformed one. */
+  protocolError: (message: string) => void;
+  /** The worker thread ended (crash or dispose); a run it held is over. */
+  exit: (code: number, activeRunId: string | null) => void;
+}
+
+type ListenerSets = { [K in keyof EngineHostListeners]: Set<EngineHostListeners[K]> };
+
+interface Pending {
+  kind: QueryKind;
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export type StartRequest = Omit<StartMessage, 'type'>;
+
+export class EngineHost {
+  private worker: Worker | null = null;
+  private nextRequestId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly listeners: ListenerSets = {
+    event: new Set(),
+    startFailed: new Set(),
+    runClosed: new Set(),
+    log: new Set(),
+    protocolError: new Set(),
+    exit: new Set(),
+  };
+  /** The run the worker holds (from start until runClosed / startFailed / exit). */
+  private runId: string | null = null;
+  private disposed = false;
+
+  constructor(private readonly options: EngineHostOptions) {}
+
+  get activeRunId(): string | null {
+    return this.runId;
+  }
+
+  /** Subscribe; returns the unsubscribe function. */
+  on<K extends keyof EngineHostListeners>(kind: K, listener: EngineHostListeners[K]): () => void {
+    const set = this.listeners[kind] as Set<EngineHostListeners[K]>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  start(request: StartRequest): void {
+    if (this.runId !== null) throw new Error(`run ${this.runId} is still active: stop it first`);
+    this.runId = request.runId;
+    this.post({ type: 'start', ...request });
+  }
+
+  stop(): void {
+    if (this.runId !== null) this.post({ type: 'stop' });
+  }
+
+  pause(): void {
+    if (this.runId !== null) this.post({ type: 'pause' });
+  }
+
+  resume(): void {
+    if (this.runId !== null) this.post({ type: 'resume' });
+  }
+
+  setTrainerEnabled(enabled: boolean): void {
+    this.post({ type: 'setTrainerEnabled', enabled });
+  }
+
+  /** Ask the worker about a run database; the reply is validated against its kind's schema. */
+  query<K extends QueryKind>(query: Extract<Query, { kind: K }>): Promise<QueryResult<K>> {
+    const requestId = this.nextRequestId++;
+    return new Promise<QueryResult<K>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(new Error(`the engine worker did not answer the ${query.kind} query within ${this.options.queryTimeoutMs ?? 60_000} ms`));
+      }, this.options.queryTimeoutMs ?? 60_000);
+      this.pending.set(requestId, { kind: query.kind, resolve: resolve as (v: unknown) => void, reject, timer });
+      try {
+        this.post({ type: 'query', requestId, query });
+      } catch (err) {
+        clearTimeout(timer);
+        this.pending.delete(requestId);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  /** Stop any run and end the thread. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    const worker = this.worker;
+    if (worker && this.runId !== null) {
+      // Give the run a moment to abandon its step and close its sandbox.
+      const closed = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 3000);
+        const off = this.on('runClosed', () => {
+          clearTimeout(timer);
+          off();
+          resolve();
+        });
+      });
+      worker.postMessage({ type: 'stop' } satisfies HostToWorker);
+      await closed;
+    }
+    this.disposed = true;
+    this.worker = null;
+    await worker?.terminate();
+  }
+
+  private ensureWorker(): Worker {
+    if (this.disposed) throw new Error('the engine worker was shut down');
+    if (this.worker) return this.worker;
+    const worker = new Worker(this.options.workerFile, { execArgv: this.options.execArgv ?? [], stdout: false, stderr: false });
+    worker.on('message', (raw: unknown) => {
+      if (this.worker === worker) this.receive(raw);
+    });
+    worker.on('error', (err: Error) => {
+      this.emit('log', 'error', `engine worker crashed: ${err.message}`);
+    });
+    worker.on('exit', (code: number) => {
+      if (this.worker === worker) this.worker = null;
+      const held = this.runId;
+      this.runId = null;
+      for (const [id, pending] of this.pending) {
+        clearTimeout(pending.timer);
+        pending.reject(new Error(`the engine worker exited (code ${code}) before answering`));
+        this.pending.delete(id);
+      }
+      if (!this.disposed) this.emit('exit', code, held);
+    });
+    // An idle worker must not keep a CLI or test process alive.
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private post(message: HostToWorker): void {
+    this.ensureWorker().postMessage(message);
+  }
+
+  private emit<K extends keyof EngineHostListeners>(kind: K, ...args: Parameters<EngineHostListeners[K]>): void {
+    for (const listener of [...this.listeners[kind]]) {
+      try {
+        (listener as (...a: Parameters<EngineHostListeners[K]>) => void)(...args);
+      } catch (err) {
+        if (kind !== 'log') this.emit('log', 'error', `listener of ${kind} failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  }
+
+  private receive(raw: unknown): void {
+    let message: WorkerToHost;
+    try {
+      message = parseWorkerToHost(raw);
+    } catch (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      this.emit('protocolError', text);
+      this.emit('log', 'error', text);
+      return;
+    }
+    switch (message.type) {
+      case 'ready':
+        return;
+      case 'event':
+        return this.emit('event', message.runId, message.event);
+      case 'startFailed':
+        if (this.runId === message.runId) this.runId = null;
+        return this.emit('startFailed', message.runId, message.message);
+      case 'runClosed':
+        if (this.runId === message.runId) this.runId = null;
+        return this.emit('runClosed', message.runId);
+      case 'log':
+        return this.emit('log', message.level, message.message);
+      case 'reply': {
+        const pending = this.pending.get(message.requestId);
+        if (!pending) return;
+        this.pending.delete(message.requestId);
+        clearTimeout(pending.timer);
+        if (!message.ok) {
+          pending.reject(new Error(message.error));
+          return;
+        }
+        try {
+          pending.resolve(parseQueryResult(pending.kind, message.result));
+        } catch (err) {
+          pending.reject(err instanceof Error ? err : new Error(String(err)));
+        }
+        return;
+      }
+      case 'protocolError': {
+        const pending = message.requestId !== null ? this.pending.get(message.requestId) : undefined;
+        if (pending && message.requestId !== null) {
+          this.pending.delete(message.requestId);
+          clearTimeout(pending.timer);
+          pending.reject(new Error(message.message));
+        }
+        this.emit('protocolError', message.message);
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,442 @@
+// The one run this window drives, and the window's view of every run
+// database: owns the engine worker (EngineHost), relays its validated events
+// to the status bar, progress, terminal, tree, dashboard and log, and answers
+// questions about runs by asking the worker (never opening a database here).
+import { readdir } from 'node:fs/promises';
+import { basename, isAbsolute, join } from 'node:path';
+import * as vscode from 'vscode';
+import type { Settings } from '../engine/config';
+import type { EngineEvent } from '../engine/events';
+import type { Direction } from '../engine/types';
+import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult, RunInfo } from '../protocol/engineWorker';
+import { EngineHost } from './engineHost';
+import { log } from './log';
+import { readSettings } from './settings';
+
+export type RunState = 'starting' | 'running' | 'paused' | 'stopping' | 'finished' | 'failed';
+
+/** What the window knows of the active (or last) run. */
+export interface RunView {
+  runId: string;
+  dbFile: string;
+  /** The file the run evolves (undefined when it is not a local file). */
+  fileUri: vscode.Uri | undefined;
+  /** The program's extension without the dot ("py"). */
+  extension: string;
+  /** The file's text when the run started: Apply to File asks before overwriting later edits. */
+  textAtRunStart: string | undefined;
+  taskName: string;
+  taskTitle: string;
+  direction: Direction;
+  settings: Settings;
+  state: RunState;
+  lastStep: number;
+  bestScore: number | null;
+  bestId: string | null;
+  samplesPerSecond: number | null;
+  /** Evaluations finished in the step in flight. */
+  evaluationsThisStep: number;
+  message: string;
+}
+
+export interface StartSpec {
+  runId: string;
+  dbFile: string;
+  taskDir: string;
+  taskName: string;
+  taskTitle: string;
+  direction: Direction;
+  fileUri: vscode.Uri | undefined;
+  extension: string;
+  startCode: string | null;
+  textAtRunStart: string | undefined;
+  settings: Settings;
+  apiKey: string | undefined;
+  resume: boolean;
+}
+
+/** A run database found under a workspace folder's runs directory. */
+export interface RunFile {
+  runId: string;
+  dbFile: string;
+  folder: vscode.WorkspaceFolder;
+}
+
+/** Nothing is evaluated in an untrusted workspace; the reason, or undefined when trusted. */
+export function untrustedReason(isTrusted: boolean): string | undefined {
+  return isTrusted
+    ? undefined
+    : 'ThetaEvolve evaluates programs, which runs code: nothing is evaluated in an untrusted workspace. Trust this workspace (Manage Workspace Trust) to start a run.';
+}
+
+/** Shows why and returns false in an untrusted workspace. */
+export function guardWorkspaceTrust(isTrusted: boolean = vscode.workspace.isTrusted): boolean {
+  const reason = untrustedReason(isTrusted);
+  if (!reason) return true;
+  const manage = 'Manage Workspace Trust';
+  void vscode.window.showWarningMessage(reason, manage).then((choice) => {
+    if (choice === manage) void vscode.commands.executeCommand('workbench.trust.manage');
+  });
+  return false;
+}
+
+/** <task>-YYYYMMDD-HHMMSS, as the CLI names runs. */
+export function newRunId(taskName: string, now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  return `${taskName}-${stamp}`;
+}
+
+export function runsDirectoryOf(folder: vscode.WorkspaceFolder, settings: Pick<Settings, 'runsDirectory'>): string {
+  const dir = settings.runsDirectory.trim() || '.thetaevolve/runs';
+  return isAbsolute(dir) ? dir : join(folder.uri.fsPath, dir);
+}
+
+function settingsOrDefault(scope: vscode.Uri): Pick<Settings, 'runsDirectory'> {
+  try {
+    return readSettings(scope);
+  } catch {
+    return { runsDirectory: '.thetaevolve/runs' };
+  }
+}
+
+/** Every *.sqlite under each workspace folder's runs directory. */
+export async function listRunFiles(): Promise<RunFile[]> {
+  const out: RunFile[] = [];
+  const seen = new Set<string>();
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    const dir = runsDirectoryOf(folder, settingsOrDefault(folder.uri));
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      if (!name.endsWith('.sqlite')) continue;
+      const dbFile = join(dir, name);
+      if (seen.has(dbFile)) continue;
+      seen.add(dbFile);
+      out.push({ runId: basename(name, '.sqlite'), dbFile, folder });
+    }
+  }
+  return out;
+}
+
+function extensionOf(path: string): string {
+  const name = basename(path);
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? name.slice(dot + 1) : '';
+}
+
+/** The file a run evolves and what it started from, from its database's meta. */
+export function runOrigin(info: RunInfo): { fileUri: vscode.Uri | undefined; extension: string; startCode: string | undefined; taskDir: string | undefined; taskName: string } {
+  const meta = info.meta;
+  const programPath = typeof meta.programPath === 'string' ? meta.programPath : undefined;
+  const language = typeof meta.language === 'string' ? meta.language : programPath ? extensionOf(programPath) : '';
+  return {
+    fileUri: programPath ? vscode.Uri.file(programPath) : undefined,
+    extension: language,
+    startCode: typeof meta.startCode === 'string' ? meta.startCode : undefined,
+    taskDir: typeof meta.taskDir === 'string' ? meta.taskDir : undefined,
+    taskName: typeof meta.task === 'string' ? meta.task : basename(info.dbFile, '.sqlite'),
+  };
+}
+
+export interface RunEvent {
+  runId: string;
+  event: EngineEvent;
+}
+
+export class RunController implements vscode.Disposable {
+  readonly engine: EngineHost;
+  private readonly eventEmitter = new vscode.EventEmitter<RunEvent>();
+  /** Every validated engine event of the run this window drives. */
+  readonly onDidEngineEvent = this.eventEmitter.event;
+  private readonly changeEmitter = new vscode.EventEmitter<RunView | undefined>();
+  /** The active run's view changed (state, step, best...). */
+  readonly onDidChangeRun = this.changeEmitter.event;
+  private readonly closeEmitter = new vscode.EventEmitter<RunView>();
+  /** The run is over and the worker idle again. */
+  readonly onDidCloseRun = this.closeEmitter.event;
+  private current: RunView | undefined;
+  private last: RunView | undefined;
+  /** runId -> database file, for thetaevolve: documents and tree commands. */
+  private readonly known = new Map<string, string>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private pendingStart: { runId: string; resolve: () => void; reject: (err: Error) => void } | undefined;
+
+  constructor(workerFile: string, execArgv: string[] = []) {
+    this.engine = new EngineHost({ workerFile, execArgv });
+    this.unsubscribe.push(
+      this.engine.on('event', (runId, event) => this.onEvent(runId, event)),
+      this.engine.on('startFailed', (runId, message) => this.onStartFailed(runId, message)),
+      this.engine.on('runClosed', (runId) => this.onClosed(runId, undefined)),
+      this.engine.on('exit', (code, runId) => {
+        if (runId) this.onClosed(runId, `the engine worker stopped unexpectedly (exit code ${code})`);
+      }),
+      this.engine.on('log', (level, message) => logAt(level, `engine: ${message}`)),
+      this.engine.on('protocolError', (message) => log().error(`engine protocol: ${message}`)),
+    );
+  }
+
+  /** The run in progress (starting, running, paused or stopping). */
+  get active(): RunView | undefined {
+    return this.current;
+  }
+
+  /** The active run, else the one that ended last in this window. */
+  get latest(): RunView | undefined {
+    return this.current ?? this.last;
+  }
+
+  /** Start (or resume) a run in the worker; resolves once it started, rejects with the reason it could not. */
+  start(spec: StartSpec): Promise<void> {
+    if (this.current) return Promise.reject(new Error(`run ${this.current.runId} is still active: stop it first`));
+    this.known.set(spec.runId, spec.dbFile);
+    this.current = {
+      runId: spec.runId,
+      dbFile: spec.dbFile,
+      fileUri: spec.fileUri,
+      extension: spec.extension,
+      textAtRunStart: spec.textAtRunStart,
+      taskName: spec.taskName,
+      taskTitle: spec.taskTitle,
+      direction: spec.direction,
+      settings: spec.settings,
+      state: 'starting',
+      lastStep: -1,
+      bestScore: null,
+      bestId: null,
+      samplesPerSecond: null,
+      evaluationsThisStep: 0,
+      message: spec.resume ? 'resuming' : 'starting',
+    };
+    log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
+    const started = new Promise<void>((resolve, reject) => (this.pendingStart = { runId: spec.runId, resolve, reject }));
+    try {
+      this.engine.start({
+        runId: spec.runId,
+        dbFile: spec.dbFile,
+        taskDir: spec.taskDir,
+        startCode: spec.startCode,
+        startPath: spec.fileUri?.scheme === 'file' ? spec.fileUri.fsPath : null,
+        settings: spec.settings,
+        apiKey: spec.apiKey ?? null,
+        resume: spec.resume,
+      });
+    } catch (err) {
+      this.current = undefined;
+      this.pendingStart = undefined;
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    this.changeEmitter.fire(this.current);
+    return started;
+  }
+
+  stop(): boolean {
+    if (!this.current) return false;
+    this.current.state = 'stopping';
+    this.current.message = 'stopping: the step in flight is abandoned';
+    this.engine.stop();
+    this.changeEmitter.fire(this.current);
+    return true;
+  }
+
+  pause(): boolean {
+    if (!this.current || this.current.state !== 'running') return false;
+    this.current.message = 'pausing after the step in flight commits';
+    this.engine.pause();
+    this.changeEmitter.fire(this.current);
+    return true;
+  }
+
+  resume(): boolean {
+    if (!this.current || (this.current.state !== 'paused' && this.current.message !== 'pausing after the step in flight commits')) return false;
+    this.engine.resume();
+    return true;
+  }
+
+  setTrainerEnabled(enabled: boolean): void {
+    this.engine.setTrainerEnabled(enabled);
+  }
+
+  /** Remember where a run's database is (runs found on disk). */
+  registerRun(runId: string, dbFile: string): void {
+    this.known.set(runId, dbFile);
+  }
+
+  dbFileOf(runId: string): string | undefined {
+    return this.known.get(runId);
+  }
+
+  query<K extends QueryKind>(query: Extract<Query, { kind: K }>): Promise<QueryResult<K>> {
+    return this.engine.query(query);
+  }
+
+  /** A program of a known run (the thetaevolve: documents' lookup). */
+  async getProgram(runId: string, programId: string): Promise<ProgramRecordMessage | null> {
+    let dbFile = this.known.get(runId);
+    if (!dbFile) {
+      const found = (await listRunFiles()).find((r) => r.runId === runId);
+      if (!found) return null;
+      dbFile = found.dbFile;
+      this.known.set(runId, dbFile);
+    }
+    return this.engine.query({ kind: 'program', dbFile, programId });
+  }
+
+  dispose(): void {
+    for (const off of this.unsubscribe) off();
+    void this.engine.dispose();
+    this.eventEmitter.dispose();
+    this.changeEmitter.dispose();
+    this.closeEmitter.dispose();
+  }
+
+  private onEvent(runId: string, event: EngineEvent): void {
+    const run = this.current?.runId === runId ? this.current : undefined;
+    logEvent(runId, event);
+    if (run) {
+      switch (event.type) {
+        case 'run_started':
+          run.state = 'running';
+          run.lastStep = event.resumedFromStep ?? -1;
+          run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
+          if (this.pendingStart?.runId === runId) {
+            this.pendingStart.resolve();
+            this.pendingStart = undefined;
+          }
+          break;
+        case 'step_started':
+          run.evaluationsThisStep = 0;
+          break;
+        case 'evaluation_finished':
+          run.evaluationsThisStep++;
+          break;
+        case 'step_committed':
+          run.lastStep = event.step;
+          run.samplesPerSecond = event.samplesPerSecond;
+          if (event.bestEver !== null) run.bestScore = event.bestEver;
+          if (run.state !== 'stopping') run.message = `step ${event.step} committed`;
+          break;
+        case 'new_best':
+          run.bestScore = event.score;
+          run.bestId = event.id;
+          break;
+        case 'paused':
+          run.state = 'paused';
+          run.message = `paused after step ${event.step}`;
+          break;
+        case 'resumed':
+          run.state = 'running';
+          run.message = 'running';
+          break;
+        case 'run_finished':
+          run.state = event.reason === 'error' ? 'failed' : 'finished';
+          run.message = event.message;
+          if (event.best) {
+            run.bestScore = event.best.score;
+            run.bestId = event.best.id;
+          }
+          break;
+        case 'error':
+          if (event.fatal) run.message = event.message;
+          break;
+        default:
+          break;
+      }
+    }
+    this.eventEmitter.fire({ runId, event });
+    if (run && event.type !== 'evaluation_started') this.changeEmitter.fire(run);
+  }
+
+  private onStartFailed(runId: string, message: string): void {
+    log().error(`run ${runId} could not start: ${message}`);
+    if (this.pendingStart?.runId === runId) {
+      this.pendingStart.reject(new Error(message));
+      this.pendingStart = undefined;
+    }
+    if (this.current?.runId === runId) {
+      this.current = undefined;
+      this.changeEmitter.fire(undefined);
+    }
+  }
+
+  private onClosed(runId: string, failure: string | undefined): void {
+    const run = this.current?.runId === runId ? this.current : undefined;
+    if (failure) log().error(`run ${runId}: ${failure}`);
+    if (this.pendingStart?.runId === runId) {
+      this.pendingStart.reject(new Error(failure ?? 'the run ended before it started'));
+      this.pendingStart = undefined;
+    }
+    if (!run) return;
+    if (run.state !== 'finished' && run.state !== 'failed') {
+      run.state = failure ? 'failed' : 'finished';
+      if (failure) run.message = failure;
+    }
+    this.current = undefined;
+    this.last = run;
+    this.changeEmitter.fire(undefined);
+    this.closeEmitter.fire(run);
+  }
+}
+
+function logAt(level: LogLevel, message: string): void {
+  const channel = log();
+  switch (level) {
+    case 'trace':
+      return channel.trace(message);
+    case 'debug':
+      return channel.debug(message);
+    case 'info':
+      return channel.info(message);
+    case 'warn':
+      return channel.warn(message);
+    case 'error':
+      return channel.error(message);
+  }
+}
+
+function fmt(score: number | null): string {
+  return score === null ? 'n/a' : Number(score.toPrecision(8)).toString();
+}
+
+/** Run events into the ThetaEvolve log, at levels people can filter. */
+function logEvent(runId: string, event: EngineEvent): void {
+  const channel = log();
+  switch (event.type) {
+    case 'run_started':
+      channel.info(
+        `[${runId}] ${event.task.title} (${event.task.direction}) with ${event.source.label}; ` +
+          `${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}; database ${event.dbFile}`,
+      );
+      return;
+    case 'step_started':
+      channel.debug(`[${runId}] step ${event.step}: ${event.parents.length} parents`);
+      return;
+    case 'evaluation_started':
+      channel.trace(`[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: evaluating`);
+      return;
+    case 'evaluation_finished':
+      channel.debug(
+        `[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: ${event.outcome} score ${fmt(event.score)} in ${(event.durationMs / 1000).toFixed(2)} s${event.reason ? ` (${event.reason})` : ''}`,
+      );
+      return;
+    case 'step_committed':
+      channel.info(
+        `[${runId}] step ${event.step}: best ${fmt(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${fmt(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
+      );
+      return;
+    case 'new_best':
+      channel.info(`[${runId}] new best ${event.id} at step ${event.step}: score ${fmt(event.score)}`);
+      return;
+    case 'paused':
+      channel.info(`[${runId}] paused after step ${event.step}`);
+      return;
+    case 'resumed':
+      channel.info(`[${runId}] resumed after step ${event.step}`);
+      return;
+    case 'run_finished':
+      channel.info(`[${runId}] ${event.message}; best ${event.best ? `${fmt(event.best.score)} (${event.best.id})` : 'none'}`);
+      return;
+    case 'error':
+      if (event.fatal) channel.error(`[${runId}] ${event.message}`);
+      else channel.warn(`[${runId}] ${event.message}`);
+      return;
+  }
+}

@@ -1,0 +1,40 @@
+// The status bar item of the active run: step, best score, samples/s.
+// Clicking it opens the dashboard.
+import * as vscode from 'vscode';
+import type { RunController, RunView } from './runController';
+
+function score(value: number | null): string {
+  return value === null ? 'n/a' : Number(value.toPrecision(6)).toString();
+}
+
+/** The item's text for a run (exported for the in-host tests). */
+export function statusText(run: RunView): string {
+  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'failed' ? '$(error)' : '$(sync~spin)';
+  const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
+  const rate = run.samplesPerSecond === null ? '' : ` · ${run.samplesPerSecond.toFixed(1)} samples/s`;
+  const state = run.state === 'paused' ? ' · paused' : run.state === 'stopping' ? ' · stopping' : run.state === 'finished' ? ' · done' : '';
+  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}`;
+}
+
+export function registerStatusBar(controller: RunController): vscode.Disposable {
+  const item = vscode.window.createStatusBarItem('thetaevolve.run', vscode.StatusBarAlignment.Left, 50);
+  item.name = 'ThetaEvolve run';
+  item.command = 'thetaevolve.openDashboard';
+  const render = (): void => {
+    const run = controller.latest;
+    if (!run) {
+      item.hide();
+      return;
+    }
+    item.text = statusText(run);
+    const tooltip = new vscode.MarkdownString(
+      `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}\n\nClick to open the dashboard.`,
+    );
+    item.tooltip = tooltip;
+    item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
+    item.show();
+  };
+  const subscriptions = [controller.onDidChangeRun(render), controller.onDidCloseRun(render)];
+  render();
+  return vscode.Disposable.from(item, ...subscriptions);
+}

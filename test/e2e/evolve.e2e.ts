@@ -1,0 +1,155 @@
+// End to end: evolve tasks/circle-packing/initial.py in code-server + Chromium
+// against the OpenAI-compatible test server: Start Run from the palette,
+// steps advancing in the status bar, a parent <-> child diff from the Runs
+// view, Apply to File, and the file's EVOLVE-BLOCK changed on disk.
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { evolveBlockContent } from '../../src/engine/diff';
+import { startTestServer, type TestServer } from '../server/openaiTestServer';
+import {
+  launchBrowser,
+  openWorkbench,
+  pickQuickInputItem,
+  quickOpenFile,
+  REPO_ROOT,
+  runPaletteCommand,
+  type RunningCodeServer,
+  saveScreenshot,
+  startCodeServer,
+  waitForStatusBarText,
+} from '../support/codeServer';
+
+function stepOf(statusText: string): number {
+  const match = /step (\d+)/.exec(statusText);
+  return match ? Number(match[1]) : -1;
+}
+
+describe('evolve a program (code-server + Chromium + test inference server)', () => {
+  let model: TestServer;
+  let server: RunningCodeServer;
+  let browser: Browser;
+  let page: Page;
+  let workspace: string;
+  let programFile: string;
+  let originalBlock: string;
+
+  before(async () => {
+    model = await startTestServer({ latencyMs: 20 });
+    workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-evolve-'));
+    cpSync(join(REPO_ROOT, 'tasks', 'circle-packing'), join(workspace, 'tasks', 'circle-packing'), { recursive: true });
+    programFile = join(workspace, 'tasks', 'circle-packing', 'initial.py');
+    originalBlock = evolveBlockContent(readFileSync(programFile, 'utf8'));
+    mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    writeFileSync(
+      join(workspace, '.vscode', 'settings.json'),
+      JSON.stringify(
+        {
+          'thetaevolve.sampler': 'llm',
+          'thetaevolve.batchSize': 2,
+          'thetaevolve.samplesPerPrompt': 2,
+          'thetaevolve.evaluationConcurrency': 2,
+          'thetaevolve.database.preset': 'small',
+          'thetaevolve.maxSteps': 30,
+        },
+        null,
+        2,
+      ),
+    );
+    // thetaevolve.endpoint is machine-scoped (a workspace must not redirect
+    // requests carrying the API key), so VS Code ignores it in a workspace's
+    // settings.json: it goes into the user settings.
+    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.endpoint': model.baseURL } });
+    browser = await launchBrowser();
+    page = await openWorkbench(browser, server.url, workspace);
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed' || !page) return;
+    const title = (this.currentTest.title.split(' ')[0] ?? 'test').replace(/[^a-z]/gi, '');
+    await saveScreenshot(page, `e2e-evolve-failed-${title}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await model?.close();
+  });
+
+  it('starts a run from the command palette on the open file, answering the task pick', async () => {
+    await quickOpenFile(page, 'tasks/circle-packing/initial.py');
+    await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-evolve-1-file');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    await pickQuickInputItem(page, "this file's task");
+    await page
+      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'evolving with test-model' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 60_000 });
+    await saveScreenshot(page, 'e2e-evolve-2-started');
+    assert.ok(model.counters.modelsRequests >= 1, 'the health check asked /v1/models');
+  });
+
+  it('shows the steps advancing in the status bar', async () => {
+    const first = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1);
+    const later = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= stepOf(first) + 1);
+    assert.match(later, /best [\d.]+/);
+    assert.match(later, /samples\/s/);
+    const shot = await saveScreenshot(page, 'e2e-evolve-3-status-bar');
+    assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
+    assert.ok(model.counters.chatRequests >= 8, `chat requests: ${model.counters.chatRequests}`);
+  });
+
+  it('opens a parent <-> child diff from the Runs view', async () => {
+    await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
+    const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
+    await view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    // An improving child (step >= 1) appears once the model beat the starting program.
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    await child.waitFor({ state: 'visible', timeout: 150_000 });
+    const diff = page.locator('.monaco-diff-editor').first();
+    // The view refreshes after every committed step; a click that lands during
+    // a refresh only selects the row, so click again until the diff opens.
+    for (let attempt = 1; ; attempt++) {
+      await child.click();
+      const opened = await diff.waitFor({ state: 'visible', timeout: 5_000 }).then(
+        () => true,
+        () => false,
+      );
+      if (opened) break;
+      if (attempt >= 6) throw new Error('clicking an improving program never opened a diff editor');
+    }
+    // Both sides rendered, with the child's change highlighted.
+    await diff.locator('.editor.modified .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await diff.locator('.char-insert, .line-insert').first().waitFor({ state: 'attached', timeout: 30_000 });
+    const tab = page.locator('.tabs-container .tab.active');
+    assert.match((await tab.textContent()) ?? '', /\u2194|step/);
+    await saveScreenshot(page, 'e2e-evolve-4-diff');
+  });
+
+  it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
+    const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    await child.hover();
+    await child.locator('.action-label[aria-label^="Apply to File"]').first().click();
+    await page
+      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    await quickOpenFile(page, 'tasks/circle-packing/initial.py');
+    await page.keyboard.press('Control+S');
+    await page.waitForTimeout(1500);
+    await saveScreenshot(page, 'e2e-evolve-5-applied');
+    const block = evolveBlockContent(readFileSync(programFile, 'utf8'));
+    assert.notEqual(block, originalBlock, 'the EVOLVE-BLOCK on disk changed');
+  });
+
+  it('stops the run from the palette', async () => {
+    await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 60_000);
+    await saveScreenshot(page, 'e2e-evolve-6-stopped');
+  });
+});

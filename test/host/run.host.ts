@@ -1,0 +1,186 @@
+// Runs inside the extension host: Start Run on a copy of the quadratic
+// fixture with the offline sampler, steps committed through the engine
+// worker, Stop, resume, the Runs view, diffs and Apply to File.
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import * as vscode from 'vscode';
+import type { EngineEvent } from '../../src/engine/events';
+import type { ThetaEvolveApi } from '../../src/extension';
+import { type RunView, untrustedReason } from '../../src/vscode/runController';
+import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
+import { statusText } from '../../src/vscode/statusBar';
+
+const EXTENSION_ID = 'thetaevolve.thetaevolve';
+// out/test/host.js -> the repository root.
+const REPO_ROOT = resolve(__dirname, '..', '..');
+
+function workspaceDir(): string {
+  const dir = process.env.THETAEVOLVE_TEST_WORKSPACE ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  assert.ok(dir, 'no test workspace');
+  return dir;
+}
+
+async function api(): Promise<ThetaEvolveApi> {
+  const ext = vscode.extensions.getExtension<ThetaEvolveApi>(EXTENSION_ID);
+  assert.ok(ext);
+  return ext.isActive ? ext.exports : ext.activate();
+}
+
+/** Resolves with the first event of the run that satisfies `predicate`. */
+function nextEvent(controller: ThetaEvolveApi['controller'], predicate: (event: EngineEvent) => boolean, timeoutMs = 60_000): Promise<EngineEvent> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error('timed out waiting for an engine event'));
+    }, timeoutMs);
+    const sub = controller.onDidEngineEvent(({ event }) => {
+      if (!predicate(event)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(event);
+    });
+  });
+}
+
+function closed(controller: ThetaEvolveApi['controller'], timeoutMs = 30_000): Promise<RunView> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
+    const sub = controller.onDidCloseRun((run) => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(run);
+    });
+  });
+}
+
+describe('runs (engine worker, commands, Runs view)', function () {
+  this.timeout(120_000);
+  let theta: ThetaEvolveApi;
+  let program: vscode.Uri;
+  let runId = '';
+
+  before(async () => {
+    theta = await api();
+    const taskDir = join(workspaceDir(), 'quadratic');
+    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), taskDir, { recursive: true });
+    program = vscode.Uri.file(join(taskDir, 'initial.py'));
+    const config = vscode.workspace.getConfiguration('thetaevolve');
+    const target = vscode.ConfigurationTarget.Workspace;
+    await config.update('sampler', 'mutate', target);
+    await config.update('batchSize', 2, target);
+    await config.update('samplesPerPrompt', 2, target);
+    await config.update('evaluationConcurrency', 2, target);
+    await config.update('database.preset', 'small', target);
+    await theta.rememberTaskFor(program, join(taskDir, 'task.json'));
+  });
+
+  it('registers the run commands and the Runs view item commands', async () => {
+    const registered = new Set(await vscode.commands.getCommands(true));
+    for (const id of [
+      'thetaevolve.startRun',
+      'thetaevolve.stopRun',
+      'thetaevolve.pauseRun',
+      'thetaevolve.resumeRun',
+      'thetaevolve.showProgramDiff',
+      'thetaevolve.compareProgramWithFile',
+      'thetaevolve.applyProgramToFile',
+      'thetaevolve.openProgram',
+      'thetaevolve.refreshRuns',
+    ]) {
+      assert.ok(registered.has(id), `${id} is not registered`);
+    }
+  });
+
+  it('refuses to evaluate in an untrusted workspace, and says why', () => {
+    assert.match(untrustedReason(false) ?? '', /untrusted workspace/);
+    assert.equal(untrustedReason(true), undefined);
+  });
+
+  it('Start Run evolves the file: steps commit through the worker, Stop ends the run', async () => {
+    await vscode.window.showTextDocument(program);
+    const firstCommit = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step === 2);
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    const active = theta.controller.active;
+    assert.ok(active, 'a run is active after Start Run');
+    runId = active.runId;
+    assert.match(runId, /^quadratic-/);
+    assert.equal(active.settings.sampler, 'mutate');
+    const committed = await firstCommit;
+    assert.equal(committed.type === 'step_committed' && committed.samples, 4);
+    assert.match(statusText(theta.controller.active ?? active), /step 2/);
+    const done = closed(theta.controller);
+    await vscode.commands.executeCommand('thetaevolve.stopRun');
+    const run = await done;
+    assert.equal(run.state, 'finished');
+    assert.ok(run.lastStep >= 2);
+    assert.equal(theta.controller.active, undefined);
+    assert.ok(existsSync(run.dbFile), `${run.dbFile} exists`);
+    assert.ok(run.dbFile.startsWith(join(workspaceDir(), '.thetaevolve', 'runs')), run.dbFile);
+  });
+
+  it('the Runs view lists the run with its improving programs', async () => {
+    const roots = (await theta.tree.getChildren()) as RunNode[];
+    const node = roots.find((r) => r.runId === runId);
+    assert.ok(node, `run ${runId} is in the tree (saw ${roots.map((r) => r.runId).join(', ')})`);
+    assert.ok(node.info && node.info.lastStep >= 2);
+    const item = theta.tree.getTreeItem(node);
+    assert.match(String(item.description), /step \d+ · best/);
+    const programs = (await theta.tree.getChildren(node)) as ProgramNode[];
+    assert.ok(programs.length >= 1);
+    assert.ok(programs.every((p) => p.kind === 'program'));
+    const initial = programs.at(-1);
+    assert.equal(initial?.parentId, null);
+    assert.equal(theta.tree.getTreeItem(programs[0] as ProgramNode).contextValue?.startsWith('thetaevolve.program.'), true);
+  });
+
+  it('Show Diff opens parent <-> child, Apply to File replaces the EVOLVE-BLOCK', async () => {
+    const roots = (await theta.tree.getChildren()) as RunNode[];
+    const node = roots.find((r) => r.runId === runId) as RunNode;
+    const programs = (await theta.tree.getChildren(node)) as ProgramNode[];
+    const child = programs.find((p) => p.parentId !== null);
+    assert.ok(child, 'the offline sampler improved on x = 1 within two steps (seed 0)');
+    await vscode.commands.executeCommand('thetaevolve.showProgramDiff', child);
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+    assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'a diff editor is active');
+    assert.equal(tab.input.modified.scheme, 'thetaevolve');
+    const before = readFileSync(program.fsPath, 'utf8');
+    await vscode.commands.executeCommand('thetaevolve.applyProgramToFile', child);
+    const document = await vscode.workspace.openTextDocument(program);
+    assert.notEqual(document.getText(), before, 'the EVOLVE-BLOCK changed');
+    assert.match(document.getText(), /EVOLVE-BLOCK-START/);
+    await vscode.commands.executeCommand('undo');
+  });
+
+  it('resumes the run after its last committed step', async () => {
+    const roots = (await theta.tree.getChildren()) as RunNode[];
+    const node = roots.find((r) => r.runId === runId) as RunNode;
+    const lastStep = node.info?.lastStep ?? -1;
+    const started = nextEvent(theta.controller, (e) => e.type === 'run_started');
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed');
+    const settings = theta.controller.latest?.settings;
+    assert.ok(settings);
+    await theta.controller.start({
+      runId,
+      dbFile: node.dbFile,
+      taskDir: join(workspaceDir(), 'quadratic'),
+      taskName: 'quadratic',
+      taskTitle: 'quadratic',
+      direction: 'maximize',
+      fileUri: program,
+      extension: 'py',
+      startCode: null,
+      textAtRunStart: undefined,
+      settings,
+      apiKey: undefined,
+      resume: true,
+    });
+    const event = await started;
+    assert.equal(event.type === 'run_started' && event.resumedFromStep, lastStep);
+    const first = await committed;
+    assert.equal(first.type === 'step_committed' && first.step, lastStep + 1);
+    const done = closed(theta.controller);
+    theta.controller.stop();
+    await done;
+  });
+});

@@ -1,0 +1,255 @@
+// The engine worker thread for real: src/engine/worker.ts under tsx, driven
+// through EngineHost (the extension's side of the protocol) and, for the
+// malformed-message cases, through a bare Worker.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { defaultSettings, type Settings } from '../../src/engine/config';
+import type { EngineEvent } from '../../src/engine/events';
+import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/engineWorker';
+import { EngineHost } from '../../src/vscode/engineHost';
+import { startSlimeTestServer } from '../server/slimeTestServer';
+
+const WORKER = resolve(__dirname, '../../src/engine/worker.ts');
+const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
+// tsx's CommonJS hook: `--import tsx` does not reach a worker's entry file on Node 20.
+const EXEC_ARGV = ['--require', 'tsx/cjs'];
+
+function smallSettings(overrides: Partial<Settings> = {}): Settings {
+  return {
+    ...defaultSettings(),
+    sampler: 'mutate',
+    batchSize: 2,
+    samplesPerPrompt: 2,
+    evaluationConcurrency: 2,
+    'database.preset': 'small',
+    ...overrides,
+  };
+}
+
+/** Collects a run's events until it is closed (or the start failed). */
+function collectRun(host: EngineHost, runId: string, onEvent?: (event: EngineEvent) => void): Promise<{ events: EngineEvent[]; startFailed: string | null }> {
+  const events: EngineEvent[] = [];
+  return new Promise((resolvePromise) => {
+    const offs = [
+      host.on('event', (id, event) => {
+        if (id !== runId) return;
+        events.push(event);
+        onEvent?.(event);
+      }),
+      host.on('runClosed', (id) => {
+        if (id !== runId) return;
+        offs.forEach((off) => off());
+        resolvePromise({ events, startFailed: null });
+      }),
+      host.on('startFailed', (id, message) => {
+        if (id !== runId) return;
+        offs.forEach((off) => off());
+        resolvePromise({ events, startFailed: message });
+      }),
+      host.on('exit', (code) => {
+        offs.forEach((off) => off());
+        resolvePromise({ events, startFailed: `the worker exited with code ${code}` });
+      }),
+    ];
+  });
+}
+
+describe('engine worker thread', function () {
+  this.timeout(60_000);
+  let scratch: string;
+  let host: EngineHost;
+  const logs: string[] = [];
+
+  before(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'thetaevolve-worker-'));
+    host = new EngineHost({ workerFile: WORKER, execArgv: EXEC_ARGV });
+    host.on('log', (level, message) => logs.push(`${level}: ${message}`));
+  });
+
+  after(async () => {
+    await host.dispose();
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  const dbFile = (): string => join(scratch, 'two-steps.sqlite');
+
+  it('runs 2 steps of the offline sampler; every event arrives validated and in order', async () => {
+    const done = collectRun(host, 'two-steps');
+    host.start({
+      runId: 'two-steps',
+      dbFile: dbFile(),
+      taskDir: TASK_DIR,
+      startCode: null,
+      startPath: null,
+      settings: smallSettings({ maxSteps: 2 }),
+      apiKey: 'sk-never-logged',
+      resume: false,
+    });
+    assert.equal(host.activeRunId, 'two-steps');
+    const { events, startFailed } = await done;
+    assert.equal(startFailed, null);
+    assert.equal(host.activeRunId, null);
+    assert.equal(events[0]?.type, 'run_started');
+    const committed = events.filter((e) => e.type === 'step_committed');
+    assert.deepEqual(
+      committed.map((e) => e.step),
+      [1, 2],
+    );
+    for (const e of committed) assert.equal(e.samples, 4);
+    const evaluations = events.filter((e) => e.type === 'evaluation_finished');
+    assert.ok(evaluations.length >= 1, 'the initial program was evaluated');
+    const finished = events.at(-1);
+    assert.equal(finished?.type, 'run_finished');
+    assert.equal(finished.type === 'run_finished' && finished.reason, 'steps_done');
+    assert.ok(!logs.some((l) => l.includes('sk-never-logged')), 'the API key never appears in a log message');
+  });
+
+  it('answers queries about the closed run by opening its database read-only in the worker', async () => {
+    const info = await host.query({ kind: 'runInfo', dbFile: dbFile() });
+    assert.equal(info.lastStep, 2);
+    assert.equal(info.meta.taskDir, TASK_DIR);
+    assert.equal(info.summary.steps, 2);
+    const improvements = await host.query({ kind: 'improvements', dbFile: dbFile() });
+    assert.ok(improvements.length >= 1);
+    const first = improvements[0];
+    assert.ok(first);
+    const program = await host.query({ kind: 'program', dbFile: dbFile(), programId: first.id });
+    assert.ok(program);
+    assert.equal(program.id, first.id);
+    assert.match(program.code, /EVOLVE-BLOCK-START/);
+    assert.equal(await host.query({ kind: 'program', dbFile: dbFile(), programId: 'no-such-program' }), null);
+    const steps = await host.query({ kind: 'steps', dbFile: dbFile() });
+    assert.deepEqual(
+      steps.map((s) => s.step),
+      [1, 2],
+    );
+    const snapshot = await host.query({ kind: 'snapshot', dbFile: dbFile() });
+    assert.equal(snapshot.lastStep, 2);
+    await assert.rejects(host.query({ kind: 'summary', dbFile: join(scratch, 'missing.sqlite') }), /no such run database/);
+  });
+
+  it('resumes after the last committed step, serves queries from the live database, and stops on request', async () => {
+    let liveQuery: Promise<unknown> | null = null;
+    let stopped = false;
+    const done = collectRun(host, 'two-steps', (event) => {
+      if (event.type === 'step_committed' && !stopped) {
+        stopped = true;
+        liveQuery = host.query({ kind: 'summary', dbFile: dbFile() });
+        host.stop();
+      }
+    });
+    host.start({
+      runId: 'two-steps',
+      dbFile: dbFile(),
+      taskDir: TASK_DIR,
+      startCode: null,
+      startPath: null,
+      settings: smallSettings({ maxSteps: 0 }),
+      apiKey: null,
+      resume: true,
+    });
+    const { events, startFailed } = await done;
+    assert.equal(startFailed, null);
+    const started = events.find((e) => e.type === 'run_started');
+    assert.equal(started?.type === 'run_started' && started.resumedFromStep, 2);
+    const firstCommitted = events.find((e) => e.type === 'step_committed');
+    assert.equal(firstCommitted?.step, 3);
+    const finished = events.at(-1);
+    assert.equal(finished?.type === 'run_finished' && finished.reason, 'stopped');
+    assert.ok(liveQuery);
+    const summary = (await liveQuery) as { steps: number };
+    assert.ok(summary.steps >= 3);
+  });
+
+  it('refuses to start over an existing database, with a message', async () => {
+    const { startFailed } = await (async () => {
+      const done = collectRun(host, 'again');
+      host.start({ runId: 'again', dbFile: dbFile(), taskDir: TASK_DIR, startCode: null, startPath: null, settings: smallSettings(), apiKey: null, resume: false });
+      return done;
+    })();
+    assert.match(startFailed ?? '', /already exists/);
+    const missingTask = collectRun(host, 'bad-task');
+    host.start({ runId: 'bad-task', dbFile: join(scratch, 'bad.sqlite'), taskDir: join(scratch, 'nowhere'), startCode: null, startPath: null, settings: smallSettings(), apiKey: null, resume: false });
+    assert.ok((await missingTask).startFailed);
+  });
+
+  it('sends rollouts to the RL trainer once the toggle turns it on mid-run, and refuses atropos without token ids', async () => {
+    const trainer = await startSlimeTestServer({ groupSize: 2 });
+    try {
+      const settings = smallSettings({ maxSteps: 3, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
+      const done = collectRun(host, 'rl', (event) => {
+        if (event.type === 'step_committed' && event.step === 1) host.setTrainerEnabled(true);
+      });
+      host.start({ runId: 'rl', dbFile: join(scratch, 'rl.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      const { events, startFailed } = await done;
+      assert.equal(startFailed, null);
+      const states = events.filter((e) => e.type === 'trainer_state').map((e) => (e.type === 'trainer_state' ? e.state : null));
+      assert.equal(states[0]?.enabled, false, 'off as the setting says');
+      assert.ok(states.some((s) => s?.enabled && s.connected), `never connected: ${JSON.stringify(states)}`);
+      // Steps 2 and 3 (after the toggle): B=2 groups of n=2 each; step 1 was committed before it.
+      assert.equal(trainer.received.length, 2 * 2 * 2);
+      assert.equal(events.at(-1)?.type, 'run_finished');
+
+      const atropos = collectRun(host, 'rl-atropos');
+      host.start({
+        runId: 'rl-atropos',
+        dbFile: join(scratch, 'rl-atropos.sqlite'),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings: smallSettings({ 'trainer.enabled': true, 'trainer.url': trainer.url, 'trainer.protocol': 'atropos' }),
+        apiKey: null,
+        resume: false,
+      });
+      assert.match((await atropos).startFailed ?? '', /token ids/);
+    } finally {
+      await trainer.close();
+    }
+  });
+
+  it('answers a malformed message with a clear error and keeps serving', async () => {
+    const worker = new Worker(WORKER, { execArgv: EXEC_ARGV });
+    const messages: WorkerToHost[] = [];
+    const waiters: (() => void)[] = [];
+    let failure: Error | null = null;
+    worker.on('message', (raw: unknown) => {
+      messages.push(parseWorkerToHost(raw));
+      waiters.splice(0).forEach((w) => w());
+    });
+    worker.on('error', (err) => (failure = err));
+    const next = async (predicate: (m: WorkerToHost) => boolean): Promise<WorkerToHost> => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const found = messages.find(predicate);
+        if (found) return found;
+        if (failure) throw failure;
+        if (Date.now() > deadline) throw new Error(`no such message; saw ${JSON.stringify(messages)}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    };
+    try {
+      await next((m) => m.type === 'ready');
+      worker.postMessage({ type: 'start', runId: 5, apiKey: 'sk-secret' });
+      const refused = await next((m) => m.type === 'protocolError');
+      assert.equal(refused.type, 'protocolError');
+      assert.match(refused.type === 'protocolError' ? refused.message : '', /malformed message from the host \(type start\) at runId/);
+      assert.ok(!JSON.stringify(refused).includes('sk-secret'));
+      worker.postMessage({ type: 'query', requestId: 7, query: { kind: 'nope' } });
+      const withId = await next((m) => m.type === 'protocolError' && m.requestId === 7);
+      assert.match(withId.type === 'protocolError' ? withId.message : '', /query/);
+      worker.postMessage('not even an object');
+      await next((m) => m.type === 'protocolError' && m.message.includes('(type (none))'));
+      worker.postMessage({ type: 'query', requestId: 8, query: { kind: 'summary', dbFile: dbFile() } });
+      const reply = await next((m) => m.type === 'reply' && m.requestId === 8);
+      assert.equal(reply.type === 'reply' && reply.ok, true);
+    } finally {
+      await worker.terminate();
+    }
+  });
+});

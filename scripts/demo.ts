@@ -83,6 +83,9 @@ async function main(): Promise<void> {
   console.log(`ThetaEvolve demo: open ${url}`);
   console.log(server ? `  inference: the project's OpenAI-compatible test server at ${server.baseURL} (a stand-in for vLLM)` : '  inference: none started');
   console.log(`  workspace: ${workspace}`);
+  console.log('  Try: open circle-packing/initial.py, click "Evolve" above its EVOLVE-BLOCK (or run ThetaEvolve: Start Run),');
+  console.log('       watch the status bar and ThetaEvolve: Open Dashboard, review a child from the ThetaEvolve view, Apply to File.');
+  console.log('       For the offline sampler (no model) set thetaevolve.sampler to "mutate" in the workspace settings.');
   console.log('  Ctrl-C to stop.');
   const onSignal = (): void => {
     void stop().then(() => process.exit(0));

@@ -535,19 +535,18 @@ export function bestView(input: DashboardBestInput, direction: DashboardDirectio
   };
 }
 
-/** The dashboard's RL card from the bridge's state (the trainer_state event). */
+/** The dashboard's RL card from the bridge's state (the trainer_state event); the page shows protocol, URL, policy version and groups sent itself. */
 export function trainerView(state: TrainerStateEvent['state']): TrainerView {
-  const where = `${state.protocol} trainer at ${state.url || '(no URL)'}`;
-  const counts = `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}`;
   const view = { enabled: state.enabled, protocol: state.protocol, url: state.url, lastAckPolicyVersion: state.lastAckedPolicyVersion, groupsSent: state.sentGroups };
+  const queue = `${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : ''}`;
   if (!state.url.trim()) {
     return { ...view, state: state.enabled ? 'not_configured' : 'off', message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
   }
   if (state.lastError !== null && (!state.connected || !state.enabled)) {
-    return { ...view, state: 'error', message: `${where}: ${state.lastError}${state.enabled ? '; retrying, rollouts are spooled' : ''}` };
+    return { ...view, state: 'error', message: `${state.lastError}${state.enabled ? `; retrying, rollouts are spooled (${queue})` : ''}` };
   }
   if (!state.enabled) return { ...view, state: 'off', message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.` };
-  if (state.waiting) return { ...view, state: 'waiting', message: `Waiting for the ${where} (${state.mode}); ${counts}.` };
-  if (state.connected) return { ...view, state: 'ready', message: `${where} (${state.mode}), trainer step ${state.trainerStep ?? 'n/a'}; ${counts}.` };
-  return { ...view, state: 'connecting', message: `Connecting to the ${where}; ${counts}.` };
+  if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
+  if (state.connected) return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
+  return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.` };
 }

@@ -46,7 +46,8 @@ export const RunStartedEventSchema = z.object({
   type: z.literal('run_started'),
   time,
   runId: z.string(),
-  task: z.object({ name: z.string(), title: z.string(), direction: z.enum(['maximize', 'minimize']), dir: z.string() }),
+  /** targetValue: in the task's own objective units (null: none). */
+  task: z.object({ name: z.string(), title: z.string(), direction: z.enum(['maximize', 'minimize']), dir: z.string(), targetValue: finite.nullable() }),
   dbFile: z.string(),
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
   /** The settings that shape the run (B, n, temperature, database sizes...), flat. */

@@ -165,7 +165,7 @@ export class EvolutionRun {
         type: 'run_started',
         time: Date.now(),
         runId: this.spec.runId,
-        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir },
+        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir, targetValue: task.targetValue },
         dbFile: this.spec.dbFile,
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
         settings: runSettingsSummary(settings),

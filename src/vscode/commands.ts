@@ -35,6 +35,7 @@ export const COMMAND_IDS = {
   applyProgram: 'thetaevolve.applyProgram',
   setApiKey: 'thetaevolve.setApiKey',
   selectTask: 'thetaevolve.selectTask',
+  toggleTrainer: 'thetaevolve.toggleTrainer',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',
@@ -382,6 +383,14 @@ export function registerCommands(deps: CommandDeps): void {
   context.subscriptions.push(followBest(controller));
   const dashboard = wireDashboard(context, controller, { showDiff: showProgramDiffById, applyToFile: applyById });
   register(COMMAND_IDS.openDashboard, () => dashboard.show());
+  register(COMMAND_IDS.toggleTrainer, async () => {
+    const active = controller.active !== undefined;
+    const enabled = !(active ? dashboard.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));
+    await switchTrainer(controller, dashboard, enabled);
+    void vscode.window.showInformationMessage(
+      `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'} (thetaevolve.trainer.enabled); the dashboard shows its state.`,
+    );
+  });
 
   async function showProgramDiffById(programId: string): Promise<void> {
     const run = controller.latest;
@@ -422,6 +431,40 @@ function followBest(controller: RunController): vscode.Disposable {
   });
 }
 
+/**
+ * The RL toggle (dashboard switch and command): the setting the next run
+ * reads, and the active run's trainer bridge at once (the worker answers
+ * with trainer_state, which the dashboard shows).
+ */
+async function switchTrainer(controller: RunController, host: DashboardHost, enabled: boolean): Promise<void> {
+  const config = vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  await config.update('trainer.enabled', enabled, target);
+  const run = controller.active;
+  if (run && run.state !== 'starting') {
+    controller.setTrainerEnabled(enabled);
+    return;
+  }
+  const settings = readSettingsOrShowError();
+  if (!settings) return;
+  host.setTrainer(
+    trainerView({
+      enabled,
+      protocol: settings['trainer.protocol'],
+      url: settings['trainer.url'],
+      mode: settings['trainer.mode'],
+      connected: false,
+      trainerStep: null,
+      lastAckedPolicyVersion: null,
+      pendingGroups: 0,
+      sentGroups: 0,
+      rejectedGroups: 0,
+      waiting: false,
+      lastError: null,
+    }),
+  );
+}
+
 /** Feed the dashboard from the active run's events; its buttons drive the controller. */
 function wireDashboard(
   context: vscode.ExtensionContext,
@@ -437,35 +480,7 @@ function wireDashboard(
     resume: async () => {
       await vscode.commands.executeCommand(COMMAND_IDS.resumeRun);
     },
-    setRlEnabled: async (enabled: boolean) => {
-      const run = controller.active;
-      // A run in progress switches its bridge (the worker answers with trainer_state); otherwise it is the setting the next run reads.
-      if (run && run.state !== 'starting') {
-        controller.setTrainerEnabled(enabled);
-        return;
-      }
-      const config = vscode.workspace.getConfiguration('thetaevolve');
-      const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-      await config.update('trainer.enabled', enabled, target);
-      const settings = readSettingsOrShowError();
-      if (!settings) return;
-      host.setTrainer(
-        trainerView({
-          enabled,
-          protocol: settings['trainer.protocol'],
-          url: settings['trainer.url'],
-          mode: settings['trainer.mode'],
-          connected: false,
-          trainerStep: null,
-          lastAckedPolicyVersion: null,
-          pendingGroups: 0,
-          sentGroups: 0,
-          rejectedGroups: 0,
-          waiting: false,
-          lastError: null,
-        }),
-      );
-    },
+    setRlEnabled: (enabled: boolean) => switchTrainer(controller, host, enabled),
     showDiff: (programId: string) => actions.showDiff(programId),
     applyToFile: (programId: string) => actions.applyToFile(programId),
   };
@@ -488,7 +503,7 @@ function wireDashboard(
               taskName: event.task.name,
               taskTitle: event.task.title,
               direction: event.task.direction as Direction,
-              targetValue: null,
+              targetValue: event.task.targetValue,
               source: event.source,
               batchSize: typeof event.settings.batchSize === 'number' ? event.settings.batchSize : null,
               samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,

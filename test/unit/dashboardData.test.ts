@@ -12,6 +12,7 @@ import {
   stepObjectiveStats,
   stepPoint,
   StepSeries,
+  trainerView,
 } from '../../src/engine/dashboardData';
 import { percentile } from '../../src/engine/stats';
 import { OUTCOMES } from '../../src/engine/types';
@@ -287,5 +288,41 @@ describe('dashboard data: the model', () => {
     assert.equal(snap.database, null);
     assert.equal(snap.best, null);
     assert.equal(snap.trainer.lastAckPolicyVersion, '3');
+  });
+});
+
+describe('dashboard data: the RL card', () => {
+  const base = {
+    enabled: true,
+    protocol: 'slime' as const,
+    url: 'http://127.0.0.1:9000',
+    mode: 'sync' as const,
+    connected: true,
+    trainerStep: 3,
+    lastAckedPolicyVersion: '3',
+    pendingGroups: 2,
+    sentGroups: 40,
+    rejectedGroups: 0,
+    waiting: false,
+    lastError: null,
+  };
+
+  it('maps the bridge state to the card: off, not configured, ready, waiting, failing, connecting', () => {
+    assert.equal(trainerView({ ...base, enabled: false }).state, 'off');
+    assert.equal(trainerView({ ...base, url: '' }).state, 'not_configured');
+    const ready = trainerView(base);
+    assert.equal(ready.state, 'ready');
+    assert.equal(ready.groupsSent, 40);
+    assert.equal(ready.lastAckPolicyVersion, '3');
+    assert.match(ready.message, /trainer step 3; 2 pending/);
+    assert.equal(trainerView({ ...base, waiting: true }).state, 'waiting');
+    const failing = trainerView({ ...base, connected: false, lastError: 'HTTP 503' });
+    assert.equal(failing.state, 'error');
+    assert.match(failing.message, /HTTP 503; retrying/);
+    assert.equal(trainerView({ ...base, connected: false }).state, 'connecting');
+    // A refused toggle (no token ids) stays off and says why.
+    const refused = trainerView({ ...base, enabled: false, connected: false, lastError: 'needs token ids' });
+    assert.equal(refused.state, 'error');
+    assert.equal(refused.enabled, false);
   });
 });

@@ -1,0 +1,230 @@
+// End to end: the dashboard webview in code-server + Chromium during a run of
+// the offline sampler on tasks/circle-packing. Charts draw with data, the step
+// and best shown match the run database (read back with the CLI), Pause and
+// Resume work from the page, the RL toggle turns the trainer bridge on (a
+// slime rollout buffer receives the rollouts), Stop ends the run; screenshots
+// in the dark and the light theme.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Frame, Page } from 'playwright-core';
+import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
+import {
+  launchBrowser,
+  openWorkbench,
+  pickQuickInputItem,
+  quickOpenFile,
+  REPO_ROOT,
+  runPaletteCommand,
+  type RunningCodeServer,
+  saveScreenshot,
+  startCodeServer,
+  waitForStatusBarText,
+} from '../support/codeServer';
+
+interface CanvasInk {
+  label: string;
+  /** Pixels that are not fully transparent. */
+  inked: number;
+  colours: number;
+}
+
+/** The dashboard page's frame (the webview's inner iframe), found by the marker the page sets on its body. */
+async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
+      if (marker === 'dashboard') return frame;
+    }
+    if (Date.now() > deadline) throw new Error('the dashboard webview never showed');
+    await page.waitForTimeout(500);
+  }
+}
+
+async function poll<T>(what: string, read: () => Promise<T>, until: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (until(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: condition never held (last: ${JSON.stringify(value)})`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** How much each chart canvas has drawn (a blank canvas is all transparent). */
+function canvasInk(frame: Frame): Promise<CanvasInk[]> {
+  return frame.evaluate(() =>
+    [...document.querySelectorAll<HTMLCanvasElement>('canvas[role="img"]')].map((canvas) => {
+      const ctx = canvas.getContext('2d');
+      const label = canvas.getAttribute('aria-label') ?? '';
+      if (!ctx || canvas.width === 0 || canvas.height === 0) return { label, inked: 0, colours: 0 };
+      const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      const colours = new Set<number>();
+      let inked = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0) continue;
+        inked++;
+        colours.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
+      }
+      return { label, inked, colours: colours.size };
+    }),
+  );
+}
+
+function tileValue(frame: Frame, label: string): Promise<string> {
+  return frame
+    .locator('.tile', { has: frame.locator('.tile-label', { hasText: label }) })
+    .locator('.tile-value')
+    .first()
+    .innerText();
+}
+
+function runState(frame: Frame): Promise<string> {
+  return frame.locator('.run-header .title-row .tag').first().getAttribute('data-state').then((s) => s ?? '');
+}
+
+function trainerState(frame: Frame): Promise<string> {
+  return frame.locator('.run-header .trainer .tag').first().getAttribute('data-state').then((s) => s ?? '');
+}
+
+function clickButton(frame: Frame, label: string): Promise<void> {
+  return frame.locator('vscode-button', { hasText: label }).first().click();
+}
+
+describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
+  let trainer: SlimeTestServer;
+  let server: RunningCodeServer;
+  let browser: Browser;
+  let page: Page;
+  let frame: Frame;
+  let workspace: string;
+
+  before(async () => {
+    trainer = await startSlimeTestServer({ groupSize: 4 });
+    workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-dashboard-'));
+    cpSync(join(REPO_ROOT, 'tasks', 'circle-packing'), join(workspace, 'tasks', 'circle-packing'), { recursive: true });
+    mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    writeFileSync(
+      join(workspace, '.vscode', 'settings.json'),
+      JSON.stringify(
+        {
+          'thetaevolve.sampler': 'mutate',
+          'thetaevolve.batchSize': 4,
+          'thetaevolve.samplesPerPrompt': 4,
+          'thetaevolve.evaluationConcurrency': 2,
+          'thetaevolve.database.preset': 'small',
+          'thetaevolve.maxSteps': 500,
+          'thetaevolve.trainer.protocol': 'slime',
+        },
+        null,
+        2,
+      ),
+    );
+    // The trainer URL is machine-scoped, like the endpoint: user settings.
+    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.trainer.url': trainer.url } });
+    browser = await launchBrowser();
+    page = await openWorkbench(browser, server.url, workspace);
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed' || !page) return;
+    const title = (this.currentTest.title.split(' ')[0] ?? 'test').replace(/[^a-z]/gi, '');
+    await saveScreenshot(page, `e2e-dashboard-failed-${title}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await trainer?.close();
+  });
+
+  it('opens during a run of the offline sampler and draws every chart with data', async () => {
+    await quickOpenFile(page, 'tasks/circle-packing/initial.py');
+    await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    await pickQuickInputItem(page, "this file's task");
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /step [2-9]|step \d\d/.test(t));
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    frame = await dashboardFrame(page);
+    assert.equal(await runState(frame), 'running');
+    await poll('step tile', () => tileValue(frame, 'step'), (v) => Number(v) >= 3);
+    const ink = await poll(
+      'chart canvases',
+      () => canvasInk(frame),
+      (all) => all.length >= 6 && all.every((c) => c.inked > 500 && c.colours >= 3),
+      60_000,
+    );
+    for (const c of ink) assert.ok(c.inked > 500, `${c.label} looks blank: ${JSON.stringify(c)}`);
+    // The task's target (tasks/circle-packing: 2.635983), in its own units.
+    assert.match(await tileValue(frame, 'target'), /^2\.63598/);
+    assert.ok(ink.some((c) => c.label === 'Progress'), `charts: ${ink.map((c) => c.label).join(', ')}`);
+    // MAP-Elites: at least one occupied cell drawn.
+    assert.ok((await frame.locator('.heat-grid canvas, .heat-grid .heat-cell').count()) > 0, 'no MAP-Elites heat map');
+    const shot = await saveScreenshot(page, 'e2e-dashboard-1-dark');
+    assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
+  });
+
+  it('shows the step and best the run database holds (paused, read back with the CLI)', async () => {
+    await clickButton(frame, 'Pause');
+    await poll('run state', () => runState(frame), (s) => s === 'paused', 120_000);
+    const runsDir = join(workspace, '.thetaevolve', 'runs');
+    const dbFile = join(runsDir, readdirSync(runsDir).find((f) => f.endsWith('.sqlite')) ?? 'missing');
+    const db = JSON.parse(execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', dbFile, '--json'], { encoding: 'utf8' })) as {
+      lastStep: number;
+      programs: number;
+      best: { score: number; id: string } | null;
+    };
+    const step = Number(await tileValue(frame, 'step'));
+    assert.equal(step, db.lastStep, 'the step shown is the last committed step');
+    assert.equal(Number((await tileValue(frame, 'programs in database')).replace(/,/g, '')), db.programs);
+    const best = Number(await tileValue(frame, 'best objective'));
+    assert.ok(db.best, 'the database has a best program');
+    // circle-packing maximises the sum of radii: the score is the objective.
+    assert.ok(Math.abs(best - db.best.score) <= 1e-3 * Math.abs(db.best.score), `best shown ${best}, database ${db.best.score}`);
+    const status = await waitForStatusBarText(page, 'ThetaEvolve');
+    assert.match(status, new RegExp(`step ${db.lastStep}\\b`), `status bar: ${status}`);
+    await clickButton(frame, 'Resume');
+    await poll('run state', () => runState(frame), (s) => s === 'running', 60_000);
+    await poll('step tile', () => tileValue(frame, 'step'), (v) => Number(v) > step, 120_000);
+  });
+
+  it('turns the RL trainer on from the toggle: the state changes and the rollout buffer receives groups', async () => {
+    assert.equal(await trainerState(frame), 'off');
+    assert.equal(trainer.received.length, 0);
+    await frame.locator('vscode-checkbox').first().click();
+    await poll('trainer state', () => trainerState(frame), (s) => s === 'ready' || s === 'waiting', 60_000);
+    await poll('rollouts received', async () => trainer.received.length, (n) => n >= 16, 120_000);
+    const info = await frame.locator('.run-header .trainer-info').first().innerText();
+    assert.match(info, /slime/);
+    await saveScreenshot(page, 'e2e-dashboard-2-rl-on');
+  });
+
+  it('follows the theme: light colours, charts still drawn', async () => {
+    await runPaletteCommand(page, 'Preferences: Color Theme');
+    const input = page.locator('.quick-input-widget input');
+    await input.fill('Default Light Modern');
+    await pickQuickInputItem(page, 'Default Light Modern');
+    await poll('light theme', () => frame.evaluate(() => document.body.classList.contains('vscode-light')), (light) => light, 60_000);
+    await page.waitForTimeout(1500);
+    const ink = await canvasInk(frame);
+    for (const c of ink) assert.ok(c.inked > 500, `${c.label} blank after the theme change`);
+    const background = await frame.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const [r = 0, g = 0, b = 0] = (background.match(/\d+/g) ?? []).map(Number);
+    assert.ok(r + g + b > 600, `the page background is not light: ${background}`);
+    const shot = await saveScreenshot(page, 'e2e-dashboard-3-light');
+    assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
+  });
+
+  it('stops the run with Stop', async () => {
+    await clickButton(frame, 'Stop');
+    await poll('run state', () => runState(frame), (s) => s === 'finished', 120_000);
+    const stepAfterStop = Number(await tileValue(frame, 'step'));
+    await page.waitForTimeout(4000);
+    assert.equal(Number(await tileValue(frame, 'step')), stepAfterStop, 'no step commits after Stop');
+    assert.match(await frame.locator('.state-message').first().innerText(), /stop/i);
+    await saveScreenshot(page, 'e2e-dashboard-4-stopped');
+  });
+});

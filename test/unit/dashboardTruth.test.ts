@@ -1,0 +1,98 @@
+// The dashboard shows a run truthfully: the same run (same task, settings and
+// seed) once through the engine worker with its events fed to the
+// DashboardModel exactly as the extension feeds it, once through the CLI's
+// `run --json`; every per-step number the page plots equals the CLI's line.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { defaultSettings } from '../../src/engine/config';
+import { DashboardModel } from '../../src/engine/dashboardData';
+import type { StepCommittedEvent } from '../../src/engine/events';
+import { EngineHost } from '../../src/vscode/engineHost';
+
+const ROOT = resolve(__dirname, '../..');
+const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
+const STEPS = 4;
+
+interface JsonLine {
+  step: number;
+  best: number | null;
+  stepBest: number | null;
+  mean: number | null;
+  p10: number | null;
+  p50: number | null;
+  p90: number | null;
+  counts: Record<string, number>;
+  samples: number;
+  dbSize: number;
+  tokens: { prompt: number; completion: number };
+}
+
+describe('dashboard numbers match `run --json` for the same run', function () {
+  this.timeout(180_000);
+  let scratch: string;
+
+  before(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'thetaevolve-dashboard-truth-'));
+  });
+  after(async () => {
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('best, best so far, mean, percentiles, outcome counts, samples, tokens and database size per step', async () => {
+    const cli = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', TASK_DIR, '--sampler', 'mutate', '--steps', String(STEPS), '--batch', '3', '--samples', '3', '--eval-concurrency', '2', '--seed', '5', '--db', join(scratch, 'cli.sqlite'), '--json'],
+      { encoding: 'utf8', cwd: ROOT },
+    );
+    assert.equal(cli.status, 0, cli.stderr);
+    const lines = cli.stdout.trim().split('\n').map((l) => JSON.parse(l) as JsonLine);
+    assert.equal(lines.length, STEPS);
+
+    const host = new EngineHost({ workerFile: join(ROOT, 'src/engine/worker.ts'), execArgv: ['--require', 'tsx/cjs'] });
+    const model = new DashboardModel();
+    try {
+      const closed = new Promise<void>((done, fail) => {
+        host.on('runClosed', () => done());
+        host.on('startFailed', (_id, message) => fail(new Error(message)));
+      });
+      host.on('event', (_id, event) => {
+        if (event.type === 'run_started') {
+          model.setRun({ runId: event.runId, taskName: event.task.name, taskTitle: event.task.title, direction: 'maximize', targetValue: null, source: event.source, batchSize: 3, samplesPerPrompt: 3, resumedFromStep: null });
+        }
+        if (event.type === 'step_committed') model.addStep(event satisfies StepCommittedEvent);
+      });
+      const settings = { ...defaultSettings(), sampler: 'mutate' as const, batchSize: 3, samplesPerPrompt: 3, evaluationConcurrency: 2, seed: 5, maxSteps: STEPS };
+      host.start({ runId: 'truth', dbFile: join(scratch, 'worker.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      await closed;
+    } finally {
+      await host.dispose();
+    }
+
+    const { series, summary } = model.snapshot();
+    assert.equal(series.bucketSteps, 1);
+    assert.equal(series.points.length, STEPS);
+    for (const [i, point] of series.points.entries()) {
+      const line = lines[i] as JsonLine;
+      const at = `step ${line.step}`;
+      assert.equal(point.step, line.step, at);
+      assert.equal(point.best, line.stepBest, at);
+      assert.equal(point.bestSoFar, line.best, at);
+      assert.equal(point.mean, line.mean, at);
+      assert.equal(point.p10, line.p10, at);
+      assert.equal(point.p50, line.p50, at);
+      assert.equal(point.p90, line.p90, at);
+      assert.equal(point.samples, line.samples, at);
+      assert.equal(point.valid, line.counts.valid, at);
+      assert.equal(point.outcomes.reduce((a, b) => a + b, 0), line.samples, at);
+      assert.equal(point.completionTokens, line.tokens.completion, at);
+    }
+    const last = lines.at(-1) as JsonLine;
+    assert.equal(summary.lastStep, last.step);
+    assert.equal(summary.bestEver, last.best);
+    assert.equal(summary.dbSize, last.dbSize);
+    assert.equal(summary.samples, lines.reduce((a, l) => a + l.samples, 0));
+  });
+});

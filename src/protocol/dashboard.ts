@@ -271,14 +271,8 @@ export const DatabaseViewSchema = z.object({
 });
 export type DatabaseView = z.infer<typeof DatabaseViewSchema>;
 
-export const BestViewSchema = z.object({
-  id: z.string(),
-  step: count,
-  score: finite,
-  objective: optionalFinite,
-  lineageDepth: count,
-  parentId: z.string().nullable(),
-});
+/** The best program card shows what the host gives it. */
+export const BestViewSchema = DashboardBestInputSchema;
 export type BestView = z.infer<typeof BestViewSchema>;
 
 export const DASHBOARD_STATE_VERSION = 1;

@@ -6,8 +6,7 @@
 // in the dark and the light theme.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
@@ -21,6 +20,7 @@ import {
   type RunningCodeServer,
   saveScreenshot,
   startCodeServer,
+  taskWorkspace,
   waitForStatusBarText,
 } from '../support/codeServer';
 
@@ -104,25 +104,15 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
 
   before(async () => {
     trainer = await startSlimeTestServer({ groupSize: 4 });
-    workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-dashboard-'));
-    cpSync(join(REPO_ROOT, 'tasks', 'circle-packing'), join(workspace, 'tasks', 'circle-packing'), { recursive: true });
-    mkdirSync(join(workspace, '.vscode'), { recursive: true });
-    writeFileSync(
-      join(workspace, '.vscode', 'settings.json'),
-      JSON.stringify(
-        {
-          'thetaevolve.sampler': 'mutate',
-          'thetaevolve.batchSize': 4,
-          'thetaevolve.samplesPerPrompt': 4,
-          'thetaevolve.evaluationConcurrency': 2,
-          'thetaevolve.database.preset': 'small',
-          'thetaevolve.maxSteps': 500,
-          'thetaevolve.trainer.protocol': 'slime',
-        },
-        null,
-        2,
-      ),
-    );
+    workspace = taskWorkspace('thetaevolve-e2e-dashboard-', 'circle-packing', {
+      'thetaevolve.sampler': 'mutate',
+      'thetaevolve.batchSize': 4,
+      'thetaevolve.samplesPerPrompt': 4,
+      'thetaevolve.evaluationConcurrency': 2,
+      'thetaevolve.database.preset': 'small',
+      'thetaevolve.maxSteps': 500,
+      'thetaevolve.trainer.protocol': 'slime',
+    });
     // The trainer URL is machine-scoped, like the endpoint: user settings.
     server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.trainer.url': trainer.url } });
     browser = await launchBrowser();

@@ -3,8 +3,7 @@
 // steps advancing in the status bar, a parent <-> child diff from the Runs
 // view, Apply to File, and the file's EVOLVE-BLOCK changed on disk.
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { evolveBlockContent } from '../../src/engine/diff';
@@ -14,11 +13,11 @@ import {
   openWorkbench,
   pickQuickInputItem,
   quickOpenFile,
-  REPO_ROOT,
   runPaletteCommand,
   type RunningCodeServer,
   saveScreenshot,
   startCodeServer,
+  taskWorkspace,
   waitForStatusBarText,
 } from '../support/codeServer';
 
@@ -38,26 +37,16 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   before(async () => {
     model = await startTestServer({ latencyMs: 20 });
-    workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-evolve-'));
-    cpSync(join(REPO_ROOT, 'tasks', 'circle-packing'), join(workspace, 'tasks', 'circle-packing'), { recursive: true });
+    workspace = taskWorkspace('thetaevolve-e2e-evolve-', 'circle-packing', {
+      'thetaevolve.sampler': 'llm',
+      'thetaevolve.batchSize': 2,
+      'thetaevolve.samplesPerPrompt': 2,
+      'thetaevolve.evaluationConcurrency': 2,
+      'thetaevolve.database.preset': 'small',
+      'thetaevolve.maxSteps': 30,
+    });
     programFile = join(workspace, 'tasks', 'circle-packing', 'initial.py');
     originalBlock = evolveBlockContent(readFileSync(programFile, 'utf8'));
-    mkdirSync(join(workspace, '.vscode'), { recursive: true });
-    writeFileSync(
-      join(workspace, '.vscode', 'settings.json'),
-      JSON.stringify(
-        {
-          'thetaevolve.sampler': 'llm',
-          'thetaevolve.batchSize': 2,
-          'thetaevolve.samplesPerPrompt': 2,
-          'thetaevolve.evaluationConcurrency': 2,
-          'thetaevolve.database.preset': 'small',
-          'thetaevolve.maxSteps': 30,
-        },
-        null,
-        2,
-      ),
-    );
     // thetaevolve.endpoint is machine-scoped (a workspace must not redirect
     // requests carrying the API key), so VS Code ignores it in a workspace's
     // settings.json: it goes into the user settings.

@@ -2,3 +2,4 @@
 import './activation.host';
 import './editor.host';
 import './run.host';
+import './runFlows.host';

@@ -2,7 +2,7 @@
 // with the packaged extension installed, driven by Debian's Chromium through
 // playwright-core. See docs in ../shared/spec/testing.md.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,6 +31,15 @@ export async function freePort(): Promise<number> {
       server.close(() => resolvePort(port));
     });
   });
+}
+
+/** A fresh workspace holding a copy of tasks/<taskName> (at tasks/<taskName>) and these workspace settings. */
+export function taskWorkspace(prefix: string, taskName: string, settings: Record<string, unknown>): string {
+  const workspace = mkdtempSync(join(tmpdir(), prefix));
+  cpSync(join(REPO_ROOT, 'tasks', taskName), join(workspace, 'tasks', taskName), { recursive: true });
+  mkdirSync(join(workspace, '.vscode'), { recursive: true });
+  writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
+  return workspace;
 }
 
 export interface CodeServerOptions {

@@ -1,0 +1,463 @@
+// Runs inside the extension host: the run flows around Start Run, with the
+// offline sampler on copies of the quadratic fixture task: follow-the-best
+// into the open document, Pause / Resume Run, Resume Run of a database left
+// on disk (through its quick pick), the "ThetaEvolve evaluations" terminal
+// and tasks.json tasks of type `thetaevolve`.
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import * as vscode from 'vscode';
+import { locateEvolveBlocks } from '../../src/engine/diff';
+import type { EngineEvent } from '../../src/engine/events';
+import type { ThetaEvolveApi } from '../../src/extension';
+import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
+import { listRunFiles, type RunView } from '../../src/vscode/runController';
+import { statusText } from '../../src/vscode/statusBar';
+
+const EXTENSION_ID = 'thetaevolve.thetaevolve';
+// out/test/host.js -> the repository root.
+const REPO_ROOT = resolve(__dirname, '..', '..');
+
+type Controller = ThetaEvolveApi['controller'];
+
+function workspaceDir(): string {
+  const dir = process.env.THETAEVOLVE_TEST_WORKSPACE ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  assert.ok(dir, 'no test workspace');
+  return dir;
+}
+
+async function api(): Promise<ThetaEvolveApi> {
+  const ext = vscode.extensions.getExtension<ThetaEvolveApi>(EXTENSION_ID);
+  assert.ok(ext);
+  return ext.isActive ? ext.exports : ext.activate();
+}
+
+import { appendFileSync } from 'node:fs';
+const debug = (m: string): void => appendFileSync('/tmp/thetaevolve-flows-debug.log', m + '\n');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `condition` until it holds; fails with `what` after `timeoutMs`. */
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Resolves with the first event of the run that satisfies `predicate`. */
+function nextEvent(controller: Controller, predicate: (event: EngineEvent) => boolean, what: string, timeoutMs = 60_000): Promise<EngineEvent> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out waiting for ${what}`));
+    }, timeoutMs);
+    const sub = controller.onDidEngineEvent(({ event }) => {
+      if (!predicate(event)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(event);
+    });
+  });
+}
+
+function closed(controller: Controller, timeoutMs = 30_000): Promise<RunView> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
+    const sub = controller.onDidCloseRun((run) => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(run);
+    });
+  });
+}
+
+/** Stop the active run (if any) and wait until it closed. */
+async function stopRun(controller: Controller): Promise<RunView | undefined> {
+  if (!controller.active) return undefined;
+  const done = closed(controller);
+  await vscode.commands.executeCommand('thetaevolve.stopRun');
+  return done;
+}
+
+/** The lines strictly between the EVOLVE-BLOCK markers. */
+function blockOf(text: string): string {
+  const { regions } = locateEvolveBlocks(text);
+  assert.equal(regions.length, 1, 'exactly one EVOLVE-BLOCK');
+  const region = regions[0] as { startLine: number; endLine: number };
+  return text
+    .split(/\r?\n/)
+    .slice(region.startLine + 1, region.endLine)
+    .join('\n');
+}
+
+/** The text outside the EVOLVE-BLOCK (markers included). */
+function outsideOf(text: string): string {
+  const { regions } = locateEvolveBlocks(text);
+  const region = regions[0] as { startLine: number; endLine: number };
+  const lines = text.split(/\r?\n/);
+  return [...lines.slice(0, region.startLine + 1), ...lines.slice(region.endLine)].join('\n');
+}
+
+/**
+ * A copy of the quadratic fixture named `name` (its own task name, so run ids
+ * of this suite never collide with each other's or with run.host.ts's), with
+ * its task remembered for its program so Start Run does not ask.
+ */
+async function taskCopy(theta: ThetaEvolveApi, name: string): Promise<{ dir: string; program: vscode.Uri }> {
+  const dir = join(workspaceDir(), name);
+  cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
+  const taskFile = join(dir, 'task.json');
+  const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
+  writeFileSync(taskFile, JSON.stringify({ ...task, name }, null, 2));
+  const program = vscode.Uri.file(join(dir, 'initial.py'));
+  await theta.rememberTaskFor(program, taskFile);
+  return { dir, program };
+}
+
+/** Revert the document of `uri` to its saved text (follow-best edits but does not save). */
+async function revert(uri: vscode.Uri): Promise<void> {
+  await vscode.window.showTextDocument(uri);
+  await vscode.commands.executeCommand('workbench.action.files.revert');
+}
+
+describe('run flows (follow best, pause / resume, resume from disk, evaluations terminal and task)', function () {
+  this.timeout(120_000);
+  let theta: ThetaEvolveApi;
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.ConfigurationTarget.Workspace;
+
+  before(async () => {
+    theta = await api();
+    await stopRun(theta.controller);
+    await config().update('sampler', 'mutate', target);
+    await config().update('batchSize', 2, target);
+    await config().update('samplesPerPrompt', 2, target);
+    await config().update('evaluationConcurrency', 2, target);
+    await config().update('database.preset', 'small', target);
+  });
+
+  after(async () => {
+    await stopRun(theta.controller);
+    await config().update('followBest', undefined, target);
+  });
+
+  describe('thetaevolve.followBest', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-follow'));
+    });
+
+    afterEach(async () => {
+      await stopRun(theta.controller);
+    });
+
+    after(async () => {
+      await config().update('followBest', undefined, target);
+      await revert(program);
+    });
+
+    it('applies each new best into the open document, ending with the best program of the run', async () => {
+      await config().update('followBest', true, target);
+      const editor = await vscode.window.showTextDocument(program);
+      const original = editor.document.getText();
+      // Every text the document takes, and every new best of the run after the initial program.
+      const texts: string[] = [];
+      const bests: { id: string; step: number }[] = [];
+      const subs = [
+        vscode.workspace.onDidChangeTextDocument((e) => {
+          if (e.document.uri.toString() === program.toString()) texts.push(e.document.getText());
+        }),
+        theta.controller.onDidEngineEvent(({ event }) => {
+          if (event.type === 'new_best' && event.step > 0) bests.push({ id: event.id, step: event.step });
+        }),
+      ];
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const run = theta.controller.active;
+        assert.ok(run, 'a run is active after Start Run');
+        assert.match(run.runId, /^flows-follow-/);
+        await until(() => bests.length >= 1 && texts.length >= 1, 'a new best went into the document');
+        const finished = await stopRun(theta.controller);
+        assert.ok(finished);
+        const best = (await theta.controller.query({ kind: 'summary', dbFile: finished.dbFile })).best;
+        assert.ok(best, 'the run has a best program');
+        const bestProgram = await theta.controller.query({ kind: 'program', dbFile: finished.dbFile, programId: best.id });
+        assert.ok(bestProgram);
+        assert.notEqual(blockOf(bestProgram.code), blockOf(original), 'the best program differs from the starting one');
+        // The last new best is applied asynchronously after its event.
+        const document = await vscode.workspace.openTextDocument(program);
+        await until(() => blockOf(document.getText()) === blockOf(bestProgram.code), `the document holds the best program ${best.id}'s EVOLVE-BLOCK`, 10_000);
+        assert.equal(outsideOf(document.getText()), outsideOf(original), 'only the EVOLVE-BLOCK changed');
+        assert.equal(document.isDirty, true, 'followed, not saved');
+        assert.equal(readFileSync(program.fsPath, 'utf8'), original, 'the file on disk is untouched');
+        // Every text the document took is the block of one of the run's new bests, in order.
+        const bestBlocks: string[] = [];
+        for (const b of bests) {
+          const p = await theta.controller.query({ kind: 'program', dbFile: finished.dbFile, programId: b.id });
+          assert.ok(p);
+          bestBlocks.push(blockOf(p.code));
+        }
+        let next = 0;
+        for (const text of texts) {
+          const block = blockOf(text);
+          const at = bestBlocks.indexOf(block, next);
+          assert.ok(at >= 0, `the document took a block that is not a later new best:\n${block}`);
+          next = at;
+        }
+      } finally {
+        for (const s of subs) s.dispose();
+      }
+    });
+
+    it('leaves the document alone when the setting is off', async () => {
+      await config().update('followBest', false, target);
+      await revert(program);
+      const document = await vscode.workspace.openTextDocument(program);
+      const original = document.getText();
+      let changes = 0;
+      let bests = 0;
+      const subs = [
+        vscode.workspace.onDidChangeTextDocument((e) => {
+          if (e.document.uri.toString() === program.toString() && e.contentChanges.length > 0) changes++;
+        }),
+        theta.controller.onDidEngineEvent(({ event }) => {
+          if (event.type === 'new_best' && event.step > 0) bests++;
+        }),
+      ];
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        await until(() => bests >= 1, 'a new best');
+        // Give a follow (if any) the time to land.
+        await sleep(1500);
+        await stopRun(theta.controller);
+        assert.equal(changes, 0);
+        assert.equal(document.getText(), original);
+      } finally {
+        for (const s of subs) s.dispose();
+      }
+    });
+  });
+
+  describe('Pause Run / Resume Run, and Resume Run of a database left on disk', () => {
+    let program: vscode.Uri;
+    let runId = '';
+    let dbFile = '';
+    let lastStep = -1;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-pause'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('Pause Run pauses after the step in flight; no step commits until Resume Run, then steps advance', async () => {
+      await vscode.window.showTextDocument(program);
+      const firstCommit = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const run = theta.controller.active;
+      assert.ok(run);
+      runId = run.runId;
+      dbFile = run.dbFile;
+      await firstCommit;
+      assert.equal(run.state, 'running');
+
+      const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+      await vscode.commands.executeCommand('thetaevolve.pauseRun');
+      const pausedEvent = await paused;
+      assert.ok(pausedEvent.type === 'paused');
+      assert.equal(theta.controller.active?.state, 'paused');
+      assert.equal(run.lastStep, pausedEvent.step, 'paused after the last committed step');
+      assert.match(statusText(run), /paused/);
+      assert.match(run.message, new RegExp(`paused after step ${pausedEvent.step}`));
+
+      // Nothing commits while paused, and Pause again changes nothing.
+      let commitsWhilePaused = 0;
+      const counting = theta.controller.onDidEngineEvent(({ event }) => {
+        if (event.type === 'step_committed' || event.type === 'step_started') commitsWhilePaused++;
+      });
+      try {
+        await vscode.commands.executeCommand('thetaevolve.pauseRun');
+        await sleep(3000);
+      } finally {
+        counting.dispose();
+      }
+      assert.equal(commitsWhilePaused, 0, 'no step started or committed while paused');
+      assert.equal(run.lastStep, pausedEvent.step);
+      assert.equal(theta.controller.active?.state, 'paused');
+
+      const resumed = nextEvent(theta.controller, (e) => e.type === 'resumed', 'the run to resume');
+      const nextCommit = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step after resuming');
+      await vscode.commands.executeCommand('thetaevolve.resumeRun');
+      await resumed;
+      assert.equal(theta.controller.active?.state, 'running');
+      assert.doesNotMatch(statusText(run), /paused/);
+      const after = await nextCommit;
+      assert.equal(after.type === 'step_committed' && after.step, pausedEvent.step + 1, 'steps go on from where the run paused');
+
+      // Resume Run on a running run does nothing (it says so).
+      await vscode.commands.executeCommand('thetaevolve.resumeRun');
+      assert.equal(theta.controller.active?.runId, runId);
+      assert.equal(theta.controller.active?.state, 'running');
+    });
+
+    it('Stop Run ends a paused run and keeps its committed steps', async () => {
+      const run = theta.controller.active;
+      assert.ok(run && run.runId === runId, 'the run of the previous test is still active');
+      const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+      await vscode.commands.executeCommand('thetaevolve.pauseRun');
+      const pausedEvent = await paused;
+      assert.ok(pausedEvent.type === 'paused');
+      const finished = await stopRun(theta.controller);
+      assert.ok(finished);
+      assert.equal(finished.state, 'finished');
+      assert.equal(finished.lastStep, pausedEvent.step);
+      assert.equal(theta.controller.active, undefined);
+      lastStep = finished.lastStep;
+      assert.ok(existsSync(dbFile));
+    });
+
+    it('Resume Run lists the database left on disk; cancelling its pick starts nothing', async () => {
+      const files = await listRunFiles();
+      const file = files.find((f) => f.runId === runId);
+      assert.ok(file, `${runId} is under the runs directory (saw ${files.map((f) => f.runId).join(', ')})`);
+      assert.equal(file.dbFile, dbFile);
+      const info = await theta.controller.query({ kind: 'runInfo', dbFile });
+      assert.equal(info.lastStep, lastStep);
+      assert.equal(info.meta.programPath, program.fsPath);
+
+      let done = false;
+      const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
+      await until(async () => {
+        if (done) return true;
+        await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+        return false;
+      }, 'Resume Run returned after its pick was closed', 30_000);
+      await command;
+      assert.equal(theta.controller.active, undefined, 'nothing was resumed');
+    });
+
+    it('Resume Run resumes the picked run after its last committed step', async () => {
+      const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the resumed run to start');
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step of the resumed run');
+      let done = false;
+      const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
+      // The pick lists the newest run first: this one.
+      await until(async () => {
+        if (done || theta.controller.active) return true;
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return false;
+      }, 'a run was picked', 30_000);
+      await command;
+      const run = theta.controller.active;
+      assert.ok(run, 'a run is active after Resume Run');
+      assert.equal(run.runId, runId);
+      assert.equal(run.dbFile, dbFile);
+      assert.equal(run.fileUri?.fsPath, program.fsPath, 'the file comes from the database');
+      const event = await started;
+      assert.equal(event.type === 'run_started' && event.resumedFromStep, lastStep);
+      const first = await committed;
+      assert.equal(first.type === 'step_committed' && first.step, lastStep + 1);
+      const finished = await stopRun(theta.controller);
+      assert.ok(finished && finished.lastStep >= lastStep + 1);
+      const info = await theta.controller.query({ kind: 'runInfo', dbFile });
+      assert.equal(info.lastStep, finished.lastStep, 'the resumed steps are in the same database');
+    });
+  });
+
+  describe('evaluations terminal and tasks.json tasks of type thetaevolve', () => {
+    let program: vscode.Uri;
+    let dir = '';
+
+    before(async () => {
+      ({ program, dir } = await taskCopy(theta, 'flows-eval'));
+    });
+
+    afterEach(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {
+      const starts: vscode.TaskExecution[] = [];
+      const ends: vscode.TaskExecution[] = [];
+      const processEnds: { execution: vscode.TaskExecution; exitCode: number | undefined }[] = [];
+      const subs = [
+        vscode.tasks.onDidStartTask((e) => starts.push(e.execution)),
+        vscode.tasks.onDidEndTask((e) => ends.push(e.execution)),
+        vscode.tasks.onDidEndTaskProcess((e) => processEnds.push({ execution: e.execution, exitCode: e.exitCode })),
+      ];
+      try {
+        const isLive = (x: vscode.TaskExecution): boolean =>
+          x.task.name === LIVE_TERMINAL_NAME && x.task.definition.type === EVALUATION_TASK_TYPE && x.task.definition.program === program.fsPath;
+        const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const run = theta.controller.active;
+        assert.ok(run);
+        await until(() => starts.some(isLive), 'the evaluations task started');
+        const live = starts.find(isLive) as vscode.TaskExecution;
+        assert.equal(live.task.definition.task, 'flows-eval');
+        assert.equal(live.task.definition.program, program.fsPath);
+        assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
+        await until(() => vscode.window.terminals.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), 'a terminal named like "ThetaEvolve evaluations" is open');
+        debug(`terminals: ${vscode.window.terminals.map((t) => t.name).join(' | ')}`);
+        await committed;
+        const terminal = vscode.window.terminals.find((t) => t.name.includes(LIVE_TERMINAL_NAME)) as vscode.Terminal;
+        terminal.show();
+        await sleep(500);
+        await vscode.commands.executeCommand('workbench.action.terminal.selectAll');
+        await vscode.commands.executeCommand('workbench.action.terminal.copySelection');
+        debug(`clipboard: ${JSON.stringify(await vscode.env.clipboard.readText())}`);
+        await stopRun(theta.controller);
+        await until(() => ends.some(isLive), 'the evaluations task ended with the run', 15_000);
+        debug(`process ends: ${JSON.stringify(processEnds.map((p) => [p.execution.task.name, p.exitCode]))}`);
+      } finally {
+        for (const s of subs) s.dispose();
+      }
+    });
+
+    it('a tasks.json task of type thetaevolve evaluates a program once', async () => {
+      mkdirSync(join(workspaceDir(), '.vscode'), { recursive: true });
+      writeFileSync(join(dir, 'invalid.py'), readFileSync(program.fsPath, 'utf8').replace('return 1', 'return 100'));
+      writeFileSync(
+        join(workspaceDir(), '.vscode', 'tasks.json'),
+        JSON.stringify(
+          {
+            version: '2.0.0',
+            tasks: [
+              { label: 'flows: evaluate initial', type: 'thetaevolve', task: 'flows-eval' },
+              { label: 'flows: evaluate invalid', type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/invalid.py' },
+              { label: 'flows: evaluate missing', type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/missing.py' },
+            ],
+          },
+          null,
+          2,
+        ),
+      );
+      let tasks: vscode.Task[] = [];
+      await until(async () => {
+        tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
+        return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
+      }, 'the tasks.json tasks are known', 30_000);
+      debug(`tasks: ${tasks.map((t) => `${t.name} ${t.source} ${JSON.stringify(t.definition)}`).join(' | ')}`);
+      const exitCodes: Record<string, number | undefined> = {};
+      const ended: Record<string, boolean> = {};
+      const subs = [
+        vscode.tasks.onDidEndTaskProcess((e) => (exitCodes[e.execution.task.name] = e.exitCode)),
+        vscode.tasks.onDidEndTask((e) => (ended[e.execution.task.name] = true)),
+      ];
+      try {
+        for (const name of ['flows: evaluate initial', 'flows: evaluate invalid', 'flows: evaluate missing']) {
+          const task = tasks.find((t) => t.name === name) as vscode.Task;
+          await vscode.tasks.executeTask(task);
+          await until(() => ended[name] === true, `${name} ended`, 30_000);
+          debug(`${name}: exit ${String(exitCodes[name])}`);
+        }
+      } finally {
+        for (const s of subs) s.dispose();
+      }
+    });
+  });
+});

@@ -7,7 +7,7 @@ const noVscode = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'out/**', 'node_modules/**', 'tools/**', '.thetaevolve/**', 'test-output/**'] },
+  { ignores: ['dist/**', 'out/**', 'node_modules/**', 'tools/**', '.thetaevolve/**', 'test-output/**', '.demo/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

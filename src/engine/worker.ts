@@ -49,6 +49,8 @@ if (!port) {
 }
 
 let active: ActiveRun | null = null;
+/** Aborts the start in progress (the endpoint check, reaching the trainer) when the host says stop before the run is up. */
+let starting: AbortController | null = null;
 const readCache = new Map<string, CachedDatabase>();
 
 function send(message: WorkerToHost): void {
@@ -83,6 +85,7 @@ async function handle(message: HostToWorker): Promise<void> {
     case 'start':
       return startRun(message);
     case 'stop':
+      if (!active && starting) return starting.abort();
       if (!active) return send({ type: 'protocolError', message: 'stop: no run is active', requestId: null });
       active.run.stop();
       return;
@@ -118,8 +121,8 @@ async function handle(message: HostToWorker): Promise<void> {
 }
 
 async function startRun(message: StartMessage): Promise<void> {
-  if (active) {
-    send({ type: 'startFailed', runId: message.runId, message: `run ${active.runId} is still active: stop it first` });
+  if (active || starting) {
+    send({ type: 'startFailed', runId: message.runId, message: `run ${active?.runId ?? 'another'} is still ${active ? 'active' : 'starting'}: stop it first` });
     return;
   }
   const dbFile = resolve(message.dbFile);
@@ -130,7 +133,7 @@ async function startRun(message: StartMessage): Promise<void> {
   let trainer: TrainerBridge | null = null;
   let run: EvolutionRun;
   const runId = message.runId;
-  const starting = new AbortController();
+  const startSignal = (starting = new AbortController()).signal;
   let runAnnounced = false;
   try {
     const exists = await stat(dbFile).then(
@@ -156,7 +159,7 @@ async function startRun(message: StartMessage): Promise<void> {
         : new EndpointClient(endpointOptionsFromSettings(settings, message.apiKey ?? undefined, { onWarning: warn }));
     if (settings['trainer.protocol'] === 'atropos' && settings['trainer.url'].trim() && source instanceof EndpointClient) {
       // An atropos bridge needs to know whether the endpoint gives token ids before it may start (now or by the dashboard's toggle).
-      await source.check(starting.signal);
+      await source.check(startSignal);
     }
     trainer = new TrainerBridge({
       settings,
@@ -171,7 +174,7 @@ async function startRun(message: StartMessage): Promise<void> {
         if (runAnnounced) send({ type: 'event', runId, event: trainerStateEvent(state) });
       },
     });
-    await trainer.start(starting.signal);
+    await trainer.start(startSignal);
     evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
     if (evaluator.isolation.warning) warn(evaluator.isolation.warning);
     const bridge = trainer;
@@ -197,8 +200,10 @@ async function startRun(message: StartMessage): Promise<void> {
   } catch (err) {
     await evaluator?.close();
     await trainer?.close();
-    send({ type: 'startFailed', runId: message.runId, message: errorText(err) });
+    send({ type: 'startFailed', runId: message.runId, message: startSignal.aborted ? 'stopped before the run started' : errorText(err) });
     return;
+  } finally {
+    starting = null;
   }
   const current: ActiveRun = { runId: message.runId, dbFile, run, trainer };
   active = current;

@@ -3,6 +3,7 @@
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -207,6 +208,34 @@ describe('engine worker thread', function () {
       assert.match((await atropos).startFailed ?? '', /token ids/);
     } finally {
       await trainer.close();
+    }
+  });
+
+  it('stop while the run is still starting (an atropos trainer waits on a silent endpoint) abandons the start', async () => {
+    // Accepts connections and never answers: the endpoint check would wait for its timeout.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const done = collectRun(host, 'silent');
+      host.start({
+        runId: 'silent',
+        dbFile: join(scratch, 'silent.sqlite'),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings: smallSettings({ sampler: 'llm', endpoint: `http://127.0.0.1:${port}/v1`, 'trainer.url': `http://127.0.0.1:${port}`, 'trainer.protocol': 'atropos' }),
+        apiKey: null,
+        resume: false,
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      const asked = Date.now();
+      host.stop();
+      const { startFailed } = await done;
+      assert.equal(startFailed, 'stopped before the run started');
+      assert.ok(Date.now() - asked < 5_000, 'the start was abandoned at once');
+    } finally {
+      silent.close();
     }
   });
 

@@ -1,5 +1,6 @@
 // Command registrations: Start / Stop / Pause / Resume Run, the dashboard,
 // diffs and Apply to File (palette, CodeLens and the Runs view's items).
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
@@ -185,7 +186,10 @@ export function registerCommands(deps: CommandDeps): void {
     if (!(await confirmSource(settings, apiKey))) return;
     const runsDir = runsDirectoryOf(folder, settings);
     await mkdir(runsDir, { recursive: true });
-    const runId = newRunId(task.name);
+    // Runs of a task started within one second would share a database: number the later ones.
+    const stamp = newRunId(task.name);
+    let runId = stamp;
+    for (let n = 2; existsSync(join(runsDir, `${runId}.sqlite`)); n++) runId = `${stamp}-${n}`;
     const extension = fileUri.path.includes('.') ? (fileUri.path.split('.').pop() ?? task.language) : task.language;
     await startAndFollow({
       runId,

@@ -151,7 +151,7 @@ export class RunController implements vscode.Disposable {
   /** The active run's view changed (state, step, best...). */
   readonly onDidChangeRun = this.changeEmitter.event;
   private readonly closeEmitter = new vscode.EventEmitter<RunView>();
-  /** The run is over and the worker idle again. */
+  /** The run is over (or could not start) and the worker idle again. */
   readonly onDidCloseRun = this.closeEmitter.event;
   private current: RunView | undefined;
   private last: RunView | undefined;
@@ -352,8 +352,13 @@ export class RunController implements vscode.Disposable {
       this.pendingStart = undefined;
     }
     if (this.current?.runId === runId) {
+      const run = this.current;
+      run.state = 'failed';
+      run.message = message;
       this.current = undefined;
       this.changeEmitter.fire(undefined);
+      // What follows the run (its progress notification, its evaluations terminal) ends with it.
+      this.closeEmitter.fire(run);
     }
   }
 

@@ -4,14 +4,14 @@
 // on disk (through its quick pick), the "ThetaEvolve evaluations" terminal
 // and tasks.json tasks of type `thetaevolve`.
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
 import type { EngineEvent } from '../../src/engine/events';
 import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
-import { listRunFiles, type RunView } from '../../src/vscode/runController';
+import { listRunFiles, newRunId, type RunView } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 
 const EXTENSION_ID = 'thetaevolve.thetaevolve';
@@ -32,8 +32,6 @@ async function api(): Promise<ThetaEvolveApi> {
   return ext.isActive ? ext.exports : ext.activate();
 }
 
-import { appendFileSync } from 'node:fs';
-const debug = (m: string): void => appendFileSync('/tmp/thetaevolve-flows-debug.log', m + '\n');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `condition` until it holds; fails with `what` after `timeoutMs`. */
@@ -368,6 +366,95 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('Start Run again right after Stop Run', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-again'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('starts a new run with a fresh database, also when a database of that second exists', async () => {
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const first = theta.controller.active;
+      assert.ok(first, 'the first run started');
+      const stopped = await stopRun(theta.controller);
+      assert.ok(stopped);
+      // Run ids have a resolution of one second: make sure this second's (and the next few's) database exists.
+      const occupied: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const file = join(dirname(first.dbFile), `${newRunId('flows-again', new Date(Date.now() + i * 1000))}.sqlite`);
+        if (existsSync(file)) continue;
+        copyFileSync(first.dbFile, file);
+        occupied.push(file);
+      }
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const second = theta.controller.active;
+        assert.ok(second, 'the second run started');
+        assert.match(second.runId, /^flows-again-\d{8}-\d{6}-\d+$/, 'numbered after the run of the same second');
+        assert.notEqual(second.dbFile, first.dbFile);
+        assert.ok(!occupied.includes(second.dbFile));
+        await stopRun(theta.controller);
+        const info = await theta.controller.query({ kind: 'runInfo', dbFile: second.dbFile });
+        assert.equal(info.meta.runId, second.runId);
+      } finally {
+        for (const file of occupied) rmSync(file, { force: true });
+      }
+    });
+  });
+
+  describe('Resume Run of a run whose task folder lost its task.json', () => {
+    let program: vscode.Uri;
+    let dir = '';
+
+    before(async () => {
+      ({ program, dir } = await taskCopy(theta, 'flows-moved'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('says the run could not start and ends its evaluations terminal', async () => {
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const runId = theta.controller.active?.runId;
+      assert.ok(runId);
+      await committed;
+      await stopRun(theta.controller);
+      const taskFile = join(dir, 'task.json');
+      renameSync(taskFile, `${taskFile}.moved`);
+      const isLive = (x: vscode.TaskExecution): boolean => x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
+      // The stopped run's terminal is over before the resumed run's opens.
+      await until(() => !vscode.tasks.taskExecutions.some(isLive), 'the stopped run\'s evaluations terminal ended', 15_000);
+      const started: vscode.TaskExecution[] = [];
+      const ended: vscode.TaskExecution[] = [];
+      const subs = [vscode.tasks.onDidStartTask((e) => started.push(e.execution)), vscode.tasks.onDidEndTask((e) => ended.push(e.execution))];
+      try {
+        let done = false;
+        const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
+        await until(async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        }, 'Resume Run returned', 30_000);
+        await command;
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        await until(() => started.some(isLive), 'the evaluations terminal of the resumed run started', 15_000);
+        await until(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), 'the evaluations terminal ended with the failed start', 15_000);
+        assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
+        assert.equal(theta.controller.latest?.state, 'finished');
+      } finally {
+        for (const s of subs) s.dispose();
+        renameSync(`${taskFile}.moved`, taskFile);
+      }
+    });
+  });
+
   describe('evaluations terminal and tasks.json tasks of type thetaevolve', () => {
     let program: vscode.Uri;
     let dir = '';
@@ -384,10 +471,12 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const starts: vscode.TaskExecution[] = [];
       const ends: vscode.TaskExecution[] = [];
       const processEnds: { execution: vscode.TaskExecution; exitCode: number | undefined }[] = [];
+      const opened: vscode.Terminal[] = [];
       const subs = [
         vscode.tasks.onDidStartTask((e) => starts.push(e.execution)),
         vscode.tasks.onDidEndTask((e) => ends.push(e.execution)),
         vscode.tasks.onDidEndTaskProcess((e) => processEnds.push({ execution: e.execution, exitCode: e.exitCode })),
+        vscode.window.onDidOpenTerminal((t) => opened.push(t)),
       ];
       try {
         const isLive = (x: vscode.TaskExecution): boolean =>
@@ -401,18 +490,13 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(live.task.definition.task, 'flows-eval');
         assert.equal(live.task.definition.program, program.fsPath);
         assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
-        await until(() => vscode.window.terminals.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), 'a terminal named like "ThetaEvolve evaluations" is open');
-        debug(`terminals: ${vscode.window.terminals.map((t) => t.name).join(' | ')}`);
+        await until(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), 'a terminal named like "ThetaEvolve evaluations" opened');
         await committed;
-        const terminal = vscode.window.terminals.find((t) => t.name.includes(LIVE_TERMINAL_NAME)) as vscode.Terminal;
-        terminal.show();
-        await sleep(500);
-        await vscode.commands.executeCommand('workbench.action.terminal.selectAll');
-        await vscode.commands.executeCommand('workbench.action.terminal.copySelection');
-        debug(`clipboard: ${JSON.stringify(await vscode.env.clipboard.readText())}`);
         await stopRun(theta.controller);
         await until(() => ends.some(isLive), 'the evaluations task ended with the run', 15_000);
-        debug(`process ends: ${JSON.stringify(processEnds.map((p) => [p.execution.task.name, p.exitCode]))}`);
+        await until(() => processEnds.some((p) => isLive(p.execution)), 'the evaluations terminal reported its exit code', 15_000);
+        assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
+        assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
       } finally {
         for (const s of subs) s.dispose();
       }
@@ -441,7 +525,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
         return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
       }, 'the tasks.json tasks are known', 30_000);
-      debug(`tasks: ${tasks.map((t) => `${t.name} ${t.source} ${JSON.stringify(t.definition)}`).join(' | ')}`);
+      const invalid = tasks.find((t) => t.name === 'flows: evaluate invalid');
+      assert.deepEqual(invalid?.definition, { type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/invalid.py' });
       const exitCodes: Record<string, number | undefined> = {};
       const ended: Record<string, boolean> = {};
       const subs = [
@@ -453,8 +538,10 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           const task = tasks.find((t) => t.name === name) as vscode.Task;
           await vscode.tasks.executeTask(task);
           await until(() => ended[name] === true, `${name} ended`, 30_000);
-          debug(`${name}: exit ${String(exitCodes[name])}`);
         }
+        // The initial and the invalid program are evaluated (the terminal reports the invalid one's status and reason);
+        // a program that cannot be read ends the task with an error.
+        assert.deepEqual(exitCodes, { 'flows: evaluate initial': 0, 'flows: evaluate invalid': 0, 'flows: evaluate missing': 1 });
       } finally {
         for (const s of subs) s.dispose();
       }

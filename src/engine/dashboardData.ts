@@ -510,6 +510,11 @@ export class DashboardModel {
     return this.lastDatabase;
   }
 
+  /** A run has been set (live, or loaded from its database). */
+  get hasRun(): boolean {
+    return this.state.run !== null;
+  }
+
   snapshot(): DashboardState {
     // The series lives in StepSeries (copying it into the state per step would be O(points) each time).
     return structuredClone({ ...this.state, series: this.series.view() });
@@ -549,4 +554,14 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
   if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
   if (state.connected) return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
   return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.` };
+}
+
+/** The RL card while no run is in progress: what the settings will do to the next one. */
+export function trainerViewOfSettings(settings: { enabled: boolean; protocol: 'atropos' | 'slime'; url: string; mode: 'sync' | 'async' }): TrainerView {
+  const view = { enabled: settings.enabled, protocol: settings.protocol, url: settings.url, lastAckPolicyVersion: null, groupsSent: 0 };
+  if (!settings.url.trim()) {
+    return { ...view, state: settings.enabled ? 'not_configured' : 'off', message: 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
+  }
+  if (!settings.enabled) return { ...view, state: 'off', message: 'Off: rollouts are not sent.' };
+  return { ...view, state: 'next_run', message: `The next run sends its rollouts (${settings.mode} mode).` };
 }

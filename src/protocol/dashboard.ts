@@ -146,7 +146,8 @@ export const RunStateViewSchema = z.object({
 });
 export type RunStateView = z.infer<typeof RunStateViewSchema>;
 
-export const TRAINER_STATES = ['off', 'not_configured', 'connecting', 'ready', 'waiting', 'error'] as const;
+/** next_run: on in the settings, no run in progress to send anything yet. */
+export const TRAINER_STATES = ['off', 'not_configured', 'next_run', 'connecting', 'ready', 'waiting', 'error'] as const;
 export const TrainerViewSchema = z.object({
   /** The RL toggle: rollouts are sent to the trainer. */
   enabled: z.boolean(),

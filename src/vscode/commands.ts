@@ -1,16 +1,16 @@
 // Command registrations: Start / Stop / Pause / Resume Run, the dashboard,
 // diffs and Apply to File (palette, CodeLens and the Runs view's items).
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { locateEvolveBlocks } from '../engine/diff';
-import { trainerView } from '../engine/dashboardData';
+import { trainerView, trainerViewOfSettings } from '../engine/dashboardData';
 import type { EngineEvent } from '../engine/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../engine/llm/endpointClient';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
-import type { Task } from '../engine/task/task';
+import { loadTask, type Task } from '../engine/task/task';
 import type { Direction } from '../engine/types';
 import type { RunInfo } from '../protocol/engineWorker';
 import { promptAndStoreApiKey, readApiKey } from './apiKey';
@@ -23,7 +23,7 @@ import { programUri } from './programDocuments';
 import { guardWorkspaceTrust, listRunFiles, newRunId, type RunController, type RunView, runOrigin, runsDirectoryOf } from './runController';
 import { showRunProgress } from './runProgress';
 import type { ProgramNode, RunsTreeProvider } from './runsTree';
-import { readSettingsOrShowError } from './settings';
+import { readSettings, readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
 
 export const COMMAND_IDS = {
@@ -385,7 +385,14 @@ export function registerCommands(deps: CommandDeps): void {
 
   // ------------------------------------------------------------- follow the best, the dashboard
   context.subscriptions.push(followBest(controller));
-  const dashboard = wireDashboard(context, controller, { showDiff: showProgramDiffById, applyToFile: applyById });
+  // The run the dashboard loaded from disk (after a reload, before any run in this window): its card's buttons act on it.
+  let runFromDisk: ShownRun | undefined;
+  const shownRun = (): ShownRun | undefined => controller.latest ?? runFromDisk;
+  const dashboard = wireDashboard(context, controller, {
+    showDiff: showProgramDiffById,
+    applyToFile: applyById,
+    loadedFromDisk: (run) => (runFromDisk = run),
+  });
   register(COMMAND_IDS.openDashboard, () => dashboard.show());
   register(COMMAND_IDS.toggleTrainer, async () => {
     const active = controller.active !== undefined;
@@ -397,7 +404,7 @@ export function registerCommands(deps: CommandDeps): void {
   });
 
   async function showProgramDiffById(programId: string): Promise<void> {
-    const run = controller.latest;
+    const run = shownRun();
     if (!run) return;
     const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
     if (!program?.parentId) throw new Error(`program ${programId} has no parent to compare with`);
@@ -405,7 +412,7 @@ export function registerCommands(deps: CommandDeps): void {
   }
 
   async function applyById(programId: string): Promise<void> {
-    const run = controller.latest;
+    const run = shownRun();
     if (!run?.fileUri) throw new Error('no run with a file to apply to');
     const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
     if (!program) throw new Error(`program ${programId} is no longer in the database`);
@@ -435,6 +442,66 @@ function followBest(controller: RunController): vscode.Disposable {
   });
 }
 
+/** What the dashboard's card buttons need of the run they act on. */
+type ShownRun = Pick<RunView, 'runId' | 'dbFile' | 'extension' | 'fileUri' | 'textAtRunStart'>;
+
+/**
+ * After a window reload the extension starts with an empty dashboard: fill it
+ * from the most recently written run database of the workspace (steps,
+ * database state, best program), all read in the engine worker.
+ */
+async function showLatestRunFromDisk(controller: RunController, host: DashboardHost): Promise<ShownRun | undefined> {
+  if (controller.latest) return undefined;
+  const files = await listRunFiles();
+  const dated = await Promise.all(files.map(async (file) => ({ file, mtimeMs: (await stat(file.dbFile).catch(() => null))?.mtimeMs ?? 0 })));
+  const latest = dated.sort((a, b) => b.mtimeMs - a.mtimeMs)[0]?.file;
+  if (!latest) return undefined;
+  const dbFile = latest.dbFile;
+  const [info, steps, snapshot, improvements] = await Promise.all([
+    controller.query({ kind: 'runInfo', dbFile }),
+    controller.query({ kind: 'steps', dbFile }),
+    controller.query({ kind: 'snapshot', dbFile }),
+    controller.query({ kind: 'improvements', dbFile }),
+  ]);
+  const origin = runOrigin(info);
+  const task = origin.taskDir ? await loadTask(origin.taskDir).catch(() => null) : null;
+  const best = info.summary.best ? await controller.query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
+  const lineageDepth = best ? (await controller.query({ kind: 'ancestors', dbFile, programId: best.id })).length : 0;
+  // A run started (or the page got a run) while this was read: that one is shown.
+  if (controller.latest || host.model.hasRun) return undefined;
+  controller.registerRun(latest.runId, dbFile);
+  const sourceLabel = typeof info.meta.source === 'string' ? info.meta.source : 'unknown source';
+  host.load((model) => {
+    model.setRun({
+      runId: latest.runId,
+      taskName: origin.taskName,
+      taskTitle: task?.title ?? origin.taskName,
+      direction: info.meta.direction === 'minimize' ? 'minimize' : 'maximize',
+      targetValue: task?.targetValue ?? null,
+      source: { kind: sourceLabel === MUTATE_SAMPLER_LABEL ? 'mutate' : 'llm', label: sourceLabel },
+      batchSize: null,
+      samplesPerPrompt: null,
+      resumedFromStep: null,
+    });
+    let bestEver: number | null = null;
+    let improvement = 0;
+    let elapsedMs = 0;
+    for (const row of steps) {
+      for (; improvement < improvements.length && (improvements[improvement]?.step ?? Infinity) <= row.step; improvement++) {
+        const score = improvements[improvement]?.score ?? null;
+        if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
+      }
+      elapsedMs += row.stats.timings.totalMs;
+      // The database keeps no per-step size: the tile shows the current one.
+      model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs });
+    }
+    model.setDatabase(snapshot);
+    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth } : null);
+    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${basename(dbFile)}; Resume Run continues it` });
+  });
+  return { runId: latest.runId, dbFile, extension: origin.extension, fileUri: origin.fileUri, textAtRunStart: undefined };
+}
+
 /**
  * The RL toggle (dashboard switch and command): the setting the next run
  * reads, and the active run's trainer bridge at once (the worker answers
@@ -449,23 +516,19 @@ async function switchTrainer(controller: RunController, host: DashboardHost, ena
     controller.setTrainerEnabled(enabled);
     return;
   }
-  const settings = readSettingsOrShowError();
-  if (!settings) return;
+  showTrainerSettings(host);
+}
+
+/** The RL card from the settings, while no run is in progress. */
+function showTrainerSettings(host: DashboardHost): void {
+  let settings: Settings;
+  try {
+    settings = readSettings();
+  } catch {
+    return; // A bad setting is reported when a run starts.
+  }
   host.setTrainer(
-    trainerView({
-      enabled,
-      protocol: settings['trainer.protocol'],
-      url: settings['trainer.url'],
-      mode: settings['trainer.mode'],
-      connected: false,
-      trainerStep: null,
-      lastAckedPolicyVersion: null,
-      pendingGroups: 0,
-      sentGroups: 0,
-      rejectedGroups: 0,
-      waiting: false,
-      lastError: null,
-    }),
+    trainerViewOfSettings({ enabled: settings['trainer.enabled'], protocol: settings['trainer.protocol'], url: settings['trainer.url'], mode: settings['trainer.mode'] }),
   );
 }
 
@@ -473,7 +536,7 @@ async function switchTrainer(controller: RunController, host: DashboardHost, ena
 function wireDashboard(
   context: vscode.ExtensionContext,
   controller: RunController,
-  actions: { showDiff: (programId: string) => Promise<void>; applyToFile: (programId: string) => Promise<void> },
+  actions: { showDiff: (programId: string) => Promise<void>; applyToFile: (programId: string) => Promise<void>; loadedFromDisk: (run: ShownRun) => void },
 ): DashboardHost {
   const dashboardController: DashboardController = {
     start: async () => {
@@ -487,8 +550,18 @@ function wireDashboard(
     setRlEnabled: (enabled: boolean) => switchTrainer(controller, host, enabled),
     showDiff: (programId: string) => actions.showDiff(programId),
     applyToFile: (programId: string) => actions.applyToFile(programId),
+    showLatestRun: async () => {
+      const shown = await showLatestRunFromDisk(controller, host);
+      if (shown) actions.loadedFromDisk(shown);
+    },
   };
   const host = registerDashboard(context, dashboardController);
+  showTrainerSettings(host);
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((change) => {
+      if (change.affectsConfiguration('thetaevolve.trainer') && !controller.active) showTrainerSettings(host);
+    }),
+  );
   const refreshDatabase = (dbFile: string): void => {
     void controller
       .query({ kind: 'snapshot', dbFile })
@@ -541,6 +614,7 @@ function wireDashboard(
             break;
           case 'run_finished':
             host.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message });
+            showTrainerSettings(host);
             break;
           case 'trainer_state':
             host.setTrainer(trainerView(event.state));

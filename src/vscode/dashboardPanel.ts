@@ -36,6 +36,8 @@ export interface DashboardController {
   showDiff(programId: string): void | Promise<void>;
   /** Replace the file's EVOLVE-BLOCK with the program's (undoable). */
   applyToFile(programId: string): void | Promise<void>;
+  /** A page opened (or came back after a reload) while the dashboard has no run: show the latest run on disk, if any. */
+  showLatestRun(): void | Promise<void>;
 }
 
 function nonce(): string {
@@ -91,12 +93,21 @@ export class DashboardHost implements vscode.Disposable {
       }),
     );
     this.render();
+    if (!this.model.hasRun) {
+      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) => log().warn(`dashboard: the latest run: ${err instanceof Error ? err.message : String(err)}`));
+    }
   }
 
   // ----- feeding the model (each posts its incremental message to a ready page)
 
   setRun(input: DashboardRunInput): void {
     this.post(this.model.setRun(input));
+  }
+
+  /** Feed the model a whole history at once (a run loaded from disk), then send the page one snapshot. */
+  load(feed: (model: DashboardModel) => void): void {
+    feed(this.model);
+    this.post(this.model.snapshotMessage());
   }
 
   addStep(input: DashboardStepInput): void {

@@ -2,8 +2,9 @@
 // the offline sampler on tasks/circle-packing. Charts draw with data, the step
 // and best shown match the run database (read back with the CLI), Pause and
 // Resume work from the page, the RL toggle turns the trainer bridge on (a
-// slime rollout buffer receives the rollouts), Stop ends the run; screenshots
-// in the dark and the light theme.
+// slime rollout buffer receives the rollouts), Stop ends the run, and a window
+// reload brings the page back with its data; screenshots in the dark and the
+// light theme.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -216,5 +217,20 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.equal(Number(await tileValue(frame, 'step')), stepAfterStop, 'no step commits after Stop');
     assert.match(await frame.locator('.state-message').first().innerText(), /stop/i);
     await saveScreenshot(page, 'e2e-dashboard-4-stopped');
+  });
+
+  it('comes back after a window reload with the run it showed (serializer, saved state)', async () => {
+    const stepBefore = await tileValue(frame, 'step');
+    const bestBefore = await tileValue(frame, 'best objective');
+    await page.reload();
+    await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+    frame = await dashboardFrame(page, 90_000);
+    await poll('restored step', () => tileValue(frame, 'step'), (v) => v === stepBefore, 60_000);
+    assert.equal(await tileValue(frame, 'best objective'), bestBefore);
+    // The RL switch was turned on (thetaevolve.trainer.enabled): it stays on for the next run.
+    assert.equal(await trainerState(frame), 'next_run');
+    const ink = await poll('restored charts', () => canvasInk(frame), (all) => all.length >= 6 && all.every((c) => c.inked > 500), 60_000);
+    assert.ok(ink.length >= 6);
+    await saveScreenshot(page, 'e2e-dashboard-5-restored');
   });
 });

@@ -13,6 +13,7 @@ import {
   stepPoint,
   StepSeries,
   trainerView,
+  trainerViewOfSettings,
 } from '../../src/engine/dashboardData';
 import { percentile } from '../../src/engine/stats';
 import { OUTCOMES } from '../../src/engine/types';
@@ -324,5 +325,13 @@ describe('dashboard data: the RL card', () => {
     const refused = trainerView({ ...base, enabled: false, connected: false, lastError: 'needs token ids' });
     assert.equal(refused.state, 'error');
     assert.equal(refused.enabled, false);
+  });
+
+  it('without a run, shows what the settings do to the next one', () => {
+    const settings = { enabled: true, protocol: 'atropos' as const, url: 'http://127.0.0.1:8000', mode: 'async' as const };
+    assert.equal(trainerViewOfSettings(settings).state, 'next_run');
+    assert.match(trainerViewOfSettings(settings).message, /next run .*async/);
+    assert.equal(trainerViewOfSettings({ ...settings, enabled: false }).state, 'off');
+    assert.equal(trainerViewOfSettings({ ...settings, url: ' ' }).state, 'not_configured');
   });
 });

@@ -18,6 +18,7 @@ const STATE_LABELS: Record<RunStateView['state'], string> = {
 const TRAINER_LABELS: Record<TrainerView['state'], string> = {
   off: 'off',
   not_configured: 'not configured',
+  next_run: 'on for the next run',
   connecting: 'connecting',
   ready: 'ready',
   waiting: 'waiting for trainer',

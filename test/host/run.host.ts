@@ -183,4 +183,14 @@ describe('runs (engine worker, commands, Runs view)', function () {
     theta.controller.stop();
     await done;
   });
+
+  it('Toggle RL Trainer flips thetaevolve.trainer.enabled for the next run when none is in progress', async () => {
+    assert.equal(theta.controller.active, undefined);
+    const enabled = (): boolean | undefined => vscode.workspace.getConfiguration('thetaevolve').get<boolean>('trainer.enabled');
+    const before = enabled() ?? false;
+    await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
+    assert.equal(enabled(), !before);
+    await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
+    assert.equal(enabled(), before);
+  });
 });

@@ -209,6 +209,22 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
   });
 
+  it('follows a high-contrast theme too: charts still drawn', async () => {
+    await runPaletteCommand(page, 'Preferences: Color Theme');
+    await page.locator('.quick-input-widget input').fill('Default High Contrast');
+    await pickQuickInputItem(page, 'Default High Contrast');
+    await poll('high-contrast theme', () => frame.evaluate(() => document.body.classList.contains('vscode-high-contrast')), (hc) => hc, 60_000);
+    await page.waitForTimeout(1500);
+    for (const c of await canvasInk(frame)) assert.ok(c.inked > 500, `${c.label} blank in high contrast`);
+    const shot = await saveScreenshot(page, 'e2e-dashboard-3b-high-contrast');
+    assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
+    // Back to light for the rest.
+    await runPaletteCommand(page, 'Preferences: Color Theme');
+    await page.locator('.quick-input-widget input').fill('Default Light Modern');
+    await pickQuickInputItem(page, 'Default Light Modern');
+    await poll('light theme', () => frame.evaluate(() => document.body.classList.contains('vscode-light')), (light) => light, 60_000);
+  });
+
   it('stops the run with Stop', async () => {
     await clickButton(frame, 'Stop');
     await poll('run state', () => runState(frame), (s) => s === 'finished', 120_000);

@@ -33,20 +33,8 @@ export class MinHeap<T> {
     const top = items[0];
     const last = items.pop();
     if (items.length === 0 || last === undefined) return top;
-    const n = items.length;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= n) break;
-      const right = left + 1;
-      let child = left;
-      if (right < n && this.less(items[right] as T, items[left] as T)) child = right;
-      const c = items[child] as T;
-      if (!this.less(c, last)) break;
-      items[i] = c;
-      i = child;
-    }
-    items[i] = last;
+    items[0] = last;
+    this.siftDown(0);
     return top;
   }
 

@@ -898,13 +898,7 @@ export class ProgramDatabase {
         objective: typeof objective === 'number' ? objective : null,
         outcome: outcome as Outcome,
         metrics: parsedMetrics.data,
-        metaInfoId: null,
-        response: null,
-        reasoning: null,
-        generationMs: 0,
-        evaluationMs: 0,
-        promptTokens: 0,
-        completionTokens: 0,
+        ...NOT_GENERATED,
       };
       return { program, storedCode: { stored: code, length: source.codeLength } };
     } finally {
@@ -1155,6 +1149,17 @@ function runStatement(statement: Statement, params: SqlValue[]): void {
   }
 }
 
+/** A copy (migration, island seeding) was not generated: no prompt, response or cost of its own. */
+const NOT_GENERATED = {
+  metaInfoId: null,
+  response: null,
+  reasoning: null,
+  generationMs: 0,
+  evaluationMs: 0,
+  promptTokens: 0,
+  completionTokens: 0,
+} as const;
+
 /** The copy migration (or island seeding) makes: same code and score, no generation cost. */
 function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram {
   return {
@@ -1166,13 +1171,7 @@ function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram
     objective: program.objective,
     outcome: program.outcome,
     metrics: program.metrics,
-    metaInfoId: null,
-    response: null,
-    reasoning: null,
-    generationMs: 0,
-    evaluationMs: 0,
-    promptTokens: 0,
-    completionTokens: 0,
+    ...NOT_GENERATED,
   };
 }
 

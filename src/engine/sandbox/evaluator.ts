@@ -12,6 +12,7 @@ import { combinedScore } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
 import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
 import {
+  baseEnvironment,
   bwrapArguments,
   candidateEnvironment,
   detectIsolation,
@@ -104,19 +105,6 @@ function withOutput(reason: string, stderr: string): string {
   return last ? `${reason}; stderr ends with:\n${last}` : reason;
 }
 
-function evaluatorEnvironment(home: string): Record<string, string> {
-  return {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    HOME: home,
-    LANG: 'C.UTF-8',
-    LC_ALL: 'C.UTF-8',
-    PYTHONDONTWRITEBYTECODE: '1',
-    OMP_NUM_THREADS: '1',
-    OPENBLAS_NUM_THREADS: '1',
-    MKL_NUM_THREADS: '1',
-  };
-}
-
 /** Parse the evaluator's reply: the last non-empty line of its stdout. */
 export function parseEvaluatorReply(stdout: string): { ok: true; reply: EvaluatorReply } | { ok: false; problem: string } {
   const lines = stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
@@ -163,7 +151,7 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
     file: command[0] as string,
     args: command.slice(1),
     cwd: trustedDir,
-    env: evaluatorEnvironment(trustedDir),
+    env: baseEnvironment(trustedDir),
     timeoutMs: task.evaluatorTimeLimitSec * 1000,
     outputLimitBytes: EVALUATOR_OUTPUT_LIMIT,
     ...(signal ? { signal } : {}),

@@ -60,23 +60,26 @@ export function findExecutable(name: string, pathVariable = process.env.PATH ?? 
 }
 
 /**
- * The environment a candidate sees: nothing inherited (no API keys, no
- * tokens), single-threaded numeric libraries because K evaluations share the
- * machine.
+ * What every process ThetaEvolve starts (candidate or evaluator) sees:
+ * nothing inherited (no API keys, no tokens), single-threaded numeric
+ * libraries because K evaluations share the machine.
  */
-export function candidateEnvironment(home: string, tmp: string): Record<string, string> {
+export function baseEnvironment(home: string): Record<string, string> {
   return {
     PATH: PATH_INSIDE,
     HOME: home,
-    TMPDIR: tmp,
     LANG: 'C.UTF-8',
     LC_ALL: 'C.UTF-8',
     PYTHONDONTWRITEBYTECODE: '1',
     OMP_NUM_THREADS: '1',
     OPENBLAS_NUM_THREADS: '1',
     MKL_NUM_THREADS: '1',
-    THETAEVOLVE_SANDBOX: '1',
   };
+}
+
+/** The environment a candidate sees: the base one, its own temp dir, and a marker. */
+export function candidateEnvironment(home: string, tmp: string): Record<string, string> {
+  return { ...baseEnvironment(home), TMPDIR: tmp, THETAEVOLVE_SANDBOX: '1' };
 }
 
 /** Top-level system folders: real folders are bound read-only, merged-/usr symlinks recreated. */

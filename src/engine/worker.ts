@@ -51,6 +51,8 @@ if (!port) {
 let active: ActiveRun | null = null;
 /** Aborts the start in progress (the endpoint check, reaching the trainer) when the host says stop before the run is up. */
 let starting: AbortController | null = null;
+/** The RL toggle as last set while a run was starting (null: not touched). */
+let toggleWhileStarting: boolean | null = null;
 const readCache = new Map<string, CachedDatabase>();
 
 function send(message: WorkerToHost): void {
@@ -97,18 +99,14 @@ async function handle(message: HostToWorker): Promise<void> {
       if (!active) return send({ type: 'protocolError', message: 'resume: no run is active', requestId: null });
       active.run.resume();
       return;
-    case 'setTrainerEnabled': {
-      if (!active) return send({ type: 'protocolError', message: 'setTrainerEnabled: no run is active (the setting thetaevolve.trainer.enabled applies to the next run)', requestId: null });
-      const { runId, trainer } = active;
-      try {
-        trainer.setEnabled(message.enabled);
-      } catch (err) {
-        // Not turned on (no URL, atropos without token ids): the page shows why.
-        log('error', `RL trainer: ${errorText(err)}`);
-        send({ type: 'event', runId, event: trainerStateEvent({ ...trainer.state(), lastError: errorText(err) }) });
+    case 'setTrainerEnabled':
+      // A toggle while the run is still starting applies as soon as its bridge exists.
+      if (!active && starting) {
+        toggleWhileStarting = message.enabled;
+        return;
       }
-      return;
-    }
+      if (!active) return send({ type: 'protocolError', message: 'setTrainerEnabled: no run is active (the setting thetaevolve.trainer.enabled applies to the next run)', requestId: null });
+      return switchTrainer(active, message.enabled);
     case 'query':
       try {
         const result = await answer(message.query);
@@ -117,6 +115,16 @@ async function handle(message: HostToWorker): Promise<void> {
         send({ type: 'reply', requestId: message.requestId, ok: false, error: errorText(err) });
       }
       return;
+  }
+}
+
+/** The dashboard's RL switch for the active run; a refusal (no URL, atropos without token ids) is shown on the page. */
+function switchTrainer(run: ActiveRun, enabled: boolean): void {
+  try {
+    run.trainer.setEnabled(enabled);
+  } catch (err) {
+    log('error', `RL trainer: ${errorText(err)}`);
+    send({ type: 'event', runId: run.runId, event: trainerStateEvent({ ...run.trainer.state(), lastError: errorText(err) }) });
   }
 }
 
@@ -134,6 +142,7 @@ async function startRun(message: StartMessage): Promise<void> {
   let run: EvolutionRun;
   const runId = message.runId;
   const startSignal = (starting = new AbortController()).signal;
+  toggleWhileStarting = null;
   let runAnnounced = false;
   try {
     const exists = await stat(dbFile).then(
@@ -145,7 +154,7 @@ async function startRun(message: StartMessage): Promise<void> {
     // The spool may hold a step that was spooled but never committed (the host died in between): the database says which.
     let lastCommittedStep = -1;
     if (message.resume) {
-      // The database keeps what the run started from; pass it again so the meta merge keeps it.
+      // A resumed run goes on from what it started with (its database's meta), whatever the host sent.
       const info = await withReadOnly(dbFile, (db) => ({ meta: db.meta(), lastStep: db.lastStep }));
       if (typeof info.meta.startCode === 'string') startCode = info.meta.startCode;
       if (typeof info.meta.programPath === 'string') startPath = info.meta.programPath;
@@ -207,6 +216,7 @@ async function startRun(message: StartMessage): Promise<void> {
   }
   const current: ActiveRun = { runId: message.runId, dbFile, run, trainer };
   active = current;
+  if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
   dropCached(dbFile);
   const closeEvaluator = evaluator;
   try {

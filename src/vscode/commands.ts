@@ -511,12 +511,8 @@ async function switchTrainer(controller: RunController, host: DashboardHost, ena
   const config = vscode.workspace.getConfiguration('thetaevolve');
   const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update('trainer.enabled', enabled, target);
-  const run = controller.active;
-  if (run && run.state !== 'starting') {
-    controller.setTrainerEnabled(enabled);
-    return;
-  }
-  showTrainerSettings(host);
+  if (controller.active) controller.setTrainerEnabled(enabled);
+  else showTrainerSettings(host);
 }
 
 /** The RL card from the settings, while no run is in progress. */

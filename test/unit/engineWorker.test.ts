@@ -211,6 +211,24 @@ describe('engine worker thread', function () {
     }
   });
 
+  it('the RL toggle sent while the run is still starting applies once its bridge exists', async () => {
+    const trainer = await startSlimeTestServer({ groupSize: 2 });
+    try {
+      const settings = smallSettings({ maxSteps: 2, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
+      const done = collectRun(host, 'rl-early');
+      host.start({ runId: 'rl-early', dbFile: join(scratch, 'rl-early.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      host.setTrainerEnabled(true);
+      const { events, startFailed } = await done;
+      assert.equal(startFailed, null);
+      const first = events.find((e) => e.type === 'trainer_state');
+      assert.equal(first?.type === 'trainer_state' && first.state.enabled, true);
+      // Both steps: B=2 groups of n=2.
+      assert.equal(trainer.received.length, 2 * 2 * 2);
+    } finally {
+      await trainer.close();
+    }
+  });
+
   it('stop while the run is still starting (an atropos trainer waits on a silent endpoint) abandons the start', async () => {
     // Accepts connections and never answers: the endpoint check would wait for its timeout.
     const silent = createServer(() => undefined);

@@ -13,13 +13,14 @@ import type { Browser, Frame, Page } from 'playwright-core';
 import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
 import {
   launchBrowser,
+  openProgram,
   openWorkbench,
   pickQuickInputItem,
-  quickOpenFile,
   REPO_ROOT,
   runPaletteCommand,
   type RunningCodeServer,
   saveScreenshot,
+  screenshotOnFailure,
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
@@ -120,11 +121,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     page = await openWorkbench(browser, server.url, workspace);
   });
 
-  afterEach(async function () {
-    if (this.currentTest?.state !== 'failed' || !page) return;
-    const title = (this.currentTest.title.split(' ')[0] ?? 'test').replace(/[^a-z]/gi, '');
-    await saveScreenshot(page, `e2e-dashboard-failed-${title}`).catch(() => undefined);
-  });
+  afterEach(screenshotOnFailure('e2e-dashboard', () => page));
 
   after(async () => {
     await browser?.close();
@@ -133,8 +130,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
   });
 
   it('opens during a run of the offline sampler and draws every chart with data', async () => {
-    await quickOpenFile(page, 'tasks/circle-packing/initial.py');
-    await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await openProgram(page, 'tasks/circle-packing/initial.py');
     await runPaletteCommand(page, 'ThetaEvolve: Start Run');
     await pickQuickInputItem(page, "this file's task");
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /step [2-9]|step \d\d/.test(t));

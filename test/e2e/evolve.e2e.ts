@@ -10,12 +10,14 @@ import { evolveBlockContent } from '../../src/engine/diff';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
   launchBrowser,
+  openProgram,
   openWorkbench,
   pickQuickInputItem,
   quickOpenFile,
   runPaletteCommand,
   type RunningCodeServer,
   saveScreenshot,
+  screenshotOnFailure,
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
@@ -55,11 +57,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     page = await openWorkbench(browser, server.url, workspace);
   });
 
-  afterEach(async function () {
-    if (this.currentTest?.state !== 'failed' || !page) return;
-    const title = (this.currentTest.title.split(' ')[0] ?? 'test').replace(/[^a-z]/gi, '');
-    await saveScreenshot(page, `e2e-evolve-failed-${title}`).catch(() => undefined);
-  });
+  afterEach(screenshotOnFailure('e2e-evolve', () => page));
 
   after(async () => {
     await browser?.close();
@@ -68,8 +66,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
   });
 
   it('starts a run from the command palette on the open file, answering the task pick', async () => {
-    await quickOpenFile(page, 'tasks/circle-packing/initial.py');
-    await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await openProgram(page, 'tasks/circle-packing/initial.py');
     await saveScreenshot(page, 'e2e-evolve-1-file');
     await runPaletteCommand(page, 'ThetaEvolve: Start Run');
     await pickQuickInputItem(page, "this file's task");

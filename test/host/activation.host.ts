@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { contributedConfiguration } from '../../src/engine/config';
+import { EXTENSION_ID } from './support';
 
-const EXTENSION_ID = 'thetaevolve.thetaevolve';
 
 describe('activation', () => {
   it('the extension is installed and active', async () => {

@@ -14,8 +14,8 @@ import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/
 import { type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
+import { EXTENSION_ID } from './support';
 
-const EXTENSION_ID = 'thetaevolve.thetaevolve';
 
 function extension(): vscode.Extension<unknown> {
   const ext = vscode.extensions.getExtension(EXTENSION_ID);

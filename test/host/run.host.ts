@@ -3,56 +3,13 @@
 // worker, Stop, resume, the Runs view, diffs and Apply to File.
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { EngineEvent } from '../../src/engine/events';
 import type { ThetaEvolveApi } from '../../src/extension';
-import { type RunView, untrustedReason } from '../../src/vscode/runController';
+import { untrustedReason } from '../../src/vscode/runController';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { statusText } from '../../src/vscode/statusBar';
-
-const EXTENSION_ID = 'thetaevolve.thetaevolve';
-// out/test/host.js -> the repository root.
-const REPO_ROOT = resolve(__dirname, '..', '..');
-
-function workspaceDir(): string {
-  const dir = process.env.THETAEVOLVE_TEST_WORKSPACE ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  assert.ok(dir, 'no test workspace');
-  return dir;
-}
-
-async function api(): Promise<ThetaEvolveApi> {
-  const ext = vscode.extensions.getExtension<ThetaEvolveApi>(EXTENSION_ID);
-  assert.ok(ext);
-  return ext.isActive ? ext.exports : ext.activate();
-}
-
-/** Resolves with the first event of the run that satisfies `predicate`. */
-function nextEvent(controller: ThetaEvolveApi['controller'], predicate: (event: EngineEvent) => boolean, timeoutMs = 60_000): Promise<EngineEvent> {
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      sub.dispose();
-      reject(new Error('timed out waiting for an engine event'));
-    }, timeoutMs);
-    const sub = controller.onDidEngineEvent(({ event }) => {
-      if (!predicate(event)) return;
-      clearTimeout(timer);
-      sub.dispose();
-      resolvePromise(event);
-    });
-  });
-}
-
-function closed(controller: ThetaEvolveApi['controller'], timeoutMs = 30_000): Promise<RunView> {
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
-    const sub = controller.onDidCloseRun((run) => {
-      clearTimeout(timer);
-      sub.dispose();
-      resolvePromise(run);
-    });
-  });
-}
+import { api, closed, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
 describe('runs (engine worker, commands, Runs view)', function () {
   this.timeout(120_000);

@@ -5,32 +5,14 @@
 // and tasks.json tasks of type `thetaevolve`.
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
-import type { EngineEvent } from '../../src/engine/events';
 import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { listRunFiles, newRunId, type RunView } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-
-const EXTENSION_ID = 'thetaevolve.thetaevolve';
-// out/test/host.js -> the repository root.
-const REPO_ROOT = resolve(__dirname, '..', '..');
-
-type Controller = ThetaEvolveApi['controller'];
-
-function workspaceDir(): string {
-  const dir = process.env.THETAEVOLVE_TEST_WORKSPACE ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  assert.ok(dir, 'no test workspace');
-  return dir;
-}
-
-async function api(): Promise<ThetaEvolveApi> {
-  const ext = vscode.extensions.getExtension<ThetaEvolveApi>(EXTENSION_ID);
-  assert.ok(ext);
-  return ext.isActive ? ext.exports : ext.activate();
-}
+import { api, closed, type Controller, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -41,33 +23,6 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await sleep(100);
   }
-}
-
-/** Resolves with the first event of the run that satisfies `predicate`. */
-function nextEvent(controller: Controller, predicate: (event: EngineEvent) => boolean, what: string, timeoutMs = 60_000): Promise<EngineEvent> {
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      sub.dispose();
-      reject(new Error(`timed out waiting for ${what}`));
-    }, timeoutMs);
-    const sub = controller.onDidEngineEvent(({ event }) => {
-      if (!predicate(event)) return;
-      clearTimeout(timer);
-      sub.dispose();
-      resolvePromise(event);
-    });
-  });
-}
-
-function closed(controller: Controller, timeoutMs = 30_000): Promise<RunView> {
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
-    const sub = controller.onDidCloseRun((run) => {
-      clearTimeout(timer);
-      sub.dispose();
-      resolvePromise(run);
-    });
-  });
 }
 
 /** Stop the active run (if any) and wait until it closed. */

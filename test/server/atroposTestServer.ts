@@ -12,112 +12,9 @@
 // after storing, a reply held forever after storing), down windows
 // (connection refused), and restart() that loses all state. An optional
 // simulated trainer registers itself and polls /batch.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-
-/** What a listener does with one request; the listener can go down and come back on the same port. */
-export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
-
-export class RestartableListener {
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-  private boundPort: number;
-
-  constructor(
-    private readonly handler: RequestHandler,
-    private readonly host: string,
-    port: number,
-  ) {
-    this.boundPort = port;
-  }
-
-  get port(): number {
-    return this.boundPort;
-  }
-
-  get isUp(): boolean {
-    return this.server !== null;
-  }
-
-  async up(): Promise<void> {
-    if (this.server) return;
-    const server = createServer(this.handler);
-    server.keepAliveTimeout = 5_000;
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.boundPort, this.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    this.boundPort = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  /** Stop listening and drop every connection: clients see refused connections. */
-  async down(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = null;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const socket of this.sockets) socket.destroy();
-    });
-  }
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-/** FastAPI's 422 body. */
-export function sendValidationError(res: ServerResponse, loc: (string | number)[], msg: string): void {
-  sendJson(res, 422, { detail: [{ type: 'value_error', loc: ['body', ...loc], msg, input: null }] });
-}
-
-export function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
-}
-
-/** Parse a JSON body against a schema; answers 422 (as FastAPI) and returns null when it does not fit. */
-export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodType<T>): T | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    sendValidationError(res, [0], 'JSON decode error');
-    return null;
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
-    return null;
-  }
-  return parsed.data;
-}
-
-export type DataFault =
-  | 'ok'
-  | 'unavailable' // 503, nothing stored
-  | 'reset' // connection destroyed before anything is stored
-  | 'reset_after_store' // stored, then the connection is destroyed: the client cannot know
-  | 'hold_after_store' // stored, the reply never comes (until the client gives up or dies)
-  | 'hold_before_store' // nothing stored, the reply never comes
-  | 'down' // nothing stored; the server goes down (connections refused) for downWindowMs
-  | 'restart'; // nothing stored; the server restarts, losing every in-memory state
+import { type DataFault, FaultyTrainerServer, parseBody, readBody, type Refusal, sendJson, sendValidationError } from './faultyTrainerServer';
 
 const RegisterSchema = z.object({
   wandb_group: z.string(),
@@ -280,15 +177,10 @@ function grabExact(queue: ScoredData[], batchSize: number): ScoredData[] | null 
 
 export async function startAtroposTestServer(options: AtroposTestServerOptions = {}): Promise<AtroposTestServer> {
   let state = freshState();
-  let epoch = 0;
-  let arrivals = 0;
-  let closed = false;
-  const script = options.script ?? [];
   const received: ScoredDataRecord[] = [];
-  const refused: { status: number; body: unknown }[] = [];
+  const refused: Refusal[] = [];
   const registrations: z.infer<typeof RegisterEnvSchema>[] = [];
   const counters = { scoredRequests: 0, statusEnvRequests: 0, latestExampleRequests: 0 };
-  const held = new Set<ServerResponse>();
   let trainerTimer: NodeJS.Timeout | null = null;
   let lastTrainerStep = 0;
 
@@ -322,15 +214,15 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
 
   function startTrainer(): void {
     const trainer = options.trainer;
-    if (!trainer || closed) return;
+    if (!trainer || server.isClosed) return;
     const begin = () => {
-      if (closed) return;
+      if (server.isClosed) return;
       state.registered = true;
       state.batchSize = trainer.batchSize;
       state.maxTokenLen = 32768;
       state.step = lastTrainerStep;
       const poll = () => {
-        if (!listener.isUp) return;
+        if (!server.isUp) return;
         const before = state.step;
         batch();
         if (state.step !== before) {
@@ -440,45 +332,23 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
           const problem = scoredDataProblem(data);
           if (problem) return sendValidationError(res, [i, ...problem.loc], problem.msg);
         }
-        for (const data of body) received.push({ data, at: Date.now(), epoch, status: takeScored(data) });
+        for (const data of body) received.push({ data, at: Date.now(), epoch: server.epoch, status: takeScored(data) });
         return sendJson(res, 200, { status: 'received', groups_processed: body.length });
       }
       case 'POST /scored_data': {
         counters.scoredRequests++;
-        const index = arrivals++;
-        api.onScoredData?.(index);
-        const fault = script[index] ?? 'ok';
-        if (fault === 'unavailable') return sendJson(res, 503, { detail: 'Service Unavailable' });
-        if (fault === 'reset') return void req.socket.destroy();
-        if (fault === 'hold_before_store') return void held.add(res);
-        if (fault === 'down') return void api.downFor(options.downWindowMs ?? 800);
-        if (fault === 'restart') return void api.restart(200);
-        let data: ScoredData | null = null;
-        {
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            refused.push({ status: 422, body: text.slice(0, 200) });
-            return sendValidationError(res, [0], 'JSON decode error');
-          }
-          const parsed = ScoredDataSchema.safeParse(json);
-          if (!parsed.success) {
-            const issue = parsed.error.issues[0];
-            refused.push({ status: 422, body: json });
-            return sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
-          }
-          data = parsed.data;
-        }
+        const fault = server.arrive((index) => api.onScoredData?.(index));
+        if (server.beforeStore(fault, req, res)) return;
+        const data = parseBody(res, text, ScoredDataSchema, refused);
+        if (!data) return;
         const problem = scoredDataProblem(data);
         if (problem) {
           refused.push({ status: 422, body: data });
           return sendValidationError(res, problem.loc, problem.msg);
         }
         const status = takeScored(data);
-        received.push({ data, at: Date.now(), epoch, status });
-        if (fault === 'reset_after_store') return void req.socket.destroy();
-        if (fault === 'hold_after_store') return void held.add(res);
+        received.push({ data, at: Date.now(), epoch: server.epoch, status });
+        if (server.afterStore(fault, req, res)) return;
         return sendJson(res, 200, status === 'buffered' ? { status: 'buffered', buffer_size: data.tokens.length } : { status: 'received' });
       }
       default:
@@ -486,58 +356,28 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
     }
   }
 
-  const listener = new RestartableListener(
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent && !res.destroyed) sendJson(res, 500, { detail: String(error) });
-      });
+  // The outages: atropos' restart stops the simulated trainer, loses every
+  // state, and lets the trainer re-register at its last step once back up.
+  const server = new FaultyTrainerServer(handle, options, {
+    beforeDown: stopTrainer,
+    reset: () => {
+      state = freshState();
     },
-    options.host ?? '127.0.0.1',
-    options.port ?? 0,
-  );
-  await listener.up();
+    afterUp: startTrainer,
+  });
+  await server.comeUp();
   startTrainer();
 
-  const dropHeld = () => {
-    for (const res of held) res.destroy();
-    held.clear();
-  };
-
-  Object.defineProperties(api, {
-    url: { get: () => `http://${options.host ?? '127.0.0.1'}:${listener.port}` },
-    port: { get: () => listener.port },
-    received: { get: () => received },
-    refused: { get: () => refused },
-    registrations: { get: () => registrations },
-    currentStep: { get: () => state.step },
-    epoch: { get: () => epoch },
-    counters: { get: () => counters },
-  });
-  api.goDown = async () => {
-    dropHeld();
-    await listener.down();
-  };
-  api.comeUp = async () => {
-    if (!closed) await listener.up();
-  };
-  api.downFor = async (ms: number) => {
-    await api.goDown();
-    setTimeout(() => void api.comeUp(), ms);
-  };
-  api.restart = async (downMs = 0) => {
-    stopTrainer();
-    await api.goDown();
-    state = freshState();
-    epoch++;
-    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
-    await api.comeUp();
-    startTrainer();
-  };
-  api.close = async () => {
-    closed = true;
-    stopTrainer();
-    dropHeld();
-    await listener.down();
-  };
+  server.expose(
+    api,
+    {
+      received: () => received,
+      refused: () => refused,
+      registrations: () => registrations,
+      currentStep: () => state.step,
+      counters: () => counters,
+    },
+    stopTrainer,
+  );
   return api;
 }

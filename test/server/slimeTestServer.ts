@@ -15,7 +15,7 @@
 // model-info probe here.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { type DataFault, parseBody, readBody, RestartableListener, sendJson, sendValidationError } from './atroposTestServer';
+import { type DataFault, FaultyTrainerServer, parseBody, readBody, type Refusal, sendJson } from './faultyTrainerServer';
 
 export const BufferWriteSchema = z.object({
   uid: z.string().min(1),
@@ -69,16 +69,11 @@ export interface SlimeTestServer {
 export async function startSlimeTestServer(options: SlimeTestServerOptions = {}): Promise<SlimeTestServer> {
   let groupSize = options.groupSize ?? 16;
   let data = new Map<string, BufferWrite[]>();
-  let epoch = 0;
-  let arrivals = 0;
-  let closed = false;
   let weightVersion = 0;
   let consumedGroups = 0;
-  const script = options.script ?? [];
   const received: BufferWriteRecord[] = [];
-  const refused: { status: number; body: unknown }[] = [];
+  const refused: Refusal[] = [];
   const pulled: BufferWrite[][] = [];
-  const held = new Set<ServerResponse>();
   let trainerTimer: NodeJS.Timeout | null = null;
   const api = { onWrite: null } as SlimeTestServer;
 
@@ -97,9 +92,9 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
 
   function startTrainer(): void {
     const trainer = options.trainer;
-    if (!trainer || closed) return;
+    if (!trainer || server.isClosed) return;
     trainerTimer = setInterval(() => {
-      if (!listener.isUp) return;
+      if (!server.isUp) return;
       consumedGroups += read().length;
       while (consumedGroups >= trainer.batchGroups) {
         consumedGroups -= trainer.batchGroups;
@@ -114,35 +109,16 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
     const text = await readBody(req);
     switch (route) {
       case 'POST /buffer/write': {
-        const index = arrivals++;
-        api.onWrite?.(index);
-        const fault = script[index] ?? 'ok';
-        if (fault === 'unavailable') return sendJson(res, 503, { detail: 'Service Unavailable' });
-        if (fault === 'reset') return void req.socket.destroy();
-        if (fault === 'hold_before_store') return void held.add(res);
-        if (fault === 'down') return void api.downFor(options.downWindowMs ?? 800);
-        if (fault === 'restart') return void api.restart(200);
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          refused.push({ status: 422, body: text.slice(0, 200) });
-          return sendValidationError(res, [0], 'JSON decode error');
-        }
-        const parsed = BufferWriteSchema.safeParse(json);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0];
-          refused.push({ status: 422, body: json });
-          return sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
-        }
-        const item = parsed.data;
+        const fault = server.arrive((index) => api.onWrite?.(index));
+        if (server.beforeStore(fault, req, res)) return;
+        const item = parseBody(res, text, BufferWriteSchema, refused);
+        if (!item) return;
         const key = String(item.instance_id);
         const group = data.get(key) ?? [];
         group.push(item);
         data.set(key, group);
-        received.push({ item, at: Date.now(), epoch });
-        if (fault === 'reset_after_store') return void req.socket.destroy();
-        if (fault === 'hold_after_store') return void held.add(res);
+        received.push({ item, at: Date.now(), epoch: server.epoch });
+        if (server.afterStore(fault, req, res)) return;
         return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
       }
       case 'POST /get_rollout_data': {
@@ -165,54 +141,22 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
     }
   }
 
-  const listener = new RestartableListener(
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent && !res.destroyed) sendJson(res, 500, { detail: String(error) });
-      });
+  // The outages: slime's restart loses the buffer only; the simulated trainer
+  // keeps its timer (and its weight version), skipping polls while down.
+  const server = new FaultyTrainerServer(handle, options, {
+    reset: () => {
+      data = new Map();
     },
-    options.host ?? '127.0.0.1',
-    options.port ?? 0,
-  );
-  await listener.up();
+  });
+  await server.comeUp();
   startTrainer();
 
-  const dropHeld = () => {
-    for (const res of held) res.destroy();
-    held.clear();
-  };
-  Object.defineProperties(api, {
-    url: { get: () => `http://${options.host ?? '127.0.0.1'}:${listener.port}` },
-    port: { get: () => listener.port },
-    received: { get: () => received },
-    refused: { get: () => refused },
-    pulled: { get: () => pulled },
-    weightVersion: { get: () => weightVersion },
-    epoch: { get: () => epoch },
-  });
-  api.goDown = async () => {
-    dropHeld();
-    await listener.down();
-  };
-  api.comeUp = async () => {
-    if (!closed) await listener.up();
-  };
-  api.downFor = async (ms: number) => {
-    await api.goDown();
-    setTimeout(() => void api.comeUp(), ms);
-  };
-  api.restart = async (downMs = 0) => {
-    await api.goDown();
-    data = new Map();
-    epoch++;
-    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
-    await api.comeUp();
-  };
-  api.close = async () => {
-    closed = true;
-    if (trainerTimer) clearInterval(trainerTimer);
-    dropHeld();
-    await listener.down();
-  };
+  server.expose(
+    api,
+    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion },
+    () => {
+      if (trainerTimer) clearInterval(trainerTimer);
+    },
+  );
   return api;
 }

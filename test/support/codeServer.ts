@@ -246,6 +246,22 @@ export async function quickOpenFile(page: Page, relativePath: string): Promise<v
   await page.locator('.tabs-container .tab', { hasText: name }).first().waitFor({ state: 'visible', timeout: 15_000 });
 }
 
+/** Opens a program through Quick Open and waits until its EVOLVE-BLOCK is on screen. */
+export async function openProgram(page: Page, relativePath: string): Promise<void> {
+  await quickOpenFile(page, relativePath);
+  await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+}
+
+/** A mocha afterEach hook: a screenshot named after the failed test, to see what the page showed. */
+export function screenshotOnFailure(prefix: string, page: () => Page | undefined): (this: Mocha.Context) => Promise<void> {
+  return async function (this: Mocha.Context) {
+    const current = page();
+    if (this.currentTest?.state !== 'failed' || !current) return;
+    const title = (this.currentTest.title.split(' ')[0] ?? 'test').replace(/[^a-z]/gi, '');
+    await saveScreenshot(current, `${prefix}-failed-${title}`).catch(() => undefined);
+  };
+}
+
 /** Picks the entry of an open quick pick whose row contains `text`. */
 export async function pickQuickInputItem(page: Page, text: string, timeoutMs = 30_000): Promise<void> {
   const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();

@@ -14,7 +14,8 @@ import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent
 import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
 import type { TokenSupport } from '../../src/engine/llm/endpointClient';
 import { emptyOutcomeCounts, type Outcome } from '../../src/engine/types';
-import { type AtroposTestServer, type DataFault, startAtroposTestServer } from '../server/atroposTestServer';
+import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
+import type { DataFault } from '../server/faultyTrainerServer';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 
 const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: null };

@@ -1,0 +1,54 @@
+// What the in-host suites share: the extension, its API, the test workspace,
+// and waiting for engine events and run ends.
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import * as vscode from 'vscode';
+import type { EngineEvent } from '../../src/engine/events';
+import type { ThetaEvolveApi } from '../../src/extension';
+import type { RunView } from '../../src/vscode/runController';
+
+export const EXTENSION_ID = 'thetaevolve.thetaevolve';
+// out/test/host.js -> the repository root.
+export const REPO_ROOT = resolve(__dirname, '..', '..');
+
+export type Controller = ThetaEvolveApi['controller'];
+
+export function workspaceDir(): string {
+  const dir = process.env.THETAEVOLVE_TEST_WORKSPACE ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  assert.ok(dir, 'no test workspace');
+  return dir;
+}
+
+export async function api(): Promise<ThetaEvolveApi> {
+  const ext = vscode.extensions.getExtension<ThetaEvolveApi>(EXTENSION_ID);
+  assert.ok(ext, `${EXTENSION_ID} is not installed`);
+  return ext.isActive ? ext.exports : ext.activate();
+}
+
+/** Resolves with the first event of the run that satisfies `predicate`. */
+export function nextEvent(controller: Controller, predicate: (event: EngineEvent) => boolean, what = 'an engine event', timeoutMs = 60_000): Promise<EngineEvent> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out waiting for ${what}`));
+    }, timeoutMs);
+    const sub = controller.onDidEngineEvent(({ event }) => {
+      if (!predicate(event)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(event);
+    });
+  });
+}
+
+/** Resolves with the run once it closed. */
+export function closed(controller: Controller, timeoutMs = 30_000): Promise<RunView> {
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
+    const sub = controller.onDidCloseRun((run) => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolvePromise(run);
+    });
+  });
+}

@@ -52,7 +52,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     // thetaevolve.endpoint is machine-scoped (a workspace must not redirect
     // requests carrying the API key), so VS Code ignores it in a workspace's
     // settings.json: it goes into the user settings.
-    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.endpoint': model.baseURL } });
+    // The DOM renderer (no GPU) keeps the terminal's text in the page, where the test reads it.
+    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.endpoint': model.baseURL, 'terminal.integrated.gpuAcceleration': 'off' } });
     browser = await launchBrowser();
     page = await openWorkbench(browser, server.url, workspace);
   });
@@ -86,6 +87,22 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const shot = await saveScreenshot(page, 'e2e-evolve-3-status-bar');
     assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
     assert.ok(model.counters.chatRequests >= 8, `chat requests: ${model.counters.chatRequests}`);
+  });
+
+  it('shows each evaluation and committed step in the "ThetaEvolve evaluations" terminal', async () => {
+    await runPaletteCommand(page, 'View: Toggle Terminal');
+    const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
+    await terminal.waitFor({ state: 'visible', timeout: 30_000 });
+    // The task's terminal is the only one: its lines name outcomes and committed steps.
+    const deadline = Date.now() + 60_000;
+    let text = '';
+    while (!/step \d+ committed: best/.test(text) || !/valid/.test(text)) {
+      if (Date.now() > deadline) throw new Error(`the evaluations terminal never showed a committed step; it shows: ${text.slice(-400)}`);
+      await page.waitForTimeout(500);
+      text = (await terminal.innerText()).replace(/\u00a0/g, ' ');
+    }
+    await saveScreenshot(page, 'e2e-evolve-3b-terminal');
+    await runPaletteCommand(page, 'View: Toggle Terminal');
   });
 
   it('opens a parent <-> child diff from the Runs view', async () => {

@@ -136,8 +136,24 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
-    await child.hover();
-    await child.locator('.action-label[aria-label^="Apply to File"]').first().click();
+    // The row's inline actions show only while it is hovered, and the view
+    // re-renders its rows after every committed step (the hovered row is then
+    // replaced by one the pointer has not entered), so hover and click again
+    // until the click lands.
+    for (let attempt = 1; ; attempt++) {
+      await child.hover();
+      const clicked = await child
+        .locator('.action-label[aria-label^="Apply to File"]')
+        .first()
+        .click({ timeout: 3_000 })
+        .then(
+          () => true,
+          () => false,
+        );
+      if (clicked) break;
+      if (attempt >= 10) throw new Error('the Apply to File action of an improving program never became clickable');
+      await page.mouse.move(0, 0);
+    }
     await page
       .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
       .first()

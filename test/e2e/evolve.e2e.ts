@@ -23,6 +23,24 @@ import {
   waitForStatusBarText,
 } from '../support/codeServer';
 
+/**
+ * The Runs view re-renders its rows while a run goes on, so an action on a row
+ * can land on one that was just replaced: try it again, up to `tries` times.
+ */
+async function retryAcrossRefreshes(tries: number, failure: string, once: () => Promise<boolean>): Promise<void> {
+  for (let attempt = 1; attempt <= tries; attempt++) {
+    if (await once()) return;
+  }
+  throw new Error(failure);
+}
+
+function succeeds(action: Promise<unknown>): Promise<boolean> {
+  return action.then(
+    () => true,
+    () => false,
+  );
+}
+
 function stepOf(statusText: string): number {
   const match = /step (\d+)/.exec(statusText);
   return match ? Number(match[1]) : -1;
@@ -113,17 +131,11 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
     await child.waitFor({ state: 'visible', timeout: 150_000 });
     const diff = page.locator('.monaco-diff-editor').first();
-    // The view refreshes after every committed step; a click that lands during
-    // a refresh only selects the row, so click again until the diff opens.
-    for (let attempt = 1; ; attempt++) {
+    // A click that lands during a refresh only selects the row.
+    await retryAcrossRefreshes(6, 'clicking an improving program never opened a diff editor', async () => {
       await child.click();
-      const opened = await diff.waitFor({ state: 'visible', timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      );
-      if (opened) break;
-      if (attempt >= 6) throw new Error('clicking an improving program never opened a diff editor');
-    }
+      return succeeds(diff.waitFor({ state: 'visible', timeout: 5_000 }));
+    });
     // Both sides rendered, with the child's change highlighted.
     await diff.locator('.editor.modified .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
     await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
@@ -136,24 +148,13 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
-    // The row's inline actions show only while it is hovered, and the view
-    // re-renders its rows after every committed step (the hovered row is then
-    // replaced by one the pointer has not entered), so hover and click again
-    // until the click lands.
-    for (let attempt = 1; ; attempt++) {
-      await child.hover();
-      const clicked = await child
-        .locator('.action-label[aria-label^="Apply to File"]')
-        .first()
-        .click({ timeout: 3_000 })
-        .then(
-          () => true,
-          () => false,
-        );
-      if (clicked) break;
-      if (attempt >= 10) throw new Error('the Apply to File action of an improving program never became clickable');
+    // Inline actions show only on the hovered row; a row re-rendered under a
+    // still pointer is not hovered, so move away and hover again.
+    await retryAcrossRefreshes(10, 'the Apply to File action of an improving program never became clickable', async () => {
       await page.mouse.move(0, 0);
-    }
+      await child.hover();
+      return succeeds(child.locator('.action-label[aria-label^="Apply to File"]').first().click({ timeout: 3_000 }));
+    });
     await page
       .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
       .first()

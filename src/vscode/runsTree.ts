@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import type { Direction } from '../engine/types';
 import type { RunInfo } from '../protocol/engineWorker';
+import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
 
 export interface RunNode {
@@ -82,8 +83,22 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   private readonly subscriptions: vscode.Disposable[] = [];
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshDue = 0;
+  /** Refreshes one after another, so an older listing never lands last. */
+  private refreshing: Promise<void> = Promise.resolve();
   /** The last root listing (for tests and commands). */
   private roots: RunNode[] = [];
+  /**
+   * Roots read by a refresh, handed to the view's next question once, unless
+   * something asked for another refresh since (the listing is then stale).
+   */
+  private prefetchedRoots: { roots: RunNode[]; generation: number } | undefined;
+  /** Counts refresh requests: a listing read before the latest one is stale. */
+  private generation = 0;
+  /**
+   * Program rows of each run the view has shown, with the run state they
+   * were read at (they change only when a step commits).
+   */
+  private readonly programRows = new Map<string, { readAt: string; rows: RunsTreeNode[] }>();
 
   constructor(private readonly controller: RunController) {
     // Every refresh re-creates the items (and VS Code drops their click
@@ -114,19 +129,40 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     return this.roots;
   }
 
-  refresh(): void {
-    this.changed.fire(undefined);
+  /**
+   * Reads what the view shows first, then tells VS Code, which asks again and
+   * gets answers from memory. VS Code drops the old rows' click commands as
+   * soon as it asks, so a click until the new rows arrive fails with "Actual
+   * command not found": answering at once keeps that window to one round trip.
+   */
+  refresh(): Promise<void> {
+    const done = this.refreshing.then(async () => {
+      const generation = this.generation;
+      try {
+        const roots = await this.listRuns();
+        const shown = new Set(roots.map((r) => r.dbFile));
+        for (const dbFile of this.programRows.keys()) if (!shown.has(dbFile)) this.programRows.delete(dbFile);
+        await Promise.all(roots.filter((r) => this.programRows.has(r.dbFile)).map((r) => this.programsOf(r)));
+        this.prefetchedRoots = { roots, generation };
+      } catch (err) {
+        log().warn(`Runs view: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      this.changed.fire(undefined);
+    });
+    this.refreshing = done;
+    return done;
   }
 
   /** Coalesce bursts of run events into one refresh. */
   scheduleRefresh(delayMs = 400): void {
+    this.generation++;
     const due = Date.now() + delayMs;
     if (this.refreshTimer && this.refreshDue <= due) return;
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
     this.refreshDue = due;
     this.refreshTimer = setTimeout(() => {
       this.refreshTimer = undefined;
-      this.refresh();
+      void this.refresh();
     }, delayMs);
   }
 
@@ -142,8 +178,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   }
 
   async getChildren(node?: RunsTreeNode): Promise<RunsTreeNode[]> {
-    if (!node) return this.listRuns();
-    if (node.kind === 'run') return this.listPrograms(node);
+    if (!node) {
+      const prefetched = this.prefetchedRoots;
+      this.prefetchedRoots = undefined;
+      return prefetched?.generation === this.generation ? prefetched.roots : this.listRuns();
+    }
+    if (node.kind === 'run') return this.programsOf(node);
     return [];
   }
 
@@ -153,7 +193,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     this.changed.dispose();
   }
 
-  private async listRuns(): Promise<RunsTreeNode[]> {
+  private async listRuns(): Promise<RunNode[]> {
     const files = await listRunFiles();
     const active = this.controller.active;
     const nodes = await Promise.all(
@@ -174,40 +214,49 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     return nodes;
   }
 
-  private async listPrograms(run: RunNode): Promise<RunsTreeNode[]> {
+  private async programsOf(run: RunNode): Promise<RunsTreeNode[]> {
     if (!run.info) return [{ kind: 'message', label: run.error ?? 'cannot read this run' }];
+    const readAt = `${run.info.lastStep}/${run.info.summary.programs}`;
+    const known = this.programRows.get(run.dbFile);
+    if (known?.readAt === readAt) return known.rows;
     try {
-      const [improvements, steps] = await Promise.all([
-        this.controller.query({ kind: 'improvements', dbFile: run.dbFile }),
-        this.controller.query({ kind: 'steps', dbFile: run.dbFile }),
-      ]);
-      const countsOf = new Map(steps.map((s) => [s.step, s.stats.counts as Record<string, number>]));
-      const origin = runOrigin(run.info);
-      const direction: Direction = run.info.meta.direction === 'minimize' ? 'minimize' : 'maximize';
-      if (improvements.length === 0) return [{ kind: 'message', label: 'no program yet' }];
-      const nodes: ProgramNode[] = improvements.map((p, i) => {
-        const previous = i > 0 ? improvements[i - 1] : undefined;
-        return {
-          kind: 'program',
-          runId: run.runId,
-          dbFile: run.dbFile,
-          programId: p.id,
-          parentId: p.parentId,
-          step: p.step,
-          score: p.score,
-          delta: previous ? p.score - previous.score : null,
-          counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
-          extension: origin.extension,
-          fileUri: origin.fileUri,
-          startCode: origin.startCode,
-          direction,
-        };
-      });
-      // Newest improvement (the best) first.
-      return nodes.reverse();
+      const rows = await this.listPrograms(run, run.info);
+      this.programRows.set(run.dbFile, { readAt, rows });
+      return rows;
     } catch (err) {
       return [{ kind: 'message', label: `cannot read this run: ${err instanceof Error ? err.message : String(err)}` }];
     }
+  }
+
+  private async listPrograms(run: RunNode, info: RunInfo): Promise<RunsTreeNode[]> {
+    const [improvements, steps] = await Promise.all([
+      this.controller.query({ kind: 'improvements', dbFile: run.dbFile }),
+      this.controller.query({ kind: 'steps', dbFile: run.dbFile }),
+    ]);
+    if (improvements.length === 0) return [{ kind: 'message', label: 'no program yet' }];
+    const countsOf = new Map(steps.map((s) => [s.step, s.stats.counts as Record<string, number>]));
+    const origin = runOrigin(info);
+    const direction: Direction = info.meta.direction === 'minimize' ? 'minimize' : 'maximize';
+    const nodes: ProgramNode[] = improvements.map((p, i) => {
+      const previous = i > 0 ? improvements[i - 1] : undefined;
+      return {
+        kind: 'program',
+        runId: run.runId,
+        dbFile: run.dbFile,
+        programId: p.id,
+        parentId: p.parentId,
+        step: p.step,
+        score: p.score,
+        delta: previous ? p.score - previous.score : null,
+        counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
+        extension: origin.extension,
+        fileUri: origin.fileUri,
+        startCode: origin.startCode,
+        direction,
+      };
+    });
+    // Newest improvement (the best) first.
+    return nodes.reverse();
   }
 
   private runItem(node: RunNode): vscode.TreeItem {

@@ -89,6 +89,12 @@ describe('runs (engine worker, commands, Runs view)', function () {
     const initial = programs.at(-1);
     assert.equal(initial?.parentId, null);
     assert.equal(theta.tree.getTreeItem(programs[0] as ProgramNode).contextValue?.startsWith('thetaevolve.program.'), true);
+    // A refresh reads the rows before VS Code asks for them, and a run that did
+    // not change keeps the rows it had: VS Code gets its answers from memory.
+    await theta.tree.refresh();
+    const refreshed = theta.tree.runs.find((r) => r.runId === runId);
+    assert.ok(refreshed);
+    assert.equal(await theta.tree.getChildren(refreshed), programs);
   });
 
   it('Show Diff opens parent <-> child, Apply to File replaces the EVOLVE-BLOCK', async () => {

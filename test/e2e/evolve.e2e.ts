@@ -148,17 +148,16 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    const applied = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first();
     // Inline actions show only on the hovered row; a row re-rendered under a
-    // still pointer is not hovered, so move away and hover again.
-    await retryAcrossRefreshes(10, 'the Apply to File action of an improving program never became clickable', async () => {
+    // still pointer is not hovered, and one re-rendered between mouse down and
+    // up gets no click, so move away, hover and click until the file is applied.
+    await retryAcrossRefreshes(6, 'Apply to File on an improving program never applied it', async () => {
       await page.mouse.move(0, 0);
       await child.hover();
-      return succeeds(child.locator('.action-label[aria-label^="Apply to File"]').first().click({ timeout: 3_000 }));
+      const clicked = await succeeds(child.locator('.action-label[aria-label^="Apply to File"]').first().click({ timeout: 3_000 }));
+      return clicked && succeeds(applied.waitFor({ state: 'visible', timeout: 10_000 }));
     });
-    await page
-      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
-      .first()
-      .waitFor({ state: 'visible', timeout: 30_000 });
     await quickOpenFile(page, 'tasks/circle-packing/initial.py');
     await page.keyboard.press('Control+S');
     await page.waitForTimeout(1500);

@@ -3,7 +3,7 @@
 // watches its own event-loop delay (perf_hooks.monitorEventLoopDelay) while
 // the same workload runs twice, side by side in one run:
 //   (a) in-process: EvolutionRun on the main thread, as before the worker;
-//   (b) worker: src/engine/worker.ts driven through EngineHost, the main
+//   (b) worker: src/worker/engineWorker.ts driven through EngineHost, the main
 //       thread only relaying (and validating) events and asking for a
 //       'snapshot' per committed step, as the dashboard does.
 // Workload: resume a large-preset run database prefilled to 10,000 programs
@@ -23,7 +23,7 @@ import { MutateSampler } from '../src/engine/mutateSampler';
 import { Rng } from '../src/engine/rng';
 import { Evaluator, evaluatorOptionsFromSettings } from '../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../src/engine/task/task';
-import { EngineHost } from '../src/vscode/engineHost';
+import { EngineHost } from '../src/worker/engineHost';
 import { pythonish } from '../test/unit/fixtures/database/programs';
 
 const ROOT = resolve(__dirname, '..');

@@ -1,7 +1,7 @@
 // npm run build: every bundle with esbuild.
 //   dist/extension.js      the extension (node, vscode external)
 //   dist/cli.js            the headless runner (node, `node dist/cli.js`)
-//   dist/engineWorker.js   the engine's worker thread (node), when present
+//   dist/engineWorker.js   the engine's worker thread (node)
 //   dist/webview/*.js      the dashboard page (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
 // plus sql-wasm.wasm copied beside the node bundles.
@@ -41,11 +41,9 @@ const builds = [
     // The page loads this on every open and reload: small beats readable (the source map stays).
     minify: true,
   },
+  { ...node, entryPoints: ['src/worker/engineWorker.ts'], outfile: 'dist/engineWorker.js' },
   { ...node, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
 ];
-if (existsSync(join(root, 'src/engine/worker.ts'))) {
-  builds.push({ ...node, entryPoints: ['src/engine/worker.ts'], outfile: 'dist/engineWorker.js' });
-}
 
 function copyAssets() {
   mkdirSync(join(root, 'dist'), { recursive: true });

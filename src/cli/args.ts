@@ -1,7 +1,8 @@
 // Command-line parsing for `thetaevolve`: each command declares its
 // positionals and flags; anything else is a one-line usage error (exit 2).
 
-export type FlagKind = 'string' | 'integer' | 'number' | 'boolean';
+/** `list`: a string flag that may be given several times (e.g. --set). */
+export type FlagKind = 'string' | 'integer' | 'number' | 'boolean' | 'list';
 
 export interface FlagSpec {
   kind: FlagKind;
@@ -19,14 +20,14 @@ export interface CommandSpec {
 
 export interface ParsedArgs {
   positionals: string[];
-  flags: Record<string, string | number | boolean>;
+  flags: Record<string, string | number | boolean | string[]>;
 }
 
 export class UsageError extends Error {}
 
 export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArgs {
   const positionals: string[] = [];
-  const flags: Record<string, string | number | boolean> = {};
+  const flags: Record<string, string | number | boolean | string[]> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--') {
@@ -53,6 +54,11 @@ export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArg
       i++;
     }
     if (raw === undefined) throw new UsageError(`--${name} needs a value (${flag.value ?? flag.kind})`);
+    if (flag.kind === 'list') {
+      const previous = flags[name];
+      flags[name] = [...(Array.isArray(previous) ? previous : []), raw];
+      continue;
+    }
     flags[name] = convert(name, flag, raw);
   }
   const required = spec.positionals.filter((p) => !p.optional).length;
@@ -67,7 +73,7 @@ export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArg
 }
 
 function convert(name: string, flag: FlagSpec, raw: string): string | number {
-  if (flag.kind === 'string') return raw;
+  if (flag.kind === 'string' || flag.kind === 'list') return raw;
   const n = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(n) || (flag.kind === 'integer' && !Number.isInteger(n))) {
     throw new UsageError(`--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'}, got '${raw}'`);
@@ -78,7 +84,7 @@ function convert(name: string, flag: FlagSpec, raw: string): string | number {
 export function usageLine(spec: CommandSpec): string {
   const pos = spec.positionals.map((p) => (p.optional ? `[${p.name}]` : `<${p.name}>`)).join(' ');
   const flags = Object.entries(spec.flags)
-    .map(([name, f]) => (f.kind === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? f.kind.toUpperCase()}]`))
+    .map(([name, f]) => (f.kind === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? f.kind.toUpperCase()}]${f.kind === 'list' ? '...' : ''}`))
     .join(' ');
   return `thetaevolve ${spec.name} ${pos} ${flags}`.replace(/\s+/g, ' ').trim();
 }
@@ -101,6 +107,10 @@ export function stringFlag(args: ParsedArgs, name: string): string | undefined {
 export function numberFlag(args: ParsedArgs, name: string): number | undefined {
   const v = args.flags[name];
   return typeof v === 'number' ? v : undefined;
+}
+export function listFlag(args: ParsedArgs, name: string): string[] {
+  const v = args.flags[name];
+  return Array.isArray(v) ? v : [];
 }
 export function booleanFlag(args: ParsedArgs, name: string): boolean {
   return args.flags[name] === true;

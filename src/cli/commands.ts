@@ -22,6 +22,9 @@ export const RUN_SPEC: CommandSpec = {
     seed: { kind: 'integer', value: 'S', help: 'Seed of every random choice (default 0).' },
     trainer: { kind: 'string', value: 'URL', help: 'Send each step\'s rollouts to this RL trainer.' },
     'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
+    'until-step': { kind: 'integer', value: 'N', help: 'Stop once step N is committed, counting the steps a resumed --db already has (a requeued cluster job finishes the same work).' },
+    config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
+    set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable. Flags win over --set, which wins over --config.' },
     json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
   },
 };
@@ -53,9 +56,11 @@ export const APPLY_SPEC: CommandSpec = {
 
 export const DB_SPEC: CommandSpec = {
   name: 'db',
-  summary: 'Summarise a run database: programs, steps, best, islands, archive.',
+  summary: 'Summarise a run database: programs, steps, best, islands, archive; or write its best program with --best.',
   positionals: [{ name: 'db-file', help: 'A run database (.sqlite).' }],
   flags: {
+    best: { kind: 'boolean', help: 'Print the best program\'s code (or write it to --output FILE) instead of the summary.' },
+    output: { kind: 'string', value: 'FILE', help: 'With --best: write the program to FILE instead of stdout.' },
     json: { kind: 'boolean', help: 'Print the summary as JSON.' },
   },
 };

@@ -1,8 +1,11 @@
 // `thetaevolve db <db-file> [--json]`: summarise a run database, read-only.
-import { booleanFlag, type ParsedArgs } from './args';
-import { type CliIO, InputError } from './io';
+import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDatabase';
+import { errorMessage } from '../engine/errors';
+import { formatScore } from '../engine/format';
+import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
+import { type CliIO, InputError } from './io';
 
 export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const file = path.resolve(io.cwd, args.positionals[0] as string);
@@ -14,6 +17,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     throw err;
   }
   try {
+    if (booleanFlag(args, 'best')) return await writeBest(db, file, args, io);
+    if (stringFlag(args, 'output') !== undefined) throw new UsageError('--output goes with --best');
     const summary = db.summary();
     const snapshot = db.stateSnapshot();
     const report = {
@@ -55,6 +60,28 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   }
 }
 
-function formatScore(score: number): string {
-  return String(Number(score.toPrecision(6)));
+/** `db --best`: the best program's code on stdout, or in --output FILE (with a line on stderr saying what was written). */
+async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io: CliIO): Promise<number> {
+  const best = db.best();
+  if (!best) throw new InputError(`${file} has no valid program yet`);
+  const output = stringFlag(args, 'output');
+  if (booleanFlag(args, 'json')) {
+    if (output !== undefined) await writeProgram(path.resolve(io.cwd, output), best.code);
+    io.stdout(JSON.stringify({ id: best.id, step: best.step, score: best.score, objective: best.objective, output: output === undefined ? null : path.resolve(io.cwd, output), code: best.code }) + '\n');
+    return 0;
+  }
+  if (output === undefined) {
+    io.stdout(best.code.endsWith('\n') ? best.code : `${best.code}\n`);
+    return 0;
+  }
+  const target = path.resolve(io.cwd, output);
+  await writeProgram(target, best.code);
+  io.stderr(`thetaevolve db: wrote the best program ${best.id} (step ${best.step}, score ${formatScore(best.score)}) to ${target}\n`);
+  return 0;
+}
+
+async function writeProgram(target: string, code: string): Promise<void> {
+  await writeFile(target, code, 'utf8').catch((err: unknown) => {
+    throw new InputError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
+  });
 }

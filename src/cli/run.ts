@@ -1,64 +1,26 @@
 // `thetaevolve run`: the evolution loop in-process. One JSON object per
 // committed step on stdout with --json; progress for people on stderr.
-import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { defaultSettings, parseSettings, type Settings } from '../engine/config';
 import { singleEvolveRegion } from '../engine/diff';
+import { errorMessage } from '../engine/errors';
 import type { EngineEvent, StepCommittedEvent } from '../engine/events';
-import { apiKeyFromEnvironment, EndpointClient, endpointOptionsFromSettings } from '../engine/llm/endpointClient';
-import { ProgramDatabase } from '../engine/database/programDatabase';
-import { EvolutionRun } from '../engine/loop';
-import { TrainerBridge, type TrainerState, trainerStateLine, trainerSummary } from '../engine/trainer/bridge';
-import { MutateSampler } from '../engine/mutateSampler';
-import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
+import { apiKeyFromEnvironment } from '../engine/llm/endpointClient';
+import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
+import { newRunId, runDatabaseFile, runsDirectoryOf } from '../engine/runFiles';
 import { loadTask, TaskError } from '../engine/task/task';
-import type { ResponseSource } from '../engine/types';
-import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
+import { type TrainerState, trainerStateLine, trainerSummary } from '../engine/trainer/bridge';
+import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
-
-/** Settings from the defaults and the command-line flags (validated like VS Code's). */
-export function settingsFromFlags(args: ParsedArgs): Settings {
-  const raw: Record<string, unknown> = { ...defaultSettings() };
-  const set = (key: keyof Settings, value: unknown): void => {
-    if (value !== undefined) raw[key] = value;
-  };
-  const sampler = stringFlag(args, 'sampler');
-  if (sampler !== undefined && sampler !== 'llm' && sampler !== 'mutate') throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
-  set('sampler', sampler);
-  set('endpoint', stringFlag(args, 'endpoint'));
-  set('model', stringFlag(args, 'model'));
-  set('batchSize', numberFlag(args, 'batch'));
-  set('samplesPerPrompt', numberFlag(args, 'samples'));
-  set('evaluationConcurrency', numberFlag(args, 'eval-concurrency'));
-  set('seed', numberFlag(args, 'seed'));
-  const trainer = stringFlag(args, 'trainer');
-  const protocol = stringFlag(args, 'trainer-protocol');
-  if (protocol !== undefined && protocol !== 'atropos' && protocol !== 'slime') throw new UsageError(`--trainer-protocol must be atropos or slime, got '${protocol}'`);
-  if (protocol !== undefined && trainer === undefined) throw new UsageError('--trainer-protocol needs --trainer URL');
-  if (trainer !== undefined) {
-    set('trainer.enabled', true);
-    set('trainer.url', trainer);
-  }
-  set('trainer.protocol', protocol);
-  try {
-    return parseSettings(raw);
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
-}
-
-function newRunId(taskName: string): string {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
-  return `${taskName}-${stamp}`;
-}
+import { settingsFromArgs } from './settingsSources';
+import { formatScore } from '../engine/format';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
-  const settings = settingsFromFlags(args);
+  const settings = settingsFromArgs(args, io.cwd);
   const taskDir = resolve(io.cwd, args.positionals[0] as string);
   const task = await loadTask(taskDir).catch((err: unknown) => {
-    throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${String(err)}`);
+    throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${errorMessage(err)}`, { cause: err });
   });
 
   const programFlag = stringFlag(args, 'program');
@@ -66,32 +28,24 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   let startPath: string | undefined;
   if (programFlag !== undefined) {
     startPath = resolve(io.cwd, programFlag);
-    startCode = await readFile(startPath, 'utf8').catch(() => {
-      throw new InputError(`cannot read the program ${startPath}`);
+    startCode = await readFile(startPath, 'utf8').catch((err: unknown) => {
+      throw new InputError(`cannot read the program ${startPath}`, { cause: err });
     });
     try {
       singleEvolveRegion(startCode, startPath);
     } catch (err) {
-      throw new InputError(err instanceof Error ? err.message : String(err));
+      throw new InputError(errorMessage(err), { cause: err });
     }
   }
 
   const dbFlag = stringFlag(args, 'db');
-  const runId = dbFlag ? basename(dbFlag).replace(/\.sqlite$/, '') : newRunId(task.name);
-  const dbFile = resolve(io.cwd, dbFlag ?? `.thetaevolve/runs/${runId}.sqlite`);
+  const runsDir = runsDirectoryOf(io.cwd, settings);
+  const runId = dbFlag ? basename(dbFlag).replace(/\.sqlite$/, '') : newRunId(task.name, runsDir);
+  const dbFile = dbFlag ? resolve(io.cwd, dbFlag) : runDatabaseFile(runsDir, runId);
   await mkdir(dirname(dbFile), { recursive: true });
-  const resuming = existsSync(dbFile);
 
   const json = booleanFlag(args, 'json');
   const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${message}\n`);
-  const source: ResponseSource =
-    settings.sampler === 'mutate'
-      ? new MutateSampler({ seed: settings.seed, language: task.language })
-      : new EndpointClient(endpointOptionsFromSettings(settings, apiKeyFromEnvironment(io.env), { onWarning: warn }));
-  const trainer = settings['trainer.enabled'] ? await startTrainer(settings, source, dbFile, resuming, task.name, io, warn) : null;
-  const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
-  if (evaluator.isolation.warning) warn(evaluator.isolation.warning);
-
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
   let finished = 0;
@@ -140,30 +94,41 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     }
   };
 
-  const run = new EvolutionRun({
-    runId,
-    task,
-    settings,
-    dbFile,
-    startCode: resuming ? undefined : startCode,
-    startPath,
-    source,
-    evaluator,
-    stepsThisInvocation: numberFlag(args, 'steps'),
-    onEvent,
-    beforeCommit: trainer ? (committed, signal) => trainer.spoolStep(committed, signal) : undefined,
-    afterCommit: trainer
-      ? async (committed, signal) => {
-          await trainer.afterCommit(committed, signal);
-          io.stderr(`${trainerSummary(trainer.state())}\n`);
-        }
-      : undefined,
-  });
+  let previousTrainerState: TrainerState | null = null;
+  let assembled: AssembledRun;
+  try {
+    assembled = await assembleRun({
+      runId,
+      dbFile,
+      task,
+      settings,
+      apiKey: apiKeyFromEnvironment(io.env),
+      startCode,
+      startPath,
+      stepsThisInvocation: numberFlag(args, 'steps'),
+      untilStep: numberFlag(args, 'until-step'),
+      signal: io.signal,
+      onEvent,
+      onWarning: warn,
+      onTrainerState: (state) => {
+        const line = trainerStateLine(previousTrainerState, state);
+        previousTrainerState = state;
+        if (line) io.stderr(`thetaevolve run: ${line}\n`);
+      },
+      afterStep: () => {
+        if (settings['trainer.enabled']) io.stderr(`${trainerSummary(assembled.trainer.state())}\n`);
+      },
+    });
+  } catch (err) {
+    if (err instanceof RunSetupError) throw new InputError(err.message, { cause: err });
+    throw err;
+  }
+  const { run, trainer } = assembled;
   const onAbort = (): void => run.stop();
   io.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await run.run();
-    if (trainer && trainer.state().pendingGroups > 0 && !io.signal.aborted) {
+    if (trainer.state().pendingGroups > 0 && !io.signal.aborted) {
       const timeoutSeconds = settings['trainer.syncTimeoutSeconds'];
       io.stderr(`thetaevolve run: waiting up to ${timeoutSeconds} s for the trainer to take ${trainer.state().pendingGroups} spooled group(s) (Ctrl-C keeps them for the next run of this database)\n`);
       const left = await trainer.flush(io.signal, timeoutSeconds * 1000);
@@ -173,57 +138,10 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     return 0;
   } finally {
     io.signal.removeEventListener('abort', onAbort);
-    await evaluator.close();
-    await trainer?.close();
+    await assembled.close();
   }
 }
 
-/** The RL trainer bridge, started: refuses atropos without token ids (the endpoint is checked first to learn whether it gives them). */
-async function startTrainer(settings: Settings, source: ResponseSource, dbFile: string, resuming: boolean, taskName: string, io: CliIO, warn: (message: string) => void): Promise<TrainerBridge> {
-  if (source instanceof EndpointClient) {
-    await source.check(io.signal).catch((err: unknown) => {
-      throw new InputError(err instanceof Error ? err.message : String(err));
-    });
-  }
-  // The spool may hold a step that was spooled but never committed (killed in between): the database says which.
-  let lastCommittedStep = -1;
-  if (resuming) {
-    const database = await ProgramDatabase.openReadOnly(dbFile).catch((err: unknown) => {
-      throw new InputError(`cannot read the run database ${dbFile}: ${err instanceof Error ? err.message : String(err)}`);
-    });
-    try {
-      lastCommittedStep = database.lastStep;
-    } finally {
-      await database.close();
-    }
-  }
-  let previous: TrainerState | null = null;
-  const bridge = new TrainerBridge({
-    settings,
-    dbFile,
-    groupSize: settings.samplesPerPrompt,
-    lastCommittedStep,
-    name: `thetaevolve-${taskName}`,
-    tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
-    onWarning: warn,
-    onState: (state) => {
-      const line = trainerStateLine(previous, state);
-      previous = state;
-      if (line) io.stderr(`thetaevolve run: ${line}\n`);
-    },
-  });
-  try {
-    await bridge.start(io.signal);
-  } catch (err) {
-    await bridge.close();
-    throw new InputError(`--trainer: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  return bridge;
-}
-
-function formatScore(score: number | null): string {
-  return score === null ? 'n/a' : Number(score.toPrecision(10)).toString();
-}
 
 /** The `run --json` line of product.md: step, best, mean, counts, dbSize, elapsedMs and more. */
 export function stepLine(e: StepCommittedEvent): Record<string, unknown> {

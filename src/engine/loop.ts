@@ -60,6 +60,8 @@ export interface EvolutionRunSpec {
   evaluator: CandidateEvaluator;
   /** Steps to run in this invocation (CLI --steps); settings.maxSteps bounds the whole run. */
   stepsThisInvocation?: number;
+  /** Stop once this step is committed, counting steps a resumed database already has (a requeued cluster job finishes the same work). */
+  untilStep?: number;
   onEvent: (event: EngineEvent) => void;
   /**
    * Called with each step's groups (child ids still null) right before the
@@ -220,6 +222,7 @@ export class EvolutionRun {
     }
     if (settings.maxSteps > 0 && db.lastStep >= settings.maxSteps) return 'steps_done';
     if (this.spec.stepsThisInvocation !== undefined && stepsDone >= this.spec.stepsThisInvocation) return 'steps_done';
+    if (this.spec.untilStep !== undefined && db.lastStep >= this.spec.untilStep) return 'steps_done';
     if (settings.maxTotalTokens > 0 && state.completionTokens >= settings.maxTotalTokens) return 'token_limit';
     return null;
   }

@@ -33,7 +33,9 @@ export function emptyOutcomeCounts(): OutcomeCounts {
   return Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as OutcomeCounts;
 }
 
-export type Direction = 'maximize' | 'minimize';
+/** Whether a larger or a smaller objective is better (the one list every schema uses). */
+export const DIRECTIONS = ['maximize', 'minimize'] as const;
+export type Direction = (typeof DIRECTIONS)[number];
 
 /** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
 export type EvaluationStatus = 'ok' | 'invalid_solution' | 'no_solution' | 'timeout';

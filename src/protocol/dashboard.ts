@@ -5,18 +5,18 @@
 // tests agree on what an incremental update means.
 //
 // Values on the page are in the task's own objective (a minimise task shows
-// its objective, not 1/objective); the host's model (src/engine/dashboardData.ts)
+// its objective, not 1/objective); the host's model (src/dashboard/dashboardModel.ts)
 // converts before sending.
 import { z } from 'zod';
+import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/database/snapshot';
+import { DirectionSchema, OutcomeCountsSchema } from '../engine/events';
 import { OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
 const optionalFinite = finite.nullable();
 
-export const DIRECTIONS = ['maximize', 'minimize'] as const;
-export const DirectionSchema = z.enum(DIRECTIONS);
-export type DashboardDirection = z.infer<typeof DirectionSchema>;
+export { DirectionSchema };
 
 /**
  * Outcome groups drawn as stacked bars, in stacking order. Labels carry the
@@ -33,13 +33,11 @@ export const OUTCOME_GROUPS = [
 export type OutcomeGroupId = (typeof OUTCOME_GROUPS)[number]['id'];
 
 // ---------------------------------------------------------------------------
-// Inputs: what the extension host feeds the model (dashboardData.ts). They are
+// Inputs: what the extension host feeds the model (src/dashboard/dashboardModel.ts). They are
 // structural subsets of the engine's events and database snapshot, so the
 // host can pass those objects as they are.
 
-export const OutcomeCountsSchema = z.object(
-  Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
-);
+export { OutcomeCountsSchema };
 
 /** Statistics of the valid samples of one step in the task's own objective. */
 export const ObjectiveStatsSchema = z.object({
@@ -81,34 +79,9 @@ export const DashboardStepInputSchema = z.object({
 });
 export type DashboardStepInput = z.infer<typeof DashboardStepInputSchema>;
 
-const ScoredIdSchema = z.object({ id: z.string(), score: finite });
-
-/** The part of ProgramDatabase.stateSnapshot() the dashboard reads. */
-export const DashboardDatabaseInputSchema = z.object({
-  lastStep: z.number().int(),
-  programs: count,
-  populationSize: count,
-  currentIsland: count,
-  best: ScoredIdSchema.nullable(),
-  islands: z.array(z.object({ island: count, size: count, best: ScoredIdSchema.nullable() })),
-  mapElites: z.object({
-    bins: z.number().int().min(1),
-    ranges: z.object({
-      score: z.object({ min: finite, max: finite }).nullable(),
-      codeLength: z.object({ min: finite, max: finite }).nullable(),
-    }),
-    islands: z.array(
-      z.object({
-        island: count,
-        occupied: count,
-        cells: z.array(z.object({ scoreBin: count, lengthBin: count, score: finite })),
-      }),
-    ),
-  }),
-  archive: z.object({ size: count, capacity: count, minScore: optionalFinite, maxScore: optionalFinite }),
-  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
-});
-export type DashboardDatabaseInput = z.infer<typeof DashboardDatabaseInputSchema>;
+/** ProgramDatabase.stateSnapshot(), as the dashboard receives it. */
+export const DashboardDatabaseInputSchema = DatabaseSnapshotSchema;
+export type DashboardDatabaseInput = DatabaseSnapshot;
 
 export const DashboardRunInputSchema = z.object({
   runId: z.string(),

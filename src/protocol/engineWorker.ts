@@ -4,7 +4,9 @@
 // sends (engine events with parseEngineEvent). Never imports vscode.
 import { z } from 'zod';
 import { SettingsSchema } from '../engine/config';
+import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
 import { EngineEventSchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
+import { RunMetaSchema } from '../engine/runMeta';
 import { OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();
@@ -35,8 +37,6 @@ export const ProgramRecordSchema = z.object({
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 
-const IdScore = z.object({ id: z.string(), score: finite });
-
 export const DatabaseSummarySchema = z.object({
   programs: count,
   steps: count,
@@ -51,38 +51,11 @@ export const RunInfoSchema = z.object({
   dbFile: z.string(),
   lastStep: z.number().int().min(-1),
   summary: DatabaseSummarySchema,
-  /** The run meta the database records (runId, task, taskDir, programPath, startCode, source, createdAt...). */
-  meta: z.record(z.string(), z.unknown()),
+  meta: RunMetaSchema,
 });
 export type RunInfo = z.infer<typeof RunInfoSchema>;
 
-const Range = z.object({ min: finite, max: finite }).nullable();
-
-/** DatabaseSnapshot of src/engine/database/programDatabase.ts, for the dashboard. */
-export const DatabaseSnapshotSchema = z.object({
-  lastStep: z.number().int().min(-1),
-  programs: count,
-  populationSize: count,
-  hashIndexSize: count,
-  currentIsland: count,
-  best: IdScore.nullable(),
-  islands: z.array(z.object({ island: count, size: count, generation: count, best: IdScore.nullable() })),
-  mapElites: z.object({
-    features: z.tuple([z.literal('score'), z.literal('codeLength')]),
-    bins: count,
-    ranges: z.object({ score: Range, codeLength: Range }),
-    islands: z.array(
-      z.object({
-        island: count,
-        occupied: count,
-        cells: z.array(z.object({ cell: count, scoreBin: count, lengthBin: count, id: z.string(), score: finite })),
-      }),
-    ),
-  }),
-  archive: z.object({ size: count, capacity: count, minScore: finite.nullable(), maxScore: finite.nullable() }),
-  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
-});
-export type DatabaseSnapshotMessage = z.infer<typeof DatabaseSnapshotSchema>;
+export { DatabaseSnapshotSchema };
 
 export const StepRowSchema = z.object({ step: count, stats: StepStatisticsSchema });
 export type StepRow = z.infer<typeof StepRowSchema>;

@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { locateEvolveBlocks } from '../engine/diff';
-import { trainerView, trainerViewOfSettings } from '../engine/dashboardData';
+import { trainerView, trainerViewOfSettings } from '../dashboard/dashboardModel';
 import type { EngineEvent } from '../engine/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../engine/llm/endpointClient';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
@@ -25,6 +25,7 @@ import { showRunProgress } from './runProgress';
 import type { ProgramNode, RunsTreeProvider } from './runsTree';
 import { readSettings, readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
+import { formatScore } from '../engine/format';
 
 export const COMMAND_IDS = {
   startRun: 'thetaevolve.startRun',
@@ -49,9 +50,6 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function fmt(score: number | null | undefined): string {
-  return score === null || score === undefined ? 'n/a' : Number(score.toPrecision(8)).toString();
-}
 
 function fileName(uri: vscode.Uri): string {
   return uri.path.split('/').pop() ?? uri.toString();
@@ -248,7 +246,7 @@ export function registerCommands(deps: CommandDeps): void {
         info
           ? {
               label: file.runId,
-              description: `${String(info.meta.task ?? '?')} · step ${Math.max(info.lastStep, 0)} · best ${fmt(info.summary.best?.score)}`,
+              description: `${String(info.meta.task ?? '?')} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(info.summary.best?.score)}`,
               detail: typeof info.meta.programPath === 'string' ? info.meta.programPath : file.dbFile,
               info,
               runId: file.runId,
@@ -330,7 +328,7 @@ export function registerCommands(deps: CommandDeps): void {
     const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
     const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
-    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${best.id} (score ${fmt(best.score)}) to ${fileName(target)}. Undo restores the file.`);
+    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${best.id} (score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`);
   });
 
   // ------------------------------------------------------------- the Runs view's items
@@ -346,7 +344,7 @@ export function registerCommands(deps: CommandDeps): void {
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
     const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
     const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
-    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${node.programId} (score ${fmt(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
+    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${node.programId} (score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
   };
 
   register(COMMAND_IDS.showProgramDiff, async (arg?: unknown) => {
@@ -440,7 +438,7 @@ function followBest(controller: RunController): vscode.Disposable {
         const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
         if (!program) return;
         const outcome = await applyProgramToFile(fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: false });
-        log().info(`follow best: ${event.id} (score ${fmt(event.score)}) -> ${fileName(fileUri)}: ${outcome}`);
+        log().info(`follow best: ${event.id} (score ${formatScore(event.score)}) -> ${fileName(fileUri)}: ${outcome}`);
         // The file now holds the new best: later bests may replace it again.
         if (outcome === 'applied') {
           const document = await vscode.workspace.openTextDocument(fileUri);

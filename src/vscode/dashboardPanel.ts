@@ -7,7 +7,7 @@
 // whether or not the panel is open.
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import { DashboardModel } from '../engine/dashboardData';
+import { DashboardModel } from '../dashboard/dashboardModel';
 import {
   type DashboardBestInput,
   type DashboardDatabaseInput,

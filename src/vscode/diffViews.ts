@@ -1,15 +1,8 @@
 // Native diff editors over the read-only program documents: parent <-> child
 // ("Show Diff") and program <-> the file as it is now ("Compare with File").
 import * as vscode from 'vscode';
+import { formatScore } from '../engine/format';
 import { findProgram, programUri } from './programDocuments';
-
-/** A score as the UI shows it: 4 decimals, or 4 significant digits when very large or very small. */
-export function formatScore(score: number): string {
-  if (!Number.isFinite(score)) return String(score);
-  const magnitude = Math.abs(score);
-  if (magnitude !== 0 && (magnitude >= 1e5 || magnitude < 1e-3)) return score.toPrecision(4);
-  return score.toFixed(4);
-}
 
 interface ProgramSummary {
   id: string;
@@ -18,7 +11,7 @@ interface ProgramSummary {
 }
 
 function describe(program: ProgramSummary): string {
-  return program.score === undefined ? program.id : `${program.id} (${formatScore(program.score)})`;
+  return program.score === undefined ? program.id : `${program.id} (${formatScore(program.score, 4)})`;
 }
 
 /** "circle-packing: step 12 1v (0.9598) <-> 3k (0.9612)"; `prefix` is usually the task name. */

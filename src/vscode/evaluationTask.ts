@@ -13,6 +13,7 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evalu
 import { loadTask, type Task } from '../engine/task/task';
 import { type RunController, type RunView, untrustedReason } from './runController';
 import { readSettings } from './settings';
+import { formatScore } from '../engine/format';
 
 export const EVALUATION_TASK_TYPE = 'thetaevolve';
 export const LIVE_TERMINAL_NAME = 'ThetaEvolve evaluations';
@@ -29,9 +30,6 @@ function isEvaluationDefinition(definition: vscode.TaskDefinition): definition i
   return definition.type === EVALUATION_TASK_TYPE && typeof definition.task === 'string' && (definition.program === undefined || typeof definition.program === 'string');
 }
 
-function fmt(value: number | null): string {
-  return value === null ? 'n/a' : Number(value.toPrecision(8)).toString();
-}
 
 /** One terminal line for one evaluation (exported for tests). */
 export function evaluationLine(event: EvaluationFinishedEvent): string {
@@ -40,7 +38,7 @@ export function evaluationLine(event: EvaluationFinishedEvent): string {
     `step ${event.step}`.padEnd(8),
     who.padEnd(14),
     event.outcome.padEnd(17),
-    `score ${fmt(event.score)}`.padEnd(20),
+    `score ${formatScore(event.score)}`.padEnd(20),
     `${(event.durationMs / 1000).toFixed(2)} s`.padStart(8),
   ];
   if (event.childId) parts.push(`child ${event.childId}`);
@@ -80,7 +78,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             break;
           case 'step_committed':
             this.line(
-              colour(36, `step ${event.step} committed: best ${fmt(event.bestEver)}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`),
+              colour(36, `step ${event.step} committed: best ${formatScore(event.bestEver)}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`),
             );
             break;
           case 'run_finished':
@@ -201,8 +199,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
       const result = await this.evaluator.evaluate(code);
       this.write('');
       this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
-      this.write(`score      ${fmt(result.score)}`);
-      this.write(`objective  ${fmt(result.objective)}`);
+      this.write(`score      ${formatScore(result.score)}`);
+      this.write(`objective  ${formatScore(result.objective)}`);
       this.write(`reason     ${result.reason || '-'}`);
       this.write(`time       ${(result.durationMs / 1000).toFixed(2)} s`);
       const metrics = Object.entries(result.metrics);

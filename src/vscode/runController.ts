@@ -9,9 +9,10 @@ import type { Settings } from '../engine/config';
 import type { EngineEvent } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult, RunInfo } from '../protocol/engineWorker';
-import { EngineHost } from './engineHost';
+import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
+import { formatScore } from '../engine/format';
 
 export type RunState = 'starting' | 'running' | 'paused' | 'stopping' | 'finished' | 'failed';
 
@@ -397,9 +398,6 @@ function logAt(level: LogLevel, message: string): void {
   }
 }
 
-function fmt(score: number | null): string {
-  return score === null ? 'n/a' : Number(score.toPrecision(8)).toString();
-}
 
 /** Run events into the ThetaEvolve log, at levels people can filter. */
 function logEvent(runId: string, event: EngineEvent): void {
@@ -419,16 +417,16 @@ function logEvent(runId: string, event: EngineEvent): void {
       return;
     case 'evaluation_finished':
       channel.debug(
-        `[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: ${event.outcome} score ${fmt(event.score)} in ${(event.durationMs / 1000).toFixed(2)} s${event.reason ? ` (${event.reason})` : ''}`,
+        `[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: ${event.outcome} score ${formatScore(event.score)} in ${(event.durationMs / 1000).toFixed(2)} s${event.reason ? ` (${event.reason})` : ''}`,
       );
       return;
     case 'step_committed':
       channel.info(
-        `[${runId}] step ${event.step}: best ${fmt(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${fmt(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
+        `[${runId}] step ${event.step}: best ${formatScore(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${formatScore(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
       );
       return;
     case 'new_best':
-      channel.info(`[${runId}] new best ${event.id} at step ${event.step}: score ${fmt(event.score)}`);
+      channel.info(`[${runId}] new best ${event.id} at step ${event.step}: score ${formatScore(event.score)}`);
       return;
     case 'paused':
       channel.info(`[${runId}] paused after step ${event.step}`);
@@ -437,7 +435,7 @@ function logEvent(runId: string, event: EngineEvent): void {
       channel.info(`[${runId}] resumed after step ${event.step}`);
       return;
     case 'run_finished':
-      channel.info(`[${runId}] ${event.message}; best ${event.best ? `${fmt(event.best.score)} (${event.best.id})` : 'none'}`);
+      channel.info(`[${runId}] ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}`);
       return;
     case 'error':
       if (event.fatal) channel.error(`[${runId}] ${event.message}`);

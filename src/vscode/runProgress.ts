@@ -2,6 +2,7 @@
 // stops the run (the step in flight is abandoned, committed steps are kept).
 import * as vscode from 'vscode';
 import type { RunController, RunView } from './runController';
+import { formatScore } from '../engine/format';
 
 export function showRunProgress(controller: RunController, run: RunView): void {
   const runId = run.runId;
@@ -31,7 +32,7 @@ export function showRunProgress(controller: RunController, run: RunView): void {
               case 'step_committed': {
                 const increment = maxSteps > 0 ? (100 * (event.step - Math.max(step, 0))) / maxSteps : undefined;
                 step = event.step;
-                const best = event.bestEver === null ? 'n/a' : Number(event.bestEver.toPrecision(6)).toString();
+                const best = formatScore(event.bestEver, 6);
                 progress.report({ increment, message: `step ${event.step} committed · best ${best}${event.newBest ? ' (new best)' : ''}` });
                 break;
               }

@@ -8,6 +8,7 @@ import type { Direction } from '../engine/types';
 import type { RunInfo } from '../protocol/engineWorker';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
+import { formatScore } from '../engine/format';
 
 export interface RunNode {
   kind: 'run';
@@ -54,7 +55,7 @@ export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
 
 function fmt(score: number): string {
-  return Number(score.toPrecision(6)).toString();
+  return formatScore(score, 6);
 }
 
 const OUTCOME_LABELS: Record<string, string> = {

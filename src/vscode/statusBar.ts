@@ -2,9 +2,10 @@
 // Clicking it opens the dashboard.
 import * as vscode from 'vscode';
 import type { RunController, RunView } from './runController';
+import { formatScore } from '../engine/format';
 
 function score(value: number | null): string {
-  return value === null ? 'n/a' : Number(value.toPrecision(6)).toString();
+  return formatScore(value, 6);
 }
 
 /** The item's text for a run (exported for the in-host tests). */

@@ -2,7 +2,7 @@
 // are refused with the offending path, and the reducer gives the page the
 // state the host holds.
 import assert from 'node:assert/strict';
-import { DashboardModel } from '../../src/engine/dashboardData';
+import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import type { StepCommittedEvent } from '../../src/engine/events';
 import type { DatabaseSnapshot } from '../../src/engine/database/programDatabase';
 import {

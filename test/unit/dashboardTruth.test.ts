@@ -8,9 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/config';
-import { DashboardModel } from '../../src/engine/dashboardData';
+import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import type { StepCommittedEvent } from '../../src/engine/events';
-import { EngineHost } from '../../src/vscode/engineHost';
+import { EngineHost } from '../../src/worker/engineHost';
 
 const ROOT = resolve(__dirname, '../..');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -51,7 +51,7 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     const lines = cli.stdout.trim().split('\n').map((l) => JSON.parse(l) as JsonLine);
     assert.equal(lines.length, STEPS);
 
-    const host = new EngineHost({ workerFile: join(ROOT, 'src/engine/worker.ts'), execArgv: ['--require', 'tsx/cjs'] });
+    const host = new EngineHost({ workerFile: join(ROOT, 'src/worker/engineWorker.ts'), execArgv: ['--require', 'tsx/cjs'] });
     const model = new DashboardModel();
     try {
       const closed = new Promise<void>((done, fail) => {

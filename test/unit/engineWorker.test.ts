@@ -1,4 +1,4 @@
-// The engine worker thread for real: src/engine/worker.ts under tsx, driven
+// The engine worker thread for real: src/worker/engineWorker.ts under tsx, driven
 // through EngineHost (the extension's side of the protocol) and, for the
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
@@ -10,10 +10,10 @@ import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/config';
 import type { EngineEvent } from '../../src/engine/events';
 import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/engineWorker';
-import { EngineHost } from '../../src/vscode/engineHost';
+import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 
-const WORKER = resolve(__dirname, '../../src/engine/worker.ts');
+const WORKER = resolve(__dirname, '../../src/worker/engineWorker.ts');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
 // tsx's CommonJS hook: `--import tsx` does not reach a worker's entry file on Node 20.
 const EXEC_ARGV = ['--require', 'tsx/cjs'];

@@ -102,24 +102,8 @@ export interface CommitResult {
   fileBytes: number;
 }
 
-/** Plain JSON for the dashboard: island sizes, MAP-Elites occupancy, archive, migrations. */
-export interface DatabaseSnapshot {
-  lastStep: number;
-  programs: number;
-  populationSize: number;
-  hashIndexSize: number;
-  currentIsland: number;
-  best: { id: string; score: number } | null;
-  islands: { island: number; size: number; generation: number; best: { id: string; score: number } | null }[];
-  mapElites: {
-    features: ['score', 'codeLength'];
-    bins: number;
-    ranges: { score: { min: number; max: number } | null; codeLength: { min: number; max: number } | null };
-    islands: { island: number; occupied: number; cells: { cell: number; scoreBin: number; lengthBin: number; id: string; score: number }[] }[];
-  };
-  archive: { size: number; capacity: number; minScore: number | null; maxScore: number | null };
-  migrations: { count: number; lastStep: number | null; interval: number; rate: number };
-}
+import type { DatabaseSnapshot } from './snapshot';
+export type { DatabaseSnapshot };
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
 const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);

@@ -4,6 +4,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
+import { DirectionSchema } from '../events';
 import type { Direction } from '../types';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -32,7 +33,7 @@ export const TaskFileSchema = z
       .describe('Short identifier, e.g. "circle-packing".'),
     title: z.string().min(1).describe('Human title.'),
     description: z.string().default('').describe('What the problem is, in a few sentences.'),
-    direction: z.enum(['maximize', 'minimize']).describe('Whether a larger or a smaller objective is better.'),
+    direction: DirectionSchema.describe('Whether a larger or a smaller objective is better.'),
     initialProgram: z
       .string()
       .min(1)

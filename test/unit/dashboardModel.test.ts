@@ -14,7 +14,7 @@ import {
   StepSeries,
   trainerView,
   trainerViewOfSettings,
-} from '../../src/engine/dashboardData';
+} from '../../src/dashboard/dashboardModel';
 import { percentile } from '../../src/engine/stats';
 import { OUTCOMES } from '../../src/engine/types';
 import {
@@ -215,12 +215,13 @@ describe('dashboard data: heat maps and histogram', () => {
   });
 
   it('database view: objective ranges for a minimise task, compact for 10 islands x 32 x 32 cells', () => {
-    const cells: { scoreBin: number; lengthBin: number; score: number }[] = [];
-    for (let i = 0; i < 32 * 32; i++) cells.push({ scoreBin: Math.floor(i / 32), lengthBin: i % 32, score: 0.5 + (i % 97) / 200 });
+    const cells: DashboardDatabaseInput['mapElites']['islands'][number]['cells'] = [];
+    for (let i = 0; i < 32 * 32; i++) cells.push({ cell: i, scoreBin: Math.floor(i / 32), lengthBin: i % 32, id: `c${i}`, score: 0.5 + (i % 97) / 200 });
     const input: DashboardDatabaseInput = {
-      lastStep: 9, programs: 10000, populationSize: 10000, currentIsland: 3, best: { id: 'b', score: 0.98 },
-      islands: Array.from({ length: 10 }, (_, island) => ({ island, size: 1000, best: { id: `b${island}`, score: 0.5 } })),
+      lastStep: 9, programs: 10000, populationSize: 10000, hashIndexSize: 12000, currentIsland: 3, best: { id: 'b', score: 0.98 },
+      islands: Array.from({ length: 10 }, (_, island) => ({ island, size: 1000, generation: 9, best: { id: `b${island}`, score: 0.5 } })),
       mapElites: {
+        features: ['score', 'codeLength'],
         bins: 32,
         ranges: { score: { min: 0.5, max: 0.98 }, codeLength: { min: 100, max: 900 } },
         islands: Array.from({ length: 10 }, (_, island) => ({ island, occupied: cells.length, cells })),
@@ -265,9 +266,9 @@ describe('dashboard data: the model', () => {
     assert.equal(msg.point.best, 2);
     model.addValidScores([0.5, 0.25, -0.2]);
     const db: DashboardDatabaseInput = {
-      lastStep: 1, programs: 2, populationSize: 70, currentIsland: 0, best: { id: 'a', score: 0.5 },
-      islands: [{ island: 0, size: 2, best: { id: 'a', score: 0.5 } }],
-      mapElites: { bins: 10, ranges: { score: null, codeLength: null }, islands: [{ island: 0, occupied: 0, cells: [] }] },
+      lastStep: 1, programs: 2, populationSize: 70, hashIndexSize: 2, currentIsland: 0, best: { id: 'a', score: 0.5 },
+      islands: [{ island: 0, size: 2, generation: 1, best: { id: 'a', score: 0.5 } }],
+      mapElites: { features: ['score', 'codeLength'], bins: 10, ranges: { score: null, codeLength: null }, islands: [{ island: 0, occupied: 0, cells: [] }] },
       archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
       migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
     };

@@ -15,22 +15,16 @@ import {
   type StartMessage,
   type WorkerToHost,
 } from '../protocol/engineWorker';
-import { ProgramDatabase } from './database/programDatabase';
-import type { EngineEvent } from './events';
-import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
-import { EvolutionRun } from './loop';
-import { MutateSampler } from './mutateSampler';
-import { TrainerBridge, trainerStateEvent } from './trainer/bridge';
-import { Evaluator, evaluatorOptionsFromSettings } from './sandbox/evaluator';
-import { loadTask } from './task/task';
-import type { ResponseSource } from './types';
+import { ProgramDatabase } from '../engine/database/programDatabase';
+import { errorMessage } from '../engine/errors';
+import { type AssembledRun, assembleRun } from '../engine/runFactory';
+import { parseRunMeta } from '../engine/runMeta';
+import { loadTask } from '../engine/task/task';
+import { trainerStateEvent } from '../engine/trainer/bridge';
 
-interface ActiveRun {
+interface ActiveRun extends AssembledRun {
   runId: string;
   dbFile: string;
-  run: EvolutionRun;
-  /** Made for every run, so the dashboard's RL toggle can turn it on mid-run. */
-  trainer: TrainerBridge;
 }
 
 interface CachedDatabase {
@@ -63,22 +57,18 @@ function log(level: LogLevel, message: string): void {
   send({ type: 'log', level, message });
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 port.on('message', (raw: unknown) => {
   let message: HostToWorker;
   try {
     message = parseHostToWorker(raw);
   } catch (err) {
-    send({ type: 'protocolError', message: errorText(err), requestId: requestIdOf(raw) });
+    send({ type: 'protocolError', message: errorMessage(err), requestId: requestIdOf(raw) });
     return;
   }
-  void handle(message).catch((err: unknown) => log('error', `engine worker: ${message.type} failed: ${errorText(err)}`));
+  void handle(message).catch((err: unknown) => log('error', `engine worker: ${message.type} failed: ${errorMessage(err)}`));
 });
 
-process.on('unhandledRejection', (reason: unknown) => log('error', `engine worker: unhandled rejection: ${errorText(reason)}`));
+process.on('unhandledRejection', (reason: unknown) => log('error', `engine worker: unhandled rejection: ${errorMessage(reason)}`));
 
 send({ type: 'ready' });
 
@@ -112,7 +102,7 @@ async function handle(message: HostToWorker): Promise<void> {
         const result = await answer(message.query);
         send({ type: 'reply', requestId: message.requestId, ok: true, result });
       } catch (err) {
-        send({ type: 'reply', requestId: message.requestId, ok: false, error: errorText(err) });
+        send({ type: 'reply', requestId: message.requestId, ok: false, error: errorMessage(err) });
       }
       return;
   }
@@ -123,8 +113,8 @@ function switchTrainer(run: ActiveRun, enabled: boolean): void {
   try {
     run.trainer.setEnabled(enabled);
   } catch (err) {
-    log('error', `RL trainer: ${errorText(err)}`);
-    send({ type: 'event', runId: run.runId, event: trainerStateEvent({ ...run.trainer.state(), lastError: errorText(err) }) });
+    log('error', `RL trainer: ${errorMessage(err)}`);
+    send({ type: 'event', runId: run.runId, event: trainerStateEvent({ ...run.trainer.state(), lastError: errorMessage(err) }) });
   }
 }
 
@@ -134,104 +124,57 @@ async function startRun(message: StartMessage): Promise<void> {
     return;
   }
   const dbFile = resolve(message.dbFile);
-  const settings = message.settings;
-  let startCode = message.startCode ?? undefined;
-  let startPath = message.startPath ?? undefined;
-  let evaluator: Evaluator | null = null;
-  let trainer: TrainerBridge | null = null;
-  let run: EvolutionRun;
   const runId = message.runId;
   const startSignal = (starting = new AbortController()).signal;
   toggleWhileStarting = null;
   let runAnnounced = false;
+  let assembled: AssembledRun;
   try {
-    const exists = await stat(dbFile).then(
-      () => true,
-      () => false,
-    );
-    if (message.resume && !exists) throw new Error(`cannot resume: ${dbFile} does not exist`);
-    if (!message.resume && exists) throw new Error(`${dbFile} already exists: resume it instead`);
-    // The spool may hold a step that was spooled but never committed (the host died in between): the database says which.
-    let lastCommittedStep = -1;
-    if (message.resume) {
-      // A resumed run goes on from what it started with (its database's meta), whatever the host sent.
-      const info = await withReadOnly(dbFile, (db) => ({ meta: db.meta(), lastStep: db.lastStep }));
-      if (typeof info.meta.startCode === 'string') startCode = info.meta.startCode;
-      if (typeof info.meta.programPath === 'string') startPath = info.meta.programPath;
-      lastCommittedStep = info.lastStep;
-    }
-    const task = await loadTask(message.taskDir);
-    const warn = (text: string): void => log('warn', text);
-    const source: ResponseSource =
-      settings.sampler === 'mutate'
-        ? new MutateSampler({ seed: settings.seed, language: task.language })
-        : new EndpointClient(endpointOptionsFromSettings(settings, message.apiKey ?? undefined, { onWarning: warn }));
-    if (settings['trainer.protocol'] === 'atropos' && settings['trainer.url'].trim() && source instanceof EndpointClient) {
-      // An atropos bridge needs to know whether the endpoint gives token ids before it may start (now or by the dashboard's toggle).
-      await source.check(startSignal);
-    }
-    trainer = new TrainerBridge({
-      settings,
-      dbFile,
-      groupSize: settings.samplesPerPrompt,
-      lastCommittedStep,
-      name: `thetaevolve-${task.name}`,
-      tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
-      onWarning: (text) => log('warn', `RL trainer: ${text}`),
-      // The host learns of a run from run_started: trainer states wait for it.
-      onState: (state) => {
-        if (runAnnounced) send({ type: 'event', runId, event: trainerStateEvent(state) });
-      },
-    });
-    await trainer.start(startSignal);
-    evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
-    if (evaluator.isolation.warning) warn(evaluator.isolation.warning);
-    const bridge = trainer;
-    run = new EvolutionRun({
+    assembled = await assembleRun({
       runId,
-      task,
-      settings,
       dbFile,
-      startCode,
-      startPath,
-      source,
-      evaluator,
-      onEvent: (event: EngineEvent) => {
+      task: await loadTask(message.taskDir),
+      settings: message.settings,
+      apiKey: message.apiKey ?? undefined,
+      startCode: message.startCode ?? undefined,
+      startPath: message.startPath ?? undefined,
+      resume: message.resume,
+      signal: startSignal,
+      onEvent: (event) => {
         send({ type: 'event', runId, event });
         if (event.type === 'run_started') {
           runAnnounced = true;
-          send({ type: 'event', runId, event: trainerStateEvent(bridge.state()) });
+          send({ type: 'event', runId, event: trainerStateEvent(assembled.trainer.state()) });
         }
       },
-      beforeCommit: (committed, signal) => bridge.spoolStep(committed, signal),
-      afterCommit: (committed, signal) => bridge.afterCommit(committed, signal),
+      onWarning: (text) => log('warn', text),
+      // The host learns of a run from run_started: trainer states wait for it.
+      onTrainerState: (state) => {
+        if (runAnnounced) send({ type: 'event', runId, event: trainerStateEvent(state) });
+      },
     });
   } catch (err) {
-    await evaluator?.close();
-    await trainer?.close();
-    send({ type: 'startFailed', runId: message.runId, message: startSignal.aborted ? 'stopped before the run started' : errorText(err) });
+    send({ type: 'startFailed', runId, message: startSignal.aborted ? 'stopped before the run started' : errorMessage(err) });
     return;
   } finally {
     starting = null;
   }
-  const current: ActiveRun = { runId: message.runId, dbFile, run, trainer };
+  const current: ActiveRun = { ...assembled, runId, dbFile };
   active = current;
   if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
   dropCached(dbFile);
-  const closeEvaluator = evaluator;
   try {
-    await run.run();
-    const pending = trainer.state().pendingGroups;
+    await current.run.run();
+    const pending = current.trainer.state().pendingGroups;
     // What the trainer has not taken stays in the spool beside the database and goes out when the run resumes.
     if (pending > 0) log('warn', `RL trainer: ${pending} group(s) are still spooled beside ${dbFile}; they are sent when this run resumes with the trainer on`);
   } catch (err) {
-    log('error', `run ${current.runId} failed: ${errorText(err)}`);
+    log('error', `run ${runId} failed: ${errorMessage(err)}`);
   } finally {
-    await closeEvaluator.close();
-    await trainer.close();
+    await current.close();
     if (active === current) active = null;
     dropCached(dbFile);
-    send({ type: 'runClosed', runId: current.runId });
+    send({ type: 'runClosed', runId });
   }
 }
 
@@ -247,7 +190,7 @@ async function answer(query: Query): Promise<unknown> {
       case 'summary':
         return db.summary();
       case 'runInfo':
-        return { dbFile: file, lastStep: db.lastStep, summary: db.summary(), meta: db.meta() };
+        return { dbFile: file, lastStep: db.lastStep, summary: db.summary(), meta: parseRunMeta(db.meta(), file) };
       case 'snapshot':
         return db.stateSnapshot();
       case 'steps':

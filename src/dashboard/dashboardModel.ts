@@ -7,7 +7,6 @@ import {
   type BestView,
   type DashboardBestInput,
   type DashboardDatabaseInput,
-  type DashboardDirection,
   type DashboardRunInput,
   type DashboardState,
   type DashboardStepInput,
@@ -26,8 +25,9 @@ import {
   type SummaryView,
   type TrainerView,
 } from '../protocol/dashboard';
-import type { TrainerStateEvent } from './events';
-import { mean, percentileOfSorted } from './stats';
+import type { TrainerStateEvent } from '../engine/events';
+import { mean, percentileOfSorted } from '../engine/stats';
+import type { Direction } from '../engine/types';
 
 /** Points kept per series before the bucket width doubles (1,000 steps draw as 250 points of 4 steps). */
 export const DEFAULT_MAX_POINTS = 300;
@@ -38,7 +38,7 @@ export const HISTOGRAM_BINS = 30;
 // ---------------------------------------------------------------------------
 // Objective display
 
-export function directionLabel(direction: DashboardDirection): string {
+export function directionLabel(direction: Direction): string {
   return direction === 'minimize' ? 'minimise (lower is better)' : 'maximise (higher is better)';
 }
 
@@ -47,25 +47,25 @@ export function directionLabel(direction: DashboardDirection): string {
  * maximising, 1/score for a minimise task's valid (positive) score. Penalties
  * (<= 0) have no objective: null.
  */
-export function displayObjective(score: number | null, direction: DashboardDirection): number | null {
+export function displayObjective(score: number | null, direction: Direction): number | null {
   if (score === null || !Number.isFinite(score)) return null;
   if (direction === 'maximize') return score;
   return score > 0 ? 1 / score : null;
 }
 
 /** Whether objective `a` is better than `b` in the task's direction. */
-export function isBetterObjective(a: number, b: number, direction: DashboardDirection): boolean {
+export function isBetterObjective(a: number, b: number, direction: Direction): boolean {
   return direction === 'maximize' ? a > b : a < b;
 }
 
-function betterOf(a: number | null, b: number | null, direction: DashboardDirection): number | null {
+function betterOf(a: number | null, b: number | null, direction: Direction): number | null {
   if (a === null) return b;
   if (b === null) return a;
   return isBetterObjective(a, b, direction) ? a : b;
 }
 
 /** Best, mean and 10/50/90th percentiles of valid objective values (the host can send these per step). */
-export function objectiveStats(values: readonly number[], direction: DashboardDirection): ObjectiveStats {
+export function objectiveStats(values: readonly number[], direction: Direction): ObjectiveStats {
   const finite = values.filter((v) => Number.isFinite(v));
   if (finite.length === 0) return { best: null, mean: null, p10: null, p50: null, p90: null };
   const sorted = [...finite].sort((a, b) => a - b);
@@ -87,7 +87,7 @@ export function objectiveStats(values: readonly number[], direction: DashboardDi
  */
 export function stepObjectiveStats(
   input: Pick<DashboardStepInput, 'best' | 'mean' | 'p10' | 'p50' | 'p90' | 'objective'>,
-  direction: DashboardDirection,
+  direction: Direction,
 ): ObjectiveStats & { meanExact: boolean } {
   if (input.objective) return { ...input.objective, meanExact: true };
   const o = (score: number | null): number | null => displayObjective(score, direction);
@@ -111,7 +111,7 @@ function evaluationsOf(input: DashboardStepInput): number {
 }
 
 /** One step as a series point (a bucket of one), in the task's objective. */
-export function stepPoint(input: DashboardStepInput, direction: DashboardDirection, bestSoFar: number | null): SeriesPoint {
+export function stepPoint(input: DashboardStepInput, direction: Direction, bestSoFar: number | null): SeriesPoint {
   const stats = stepObjectiveStats(input, direction);
   return {
     step: input.step,
@@ -155,7 +155,7 @@ function maxOrNull(a: number | null, b: number | null): number | null {
  * percentiles are means weighted by valid counts (percentiles of a merged
  * bucket are approximate); latencies take the worse.
  */
-export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: DashboardDirection): SeriesPoint {
+export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: Direction): SeriesPoint {
   return {
     step: a.step,
     lastStep: b.lastStep,
@@ -181,7 +181,7 @@ export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: Dashboard
 }
 
 /** Re-bucket points (already bucketed by `width`-aligned keys) to buckets of `newWidth` steps. */
-export function rebucket(points: readonly SeriesPoint[], newWidth: number, direction: DashboardDirection): SeriesPoint[] {
+export function rebucket(points: readonly SeriesPoint[], newWidth: number, direction: Direction): SeriesPoint[] {
   const out: SeriesPoint[] = [];
   for (const p of points) {
     const last = out[out.length - 1];
@@ -202,7 +202,7 @@ export class StepSeries {
   private bestSoFar: number | null = null;
 
   constructor(
-    private readonly direction: DashboardDirection,
+    private readonly direction: Direction,
     private readonly maxPoints = DEFAULT_MAX_POINTS,
   ) {
     if (maxPoints < 2) throw new Error('StepSeries: maxPoints must be at least 2');
@@ -327,7 +327,7 @@ class NumberList {
 
 export function databaseView(
   input: DashboardDatabaseInput,
-  direction: DashboardDirection,
+  direction: Direction,
   histogramInput: { label: string; values: ArrayLike<number> } | null,
   maxHeatBins = DEFAULT_MAX_HEAT_BINS,
 ): DatabaseView {
@@ -406,7 +406,7 @@ export function runView(input: DashboardRunInput): RunView {
  */
 export class DashboardModel {
   private state: DashboardState = emptyDashboardState();
-  private direction: DashboardDirection = 'maximize';
+  private direction: Direction = 'maximize';
   private series: StepSeries;
   private validObjectives = new NumberList();
   private lastDatabase: DashboardDatabaseInput | null = null;
@@ -529,7 +529,7 @@ export class DashboardModel {
   }
 }
 
-export function bestView(input: DashboardBestInput, direction: DashboardDirection): BestView {
+export function bestView(input: DashboardBestInput, direction: Direction): BestView {
   return {
     id: input.id,
     step: input.step,

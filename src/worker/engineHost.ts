@@ -17,7 +17,7 @@ import {
 } from '../protocol/engineWorker';
 
 export interface EngineHostOptions {
-  /** dist/engineWorker.js, or the absolute path of src/engine/worker.ts with execArgv ['--require', 'tsx/cjs']. */
+  /** dist/engineWorker.js, or the absolute path of src/worker/engineWorker.ts with execArgv ['--require', 'tsx/cjs']. */
   workerFile: string;
   execArgv?: string[];
   /** Longest wait for a query's reply (default 60 s). */

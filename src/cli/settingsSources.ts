@@ -1,0 +1,133 @@
+// Every setting the extension has, from the command line: the defaults, then
+// --config FILE (a JSON object like VS Code's settings.json, `thetaevolve.*`
+// keys, comments and trailing commas allowed), then each --set KEY=VALUE,
+// then the dedicated flags (--batch, --endpoint, ...). Validated by the same
+// zod schema as the extension's settings; a bad key or value is refused with
+// one line naming it.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settings } from '../engine/config';
+import { errorMessage } from '../engine/errors';
+import { listFlag, type ParsedArgs, stringFlag, UsageError } from './args';
+
+const PREFIX = 'thetaevolve.';
+const SPECS = new Map<string, SettingSpec>(SETTINGS.map((s: SettingSpec) => [s.key, s]));
+
+/** The setting a user named, with or without the prefix; refuses unknown keys, suggesting the nearest. */
+function specOf(rawKey: string, where: string): SettingSpec {
+  const key = rawKey.startsWith(PREFIX) ? rawKey.slice(PREFIX.length) : rawKey;
+  const spec = SPECS.get(key);
+  if (spec) return spec;
+  const near = [...SPECS.keys()].find((k) => k.toLowerCase() === key.toLowerCase() || k.toLowerCase().endsWith(`.${key.toLowerCase()}`));
+  throw new UsageError(`${where}: unknown setting '${rawKey}'${near ? ` (did you mean thetaevolve.${near}?)` : ''}; see package.json's contributes.configuration for the list`);
+}
+
+/** --set's text as the setting's type (the schema then checks ranges and enums). */
+function valueOfText(spec: SettingSpec, text: string, where: string): unknown {
+  switch (spec.type) {
+    case 'boolean':
+      if (text === 'true') return true;
+      if (text === 'false') return false;
+      throw new UsageError(`${where}: thetaevolve.${spec.key} takes true or false, got '${text}'`);
+    case 'integer':
+    case 'number': {
+      const n = Number(text);
+      if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${where}: thetaevolve.${spec.key} takes a number, got '${text}'`);
+      return n;
+    }
+    case 'string':
+      return text;
+  }
+}
+
+/** Strip // and /* comments and trailing commas outside strings (VS Code's settings.json is JSONC). */
+export function stripJsonComments(text: string): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    const next = text[i + 1];
+    if (inString) {
+      out += c;
+      if (c === '\\') out += text[++i] ?? '';
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+      out += c;
+    } else if (c === '/' && next === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+      out += '\n';
+    } else if (c === '/' && next === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end === -1 ? text.length : end + 1;
+    } else out += c;
+  }
+  return out.replace(/,(\s*[}\]])/g, '$1');
+}
+
+/** The `thetaevolve.*` entries of a --config file; keys of other extensions are ignored, unknown thetaevolve keys refused. */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--config: cannot read ${path}: ${errorMessage(err)}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stripJsonComments(text));
+  } catch (err) {
+    throw new UsageError(`--config: ${path} is not JSON: ${errorMessage(err)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError(`--config: ${path} must hold a JSON object of "thetaevolve.*" settings`);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!key.startsWith(PREFIX)) continue;
+    out[specOf(key, `--config ${path}`).key] = value;
+  }
+  return out;
+}
+
+/** The flags that set one setting each, by flag name. */
+const FLAG_SETTINGS: Record<string, keyof Settings> = {
+  sampler: 'sampler',
+  endpoint: 'endpoint',
+  model: 'model',
+  batch: 'batchSize',
+  samples: 'samplesPerPrompt',
+  'eval-concurrency': 'evaluationConcurrency',
+  seed: 'seed',
+};
+
+/** Settings of a `run` (or `evaluate`) command line: defaults < --config < --set < flags. */
+export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
+  const raw: Record<string, unknown> = { ...defaultSettings() };
+  const configFile = stringFlag(args, 'config');
+  if (configFile !== undefined) Object.assign(raw, readConfigFile(resolve(cwd, configFile)));
+  for (const assignment of listFlag(args, 'set')) {
+    const eq = assignment.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--set takes KEY=VALUE, got '${assignment}'`);
+    const spec = specOf(assignment.slice(0, eq).trim(), '--set');
+    raw[spec.key] = valueOfText(spec, assignment.slice(eq + 1), '--set');
+  }
+  const sampler = stringFlag(args, 'sampler');
+  if (sampler !== undefined && sampler !== 'llm' && sampler !== 'mutate') throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
+  for (const [flag, key] of Object.entries(FLAG_SETTINGS)) {
+    const value = args.flags[flag];
+    if (value !== undefined) raw[key] = value;
+  }
+  const trainer = stringFlag(args, 'trainer');
+  const protocol = stringFlag(args, 'trainer-protocol');
+  if (protocol !== undefined && protocol !== 'atropos' && protocol !== 'slime') throw new UsageError(`--trainer-protocol must be atropos or slime, got '${protocol}'`);
+  if (protocol !== undefined && trainer === undefined) throw new UsageError('--trainer-protocol needs --trainer URL');
+  if (trainer !== undefined) {
+    raw['trainer.enabled'] = true;
+    raw['trainer.url'] = trainer;
+  }
+  if (protocol !== undefined) raw['trainer.protocol'] = protocol;
+  try {
+    return parseSettings(raw);
+  } catch (err) {
+    throw new UsageError(errorMessage(err));
+  }
+}

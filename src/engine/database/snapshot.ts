@@ -1,0 +1,35 @@
+// The database's state as plain JSON (island sizes, MAP-Elites occupancy,
+// archive, migrations): defined once here, produced by
+// ProgramDatabase.stateSnapshot(), validated where it crosses the worker
+// boundary and drawn by the dashboard.
+import { z } from 'zod';
+
+const finite = z.number().finite();
+const count = z.number().int().min(0);
+const IdScoreSchema = z.object({ id: z.string(), score: finite });
+const RangeSchema = z.object({ min: finite, max: finite }).nullable();
+
+export const DatabaseSnapshotSchema = z.object({
+  lastStep: z.number().int().min(-1),
+  programs: count,
+  populationSize: count,
+  hashIndexSize: count,
+  currentIsland: count,
+  best: IdScoreSchema.nullable(),
+  islands: z.array(z.object({ island: count, size: count, generation: count, best: IdScoreSchema.nullable() })),
+  mapElites: z.object({
+    features: z.tuple([z.literal('score'), z.literal('codeLength')]),
+    bins: z.number().int().min(1),
+    ranges: z.object({ score: RangeSchema, codeLength: RangeSchema }),
+    islands: z.array(
+      z.object({
+        island: count,
+        occupied: count,
+        cells: z.array(z.object({ cell: count, scoreBin: count, lengthBin: count, id: z.string(), score: finite })),
+      }),
+    ),
+  }),
+  archive: z.object({ size: count, capacity: count, minScore: finite.nullable(), maxScore: finite.nullable() }),
+  migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+});
+export type DatabaseSnapshot = z.infer<typeof DatabaseSnapshotSchema>;

@@ -1,0 +1,172 @@
+// The one way a run is put together, for the CLI (in-process) and the
+// extension's engine worker alike: settings + task + where it lives in, a
+// ready EvolutionRun with its response source, evaluator and trainer bridge
+// out. A new evaluation backend or setting is wired here, once.
+import { stat } from 'node:fs/promises';
+import type { Settings } from './config';
+import { ProgramDatabase } from './database/programDatabase';
+import type { EngineEvent } from './events';
+import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
+import { type CommittedStep, EvolutionRun } from './loop';
+import { MutateSampler } from './mutateSampler';
+import { parseRunMeta } from './runMeta';
+import { Evaluator, evaluatorOptionsFromSettings } from './sandbox/evaluator';
+import type { Task } from './task/task';
+import { TrainerBridge, type TrainerState } from './trainer/bridge';
+import type { ResponseSource } from './types';
+
+/** The run cannot be assembled; the message is one line a person can act on. */
+export class RunSetupError extends Error {
+  override name = 'RunSetupError';
+}
+
+export interface RunRequest {
+  runId: string;
+  /** Absolute path of the run database. */
+  dbFile: string;
+  task: Task;
+  settings: Settings;
+  apiKey: string | undefined;
+  /** Text to start from (default: the task's initial program); a resumed run keeps what it started with. */
+  startCode?: string;
+  /** The file that text came from. */
+  startPath?: string;
+  /** true: the database must exist; false: it must not; undefined: resume when it exists. */
+  resume?: boolean;
+  /** Steps in this invocation (CLI --steps). */
+  stepsThisInvocation?: number;
+  /** Stop once this step is committed, counting the steps a resumed database already has (CLI --until-step). */
+  untilStep?: number;
+  /** Aborts the assembly (endpoint check, reaching the trainer). */
+  signal: AbortSignal;
+  onEvent: (event: EngineEvent) => void;
+  /** Problems worth a person's attention that do not stop the run. */
+  onWarning: (message: string) => void;
+  onTrainerState?: (state: TrainerState) => void;
+  /** After each committed step, once the trainer took it (or was skipped). */
+  afterStep?: (committed: CommittedStep) => void;
+}
+
+export interface AssembledRun {
+  run: EvolutionRun;
+  source: ResponseSource;
+  evaluator: Evaluator;
+  /** Made for every run, disabled or not, so a run's RL toggle can turn it on mid-run. */
+  trainer: TrainerBridge;
+  /** Whether the database existed (the run goes on after its last committed step). */
+  resumed: boolean;
+  /** Closes the evaluator's sandboxes and the trainer bridge (its spool keeps what was not sent). */
+  close(): Promise<void>;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Assemble a run: checks the database against `resume`, makes the response
+ * source and checks the endpoint (model served, token ids), starts the
+ * trainer bridge (refusing atropos without token ids), opens the sandbox.
+ * Throws RunSetupError with the reason; nothing is left open then.
+ */
+export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
+  const { task, settings, dbFile, signal } = request;
+  const exists = await stat(dbFile).then(
+    () => true,
+    () => false,
+  );
+  if (request.resume === true && !exists) throw new RunSetupError(`cannot resume: ${dbFile} does not exist`);
+  if (request.resume === false && exists) throw new RunSetupError(`${dbFile} already exists: resume it instead`);
+
+  let startCode = request.startCode;
+  let startPath = request.startPath;
+  // The trainer's spool may hold a step that was spooled but never committed (killed in between): the database says which.
+  let lastCommittedStep = -1;
+  if (exists) {
+    const info = await readResumeInfo(dbFile);
+    // A resumed run goes on from what it started with, whatever the caller sent.
+    startCode = info.startCode;
+    startPath = info.programPath;
+    lastCommittedStep = info.lastStep;
+  }
+
+  const source: ResponseSource =
+    settings.sampler === 'mutate'
+      ? new MutateSampler({ seed: settings.seed, language: task.language })
+      : new EndpointClient(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning }));
+  if (source instanceof EndpointClient) {
+    // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
+    // and the trainer bridge needs to know whether the endpoint gives token ids.
+    await source.check(signal).catch((err: unknown) => {
+      throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorText(err)}`, { cause: err });
+    });
+  }
+
+  const trainer = new TrainerBridge({
+    settings,
+    dbFile,
+    groupSize: settings.samplesPerPrompt,
+    lastCommittedStep,
+    name: `thetaevolve-${task.name}`,
+    tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
+    onWarning: (text) => request.onWarning(`RL trainer: ${text}`),
+    onState: request.onTrainerState,
+  });
+  try {
+    await trainer.start(signal);
+  } catch (err) {
+    await trainer.close();
+    throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorText(err)}`, { cause: err });
+  }
+
+  const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
+  if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
+
+  const run = new EvolutionRun({
+    runId: request.runId,
+    task,
+    settings,
+    dbFile,
+    startCode,
+    startPath,
+    source,
+    evaluator,
+    stepsThisInvocation: request.stepsThisInvocation,
+    untilStep: request.untilStep,
+    onEvent: request.onEvent,
+    beforeCommit: (committed, stepSignal) => trainer.spoolStep(committed, stepSignal),
+    afterCommit: async (committed, stepSignal) => {
+      await trainer.afterCommit(committed, stepSignal);
+      request.afterStep?.(committed);
+    },
+  });
+  return {
+    run,
+    source,
+    evaluator,
+    trainer,
+    resumed: exists,
+    close: async () => {
+      await evaluator.close();
+      await trainer.close();
+    },
+  };
+}
+
+/** What a resumed run needs of its database, read without keeping it open. */
+async function readResumeInfo(dbFile: string): Promise<{ startCode: string; programPath: string; lastStep: number }> {
+  let db: ProgramDatabase;
+  try {
+    db = await ProgramDatabase.openReadOnly(dbFile);
+  } catch (err) {
+    throw new RunSetupError(`cannot read the run database ${dbFile}: ${errorText(err)}`, { cause: err });
+  }
+  try {
+    const meta = parseRunMeta(db.meta(), dbFile);
+    return { startCode: meta.startCode, programPath: meta.programPath, lastStep: db.lastStep };
+  } catch (err) {
+    throw new RunSetupError(errorText(err), { cause: err });
+  } finally {
+    await db.close();
+  }
+}

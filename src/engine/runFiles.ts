@@ -1,0 +1,29 @@
+// Where run databases live and what they are called: the one place the CLI
+// and the extension name a run and find its database.
+import { existsSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { defaultSettings, type Settings } from './config';
+
+/** `thetaevolve.runsDirectory`'s default, from the settings table. */
+export const DEFAULT_RUNS_DIRECTORY = defaultSettings().runsDirectory;
+
+/** The runs directory of a base folder (the workspace folder, or the CLI's working directory). */
+export function runsDirectoryOf(baseDir: string, settings: Pick<Settings, 'runsDirectory'>): string {
+  const dir = settings.runsDirectory.trim() || DEFAULT_RUNS_DIRECTORY;
+  return isAbsolute(dir) ? dir : join(baseDir, dir);
+}
+
+export function runDatabaseFile(runsDir: string, runId: string): string {
+  return join(runsDir, `${runId}.sqlite`);
+}
+
+/**
+ * `<task>-YYYYMMDD-HHMMSS`, numbered (`-2`, `-3`, ...) when a run of the same
+ * task started within the same second already has a database there.
+ */
+export function newRunId(taskName: string, runsDir: string, now = new Date()): string {
+  const stamp = `${taskName}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
+  let runId = stamp;
+  for (let n = 2; existsSync(runDatabaseFile(runsDir, runId)); n++) runId = `${stamp}-${n}`;
+  return runId;
+}

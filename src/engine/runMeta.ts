@@ -1,0 +1,31 @@
+// What a run database records about its run (the loop writes it when it
+// creates the database): one typed shape for everything that reads it back.
+import { z } from 'zod';
+import { DirectionSchema } from './events';
+
+export const RunMetaSchema = z.object({
+  runId: z.string(),
+  /** Task name, e.g. "circle-packing". */
+  task: z.string(),
+  /** Absolute task folder. */
+  taskDir: z.string(),
+  direction: DirectionSchema,
+  /** The program's extension without the dot ("py"). */
+  language: z.string(),
+  /** The file the run evolves (the task's initial program when none was given). */
+  programPath: z.string(),
+  /** The text the run started from. */
+  startCode: z.string(),
+  /** The response source's label (model and server, or the offline sampler). */
+  source: z.string(),
+  createdAt: z.number().finite(),
+});
+export type RunMeta = z.infer<typeof RunMetaSchema>;
+
+/** The typed run meta of a database's stored meta; throws naming the file and the field when it is not one of ours. */
+export function parseRunMeta(raw: unknown, dbFile: string): RunMeta {
+  const result = RunMetaSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new Error(`${dbFile}: the run meta is incomplete at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+}

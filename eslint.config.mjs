@@ -1,10 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-
-const noVscode = {
-  paths: [{ name: 'vscode', message: 'src/engine and the CLI never import vscode: the CLI and the engine worker run them without VS Code.' }],
-};
+import { layersPlugin } from './scripts/eslint-layers.mjs';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', 'tools/**', '.thetaevolve/**', 'test-output/**', '.demo/**'] },
@@ -19,8 +16,10 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/engine/**/*.ts', 'src/cli.ts', 'src/cli/**/*.ts', 'src/protocol/**/*.ts', 'webview/**/*.ts', 'bench/**/*.ts', 'test/unit/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', noVscode] },
+    // Which layer may import which, and `vscode` only in the VS Code adapters (scripts/eslint-layers.mjs).
+    files: ['**/*.ts'],
+    plugins: { layers: layersPlugin },
+    rules: { 'layers/imports': 'error' },
   },
   {
     files: ['**/*.mjs', '**/*.js'],

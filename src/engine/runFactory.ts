@@ -4,6 +4,7 @@
 // out. A new evaluation backend or setting is wired here, once.
 import { stat } from 'node:fs/promises';
 import type { Settings } from './config';
+import { errorMessage } from './errors';
 import { ProgramDatabase } from './database/programDatabase';
 import type { EngineEvent } from './events';
 import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
@@ -15,9 +16,16 @@ import type { Task } from './task/task';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import type { ResponseSource } from './types';
 
-/** The run cannot be assembled; the message is one line a person can act on. */
+/** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
 export class RunSetupError extends Error {
   override name = 'RunSetupError';
+  constructor(
+    message: string,
+    readonly setting: string | null = null,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
 }
 
 export interface RunRequest {
@@ -59,10 +67,6 @@ export interface AssembledRun {
   close(): Promise<void>;
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * Assemble a run: checks the database against `resume`, makes the response
  * source and checks the endpoint (model served, token ids), starts the
@@ -98,7 +102,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
     // and the trainer bridge needs to know whether the endpoint gives token ids.
     await source.check(signal).catch((err: unknown) => {
-      throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorText(err)}`, { cause: err });
+      throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`, 'thetaevolve.endpoint', { cause: err });
     });
   }
 
@@ -116,7 +120,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     await trainer.start(signal);
   } catch (err) {
     await trainer.close();
-    throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorText(err)}`, { cause: err });
+    throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`, 'thetaevolve.trainer.url', { cause: err });
   }
 
   const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
@@ -159,13 +163,13 @@ async function readResumeInfo(dbFile: string): Promise<{ startCode: string; prog
   try {
     db = await ProgramDatabase.openReadOnly(dbFile);
   } catch (err) {
-    throw new RunSetupError(`cannot read the run database ${dbFile}: ${errorText(err)}`, { cause: err });
+    throw new RunSetupError(`cannot read the run database ${dbFile}: ${errorMessage(err)}`, null, { cause: err });
   }
   try {
     const meta = parseRunMeta(db.meta(), dbFile);
     return { startCode: meta.startCode, programPath: meta.programPath, lastStep: db.lastStep };
   } catch (err) {
-    throw new RunSetupError(errorText(err), { cause: err });
+    throw new RunSetupError(errorMessage(err), null, { cause: err });
   } finally {
     await db.close();
   }

@@ -17,12 +17,14 @@ export function runDatabaseFile(runsDir: string, runId: string): string {
   return join(runsDir, `${runId}.sqlite`);
 }
 
-/**
- * `<task>-YYYYMMDD-HHMMSS`, numbered (`-2`, `-3`, ...) when a run of the same
- * task started within the same second already has a database there.
- */
+/** `<task>-YYYYMMDD-HHMMSS`: a run's id before numbering. */
+export function runIdStamp(taskName: string, now = new Date()): string {
+  return `${taskName}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
+}
+
+/** runIdStamp, numbered (`-2`, `-3`, ...) when a run of the same task started within the same second already has a database there. */
 export function newRunId(taskName: string, runsDir: string, now = new Date()): string {
-  const stamp = `${taskName}-${now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
+  const stamp = runIdStamp(taskName, now);
   let runId = stamp;
   for (let n = 2; existsSync(runDatabaseFile(runsDir, runId)); n++) runId = `${stamp}-${n}`;
   return runId;

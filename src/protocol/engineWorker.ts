@@ -139,7 +139,7 @@ const WorkerNoticeSchema = z.discriminatedUnion('type', [
   /** An engine event of the active run (validated again with parseEngineEvent). */
   z.object({ type: z.literal('event'), runId: z.string(), event: EngineEventSchema }),
   /** The run could not start (task, settings, database); no run_started follows. */
-  z.object({ type: z.literal('startFailed'), runId: z.string(), message: z.string() }),
+  z.object({ type: z.literal('startFailed'), runId: z.string(), message: z.string(), /** The setting to change, e.g. thetaevolve.endpoint. */ setting: z.string().nullable() }),
   /** The run is over and its sandbox closed: the worker is idle again. */
   z.object({ type: z.literal('runClosed'), runId: z.string() }),
   z.object({ type: z.literal('log'), level: z.enum(LOG_LEVELS), message: z.string() }),

@@ -11,7 +11,7 @@ import * as vscode from 'vscode';
 import type { EvaluationFinishedEvent } from '../engine/events';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask, type Task } from '../engine/task/task';
-import { type RunController, type RunView, untrustedReason } from './runController';
+import { type RunController, type TrackedRun, untrustedReason } from './runController';
 import { readSettings } from './settings';
 import { formatScore } from '../engine/format';
 
@@ -63,7 +63,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
 
   constructor(
     private readonly controller: RunController,
-    private readonly run: RunView,
+    private readonly run: TrackedRun,
   ) {
     // Subscribe at once: evaluations may finish before VS Code opens the terminal.
     this.subscriptions.push(
@@ -124,7 +124,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
 }
 
 /** Start the "ThetaEvolve evaluations" task for the run that just started. */
-export async function startLiveEvaluationTerminal(controller: RunController, run: RunView): Promise<void> {
+export async function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): Promise<void> {
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
   const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };
   const terminal = new LiveEvaluationTerminal(controller, run);

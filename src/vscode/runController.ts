@@ -3,9 +3,11 @@
 // to the status bar, progress, terminal, tree, dashboard and log, and answers
 // questions about runs by asking the worker (never opening a database here).
 import { readdir } from 'node:fs/promises';
-import { basename, isAbsolute, join } from 'node:path';
+import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
+import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
+import type { RunMeta } from '../engine/runMeta';
 import type { EngineEvent } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult, RunInfo } from '../protocol/engineWorker';
@@ -14,10 +16,11 @@ import { log } from './log';
 import { readSettings } from './settings';
 import { formatScore } from '../engine/format';
 
-export type RunState = 'starting' | 'running' | 'paused' | 'stopping' | 'finished' | 'failed';
+/** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
+export type RunState = 'starting' | 'running' | 'pausing' | 'paused' | 'stopping' | 'finished' | 'error';
 
 /** What the window knows of the active (or last) run. */
-export interface RunView {
+export interface TrackedRun {
   runId: string;
   dbFile: string;
   /** The file the run evolves (undefined when it is not a local file). */
@@ -37,6 +40,8 @@ export interface RunView {
   samplesPerSecond: number | null;
   /** Evaluations finished in the step in flight. */
   evaluationsThisStep: number;
+  /** The response source, once the run started ("model at server", or the offline sampler). */
+  sourceLabel: string | null;
   message: string;
 }
 
@@ -81,22 +86,16 @@ export function guardWorkspaceTrust(isTrusted: boolean = vscode.workspace.isTrus
   return false;
 }
 
-/** <task>-YYYYMMDD-HHMMSS, as the CLI names runs. */
-export function newRunId(taskName: string, now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
-  return `${taskName}-${stamp}`;
-}
-
-export function runsDirectoryOf(folder: vscode.WorkspaceFolder, settings: Pick<Settings, 'runsDirectory'>): string {
-  const dir = settings.runsDirectory.trim() || '.thetaevolve/runs';
-  return isAbsolute(dir) ? dir : join(folder.uri.fsPath, dir);
+/** The runs directory of a workspace folder (thetaevolve.runsDirectory, relative to it). */
+export function runsDirectoryOfFolder(folder: vscode.WorkspaceFolder, settings: Pick<Settings, 'runsDirectory'>): string {
+  return runsDirectoryOf(folder.uri.fsPath, settings);
 }
 
 function settingsOrDefault(scope: vscode.Uri): Pick<Settings, 'runsDirectory'> {
   try {
     return readSettings(scope);
   } catch {
-    return { runsDirectory: '.thetaevolve/runs' };
+    return { runsDirectory: DEFAULT_RUNS_DIRECTORY };
   }
 }
 
@@ -105,7 +104,7 @@ export async function listRunFiles(): Promise<RunFile[]> {
   const out: RunFile[] = [];
   const seen = new Set<string>();
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
-    const dir = runsDirectoryOf(folder, settingsOrDefault(folder.uri));
+    const dir = runsDirectoryOfFolder(folder, settingsOrDefault(folder.uri));
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names.sort()) {
       if (!name.endsWith('.sqlite')) continue;
@@ -118,24 +117,20 @@ export async function listRunFiles(): Promise<RunFile[]> {
   return out;
 }
 
-function extensionOf(path: string): string {
-  const name = basename(path);
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? name.slice(dot + 1) : '';
+/** The file a run evolves and what it started from, from its database's meta. */
+export function runOrigin(meta: RunMeta): { fileUri: vscode.Uri; extension: string; startCode: string; taskDir: string; taskName: string } {
+  return { fileUri: vscode.Uri.file(meta.programPath), extension: meta.language, startCode: meta.startCode, taskDir: meta.taskDir, taskName: meta.task };
 }
 
-/** The file a run evolves and what it started from, from its database's meta. */
-export function runOrigin(info: RunInfo): { fileUri: vscode.Uri | undefined; extension: string; startCode: string | undefined; taskDir: string | undefined; taskName: string } {
-  const meta = info.meta;
-  const programPath = typeof meta.programPath === 'string' ? meta.programPath : undefined;
-  const language = typeof meta.language === 'string' ? meta.language : programPath ? extensionOf(programPath) : '';
-  return {
-    fileUri: programPath ? vscode.Uri.file(programPath) : undefined,
-    extension: language,
-    startCode: typeof meta.startCode === 'string' ? meta.startCode : undefined,
-    taskDir: typeof meta.taskDir === 'string' ? meta.taskDir : undefined,
-    taskName: typeof meta.task === 'string' ? meta.task : basename(info.dbFile, '.sqlite'),
-  };
+/** Why a run could not start, and the setting to change when one is the cause. */
+export class RunStartError extends Error {
+  override name = 'RunStartError';
+  constructor(
+    message: string,
+    readonly setting: string | null,
+  ) {
+    super(message);
+  }
 }
 
 export interface RunEvent {
@@ -148,14 +143,14 @@ export class RunController implements vscode.Disposable {
   private readonly eventEmitter = new vscode.EventEmitter<RunEvent>();
   /** Every validated engine event of the run this window drives. */
   readonly onDidEngineEvent = this.eventEmitter.event;
-  private readonly changeEmitter = new vscode.EventEmitter<RunView | undefined>();
+  private readonly changeEmitter = new vscode.EventEmitter<TrackedRun | undefined>();
   /** The active run's view changed (state, step, best...). */
   readonly onDidChangeRun = this.changeEmitter.event;
-  private readonly closeEmitter = new vscode.EventEmitter<RunView>();
+  private readonly closeEmitter = new vscode.EventEmitter<TrackedRun>();
   /** The run is over (or could not start) and the worker idle again. */
   readonly onDidCloseRun = this.closeEmitter.event;
-  private current: RunView | undefined;
-  private last: RunView | undefined;
+  private current: TrackedRun | undefined;
+  private last: TrackedRun | undefined;
   /** runId -> database file, for thetaevolve: documents and tree commands. */
   private readonly known = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -165,7 +160,7 @@ export class RunController implements vscode.Disposable {
     this.engine = new EngineHost({ workerFile, execArgv });
     this.unsubscribe.push(
       this.engine.on('event', (runId, event) => this.onEvent(runId, event)),
-      this.engine.on('startFailed', (runId, message) => this.onStartFailed(runId, message)),
+      this.engine.on('startFailed', (runId, message, setting) => this.onStartFailed(runId, message, setting)),
       this.engine.on('runClosed', (runId) => this.onClosed(runId, undefined)),
       this.engine.on('exit', (code, runId) => {
         if (runId) this.onClosed(runId, `the engine worker stopped unexpectedly (exit code ${code})`);
@@ -176,12 +171,12 @@ export class RunController implements vscode.Disposable {
   }
 
   /** The run in progress (starting, running, paused or stopping). */
-  get active(): RunView | undefined {
+  get active(): TrackedRun | undefined {
     return this.current;
   }
 
   /** The active run, else the one that ended last in this window. */
-  get latest(): RunView | undefined {
+  get latest(): TrackedRun | undefined {
     return this.current ?? this.last;
   }
 
@@ -205,6 +200,7 @@ export class RunController implements vscode.Disposable {
       bestId: null,
       samplesPerSecond: null,
       evaluationsThisStep: 0,
+      sourceLabel: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
@@ -240,6 +236,7 @@ export class RunController implements vscode.Disposable {
 
   pause(): boolean {
     if (!this.current || this.current.state !== 'running') return false;
+    this.current.state = 'pausing';
     this.current.message = 'pausing after the step in flight commits';
     this.engine.pause();
     this.changeEmitter.fire(this.current);
@@ -247,8 +244,14 @@ export class RunController implements vscode.Disposable {
   }
 
   resume(): boolean {
-    if (!this.current || (this.current.state !== 'paused' && this.current.message !== 'pausing after the step in flight commits')) return false;
+    if (!this.current || (this.current.state !== 'paused' && this.current.state !== 'pausing')) return false;
     this.engine.resume();
+    if (this.current.state === 'pausing') {
+      // Asked back before the pause took effect: the run simply goes on.
+      this.current.state = 'running';
+      this.current.message = 'running';
+      this.changeEmitter.fire(this.current);
+    }
     return true;
   }
 
@@ -296,6 +299,7 @@ export class RunController implements vscode.Disposable {
       switch (event.type) {
         case 'run_started':
           run.state = 'running';
+          run.sourceLabel = event.source.label;
           run.lastStep = event.resumedFromStep ?? -1;
           run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
           if (this.pendingStart?.runId === runId) {
@@ -313,7 +317,7 @@ export class RunController implements vscode.Disposable {
           run.lastStep = event.step;
           run.samplesPerSecond = event.samplesPerSecond;
           if (event.bestEver !== null) run.bestScore = event.bestEver;
-          if (run.state !== 'stopping') run.message = `step ${event.step} committed`;
+          if (run.state === 'running') run.message = `step ${event.step} committed`;
           break;
         case 'new_best':
           run.bestScore = event.score;
@@ -328,7 +332,7 @@ export class RunController implements vscode.Disposable {
           run.message = 'running';
           break;
         case 'run_finished':
-          run.state = event.reason === 'error' ? 'failed' : 'finished';
+          run.state = event.reason === 'error' ? 'error' : 'finished';
           run.message = event.message;
           if (event.best) {
             run.bestScore = event.best.score;
@@ -346,15 +350,15 @@ export class RunController implements vscode.Disposable {
     if (run && event.type !== 'evaluation_started') this.changeEmitter.fire(run);
   }
 
-  private onStartFailed(runId: string, message: string): void {
+  private onStartFailed(runId: string, message: string, setting: string | null): void {
     log().error(`run ${runId} could not start: ${message}`);
     if (this.pendingStart?.runId === runId) {
-      this.pendingStart.reject(new Error(message));
+      this.pendingStart.reject(new RunStartError(message, setting));
       this.pendingStart = undefined;
     }
     if (this.current?.runId === runId) {
       const run = this.current;
-      run.state = 'failed';
+      run.state = 'error';
       run.message = message;
       this.current = undefined;
       this.changeEmitter.fire(undefined);
@@ -371,8 +375,8 @@ export class RunController implements vscode.Disposable {
       this.pendingStart = undefined;
     }
     if (!run) return;
-    if (run.state !== 'finished' && run.state !== 'failed') {
-      run.state = failure ? 'failed' : 'finished';
+    if (run.state !== 'finished' && run.state !== 'error') {
+      run.state = failure ? 'error' : 'finished';
       if (failure) run.message = failure;
     }
     this.current = undefined;

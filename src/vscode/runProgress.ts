@@ -1,10 +1,10 @@
 // A cancellable progress notification for the active run: cancelling it
 // stops the run (the step in flight is abandoned, committed steps are kept).
 import * as vscode from 'vscode';
-import type { RunController, RunView } from './runController';
+import type { RunController, TrackedRun } from './runController';
 import { formatScore } from '../engine/format';
 
-export function showRunProgress(controller: RunController, run: RunView): void {
+export function showRunProgress(controller: RunController, run: TrackedRun): void {
   const runId = run.runId;
   void vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `ThetaEvolve: ${run.taskTitle}`, cancellable: true },

@@ -209,7 +209,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         }
       }),
     );
-    const createdAt = (n: RunNode): number => (typeof n.info?.meta.createdAt === 'number' ? n.info.meta.createdAt : 0);
+    const createdAt = (n: RunNode): number => n.info?.meta.createdAt ?? 0;
     nodes.sort((a, b) => Number(b.active) - Number(a.active) || createdAt(b) - createdAt(a) || b.runId.localeCompare(a.runId));
     this.roots = nodes;
     return nodes;
@@ -236,8 +236,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     ]);
     if (improvements.length === 0) return [{ kind: 'message', label: 'no program yet' }];
     const countsOf = new Map(steps.map((s) => [s.step, s.stats.counts as Record<string, number>]));
-    const origin = runOrigin(info);
-    const direction: Direction = info.meta.direction === 'minimize' ? 'minimize' : 'maximize';
+    const origin = runOrigin(info.meta);
+    const direction: Direction = info.meta.direction;
     const nodes: ProgramNode[] = improvements.map((p, i) => {
       const previous = i > 0 ? improvements[i - 1] : undefined;
       return {
@@ -274,8 +274,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
     item.description = [`step ${Math.max(node.info.lastStep, 0)}`, `best ${best ? fmt(best.score) : 'n/a'}`, ...(state ? [state] : [])].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
-    const task = typeof node.info.meta.task === 'string' ? node.info.meta.task : '?';
-    const program = typeof node.info.meta.programPath === 'string' ? node.info.meta.programPath : '?';
+    const { task, programPath: program } = node.info.meta;
     item.tooltip = new vscode.MarkdownString(
       `**${node.runId}**\n\nTask: ${task}\n\nProgram: \`${program}\`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: \`${node.dbFile}\``,
     );

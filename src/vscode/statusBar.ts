@@ -1,7 +1,7 @@
 // The status bar item of the active run: step, best score, samples/s.
 // Clicking it opens the dashboard.
 import * as vscode from 'vscode';
-import type { RunController, RunView } from './runController';
+import type { RunController, TrackedRun } from './runController';
 import { formatScore } from '../engine/format';
 
 function score(value: number | null): string {
@@ -9,8 +9,8 @@ function score(value: number | null): string {
 }
 
 /** The item's text for a run (exported for the in-host tests). */
-export function statusText(run: RunView): string {
-  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'failed' ? '$(error)' : '$(sync~spin)';
+export function statusText(run: TrackedRun): string {
+  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : '$(sync~spin)';
   const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
   const rate = run.samplesPerSecond === null ? '' : ` · ${run.samplesPerSecond.toFixed(1)} samples/s`;
   const state = run.state === 'paused' ? ' · paused' : run.state === 'stopping' ? ' · stopping' : run.state === 'finished' ? ' · done' : '';

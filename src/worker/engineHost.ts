@@ -26,7 +26,8 @@ export interface EngineHostOptions {
 
 export interface EngineHostListeners {
   event: (runId: string, event: EngineEvent) => void;
-  startFailed: (runId: string, message: string) => void;
+  /** `setting`: the setting to change (e.g. thetaevolve.endpoint), when one is the cause. */
+  startFailed: (runId: string, message: string, setting: string | null) => void;
   runClosed: (runId: string) => void;
   log: (level: LogLevel, message: string) => void;
   /** The worker refused a message or sent a malformed one. */
@@ -196,7 +197,7 @@ export class EngineHost {
         return this.emit('event', message.runId, message.event);
       case 'startFailed':
         if (this.runId === message.runId) this.runId = null;
-        return this.emit('startFailed', message.runId, message.message);
+        return this.emit('startFailed', message.runId, message.message, message.setting);
       case 'runClosed':
         if (this.runId === message.runId) this.runId = null;
         return this.emit('runClosed', message.runId);

@@ -17,7 +17,7 @@ import {
 } from '../protocol/engineWorker';
 import { ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/errors';
-import { type AssembledRun, assembleRun } from '../engine/runFactory';
+import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
 import { parseRunMeta } from '../engine/runMeta';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
@@ -120,7 +120,7 @@ function switchTrainer(run: ActiveRun, enabled: boolean): void {
 
 async function startRun(message: StartMessage): Promise<void> {
   if (active || starting) {
-    send({ type: 'startFailed', runId: message.runId, message: `run ${active?.runId ?? 'another'} is still ${active ? 'active' : 'starting'}: stop it first` });
+    send({ type: 'startFailed', runId: message.runId, message: `run ${active?.runId ?? 'another'} is still ${active ? 'active' : 'starting'}: stop it first`, setting: null });
     return;
   }
   const dbFile = resolve(message.dbFile);
@@ -154,7 +154,7 @@ async function startRun(message: StartMessage): Promise<void> {
       },
     });
   } catch (err) {
-    send({ type: 'startFailed', runId, message: startSignal.aborted ? 'stopped before the run started' : errorMessage(err) });
+    send({ type: 'startFailed', runId, message: startSignal.aborted ? 'stopped before the run started' : errorMessage(err), setting: err instanceof RunSetupError ? err.setting : null });
     return;
   } finally {
     starting = null;

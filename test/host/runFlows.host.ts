@@ -10,7 +10,8 @@ import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
 import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
-import { listRunFiles, newRunId, type RunView } from '../../src/vscode/runController';
+import { runIdStamp } from '../../src/engine/runFiles';
+import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 import { api, closed, type Controller, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
@@ -26,7 +27,7 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
 }
 
 /** Stop the active run (if any) and wait until it closed. */
-async function stopRun(controller: Controller): Promise<RunView | undefined> {
+async function stopRun(controller: Controller): Promise<TrackedRun | undefined> {
   if (!controller.active) return undefined;
   const done = closed(controller);
   await vscode.commands.executeCommand('thetaevolve.stopRun');
@@ -341,7 +342,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       // Run ids have a resolution of one second: make sure this second's (and the next few's) database exists.
       const occupied: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const file = join(dirname(first.dbFile), `${newRunId('flows-again', new Date(Date.now() + i * 1000))}.sqlite`);
+        const file = join(dirname(first.dbFile), `${runIdStamp('flows-again', new Date(Date.now() + i * 1000))}.sqlite`);
         if (existsSync(file)) continue;
         copyFileSync(first.dbFile, file);
         occupied.push(file);

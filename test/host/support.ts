@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import * as vscode from 'vscode';
 import type { EngineEvent } from '../../src/engine/events';
 import type { ThetaEvolveApi } from '../../src/extension';
-import type { RunView } from '../../src/vscode/runController';
+import type { TrackedRun } from '../../src/vscode/runController';
 
 export const EXTENSION_ID = 'thetaevolve.thetaevolve';
 // out/test/host.js -> the repository root.
@@ -42,7 +42,7 @@ export function nextEvent(controller: Controller, predicate: (event: EngineEvent
 }
 
 /** Resolves with the run once it closed. */
-export function closed(controller: Controller, timeoutMs = 30_000): Promise<RunView> {
+export function closed(controller: Controller, timeoutMs = 30_000): Promise<TrackedRun> {
   return new Promise((resolvePromise, reject) => {
     const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
     const sub = controller.onDidCloseRun((run) => {

@@ -1,15 +1,17 @@
 // The dashboard shows a run truthfully: the same run (same task, settings and
-// seed) once through the engine worker with its events fed to the
-// DashboardModel exactly as the extension feeds it, once through the CLI's
-// `run --json`; every per-step number the page plots equals the CLI's line.
+// seed) once through the engine worker with its events fed to a
+// DashboardModel by the extension's own feed (src/dashboard/dashboardFeed.ts),
+// once through the CLI's `run --json`; every per-step number the page plots
+// equals the CLI's line, and the replay of the run from its database after a
+// window reload shows the same numbers.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/config';
+import { DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
-import type { StepCommittedEvent } from '../../src/engine/events';
 import { EngineHost } from '../../src/worker/engineHost';
 
 const ROOT = resolve(__dirname, '../..');
@@ -53,23 +55,28 @@ describe('dashboard numbers match `run --json` for the same run', function () {
 
     const host = new EngineHost({ workerFile: join(ROOT, 'src/worker/engineWorker.ts'), execArgv: ['--require', 'tsx/cjs'] });
     const model = new DashboardModel();
+    const replayed = new DashboardModel();
+    const dbFile = join(scratch, 'worker.sqlite');
+    const queryErrors: string[] = [];
     try {
+      const feed = new DashboardFeed(modelSink(model), (q) => host.query(q), (what, message) => queryErrors.push(`${what}: ${message}`));
       const closed = new Promise<void>((done, fail) => {
         host.on('runClosed', () => done());
         host.on('startFailed', (_id, message) => fail(new Error(message)));
       });
-      host.on('event', (_id, event) => {
-        if (event.type === 'run_started') {
-          model.setRun({ runId: event.runId, taskName: event.task.name, taskTitle: event.task.title, direction: 'maximize', targetValue: null, source: event.source, batchSize: 3, samplesPerPrompt: 3, resumedFromStep: null });
-        }
-        if (event.type === 'step_committed') model.addStep(event satisfies StepCommittedEvent);
-      });
+      host.on('event', (_id, event) => feed.handle(event, dbFile));
       const settings = { ...defaultSettings(), sampler: 'mutate' as const, batchSize: 3, samplesPerPrompt: 3, evaluationConcurrency: 2, seed: 5, maxSteps: STEPS };
-      host.start({ runId: 'truth', dbFile: join(scratch, 'worker.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      host.start({ runId: 'truth', dbFile, taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
       await closed;
+      await feed.settled();
+      assert.ok(await replayRunFromDisk(modelSink(replayed), (q) => host.query(q), { runId: 'truth', dbFile }));
     } finally {
       await host.dispose();
     }
+    assert.deepEqual(queryErrors, []);
+    const live = model.snapshot();
+    assert.ok(live.run?.details.includes('B 3 x n 3 = 9 samples per step'), 'the run card shows B and n from the run_started event');
+    assert.equal(live.database?.programs, lines.at(-1)?.dbSize, 'the database view is the state after the last step');
 
     const { series, summary } = model.snapshot();
     assert.equal(series.bucketSteps, 1);
@@ -94,5 +101,15 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     assert.equal(summary.bestEver, last.best);
     assert.equal(summary.dbSize, last.dbSize);
     assert.equal(summary.samples, lines.reduce((a, l) => a + l.samples, 0));
+
+    // After a reload the same run comes back from its database with the same numbers.
+    const again = replayed.snapshot();
+    assert.deepEqual(
+      again.series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid]),
+      series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid]),
+    );
+    assert.equal(again.summary.bestEver, summary.bestEver);
+    assert.equal(again.best?.id, live.best?.id);
+    assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, 'the best program\'s lineage depth is the same after a reload');
   });
 });

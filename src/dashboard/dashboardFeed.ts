@@ -1,0 +1,188 @@
+// What feeds the dashboard, without VS Code: the active run's engine events
+// (with the database queries they call for) and the replay of a run from its
+// database after a window reload. The extension feeds its DashboardHost
+// through this module, and the tests feed a DashboardModel through the same
+// code, so a wiring regression shows in both.
+import { errorMessage } from '../engine/errors';
+import type { EngineEvent } from '../engine/events';
+import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
+import type { RunMeta } from '../engine/runMeta';
+import { loadTask } from '../engine/task/task';
+import type { DashboardBestInput, DashboardDatabaseInput, DashboardRunInput, DashboardStepInput, RunStateView, TrainerView } from '../protocol/dashboard';
+import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
+import { type DashboardModel, trainerView } from './dashboardModel';
+
+/** Where the feed puts what it learns: a DashboardHost (model + open page), or a bare model in tests. */
+export interface DashboardSink {
+  readonly model: DashboardModel;
+  setRun(input: DashboardRunInput): void;
+  setRunState(state: RunStateView): void;
+  addStep(input: DashboardStepInput): void;
+  addValidScores(scores: readonly number[]): void;
+  setDatabase(input: DashboardDatabaseInput): void;
+  setBest(input: DashboardBestInput | null): void;
+  setTrainer(trainer: TrainerView): void;
+  /** Feed a whole history at once (a run from disk); an open page gets one snapshot. */
+  load(feed: (model: DashboardModel) => void): void;
+}
+
+/** A DashboardModel as a sink (what a page would be sent is dropped). */
+export function modelSink(model: DashboardModel): DashboardSink {
+  return {
+    model,
+    setRun: (input) => void model.setRun(input),
+    setRunState: (state) => void model.setRunState(state),
+    addStep: (input) => void model.addStep(input),
+    addValidScores: (scores) => model.addValidScores(scores),
+    setDatabase: (input) => void model.setDatabase(input),
+    setBest: (input) => void model.setBest(input),
+    setTrainer: (trainer) => void model.setTrainer(trainer),
+    load: (feed) => feed(model),
+  };
+}
+
+/** The engine worker's read-only queries about run databases. */
+export type RunQuery = <K extends QueryKind>(query: Extract<Query, { kind: K }>) => Promise<QueryResult<K>>;
+
+/**
+ * Feeds a sink from the active run's events. Database state and the best
+ * program's lineage are asked of the worker as the events call for them;
+ * `settled()` resolves once every answer asked for so far has been fed.
+ */
+export class DashboardFeed {
+  private readonly validScores: number[] = [];
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly sink: DashboardSink,
+    private readonly query: RunQuery,
+    /** A query that failed (the page keeps what it had). */
+    private readonly onQueryError: (what: string, message: string) => void = () => undefined,
+  ) {}
+
+  /** One event of the run whose database is `dbFile`. */
+  handle(event: EngineEvent, dbFile: string | undefined): void {
+    const sink = this.sink;
+    switch (event.type) {
+      case 'run_started':
+        this.validScores.length = 0;
+        sink.setRun({
+          runId: event.runId,
+          taskName: event.task.name,
+          taskTitle: event.task.title,
+          direction: event.task.direction,
+          targetValue: event.task.targetValue,
+          source: event.source,
+          batchSize: typeof event.settings.batchSize === 'number' ? event.settings.batchSize : null,
+          samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
+          resumedFromStep: event.resumedFromStep,
+        });
+        sink.setRunState({ state: 'running', message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running' });
+        if (dbFile) this.refreshDatabase(dbFile);
+        return;
+      case 'evaluation_finished':
+        if (event.outcome === 'valid' && event.score !== null) this.validScores.push(event.score);
+        return;
+      case 'step_committed':
+        sink.addStep(event);
+        sink.addValidScores(this.validScores.splice(0));
+        if (dbFile) this.refreshDatabase(dbFile);
+        return;
+      case 'new_best': {
+        if (!dbFile) return;
+        const best = { id: event.id, step: event.step, score: event.score, objective: event.objective, parentId: event.parentId };
+        this.ask('best', async () => {
+          const ancestors = await this.query({ kind: 'ancestors', dbFile, programId: event.id });
+          sink.setBest({ ...best, lineageDepth: ancestors.length });
+        });
+        return;
+      }
+      case 'paused':
+        sink.setRunState({ state: 'paused', message: `paused after step ${event.step}` });
+        return;
+      case 'resumed':
+        sink.setRunState({ state: 'running', message: 'running' });
+        return;
+      case 'run_finished':
+        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message });
+        return;
+      case 'trainer_state':
+        sink.setTrainer(trainerView(event.state));
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Resolves once every query asked for so far has answered and been fed. */
+  settled(): Promise<void> {
+    return this.pending;
+  }
+
+  private refreshDatabase(dbFile: string): void {
+    this.ask('database snapshot', async () => this.sink.setDatabase(await this.query({ kind: 'snapshot', dbFile })));
+  }
+
+  private ask(what: string, work: () => Promise<void>): void {
+    const done = work().catch((err: unknown) => this.onQueryError(what, errorMessage(err)));
+    this.pending = this.pending.then(() => done);
+  }
+}
+
+/** A run on disk, as the replay found it. */
+export interface ReplayedRun {
+  runId: string;
+  dbFile: string;
+  meta: RunMeta;
+  lastStep: number;
+}
+
+/**
+ * Fill a sink with a run from its database alone (steps, database state,
+ * best program and its lineage), as after a window reload. `isStale` is asked
+ * once everything was read: true (a run started meanwhile) leaves the sink
+ * untouched and returns null.
+ */
+export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, run: { runId: string; dbFile: string }, isStale: () => boolean = () => false): Promise<ReplayedRun | null> {
+  const { dbFile } = run;
+  const [info, steps, snapshot, improvements] = await Promise.all([
+    query({ kind: 'runInfo', dbFile }),
+    query({ kind: 'steps', dbFile }),
+    query({ kind: 'snapshot', dbFile }),
+    query({ kind: 'improvements', dbFile }),
+  ]);
+  const meta = info.meta;
+  const task = await loadTask(meta.taskDir).catch(() => null);
+  const best = info.summary.best ? await query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
+  const lineageDepth = best ? (await query({ kind: 'ancestors', dbFile, programId: best.id })).length : 0;
+  if (isStale()) return null;
+  sink.load((model) => {
+    model.setRun({
+      runId: run.runId,
+      taskName: meta.task,
+      taskTitle: task?.title ?? meta.task,
+      direction: meta.direction,
+      targetValue: task?.targetValue ?? null,
+      source: { kind: meta.source === MUTATE_SAMPLER_LABEL ? 'mutate' : 'llm', label: meta.source },
+      batchSize: null,
+      samplesPerPrompt: null,
+      resumedFromStep: null,
+    });
+    let bestEver: number | null = null;
+    let improvement = 0;
+    let elapsedMs = 0;
+    for (const row of steps) {
+      for (; improvement < improvements.length && (improvements[improvement]?.step ?? Infinity) <= row.step; improvement++) {
+        const score = improvements[improvement]?.score ?? null;
+        if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
+      }
+      elapsedMs += row.stats.timings.totalMs;
+      // The database keeps no per-step size: the tile shows the current one.
+      model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs });
+    }
+    model.setDatabase(snapshot);
+    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth } : null);
+    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume Run continues it` });
+  });
+  return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };
+}

@@ -1,0 +1,19 @@
+// Every command the extension contributes (package.json's contributes.commands).
+export const COMMAND_IDS = {
+  startRun: 'thetaevolve.startRun',
+  stopRun: 'thetaevolve.stopRun',
+  pauseRun: 'thetaevolve.pauseRun',
+  resumeRun: 'thetaevolve.resumeRun',
+  openDashboard: 'thetaevolve.openDashboard',
+  showBestDiff: 'thetaevolve.showBestDiff',
+  applyProgram: 'thetaevolve.applyProgram',
+  setApiKey: 'thetaevolve.setApiKey',
+  selectTask: 'thetaevolve.selectTask',
+  toggleTrainer: 'thetaevolve.toggleTrainer',
+  // The Runs view's items (hidden from the palette).
+  showProgramDiff: 'thetaevolve.showProgramDiff',
+  compareProgramWithFile: 'thetaevolve.compareProgramWithFile',
+  applyProgramToFile: 'thetaevolve.applyProgramToFile',
+  openProgram: 'thetaevolve.openProgram',
+  refreshRuns: 'thetaevolve.refreshRuns',
+} as const;

@@ -1,0 +1,25 @@
+// Registering a command: every handler's failure is logged and shown, never lost.
+import * as vscode from 'vscode';
+import { errorMessage } from '../engine/errors';
+import { log } from './log';
+
+export type CommandHandler = (...args: unknown[]) => unknown;
+
+export function registerCommand(context: vscode.ExtensionContext, id: string, handler: CommandHandler): void {
+  context.subscriptions.push(
+    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+      try {
+        return await handler(...args);
+      } catch (err) {
+        log().error(`${id} failed: ${errorMessage(err)}`);
+        void vscode.window.showErrorMessage(`ThetaEvolve: ${errorMessage(err)}`);
+        return undefined;
+      }
+    }),
+  );
+}
+
+/** A file's base name, for messages. */
+export function fileName(uri: vscode.Uri): string {
+  return uri.path.split('/').pop() ?? uri.toString();
+}

@@ -1,0 +1,119 @@
+// The dashboard in the window: Open Dashboard, Toggle RL Trainer, the page's
+// buttons, and its feed (src/dashboard/dashboardFeed.ts) from the active
+// run's events or, after a reload, from the latest run database on disk.
+import { stat } from 'node:fs/promises';
+import * as vscode from 'vscode';
+import { trainerViewOfSettings } from '../dashboard/dashboardModel';
+import { DashboardFeed, replayRunFromDisk } from '../dashboard/dashboardFeed';
+import type { Settings } from '../engine/config';
+import { applyProgramToFile } from './applyProgram';
+import { registerCommand } from './commandRegistry';
+import { COMMAND_IDS } from './commandIds';
+import { type DashboardHost, registerDashboard } from './dashboardPanel';
+import { showProgramDiff } from './diffViews';
+import { log } from './log';
+import { listRunFiles, type RunController, runOrigin, type TrackedRun } from './runController';
+import { readSettings, readSettingsOrShowError } from './settings';
+
+/** What the dashboard's card buttons need of the run they act on. */
+type ShownRun = Pick<TrackedRun, 'runId' | 'dbFile' | 'extension' | 'fileUri' | 'textAtRunStart'>;
+
+export function registerDashboardCommands(context: vscode.ExtensionContext, controller: RunController): DashboardHost {
+  // The run the dashboard loaded from disk (after a reload, before any run in this window): its card's buttons act on it.
+  let runFromDisk: ShownRun | undefined;
+  const shownRun = (): ShownRun | undefined => controller.latest ?? runFromDisk;
+  const query = controller.query.bind(controller);
+
+  const host: DashboardHost = registerDashboard(context, {
+    start: async () => {
+      await vscode.commands.executeCommand(COMMAND_IDS.startRun);
+    },
+    stop: () => void controller.stop(),
+    pause: () => void controller.pause(),
+    resume: async () => {
+      await vscode.commands.executeCommand(COMMAND_IDS.resumeRun);
+    },
+    setRlEnabled: (enabled: boolean) => switchTrainer(controller, host, enabled),
+    showDiff: async (programId: string) => {
+      const run = shownRun();
+      if (!run) return;
+      const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
+      if (!program?.parentId) throw new Error(`program ${programId} has no parent to compare with`);
+      await showProgramDiff(run.runId, program.parentId, programId, run.extension);
+    },
+    applyToFile: async (programId: string) => {
+      const run = shownRun();
+      if (!run?.fileUri) throw new Error('no run with a file to apply to');
+      const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
+      if (!program) throw new Error(`program ${programId} is no longer in the database`);
+      await applyProgramToFile(run.fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: true });
+    },
+    showLatestRun: async () => {
+      if (controller.latest) return;
+      const latest = await latestRunFile();
+      if (!latest) return;
+      const replayed = await replayRunFromDisk(host, query, latest, () => controller.latest !== undefined || host.model.hasRun);
+      if (!replayed) return;
+      controller.registerRun(replayed.runId, replayed.dbFile);
+      const origin = runOrigin(replayed.meta);
+      runFromDisk = { runId: replayed.runId, dbFile: replayed.dbFile, extension: origin.extension, fileUri: origin.fileUri, textAtRunStart: undefined };
+    },
+  });
+
+  showTrainerSettings(host);
+  const feed = new DashboardFeed(host, query, (what, message) => log().debug(`dashboard: ${what}: ${message}`));
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((change) => {
+      if (change.affectsConfiguration('thetaevolve.trainer') && !controller.active) showTrainerSettings(host);
+    }),
+    controller.onDidEngineEvent(({ event }) => {
+      feed.handle(event, controller.active?.dbFile);
+      // Once no run is in progress, the RL card follows the settings the next run reads.
+      if (event.type === 'run_finished') showTrainerSettings(host);
+    }),
+  );
+
+  registerCommand(context, COMMAND_IDS.openDashboard, () => host.show());
+  registerCommand(context, COMMAND_IDS.toggleTrainer, async () => {
+    const active = controller.active !== undefined;
+    const enabled = !(active ? host.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));
+    await switchTrainer(controller, host, enabled);
+    void vscode.window.showInformationMessage(
+      `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'} (thetaevolve.trainer.enabled); the dashboard shows its state.`,
+    );
+  });
+  return host;
+}
+
+/** The most recently written run database of the workspace. */
+async function latestRunFile(): Promise<{ runId: string; dbFile: string } | undefined> {
+  const files = await listRunFiles();
+  const dated = await Promise.all(files.map(async (file) => ({ file, mtimeMs: (await stat(file.dbFile).catch(() => null))?.mtimeMs ?? 0 })));
+  return dated.sort((a, b) => b.mtimeMs - a.mtimeMs)[0]?.file;
+}
+
+/**
+ * The RL toggle (dashboard switch and command): the setting the next run
+ * reads, and the active run's trainer bridge at once (the worker answers
+ * with trainer_state, which the dashboard shows).
+ */
+async function switchTrainer(controller: RunController, host: DashboardHost, enabled: boolean): Promise<void> {
+  const config = vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  await config.update('trainer.enabled', enabled, target);
+  if (controller.active) controller.setTrainerEnabled(enabled);
+  else showTrainerSettings(host);
+}
+
+/** The RL card from the settings, while no run is in progress. */
+function showTrainerSettings(host: DashboardHost): void {
+  let settings: Settings;
+  try {
+    settings = readSettings();
+  } catch {
+    return; // A bad setting is reported when a run starts.
+  }
+  host.setTrainer(
+    trainerViewOfSettings({ enabled: settings['trainer.enabled'], protocol: settings['trainer.protocol'], url: settings['trainer.url'], mode: settings['trainer.mode'] }),
+  );
+}

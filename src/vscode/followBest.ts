@@ -1,0 +1,39 @@
+// thetaevolve.followBest: each new best of the active run goes into its file
+// (non-interactive, undoable).
+import * as vscode from 'vscode';
+import { errorMessage } from '../engine/errors';
+import { formatScore } from '../engine/format';
+import { applyProgramToFile } from './applyProgram';
+import { fileName } from './commandRegistry';
+import { log } from './log';
+import type { RunController } from './runController';
+
+export function followBest(controller: RunController): vscode.Disposable {
+  // One apply at a time, in order, each skipped once a newer best exists: bests of
+  // consecutive steps must not race (an older one landing last, or a newer one
+  // refused because the file changed under it).
+  let queue: Promise<void> = Promise.resolve();
+  let newest: string | null = null;
+  return controller.onDidEngineEvent(({ runId, event }) => {
+    if (event.type !== 'new_best' || event.step === 0) return;
+    const run = controller.active;
+    if (!run || run.runId !== runId || !run.fileUri) return;
+    if (!vscode.workspace.getConfiguration('thetaevolve', run.fileUri).get<boolean>('followBest', false)) return;
+    const fileUri = run.fileUri;
+    newest = event.id;
+    queue = queue
+      .then(async () => {
+        if (newest !== event.id) return;
+        const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
+        if (!program) return;
+        const outcome = await applyProgramToFile(fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: false });
+        log().info(`follow best: ${event.id} (score ${formatScore(event.score)}) -> ${fileName(fileUri)}: ${outcome}`);
+        // The file now holds the new best: later bests may replace it again.
+        if (outcome === 'applied') {
+          const document = await vscode.workspace.openTextDocument(fileUri);
+          run.textAtRunStart = document.getText();
+        }
+      })
+      .catch((err: unknown) => log().warn(`follow best: ${errorMessage(err)}`));
+  });
+}

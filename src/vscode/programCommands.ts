@@ -1,0 +1,115 @@
+// Commands on a run's programs: Show Best Diff and Apply Best (palette,
+// CodeLens), and the Runs view's items (diff with the parent, compare with
+// the file, apply, open).
+import * as vscode from 'vscode';
+import { formatScore } from '../engine/format';
+import { applyProgramToFile } from './applyProgram';
+import { fileName, registerCommand } from './commandRegistry';
+import { COMMAND_IDS } from './commandIds';
+import { compareProgramWithFile, showProgramDiff } from './diffViews';
+import { programUri } from './programDocuments';
+import { listRunFiles, type RunController, runOrigin } from './runController';
+import type { ProgramNode, RunsTreeProvider } from './runsTree';
+
+/** A run known by its database: what the commands need of it. */
+interface RunRef {
+  runId: string;
+  dbFile: string;
+  fileUri: vscode.Uri | undefined;
+  extension: string;
+  textAtRunStart: string | undefined;
+}
+
+function isProgramNode(value: unknown): value is ProgramNode {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'program' && typeof (value as { programId?: unknown }).programId === 'string';
+}
+
+export function registerProgramCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
+  /** The run the palette's Show Best Diff / Apply talk about: the active (or last) one, else the newest for the file. */
+  const runFor = async (fileUri: vscode.Uri | undefined): Promise<RunRef | undefined> => {
+    const latest = controller.latest;
+    if (latest && (!fileUri || latest.fileUri?.toString() === fileUri.toString())) {
+      return { runId: latest.runId, dbFile: latest.dbFile, fileUri: latest.fileUri, extension: latest.extension, textAtRunStart: latest.textAtRunStart };
+    }
+    let newest: { ref: RunRef; createdAt: number } | undefined;
+    for (const file of await listRunFiles()) {
+      const info = await controller.query({ kind: 'runInfo', dbFile: file.dbFile }).catch(() => null);
+      if (!info) continue;
+      const origin = runOrigin(info.meta);
+      if (fileUri && origin.fileUri.fsPath !== fileUri.fsPath) continue;
+      if (!newest || info.meta.createdAt > newest.createdAt) {
+        newest = { ref: { runId: file.runId, dbFile: file.dbFile, fileUri: origin.fileUri, extension: origin.extension, textAtRunStart: origin.startCode }, createdAt: info.meta.createdAt };
+      }
+    }
+    if (newest) controller.registerRun(newest.ref.runId, newest.ref.dbFile);
+    return newest?.ref;
+  };
+
+  const bestOf = async (ref: RunRef): Promise<{ id: string; score: number } | null> => (await controller.query({ kind: 'summary', dbFile: ref.dbFile })).best;
+
+  registerCommand(context, COMMAND_IDS.showBestDiff, async (arg?: unknown) => {
+    const fileUri = arg instanceof vscode.Uri ? arg : undefined;
+    const ref = await runFor(fileUri ?? vscode.window.activeTextEditor?.document.uri);
+    const fallback = ref ?? (fileUri ? undefined : await runFor(undefined));
+    if (!fallback) return void vscode.window.showInformationMessage('ThetaEvolve: no run yet for this file: start one with "ThetaEvolve: Start Run".');
+    const best = await bestOf(fallback);
+    if (!best) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${fallback.runId} has no valid program yet.`);
+    const target = fileUri ?? fallback.fileUri;
+    if (!target) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${fallback.runId} does not record the file it evolves.`);
+    await compareProgramWithFile(fallback.runId, best.id, target, fallback.extension);
+  });
+
+  const nodeArg = (arg: unknown): ProgramNode => {
+    if (!isProgramNode(arg)) throw new Error('pick a program in the Runs view');
+    controller.registerRun(arg.runId, arg.dbFile);
+    return arg;
+  };
+
+  const applyNode = async (node: ProgramNode): Promise<void> => {
+    if (!node.fileUri) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
+    const program = await controller.query({ kind: 'program', dbFile: node.dbFile, programId: node.programId });
+    if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
+    const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
+    const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
+    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${node.programId} (score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
+  };
+
+  registerCommand(context, COMMAND_IDS.applyProgram, async (arg?: unknown) => {
+    if (isProgramNode(arg)) return applyNode(arg);
+    const fileUri = arg instanceof vscode.Uri ? arg : undefined;
+    const ref = (await runFor(fileUri ?? vscode.window.activeTextEditor?.document.uri)) ?? (fileUri ? undefined : await runFor(undefined));
+    if (!ref) return void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
+    const target = fileUri ?? ref.fileUri;
+    const best = await bestOf(ref);
+    if (!best || !target) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${ref.runId} has no program to apply yet.`);
+    const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
+    if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
+    const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
+    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${best.id} (score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`);
+  });
+
+  registerCommand(context, COMMAND_IDS.showProgramDiff, async (arg?: unknown) => {
+    const node = nodeArg(arg);
+    if (!node.parentId) {
+      void vscode.window.showInformationMessage('ThetaEvolve: this is the starting program; it has no parent to compare with.');
+      return;
+    }
+    await showProgramDiff(node.runId, node.parentId, node.programId, node.extension);
+  });
+
+  registerCommand(context, COMMAND_IDS.compareProgramWithFile, async (arg?: unknown) => {
+    const node = nodeArg(arg);
+    if (!node.fileUri) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
+    await compareProgramWithFile(node.runId, node.programId, node.fileUri, node.extension);
+  });
+
+  registerCommand(context, COMMAND_IDS.applyProgramToFile, async (arg?: unknown) => applyNode(nodeArg(arg)));
+
+  registerCommand(context, COMMAND_IDS.openProgram, async (arg?: unknown) => {
+    const node = nodeArg(arg);
+    const uri = programUri(node.runId, node.programId, `${node.programId} step ${node.step}`, node.extension);
+    await vscode.window.showTextDocument(uri, { preview: true });
+  });
+
+  registerCommand(context, COMMAND_IDS.refreshRuns, () => tree.refresh());
+}

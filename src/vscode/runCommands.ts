@@ -1,0 +1,194 @@
+// Start / Stop / Pause / Resume Run, Select Task and Set API Key. Starting a
+// run asks the task and the API key here; everything else (the endpoint
+// check, the trainer, the sandbox) happens in the engine worker, which says
+// why a run could not start and which setting to change.
+import { mkdir } from 'node:fs/promises';
+import * as vscode from 'vscode';
+import { locateEvolveBlocks } from '../engine/diff';
+import { errorMessage } from '../engine/errors';
+import { formatScore } from '../engine/format';
+import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
+import { newRunId, runDatabaseFile } from '../engine/runFiles';
+import type { RunInfo } from '../protocol/engineWorker';
+import { promptAndStoreApiKey, readApiKey } from './apiKey';
+import { fileName, registerCommand } from './commandRegistry';
+import { COMMAND_IDS } from './commandIds';
+import { startLiveEvaluationTerminal } from './evaluationTask';
+import { log } from './log';
+import { guardWorkspaceTrust, listRunFiles, type RunController, RunStartError, runOrigin, runsDirectoryOfFolder, type StartSpec } from './runController';
+import { showRunProgress } from './runProgress';
+import type { RunsTreeProvider } from './runsTree';
+import { readSettingsOrShowError } from './settings';
+import { pickTask } from './taskPicker';
+
+/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has exactly one region. */
+export function evolveBlockProblem(text: string, name: string): string | undefined {
+  const { regions, problems } = locateEvolveBlocks(text);
+  const first = problems[0];
+  if (first) return `${name}: ${first.message}`;
+  if (regions.length !== 1) return `${name} needs exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region`;
+  return undefined;
+}
+
+/** Why a run could not start, with a button to the setting to change (and the offline sampler when the endpoint is the cause). */
+function showStartFailure(err: unknown): void {
+  const setting = err instanceof RunStartError ? err.setting : null;
+  const open = 'Open Settings';
+  const offline = 'Use Offline Sampler';
+  const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
+  void vscode.window.showErrorMessage(`ThetaEvolve: the run could not start: ${errorMessage(err)}`, ...buttons).then((choice) => {
+    if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
+    if (choice === offline) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.sampler');
+  });
+}
+
+export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
+  const startAndFollow = async (spec: StartSpec): Promise<void> => {
+    const started = controller.start(spec);
+    const run = controller.active;
+    if (!run) return;
+    void startLiveEvaluationTerminal(controller, run).catch((err: unknown) => log().warn(`evaluations terminal: ${errorMessage(err)}`));
+    showRunProgress(controller, run);
+    try {
+      await started;
+    } catch (err) {
+      showStartFailure(err);
+      return;
+    }
+    const source = run.sourceLabel ?? spec.settings.sampler;
+    void vscode.window.showInformationMessage(
+      source === MUTATE_SAMPLER_LABEL
+        ? `ThetaEvolve: using the ${MUTATE_SAMPLER_LABEL}: no model is asked; numeric literals inside the EVOLVE-BLOCK are perturbed.`
+        : `ThetaEvolve: evolving with ${source}.`,
+    );
+    tree.scheduleRefresh(0);
+  };
+
+  registerCommand(context, COMMAND_IDS.startRun, async (arg?: unknown) => {
+    if (!guardWorkspaceTrust()) return;
+    if (controller.active) {
+      const stop = 'Stop Run';
+      const choice = await vscode.window.showWarningMessage(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
+      if (choice === stop) controller.stop();
+      return;
+    }
+    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    if (!fileUri) {
+      void vscode.window.showErrorMessage('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
+      return;
+    }
+    const document = await vscode.workspace.openTextDocument(fileUri);
+    const text = document.getText();
+    const problem = evolveBlockProblem(text, fileName(fileUri));
+    if (problem) {
+      void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
+      return;
+    }
+    const settings = readSettingsOrShowError(fileUri);
+    if (!settings) return;
+    const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
+      return;
+    }
+    const task = await pickTask(context, fileUri);
+    if (!task) return;
+    const apiKey = await readApiKey(context.secrets);
+    const runsDir = runsDirectoryOfFolder(folder, settings);
+    await mkdir(runsDir, { recursive: true });
+    const runId = newRunId(task.name, runsDir);
+    const extension = fileUri.path.includes('.') ? (fileUri.path.split('.').pop() ?? task.language) : task.language;
+    await startAndFollow({
+      runId,
+      dbFile: runDatabaseFile(runsDir, runId),
+      taskDir: task.dir,
+      taskName: task.name,
+      taskTitle: task.title,
+      direction: task.direction,
+      fileUri,
+      extension,
+      startCode: text,
+      textAtRunStart: text,
+      settings,
+      apiKey,
+      resume: false,
+    });
+  });
+
+  registerCommand(context, COMMAND_IDS.stopRun, () => {
+    if (!controller.stop()) void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+  });
+
+  registerCommand(context, COMMAND_IDS.pauseRun, () => {
+    const run = controller.active;
+    if (!run) return void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+    if (!controller.pause()) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
+    void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
+  });
+
+  registerCommand(context, COMMAND_IDS.resumeRun, async () => {
+    const run = controller.active;
+    if (run) {
+      if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+      return;
+    }
+    if (!guardWorkspaceTrust()) return;
+    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () => listRunFiles());
+    if (files.length === 0) {
+      void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
+      return;
+    }
+    const infos = await Promise.all(
+      files.map(async (file) => {
+        try {
+          return { file, info: await controller.query({ kind: 'runInfo', dbFile: file.dbFile }), error: null };
+        } catch (err) {
+          return { file, info: null, error: errorMessage(err) };
+        }
+      }),
+    );
+    type Item = vscode.QuickPickItem & { info?: RunInfo; runId?: string };
+    const items: Item[] = infos
+      .sort((a, b) => (b.info?.meta.createdAt ?? 0) - (a.info?.meta.createdAt ?? 0))
+      .map(({ file, info, error }): Item =>
+        info
+          ? {
+              label: file.runId,
+              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(info.summary.best?.score)}`,
+              detail: info.meta.programPath,
+              info,
+              runId: file.runId,
+            }
+          : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
+      );
+    const picked = await vscode.window.showQuickPick(items, { title: 'ThetaEvolve: Resume Run', placeHolder: 'Continue which run from its last committed step?', matchOnDescription: true });
+    if (!picked?.info || !picked.runId) return;
+    const origin = runOrigin(picked.info.meta);
+    const settings = readSettingsOrShowError(origin.fileUri);
+    if (!settings) return;
+    const apiKey = await readApiKey(context.secrets);
+    await startAndFollow({
+      runId: picked.runId,
+      dbFile: picked.info.dbFile,
+      taskDir: origin.taskDir,
+      taskName: origin.taskName,
+      taskTitle: origin.taskName,
+      direction: picked.info.meta.direction,
+      fileUri: origin.fileUri,
+      extension: origin.extension,
+      startCode: null,
+      textAtRunStart: origin.startCode,
+      settings,
+      apiKey,
+      resume: true,
+    });
+  });
+
+  registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
+    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    const task = await pickTask(context, fileUri, { forcePick: true });
+    if (task) void vscode.window.showInformationMessage(`ThetaEvolve: ${fileUri ? fileName(fileUri) : 'this workspace'} is evolved against ${task.title}.`);
+  });
+
+  registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));
+}

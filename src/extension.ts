@@ -36,7 +36,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
       },
     }),
     registerStatusBar(controller),
-    registerEvaluationTasks(context.extensionPath),
+    registerEvaluationTasks(context.extensionPath, controller),
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
   );

@@ -38,7 +38,8 @@ export const DIRECTIONS = ['maximize', 'minimize'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
 
 /** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
-export type EvaluationStatus = 'ok' | 'invalid_solution' | 'no_solution' | 'timeout';
+export const EVALUATION_STATUSES = ['ok', 'invalid_solution', 'no_solution', 'timeout'] as const;
+export type EvaluationStatus = (typeof EVALUATION_STATUSES)[number];
 
 export interface EvaluationResult {
   status: EvaluationStatus;

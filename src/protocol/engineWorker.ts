@@ -5,9 +5,9 @@
 import { z } from 'zod';
 import { SettingsSchema } from '../engine/config';
 import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
-import { EngineEventSchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
+import { DirectionSchema, EngineEventSchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
 import { RunMetaSchema } from '../engine/runMeta';
-import { OUTCOMES } from '../engine/types';
+import { EVALUATION_STATUSES, OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -76,6 +76,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('steps'), dbFile: z.string().min(1) }),
   /** Parent, grandparent, ... of a program (ids and scores only). */
   z.object({ kind: z.literal('ancestors'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
+  z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
 ]);
 export type Query = z.infer<typeof QuerySchema>;
 export type QueryKind = Query['kind'];
@@ -89,6 +91,20 @@ export const QueryResultSchemas = {
   snapshot: DatabaseSnapshotSchema,
   steps: z.array(StepRowSchema),
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
+  evaluate: z.object({
+    taskTitle: z.string(),
+    direction: DirectionSchema,
+    /** The sandbox's isolation warning, when it is weaker than full. */
+    isolationWarning: z.string().nullable(),
+    status: z.enum(EVALUATION_STATUSES),
+    score: finite,
+    objective: finite.nullable(),
+    metrics: z.record(z.string(), z.union([finite, z.string(), z.boolean(), z.null()])),
+    reason: z.string(),
+    durationMs: finite,
+    stdout: z.string(),
+    stderr: z.string(),
+  }),
 } as const satisfies Record<QueryKind, z.ZodType>;
 export type QueryResult<K extends QueryKind> = z.infer<(typeof QueryResultSchemas)[K]>;
 

@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import type { EvaluationFinishedEvent } from '../engine/events';
-import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
-import { loadTask, type Task } from '../engine/task/task';
+import { errorMessage } from '../engine/errors';
+import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
 import { readSettings } from './settings';
 import { formatScore } from '../engine/format';
@@ -149,33 +149,31 @@ export function resolveTaskLocation(taskField: string, extensionPath: string, fo
   return resolve(folderPath ?? process.cwd(), taskField);
 }
 
-/** Evaluates one program once and prints what the sandbox found. */
+/** Evaluates one program once, in the engine worker's sandbox, and prints what it found. */
 class EvaluateFileTerminal implements vscode.Pseudoterminal {
   private readonly writeEmitter = new vscode.EventEmitter<string>();
   readonly onDidWrite = this.writeEmitter.event;
   private readonly closeEmitter = new vscode.EventEmitter<number>();
   readonly onDidClose = this.closeEmitter.event;
-  private evaluator: Evaluator | undefined;
 
   constructor(
     private readonly definition: EvaluationTaskDefinition,
     private readonly extensionPath: string,
     private readonly folder: vscode.WorkspaceFolder | undefined,
+    private readonly controller: RunController,
   ) {}
 
   open(): void {
     void this.evaluate().then(
       (code) => this.closeEmitter.fire(code),
       (err: unknown) => {
-        this.write(colour(31, `ThetaEvolve: ${err instanceof Error ? err.message : String(err)}`));
+        this.write(colour(31, `ThetaEvolve: ${errorMessage(err)}`));
         this.closeEmitter.fire(1);
       },
     );
   }
 
-  close(): void {
-    void this.evaluator?.close();
-  }
+  close(): void {}
 
   private write(text: string): void {
     this.writeEmitter.fire(toTerminal(text) + CRLF);
@@ -188,37 +186,35 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
       return 1;
     }
     const folderPath = this.folder?.uri.fsPath;
-    const task: Task = await loadTask(resolveTaskLocation(this.definition.task, this.extensionPath, folderPath));
+    const taskDir = resolveTaskLocation(this.definition.task, this.extensionPath, folderPath);
+    const task = await loadTask(taskDir);
     const programPath = this.definition.program ? (isAbsolute(this.definition.program) ? this.definition.program : resolve(folderPath ?? process.cwd(), this.definition.program)) : task.initialProgramPath;
     const code = await readFile(programPath, 'utf8');
     const settings = readSettings(vscode.Uri.file(programPath));
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
-    this.evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), concurrency: 1 });
-    if (this.evaluator.isolation.warning) this.write(colour(33, this.evaluator.isolation.warning));
-    try {
-      const result = await this.evaluator.evaluate(code);
-      this.write('');
-      this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
-      this.write(`score      ${formatScore(result.score)}`);
-      this.write(`objective  ${formatScore(result.objective)}`);
-      this.write(`reason     ${result.reason || '-'}`);
-      this.write(`time       ${(result.durationMs / 1000).toFixed(2)} s`);
-      const metrics = Object.entries(result.metrics);
-      if (metrics.length > 0) this.write(`metrics    ${metrics.map(([k, v]) => `${k}=${String(v)}`).join(', ')}`);
-      this.write('');
-      this.write('--- candidate stdout ---');
-      this.write(result.stdout.trimEnd() || '(empty)');
-      this.write('--- candidate stderr ---');
-      this.write(result.stderr.trimEnd() || '(empty)');
-      return 0;
-    } finally {
-      await this.evaluator.close();
-    }
+    // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.
+    const timeoutMs = (task.runtimeLimitSec + task.evaluatorTimeLimitSec + 60) * 1000;
+    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.dir, code, settings }, { timeoutMs });
+    if (result.isolationWarning) this.write(colour(33, result.isolationWarning));
+    this.write('');
+    this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
+    this.write(`score      ${formatScore(result.score)}`);
+    this.write(`objective  ${formatScore(result.objective)}`);
+    this.write(`reason     ${result.reason || '-'}`);
+    this.write(`time       ${(result.durationMs / 1000).toFixed(2)} s`);
+    const metrics = Object.entries(result.metrics);
+    if (metrics.length > 0) this.write(`metrics    ${metrics.map(([k, v]) => `${k}=${String(v)}`).join(', ')}`);
+    this.write('');
+    this.write('--- candidate stdout ---');
+    this.write(result.stdout.trimEnd() || '(empty)');
+    this.write('--- candidate stderr ---');
+    this.write(result.stderr.trimEnd() || '(empty)');
+    return 0;
   }
 }
 
 /** The TaskProvider of `thetaevolve` tasks (tasks.json). */
-export function registerEvaluationTasks(extensionPath: string): vscode.Disposable {
+export function registerEvaluationTasks(extensionPath: string, controller: RunController): vscode.Disposable {
   return vscode.tasks.registerTaskProvider(EVALUATION_TASK_TYPE, {
     provideTasks: () => [],
     resolveTask: (task: vscode.Task): vscode.Task | undefined => {
@@ -231,7 +227,7 @@ export function registerEvaluationTasks(extensionPath: string): vscode.Disposabl
         task.scope ?? vscode.TaskScope.Workspace,
         task.name || name,
         'ThetaEvolve',
-        new vscode.CustomExecution(async (resolved) => new EvaluateFileTerminal(isEvaluationDefinition(resolved) ? resolved : definition, extensionPath, folder)),
+        new vscode.CustomExecution(async (resolved) => new EvaluateFileTerminal(isEvaluationDefinition(resolved) ? resolved : definition, extensionPath, folder, controller)),
       );
     },
   });

@@ -10,7 +10,7 @@ import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/runMeta';
 import type { EngineEvent } from '../engine/events';
 import type { Direction } from '../engine/types';
-import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult, RunInfo } from '../protocol/engineWorker';
+import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
@@ -268,8 +268,8 @@ export class RunController implements vscode.Disposable {
     return this.known.get(runId);
   }
 
-  query<K extends QueryKind>(query: Extract<Query, { kind: K }>): Promise<QueryResult<K>> {
-    return this.engine.query(query);
+  query<K extends QueryKind>(query: Extract<Query, { kind: K }>, options?: { timeoutMs?: number }): Promise<QueryResult<K>> {
+    return this.engine.query(query, options);
   }
 
   /** A program of a known run (the thetaevolve: documents' lookup). */

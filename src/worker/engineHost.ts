@@ -99,13 +99,14 @@ export class EngineHost {
   }
 
   /** Ask the worker about a run database; the reply is validated against its kind's schema. */
-  query<K extends QueryKind>(query: Extract<Query, { kind: K }>): Promise<QueryResult<K>> {
+  query<K extends QueryKind>(query: Extract<Query, { kind: K }>, options: { timeoutMs?: number } = {}): Promise<QueryResult<K>> {
     const requestId = this.nextRequestId++;
+    const timeoutMs = options.timeoutMs ?? this.options.queryTimeoutMs ?? 60_000;
     return new Promise<QueryResult<K>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(requestId);
-        reject(new Error(`the engine worker did not answer the ${query.kind} query within ${this.options.queryTimeoutMs ?? 60_000} ms`));
-      }, this.options.queryTimeoutMs ?? 60_000);
+        reject(new Error(`the engine worker did not answer the ${query.kind} query within ${timeoutMs} ms`));
+      }, timeoutMs);
       this.pending.set(requestId, { kind: query.kind, resolve: resolve as (v: unknown) => void, reject, timer });
       try {
         this.post({ type: 'query', requestId, query });

@@ -11,6 +11,7 @@ import {
   type LogLevel,
   parseHostToWorker,
   type Query,
+  type QueryResult,
   requestIdOf,
   type StartMessage,
   type WorkerToHost,
@@ -19,6 +20,7 @@ import { ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/errors';
 import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
 import { parseRunMeta } from '../engine/runMeta';
+import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 
@@ -179,6 +181,7 @@ async function startRun(message: StartMessage): Promise<void> {
 }
 
 async function answer(query: Query): Promise<unknown> {
+  if (query.kind === 'evaluate') return evaluateProgram(query);
   const file = resolve(query.dbFile);
   const live = active && active.dbFile === file ? active.run.database : null;
   const ask = (db: ProgramDatabase): unknown => {
@@ -201,6 +204,18 @@ async function answer(query: Query): Promise<unknown> {
   };
   if (live) return ask(live);
   return withReadOnly(file, ask);
+}
+
+/** One sandboxed evaluation for the host (the tasks.json `thetaevolve` task): the host never runs the sandbox itself. */
+async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Promise<QueryResult<'evaluate'>> {
+  const task = await loadTask(query.taskDir);
+  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+  try {
+    const result = await evaluator.evaluate(query.code);
+    return { taskTitle: task.title, direction: task.direction, isolationWarning: evaluator.isolation.warning, ...result };
+  } finally {
+    await evaluator.close();
+  }
 }
 
 /** Run `use` on a read-only copy of the file, reopened only when the file changed since last time. */

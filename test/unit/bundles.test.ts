@@ -2,7 +2,7 @@
 // CLI runs as `node dist/cli.js` and as an executable, with the contract's exit codes.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '../..');
@@ -33,6 +33,20 @@ describe('built bundles', () => {
   it('ships the engine worker, the dashboard page and sql-wasm.wasm beside the extension', () => {
     for (const file of ['extension.js', 'engineWorker.js', 'webview/dashboard.js', 'webview/dashboard.css', 'sql-wasm.wasm']) {
       assert.ok(existsSync(join(ROOT, 'dist', file)), `dist/${file} is missing`);
+    }
+  });
+
+  it('keeps engine work out of the extension host: no openai client, no sandbox, no sql.js in dist/extension.js', () => {
+    const extension = readFileSync(join(ROOT, 'dist', 'extension.js'), 'utf8');
+    const worker = readFileSync(join(ROOT, 'dist', 'engineWorker.js'), 'utf8');
+    // Markers each module carries: the SDK's client class, the sandbox's bwrap argument list, sql.js's wasm loader.
+    for (const [what, marker] of [
+      ['the openai SDK', 'OpenAI = class'],
+      ['the sandbox', '--unshare-all'],
+      ['sql.js', 'sql-wasm.wasm'],
+    ] as const) {
+      assert.ok(worker.includes(marker), `the worker bundle should hold ${what} (marker ${marker})`);
+      assert.ok(!extension.includes(marker), `dist/extension.js bundles ${what}: that work belongs behind the engine worker`);
     }
   });
 });

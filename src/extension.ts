@@ -1,7 +1,9 @@
 // Entry point of the extension: wires thin adapters; all logic lives in
-// src/engine (which never imports vscode) and runs in the engine worker.
+// src/engine (which never imports vscode) and runs in the engine worker
+// (src/worker); the dashboard's model and feed live in src/dashboard.
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { onDidFailCommand } from './vscode/commandRegistry';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
@@ -19,6 +21,8 @@ export interface ThetaEvolveApi {
   tree: RunsTreeProvider;
   /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
+  /** A command failed (logged and shown as an error). */
+  onDidFailCommand: vscode.Event<{ id: string; message: string }>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -42,7 +46,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   );
   registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
-  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile) };
+  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand };
 }
 
 /** New or removed run databases (another window, the CLI) show up in the Runs view. */

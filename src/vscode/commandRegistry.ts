@@ -5,6 +5,10 @@ import { log } from './log';
 
 export type CommandHandler = (...args: unknown[]) => unknown;
 
+const failures = new vscode.EventEmitter<{ id: string; message: string }>();
+/** A command failed (it was logged and shown as an error): what the in-host tests watch. */
+export const onDidFailCommand = failures.event;
+
 export function registerCommand(context: vscode.ExtensionContext, id: string, handler: CommandHandler): void {
   context.subscriptions.push(
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
@@ -12,6 +16,7 @@ export function registerCommand(context: vscode.ExtensionContext, id: string, ha
         return await handler(...args);
       } catch (err) {
         log().error(`${id} failed: ${errorMessage(err)}`);
+        failures.fire({ id, message: errorMessage(err) });
         void vscode.window.showErrorMessage(`ThetaEvolve: ${errorMessage(err)}`);
         return undefined;
       }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { contributedConfiguration } from '../../src/engine/config';
-import { EXTENSION_ID } from './support';
+import { api, EXTENSION_ID } from './support';
 
 
 describe('activation', () => {
@@ -36,7 +36,17 @@ describe('activation', () => {
     assert.ok(pkg.contributes.walkthroughs[0].steps.length >= 3);
   });
 
-  it('answers a command that has not landed yet with a message, not an error', async () => {
-    await vscode.commands.executeCommand('thetaevolve.showBestDiff');
+  it('answers Show Best Diff without any run with a message, not an error; a failing command is reported', async () => {
+    const failed: string[] = [];
+    const watching = (await api()).onDidFailCommand(({ id, message }) => failed.push(`${id}: ${message}`));
+    try {
+      assert.equal(await vscode.commands.executeCommand('thetaevolve.showBestDiff'), undefined);
+      assert.deepEqual(failed, [], 'Show Best Diff with no run is not an error');
+      // The watch sees real failures: a Runs view command without its program.
+      await vscode.commands.executeCommand('thetaevolve.showProgramDiff');
+      assert.deepEqual(failed, ['thetaevolve.showProgramDiff: pick a program in the Runs view']);
+    } finally {
+      watching.dispose();
+    }
   });
 });

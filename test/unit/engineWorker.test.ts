@@ -231,7 +231,9 @@ describe('engine worker thread', function () {
 
   it('stop while the run is still starting (an atropos trainer waits on a silent endpoint) abandons the start', async () => {
     // Accepts connections and never answers: the endpoint check would wait for its timeout.
-    const silent = createServer(() => undefined);
+    let asked: () => void = () => undefined;
+    const firstRequest = new Promise<void>((resolve) => (asked = resolve));
+    const silent = createServer(() => asked());
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as AddressInfo).port;
     try {
@@ -246,12 +248,13 @@ describe('engine worker thread', function () {
         apiKey: null,
         resume: false,
       });
-      await new Promise((r) => setTimeout(r, 500));
-      const asked = Date.now();
+      // The start is under way once the endpoint check reaches the server (and waits there).
+      await firstRequest;
+      const stopAt = Date.now();
       host.stop();
       const { startFailed } = await done;
       assert.equal(startFailed, 'stopped before the run started');
-      assert.ok(Date.now() - asked < 5_000, 'the start was abandoned at once');
+      assert.ok(Date.now() - stopAt < 5_000, 'the start was abandoned at once');
     } finally {
       silent.close();
     }

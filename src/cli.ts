@@ -7,6 +7,7 @@ import { runCommand } from './cli/run';
 import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
+import { errorMessage } from './engine/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
   run: runCommand,
@@ -69,7 +70,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       io.stderr(`thetaevolve ${command}: ${err.message}\n`);
       return 1;
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     io.stderr(`thetaevolve ${command}: ${message.split('\n')[0]}\n`);
     return 1;
   }
@@ -102,7 +103,7 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`thetaevolve: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`thetaevolve: ${errorMessage(err)}\n`);
       process.exitCode = 1;
     },
   );

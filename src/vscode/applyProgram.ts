@@ -3,6 +3,7 @@
 // outside the region (markers included) and the file's line endings stay.
 import * as vscode from 'vscode';
 import { EvolveBlockError, replaceEvolveBlock, singleEvolveRegion, splitLines } from '../engine/diff';
+import { errorMessage } from '../engine/errors';
 
 export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
 
@@ -24,7 +25,7 @@ export async function applyProgramToFile(fileUri: vscode.Uri, programCode: strin
   try {
     document = await vscode.workspace.openTextDocument(fileUri);
   } catch (err) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: cannot open ${fileName}: ${err instanceof Error ? err.message : String(err)}`);
+    void vscode.window.showErrorMessage(`ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`);
     return 'refused';
   }
   const before = document.getText();

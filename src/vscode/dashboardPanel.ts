@@ -20,6 +20,7 @@ import {
   type TrainerView,
 } from '../protocol/dashboard';
 import { log } from './log';
+import { errorMessage } from '../engine/errors';
 
 export const DASHBOARD_VIEW_TYPE = 'thetaevolve.dashboard';
 const TITLE = 'ThetaEvolve Dashboard';
@@ -94,7 +95,7 @@ export class DashboardHost implements vscode.Disposable {
     );
     this.render();
     if (!this.model.hasRun) {
-      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) => log().warn(`dashboard: the latest run: ${err instanceof Error ? err.message : String(err)}`));
+      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) => log().warn(`dashboard: the latest run: ${errorMessage(err)}`));
     }
   }
 
@@ -185,7 +186,7 @@ export class DashboardHost implements vscode.Disposable {
     try {
       message = parsePageMessage(raw);
     } catch (err) {
-      log().warn(`dashboard: ignored a message from the page: ${err instanceof Error ? err.message : String(err)}`);
+      log().warn(`dashboard: ignored a message from the page: ${errorMessage(err)}`);
       return;
     }
     if (message.type === 'ready') {
@@ -196,7 +197,7 @@ export class DashboardHost implements vscode.Disposable {
     try {
       await this.act(message);
     } catch (err) {
-      const text = err instanceof Error ? err.message : String(err);
+      const text = errorMessage(err);
       log().error(`dashboard: ${message.type} failed: ${text}`);
       this.notify('error', text);
     }

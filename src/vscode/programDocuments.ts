@@ -2,6 +2,7 @@
 // thetaevolve:/<runId>/<programId>/<label>.<ext>. The path ends in the
 // program's extension so VS Code picks the language (and highlighting) from it.
 import * as vscode from 'vscode';
+import { errorMessage } from '../engine/errors';
 
 export const PROGRAM_SCHEME = 'thetaevolve';
 
@@ -60,7 +61,7 @@ class ProgramContentProvider implements vscode.TextDocumentContentProvider {
       if (program) return program.code;
       return `ThetaEvolve: program ${ref.programId} of run ${ref.runId} is not available (is the run's database still there?).\n`;
     } catch (err) {
-      return `ThetaEvolve: cannot read program ${ref.programId} of run ${ref.runId}: ${err instanceof Error ? err.message : String(err)}\n`;
+      return `ThetaEvolve: cannot read program ${ref.programId} of run ${ref.runId}: ${errorMessage(err)}\n`;
     }
   }
 }

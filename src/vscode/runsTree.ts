@@ -9,6 +9,7 @@ import type { RunInfo } from '../protocol/engineWorker';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
 import { formatScore } from '../engine/format';
+import { errorMessage } from '../engine/errors';
 
 export interface RunNode {
   kind: 'run';
@@ -146,7 +147,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         await Promise.all(roots.filter((r) => this.programRows.has(r.dbFile)).map((r) => this.programsOf(r)));
         this.prefetchedRoots = { roots, generation };
       } catch (err) {
-        log().warn(`Runs view: ${err instanceof Error ? err.message : String(err)}`);
+        log().warn(`Runs view: ${errorMessage(err)}`);
       }
       this.changed.fire(undefined);
     });
@@ -205,7 +206,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
           const info = await this.controller.query({ kind: 'runInfo', dbFile: file.dbFile });
           return { kind: 'run', runId: file.runId, dbFile: file.dbFile, info, error: null, active: isActive };
         } catch (err) {
-          return { kind: 'run', runId: file.runId, dbFile: file.dbFile, info: null, error: err instanceof Error ? err.message : String(err), active: isActive };
+          return { kind: 'run', runId: file.runId, dbFile: file.dbFile, info: null, error: errorMessage(err), active: isActive };
         }
       }),
     );
@@ -225,7 +226,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
       this.programRows.set(run.dbFile, { readAt, rows });
       return rows;
     } catch (err) {
-      return [{ kind: 'message', label: `cannot read this run: ${err instanceof Error ? err.message : String(err)}` }];
+      return [{ kind: 'message', label: `cannot read this run: ${errorMessage(err)}` }];
     }
   }
 

@@ -3,6 +3,7 @@
 // reported by name, value and where it was set, never silently replaced.
 import * as vscode from 'vscode';
 import { parseSettings, SETTINGS, type Settings } from '../engine/config';
+import { errorMessage } from '../engine/errors';
 
 const SECTION = 'thetaevolve';
 
@@ -44,7 +45,7 @@ export function readSettings(scope?: vscode.Uri): Settings {
   try {
     return parseSettings(raw);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     const key = SETTINGS.map((s) => s.key).find((k) => message.includes(`${SECTION}.${k} `));
     const where = key ? whereSet(config, key) : undefined;
     throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined);

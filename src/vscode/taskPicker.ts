@@ -6,6 +6,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
+import { errorMessage } from '../engine/errors';
 
 export type TaskSource = 'bundled' | 'workspace';
 
@@ -21,16 +22,12 @@ const TASK_FILE_GLOB = '**/task.json';
 const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
 const MAX_WORKSPACE_TASK_FILES = 200;
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 async function loadChoice(source: TaskSource, taskFile: string): Promise<TaskChoice> {
   try {
     return { source, taskFile, task: await loadTask(taskFile) };
   } catch (err) {
     // A TaskError names the file and the field; anything else is a bug worth seeing as is.
-    return { source, taskFile, error: err instanceof TaskError ? err.message : `${taskFile}: ${errorText(err)}` };
+    return { source, taskFile, error: err instanceof TaskError ? err.message : `${taskFile}: ${errorMessage(err)}` };
   }
 }
 
@@ -139,7 +136,7 @@ export async function pickTask(context: TaskPickerContext, forFile: vscode.Uri |
       return await loadTask(remembered);
     } catch (err) {
       // Edited since, or removed: say why and let the user pick again.
-      void vscode.window.showWarningMessage(`ThetaEvolve: the task remembered for this file cannot be used: ${errorText(err)}`);
+      void vscode.window.showWarningMessage(`ThetaEvolve: the task remembered for this file cannot be used: ${errorMessage(err)}`);
     }
   }
   const choices = await vscode.window.withProgress(

@@ -15,6 +15,7 @@ import {
   type StartMessage,
   type WorkerToHost,
 } from '../protocol/engineWorker';
+import { errorMessage } from '../engine/errors';
 
 export interface EngineHostOptions {
   /** dist/engineWorker.js, or the absolute path of src/worker/engineWorker.ts with execArgv ['--require', 'tsx/cjs']. */
@@ -176,7 +177,7 @@ export class EngineHost {
       try {
         (listener as (...a: Parameters<EngineHostListeners[K]>) => void)(...args);
       } catch (err) {
-        if (kind !== 'log') this.emit('log', 'error', `listener of ${kind} failed: ${err instanceof Error ? err.message : String(err)}`);
+        if (kind !== 'log') this.emit('log', 'error', `listener of ${kind} failed: ${errorMessage(err)}`);
       }
     }
   }
@@ -186,7 +187,7 @@ export class EngineHost {
     try {
       message = parseWorkerToHost(raw);
     } catch (err) {
-      const text = err instanceof Error ? err.message : String(err);
+      const text = errorMessage(err);
       this.emit('protocolError', text);
       this.emit('log', 'error', text);
       return;

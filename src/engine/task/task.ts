@@ -6,6 +6,7 @@ import { basename, extname, isAbsolute, join, relative, resolve } from 'node:pat
 import { z } from 'zod';
 import { DirectionSchema } from '../events';
 import type { Direction } from '../types';
+import { errorMessage } from '../errors';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -236,7 +237,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new TaskError(`${file}: not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw new TaskError(`${file}: not valid JSON: ${errorMessage(err)}`);
   }
   const spec = parseTaskFile(raw, file);
 

@@ -4,9 +4,10 @@
 //   dist/engineWorker.js   the engine's worker thread (node)
 //   dist/webview/*.js      the dashboard page (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
-// plus sql-wasm.wasm copied beside the node bundles.
+// plus sql-wasm.wasm and src/engine/task/foreign (the Python wrapper that runs
+// OpenEvolve/ShinkaEvolve evaluators in the sandbox) copied beside the node bundles.
 import * as esbuild from 'esbuild';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -50,6 +51,12 @@ function copyAssets() {
   copyFileSync(join(root, 'node_modules/sql.js/dist/sql-wasm.wasm'), join(root, 'dist/sql-wasm.wasm'));
   if (existsSync(join(root, 'out/test'))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, 'out/test/sql-wasm.wasm'));
   chmodSync(join(root, 'dist/cli.js'), 0o755);
+  // foreignTasks.ts finds these beside its bundle (__dirname/foreign).
+  const foreign = join(root, 'src/engine/task/foreign');
+  for (const target of ['dist', ...(existsSync(join(root, 'out/test')) ? ['out/test'] : [])]) {
+    rmSync(join(root, target, 'foreign'), { recursive: true, force: true });
+    cpSync(foreign, join(root, target, 'foreign'), { recursive: true, filter: (src) => !src.includes('__pycache__') });
+  }
 }
 
 if (watch) {

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DEFAULT_EVALUATOR_OPTIONS, Evaluator } from '../engine/sandbox/evaluator';
 import { loadTask, TaskError } from '../engine/task/task';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 
@@ -35,7 +36,10 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     const result = await evaluator.evaluate(code, { signal: io.signal });
     if (json) {
       const { status, score, objective, metrics, reason, durationMs } = result;
-      io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs) }) + '\n');
+      // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
+      const isProtected = task.evaluatorTrust === 'separate';
+      const unprotectedReason = isProtected ? null : IN_SANDBOX_TRUST_REASON;
+      io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason }) + '\n');
     } else {
       const lines = [
         `status     ${result.status}`,
@@ -45,6 +49,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       ];
       for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${key}: ${String(value)}`);
       if (result.reason) lines.push(`reason     ${result.reason}`);
+      if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
       io.stdout(lines.join('\n') + '\n');
     }
     return 0;

@@ -3,7 +3,7 @@
 // boundary, so each has a zod schema and is validated on arrival. Every
 // number is finite or null (JSON has no NaN).
 import { z } from 'zod';
-import { DIRECTIONS, OUTCOMES } from './types';
+import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -12,6 +12,7 @@ const time = finite;
 
 export const OutcomeSchema = z.enum(OUTCOMES);
 export const DirectionSchema = z.enum(DIRECTIONS);
+export const EvaluatorTrustSchema = z.enum(EVALUATOR_TRUSTS);
 
 export const OutcomeCountsSchema = z.object(
   Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
@@ -48,7 +49,8 @@ export const RunStartedEventSchema = z.object({
   time,
   runId: z.string(),
   /** targetValue: in the task's own objective units (null: none). */
-  task: z.object({ name: z.string(), title: z.string(), direction: DirectionSchema, dir: z.string(), targetValue: finite.nullable() }),
+  /** evaluatorTrust: 'in-sandbox' when the score is not protected from a hostile candidate (absent: 'separate'). */
+  task: z.object({ name: z.string(), title: z.string(), direction: DirectionSchema, dir: z.string(), targetValue: finite.nullable(), evaluatorTrust: EvaluatorTrustSchema.optional() }),
   dbFile: z.string(),
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
   /** The settings that shape the run (B, n, temperature, database sizes...), flat. */

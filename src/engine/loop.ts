@@ -159,6 +159,7 @@ export class EvolutionRun {
           startCode: this.spec.startCode ?? task.initialProgram,
           source: this.spec.source.label,
           createdAt: Date.now(),
+          evaluatorTrust: task.evaluatorTrust,
         },
       });
       const db = this.db;
@@ -167,7 +168,7 @@ export class EvolutionRun {
         type: 'run_started',
         time: Date.now(),
         runId: this.spec.runId,
-        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir, targetValue: task.targetValue },
+        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir, targetValue: task.targetValue, evaluatorTrust: task.evaluatorTrust },
         dbFile: this.spec.dbFile,
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
         settings: runSettingsSummary(settings),

@@ -14,7 +14,7 @@ import { parseRunMeta } from './runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from './sandbox/evaluator';
 import type { Task } from './task/task';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
-import type { ResponseSource } from './types';
+import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './types';
 
 /** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
 export class RunSetupError extends Error {
@@ -125,6 +125,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
 
   const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
   if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
+  if (task.evaluatorTrust === 'in-sandbox') request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
 
   const run = new EvolutionRun({
     runId: request.runId,

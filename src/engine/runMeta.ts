@@ -1,7 +1,7 @@
 // What a run database records about its run (the loop writes it when it
 // creates the database): one typed shape for everything that reads it back.
 import { z } from 'zod';
-import { DirectionSchema } from './events';
+import { DirectionSchema, EvaluatorTrustSchema } from './events';
 
 export const RunMetaSchema = z.object({
   runId: z.string(),
@@ -19,6 +19,8 @@ export const RunMetaSchema = z.object({
   /** The response source's label (model and server, or the offline sampler). */
   source: z.string(),
   createdAt: z.number().finite(),
+  /** 'in-sandbox': the task's evaluator ran with the candidate, so scores are not protected (absent in older runs: 'separate'). */
+  evaluatorTrust: EvaluatorTrustSchema.optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 

@@ -12,6 +12,23 @@ export function combinedScore(objective: number, direction: Direction): number {
   return direction === 'maximize' ? objective : 1 / objective;
 }
 
+/** Below every positive combined_score anyone reports, above every penalty: where non-positive ones are ranked. */
+const NON_POSITIVE_SCORE_CEILING = 1e-300;
+
+/**
+ * The score of a valid objective. Our task.json: combinedScore (a positive
+ * objective, 1/objective when minimising). Other systems' folders: their
+ * combined_score exactly, higher is better. A valid combined_score of 0 or
+ * below cannot keep its value (scores <= 0 are our penalties, -0.4..-0.1):
+ * it is ranked in (0, 1e-300], in its own order, below every positive score
+ * and above every penalty; the objective keeps the exact value.
+ */
+export function scoreOfObjective(objective: number, task: { direction: Direction; scoreRule: 'direction' | 'combined_score' }): number {
+  if (task.scoreRule === 'direction') return combinedScore(objective, task.direction);
+  if (objective > 0) return objective;
+  return Math.max(Number.MIN_VALUE, NON_POSITIVE_SCORE_CEILING / (1 - objective));
+}
+
 /** The task's own objective back from a valid combined score (for display). */
 export function objectiveOfScore(score: number, direction: Direction): number {
   return direction === 'maximize' ? score : 1 / score;

@@ -37,6 +37,20 @@ export function emptyOutcomeCounts(): OutcomeCounts {
 export const DIRECTIONS = ['maximize', 'minimize'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
 
+/**
+ * Whether a task's score is protected from a hostile candidate: 'separate'
+ * (our task.json: the evaluator, outside the sandbox, sees only the solution
+ * file) or 'in-sandbox' (an OpenEvolve/ShinkaEvolve folder: its evaluator
+ * imports and runs the candidate in one process inside the sandbox, so the
+ * candidate can fake its score).
+ */
+export const EVALUATOR_TRUSTS = ['separate', 'in-sandbox'] as const;
+export type EvaluatorTrust = (typeof EVALUATOR_TRUSTS)[number];
+
+/** Why an 'in-sandbox' score is not protected, in one line for people (CLI, dashboard, Runs view). */
+export const IN_SANDBOX_TRUST_REASON =
+  "this folder's own evaluator imports and runs the candidate in one process inside the sandbox, so a hostile candidate can fake its score; `thetaevolve convert` keeps them apart";
+
 /** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
 export const EVALUATION_STATUSES = ['ok', 'invalid_solution', 'no_solution', 'timeout'] as const;
 export type EvaluationStatus = (typeof EVALUATION_STATUSES)[number];

@@ -38,7 +38,10 @@ describe('cli: evaluate', function () {
     const { code, stdout } = await cli(['evaluate', 'tasks/hadamard-29', 'tasks/hadamard-29/initial.py', '--json']);
     assert.equal(code, 0);
     const out = JSON.parse(stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'reason', 'score', 'status']);
+    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'protected', 'reason', 'score', 'status', 'unprotectedReason']);
+    // Our task.json keeps the evaluator apart from the candidate.
+    assert.equal(out.protected, true);
+    assert.equal(out.unprotectedReason, null);
     assert.equal(out.status, 'ok');
     assert.ok(Math.abs((out.objective as number) - 0.1433) < 0.001);
     assert.equal(out.score, out.objective);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../config';
-import { combinedScore } from '../scoring';
+import { scoreOfObjective } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
 import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
 import {
@@ -20,6 +20,7 @@ import {
   type IsolationKind,
   limitedCommand,
   SANDBOX_PROGRAM_DIR,
+  SANDBOX_READ_ONLY_ROOT,
   SANDBOX_WORK_DIR,
 } from './isolation';
 import { type ProcessOutcome, runProcess } from './process';
@@ -172,10 +173,10 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   if (!reply.valid) {
     return penaltyResult('invalid_solution', reply.reason || 'the solution failed the validity check', { metrics: reply.metrics, objective });
   }
-  if (objective === null || !(objective > 0)) {
+  if (objective === null || (task.scoreRule === 'direction' && !(objective > 0))) {
     return penaltyResult('invalid_solution', `the objective must be a positive number (the evaluator gave ${String(objective)})`, { metrics: reply.metrics });
   }
-  const score = combinedScore(objective, task.direction);
+  const score = scoreOfObjective(objective, task);
   if (!Number.isFinite(score)) return penaltyResult('invalid_solution', `the objective ${objective} gives no finite score`, { metrics: reply.metrics });
   return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '' };
 }
@@ -356,7 +357,10 @@ export class Evaluator {
     const bwrap = this.info.kind === 'bwrap' && this.info.bwrapPath !== null;
     const programPath = bwrap ? `${SANDBOX_PROGRAM_DIR}/${programName}` : join(programDir, programName);
     const workPath = bwrap ? SANDBOX_WORK_DIR : workDir;
-    const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, program: programPath, workDir: workPath }));
+    // A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none).
+    const readOnlyDirs = Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({ name, hostDir, sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}` }));
+    const dirValues = Object.fromEntries(readOnlyDirs.map((d) => [d.name, bwrap ? d.sandboxDir : d.hostDir]));
+    const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, ...dirValues, program: programPath, workDir: workPath }));
     const runAs = this.info.runAs;
     // Inside bwrap the kernel counts processes per user namespace, so the
     // limit is per evaluation. In the fallback it counts every process of
@@ -379,7 +383,7 @@ export class Evaluator {
     };
     if (bwrap) {
       const env = candidateEnvironment('/tmp', '/tmp');
-      const args = [...bwrapArguments({ programDir, workDir, env, tmpfsSizeOption: this.info.tmpfsSizeOption }), '--info-fd', '3', '--', ...limited];
+      const args = [...bwrapArguments({ programDir, workDir, env, tmpfsSizeOption: this.info.tmpfsSizeOption, readOnlyDirs }), '--info-fd', '3', '--', ...limited];
       return runProcess({ file: this.info.bwrapPath as string, args, cwd: workDir, env: {}, bwrapInfoFd: true, ...common });
     }
     return runProcess({ file: limited[0] as string, args: limited.slice(1), cwd: workDir, env: candidateEnvironment(workDir, workDir), ...common });

@@ -31,6 +31,8 @@ export interface IsolationInfo {
 /** Where the program and the working directory appear inside the bwrap sandbox. */
 export const SANDBOX_PROGRAM_DIR = '/sandbox/program';
 export const SANDBOX_WORK_DIR = '/sandbox/work';
+/** Where a task's extra read-only folders appear (Task.sandboxReadOnlyDirs: /sandbox/ro/<name>). */
+export const SANDBOX_READ_ONLY_ROOT = '/sandbox/ro';
 /** nobody/nogroup: whom candidates run as when ThetaEvolve itself runs as root. */
 const UNPRIVILEGED_ID = 65534;
 const SANDBOX_TMP_BYTES = 256 * 1024 * 1024;
@@ -113,6 +115,8 @@ export function bwrapArguments(options: {
   workDir: string;
   env: Readonly<Record<string, string>>;
   tmpfsSizeOption: boolean;
+  /** Extra host folders bound read-only (a foreign task's folder and our wrapper); none for task.json tasks. */
+  readOnlyDirs?: readonly { hostDir: string; sandboxDir: string }[];
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -126,6 +130,7 @@ export function bwrapArguments(options: {
     ...sized(SANDBOX_SHM_BYTES), '--tmpfs', '/dev/shm',
     ...sized(SANDBOX_TMP_BYTES), '--tmpfs', '/tmp',
     '--ro-bind', options.programDir, SANDBOX_PROGRAM_DIR,
+    ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     '--bind', options.workDir, SANDBOX_WORK_DIR,
     '--remount-ro', '/',
     '--chdir', SANDBOX_WORK_DIR,

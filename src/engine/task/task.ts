@@ -5,8 +5,9 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DirectionSchema } from '../events';
-import type { Direction } from '../types';
+import type { Direction, EvaluatorTrust } from '../types';
 import { errorMessage } from '../errors';
+import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -103,6 +104,10 @@ export const TaskFileSchema = z
 
 export type TaskFile = z.output<typeof TaskFileSchema>;
 
+/** The layouts a task folder may have: ours (task.json), OpenEvolve's, ShinkaEvolve's (read unchanged). */
+export const TASK_LAYOUTS = ['task.json', 'openevolve', 'shinka'] as const;
+export type TaskLayout = (typeof TASK_LAYOUTS)[number];
+
 export interface Task {
   /** Absolute folder holding task.json. */
   dir: string;
@@ -133,6 +138,22 @@ export interface Task {
   solutionFile: string;
   solutionMaxBytes: number;
   tolerances: Record<string, number>;
+  /** Which layout the folder is in (see foreignTasks.ts for the other systems'). */
+  layout: TaskLayout;
+  /** 'in-sandbox': the evaluator runs with the candidate, so the score is not protected from a hostile candidate. */
+  evaluatorTrust: EvaluatorTrust;
+  /**
+   * How a valid objective becomes the score: 'direction' (task.json: a
+   * positive objective, 1/objective when minimising) or 'combined_score'
+   * (other systems: their combined_score as it is, higher is better).
+   */
+  scoreRule: 'direction' | 'combined_score';
+  /**
+   * Host folders the candidate command may read, by placeholder name: the
+   * sandbox mounts each read-only and fills `{name}` with where it appears.
+   * Empty for task.json tasks (their candidate sees only its program).
+   */
+  sandboxReadOnlyDirs: Record<string, string>;
 }
 
 /** A task file that cannot be used; the message names the file and the field. */
@@ -215,7 +236,11 @@ export function evolveBlockProblem(code: string): string | null {
   return null;
 }
 
-/** Load and check a task folder (or a task.json path). */
+/**
+ * Load and check a task folder: one with task.json (or that file's path), or
+ * a folder in OpenEvolve's or ShinkaEvolve's layout, unchanged (or the path
+ * of its evaluator, evaluate.py or config.yaml).
+ */
 export async function loadTask(dirOrFile: string): Promise<Task> {
   let dir = resolve(dirOrFile);
   let file = join(dir, 'task.json');
@@ -223,8 +248,16 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if ((await stat(dir)).isFile()) {
       file = dir;
       dir = resolve(dir, '..');
+      if ((FOREIGN_TASK_FILES as readonly string[]).includes(basename(file)) && (await detectForeignLayout(dir)) !== null) return await loadForeignTask(dir);
+    } else if (!(await isFile(file))) {
+      const layout = await detectForeignLayout(dir);
+      if (layout !== null) return await loadForeignTask(dir);
+      throw new TaskError(
+        `${dir}: not a task folder: it holds no task.json, nor an OpenEvolve layout (initial_program.* + evaluator.py) or a ShinkaEvolve one (initial.* + evaluate.py)`,
+      );
     }
-  } catch {
+  } catch (err) {
+    if (err instanceof TaskError) throw err;
     throw new TaskError(`${dirOrFile}: no such task folder`);
   }
   let text: string;
@@ -306,7 +339,19 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     solutionFile: spec.candidate.solutionFile,
     solutionMaxBytes: spec.candidate.solutionMaxBytes,
     tolerances: { ...spec.tolerances },
+    layout: 'task.json',
+    evaluatorTrust: 'separate',
+    scoreRule: 'direction',
+    sandboxReadOnlyDirs: {},
   };
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function checkCommand(file: string, path: PropertyKey[], command: readonly string[], known: readonly string[]): void {

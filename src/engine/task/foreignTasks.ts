@@ -1,0 +1,212 @@
+// Task folders written for other systems, read unchanged (product.md "Task
+// directories from other systems"):
+//   OpenEvolve   initial_program.<ext> + evaluator.py (evaluate(program_path)
+//                -> dict | EvaluationResult, optional evaluate_stage1/2/3) +
+//                optional config.yaml (prompt.system_message, evaluator.timeout,
+//                evaluator.cascade_evaluation/cascade_thresholds, max_code_length)
+//   ShinkaEvolve initial.<ext> + evaluate.py (main(program_path, results_dir)
+//                writes metrics.json with combined_score, and correct.json)
+// Their evaluators import the candidate and run it in their own process, so
+// the whole evaluator runs inside the sandbox as the candidate command
+// (foreign/run_foreign.py, which writes what the evaluator returned as the
+// solution file); a tiny trusted step of ours (foreign/foreign_reply.py) maps
+// that file to the reply. The score is therefore not protected from a
+// hostile candidate: evaluatorTrust 'in-sandbox'.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { errorMessage } from '../errors';
+import { draftMetaInformation } from './scaffold';
+import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
+
+export type ForeignLayout = Exclude<TaskLayout, 'task.json'>;
+
+/** Files that name a foreign task folder when given instead of the folder. */
+export const FOREIGN_TASK_FILES = ['evaluator.py', 'evaluate.py', 'config.yaml'] as const;
+
+/** OpenEvolve's defaults (openevolve/config.py, EvaluatorConfig) where config.yaml says nothing. */
+const OPENEVOLVE_DEFAULT_TIMEOUT_SEC = 300;
+const OPENEVOLVE_DEFAULT_THRESHOLDS = [0.5, 0.75, 0.9];
+/** ShinkaEvolve folders carry no time limit: ours. */
+const SHINKA_DEFAULT_TIMEOUT_SEC = 300;
+/** The trusted step only reads one JSON file. */
+const REPLY_TIME_LIMIT_SEC = 30;
+const DEFAULT_MAX_CODE_LENGTH = 50000;
+const PYTHON = '/usr/bin/python3';
+const SOLUTION_FILE = 'solution.json';
+const CONFIG_READ_TIMEOUT_MS = 20000;
+
+/**
+ * Our Python files (the wrapper, the trusted step, the stand-in `openevolve`
+ * package): src/engine/task/foreign when run from source, dist/foreign (and
+ * out/test/foreign) in a build, copied there by scripts/build.mjs.
+ */
+export function foreignRuntimeDir(): string {
+  const dir = join(__dirname, 'foreign');
+  if (!existsSync(join(dir, 'run_foreign.py'))) throw new TaskError(`ThetaEvolve's evaluator wrapper is missing from ${dir} (a broken install or build)`);
+  return dir;
+}
+
+const OpenEvolveConfigSchema = z.looseObject({
+  language: z.string().nullish(),
+  max_code_length: z.number().int().positive().nullish(),
+  diff_based_evolution: z.boolean().nullish(),
+  prompt: z.looseObject({ system_message: z.string().nullish() }).nullish(),
+  evaluator: z
+    .looseObject({
+      timeout: z.number().finite().positive().nullish(),
+      cascade_evaluation: z.boolean().nullish(),
+      cascade_thresholds: z.array(z.number().finite()).nullish(),
+    })
+    .nullish(),
+});
+export type OpenEvolveConfig = z.output<typeof OpenEvolveConfigSchema>;
+
+async function filesOf(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+/** Program files named `<stem>.<ext>` (compiled or backup files left out). */
+function programFiles(files: readonly string[], stem: string): string[] {
+  return files.filter((f) => f.startsWith(`${stem}.`) && extname(f) !== '' && basename(f, extname(f)) === stem && !/\.(pyc|pyo|orig|bak|swp)$/.test(f));
+}
+
+/** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
+export async function detectForeignLayout(dir: string): Promise<ForeignLayout | null> {
+  const files = await filesOf(dir);
+  if (files.includes('task.json')) return null;
+  if (files.includes('evaluator.py') && programFiles(files, 'initial_program').length > 0) return 'openevolve';
+  if (files.includes('evaluate.py') && programFiles(files, 'initial').length > 0) return 'shinka';
+  return null;
+}
+
+/** Run our config reader (PyYAML, as OpenEvolve itself reads the file) and check what we use. */
+export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConfig> {
+  const script = join(foreignRuntimeDir(), 'read_config.py');
+  const text = await new Promise<string>((resolvePromise, reject) => {
+    execFile(PYTHON, [script, file], { timeout: CONFIG_READ_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
+      if (err) reject(new TaskError(`${file}: cannot read it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`));
+      else resolvePromise(stdout);
+    });
+  });
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new TaskError(`${file}: the YAML reader gave no JSON: ${errorMessage(err)}`);
+  }
+  const parsed = OpenEvolveConfigSchema.safeParse(raw ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new TaskError(`${file}: field ${issue?.path.join('.') || '(top level)'}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** A task name from the folder: lower-case, our characters; a bare number ("2") gets its parent's name. */
+function taskNameOf(dir: string): string {
+  const clean = (s: string): string => s.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 80);
+  const own = clean(basename(dir));
+  const name = /^[0-9]+$/.test(own) ? clean(`${basename(dirname(dir))}-${own}`) : own;
+  return name === '' ? 'task' : name;
+}
+
+function titleOf(name: string, layout: ForeignLayout): string {
+  const words = name.replace(/[-_.]+/g, ' ').trim();
+  return `${words.charAt(0).toUpperCase()}${words.slice(1)} (${layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder)`;
+}
+
+/** `def name(` at the start of a line (the evaluator's entry points). */
+function defines(source: string, name: string): boolean {
+  return new RegExp(`^(async\\s+)?def\\s+${name}\\s*\\(`, 'm').test(source);
+}
+
+async function readText(file: string, what: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch {
+    throw new TaskError(`${file}: cannot read the ${what}`);
+  }
+}
+
+/** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */
+export async function loadForeignTask(dirOrFile: string): Promise<Task> {
+  let dir = resolve(dirOrFile);
+  if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
+  const layout = await detectForeignLayout(dir);
+  if (layout === null) throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  const files = await filesOf(dir);
+  const stem = layout === 'openevolve' ? 'initial_program' : 'initial';
+  const evaluatorName = layout === 'openevolve' ? 'evaluator.py' : 'evaluate.py';
+  const programs = programFiles(files, stem);
+  if (programs.length !== 1) throw new TaskError(`${dir}: needs exactly one ${stem}.<ext> (found ${programs.join(', ')})`);
+  const initialProgramPath = join(dir, programs[0] as string);
+  const initialProgram = await readText(initialProgramPath, 'initial program');
+  const blockProblem = evolveBlockProblem(initialProgram);
+  if (blockProblem) {
+    throw new TaskError(`${initialProgramPath}: ${blockProblem}; ThetaEvolve evolves one marked region: put # EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around it`);
+  }
+  const evaluatorPath = join(dir, evaluatorName);
+  const evaluatorSource = await readText(evaluatorPath, 'evaluator');
+
+  const runtime = foreignRuntimeDir();
+  let runtimeLimitSec: number;
+  let systemMessage: string | null = null;
+  let maxCodeLength = DEFAULT_MAX_CODE_LENGTH;
+  let cascadeArgument = 'off';
+  if (layout === 'openevolve') {
+    if (!defines(evaluatorSource, 'evaluate') && !defines(evaluatorSource, 'evaluate_stage1')) {
+      throw new TaskError(`${evaluatorPath}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
+    }
+    const config = files.includes('config.yaml') ? await readOpenEvolveConfig(join(dir, 'config.yaml')) : {};
+    const timeout = config.evaluator?.timeout ?? OPENEVOLVE_DEFAULT_TIMEOUT_SEC;
+    // OpenEvolve gives each cascade stage the timeout; so does the limit of the whole run here.
+    let stages = 1;
+    if ((config.evaluator?.cascade_evaluation ?? true) && defines(evaluatorSource, 'evaluate_stage1')) {
+      stages = ['evaluate_stage1', 'evaluate_stage2', 'evaluate_stage3'].filter((name) => defines(evaluatorSource, name)).length;
+      cascadeArgument = (config.evaluator?.cascade_thresholds ?? OPENEVOLVE_DEFAULT_THRESHOLDS).join(',');
+    }
+    runtimeLimitSec = timeout * Math.max(1, stages);
+    systemMessage = config.prompt?.system_message?.trim() || null;
+    maxCodeLength = config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH;
+  } else {
+    if (!defines(evaluatorSource, 'main')) throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
+    runtimeLimitSec = SHINKA_DEFAULT_TIMEOUT_SEC;
+  }
+  if (initialProgram.length > maxCodeLength) {
+    throw new TaskError(`${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`);
+  }
+  const language = extname(initialProgramPath).slice(1);
+  const name = taskNameOf(dir);
+  const metaText = systemMessage ?? draftMetaInformation(initialProgram, language);
+  return {
+    dir,
+    name,
+    title: titleOf(name, layout),
+    description: (systemMessage ?? metaText).split(/\n\s*\n/)[0]?.trim().slice(0, 400) ?? '',
+    direction: 'maximize',
+    language,
+    initialProgramPath,
+    initialProgram,
+    metaInformation: [{ id: systemMessage ? 'system_message' : 'docstring', weight: 1, text: metaText }],
+    variables: { MAX_RUNTIME: runtimeLimitSec },
+    runtimeLimitSec,
+    evaluatorTimeLimitSec: REPLY_TIME_LIMIT_SEC,
+    targetValue: null,
+    rewardShaping: { enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 },
+    maxCodeLength,
+    candidateCommand: [PYTHON, '{runtimeDir}/run_foreign.py', layout, '{taskDir}', '{program}', SOLUTION_FILE, ...(layout === 'openevolve' ? [cascadeArgument] : [])],
+    evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
+    solutionFile: SOLUTION_FILE,
+    solutionMaxBytes: 16 * 1024 * 1024,
+    tolerances: {},
+    layout,
+    evaluatorTrust: 'in-sandbox',
+    scoreRule: 'combined_score',
+    sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: runtime },
+  };
+}

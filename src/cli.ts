@@ -7,6 +7,7 @@ import { runCommand } from './cli/run';
 import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
+import { convertCommand } from './cli/convert';
 import { errorMessage } from './engine/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
@@ -14,6 +15,7 @@ const HANDLERS: Record<string, CommandHandler> = {
   evaluate: evaluateCommand,
   apply: applyCommand,
   db: dbCommand,
+  convert: convertCommand,
 };
 
 export function mainHelp(): string {

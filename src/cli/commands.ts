@@ -8,7 +8,7 @@ export type CommandHandler = (args: ParsedArgs, io: CliIO) => Promise<number>;
 export const RUN_SPEC: CommandSpec = {
   name: 'run',
   summary: 'Evolve the task\'s program (or --program FILE) step by step; one JSON object per committed step with --json. Re-running with the same --db resumes after the last committed step.',
-  positionals: [{ name: 'task-dir', help: 'Folder holding task.json (e.g. tasks/circle-packing).' }],
+  positionals: [{ name: 'task-dir', help: 'Task folder: task.json (e.g. tasks/circle-packing), or an OpenEvolve or ShinkaEvolve folder as it is.' }],
   flags: {
     program: { kind: 'string', value: 'FILE', help: 'Program to start from (default: the task\'s initial program).' },
     endpoint: { kind: 'string', value: 'URL', help: 'OpenAI-compatible base URL (default http://127.0.0.1:8000/v1).' },
@@ -33,7 +33,7 @@ export const EVALUATE_SPEC: CommandSpec = {
   name: 'evaluate',
   summary: 'Evaluate one program in the sandbox with the task\'s evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.',
   positionals: [
-    { name: 'task-dir', help: 'Folder holding task.json.' },
+    { name: 'task-dir', help: 'Task folder: task.json, or an OpenEvolve or ShinkaEvolve folder as it is.' },
     { name: 'program-file', help: 'Program to evaluate.' },
   ],
   flags: {
@@ -65,4 +65,13 @@ export const DB_SPEC: CommandSpec = {
   },
 };
 
-export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC];
+export const CONVERT_SPEC: CommandSpec = {
+  name: 'convert',
+  summary: 'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
+  positionals: [{ name: 'folder', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py).' }],
+  flags: {
+    json: { kind: 'boolean', help: 'Print the files written as JSON.' },
+  },
+};
+
+export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, CONVERT_SPEC];

@@ -299,6 +299,50 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     assert.equal(after, before);
   });
 
+  describe('thetaevolve convert', () => {
+    it('writes task.json: the program runs in the sandbox, the folder\'s own evaluator outside on its values, same scores, protected', async () => {
+      for (const source of OPENEVOLVE) {
+        const copy = mkdtempSync(join(scratch, 'convert-'));
+        chmodSync(copy, 0o755);
+        cpSync(source, copy, { recursive: true });
+        const converted = await cli(['convert', copy, '--json'], scratch);
+        assert.equal(converted.code, 0, converted.stderr);
+        assert.deepEqual((JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)), ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json']);
+        const task = await loadTask(copy);
+        assert.equal(task.layout, 'task.json');
+        assert.equal(task.evaluatorTrust, 'separate');
+        assert.deepEqual(task.sandboxReadOnlyDirs, {}, 'the candidate sees only its program again');
+        const { stdout } = await cli(['evaluate', copy, join(copy, 'initial_program.py'), '--json'], scratch);
+        const out = JSON.parse(stdout) as { status: string; objective: number | null; metrics: Metrics; protected: boolean };
+        const direct = directEvaluation(source, readFileSync(join(source, 'initial_program.py'), 'utf8'), scratch);
+        assert.equal(out.protected, true);
+        if ((direct.combined_score as number) > 0) {
+          assert.equal(out.status, 'ok', JSON.stringify(out));
+          assert.equal(out.objective, direct.combined_score);
+          assert.deepEqual(withoutTiming(out.metrics), expectedMetrics(direct));
+        } else {
+          // Our format's rule: a valid objective is positive (README "Bring your own problem").
+          assert.equal(out.status, 'invalid_solution');
+        }
+        const again = await cli(['convert', copy], scratch);
+        assert.equal(again.code, 1);
+        assert.match(again.stderr, /task\.json already exists/);
+      }
+    });
+
+    it('refuses, saying why, where the evaluator needs the program itself', async () => {
+      const shinka = await cli(['convert', SHINKA], scratch);
+      assert.equal(shinka.code, 1);
+      assert.match(shinka.stderr, /ShinkaEvolve folder's evaluate\.py runs the program itself/);
+      const dir = mkdtempSync(join(scratch, 'args-'));
+      writeFileSync(join(dir, 'initial_program.py'), '# EVOLVE-BLOCK-START\ndef solve(n):\n    return n\n# EVOLVE-BLOCK-END\n');
+      writeFileSync(join(dir, 'evaluator.py'), 'def evaluate(p):\n    program = __import__("program")\n    return {"combined_score": program.solve(3)}\n');
+      const withArgs = await cli(['convert', dir], scratch);
+      assert.equal(withArgs.code, 1);
+      assert.match(withArgs.stderr, /calls program\.solve\(\.\.\.\) with arguments/);
+    });
+  });
+
   it('drafts a meta-information text from a docstring or a leading comment', () => {
     assert.equal(leadingDocText('"""Pack circles.\n\n    More text.\n    """\nx = 1\n'), 'Pack circles.\n\nMore text.');
     assert.equal(leadingDocText('#!/usr/bin/env python3\n# Find a matrix.\n# With a large determinant.\n# EVOLVE-BLOCK-START\n'), 'Find a matrix.\nWith a large determinant.');

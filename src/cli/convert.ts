@@ -1,0 +1,27 @@
+// `thetaevolve convert <folder>`: writes task.json (and the evaluator's
+// solution-file side) into an OpenEvolve folder, so that the candidate and
+// the evaluator run apart. See src/engine/task/convert.ts for when it can.
+import { resolve } from 'node:path';
+import { convertForeignTask } from '../engine/task/convert';
+import { TaskError } from '../engine/task/task';
+import { booleanFlag, type ParsedArgs } from './args';
+import { type CliIO, InputError } from './io';
+
+export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<number> {
+  const [folder] = args.positionals as [string];
+  const json = booleanFlag(args, 'json');
+  let converted;
+  try {
+    converted = await convertForeignTask(resolve(io.cwd, folder));
+  } catch (err) {
+    if (err instanceof TaskError) throw new InputError(err.message);
+    throw err;
+  }
+  if (json) {
+    io.stdout(JSON.stringify({ files: converted.files, name: converted.task.name }) + '\n');
+  } else {
+    io.stdout(`${converted.files.map((f) => `wrote ${f}`).join('\n')}\n`);
+    io.stderr(`thetaevolve: ${converted.task.name} now runs the program in the sandbox and its evaluator outside, on the program's values only (scores protected).\n`);
+  }
+  return 0;
+}

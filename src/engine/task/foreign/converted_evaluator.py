@@ -1,0 +1,55 @@
+# The trusted evaluator of a folder converted by `thetaevolve convert`, copied
+# there as thetaevolve_evaluate.py (beside thetaevolve_foreign.py, a copy of
+# foreign_eval.py). It runs outside the sandbox on the solution file only:
+# a stand-in program whose functions return the values the candidate wrote,
+# handed to the folder's own evaluate(program_path) (or its cascade). The
+# candidate's code never runs in this process.
+#
+#   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from thetaevolve_foreign import reply, reply_of, run_openevolve  # noqa: E402
+
+STUB_HEAD = """import json as _json
+import sys as _sys
+_sys.path.insert(0, %r)
+from thetaevolve_foreign import decode as _decode
+with open(%r, encoding="utf-8") as _f:
+    _VALUES = _decode(_json.load(_f))
+"""
+STUB_FUNCTION = """
+
+def %s(*args, **kwargs):
+    return _VALUES[%r]
+"""
+
+
+def main(solution, names, thresholds):
+    names = names.split(",")
+    try:
+        with open(solution, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as err:
+        return reply(False, reason=f"solution.json is not readable JSON: {err}", unreadable=True)
+    if not isinstance(values, dict) or any(name not in values for name in names):
+        return reply(False, reason=f"solution.json needs the values of {', '.join(names)}", unreadable=True)
+    with tempfile.TemporaryDirectory() as folder:
+        stub = os.path.join(folder, "program.py")
+        with open(stub, "w", encoding="utf-8") as f:
+            f.write(STUB_HEAD % (HERE, os.path.abspath(solution)) + "".join(STUB_FUNCTION % (name, name) for name in names))
+        try:
+            result = run_openevolve(HERE, stub, thresholds)
+        except Exception as err:  # noqa: BLE001 - the evaluator failed on this solution
+            return reply(False, reason=f"the evaluator failed on this solution: {err!r}")
+    return reply_of(result)
+
+
+if __name__ == "__main__":
+    spec = sys.argv[3] if len(sys.argv) > 3 else "off"
+    print(json.dumps(main(sys.argv[1], sys.argv[2], None if spec == "off" else [float(x) for x in spec.split(",") if x]), allow_nan=False))

@@ -1,0 +1,196 @@
+# ThetaEvolve's one implementation of running another system's evaluator and
+# reading what it returned. Used inside the sandbox by run_foreign.py, outside
+# by foreign_reply.py (the trusted step), and copied into a converted folder
+# as thetaevolve_foreign.py by `thetaevolve convert`.
+import importlib.util
+import json
+import math
+import os
+import sys
+
+MAX_TEXT = 2000
+
+
+def plain(value, depth=0):
+    """A JSON-safe copy: finite numbers, short strings, booleans, None, and dicts two levels deep."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        value = value.item()  # numpy scalars
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if not math.isfinite(number):
+            return str(number)
+        return value if isinstance(value, int) and abs(value) < 2**53 else number
+    if isinstance(value, dict) and depth < 2:
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    text = value if isinstance(value, str) else repr(value)
+    return text[:MAX_TEXT]
+
+
+def load_module(name, path):
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def metrics_of(result, what):
+    """OpenEvolve's contract: a dict of metrics, or an EvaluationResult (.metrics, .artifacts)."""
+    if isinstance(result, dict):
+        return dict(result)
+    metrics = getattr(result, "metrics", None)
+    if isinstance(metrics, dict):
+        return dict(metrics)
+    raise TypeError(f"{what} returned {type(result).__name__}, not a dict or an EvaluationResult")
+
+
+def passes(metrics, threshold):
+    """OpenEvolve's threshold rule: combined_score when numeric, else the mean of the numeric metrics but 'error'."""
+    score = metrics.get("combined_score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return float(score) >= threshold
+    values = [float(v) for k, v in metrics.items() if k != "error" and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return bool(values) and sum(values) / len(values) >= threshold
+
+
+def merged(*stages):
+    out = {}
+    for metrics in stages:
+        for name, value in metrics.items():
+            if name != "error" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[name] = float(value)
+    return out
+
+
+def cascade(module, program, thresholds):
+    """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage's failure keeps the earlier metrics."""
+    stage1 = metrics_of(module.evaluate_stage1(program), "evaluate_stage1")
+    if not thresholds or not passes(stage1, thresholds[0]) or not hasattr(module, "evaluate_stage2"):
+        return stage1
+    try:
+        stage2 = metrics_of(module.evaluate_stage2(program), "evaluate_stage2")
+    except Exception as err:  # noqa: BLE001 - OpenEvolve keeps stage 1's result
+        print(f"evaluate_stage2 failed: {err!r}", file=sys.stderr)
+        return {**stage1, "stage2_passed": 0.0}
+    both = merged(stage1, stage2)
+    if len(thresholds) < 2 or not passes(both, thresholds[1]) or not hasattr(module, "evaluate_stage3"):
+        return both
+    try:
+        stage3 = metrics_of(module.evaluate_stage3(program), "evaluate_stage3")
+    except Exception as err:  # noqa: BLE001
+        print(f"evaluate_stage3 failed: {err!r}", file=sys.stderr)
+        return {**both, "stage3_passed": 0.0}
+    return merged(both, stage3)
+
+
+def run_openevolve(task_dir, program, thresholds):
+    module = load_module("evaluation_module", os.path.join(task_dir, "evaluator.py"))
+    if thresholds is not None and hasattr(module, "evaluate_stage1"):
+        metrics = cascade(module, program, thresholds)
+    else:
+        metrics = metrics_of(module.evaluate(program), "evaluate")
+    return {"layout": "openevolve", "metrics": plain(metrics)}
+
+
+def run_shinka(task_dir, program):
+    module = load_module("evaluate", os.path.join(task_dir, "evaluate.py"))
+    results_dir = os.path.abspath("shinka_results")
+    os.makedirs(results_dir, exist_ok=True)
+    module.main(program, results_dir)
+    with open(os.path.join(results_dir, "metrics.json"), encoding="utf-8") as f:
+        metrics = json.load(f)
+    if not isinstance(metrics, dict):
+        raise TypeError("metrics.json does not hold an object")
+    correct = {}
+    correct_path = os.path.join(results_dir, "correct.json")
+    if os.path.exists(correct_path):
+        with open(correct_path, encoding="utf-8") as f:
+            correct = json.load(f)
+    if not isinstance(correct, dict):
+        correct = {}
+    return {"layout": "shinka", "metrics": plain(metrics), "correct": plain(correct.get("correct")), "error": plain(correct.get("error"))}
+
+
+MAX_REASON = 500
+
+
+def number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def reply(valid, objective=None, metrics=None, reason="", unreadable=False):
+    """ThetaEvolve's evaluator reply (src/engine/task/README.md, "The contract")."""
+    out = {"valid": valid, "objective": objective, "metrics": metrics or {}, "reason": reason[:MAX_REASON]}
+    if unreadable:
+        out["unreadable"] = True
+    return out
+
+
+def numeric_metrics(metrics):
+    """Every numeric metric but combined_score; one level of nested objects (ShinkaEvolve's public/private) as dotted names."""
+    out = {}
+    for name, value in metrics.items():
+        if name in ("combined_score", "error"):
+            continue
+        if number(value):
+            out[name] = value
+        elif isinstance(value, dict):
+            for inner, inner_value in value.items():
+                if number(inner_value):
+                    out[f"{name}.{inner}"] = inner_value
+    return out
+
+
+def reply_of_file(path):
+    """The reply for the file run_foreign.py wrote."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as err:
+        return reply(False, reason=f"the evaluator's output is not readable JSON: {err}", unreadable=True)
+    return reply_of(data)
+
+
+def reply_of(data):
+    """The reply for what an evaluator returned: combined_score as the objective, exactly; its own failure marks invalid."""
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or data.get("layout") not in ("openevolve", "shinka"):
+        return reply(False, reason="the evaluator's output does not have the expected shape", unreadable=True)
+    metrics = data["metrics"]
+    score = metrics.get("combined_score")
+    objective = score if number(score) else None
+    others = numeric_metrics(metrics)
+    if data["layout"] == "shinka" and data.get("correct") is False:
+        error = data.get("error")
+        return reply(False, objective, others, f"correct.json: incorrect{': ' + error if isinstance(error, str) and error else ''}")
+    error = metrics.get("error")
+    if isinstance(error, str) and error.strip():
+        return reply(False, objective, others, f"the evaluator reported an error: {error}")
+    if objective is None:
+        return reply(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})")
+    return reply(True, objective, others)
+
+
+
+def decode(value):
+    """A value solution_wrapper.py wrote (numpy arrays, tuples and dicts tagged), back as it was returned."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, dict):
+        if "__ndarray__" in value:
+            import numpy
+
+            return numpy.array(decode(value["__ndarray__"]), dtype=value.get("dtype"))
+        if "__tuple__" in value:
+            return tuple(decode(v) for v in value["__tuple__"])
+        if "__dict__" in value:
+            return {decode(k): decode(v) for k, v in value["__dict__"]}
+        return {k: decode(v) for k, v in value.items()}
+    return value

@@ -174,7 +174,10 @@ describe('bundled tasks', () => {
           for (const inner of Object.keys(value)) assert.ok(inner in nested, `${task.name}: ${key}.${inner}`);
         }
       }
-      assert.equal(raw.$schema, '../../media/task.schema.json');
+      // No relative $schema path to break when a task is copied: the extension validates every task.json (jsonValidation).
+      assert.equal(raw.$schema, undefined, `${task.name}: $schema`);
     }
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { contributes: { jsonValidation: { fileMatch: string; url: string }[] } };
+    assert.deepEqual(pkg.contributes.jsonValidation, [{ fileMatch: '**/task.json', url: './media/task.schema.json' }]);
   });
 });

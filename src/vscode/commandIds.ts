@@ -10,6 +10,8 @@ export const COMMAND_IDS = {
   setApiKey: 'thetaevolve.setApiKey',
   selectTask: 'thetaevolve.selectTask',
   toggleTrainer: 'thetaevolve.toggleTrainer',
+  newTaskForFile: 'thetaevolve.newTaskForFile',
+  markEvolveBlock: 'thetaevolve.markEvolveBlock',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',

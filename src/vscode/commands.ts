@@ -3,6 +3,8 @@
 import type * as vscode from 'vscode';
 import { registerDashboardCommands } from './dashboardCommands';
 import { followBest } from './followBest';
+import { registerMarkEvolveBlock } from './markEvolveBlock';
+import { registerNewTask } from './newTask';
 import { registerProgramCommands } from './programCommands';
 import { registerRunCommands } from './runCommands';
 import type { RunController } from './runController';
@@ -21,5 +23,7 @@ export function registerCommands({ context, controller, tree }: CommandDeps): vo
   registerRunCommands(context, controller, tree);
   registerProgramCommands(context, controller, tree);
   registerDashboardCommands(context, controller);
+  registerNewTask(context);
+  registerMarkEvolveBlock(context);
   context.subscriptions.push(followBest(controller));
 }

@@ -39,8 +39,8 @@ export function evolveBlockLocationOf(document: vscode.TextDocument): EvolveBloc
   return location;
 }
 
-/** Line-comment prefix of common languages, for the "add markers" hint. */
-function commentPrefix(languageId: string): string {
+/** Line-comment prefix of common languages, for the "add markers" hint (and where no language configuration says). */
+export function commentPrefix(languageId: string): string {
   if (['python', 'shellscript', 'r', 'julia', 'ruby', 'perl', 'yaml', 'toml', 'makefile', 'dockerfile', 'powershell', 'elixir', 'nim', 'coffeescript'].includes(languageId)) return '#';
   if (['lua', 'haskell', 'sql', 'ada', 'elm', 'purescript'].includes(languageId)) return '--';
   if (['matlab', 'octave', 'latex', 'tex', 'erlang', 'prolog'].includes(languageId)) return '%';

@@ -1,10 +1,13 @@
 // Which task (evaluator) a file is evolved against: a bundled task
-// (<extension>/tasks/*) or any task.json in the workspace, remembered per
-// file in workspaceState. A malformed task file is listed with its TaskError
-// (which names the field) instead of breaking the list.
+// (<extension>/tasks/*), any task folder in the workspace (task.json, or an
+// OpenEvolve / ShinkaEvolve folder as it is) or one beside the file,
+// remembered per file in workspaceState. The file's own task comes first. A
+// malformed task file is listed with its TaskError (which names the field)
+// instead of breaking the list.
 import { readdir, stat } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { detectForeignLayout } from '../engine/task/foreignTasks';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { errorMessage } from '../engine/errors';
 
@@ -19,6 +22,8 @@ export type TaskChoice =
 export type TaskPickerContext = Pick<vscode.ExtensionContext, 'extensionPath' | 'workspaceState'>;
 
 const TASK_FILE_GLOB = '**/task.json';
+/** The evaluators of OpenEvolve (evaluator.py) and ShinkaEvolve (evaluate.py) folders; the folder decides whether it is one. */
+const FOREIGN_EVALUATOR_GLOB = '**/{evaluator.py,evaluate.py}';
 const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
 const MAX_WORKSPACE_TASK_FILES = 200;
 
@@ -52,21 +57,52 @@ export async function listBundledTaskChoices(extensionPath: string): Promise<Tas
   return Promise.all(files.map((f) => loadChoice('bundled', f)));
 }
 
-/** Every task.json of the open workspace (node_modules and .thetaevolve left out), sorted by path. */
+/** The file naming the task in `dir`: its task.json, or the evaluator of an OpenEvolve/ShinkaEvolve folder; null when it is no task folder. */
+export async function taskFileIn(dir: string): Promise<string | null> {
+  const file = join(dir, 'task.json');
+  if (await stat(file).then((s) => s.isFile(), () => false)) return file;
+  const layout = await detectForeignLayout(dir);
+  if (layout === 'openevolve') return join(dir, 'evaluator.py');
+  if (layout === 'shinka') return join(dir, 'evaluate.py');
+  return null;
+}
+
+/** Every task folder of the open workspace in the three layouts (node_modules and .thetaevolve left out), sorted by path. */
 export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken): Promise<TaskChoice[]> {
-  const uris = await vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token);
-  const files = uris
-    .filter((u) => u.scheme === 'file')
-    .map((u) => u.fsPath)
-    .sort();
+  const [taskFiles, evaluators] = await Promise.all([
+    vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
+    vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
+  ]);
+  const foreign = await Promise.all(
+    evaluators.filter((u) => u.scheme === 'file').map(async (u) => ((await detectForeignLayout(dirname(u.fsPath))) !== null ? u.fsPath : null)),
+  );
+  const files = [...taskFiles.filter((u) => u.scheme === 'file').map((u) => u.fsPath), ...foreign.filter((f): f is string => f !== null)].sort();
   return Promise.all(files.map((f) => loadChoice('workspace', f)));
 }
 
-/** Bundled tasks first, then the workspace's; a workspace file that is a bundled one is listed once. */
-export async function listTaskChoices(extensionPath: string, token?: vscode.CancellationToken): Promise<TaskChoice[]> {
-  const [bundled, workspace] = await Promise.all([listBundledTaskChoices(extensionPath), listWorkspaceTaskChoices(token)]);
-  const seen = new Set(bundled.map((c) => resolve(c.taskFile)));
-  return [...bundled, ...workspace.filter((c) => !seen.has(resolve(c.taskFile)))];
+/** Task folders beside a file, in any of the three layouts: its own folder and the folders next to it. */
+export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Promise<TaskChoice[]> {
+  if (forFile?.scheme !== 'file') return [];
+  const dir = dirname(forFile.fsPath);
+  const subfolders = await readdir(dir, { withFileTypes: true }).then(
+    (entries) => entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
+    () => [],
+  );
+  const files = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
+  return Promise.all(files.filter((f): f is string => f !== null).map((f) => loadChoice('workspace', f)));
+}
+
+/** Bundled tasks first, then the workspace's and those beside `forFile`; a task found twice is listed once. */
+export async function listTaskChoices(extensionPath: string, token?: vscode.CancellationToken, forFile?: vscode.Uri): Promise<TaskChoice[]> {
+  const [bundled, workspace, beside] = await Promise.all([listBundledTaskChoices(extensionPath), listWorkspaceTaskChoices(token), listTaskChoicesBeside(forFile)]);
+  const seen = new Set<string>();
+  const folderOf = (c: TaskChoice): string => resolve(c.task?.dir ?? dirname(c.taskFile));
+  return [...bundled, ...workspace, ...beside].filter((c) => {
+    const key = folderOf(c);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 function memoryKey(forFile: vscode.Uri | undefined): string {
@@ -102,13 +138,24 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
   // The task whose initial program is this very file, then the remembered one, go first.
   const rank = (c: TaskChoice): number => (c.task && forPath && sameFile(c.task.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2);
   const items: TaskPickItem[] = [];
-  for (const source of ['bundled', 'workspace'] as const) {
-    const group = choices.filter((c) => c.source === source).sort((a, b) => rank(a) - rank(b));
+  // The file's own task heads the list, so Enter runs it.
+  const groups = [
+    { label: "This file's task", members: choices.filter((c) => rank(c) === 0) },
+    { label: 'Bundled tasks', members: choices.filter((c) => c.source === 'bundled' && rank(c) !== 0) },
+    { label: 'Workspace task folders', members: choices.filter((c) => c.source === 'workspace' && rank(c) !== 0) },
+  ];
+  for (const { label, members } of groups) {
+    const group = [...members].sort((a, b) => rank(a) - rank(b));
     if (group.length === 0) continue;
-    items.push({ label: source === 'bundled' ? 'Bundled tasks' : 'Workspace task files', kind: vscode.QuickPickItemKind.Separator });
+    items.push({ label, kind: vscode.QuickPickItemKind.Separator });
     for (const choice of group) {
+      const source = choice.source;
       if (choice.task) {
-        const notes = [choice.task.direction, ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : [])];
+        const notes = [
+          choice.task.direction,
+          ...(choice.task.layout !== 'task.json' ? [`${choice.task.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`] : []),
+          ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : []),
+        ];
         items.push({
           label: choice.task.title,
           description: `${notes.join(' · ')} · ${source === 'bundled' ? choice.task.name : displayPath(choice.taskFile)}`,
@@ -141,10 +188,10 @@ export async function pickTask(context: TaskPickerContext, forFile: vscode.Uri |
   }
   const choices = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: finding tasks' },
-    (_progress, token) => listTaskChoices(context.extensionPath, token),
+    (_progress, token) => listTaskChoices(context.extensionPath, token, forFile),
   );
   if (choices.length === 0) {
-    void vscode.window.showErrorMessage('ThetaEvolve: no task found: neither bundled tasks nor a task.json in the workspace.');
+    void vscode.window.showErrorMessage('ThetaEvolve: no task found: neither bundled tasks nor a task folder in the workspace (run "ThetaEvolve: New Task for This File").');
     return undefined;
   }
   const fileName = forFile ? forFile.path.split('/').pop() : undefined;

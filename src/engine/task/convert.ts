@@ -10,7 +10,8 @@
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { foreignRuntimeDir, loadForeignTask, readOpenEvolveConfig } from './foreignTasks';
-import { placeholdersOf, type TaskFile, TaskError, TaskFileSchema } from './task';
+import { literalPlaceholders } from './scaffold';
+import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
 /** Files a conversion writes into the folder. */
 export const CONVERTED_FILES = { taskFile: 'task.json', evaluator: 'thetaevolve_evaluate.py', library: 'thetaevolve_foreign.py' } as const;
@@ -31,11 +32,6 @@ export function calledProgramFunctions(evaluatorSource: string, programSource: s
   const missing = names.filter((n) => !new RegExp(`^\\s*def\\s+${n}\\s*\\(`, 'm').test(programSource));
   if (missing.length > 0) return { problem: `evaluator.py calls program.${missing[0]}(), which the initial program does not define` };
   return { names };
-}
-
-/** A text's `{placeholders}` that are not variables, kept literally (task.json would otherwise reject them). */
-function literalPlaceholders(text: string, known: readonly string[]): Record<string, string> {
-  return Object.fromEntries(placeholdersOf(text).filter((n) => !known.includes(n)).map((n) => [n, `{${n}}`]));
 }
 
 /** Convert the OpenEvolve folder `dir` in place; returns the files written. Throws TaskError with the reason when it cannot. */

@@ -3,6 +3,8 @@
 // carries no prompt (ShinkaEvolve's, an OpenEvolve folder without
 // config.yaml) and by "New Task for This File".
 
+import { placeholdersOf, TaskError, TaskFileSchema } from './task';
+
 const MAX_DOC_CHARS = 2000;
 
 /** The first documentation text of a program: a Python/Julia docstring, else its leading comment block. */
@@ -45,4 +47,145 @@ export function draftMetaInformation(code: string, language: string): string {
     `Improve the ${language} program between EVOLVE-BLOCK-START and EVOLVE-BLOCK-END so that its score gets better. ` +
     'Keep the functions the evaluator calls and what they return; the program must finish within {MAX_RUNTIME} seconds.';
   return doc ? `${doc}\n\n${goal}` : goal;
+}
+
+/** A text's `{placeholders}` other than `known`, as variables standing for themselves (so task.json keeps them literally). */
+export function literalPlaceholders(text: string, known: readonly string[]): Record<string, string> {
+  return Object.fromEntries(placeholdersOf(text).filter((n) => !known.includes(n)).map((n) => [n, `{${n}}`]));
+}
+
+/** How a candidate in this language runs (one argument per item, no shell); the user edits it for anything else. */
+function runnerOf(language: string): string[] {
+  const runners: Record<string, string[]> = {
+    py: ['/usr/bin/python3'],
+    js: ['/usr/bin/env', 'node'],
+    mjs: ['/usr/bin/env', 'node'],
+    cjs: ['/usr/bin/env', 'node'],
+    sh: ['/bin/sh'],
+    rb: ['/usr/bin/env', 'ruby'],
+    jl: ['/usr/bin/env', 'julia'],
+    r: ['/usr/bin/env', 'Rscript'],
+    pl: ['/usr/bin/env', 'perl'],
+  };
+  return runners[language.toLowerCase()] ?? ['/usr/bin/env', language];
+}
+
+const PYTHON_EVALUATOR = `"""Evaluator of {PROGRAM} (drafted by ThetaEvolve's "New Task for This File": edit it).
+
+ThetaEvolve runs the program in a sandbox, where it writes solution.json in
+its working directory. This file runs outside the sandbox, on a copy of that
+file only, and prints one JSON line:
+    {"valid": true, "objective": 2.5, "metrics": {}, "reason": ""}
+A valid objective is a positive number; task.json's direction says whether
+larger or smaller is better. The whole contract: the task README.
+"""
+import json
+import math
+import sys
+
+
+def score(solution):
+    """The objective of a solution; raises ValueError saying why it is invalid."""
+    # Replace with your problem's check. The draft expects {"value": <number>}.
+    value = solution.get("value") if isinstance(solution, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError('solution.json needs a finite number under "value"')
+    if value <= 0:
+        raise ValueError("the value must be positive")
+    return float(value)
+
+
+def main(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            solution = json.load(f)
+    except ValueError as err:
+        return {"valid": False, "unreadable": True, "reason": f"solution.json is not JSON: {err}"}
+    try:
+        objective = score(solution)
+    except ValueError as err:
+        return {"valid": False, "reason": str(err)}
+    return {"valid": True, "objective": objective, "metrics": {}, "reason": ""}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1])))
+`;
+
+const NODE_EVALUATOR = `// Evaluator of {PROGRAM} (drafted by ThetaEvolve's "New Task for This File": edit it).
+//
+// ThetaEvolve runs the program in a sandbox, where it writes solution.json in
+// its working directory. This file runs outside the sandbox, on a copy of that
+// file only, and prints one JSON line:
+//     {"valid": true, "objective": 2.5, "metrics": {}, "reason": ""}
+// A valid objective is a positive number; task.json's direction says whether
+// larger or smaller is better. The whole contract: the task README.
+const fs = require('node:fs');
+
+/** The objective of a solution; throws saying why it is invalid. */
+function score(solution) {
+  // Replace with your problem's check. The draft expects {"value": <number>}.
+  const value = solution && typeof solution === 'object' ? solution.value : undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error('solution.json needs a finite number under "value"');
+  if (value <= 0) throw new Error('the value must be positive');
+  return value;
+}
+
+function main(path) {
+  let solution;
+  try {
+    solution = JSON.parse(fs.readFileSync(path, 'utf8'));
+  } catch (err) {
+    return { valid: false, unreadable: true, reason: \`solution.json is not JSON: \${err.message}\` };
+  }
+  try {
+    return { valid: true, objective: score(solution), metrics: {}, reason: '' };
+  } catch (err) {
+    return { valid: false, reason: err.message };
+  }
+}
+
+console.log(JSON.stringify(main(process.argv[2])));
+`;
+
+export interface DraftedTask {
+  /** task.json's text (valid against the schema). */
+  taskJson: string;
+  /** The evaluator template's file name, e.g. evaluate.py. */
+  evaluatorFile: string;
+  evaluatorText: string;
+}
+
+/**
+ * A task around `programFile` (a name in the same folder): task.json with the
+ * direction, time limits, a meta-information text drafted from the program's
+ * docstring and a target to fill in, and an evaluator template that reads the
+ * solution file. `taken` says which evaluator names already exist there.
+ */
+export function draftTask(input: { programFile: string; code: string; taken?: (name: string) => boolean }): DraftedTask {
+  const dot = input.programFile.lastIndexOf('.');
+  const stem = dot > 0 ? input.programFile.slice(0, dot) : input.programFile;
+  const language = dot > 0 ? input.programFile.slice(dot + 1) : '';
+  if (language === '') throw new TaskError(`${input.programFile}: a program needs a file extension (it names the language, e.g. .py)`);
+  const node = ['js', 'mjs', 'cjs'].includes(language.toLowerCase());
+  const evaluatorExt = node ? 'cjs' : 'py';
+  const evaluatorFile = [`evaluate.${evaluatorExt}`, `evaluate_${stem}.${evaluatorExt}`].find((n) => n !== input.programFile && !input.taken?.(n)) ?? `evaluate_${stem}_task.${evaluatorExt}`;
+  const doc = leadingDocText(input.code);
+  const text = `${draftMetaInformation(input.code, language)}\nThe program writes solution.json in its working directory (the draft evaluator reads {"value": <number>}).`;
+  const name = stem.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 80) || 'task';
+  const raw = {
+    name,
+    title: `Evolve ${input.programFile}`,
+    description: doc?.split(/\n\s*\n/)[0]?.trim() ?? '',
+    direction: 'maximize',
+    initialProgram: input.programFile,
+    candidate: { command: [...runnerOf(language), '{program}'], runtimeLimitSec: 60 },
+    evaluator: { command: [node ? '/usr/bin/env' : '/usr/bin/python3', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'], timeLimitSec: 60 },
+    metaInformation: [{ id: 'docstring', weight: 1, text }],
+    variables: literalPlaceholders(text, ['MAX_RUNTIME', 'target_value']),
+    targetValue: null,
+  };
+  TaskFileSchema.parse(raw);
+  const template = (node ? NODE_EVALUATOR : PYTHON_EVALUATOR).replace('{PROGRAM}', input.programFile);
+  return { taskJson: `${JSON.stringify(raw, null, 2)}\n`, evaluatorFile, evaluatorText: template };
 }

@@ -1,0 +1,58 @@
+// "ThetaEvolve: New Task for This File": task.json and an evaluator template
+// beside the open program (drafted by src/engine/task/scaffold.ts), opened
+// next to it; task.json is validated as you type through the schema the
+// extension contributes for every **/task.json.
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import * as vscode from 'vscode';
+import { draftTask } from '../engine/task/scaffold';
+import { COMMAND_IDS } from './commandIds';
+import { fileName, registerCommand } from './commandRegistry';
+import { evolveBlockProblemOf } from './evolveBlockLens';
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function show(path: string): Promise<void> {
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
+  // The program keeps the focus: marking its region and starting the run come next.
+  await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.Beside, preview: false, preserveFocus: true });
+}
+
+/** Writes the task beside the active program; returns the files (also when task.json was already there: then nothing is written). */
+export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFile: string | null }> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.uri.scheme !== 'file') throw new Error('open a saved program file first: the task is written beside it');
+  const document = editor.document;
+  if (document.isDirty && !(await document.save())) throw new Error(`${fileName(document.uri)} could not be saved`);
+  const programPath = document.uri.fsPath;
+  const dir = dirname(programPath);
+  const taskFile = join(dir, 'task.json');
+  if (await exists(taskFile)) {
+    await show(taskFile);
+    void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`);
+    return { taskFile, evaluatorFile: null };
+  }
+  const taken = new Set(await readdir(dir));
+  const draft = draftTask({ programFile: basename(programPath), code: document.getText(), taken: (name) => taken.has(name) });
+  const evaluatorFile = join(dir, draft.evaluatorFile);
+  await writeFile(evaluatorFile, draft.evaluatorText, { flag: 'wx' });
+  await writeFile(taskFile, draft.taskJson, { flag: 'wx' });
+  await show(evaluatorFile);
+  await show(taskFile);
+  const problem = evolveBlockProblemOf(document);
+  void vscode.window.showInformationMessage(
+    problem
+      ? `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}. Now select the lines to evolve and run "ThetaEvolve: Mark Selection as EVOLVE-BLOCK".`
+      : `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}: make the program write solution.json and the evaluator score it, then Start Run.`,
+  );
+  return { taskFile, evaluatorFile };
+}
+
+export function registerNewTask(context: vscode.ExtensionContext): void {
+  registerCommand(context, COMMAND_IDS.newTaskForFile, newTaskForFile);
+}

@@ -5,7 +5,7 @@
 // evaluator returns when python3 runs it directly, outside ThetaEvolve.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { main } from '../../src/cli';
@@ -99,6 +99,12 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     assert.equal(minMax.metaInformation.length, 1);
     assert.match(minMax.metaInformation[0]?.text ?? '', /^SETTING:\nYou are an expert computational geometer/, 'prompt.system_message');
     assert.equal(minMax.initialProgram, readFileSync(join(OPENEVOLVE[0] as string, 'initial_program.py'), 'utf8'));
+    assert.equal(minMax.sandboxReadOnlyDirs.taskDir, OPENEVOLVE[0]);
+    if (process.getuid?.() === 0) {
+      // As root the candidate runs as nobody, who may not reach our install: the wrapper is read from a copy all can read.
+      const runtime = minMax.sandboxReadOnlyDirs.runtimeDir as string;
+      assert.ok(runtime.startsWith(tmpdir()) && (statSync(runtime).mode & 0o005) === 0o005, runtime);
+    }
     // The folder's evaluator.py path (or config.yaml) names the task too.
     assert.equal((await loadTask(join(OPENEVOLVE[1] as string, 'evaluator.py'))).layout, 'openevolve');
 

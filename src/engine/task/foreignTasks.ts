@@ -13,7 +13,9 @@
 // that file to the reply. The score is therefore not protected from a
 // hostile candidate: evaluatorTrust 'in-sandbox'.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -47,6 +49,35 @@ export function foreignRuntimeDir(): string {
   const dir = join(__dirname, 'foreign');
   if (!existsSync(join(dir, 'run_foreign.py'))) throw new TaskError(`ThetaEvolve's evaluator wrapper is missing from ${dir} (a broken install or build)`);
   return dir;
+}
+
+/**
+ * The wrapper folder as the candidate will read it. As root, candidates run
+ * as an unprivileged user, who may not be able to reach our install (a home
+ * folder is private): then a copy in the temp folder, readable by all,
+ * named by its content so that an update never meets a stale copy.
+ */
+function sandboxRuntimeDir(runtime: string): string {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return runtime;
+  const files = readdirSync(runtime, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'));
+  const hash = createHash('sha256');
+  for (const entry of files.sort((a, b) => join(a.parentPath, a.name).localeCompare(join(b.parentPath, b.name)))) {
+    hash.update(join(entry.parentPath, entry.name).slice(runtime.length));
+    hash.update(readFileSync(join(entry.parentPath, entry.name)));
+  }
+  const copy = join(tmpdir(), `thetaevolve-foreign-${hash.digest('hex').slice(0, 16)}`);
+  if (!existsSync(join(copy, 'run_foreign.py'))) {
+    const staging = mkdtempSync(`${copy}-`);
+    cpSync(runtime, staging, { recursive: true, filter: (src) => !src.includes('__pycache__') });
+    for (const entry of readdirSync(staging, { recursive: true, withFileTypes: true })) chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+    chmodSync(staging, 0o755);
+    try {
+      renameSync(staging, copy);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // Another process made it first.
+    }
+  }
+  return copy;
 }
 
 const OpenEvolveConfigSchema = z.looseObject({
@@ -207,6 +238,6 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     layout,
     evaluatorTrust: 'in-sandbox',
     scoreRule: 'combined_score',
-    sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: runtime },
+    sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: sandboxRuntimeDir(runtime) },
   };
 }

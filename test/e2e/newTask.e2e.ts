@@ -1,0 +1,136 @@
+// End to end: a task for a fresh file in a minute, in code-server + Chromium.
+// A new Python file with no markers and no task: "Mark Selection as
+// EVOLVE-BLOCK" on one line, "New Task for This File" (task.json and
+// evaluate.py beside it, opened), Start Run where the file's own task comes
+// first and Enter runs it (thetaevolve.sampler = mutate in the workspace
+// settings: no model), a few steps, and the best program applied to the file.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { evolveBlockContent } from '../../src/engine/diff';
+import {
+  launchBrowser,
+  openProgram,
+  openWorkbench,
+  quickOpenFile,
+  runPaletteCommand,
+  type RunningCodeServer,
+  saveScreenshot,
+  screenshotOnFailure,
+  startCodeServer,
+  waitForStatusBarText,
+} from '../support/codeServer';
+
+const PROGRAM = [
+  '"""Make the value as large as you can: the score is the value itself."""',
+  'import json',
+  '',
+  'value = 3.0',
+  '',
+  'json.dump({"value": value}, open("solution.json", "w"))',
+  '',
+].join('\n');
+
+function stepOf(statusText: string): number {
+  const match = /step (\d+)/.exec(statusText);
+  return match ? Number(match[1]) : -1;
+}
+
+describe('a new task for a fresh file (code-server + Chromium, mutate sampler)', () => {
+  let server: RunningCodeServer;
+  let browser: Browser;
+  let page: Page;
+  let workspace: string;
+  let programFile: string;
+
+  before(async () => {
+    workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-new-task-'));
+    mkdirSync(join(workspace, '.vscode'));
+    writeFileSync(
+      join(workspace, '.vscode', 'settings.json'),
+      JSON.stringify({
+        'thetaevolve.sampler': 'mutate',
+        'thetaevolve.batchSize': 2,
+        'thetaevolve.samplesPerPrompt': 4,
+        'thetaevolve.evaluationConcurrency': 2,
+        'thetaevolve.database.preset': 'small',
+        'thetaevolve.maxSteps': 6,
+      }),
+    );
+    programFile = join(workspace, 'value.py');
+    writeFileSync(programFile, PROGRAM);
+    server = await startCodeServer({ workspace });
+    browser = await launchBrowser();
+    page = await openWorkbench(browser, server.url, workspace);
+  });
+
+  afterEach(screenshotOnFailure('e2e-new-task', () => page));
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it('marks the selected line as the EVOLVE-BLOCK in the file\'s comment syntax', async () => {
+    await quickOpenFile(page, 'value.py');
+    await page.locator('.monaco-editor .view-lines', { hasText: 'value = 3.0' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.monaco-editor .view-line', { hasText: 'value = 3.0' }).first().click();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await runPaletteCommand(page, 'ThetaEvolve: Mark Selection as EVOLVE-BLOCK');
+    await page.locator('.monaco-editor .view-lines', { hasText: '# EVOLVE-BLOCK-END' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.keyboard.press('Control+S');
+    await saveScreenshot(page, 'e2e-new-task-1-marked');
+    const deadline = Date.now() + 15_000;
+    while (!readFileSync(programFile, 'utf8').includes('# EVOLVE-BLOCK-END')) {
+      if (Date.now() > deadline) throw new Error('the marked file was never saved');
+      await page.waitForTimeout(200);
+    }
+    assert.equal(evolveBlockContent(readFileSync(programFile, 'utf8')).trim(), 'value = 3.0');
+  });
+
+  it('scaffolds task.json and evaluate.py beside the file and opens them', async () => {
+    await runPaletteCommand(page, 'ThetaEvolve: New Task for This File');
+    await page.locator('.tabs-container .tab', { hasText: 'task.json' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.tabs-container .tab', { hasText: 'evaluate.py' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-new-task-2-scaffold');
+    const task = JSON.parse(readFileSync(join(workspace, 'task.json'), 'utf8')) as { initialProgram: string; direction: string; metaInformation: { text: string }[] };
+    assert.equal(task.initialProgram, 'value.py');
+    assert.equal(task.direction, 'maximize');
+    assert.match(task.metaInformation[0]?.text ?? '', /^Make the value as large as you can/);
+    assert.match(readFileSync(join(workspace, 'evaluate.py'), 'utf8'), /solution\.json/);
+  });
+
+  it("starts a run with Enter on the file's own task, listed first, and evolves a few steps", async () => {
+    await openProgram(page, 'value.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    const first = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
+    await first.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match((await first.textContent()) ?? '', /this file's task/);
+    await saveScreenshot(page, 'e2e-new-task-3-pick');
+    await page.keyboard.press('Enter');
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1, 120_000);
+    const done = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 180_000);
+    assert.match(done, /best [\d.]+/);
+    await saveScreenshot(page, 'e2e-new-task-4-done');
+  });
+
+  it('applies the best program to the file', async () => {
+    await openProgram(page, 'value.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Apply Program to File');
+    await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.keyboard.press('Control+S');
+    const deadline = Date.now() + 15_000;
+    let block = evolveBlockContent(readFileSync(programFile, 'utf8')).trim();
+    while (block === 'value = 3.0') {
+      if (Date.now() > deadline) throw new Error('the applied program was never saved to the file');
+      await page.waitForTimeout(200);
+      block = evolveBlockContent(readFileSync(programFile, 'utf8')).trim();
+    }
+    await saveScreenshot(page, 'e2e-new-task-5-applied');
+    const applied = Number(/value = ([-\d.e+]+)/.exec(block)?.[1]);
+    assert.ok(applied > 3, `the best value ${block} beats the starting 3.0`);
+  });
+});

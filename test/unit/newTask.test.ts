@@ -92,7 +92,8 @@ describe('New Task for This File: the drafted task', function () {
     const task = await loadTask(dir);
     assert.equal(task.initialProgramPath, join(dir, 'product.py'));
     assert.equal(task.runtimeLimitSec, 60);
-    assert.match(task.metaInformation[0]?.text ?? '', /^Find a large \{value\} of x \* \(10 - x\)\.\n\nImprove the py program/);
+    assert.doesNotMatch(task.metaInformation[0]?.text ?? '', /EVOLVE-BLOCK/, 'markers in task.json would read as a region there');
+    assert.match(task.metaInformation[0]?.text ?? '', /^Find a large \{value\} of x \* \(10 - x\)\.\n\nImprove the marked region of the py program/);
     const ok = await evaluate(dir, program);
     assert.equal(ok.status, 'ok', ok.reason);
     assert.equal(ok.objective, 21);

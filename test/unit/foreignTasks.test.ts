@@ -22,9 +22,13 @@ import { OUTCOME_PENALTY } from '../../src/engine/types';
 const FIXTURES = resolve(__dirname, '../fixtures');
 const OPENEVOLVE = ['minimizing_max_min_dist/2', 'heilbronn_triangle', 'kissing_number'].map((p) => join(FIXTURES, 'openevolve', p));
 const SHINKA = join(FIXTURES, 'shinka/spread-points');
+/** ShinkaEvolve's own example (vendored, Apache-2.0, test/fixtures/shinka/NOTICE). */
+const SHINKA_CIRCLES = join(FIXTURES, 'shinka/circle_packing');
+/** Our stand-in `shinka` package (ShinkaEvolve is not installed here), for running its evaluate.py directly. */
+const STAND_INS = resolve(__dirname, '../../src/engine/task/foreign');
 const PYTHON = '/usr/bin/python3';
 /** Metrics that measure time, different on every run. */
-const TIMING_METRICS = new Set(['eval_time', 'runtime_seconds']);
+const TIMING_METRICS = new Set(['eval_time', 'runtime_seconds', 'execution_time_mean', 'execution_time_std']);
 const OPTIONS = { concurrency: 2, memoryLimitMb: 2048, outputLimitBytes: 65536 };
 
 type Metrics = Record<string, unknown>;
@@ -35,8 +39,8 @@ function directEvaluation(taskDir: string, code: string, scratch: string): Metri
   const program = join(dir, 'program.py');
   writeFileSync(program, code);
   const env = { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1', OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1' };
-  if (taskDir === SHINKA) {
-    execFileSync(PYTHON, [join(taskDir, 'evaluate.py'), '--program_path', program, '--results_dir', join(dir, 'results')], { env, cwd: dir });
+  if (taskDir === SHINKA || taskDir === SHINKA_CIRCLES) {
+    execFileSync(PYTHON, [join(taskDir, 'evaluate.py'), '--program_path', program, '--results_dir', join(dir, 'results')], { env: { ...env, PYTHONPATH: STAND_INS }, cwd: dir });
     return JSON.parse(readFileSync(join(dir, 'results/metrics.json'), 'utf8')) as Metrics;
   }
   const script = [
@@ -137,10 +141,10 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     await assert.rejects(loadTask(empty), /config\.yaml: cannot read it/);
   });
 
-  for (const taskDir of [...OPENEVOLVE, SHINKA]) {
+  for (const taskDir of [...OPENEVOLVE, SHINKA, SHINKA_CIRCLES]) {
     const label = taskDir.slice(FIXTURES.length + 1);
     it(`evaluate --json on ${label}: objective = the evaluator's own combined_score, metrics = its other numeric metrics`, async () => {
-      const program = taskDir === SHINKA ? join(taskDir, 'initial.py') : join(taskDir, 'initial_program.py');
+      const program = taskDir.includes('/shinka/') ? join(taskDir, 'initial.py') : join(taskDir, 'initial_program.py');
       const { code, stdout, stderr } = await cli(['evaluate', taskDir, program, '--json'], scratch);
       assert.equal(code, 0, stderr);
       const out = JSON.parse(stdout) as { status: string; score: number; objective: number; metrics: Metrics; protected: boolean; unprotectedReason: string };

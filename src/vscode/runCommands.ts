@@ -20,6 +20,7 @@ import { showRunProgress } from './runProgress';
 import type { RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
+import { settingsWithAllowedUrls } from './urlConsent';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has exactly one region. */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
@@ -84,7 +85,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
       return;
     }
-    const settings = readSettingsOrShowError(fileUri);
+    const read = readSettingsOrShowError(fileUri);
+    if (!read) return;
+    const settings = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     if (!settings) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
@@ -164,7 +167,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const picked = await vscode.window.showQuickPick(items, { title: 'ThetaEvolve: Resume Run', placeHolder: 'Continue which run from its last committed step?', matchOnDescription: true });
     if (!picked?.info || !picked.runId) return;
     const origin = runOrigin(picked.info.meta);
-    const settings = readSettingsOrShowError(origin.fileUri);
+    const read = readSettingsOrShowError(origin.fileUri);
+    if (!read) return;
+    const settings = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
     if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({

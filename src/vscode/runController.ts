@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/runMeta';
-import type { EngineEvent } from '../engine/events';
+import type { EngineEvent, RunFinishReason } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { EngineHost } from '../worker/engineHost';
@@ -42,6 +42,8 @@ export interface TrackedRun {
   evaluationsThisStep: number;
   /** The response source, once the run started ("model at server", or the offline sampler). */
   sourceLabel: string | null;
+  /** Why the run ended, once it did. */
+  finishReason: RunFinishReason | null;
   message: string;
 }
 
@@ -201,6 +203,7 @@ export class RunController implements vscode.Disposable {
       samplesPerSecond: null,
       evaluationsThisStep: 0,
       sourceLabel: null,
+      finishReason: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
@@ -333,6 +336,7 @@ export class RunController implements vscode.Disposable {
           break;
         case 'run_finished':
           run.state = event.reason === 'error' ? 'error' : 'finished';
+          run.finishReason = event.reason;
           run.message = event.message;
           if (event.best) {
             run.bestScore = event.best.score;

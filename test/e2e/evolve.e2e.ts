@@ -168,7 +168,36 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('stops the run from the palette', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
-    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 60_000);
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
     await saveScreenshot(page, 'e2e-evolve-6-stopped');
+  });
+
+  it('a second run reads the same User endpoint (a remote window applies it: the setting is not machine-scoped)', async () => {
+    const before = model.counters.chatRequests;
+    await openProgram(page, 'tasks/circle-packing/initial.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    // The file's task is remembered from the first run: no pick this time.
+    await page
+      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'evolving with test-model' })
+      .nth(0)
+      .waitFor({ state: 'visible', timeout: 60_000 });
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1 && !t.includes('stopped'));
+    assert.ok(model.counters.chatRequests > before, `the second run sent its requests to the User endpoint (${before} -> ${model.counters.chatRequests})`);
+    await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
+  });
+
+  it('shows thetaevolve.endpoint as an editable field in the User settings', async () => {
+    await runPaletteCommand(page, 'Preferences: Open User Settings');
+    const search = page.locator('.settings-editor .suggest-input-container .monaco-editor textarea').first();
+    await search.waitFor({ state: 'attached', timeout: 30_000 });
+    await search.focus();
+    await page.keyboard.type('thetaevolve.endpoint');
+    const field = page.locator('.settings-editor .setting-item-contents', { hasText: 'Endpoint' }).locator('input').first();
+    await field.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.equal(await field.inputValue(), model.baseURL);
+    assert.equal(await field.isEditable(), true);
+    assert.equal(await page.locator('.settings-editor', { hasText: 'No Settings Found' }).count(), 0);
+    await saveScreenshot(page, 'e2e-evolve-7-endpoint-setting');
   });
 });

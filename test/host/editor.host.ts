@@ -14,6 +14,7 @@ import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/
 import { type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
+import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
 import { EXTENSION_ID } from './support';
 
 
@@ -275,6 +276,67 @@ describe('editor: settings', () => {
   it('names a bad enum value', async () => {
     await config().update('sampler', 'gpt', vscode.ConfigurationTarget.Workspace);
     assert.throws(() => readSettings(), (err: unknown) => err instanceof SettingsError && /thetaevolve\.sampler/.test(err.message) && /"gpt"/.test(err.message));
+  });
+});
+
+/** A workspace state for the consent question (VS Code's Memento, kept in memory). */
+class MemoryState implements vscode.Memento {
+  private readonly values = new Map<string, unknown>();
+  keys(): readonly string[] {
+    return [...this.values.keys()];
+  }
+  get<T>(key: string, defaultValue?: T): T | undefined {
+    return (this.values.has(key) ? this.values.get(key) : defaultValue) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}
+
+describe('editor: endpoint and trainer URL from User and workspace settings', () => {
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  afterEach(async () => {
+    for (const target of [vscode.ConfigurationTarget.Workspace, vscode.ConfigurationTarget.Global]) {
+      await config().update('endpoint', undefined, target);
+      await config().update('trainer.url', undefined, target);
+    }
+  });
+
+  it('reads the User value of thetaevolve.endpoint (not machine-scoped, so a remote window applies it)', async () => {
+    assert.equal(extension().packageJSON.contributes.configuration.properties['thetaevolve.endpoint'].scope, undefined);
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    const settings = readSettings();
+    assert.equal(settings.endpoint, 'http://gpu-box:8000/v1');
+    let asked = 0;
+    const allowed = await settingsWithAllowedUrls(settings, undefined, new MemoryState(), async () => {
+      asked++;
+      return 'cancel';
+    });
+    assert.equal(allowed?.endpoint, 'http://gpu-box:8000/v1', 'a User value needs no consent');
+    assert.equal(asked, 0);
+  });
+
+  it('uses a workspace\'s endpoint only with consent, asked once per workspace and URL; otherwise the User value', async () => {
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    await config().update('endpoint', 'http://elsewhere:9000/v1', vscode.ConfigurationTarget.Workspace);
+    const settings = readSettings();
+    assert.equal(settings.endpoint, 'http://elsewhere:9000/v1');
+    const state = new MemoryState();
+    const questions: string[] = [];
+    const answer = (choice: 'workspace' | 'user' | 'cancel') => async (q: { key: string; workspaceValue: string; userValue: string }) => {
+      questions.push(`${q.key}: ${q.workspaceValue} vs ${q.userValue}`);
+      return choice;
+    };
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.endpoint, 'http://gpu-box:8000/v1', 'declined: the User value');
+    assert.equal(await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')), undefined, 'cancelled: no run');
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('workspace')))?.endpoint, 'http://elsewhere:9000/v1');
+    assert.deepEqual(questions, Array(3).fill('endpoint: http://elsewhere:9000/v1 vs http://gpu-box:8000/v1'));
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.endpoint, 'http://elsewhere:9000/v1', 'allowed once: not asked again');
+    assert.equal(questions.length, 3);
+    // Another URL in the workspace is asked about again; the trainer URL is guarded the same way.
+    await config().update('trainer.url', 'http://trainer.example:8000', vscode.ConfigurationTarget.Workspace);
+    await settingsWithAllowedUrls(readSettings(), undefined, state, answer('user'));
+    assert.equal(questions.at(-1), 'trainer.url: http://trainer.example:8000 vs ');
   });
 });
 

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { defaultSettings, parseSettings, type Settings } from '../engine/config';
-import { singleEvolveRegion } from '../engine/diff';
+import { evolveRegions } from '../engine/diff';
 import type { EngineEvent, StepCommittedEvent } from '../engine/events';
 import { apiKeyFromEnvironment, EndpointClient, endpointOptionsFromSettings } from '../engine/llm/endpointClient';
 import { ProgramDatabase } from '../engine/database/programDatabase';
@@ -70,7 +70,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       throw new InputError(`cannot read the program ${startPath}`);
     });
     try {
-      singleEvolveRegion(startCode, startPath);
+      evolveRegions(startCode, startPath);
     } catch (err) {
       throw new InputError(err instanceof Error ? err.message : String(err));
     }

@@ -70,13 +70,10 @@ function isProgramNode(value: unknown): value is ProgramNode {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'program' && typeof (value as { programId?: unknown }).programId === 'string';
 }
 
-/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has exactly one region. */
+/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has well-formed regions (one or more). */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
-  const { regions, problems } = locateEvolveBlocks(text);
-  const first = problems[0];
-  if (first) return `${name}: ${first.message}`;
-  if (regions.length !== 1) return `${name} needs exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region`;
-  return undefined;
+  const first = locateEvolveBlocks(text).problems[0];
+  return first ? `${name}: ${first.message}` : undefined;
 }
 
 /** Check the endpoint (health + model) before a run; undefined after showing why not. */

@@ -353,10 +353,13 @@ describe('program database', () => {
       const otherElite = [0, 0];
       parents.forEach((p, i) => {
         const turn = i % 2;
-        turns[turn]++;
+        const count = (tally: number[]): void => {
+          tally[turn] = (tally[turn] as number) + 1;
+        };
+        count(turns);
         const eliteIsland = elitesOf.get(p.id);
-        if (eliteIsland === turn) ownElite[turn]++;
-        else if (eliteIsland !== undefined) otherElite[turn]++;
+        if (eliteIsland === turn) count(ownElite);
+        else if (eliteIsland !== undefined) count(otherElite);
       });
       for (const turn of [0, 1]) {
         const n = turns[turn] as number;

@@ -242,9 +242,9 @@ type BlockState = 'outside' | 'search' | 'replace';
 
 /**
  * What one line does to the block being read: opens, divides, finishes, or
- * is content. A SEARCH line inside a block, or a REPLACE line before the
- * divider, means the block so far was never finished ('abandon'), so no
- * marker line ever becomes content.
+ * is content. A SEARCH line inside a block, a REPLACE line before the
+ * divider or a second divider means the block so far was never finished
+ * ('abandon'), so no marker line ever becomes content of a child.
  */
 function blockStep(state: BlockState, line: string): { next: BlockState; event: 'open' | 'divide' | 'finish' | 'abandon_and_open' | 'abandon' | 'content' | 'none' } {
   if (state === 'outside') return SEARCH_LINE.test(line) ? { next: 'search', event: 'open' } : { next: 'outside', event: 'none' };
@@ -255,6 +255,8 @@ function blockStep(state: BlockState, line: string): { next: BlockState; event: 
     return { next: 'search', event: 'content' };
   }
   if (REPLACE_LINE.test(line)) return { next: 'outside', event: 'finish' };
+  // A second divider: which of the two was meant cannot be told, so neither section is trusted.
+  if (DIVIDER_LINE.test(line)) return { next: 'outside', event: 'abandon' };
   return { next: 'replace', event: 'content' };
 }
 

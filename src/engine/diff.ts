@@ -351,7 +351,7 @@ export type ApplyStatus = 'applied' | 'no_diff_blocks' | 'no_valid_change' | 'ou
 
 export interface ApplyResult {
   status: ApplyStatus;
-  /** The child when at least one block applied (also for no_valid_change and too_long), else null. Parent's line ends. */
+  /** The child when at least one block applied (also for no_valid_change and too_long), else null. Untouched lines keep their own line ends. */
   child: string | null;
   applied: number;
   skipped: SkippedBlock[];

@@ -2,7 +2,7 @@
 // committed step on stdout with --json; progress for people on stderr.
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { singleEvolveRegion } from '../engine/diff';
+import { evolveRegions } from '../engine/diff';
 import { errorMessage } from '../engine/errors';
 import type { EngineEvent, StepCommittedEvent } from '../engine/events';
 import { apiKeyFromEnvironment } from '../engine/llm/endpointClient';
@@ -32,7 +32,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       throw new InputError(`cannot read the program ${startPath}`, { cause: err });
     });
     try {
-      singleEvolveRegion(startCode, startPath);
+      evolveRegions(startCode, startPath);
     } catch (err) {
       throw new InputError(errorMessage(err), { cause: err });
     }

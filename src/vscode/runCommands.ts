@@ -22,13 +22,10 @@ import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
 import { settingsWithAllowedUrls } from './urlConsent';
 
-/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has exactly one region. */
+/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
-  const { regions, problems } = locateEvolveBlocks(text);
-  const first = problems[0];
-  if (first) return `${name}: ${first.message}`;
-  if (regions.length !== 1) return `${name} needs exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region`;
-  return undefined;
+  const first = locateEvolveBlocks(text).problems[0];
+  return first ? `${name}: ${first.message}` : undefined;
 }
 
 /** Why a run could not start, with a button to the setting to change (and the offline sampler when the endpoint is the cause). */

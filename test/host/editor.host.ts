@@ -141,16 +141,16 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     assert.ok(diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'), JSON.stringify(diagnostics));
   });
 
-  it('reports several regions with their lines, and offers no Evolve', async () => {
+  it('offers the lenses over each of several regions, with no warning (algorithm.md section 3: a file may hold several)', async () => {
     const text = ['// EVOLVE-BLOCK-START', 'a();', '// EVOLVE-BLOCK-END', '', '// EVOLVE-BLOCK-START', 'b();', '// EVOLVE-BLOCK-END', ''].join('\n');
     const document = await scratch('js', text);
-    assert.match(evolveBlockProblemOf(document) ?? '', /2 EVOLVE-BLOCK regions \(lines 1-3, 5-7\); expected one/);
+    assert.equal(evolveBlockProblemOf(document), null);
     const lenses = await lensesOf(document.uri);
-    assert.equal(lenses.filter((l) => l.command === 'thetaevolve.startRun').length, 0);
     assert.deepEqual(
-      lenses.filter((l) => l.title.includes('2 EVOLVE-BLOCK regions')).map((l) => l.start),
-      [0, 4],
+      lenses.filter((l) => l.command === 'thetaevolve.startRun').map((l) => [l.start, l.end]),
+      [[0, 2], [4, 6]],
     );
+    assert.equal(lenses.filter((l) => l.title.includes('$(warning)')).length, 0, JSON.stringify(lenses));
   });
 });
 
@@ -239,6 +239,17 @@ describe('editor: Apply Program to File', () => {
     await vscode.commands.executeCommand('undo');
     assert.equal(editor.document.getText(), PYTHON);
     assert.equal(editor.document.isDirty, false);
+  });
+
+  it('replaces each of several regions by the program\'s region of the same rank, keeping the code between', async () => {
+    const file = ['// EVOLVE-BLOCK-START', 'const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;', '// EVOLVE-BLOCK-END', ''].join('\n');
+    const program = file.replace('const a = 1;', 'const a = 10;\nconst a2 = 11;').replace('const b = 2;', '');
+    const uri = writeProgram('apply-two-regions.js', file);
+    assert.equal(await applyProgramToFile(uri, program, { interactive: false }), 'applied');
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), replaceEvolveBlock(file, program));
+    assert.equal(document.getText(), program);
+    await document.save();
   });
 
   it('keeps CRLF line endings', async () => {

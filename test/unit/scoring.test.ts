@@ -42,7 +42,8 @@ describe('scoring: early checks', () => {
     assert.equal(commentOnly.kind === 'rejected' && commentOnly.outcome, 'no_change');
     assert.equal(commentOnly.kind === 'rejected' && commentOnly.score, -0.3);
 
-    const outside = classifyChild({ ...input, answer: block('# EVOLVE-BLOCK-START', '# EVOLVE-BLOCK-START\nz = 1') });
+    // The marker as unchanged context is allowed (algorithm.md section 3); a line added before it is outside.
+    const outside = classifyChild({ ...input, answer: block('# EVOLVE-BLOCK-START', 'z = 1\n# EVOLVE-BLOCK-START') });
     assert.equal(outside.kind === 'rejected' && outside.outcome, 'no_change');
 
     const tooLong = classifyChild({ ...input, maxCodeLength: 60, answer: block('x = 1.0', `x = "${'a'.repeat(80)}"`) });

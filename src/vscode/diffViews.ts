@@ -1,5 +1,6 @@
-// Native diff editors over the read-only program documents: parent <-> child
-// ("Show Diff") and program <-> the file as it is now ("Compare with File").
+// Native diff editors over the read-only program documents, old on the left
+// and new on the right: parent <-> child ("Show Diff") and the file as it is
+// now <-> a program ("Compare with File", "Best so far").
 import * as vscode from 'vscode';
 import { formatScore } from '../engine/format';
 import { findProgram, programUri } from './programDocuments';
@@ -46,15 +47,15 @@ export async function showProgramDiff(runId: string, parentId: string, childId: 
   );
 }
 
-/** Open program <-> the file as it is now (unsaved edits included) in a diff editor. */
+/** Open the file as it is now (unsaved edits included, on the left: old) <-> the program (right: new) in a diff editor. */
 export async function compareProgramWithFile(runId: string, programId: string, fileUri: vscode.Uri, extension: string): Promise<void> {
   const program = await summary(runId, programId);
   const fileName = fileUri.path.split('/').pop() ?? fileUri.toString();
   await vscode.commands.executeCommand(
     'vscode.diff',
-    programUri(runId, programId, label(program), extension),
     fileUri,
-    `${describe(program)} \u2194 ${fileName} (current)`,
+    programUri(runId, programId, label(program), extension),
+    `${fileName} (current) \u2194 ${describe(program)}`,
     { preview: true } satisfies vscode.TextDocumentShowOptions,
   );
 }

@@ -81,7 +81,7 @@ class EvolveBlockLensProvider implements vscode.CodeLensProvider {
       lenses.push(
         new vscode.CodeLens(range, { title: '$(play) Evolve', command: LENS_COMMANDS.evolve, arguments: args, tooltip: "Start a ThetaEvolve run on this file's EVOLVE-BLOCK" }),
         new vscode.CodeLens(range, { title: '$(graph) Dashboard', command: LENS_COMMANDS.dashboard, arguments: args, tooltip: 'Open the ThetaEvolve dashboard' }),
-        new vscode.CodeLens(range, { title: '$(star) Best so far', command: LENS_COMMANDS.best, arguments: args, tooltip: 'Diff the best program found so far against its parent' }),
+        new vscode.CodeLens(range, { title: '$(star) Best so far', command: LENS_COMMANDS.best, arguments: args, tooltip: 'Diff this file (left) against the best program found so far (right)' }),
       );
     }
     for (const problem of problems) {

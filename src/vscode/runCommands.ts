@@ -16,7 +16,7 @@ import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
 import { log } from './log';
 import { guardWorkspaceTrust, listRunFiles, type RunController, RunStartError, runOrigin, runsDirectoryOfFolder, type StartSpec } from './runController';
-import { showRunProgress } from './runProgress';
+import { showStartProgress } from './runProgress';
 import type { RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
@@ -46,7 +46,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const run = controller.active;
     if (!run) return;
     void startLiveEvaluationTerminal(controller, run).catch((err: unknown) => log().warn(`evaluations terminal: ${errorMessage(err)}`));
-    showRunProgress(controller, run);
+    showStartProgress(controller, run);
     try {
       await started;
     } catch (err) {

@@ -105,6 +105,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const shot = await saveScreenshot(page, 'e2e-evolve-3-status-bar');
     assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
     assert.ok(model.counters.chatRequests >= 8, `chat requests: ${model.counters.chatRequests}`);
+    // Only the start had a progress notification: nothing covers the editor while the run goes on.
+    assert.equal(await page.locator('.notifications-toasts .notification-toast', { hasText: 'checking the endpoint' }).count(), 0);
   });
 
   it('shows each evaluation and committed step in the "ThetaEvolve evaluations" terminal', async () => {

@@ -38,11 +38,11 @@ const PYTHON = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():',
 const C_LIKE = ['#include <stdio.h>', '/* EVOLVE-BLOCK-START */', 'int f(void) {', '  return 1;', '}', '// EVOLVE-BLOCK-END', 'int main(void) { return f(); }', ''].join('\n');
 
 /** Lenses of every provider, one per (command, start line, end line): the extension may register the same provider as this suite. */
-async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; start: number; end: number }[]> {
+async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; tooltip: string; start: number; end: number }[]> {
   const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
-  const seen = new Map<string, { command: string; title: string; start: number; end: number }>();
+  const seen = new Map<string, { command: string; title: string; tooltip: string; start: number; end: number }>();
   for (const lens of lenses) {
-    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', start: lens.range.start.line, end: lens.range.end.line };
+    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', tooltip: lens.command?.tooltip ?? '', start: lens.range.start.line, end: lens.range.end.line };
     seen.set(`${entry.command}|${entry.title}|${entry.start}|${entry.end}`, entry);
   }
   return [...seen.values()].sort((a, b) => a.start - b.start || a.command.localeCompare(b.command));
@@ -93,6 +93,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
       ],
     );
     assert.ok(commands.some((l) => l.title.includes('Evolve')));
+    // Best so far diffs the file (left) against the best program (right), and says so.
+    assert.match(commands.find((l) => l.command === 'thetaevolve.showBestDiff')?.tooltip ?? '', /this file \(left\) against the best program/);
     assert.equal(evolveBlockProblemOf(await vscode.workspace.openTextDocument(uri)), null);
   });
 
@@ -204,9 +206,10 @@ describe('editor: program documents and diffs', () => {
     await compareProgramWithFile(runId, '3k', fileUri, 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
-    assert.equal(tab.input.modified.toString(), fileUri.toString());
-    assert.equal(tab.input.original.scheme, 'thetaevolve');
-    assert.match(tab.label, /3k \(0\.9612\) \u2194 compare\.py/);
+    // Old on the left (the file as it is), new on the right (the program): an improvement reads as an insertion.
+    assert.equal(tab.input.original.toString(), fileUri.toString());
+    assert.equal(tab.input.modified.scheme, 'thetaevolve');
+    assert.match(tab.label, /compare\.py \(current\) \u2194 3k \(0\.9612\)/);
   });
 });
 

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
 import type { ThetaEvolveApi } from '../../src/extension';
-import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
+import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
@@ -421,6 +421,16 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
 
     afterEach(async () => {
       await stopRun(theta.controller);
+    });
+
+    it('shows the end of a failure\'s output (the exception), not its head', () => {
+      const frames = Array.from({ length: 30 }, (_, i) => `  File "/sandbox/program.py", line ${i + 1}, in f${i}`);
+      const reason = ['the program exited with code 1; stderr ends with:', 'Traceback (most recent call last):', ...frames, 'ZeroDivisionError: division by zero'].join('\n');
+      const lines = evaluationLines({ type: 'evaluation_finished', time: 0, step: 3, jobKey: 'p1', sampleIndex: 2, outcome: 'no_solution', score: -0.2, objective: null, durationMs: 1234, reason, childId: null });
+      assert.match(lines[0] ?? '', /no_solution .* \(the program exited with code 1; stderr ends with:\)/);
+      assert.equal(lines.at(-1), '      ZeroDivisionError: division by zero', 'the exception line is shown');
+      assert.ok(lines.some((l) => l.includes('line 30, in f29')), 'with the frames nearest to it');
+      assert.ok(lines.some((l) => /\.\.\. \d+ earlier line\(s\)/.test(l)), 'and says what was left out');
     });
 
     it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {

@@ -250,7 +250,7 @@ describe('EndpointClient against the test server', function () {
     });
 
     it('asks SGLang-style servers for prompt ids on the choices', async () => {
-      await start({ tokenIdsStyle: 'sglang' });
+      await start({ mode: 'sglang' });
       const client = clientFor({ requestTokenIds: true });
       await client.check(); // two probes: the second asks for prompt ids
       assert.equal(client.tokenSupport.status, 'supported');
@@ -261,7 +261,7 @@ describe('EndpointClient against the test server', function () {
     });
 
     it('learns token support from the replies when the probe was inconclusive', async () => {
-      await start({ tokenIdsStyle: 'sglang', script: ['server_error'] }); // the probe gets a 500
+      await start({ mode: 'sglang', script: ['server_error'] }); // the probe gets a 500
       const client = clientFor({ requestTokenIds: true, maxInFlight: 1 });
       await client.check();
       assert.equal(client.tokenSupport.status, 'unknown');

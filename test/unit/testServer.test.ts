@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
+import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { programInPrompt, tokenPieces } from '../server/testModel';
 
 const PROGRAM = [
@@ -113,8 +113,9 @@ describe('OpenAI-compatible test server', () => {
       const logprobs = choice.logprobs?.content ?? [];
       assert.equal(logprobs.length, ids.length);
       assert.ok(logprobs.every((l) => l.logprob <= 0));
-      // The tokens spell the generated text.
-      assert.equal(logprobs.map((l) => l.token).join(''), choice.message.content);
+      // The tokens spell the generated text, then the end-of-sequence token (in ids, logprobs and usage, never in the text).
+      assert.equal(logprobs.map((l) => l.token).join(''), `${choice.message.content}${EOS_TOKEN.text}`);
+      assert.equal(ids.at(-1), EOS_TOKEN.id);
     }
     assert.equal(body.usage.completion_tokens, completion);
     assert.equal(body.usage.prompt_tokens, body.prompt_token_ids.length);

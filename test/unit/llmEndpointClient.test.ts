@@ -94,6 +94,7 @@ describe('EndpointClient against the test server', function () {
       requestTimeoutMs: 2000,
       maxRetries: 4,
       requestTokenIds: false,
+      retrySeconds: 0.3,
       backoff: { baseMs: 5, maxMs: 40 },
       ...overrides,
     });

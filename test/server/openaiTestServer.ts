@@ -74,6 +74,8 @@ export interface TestServerOptions {
   apiKey?: string | null; // require `Authorization: Bearer <key>` when set
   /** The context length, listed at /v1/models and enforced like the mode's server (default 32768). */
   maxModelLen?: number;
+  /** List max_model_len at /v1/models (default true; hosted APIs do not). */
+  listsMaxModelLen?: boolean;
   /** Start in the loading phase: every request gets 503 until setLoading(false). */
   loading?: boolean;
 }
@@ -568,7 +570,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
           owned_by: mode === 'sglang' ? 'sglang' : 'vllm',
           root: id,
           parent: null,
-          max_model_len: maxModelLen,
+          ...(options.listsMaxModelLen === false ? {} : { max_model_len: maxModelLen }),
           permission: [],
         })),
       });

@@ -14,6 +14,7 @@ import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/ll
 import { EvolutionRun } from '../../src/engine/loop';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
+import { startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -74,7 +75,7 @@ describe('runs against a failing or small-context server', function () {
   };
 
   it('names each distinct failure reason once per step, with its count', async () => {
-    // Requests 2 and 4 of step 1 fail (request 1 is the health check's probe-free first chat request).
+    // Chat requests 2 and 4 (in arrival order) fail; with maxRetries 0 they stay failed.
     const { result, committed } = await runLoop({ script: ['ok', 'server_error', 'ok', 'server_error'] }, {}, 1);
     assert.equal(result.reason, 'steps_done');
     assert.equal(committed[0]?.counts.request_failed, 2);
@@ -134,13 +135,16 @@ describe('runs against a failing or small-context server', function () {
     assert.deepEqual(states, [true, false]);
   });
 
-  const runCli = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+  const runCli = (args: string[], onStderr?: (text: string) => void): Promise<{ code: number | null; stdout: string; stderr: string }> =>
     new Promise((resolvePromise, reject) => {
       const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', FIXTURE, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        onStderr?.(stderr);
+      });
       child.on('error', reject);
       child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
     });
@@ -169,5 +173,29 @@ describe('runs against a failing or small-context server', function () {
     assert.match(stderr, /no request of step 1 succeeded \(2 failed\): 2 x the prompt \(\d+ tokens\) leaves no room for a response in the server's context of 40 tokens/);
     assert.match(stderr, /--max-model-len/);
     assert.equal(server.counters.chatRequests, 0, 'nothing was sent that could not fit');
+  });
+  it("thetaevolve run with atropos tags groups with the trainer's step, not SGLang's weight_version \"default\"", async () => {
+    server = await startTestServer({ mode: 'sglang', weightVersion: 'default' });
+    const trainer = await startAtroposTestServer({ trainer: { batchSize: 4 } });
+    try {
+      const db = join(dir, 'atropos.sqlite');
+      const { code, stderr } = await runCli(['--endpoint', server.baseURL, '--trainer', trainer.url, '--trainer-protocol', 'atropos', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db]);
+      assert.equal(code, 0, stderr);
+      const versions = trainer.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version);
+      assert.equal(versions.length, 2);
+      assert.deepEqual(versions, ['0', '0'], 'the trainer step seen at sampling time');
+    } finally {
+      await trainer.close();
+    }
+  });
+  it('thetaevolve run started while the server loads says it waits, then evolves', async () => {
+    server = await startTestServer({ loading: true });
+    const { code, stderr } = await runCli(['--endpoint', server.baseURL, '--steps', '1', '--batch', '1', '--samples', '2', '--db', join(dir, 'loading.sqlite')], (text) => {
+      if (text.includes('waiting for the server')) server.setLoading(false);
+    });
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /thetaevolve run: waiting for the server at \S+ \(HTTP 503: The model is currently scaling\. Please try again later\.\); retrying for up to 300 s \(thetaevolve\.serverRetrySeconds\)\n/);
+    assert.match(stderr, /thetaevolve run: the server at \S+ answers again\n/);
+    assert.match(stderr, /step 1: /);
   });
 });

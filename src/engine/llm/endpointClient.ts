@@ -246,11 +246,6 @@ export class EndpointClient implements ResponseSource {
     return this.contextLength;
   }
 
-  /** Whether requests are waiting for the server to come (back). */
-  get waitingForServer(): boolean {
-    return this.waiting;
-  }
-
   addStatusListener(listener: (status: SourceStatus) => void): () => void {
     this.statusListeners.add(listener);
     return () => this.statusListeners.delete(listener);

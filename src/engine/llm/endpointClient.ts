@@ -139,7 +139,8 @@ export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
   return messages.reduce((n, m) => n + Math.ceil(Buffer.byteLength(m.content, 'utf8') / 2) + 8, 8);
 }
 
-const TokenizeReplySchema = z.object({ count: z.number().int().nonnegative(), max_model_len: z.number().int().positive().nullish() });
+/** vLLM's /tokenize reply (the fields we read). */
+const TokenizeReplySchema = z.object({ count: z.number().int().nonnegative() });
 
 /** HTTP statuses of a server that is there but cannot serve now (restarting, loading, behind a proxy that lost it). */
 function isUnavailableStatus(status: number): boolean {

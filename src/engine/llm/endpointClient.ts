@@ -608,7 +608,8 @@ export class EndpointClient implements ResponseSource {
         if (left <= 0) {
           return fail(`${result.error} (the server did not come back within ${this.options.retrySeconds} s: thetaevolve.serverRetrySeconds)`, latencyMs);
         }
-        this.setWaiting(true, result.error);
+        // One failed attempt in a busy step is no outage worth a line; a second in a row is.
+        if (unavailableRetries >= 1) this.setWaiting(true, result.error);
         wait = Math.min(left, backoffDelayMs(++unavailableRetries, this.backoff));
       } else {
         if (countedRetries >= this.options.maxRetries) {

@@ -14,7 +14,8 @@
 // - vLLM <= 0.10.0 ('old-vllm'): vllm/entrypoints/openai/protocol.py
 //   ErrorResponse {object: "error", message, type, param, code} at the top
 //   level and serving_engine.py _validate_input ("... you requested T tokens
-//   (P in the messages, O in the completion) ...").
+//   (P in the messages, O in the completion) ..."); no return_token_ids yet
+//   (0.10.2), so no token ids.
 // - SGLang: python/sglang/srt/entrypoints/openai/protocol.py ErrorResponse
 //   (flat, object "error") built by serving_base.py create_error_response;
 //   python/sglang/srt/managers/tokenizer_manager.py _validate_one_request
@@ -502,7 +503,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
     // Without max_tokens both servers generate up to what the context leaves.
     const maxTokens = requestedMaxTokens ?? maxModelLen - promptIds.length - (mode === 'sglang' ? 1 : 0);
-    const wantTokenIds = supportsTokenIds && body.return_token_ids === true;
+    // return_token_ids came with vLLM 0.10.2: older servers ignore the field (extra fields are allowed).
+    const wantTokenIds = supportsTokenIds && mode !== 'old-vllm' && body.return_token_ids === true;
     const choices: Record<string, unknown>[] = [];
     let completionTokens = 0;
     for (let i = 0; i < n; i++) {
@@ -537,7 +539,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         prompt_tokens_details: null,
       },
     };
-    if (!sglang) Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
+    if (mode === 'vllm') Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
+    if (mode === 'old-vllm') Object.assign(reply, { prompt_logprobs: null, kv_transfer_params: null });
     if (options.weightVersion !== undefined && options.weightVersion !== null) {
       reply.metadata = { weight_version: options.weightVersion };
     }

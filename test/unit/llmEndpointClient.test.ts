@@ -560,6 +560,18 @@ describe('EndpointClient against the test server', function () {
       assert.ok(server.requests.every((r) => r.returnTokenIds));
     });
 
+    it('says vLLM <= 0.10.0 gives no token ids and keeps its samples', async () => {
+      await start({ mode: 'old-vllm' });
+      const warnings: string[] = [];
+      const client = clientFor({ requestTokenIds: true, onWarning: (w) => warnings.push(w) });
+      await client.check();
+      assert.equal(client.tokenSupport.status, 'missing');
+      const { ok } = await run(client, [job('k', 2, 1)]);
+      assert.equal(ok().length, 2);
+      assert.ok(ok().every((x) => x.tokens === null));
+      assert.deepEqual(warnings.map((w) => /does not return token ids \(replies carry no token_ids\).*vLLM >= 0\.10\.2/.test(w)), [true]);
+    });
+
     it('counts the end-of-sequence token the servers put in token_ids, logprobs and usage', async () => {
       await start({ mode: 'sglang' });
       const client = clientFor({ requestTokenIds: true });

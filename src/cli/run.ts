@@ -13,6 +13,7 @@ import { type TrainerState, trainerStateLine, trainerSummary } from '../engine/t
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
+import { endpointStateLine, stepFailureLines } from './stepReport';
 import { settingsFromArgs } from './settingsSources';
 import { formatScore } from '../engine/format';
 
@@ -78,12 +79,17 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         progress.clear();
         if (json) io.stdout(JSON.stringify(stepLine(event)) + '\n');
         io.stderr(humanStepLine(event, lastBest) + '\n');
+        for (const line of stepFailureLines(event)) io.stderr(line + '\n');
         if (event.bestEver !== null) lastBest = event.bestEver;
         break;
       case 'error':
         progress.clear();
         if (event.fatal) fatal = event.message;
         else warn(event.message);
+        break;
+      case 'endpoint_state':
+        progress.clear();
+        io.stderr(endpointStateLine(event) + '\n');
         break;
       case 'run_finished':
         progress.clear();
@@ -161,6 +167,7 @@ export function stepLine(e: StepCommittedEvent): Record<string, unknown> {
     timings: e.timings,
     samplesPerSecond: e.samplesPerSecond,
     elapsedMs: e.elapsedMs,
+    failures: e.failures ?? [],
   };
 }
 

@@ -32,6 +32,8 @@ export const SETTINGS = [
   { key: 'useNParameter', type: 'boolean', default: false, description: 'Ask for the n responses of a prompt in one request with `n` instead of n separate requests (separate requests behave the same on vLLM and SGLang).' },
   { key: 'requestTimeoutSeconds', type: 'integer', default: 900, minimum: 1, maximum: 86400, description: 'Per-request timeout; a timed-out request is retried within the retry budget.' },
   { key: 'maxRetries', type: 'integer', default: 6, minimum: 0, maximum: 100, description: 'Retries per request for 429, 5xx, resets, timeouts and malformed replies (jittered exponential backoff).' },
+  { key: 'serverRetrySeconds', type: 'integer', default: 300, minimum: 0, maximum: 86400, description: 'How long a server that is unreachable, loading, restarting or pausing generation (503, closed port, SGLang finish_reason "abort") is waited for, retrying with backoff, before its requests count as failed. Also how long a run waits for the server to come up at its start.' },
+  { key: 'maxFailedSteps', type: 'integer', default: 1, minimum: 1, maximum: 1000, description: 'Stop the run with an error after this many consecutive steps in which no request succeeded (such a step is redone, never committed empty).' },
   { key: 'evaluationConcurrency', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'K: candidate evaluations running at once.' },
   { key: 'sandbox.memoryLimitMb', type: 'integer', default: 4096, minimum: 64, maximum: 1048576, description: 'Memory limit of one candidate evaluation, in MiB.' },
   { key: 'sandbox.outputLimitKb', type: 'integer', default: 64, minimum: 1, maximum: 65536, description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).' },

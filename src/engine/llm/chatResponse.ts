@@ -39,7 +39,8 @@ export type ChatCompletionReply = z.infer<typeof ChatCompletionSchema>;
 export type ChatChoice = z.infer<typeof ChoiceSchema>;
 
 export const ModelListSchema = z.object({
-  data: z.array(z.object({ id: z.string().min(1) })),
+  // max_model_len: the context length vLLM's and SGLang's ModelCard list.
+  data: z.array(z.object({ id: z.string().min(1), max_model_len: z.number().int().positive().nullish() })),
 });
 
 /** One choice, read: the answer, the reasoning, tokens. */

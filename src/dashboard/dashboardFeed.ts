@@ -24,6 +24,8 @@ export interface DashboardSink {
   setTrainer(trainer: TrainerView): void;
   /** Feed a whole history at once (a run from disk); an open page gets one snapshot. */
   load(feed: (model: DashboardModel) => void): void;
+  /** A notice on the page (a bare model drops it). */
+  notify(level: 'info' | 'warning' | 'error', text: string): void;
 }
 
 /** A DashboardModel as a sink (what a page would be sent is dropped). */
@@ -38,6 +40,7 @@ export function modelSink(model: DashboardModel): DashboardSink {
     setBest: (input) => void model.setBest(input),
     setTrainer: (trainer) => void model.setTrainer(trainer),
     load: (feed) => feed(model),
+    notify: () => undefined,
   };
 }
 
@@ -85,6 +88,8 @@ export class DashboardFeed {
         return;
       case 'step_committed':
         sink.addStep(event);
+        // Why requests failed in the step: each distinct reason once, with its count.
+        for (const failure of event.failures ?? []) sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
         sink.addValidScores(this.validScores.splice(0));
         if (dbFile) this.refreshDatabase(dbFile);
         return;
@@ -105,6 +110,9 @@ export class DashboardFeed {
         return;
       case 'run_finished':
         sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message });
+        return;
+      case 'endpoint_state':
+        sink.notify(event.waiting ? 'warning' : 'info', event.message);
         return;
       case 'trainer_state':
         sink.setTrainer(trainerView(event.state));

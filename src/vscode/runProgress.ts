@@ -22,7 +22,10 @@ export function showStartProgress(controller: RunController, run: TrackedRun): v
             if (controller.active?.runId === runId) controller.stop();
           }),
           controller.onDidEngineEvent(({ runId: id, event }) => {
-            if (id === runId && event.type === 'run_started') finish();
+            if (id !== runId) return;
+            if (event.type === 'run_started') finish();
+            // A server that is loading or restarting is waited for: say so where the user is looking.
+            if (event.type === 'endpoint_state') progress.report({ message: event.message });
           }),
           controller.onDidCloseRun((closed) => {
             if (closed.runId === runId) finish();

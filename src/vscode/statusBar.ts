@@ -21,11 +21,11 @@ const STATE_SUFFIX: Record<TrackedRun['state'], string> = {
 
 /** The item's text for a run (exported for the in-host tests). Throughput only while the run samples. */
 export function statusText(run: TrackedRun): string {
-  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : '$(sync~spin)';
+  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : run.waitingForServer ? '$(watch)' : '$(sync~spin)';
   const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
   const live = run.state === 'running' || run.state === 'pausing';
   const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
-  const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : STATE_SUFFIX[run.state];
+  const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : live && run.waitingForServer ? ' · waiting for the server' : STATE_SUFFIX[run.state];
   return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}`;
 }
 

@@ -38,6 +38,9 @@ export const StepStatisticsSchema = z.object({
   timings: z.object({ generationMs: finite.min(0), evaluationMs: finite.min(0), totalMs: finite.min(0) }),
   /** Samples finished per second of the step's wall time. */
   samplesPerSecond: finite.min(0),
+  /** Request latency of the step's responses (median, 95th percentile); null when none answered. Absent in databases written before it was recorded. */
+  latencyMsP50: finite.nullable().optional(),
+  latencyMsP95: finite.nullable().optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

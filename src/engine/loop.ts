@@ -443,7 +443,7 @@ export class EvolutionRun {
       const finished = Date.now();
       const stats = stepStatistics({
         step,
-        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0 })),
+        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0, latencyMs: r.response?.latencyMs ?? null })),
         generationMs: generationDone - stepStarted,
         evaluationMs: Number.isFinite(firstEvalStart) ? Math.max(0, lastEvalEnd - firstEvalStart) : 0,
         totalMs: finished - stepStarted,

@@ -95,6 +95,7 @@ describe('dashboard numbers match `run --json` for the same run', function () {
       assert.equal(point.valid, line.counts.valid, at);
       assert.equal(point.outcomes.reduce((a, b) => a + b, 0), line.samples, at);
       assert.equal(point.completionTokens, line.tokens.completion, at);
+      assert.equal(typeof point.latencyMsP50, 'number', `${at}: the request latency chart has a point`);
     }
     const last = lines.at(-1) as JsonLine;
     assert.equal(summary.lastStep, last.step);

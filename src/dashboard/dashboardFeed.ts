@@ -109,7 +109,8 @@ export class DashboardFeed {
         sink.setRunState({ state: 'running', message: 'running' });
         return;
       case 'run_finished':
-        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message });
+        // Stopped or failed runs can go on from their last committed step; one that reached its target or limit is done.
+        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message, resumable: event.reason === 'stopped' || event.reason === 'error' });
         return;
       case 'endpoint_state':
         sink.notify(event.waiting ? 'warning' : 'info', event.message);
@@ -153,11 +154,12 @@ export interface ReplayedRun {
  */
 export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, run: { runId: string; dbFile: string }, isStale: () => boolean = () => false): Promise<ReplayedRun | null> {
   const { dbFile } = run;
-  const [info, steps, snapshot, improvements] = await Promise.all([
+  const [info, steps, snapshot, improvements, validScores] = await Promise.all([
     query({ kind: 'runInfo', dbFile }),
     query({ kind: 'steps', dbFile }),
     query({ kind: 'snapshot', dbFile }),
     query({ kind: 'improvements', dbFile }),
+    query({ kind: 'validScores', dbFile }),
   ]);
   const meta = info.meta;
   const task = await loadTask(meta.taskDir).catch(() => null);
@@ -184,13 +186,15 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
         const score = improvements[improvement]?.score ?? null;
         if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
       }
-      elapsedMs += row.stats.timings.totalMs;
+      // Databases written before steps recorded their elapsed time: the sum of step times.
+      elapsedMs = row.stats.elapsedMs ?? elapsedMs + row.stats.timings.totalMs;
       // The database keeps no per-step size: the tile shows the current one.
       model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs });
     }
-    model.setDatabase(snapshot);
+    // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
+    model.setDatabase(snapshot, validScores);
     model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth } : null);
-    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume Run continues it` });
+    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };
 }

@@ -41,6 +41,8 @@ export const StepStatisticsSchema = z.object({
   /** Request latency of the step's responses (median, 95th percentile); null when none answered. Absent in databases written before it was recorded. */
   latencyMsP50: finite.nullable().optional(),
   latencyMsP95: finite.nullable().optional(),
+  /** Time since the run (this invocation) started, when the step was recorded. */
+  elapsedMs: finite.min(0).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

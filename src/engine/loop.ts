@@ -441,13 +441,15 @@ export class EvolutionRun {
       }
       this.checkTokenIds(step, flat);
       const finished = Date.now();
-      const stats = stepStatistics({
+      const stats: StepStatistics = stepStatistics({
         step,
         samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0, latencyMs: r.response?.latencyMs ?? null })),
         generationMs: generationDone - stepStarted,
         evaluationMs: Number.isFinite(firstEvalStart) ? Math.max(0, lastEvalEnd - firstEvalStart) : 0,
         totalMs: finished - stepStarted,
       });
+      // Recorded with the step, so a run read back from its database shows the time the live run showed.
+      stats.elapsedMs = finished - runStarted;
       // Siblings never see each other: identical children of one step are all
       // scored, but only the first enters the database.
       const children: NewProgram[] = [];
@@ -495,7 +497,7 @@ export class EvolutionRun {
         dbSize: db.size,
         bestEver: best && best.outcome === 'valid' ? best.score : null,
         newBest,
-        elapsedMs: Date.now() - runStarted,
+        elapsedMs: finished - runStarted,
         ...(failures.length > 0 ? { failures } : {}),
       });
       if (newBest && commit.newBest) {

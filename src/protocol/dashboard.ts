@@ -116,6 +116,8 @@ export const RunStateViewSchema = z.object({
   state: z.enum(RUN_STATES),
   /** One line for people, e.g. the finish reason. */
   message: z.string(),
+  /** A run that is over but can go on from its last committed step (Resume is offered). */
+  resumable: z.boolean().optional(),
 });
 export type RunStateView = z.infer<typeof RunStateViewSchema>;
 

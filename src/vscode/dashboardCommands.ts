@@ -31,7 +31,8 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
     stop: () => void controller.stop(),
     pause: () => void controller.pause(),
     resume: async () => {
-      await vscode.commands.executeCommand(COMMAND_IDS.resumeRun);
+      // A paused run resumes in place; a run that is over goes on from its last committed step (the one the page shows).
+      await vscode.commands.executeCommand(COMMAND_IDS.resumeRun, controller.active ? undefined : shownRun()?.dbFile);
     },
     setRlEnabled: async (enabled: boolean) => void (await switchTrainer(controller, host, enabled)),
     showDiff: async (programId: string) => {

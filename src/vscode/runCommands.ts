@@ -126,13 +126,45 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
-  registerCommand(context, COMMAND_IDS.resumeRun, async () => {
+  /** Resume Run: the active run if it is paused; else a run database (given, e.g. by the dashboard, or picked) from its last committed step. */
+  registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
     const run = controller.active;
     if (run) {
       if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
+    const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
+    if (!picked) return;
+    const origin = runOrigin(picked.info.meta);
+    const read = readSettingsOrShowError(origin.fileUri);
+    if (!read) return;
+    const settings = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
+    if (!settings) return;
+    const apiKey = await readApiKey(context.secrets);
+    await startAndFollow({
+      runId: picked.runId,
+      dbFile: picked.info.dbFile,
+      taskDir: origin.taskDir,
+      taskName: origin.taskName,
+      taskTitle: origin.taskName,
+      direction: picked.info.meta.direction,
+      fileUri: origin.fileUri,
+      extension: origin.extension,
+      startCode: null,
+      textAtRunStart: origin.startCode,
+      settings,
+      apiKey,
+      resume: true,
+    });
+  });
+
+  const givenRun = async (dbFile: string): Promise<{ runId: string; info: RunInfo } | undefined> => {
+    const info = await controller.query({ kind: 'runInfo', dbFile });
+    return { runId: info.meta.runId, info };
+  };
+
+  const pickRunToResume = async (): Promise<{ runId: string; info: RunInfo } | undefined> => {
     const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () => listRunFiles());
     if (files.length === 0) {
       void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
@@ -162,29 +194,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
           : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
       );
     const picked = await vscode.window.showQuickPick(items, { title: 'ThetaEvolve: Resume Run', placeHolder: 'Continue which run from its last committed step?', matchOnDescription: true });
-    if (!picked?.info || !picked.runId) return;
-    const origin = runOrigin(picked.info.meta);
-    const read = readSettingsOrShowError(origin.fileUri);
-    if (!read) return;
-    const settings = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
-    if (!settings) return;
-    const apiKey = await readApiKey(context.secrets);
-    await startAndFollow({
-      runId: picked.runId,
-      dbFile: picked.info.dbFile,
-      taskDir: origin.taskDir,
-      taskName: origin.taskName,
-      taskTitle: origin.taskName,
-      direction: picked.info.meta.direction,
-      fileUri: origin.fileUri,
-      extension: origin.extension,
-      startCode: null,
-      textAtRunStart: origin.startCode,
-      settings,
-      apiKey,
-      resume: true,
-    });
-  });
+    return picked?.info && picked.runId ? { runId: picked.runId, info: picked.info } : undefined;
+  };
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
     const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;

@@ -110,6 +110,8 @@ describe('dashboard numbers match `run --json` for the same run', function () {
       series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid]),
     );
     assert.equal(again.summary.bestEver, summary.bestEver);
+    assert.equal(again.summary.elapsedMs, summary.elapsedMs, 'elapsed time is the same after a reload');
+    assert.match(again.database?.histogram?.label ?? '', /valid programs in the database/, 'the histogram shows the database\'s valid programs');
     assert.equal(again.best?.id, live.best?.id);
     assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, 'the best program\'s lineage depth is the same after a reload');
   });

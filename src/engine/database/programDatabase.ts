@@ -511,6 +511,22 @@ export class ProgramDatabase {
     return this.readPrograms(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE improvement = 1 ORDER BY seq`);
   }
 
+  /** Combined scores of the valid programs alive in the database (the dashboard's histogram). */
+  validScores(): number[] {
+    this.assertOpen();
+    const out: number[] = [];
+    const select = this.sqlDb.prepare("SELECT score FROM programs WHERE alive = 1 AND outcome = 'valid'");
+    try {
+      while (select.step()) {
+        const [score] = select.get();
+        if (typeof score === 'number') out.push(score);
+      }
+    } finally {
+      select.free();
+    }
+    return out;
+  }
+
   steps(): { step: number; stats: unknown }[] {
     this.assertOpen();
     const out: { step: number; stats: unknown }[] = [];

@@ -14,7 +14,7 @@ import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, stepFailureLines } from './stepReport';
-import { settingsFromArgs } from './settingsSources';
+import { settingsFromArgs, withFlagNames } from './settingsSources';
 import { formatScore } from '../engine/format';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
@@ -46,7 +46,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   await mkdir(dirname(dbFile), { recursive: true });
 
   const json = booleanFlag(args, 'json');
-  const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${message}\n`);
+  const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${withFlagNames(message)}\n`);
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
   let finished = 0;

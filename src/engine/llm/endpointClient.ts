@@ -275,7 +275,7 @@ export class EndpointClient implements ResponseSource {
         throw new Error(
           ids.length === 0
             ? `The server at ${this.baseURL} lists no models; model "${wanted}" is not being served.`
-            : `Model "${wanted}" is not served at ${this.baseURL}; it serves: ${ids.join(', ')}. Set thetaevolve.model (--model) to one of them.`,
+            : `Model "${wanted}" is not served at ${this.baseURL}; it serves: ${ids.join(', ')}. Set thetaevolve.model to one of them.`,
         );
       }
       this.resolvedModel = wanted;
@@ -285,7 +285,7 @@ export class EndpointClient implements ResponseSource {
       throw new Error(`The server at ${this.baseURL} lists no models at /models: is the model still loading?`);
     } else {
       throw new Error(
-        `The server at ${this.baseURL} serves several models (${ids.join(', ')}): set thetaevolve.model (--model) to one of them.`,
+        `The server at ${this.baseURL} serves several models (${ids.join(', ')}): set thetaevolve.model to one of them.`,
       );
     }
     this.contextLength = models.find((m) => m.id === this.resolvedModel)?.max_model_len ?? this.contextLength;
@@ -307,7 +307,7 @@ export class EndpointClient implements ResponseSource {
     const noServer = (detail: string) =>
       new Error(
         `No server at ${this.baseURL} (${detail}${waitForServer ? `, for ${this.options.retrySeconds} s` : ''}): start \`vllm serve MODEL\` (or \`python -m sglang.launch_server --model-path MODEL\`) ` +
-          `or set thetaevolve.endpoint (--endpoint) to the server's base URL.`,
+          `or set thetaevolve.endpoint to the server's base URL.`,
       );
     const timeout = Math.min(this.options.requestTimeoutMs, 15_000);
     const started = performance.now();

@@ -11,14 +11,15 @@ interface ProgramSummary {
   step?: number;
 }
 
+/** A program as people know it: by the step that made it (its id only when the step is unknown), with its score. */
 function describe(program: ProgramSummary): string {
-  return program.score === undefined ? program.id : `${program.id} (${formatScore(program.score, 4)})`;
+  const name = program.step === undefined ? program.id : `step ${program.step}`;
+  return program.score === undefined ? name : `${name} (${formatScore(program.score, 4)})`;
 }
 
-/** "circle-packing: step 12 1v (0.9598) <-> 3k (0.9612)"; `prefix` is usually the task name. */
+/** "circle-packing: step 11 (0.9598) <-> step 12 (0.9612)"; `prefix` is usually the task name. The ids are in the documents' names. */
 export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, prefix?: string): string {
-  const step = child.step === undefined ? '' : `step ${child.step} `;
-  return `${prefix ? `${prefix}: ` : ''}${step}${describe(parent)} \u2194 ${describe(child)}`;
+  return `${prefix ? `${prefix}: ` : ''}${describe(parent)} \u2194 ${describe(child)}`;
 }
 
 async function summary(runId: string, programId: string): Promise<ProgramSummary> {

@@ -28,15 +28,19 @@ export function evolveBlockProblem(text: string, name: string): string | undefin
   return first ? `${name}: ${first.message}` : undefined;
 }
 
-/** Why a run could not start, with a button to the setting to change (and the offline sampler when the endpoint is the cause). */
-function showStartFailure(err: unknown): void {
+/**
+ * Why a run could not start, with a button to the setting to change; when
+ * the endpoint is the cause, also one that starts this run again with the
+ * offline sampler (the settings stay as they are).
+ */
+function showStartFailure(err: unknown, runOffline: () => Promise<void>): void {
   const setting = err instanceof RunStartError ? err.setting : null;
   const open = 'Open Settings';
-  const offline = 'Use Offline Sampler';
+  const offline = 'Run with the Offline Sampler';
   const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
   void vscode.window.showErrorMessage(`ThetaEvolve: the run could not start: ${errorMessage(err)}`, ...buttons).then((choice) => {
     if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
-    if (choice === offline) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.sampler');
+    if (choice === offline) void runOffline();
   });
 }
 
@@ -50,7 +54,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     try {
       await started;
     } catch (err) {
-      showStartFailure(err);
+      showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;

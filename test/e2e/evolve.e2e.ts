@@ -130,7 +130,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     await view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     // An improving child (step >= 1) appears once the model beat the starting program.
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · / }).first();
     await child.waitFor({ state: 'visible', timeout: 150_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     // A click that lands during a refresh only selects the row.
@@ -149,7 +149,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · / }).first();
     const applied = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first();
     // Inline actions show only on the hovered row; a row re-rendered under a
     // still pointer is not hovered, and one re-rendered between mouse down and

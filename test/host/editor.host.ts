@@ -195,10 +195,11 @@ describe('editor: program documents and diffs', () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
-    assert.equal(tab.label, 'step 12 1v (0.9598) \u2194 3k (0.9612)');
+    assert.equal(tab.label, 'step 11 (0.9598) \u2194 step 12 (0.9612)');
     assert.equal(tab.input.original.path.split('/')[2], '1v');
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
-    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: step 12 1v (0.9598) \u2194 3k (0.9612)');
+    // Programs are named by their step; an unknown step falls back to the id.
+    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)');
   });
 
   it('Compare with File diffs the program against the file', async () => {
@@ -209,7 +210,7 @@ describe('editor: program documents and diffs', () => {
     // Old on the left (the file as it is), new on the right (the program): an improvement reads as an insertion.
     assert.equal(tab.input.original.toString(), fileUri.toString());
     assert.equal(tab.input.modified.scheme, 'thetaevolve');
-    assert.match(tab.label, /compare\.py \(current\) \u2194 3k \(0\.9612\)/);
+    assert.match(tab.label, /compare\.py \(current\) \u2194 step 12 \(0\.9612\)/);
   });
 });
 

@@ -83,6 +83,9 @@ describe('runs (engine worker, commands, Runs view)', function () {
     assert.ok(node.info && node.info.lastStep >= 2);
     const item = theta.tree.getTreeItem(node);
     assert.match(String(item.description), /step \d+ · best/);
+    // The best score comes first in the row (narrow sidebars cut the rest); the run id is still there.
+    assert.match(String(item.label), /^[\d.]+ · /);
+    assert.ok(String(item.description).includes(runId));
     const programs = (await theta.tree.getChildren(node)) as ProgramNode[];
     assert.ok(programs.length >= 1);
     assert.ok(programs.every((p) => p.kind === 'program'));

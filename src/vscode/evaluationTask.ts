@@ -133,8 +133,11 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   }
 }
 
-/** Start the "ThetaEvolve evaluations" task for the run that just started. */
+/** Start the "ThetaEvolve evaluations" task for the run that just started; earlier runs' ended terminals are closed, so they do not pile up. */
 export async function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): Promise<void> {
+  for (const terminal of vscode.window.terminals) {
+    if (terminal.name.includes(LIVE_TERMINAL_NAME) && terminal.exitStatus !== undefined) terminal.dispose();
+  }
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
   const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };
   const terminal = new LiveEvaluationTerminal(controller, run);
@@ -219,7 +222,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(result.stdout.trimEnd() || '(empty)');
     this.write('--- candidate stderr ---');
     this.write(result.stderr.trimEnd() || '(empty)');
-    return 0;
+    // Exit codes to chain tasks on: 0 valid, 2 evaluated but not valid (1: could not evaluate at all).
+    return result.status === 'ok' ? 0 : 2;
   }
 }
 

@@ -463,6 +463,15 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         await until(() => processEnds.some((p) => isLive(p.execution)), 'the evaluations terminal reported its exit code', 15_000);
         assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
         assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
+
+        // A second run's terminal replaces the first one's: evaluation terminals do not pile up.
+        const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
+        await until(() => liveTerminals().every((t) => t.exitStatus !== undefined), 'the ended terminal reports its exit', 15_000);
+        const startsBefore = starts.filter(isLive).length;
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        await until(() => starts.filter(isLive).length > startsBefore, 'the second run\'s evaluations task started');
+        await until(() => liveTerminals().length === 1, `one evaluations terminal (saw ${liveTerminals().length})`, 15_000);
+        await stopRun(theta.controller);
       } finally {
         for (const s of subs) s.dispose();
       }
@@ -507,7 +516,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         }
         // The initial and the invalid program are evaluated (the terminal reports the invalid one's status and reason);
         // a program that cannot be read ends the task with an error.
-        assert.deepEqual(exitCodes, { 'flows: evaluate initial': 0, 'flows: evaluate invalid': 0, 'flows: evaluate missing': 1 });
+        // Exit codes users can chain on: 0 valid, 2 evaluated but not valid, 1 could not evaluate.
+        assert.deepEqual(exitCodes, { 'flows: evaluate initial': 0, 'flows: evaluate invalid': 2, 'flows: evaluate missing': 1 });
       } finally {
         for (const s of subs) s.dispose();
       }

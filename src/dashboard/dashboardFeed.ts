@@ -3,12 +3,13 @@
 // database after a window reload. The extension feeds its DashboardHost
 // through this module, and the tests feed a DashboardModel through the same
 // code, so a wiring regression shows in both.
+import { evolveBlockContent } from '../engine/diff';
 import { errorMessage } from '../engine/errors';
 import type { EngineEvent } from '../engine/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
 import type { RunMeta } from '../engine/runMeta';
 import { loadTask } from '../engine/task/task';
-import type { DashboardBestInput, DashboardDatabaseInput, DashboardRunInput, DashboardStepInput, RunStateView, TrainerView } from '../protocol/dashboard';
+import { BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
 import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { type DashboardModel, trainerView } from './dashboardModel';
 
@@ -97,8 +98,8 @@ export class DashboardFeed {
         if (!dbFile) return;
         const best = { id: event.id, step: event.step, score: event.score, objective: event.objective, parentId: event.parentId };
         this.ask('best', async () => {
-          const ancestors = await this.query({ kind: 'ancestors', dbFile, programId: event.id });
-          sink.setBest({ ...best, lineageDepth: ancestors.length });
+          const [ancestors, program] = await Promise.all([this.query({ kind: 'ancestors', dbFile, programId: event.id }), this.query({ kind: 'program', dbFile, programId: event.id })]);
+          sink.setBest({ ...best, lineageDepth: ancestors.length, code: program ? bestCode(program.code) : undefined });
         });
         return;
       }
@@ -136,6 +137,19 @@ export class DashboardFeed {
     const done = work().catch((err: unknown) => this.onQueryError(what, errorMessage(err)));
     this.pending = this.pending.then(() => done);
   }
+}
+
+/** What the page shows of a program: its EVOLVE-BLOCK content, cut to BEST_CODE_MAX_CHARS (the whole text when it has no usable region). */
+export function bestCode(code: string): string {
+  let text: string;
+  try {
+    text = evolveBlockContent(code);
+  } catch {
+    text = code;
+  }
+  // Candidate text is shown as text only, without control characters (escape sequences), newlines and tabs kept.
+  const shown = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '');
+  return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
 }
 
 /** A run on disk, as the replay found it. */
@@ -193,7 +207,7 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
     }
     // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
     model.setDatabase(snapshot, validScores);
-    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth } : null);
+    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, code: bestCode(best.code) } : null);
     model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };

@@ -133,10 +133,14 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   }
 }
 
-/** Start the "ThetaEvolve evaluations" task for the run that just started; earlier runs' ended terminals are closed, so they do not pile up. */
+/**
+ * Start the "ThetaEvolve evaluations" task for the run that just started.
+ * A window drives one run at a time, so every other evaluations terminal
+ * belongs to a run that is over: they are closed, so they do not pile up.
+ */
 export async function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): Promise<void> {
   for (const terminal of vscode.window.terminals) {
-    if (terminal.name.includes(LIVE_TERMINAL_NAME) && terminal.exitStatus !== undefined) terminal.dispose();
+    if (terminal.name.includes(LIVE_TERMINAL_NAME)) terminal.dispose();
   }
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
   const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };

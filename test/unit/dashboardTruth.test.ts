@@ -10,7 +10,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/config';
-import { DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
+import { bestCode, DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
+import { BEST_CODE_MAX_CHARS } from '../../src/protocol/dashboard';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { EngineHost } from '../../src/worker/engineHost';
 
@@ -114,5 +115,17 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     assert.match(again.database?.histogram?.label ?? '', /valid programs in the database/, 'the histogram shows the database\'s valid programs');
     assert.equal(again.best?.id, live.best?.id);
     assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, 'the best program\'s lineage depth is the same after a reload');
+    assert.ok((live.best?.code ?? '').trim().length > 0, 'the best program\'s EVOLVE-BLOCK is shown');
+    assert.ok(!(live.best?.code ?? '').includes('EVOLVE-BLOCK'), 'its content, without the markers');
+    assert.equal(again.best?.code, live.best?.code);
+  });
+});
+
+describe('dashboard: the best program\'s code as the page gets it', () => {
+  it('is the EVOLVE-BLOCK content as plain text: control characters removed, newlines and tabs kept, cut when long', () => {
+    const program = ['import x', '# EVOLVE-BLOCK-START', 'def f():', '\treturn "\u001b[2J\u001b[31mok\u009b"', '# EVOLVE-BLOCK-END', ''].join('\n');
+    assert.equal(bestCode(program), 'def f():\n\treturn "[2J[31mok"');
+    const long = `# EVOLVE-BLOCK-START\n${'x = 1\n'.repeat(5000)}# EVOLVE-BLOCK-END\n`;
+    assert.ok(bestCode(long).length <= BEST_CODE_MAX_CHARS + 4);
   });
 });

@@ -4,6 +4,7 @@
 // through this module, and the tests feed a DashboardModel through the same
 // code, so a wiring regression shows in both.
 import { evolveBlockContent } from '../engine/diff';
+import { forDisplay } from '../engine/displayText';
 import { errorMessage } from '../engine/errors';
 import type { EngineEvent } from '../engine/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
@@ -148,7 +149,7 @@ export function bestCode(code: string): string {
     text = code;
   }
   // Candidate text is shown as text only, without control characters (escape sequences), newlines and tabs kept.
-  const shown = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '');
+  const shown = forDisplay(text);
   return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
 }
 

@@ -35,6 +35,7 @@ async function measure(baseURL: string, concurrency: number, requests: number) {
     requestTimeoutMs: 60_000,
     maxRetries: 0,
     requestTokenIds: false,
+    retrySeconds: 5,
   });
   await client.check();
   let failures = 0;

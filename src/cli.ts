@@ -4,6 +4,7 @@ import { commandHelp, parseArgs, UsageError } from './cli/args';
 import { type CommandHandler, COMMAND_SPECS } from './cli/commands';
 import { type CliIO, InputError } from './cli/io';
 import { runCommand } from './cli/run';
+import { withFlagNames } from './cli/settingsSources';
 import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
@@ -69,7 +70,7 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
       return 2;
     }
     if (err instanceof InputError) {
-      io.stderr(`thetaevolve ${command}: ${err.message}\n`);
+      io.stderr(`thetaevolve ${command}: ${withFlagNames(err.message)}\n`);
       return 1;
     }
     const message = errorMessage(err);

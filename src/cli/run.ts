@@ -2,7 +2,7 @@
 // committed step on stdout with --json; progress for people on stderr.
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { singleEvolveRegion } from '../engine/diff';
+import { evolveRegions } from '../engine/diff';
 import { errorMessage } from '../engine/errors';
 import type { EngineEvent, StepCommittedEvent } from '../engine/events';
 import { apiKeyFromEnvironment } from '../engine/llm/endpointClient';
@@ -13,7 +13,8 @@ import { type TrainerState, trainerStateLine, trainerSummary } from '../engine/t
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
-import { settingsFromArgs } from './settingsSources';
+import { endpointStateLine, stepFailureLines } from './stepReport';
+import { settingsFromArgs, withFlagNames } from './settingsSources';
 import { formatScore } from '../engine/format';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
@@ -32,7 +33,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       throw new InputError(`cannot read the program ${startPath}`, { cause: err });
     });
     try {
-      singleEvolveRegion(startCode, startPath);
+      evolveRegions(startCode, startPath);
     } catch (err) {
       throw new InputError(errorMessage(err), { cause: err });
     }
@@ -45,7 +46,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   await mkdir(dirname(dbFile), { recursive: true });
 
   const json = booleanFlag(args, 'json');
-  const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${message}\n`);
+  const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${withFlagNames(message)}\n`);
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
   let finished = 0;
@@ -78,12 +79,17 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         progress.clear();
         if (json) io.stdout(JSON.stringify(stepLine(event)) + '\n');
         io.stderr(humanStepLine(event, lastBest) + '\n');
+        for (const line of stepFailureLines(event)) io.stderr(line + '\n');
         if (event.bestEver !== null) lastBest = event.bestEver;
         break;
       case 'error':
         progress.clear();
         if (event.fatal) fatal = event.message;
         else warn(event.message);
+        break;
+      case 'endpoint_state':
+        progress.clear();
+        io.stderr(endpointStateLine(event) + '\n');
         break;
       case 'run_finished':
         progress.clear();
@@ -161,6 +167,7 @@ export function stepLine(e: StepCommittedEvent): Record<string, unknown> {
     timings: e.timings,
     samplesPerSecond: e.samplesPerSecond,
     elapsedMs: e.elapsedMs,
+    failures: e.failures ?? [],
   };
 }
 

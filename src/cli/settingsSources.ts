@@ -99,6 +99,20 @@ const FLAG_SETTINGS: Record<string, keyof Settings> = {
   seed: 'seed',
 };
 
+const FLAG_OF_SETTING = new Map<string, string>([...Object.entries(FLAG_SETTINGS).map(([flag, key]): [string, string] => [key, `--${flag}`]), ['trainer.url', '--trainer URL'], ['trainer.protocol', '--trainer-protocol']]);
+
+/**
+ * The engine names settings (thetaevolve.model); on the command line each
+ * gets the flag that sets it: `thetaevolve.model (--model)`, or
+ * `thetaevolve.maxTokens (--set maxTokens=...)`.
+ */
+export function withFlagNames(message: string): string {
+  return message.replace(/thetaevolve\.([A-Za-z]+(?:\.[A-Za-z]+)*)(?! \(--)/g, (whole, key: string) => {
+    if (!SPECS.has(key)) return whole;
+    return `${whole} (${FLAG_OF_SETTING.get(key) ?? `--set ${key}=...`})`;
+  });
+}
+
 /** Settings of a `run` (or `evaluate`) command line: defaults < --config < --set < flags. */
 export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
   const raw: Record<string, unknown> = { ...defaultSettings() };

@@ -3,12 +3,14 @@
 // database after a window reload. The extension feeds its DashboardHost
 // through this module, and the tests feed a DashboardModel through the same
 // code, so a wiring regression shows in both.
+import { evolveBlockContent } from '../engine/diff';
+import { forDisplay } from '../engine/displayText';
 import { errorMessage } from '../engine/errors';
 import type { EngineEvent } from '../engine/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
 import type { RunMeta } from '../engine/runMeta';
 import { loadTask } from '../engine/task/task';
-import type { DashboardBestInput, DashboardDatabaseInput, DashboardRunInput, DashboardStepInput, RunStateView, TrainerView } from '../protocol/dashboard';
+import { BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
 import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { type DashboardModel, trainerView } from './dashboardModel';
 
@@ -24,6 +26,8 @@ export interface DashboardSink {
   setTrainer(trainer: TrainerView): void;
   /** Feed a whole history at once (a run from disk); an open page gets one snapshot. */
   load(feed: (model: DashboardModel) => void): void;
+  /** A notice on the page (a bare model drops it). */
+  notify(level: 'info' | 'warning' | 'error', text: string): void;
 }
 
 /** A DashboardModel as a sink (what a page would be sent is dropped). */
@@ -38,6 +42,7 @@ export function modelSink(model: DashboardModel): DashboardSink {
     setBest: (input) => void model.setBest(input),
     setTrainer: (trainer) => void model.setTrainer(trainer),
     load: (feed) => feed(model),
+    notify: () => undefined,
   };
 }
 
@@ -85,6 +90,8 @@ export class DashboardFeed {
         return;
       case 'step_committed':
         sink.addStep(event);
+        // Why requests failed in the step: each distinct reason once, with its count.
+        for (const failure of event.failures ?? []) sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
         sink.addValidScores(this.validScores.splice(0));
         if (dbFile) this.refreshDatabase(dbFile);
         return;
@@ -92,8 +99,8 @@ export class DashboardFeed {
         if (!dbFile) return;
         const best = { id: event.id, step: event.step, score: event.score, objective: event.objective, parentId: event.parentId };
         this.ask('best', async () => {
-          const ancestors = await this.query({ kind: 'ancestors', dbFile, programId: event.id });
-          sink.setBest({ ...best, lineageDepth: ancestors.length });
+          const [ancestors, program] = await Promise.all([this.query({ kind: 'ancestors', dbFile, programId: event.id }), this.query({ kind: 'program', dbFile, programId: event.id })]);
+          sink.setBest({ ...best, lineageDepth: ancestors.length, code: program ? bestCode(program.code) : undefined });
         });
         return;
       }
@@ -104,7 +111,11 @@ export class DashboardFeed {
         sink.setRunState({ state: 'running', message: 'running' });
         return;
       case 'run_finished':
-        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message });
+        // Stopped or failed runs can go on from their last committed step; one that reached its target or limit is done.
+        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message, resumable: event.reason === 'stopped' || event.reason === 'error' });
+        return;
+      case 'endpoint_state':
+        sink.notify(event.waiting ? 'warning' : 'info', event.message);
         return;
       case 'trainer_state':
         sink.setTrainer(trainerView(event.state));
@@ -129,6 +140,19 @@ export class DashboardFeed {
   }
 }
 
+/** What the page shows of a program: its EVOLVE-BLOCK content, cut to BEST_CODE_MAX_CHARS (the whole text when it has no usable region). */
+export function bestCode(code: string): string {
+  let text: string;
+  try {
+    text = evolveBlockContent(code);
+  } catch {
+    text = code;
+  }
+  // Candidate text is shown as text only, without control characters (escape sequences), newlines and tabs kept.
+  const shown = forDisplay(text);
+  return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
+}
+
 /** A run on disk, as the replay found it. */
 export interface ReplayedRun {
   runId: string;
@@ -145,11 +169,12 @@ export interface ReplayedRun {
  */
 export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, run: { runId: string; dbFile: string }, isStale: () => boolean = () => false): Promise<ReplayedRun | null> {
   const { dbFile } = run;
-  const [info, steps, snapshot, improvements] = await Promise.all([
+  const [info, steps, snapshot, improvements, validScores] = await Promise.all([
     query({ kind: 'runInfo', dbFile }),
     query({ kind: 'steps', dbFile }),
     query({ kind: 'snapshot', dbFile }),
     query({ kind: 'improvements', dbFile }),
+    query({ kind: 'validScores', dbFile }),
   ]);
   const meta = info.meta;
   const task = await loadTask(meta.taskDir).catch(() => null);
@@ -176,13 +201,15 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
         const score = improvements[improvement]?.score ?? null;
         if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
       }
-      elapsedMs += row.stats.timings.totalMs;
+      // Databases written before steps recorded their elapsed time: the sum of step times.
+      elapsedMs = row.stats.elapsedMs ?? elapsedMs + row.stats.timings.totalMs;
       // The database keeps no per-step size: the tile shows the current one.
       model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs });
     }
-    model.setDatabase(snapshot);
-    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth } : null);
-    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume Run continues it` });
+    // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
+    model.setDatabase(snapshot, validScores);
+    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, code: bestCode(best.code) } : null);
+    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };
 }

@@ -537,6 +537,7 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
     objective: input.objective ?? displayObjective(input.score, direction),
     lineageDepth: input.lineageDepth,
     parentId: input.parentId,
+    ...(input.code !== undefined ? { code: input.code } : {}),
   };
 }
 

@@ -15,12 +15,12 @@ export interface SettingSpec {
   enumDescriptions?: readonly string[];
   minimum?: number;
   maximum?: number;
-  /** `machine`: not synced between machines (URLs of local servers). */
-  scope?: 'machine' | 'window' | 'resource';
+  scope?: 'window' | 'resource';
 }
 
 export const SETTINGS = [
-  { key: 'endpoint', type: 'string', default: 'http://127.0.0.1:8000/v1', scope: 'machine', description: 'Base URL of the OpenAI-compatible inference server (vLLM: http://127.0.0.1:8000/v1, SGLang: http://127.0.0.1:30000/v1, or a hosted API).' },
+  // Window scope (not machine): over Remote-SSH and in code-server the User and Remote settings both apply; a workspace's value is used only with the user's consent (src/vscode/urlConsent.ts), since requests carry the API key.
+  { key: 'endpoint', type: 'string', default: 'http://127.0.0.1:8000/v1', description: 'Base URL of the OpenAI-compatible inference server (vLLM: http://127.0.0.1:8000/v1, SGLang: http://127.0.0.1:30000/v1, or a hosted API). Set it in User or Remote settings; a value in a workspace\'s settings is used only after you allow it.' },
   { key: 'model', type: 'string', default: '', description: 'Model name to request. Empty: the only model the server lists at /v1/models.' },
   { key: 'sampler', type: 'string', default: 'llm', enum: ['llm', 'mutate'], enumDescriptions: ['The language model at thetaevolve.endpoint.', 'Offline mutate sampler: no model; perturbs numeric literals inside the EVOLVE-BLOCK. For trying the pipeline and validating a task without a GPU.'], description: 'Where candidate edits come from.' },
   { key: 'batchSize', type: 'integer', default: 32, minimum: 1, maximum: 4096, description: 'B: parents (prompts) per step. The paper uses 32.' },
@@ -32,6 +32,8 @@ export const SETTINGS = [
   { key: 'useNParameter', type: 'boolean', default: false, description: 'Ask for the n responses of a prompt in one request with `n` instead of n separate requests (separate requests behave the same on vLLM and SGLang).' },
   { key: 'requestTimeoutSeconds', type: 'integer', default: 900, minimum: 1, maximum: 86400, description: 'Per-request timeout; a timed-out request is retried within the retry budget.' },
   { key: 'maxRetries', type: 'integer', default: 6, minimum: 0, maximum: 100, description: 'Retries per request for 429, 5xx, resets, timeouts and malformed replies (jittered exponential backoff).' },
+  { key: 'serverRetrySeconds', type: 'integer', default: 300, minimum: 0, maximum: 86400, description: 'How long a server that is unreachable, loading, restarting or pausing generation (503, closed port, SGLang finish_reason "abort") is waited for, retrying with backoff, before its requests count as failed. Also how long a run waits for the server to come up at its start.' },
+  { key: 'maxFailedSteps', type: 'integer', default: 1, minimum: 1, maximum: 1000, description: 'Stop the run with an error after this many consecutive steps in which no request succeeded (such a step is redone, never committed empty).' },
   { key: 'evaluationConcurrency', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'K: candidate evaluations running at once.' },
   { key: 'sandbox.memoryLimitMb', type: 'integer', default: 4096, minimum: 64, maximum: 1048576, description: 'Memory limit of one candidate evaluation, in MiB.' },
   { key: 'sandbox.outputLimitKb', type: 'integer', default: 64, minimum: 1, maximum: 65536, description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).' },
@@ -57,7 +59,7 @@ export const SETTINGS = [
   { key: 'followBest', type: 'boolean', default: false, description: 'Apply each new best program to the file automatically (undoable).' },
   { key: 'runsDirectory', type: 'string', default: '.thetaevolve/runs', description: 'Where run databases are kept, relative to the workspace folder.' },
   { key: 'trainer.enabled', type: 'boolean', default: false, description: 'Send each step\'s scored rollouts to the RL trainer.' },
-  { key: 'trainer.url', type: 'string', default: '', scope: 'machine', description: 'Base URL of the trainer (an atropos API server or a slime rollout buffer).' },
+  { key: 'trainer.url', type: 'string', default: '', description: 'Base URL of the trainer (an atropos API server or a slime rollout buffer). A value in a workspace\'s settings is used only after you allow it.' },
   { key: 'trainer.protocol', type: 'string', default: 'atropos', enum: ['atropos', 'slime'], enumDescriptions: ['NousResearch atropos API server: /register-env, /scored_data (needs token ids from the endpoint).', 'THUDM slime rollout buffer: /buffer/write (messages only).'], description: 'Trainer protocol.' },
   { key: 'trainer.mode', type: 'string', default: 'sync', enum: ['sync', 'async'], enumDescriptions: ['Wait for the trainer to take each step before sampling the next (as in the paper).', 'Keep sampling with bounded policy staleness.'], description: 'Synchronous or asynchronous RL.' },
   { key: 'trainer.maxStaleness', type: 'integer', default: 1, minimum: 0, maximum: 1000, description: 'Asynchronous mode: most policy versions the sampler may run ahead of the trainer.' },

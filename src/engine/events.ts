@@ -39,6 +39,11 @@ export const StepStatisticsSchema = z.object({
   timings: z.object({ generationMs: finite.min(0), evaluationMs: finite.min(0), totalMs: finite.min(0) }),
   /** Samples finished per second of the step's wall time. */
   samplesPerSecond: finite.min(0),
+  /** Request latency of the step's responses (median, 95th percentile); null when none answered. Absent in databases written before it was recorded. */
+  latencyMsP50: finite.nullable().optional(),
+  latencyMsP95: finite.nullable().optional(),
+  /** Time since the run (this invocation) started, when the step was recorded. */
+  elapsedMs: finite.min(0).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 
@@ -91,6 +96,10 @@ export const EvaluationFinishedEventSchema = z.object({
   reason: z.string(),
 });
 
+/** One distinct reason requests failed, with how many samples it failed. */
+export const FailureReasonSchema = z.object({ message: z.string(), count: z.number().int().min(1) });
+export type FailureReason = z.infer<typeof FailureReasonSchema>;
+
 export const StepCommittedEventSchema = StepStatisticsSchema.extend({
   type: z.literal('step_committed'),
   time,
@@ -100,6 +109,8 @@ export const StepCommittedEventSchema = StepStatisticsSchema.extend({
   newBest: z.boolean(),
   /** Milliseconds since the run (this invocation) started. */
   elapsedMs: finite.min(0),
+  /** Why the step's failed requests failed: each distinct message once, most frequent first (absent: none failed). */
+  failures: z.array(FailureReasonSchema).optional(),
 });
 
 export const NewBestEventSchema = z.object({
@@ -131,6 +142,14 @@ export const ErrorEventSchema = z.object({
   message: z.string(),
   /** A fatal error ends the run (a run_finished with reason 'error' follows). */
   fatal: z.boolean(),
+});
+
+/** The inference server went away (restart, loading, weight update) and requests wait for it, or it answers again. */
+export const EndpointStateEventSchema = z.object({
+  type: z.literal('endpoint_state'),
+  time,
+  waiting: z.boolean(),
+  message: z.string(),
 });
 
 /** Where the RL trainer bridge stands (src/engine/trainer/bridge.ts TrainerState). */
@@ -165,6 +184,7 @@ export const EngineEventSchema = z.discriminatedUnion('type', [
   RunFinishedEventSchema,
   ErrorEventSchema,
   TrainerStateEventSchema,
+  EndpointStateEventSchema,
 ]);
 
 export type EngineEvent = z.infer<typeof EngineEventSchema>;
@@ -181,6 +201,7 @@ export type ResumedEvent = EngineEventOf<'resumed'>;
 export type RunFinishedEvent = EngineEventOf<'run_finished'>;
 export type EngineErrorEvent = EngineEventOf<'error'>;
 export type TrainerStateEvent = EngineEventOf<'trainer_state'>;
+export type EndpointStateEvent = EngineEventOf<'endpoint_state'>;
 
 /** Validate an event from across a boundary; throws with the first issue's path. */
 export function parseEngineEvent(raw: unknown): EngineEvent {

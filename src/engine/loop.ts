@@ -10,6 +10,7 @@ import { buildPrompt } from './prompt';
 import { Rng, type RngState } from './rng';
 import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
 import { codeHash } from './codeHash';
+import { failureSummaryText, summarizeFailures } from './failureReasons';
 import type { Task } from './task/task';
 import { type ChatMessage, type EvaluationResult, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
 
@@ -96,6 +97,9 @@ interface SampleRecord {
 
 class StopSignal extends Error {}
 
+/** A step in which no request succeeded: abandoned uncommitted, redone or ending the run (settings.maxFailedSteps). */
+class FailedStep extends Error {}
+
 export class EvolutionRun {
   private readonly spec: EvolutionRunSpec;
   private readonly stopController = new AbortController();
@@ -103,6 +107,7 @@ export class EvolutionRun {
   private resumeWaiters: (() => void)[] = [];
   private db: ProgramDatabase | null = null;
   private readonly shaping: RewardShaping;
+  private warnedNoTokenIds = false;
 
   constructor(spec: EvolutionRunSpec) {
     this.spec = spec;
@@ -146,6 +151,10 @@ export class EvolutionRun {
     const started = Date.now();
     let reason: RunFinishReason = 'steps_done';
     let message = '';
+    // The source tells when it waits for its server (restart, loading) and when it answers again.
+    const unsubscribe = this.spec.source.addStatusListener?.((status) =>
+      this.emit({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
+    );
     try {
       this.db = await ProgramDatabase.open(this.spec.dbFile, {
         config: databaseConfigFromSettings(settings),
@@ -174,13 +183,14 @@ export class EvolutionRun {
         settings: runSettingsSummary(settings),
         resumedFromStep,
       });
-      await this.spec.source.check(this.stopController.signal);
+      await this.spec.source.check(this.stopController.signal, { waitForServer: true });
 
       const saved = db.engineState();
       const state: EngineState = isEngineState(saved) ? saved : { rng: Rng.fromSeed(settings.seed ^ 0x5eed).state(), completionTokens: 0 };
       if (db.lastStep < 0) await this.addInitialProgram(db);
 
       let stepsDone = 0;
+      let failedInARow = 0;
       for (;;) {
         const limit = this.limitReached(db, state, stepsDone);
         if (limit) {
@@ -189,7 +199,20 @@ export class EvolutionRun {
         }
         if (this.paused) await this.waitWhilePaused(db.lastStep);
         if (this.stopController.signal.aborted) throw new StopSignal();
-        const committed = await this.runStep(db, state, started);
+        let committed: CommittedStep;
+        try {
+          committed = await this.runStep(db, state, started);
+        } catch (err) {
+          if (!(err instanceof FailedStep)) throw err;
+          failedInARow++;
+          if (failedInARow >= settings.maxFailedSteps) {
+            const tries = settings.maxFailedSteps > 1 ? ` (${failedInARow} tries in a row; thetaevolve.maxFailedSteps)` : '';
+            throw new Error(`${err.message}${tries}; the run stops, every committed step is kept.`);
+          }
+          this.emit({ type: 'error', time: Date.now(), fatal: false, message: `${err.message}; the step is redone (try ${failedInARow + 1} of ${settings.maxFailedSteps})` });
+          continue;
+        }
+        failedInARow = 0;
         stepsDone++;
         if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
       }
@@ -203,6 +226,7 @@ export class EvolutionRun {
         this.emit({ type: 'error', time: Date.now(), message, fatal: true });
       }
     }
+    unsubscribe?.();
     const db = this.db;
     const best = db?.best() ?? null;
     const lastStep = db?.lastStep ?? -1;
@@ -412,14 +436,21 @@ export class EvolutionRun {
           flat.push(slot[i] as SampleRecord);
         }
       }
+      const failures = summarizeFailures(flat.flatMap((r) => (r.outcome === 'request_failed' ? [r.error ?? r.reason] : [])));
+      if (flat.length > 0 && flat.every((r) => r.outcome === 'request_failed')) {
+        throw new FailedStep(`no request of step ${step} succeeded (${flat.length} failed): ${failureSummaryText(failures)}`);
+      }
+      this.checkTokenIds(step, flat);
       const finished = Date.now();
-      const stats = stepStatistics({
+      const stats: StepStatistics = stepStatistics({
         step,
-        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0 })),
+        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0, latencyMs: r.response?.latencyMs ?? null })),
         generationMs: generationDone - stepStarted,
         evaluationMs: Number.isFinite(firstEvalStart) ? Math.max(0, lastEvalEnd - firstEvalStart) : 0,
         totalMs: finished - stepStarted,
       });
+      // Recorded with the step, so a run read back from its database shows the time the live run showed.
+      stats.elapsedMs = finished - runStarted;
       // Siblings never see each other: identical children of one step are all
       // scored, but only the first enters the database.
       const children: NewProgram[] = [];
@@ -467,7 +498,8 @@ export class EvolutionRun {
         dbSize: db.size,
         bestEver: best && best.outcome === 'valid' ? best.score : null,
         newBest,
-        elapsedMs: Date.now() - runStarted,
+        elapsedMs: finished - runStarted,
+        ...(failures.length > 0 ? { failures } : {}),
       });
       if (newBest && commit.newBest) {
         const b = commit.newBest;
@@ -478,6 +510,23 @@ export class EvolutionRun {
       this.stopController.signal.removeEventListener('abort', onStop);
       if (stepAbort.signal.aborted) await Promise.allSettled(evaluations);
     }
+  }
+
+  /** An atropos trainer needs token ids: say once when a step's responses carry none, or the trainer receives nothing. */
+  private checkTokenIds(step: number, samples: readonly SampleRecord[]): void {
+    const { settings } = this.spec;
+    if (this.warnedNoTokenIds || !settings['trainer.enabled'] || settings['trainer.protocol'] !== 'atropos') return;
+    const responses = samples.filter((r) => r.response !== null);
+    if (responses.length === 0 || responses.some((r) => r.response?.tokens)) return;
+    this.warnedNoTokenIds = true;
+    this.emit({
+      type: 'error',
+      time: Date.now(),
+      fatal: false,
+      message:
+        `no response of step ${step} carried token ids, so the atropos trainer receives nothing from it: ` +
+        'serve the model with vLLM >= 0.10.2 (return_token_ids) or SGLang, or use the slime trainer protocol, which re-tokenises',
+    });
   }
 }
 

@@ -4,7 +4,7 @@
 // is the only fenced block holding EVOLVE-BLOCK-START (the test server and
 // people reading logs find the program that way).
 import type { Rng } from './rng';
-import { evolveBlockContent } from './diff';
+import { evolveRegionContents } from './diff';
 import type { ChatMessage } from './types';
 
 export const SYSTEM_PROMPT =
@@ -159,14 +159,16 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const top = input.topPrograms ?? [];
   if (top.length > 0) {
     const shown = top.map((program, i) => {
-      let body: string;
+      let regions: string[];
       try {
-        body = evolveBlockContent(program.code);
+        regions = evolveRegionContents(program.code);
       } catch {
-        // No single region: show the code without marker lines, so the parent stays the only marked block.
-        body = program.code.split(/\r?\n/).filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l)).join('\n');
+        // No usable region: show the code without marker lines, so the parent stays the only marked block.
+        regions = [program.code.split(/\r?\n/).filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l)).join('\n')];
       }
-      return [`## Program ${i + 1}`, `Metrics: ${metricsLine(program)}`, '', fenced(body, tag)].join('\n');
+      // Several regions: each in its own fenced block, in file order.
+      const bodies = regions.length === 1 ? [fenced(regions[0] as string, tag)] : regions.map((body, r) => `Region ${r + 1} of ${regions.length}:\n${fenced(body, tag)}`);
+      return [`## Program ${i + 1}`, `Metrics: ${metricsLine(program)}`, '', bodies.join('\n\n')].join('\n');
     });
     sections.push(
       [

@@ -101,9 +101,16 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
   if (source instanceof EndpointClient) {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
     // and the trainer bridge needs to know whether the endpoint gives token ids.
-    await source.check(signal).catch((err: unknown) => {
-      throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`, 'thetaevolve.endpoint', { cause: err });
-    });
+    // A server that is loading or restarting is waited for (thetaevolve.serverRetrySeconds), and said so.
+    const unsubscribe = source.addStatusListener((status) =>
+      request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
+    );
+    await source
+      .check(signal, { waitForServer: true })
+      .catch((err: unknown) => {
+        throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`, 'thetaevolve.endpoint', { cause: err });
+      })
+      .finally(unsubscribe);
   }
 
   const trainer = new TrainerBridge({

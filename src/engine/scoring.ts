@@ -177,6 +177,8 @@ export interface StepSampleRecord {
   score: number | null;
   promptTokens: number;
   completionTokens: number;
+  /** Request latency of the response (null for a request that failed). */
+  latencyMs: number | null;
 }
 
 function finiteOrNull(x: number): number | null {
@@ -206,6 +208,7 @@ export function stepStatistics(input: {
     }
   }
   const sorted = [...valid].sort((a, b) => a - b);
+  const latencies = input.samples.flatMap((s) => (s.latencyMs !== null && Number.isFinite(s.latencyMs) ? [s.latencyMs] : [])).sort((a, b) => a - b);
   const totalMs = Math.max(0, input.totalMs);
   return {
     step: input.step,
@@ -220,5 +223,7 @@ export function stepStatistics(input: {
     tokens: { prompt: promptTokens, completion: completionTokens },
     timings: { generationMs: Math.max(0, input.generationMs), evaluationMs: Math.max(0, input.evaluationMs), totalMs },
     samplesPerSecond: totalMs > 0 ? (input.samples.length * 1000) / totalMs : 0,
+    latencyMsP50: finiteOrNull(percentileOfSorted(latencies, 50)),
+    latencyMsP95: finiteOrNull(percentileOfSorted(latencies, 95)),
   };
 }

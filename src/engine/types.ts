@@ -153,7 +153,20 @@ export interface ResponseSource {
   readonly kind: 'llm' | 'mutate';
   /** Shown to people: "Qwen3-8B at http://127.0.0.1:8000/v1" or "offline mutate sampler (no model)". */
   readonly label: string;
-  /** Throws an Error with one actionable message when the source cannot serve. */
-  check(signal?: AbortSignal): Promise<void>;
+  /**
+   * Throws an Error with one actionable message when the source cannot serve.
+   * With waitForServer, a server that is unreachable or loading is waited for
+   * (within the source's retry window) instead.
+   */
+  check(signal?: AbortSignal, options?: { waitForServer?: boolean }): Promise<void>;
   generate(jobs: GenerationJob[], signal: AbortSignal, onSample: (sample: Sample) => void): Promise<GenerationStats>;
+  /** Told when the source starts waiting for its server and when the server answers again; returns the unsubscribe. */
+  addStatusListener?(listener: (status: SourceStatus) => void): () => void;
+}
+
+/** Whether a response source is waiting for its server (restarting, loading, unreachable). */
+export interface SourceStatus {
+  waiting: boolean;
+  /** For people: what is waited for and why, or that it answers again. */
+  message: string;
 }

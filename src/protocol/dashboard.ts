@@ -97,6 +97,9 @@ export const DashboardRunInputSchema = z.object({
 });
 export type DashboardRunInput = z.infer<typeof DashboardRunInputSchema>;
 
+/** The most of the best program's code the page is sent. */
+export const BEST_CODE_MAX_CHARS = 6000;
+
 export const DashboardBestInputSchema = z.object({
   id: z.string(),
   step: count,
@@ -105,6 +108,8 @@ export const DashboardBestInputSchema = z.object({
   /** Ancestors back to the initial program (ProgramDatabase.ancestors(id).length). */
   lineageDepth: count,
   parentId: z.string().nullable(),
+  /** The best program's EVOLVE-BLOCK content (shown as text, cut at BEST_CODE_MAX_CHARS). */
+  code: z.string().max(BEST_CODE_MAX_CHARS + 100).optional(),
 });
 export type DashboardBestInput = z.infer<typeof DashboardBestInputSchema>;
 
@@ -116,6 +121,8 @@ export const RunStateViewSchema = z.object({
   state: z.enum(RUN_STATES),
   /** One line for people, e.g. the finish reason. */
   message: z.string(),
+  /** A run that is over but can go on from its last committed step (Resume is offered). */
+  resumable: z.boolean().optional(),
 });
 export type RunStateView = z.infer<typeof RunStateViewSchema>;
 

@@ -74,6 +74,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('runInfo'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('snapshot'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('steps'), dbFile: z.string().min(1) }),
+  /** Combined scores of the valid programs alive in the database. */
+  z.object({ kind: z.literal('validScores'), dbFile: z.string().min(1) }),
   /** Parent, grandparent, ... of a program (ids and scores only). */
   z.object({ kind: z.literal('ancestors'), dbFile: z.string().min(1), programId: z.string().min(1) }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
@@ -90,6 +92,7 @@ export const QueryResultSchemas = {
   runInfo: RunInfoSchema,
   snapshot: DatabaseSnapshotSchema,
   steps: z.array(StepRowSchema),
+  validScores: z.array(finite),
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
   evaluate: z.object({
     taskTitle: z.string(),

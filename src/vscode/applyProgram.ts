@@ -1,8 +1,9 @@
-// "Apply Program to File": replace only the file's EVOLVE-BLOCK content with
-// the program's, as one WorkspaceEdit (one Undo restores it). Everything
-// outside the region (markers included) and the file's line endings stay.
+// "Apply Program to File": replace only the content of the file's EVOLVE-BLOCK
+// regions with the program's (region by region, in order), as one
+// WorkspaceEdit (one Undo restores it). Everything outside the regions
+// (markers included) and the file's line endings stay.
 import * as vscode from 'vscode';
-import { EvolveBlockError, replaceEvolveBlock, singleEvolveRegion, splitLines } from '../engine/diff';
+import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/diff';
 import { errorMessage } from '../engine/errors';
 
 export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
@@ -12,12 +13,13 @@ function fileNameOf(uri: vscode.Uri): string {
 }
 
 /**
- * Replace the EVOLVE-BLOCK of `fileUri` (unsaved edits included) with the one
- * of `programCode`. When the file's text is no longer `textAtRunStart`:
+ * Replace each EVOLVE-BLOCK region of `fileUri` (unsaved edits included) with
+ * the region of the same rank in `programCode`. When the file's text is no longer `textAtRunStart`:
  * interactive -> a modal warning asks to confirm ('cancelled' if not);
  * non-interactive (follow-best) -> 'refused' with a warning, nothing asked.
- * 'refused' also when either text lacks exactly one region (the message says
- * which). The file is edited, not saved.
+ * 'refused' also when either text has no usable region or the two hold
+ * different numbers of regions (the message says which). The file is
+ * edited, not saved.
  */
 export async function applyProgramToFile(fileUri: vscode.Uri, programCode: string, options: { textAtRunStart?: string; interactive: boolean }): Promise<ApplyOutcome> {
   const fileName = fileNameOf(fileUri);
@@ -58,16 +60,16 @@ export async function applyProgramToFile(fileUri: vscode.Uri, programCode: strin
     if (answer !== replace) return 'cancelled';
   }
 
-  // Edit only the lines strictly between the markers, so cursors, folds and
-  // breakpoints elsewhere stay where they are.
-  const region = singleEvolveRegion(before, 'the file');
-  const afterLines = splitLines(after);
-  const linesAfterRegion = splitLines(before).length - region.endLine;
-  const content = afterLines.slice(region.startLine + 1, afterLines.length - linesAfterRegion);
+  // Edit only the lines strictly between each region's markers, so cursors,
+  // folds and breakpoints elsewhere stay where they are.
+  const targets = evolveRegions(before, 'the file');
+  const contents = evolveRegionLines(programCode);
   const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
-  const range = new vscode.Range(region.startLine + 1, 0, region.endLine, 0);
   const edit = new vscode.WorkspaceEdit();
-  edit.replace(document.uri, range, content.map((line) => line + eol).join(''));
+  targets.forEach((region, r) => {
+    const lines = contents[r] as string[];
+    edit.replace(document.uri, new vscode.Range(region.startLine + 1, 0, region.endLine, 0), lines.map((line) => line + eol).join(''));
+  });
   if (!(await vscode.workspace.applyEdit(edit))) {
     void vscode.window.showErrorMessage(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
     return 'refused';

@@ -31,9 +31,10 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
     stop: () => void controller.stop(),
     pause: () => void controller.pause(),
     resume: async () => {
-      await vscode.commands.executeCommand(COMMAND_IDS.resumeRun);
+      // A paused run resumes in place; a run that is over goes on from its last committed step (the one the page shows).
+      await vscode.commands.executeCommand(COMMAND_IDS.resumeRun, controller.active ? undefined : shownRun()?.dbFile);
     },
-    setRlEnabled: (enabled: boolean) => switchTrainer(controller, host, enabled),
+    setRlEnabled: async (enabled: boolean) => void (await switchTrainer(controller, host, enabled)),
     showDiff: async (programId: string) => {
       const run = shownRun();
       if (!run) return;
@@ -76,8 +77,9 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
   registerCommand(context, COMMAND_IDS.openDashboard, () => host.show());
   registerCommand(context, COMMAND_IDS.toggleTrainer, async () => {
     const active = controller.active !== undefined;
-    const enabled = !(active ? host.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));
-    await switchTrainer(controller, host, enabled);
+    const wanted = !(active ? host.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));
+    const enabled = await switchTrainer(controller, host, wanted);
+    if (enabled !== wanted) return;
     void vscode.window.showInformationMessage(
       `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'} (thetaevolve.trainer.enabled); the dashboard shows its state.`,
     );
@@ -92,17 +94,53 @@ async function latestRunFile(): Promise<{ runId: string; dbFile: string } | unde
   return dated.sort((a, b) => b.mtimeMs - a.mtimeMs)[0]?.file;
 }
 
+/** Asks for the trainer's URL (turning RL on without one); undefined when the user cancels. */
+async function askTrainerUrl(protocol: string): Promise<string | undefined> {
+  const url = await vscode.window.showInputBox({
+    title: 'ThetaEvolve: RL trainer URL',
+    prompt: `Base URL of the ${protocol} trainer (thetaevolve.trainer.url, kept in your User settings), e.g. http://127.0.0.1:8000`,
+    placeHolder: 'http://HOST:PORT',
+    ignoreFocusOut: true,
+    validateInput: (value) => (/^https?:\/\/[^\s/]+/.test(value.trim()) ? undefined : 'an http:// or https:// URL'),
+  });
+  return url?.trim() || undefined;
+}
+
 /**
  * The RL toggle (dashboard switch and command): the setting the next run
  * reads, and the active run's trainer bridge at once (the worker answers
- * with trainer_state, which the dashboard shows).
+ * with trainer_state, which the dashboard shows). Turning it on without a
+ * trainer URL asks for one; without an answer nothing changes. Returns
+ * whether the trainer is on afterwards.
  */
-async function switchTrainer(controller: RunController, host: DashboardHost, enabled: boolean): Promise<void> {
+async function switchTrainer(controller: RunController, host: DashboardHost, enabled: boolean): Promise<boolean> {
   const config = vscode.workspace.getConfiguration('thetaevolve');
+  const settings = readSettingsOrShowError();
+  if (!settings) return false;
+  if (enabled && !settings['trainer.url'].trim()) {
+    if (controller.active) {
+      // The active run's bridge was made with an empty URL: it cannot be pointed elsewhere mid-run.
+      showTrainerSettings(host);
+      host.notify('warning', 'The RL trainer needs thetaevolve.trainer.url: set it, then start or resume a run with RL on.');
+      void vscode.window.showWarningMessage('ThetaEvolve: the RL trainer needs thetaevolve.trainer.url; set it and restart the run to train while it evolves.', 'Open Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
+      });
+      return false;
+    }
+    const url = await askTrainerUrl(settings['trainer.protocol']);
+    if (!url) {
+      // Nothing is stuck: the setting stays off and the card says why.
+      showTrainerSettings(host);
+      void vscode.window.showInformationMessage('ThetaEvolve: the RL trainer stays off (no thetaevolve.trainer.url given).');
+      return false;
+    }
+    await config.update('trainer.url', url, vscode.ConfigurationTarget.Global);
+  }
   const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update('trainer.enabled', enabled, target);
   if (controller.active) controller.setTrainerEnabled(enabled);
   else showTrainerSettings(host);
+  return enabled;
 }
 
 /** The RL card from the settings, while no run is in progress. */

@@ -1,5 +1,6 @@
-// Native diff editors over the read-only program documents: parent <-> child
-// ("Show Diff") and program <-> the file as it is now ("Compare with File").
+// Native diff editors over the read-only program documents, old on the left
+// and new on the right: parent <-> child ("Show Diff") and the file as it is
+// now <-> a program ("Compare with File", "Best so far").
 import * as vscode from 'vscode';
 import { formatScore } from '../engine/format';
 import { findProgram, programUri } from './programDocuments';
@@ -10,14 +11,15 @@ interface ProgramSummary {
   step?: number;
 }
 
+/** A program as people know it: by the step that made it (its id only when the step is unknown), with its score. */
 function describe(program: ProgramSummary): string {
-  return program.score === undefined ? program.id : `${program.id} (${formatScore(program.score, 4)})`;
+  const name = program.step === undefined ? program.id : `step ${program.step}`;
+  return program.score === undefined ? name : `${name} (${formatScore(program.score, 4)})`;
 }
 
-/** "circle-packing: step 12 1v (0.9598) <-> 3k (0.9612)"; `prefix` is usually the task name. */
+/** "circle-packing: step 11 (0.9598) <-> step 12 (0.9612)"; `prefix` is usually the task name. The ids are in the documents' names. */
 export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, prefix?: string): string {
-  const step = child.step === undefined ? '' : `step ${child.step} `;
-  return `${prefix ? `${prefix}: ` : ''}${step}${describe(parent)} \u2194 ${describe(child)}`;
+  return `${prefix ? `${prefix}: ` : ''}${describe(parent)} \u2194 ${describe(child)}`;
 }
 
 async function summary(runId: string, programId: string): Promise<ProgramSummary> {
@@ -46,15 +48,15 @@ export async function showProgramDiff(runId: string, parentId: string, childId: 
   );
 }
 
-/** Open program <-> the file as it is now (unsaved edits included) in a diff editor. */
+/** Open the file as it is now (unsaved edits included, on the left: old) <-> the program (right: new) in a diff editor. */
 export async function compareProgramWithFile(runId: string, programId: string, fileUri: vscode.Uri, extension: string): Promise<void> {
   const program = await summary(runId, programId);
   const fileName = fileUri.path.split('/').pop() ?? fileUri.toString();
   await vscode.commands.executeCommand(
     'vscode.diff',
-    programUri(runId, programId, label(program), extension),
     fileUri,
-    `${describe(program)} \u2194 ${fileName} (current)`,
+    programUri(runId, programId, label(program), extension),
+    `${fileName} (current) \u2194 ${describe(program)}`,
     { preview: true } satisfies vscode.TextDocumentShowOptions,
   );
 }

@@ -31,8 +31,15 @@ function isEvaluationDefinition(definition: vscode.TaskDefinition): definition i
 }
 
 
-/** One terminal line for one evaluation (exported for tests). */
-export function evaluationLine(event: EvaluationFinishedEvent): string {
+/** Lines of a failure's output shown under its evaluation: the end, where the exception is. */
+const OUTPUT_TAIL_LINES = 8;
+
+/**
+ * The terminal lines of one evaluation (exported for tests): a summary line
+ * with the reason's first line, then, for a failure with output, the output's
+ * last lines (the exception and the frames nearest to it), indented.
+ */
+export function evaluationLines(event: EvaluationFinishedEvent): string[] {
   const who = event.jobKey === 'initial' ? 'initial program' : `${event.jobKey}#${event.sampleIndex}`;
   const parts = [
     `step ${event.step}`.padEnd(8),
@@ -42,8 +49,11 @@ export function evaluationLine(event: EvaluationFinishedEvent): string {
     `${(event.durationMs / 1000).toFixed(2)} s`.padStart(8),
   ];
   if (event.childId) parts.push(`child ${event.childId}`);
-  if (event.reason) parts.push(`(${event.reason.replace(/\s+/g, ' ').slice(0, 160)})`);
-  return parts.join('  ');
+  const [headline = '', ...output] = event.reason.split('\n');
+  if (headline.trim()) parts.push(`(${headline.trim()})`);
+  const shown = output.map((l) => l.trimEnd()).filter((l) => l.trim() !== '').slice(-OUTPUT_TAIL_LINES);
+  const omitted = output.filter((l) => l.trim() !== '').length - shown.length;
+  return [parts.join('  '), ...(omitted > 0 ? [`      ... ${omitted} earlier line(s)`] : []), ...shown.map((l) => `      ${l}`)];
 }
 
 const CRLF = '\r\n';
@@ -74,7 +84,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             this.line(`${event.task.title} with ${event.source.label}; ${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}`);
             break;
           case 'evaluation_finished':
-            this.line(event.outcome === 'valid' ? evaluationLine(event) : colour(33, evaluationLine(event)));
+            for (const [i, text] of evaluationLines(event).entries()) this.line(event.outcome === 'valid' ? text : colour(i === 0 ? 33 : 2, text));
             break;
           case 'step_committed':
             this.line(
@@ -123,8 +133,15 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   }
 }
 
-/** Start the "ThetaEvolve evaluations" task for the run that just started. */
+/**
+ * Start the "ThetaEvolve evaluations" task for the run that just started.
+ * A window drives one run at a time, so every other evaluations terminal
+ * belongs to a run that is over: they are closed, so they do not pile up.
+ */
 export async function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): Promise<void> {
+  for (const terminal of vscode.window.terminals) {
+    if (terminal.name.includes(LIVE_TERMINAL_NAME)) terminal.dispose();
+  }
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
   const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };
   const terminal = new LiveEvaluationTerminal(controller, run);
@@ -209,7 +226,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(result.stdout.trimEnd() || '(empty)');
     this.write('--- candidate stderr ---');
     this.write(result.stderr.trimEnd() || '(empty)');
-    return 0;
+    // Exit codes to chain tasks on: 0 valid, 2 evaluated but not valid (1: could not evaluate at all).
+    return result.status === 'ok' ? 0 : 2;
   }
 }
 

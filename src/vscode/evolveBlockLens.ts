@@ -1,7 +1,7 @@
 // EVOLVE-BLOCK awareness in the editor: a CodeLens over each region (Evolve |
-// Dashboard | Best so far), a faint whole-line decoration with an overview
-// ruler mark, and a warning (CodeLens + Problems) for unbalanced markers or
-// several regions. Markers are found by text (locateEvolveBlocks), so any
+// Dashboard | Best so far; a file may hold several regions, and a run evolves
+// them all), a faint whole-line decoration with an overview ruler mark, and a
+// warning (CodeLens + Problems) for unbalanced markers. Markers are found by text (locateEvolveBlocks), so any
 // comment syntax works. Locations are cached per document version and
 // decorations follow edits after a short debounce.
 import * as vscode from 'vscode';
@@ -54,8 +54,8 @@ function fileNameOf(uri: vscode.Uri): string {
 }
 
 /**
- * Why the document cannot be evolved (no region, unbalanced markers, several
- * regions: with line numbers), or null when it has exactly one region.
+ * Why the document cannot be evolved (no region, unbalanced markers: with
+ * line numbers), or null when it has well-formed regions (one or more).
  */
 export function evolveBlockProblemOf(document: vscode.TextDocument): string | null {
   const { problems } = evolveBlockLocationOf(document);
@@ -75,18 +75,13 @@ class EvolveBlockLensProvider implements vscode.CodeLensProvider {
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
     const { regions, problems } = evolveBlockLocationOf(document);
     const lenses: vscode.CodeLens[] = [];
-    const several = problems.find((p) => p.kind === 'multiple_regions');
     for (const region of regions) {
       const range = new vscode.Range(region.startLine, 0, region.endLine, 0);
-      if (several) {
-        lenses.push(new vscode.CodeLens(range, { title: `$(warning) ${several.message}`, command: '', tooltip: 'Keep one region to evolve this file.' }));
-        continue;
-      }
       const args = [document.uri];
       lenses.push(
         new vscode.CodeLens(range, { title: '$(play) Evolve', command: LENS_COMMANDS.evolve, arguments: args, tooltip: "Start a ThetaEvolve run on this file's EVOLVE-BLOCK" }),
         new vscode.CodeLens(range, { title: '$(graph) Dashboard', command: LENS_COMMANDS.dashboard, arguments: args, tooltip: 'Open the ThetaEvolve dashboard' }),
-        new vscode.CodeLens(range, { title: '$(star) Best so far', command: LENS_COMMANDS.best, arguments: args, tooltip: 'Diff the best program found so far against its parent' }),
+        new vscode.CodeLens(range, { title: '$(star) Best so far', command: LENS_COMMANDS.best, arguments: args, tooltip: 'Diff this file (left) against the best program found so far (right)' }),
       );
     }
     for (const problem of problems) {
@@ -135,7 +130,7 @@ function diagnosticsOf(document: vscode.TextDocument, location: EvolveBlockLocat
   for (const problem of location.problems) {
     // A file without markers is just a file: nothing to report.
     if (problem.kind === 'no_region') continue;
-    for (const line of problem.kind === 'multiple_regions' ? problem.lines : problem.lines.slice(-1)) {
+    for (const line of problem.lines.slice(-1)) {
       if (line >= document.lineCount) continue;
       const diagnostic = new vscode.Diagnostic(document.lineAt(line).range, problem.message, vscode.DiagnosticSeverity.Warning);
       diagnostic.source = 'ThetaEvolve';

@@ -16,29 +16,31 @@ import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
 import { log } from './log';
 import { guardWorkspaceTrust, listRunFiles, type RunController, RunStartError, runOrigin, runsDirectoryOfFolder, type StartSpec } from './runController';
-import { showRunProgress } from './runProgress';
+import { showStartProgress } from './runProgress';
 import type { RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
+import { settingsWithAllowedUrls } from './urlConsent';
 
-/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when it has exactly one region. */
+/** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
-  const { regions, problems } = locateEvolveBlocks(text);
-  const first = problems[0];
-  if (first) return `${name}: ${first.message}`;
-  if (regions.length !== 1) return `${name} needs exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region`;
-  return undefined;
+  const first = locateEvolveBlocks(text).problems[0];
+  return first ? `${name}: ${first.message}` : undefined;
 }
 
-/** Why a run could not start, with a button to the setting to change (and the offline sampler when the endpoint is the cause). */
-function showStartFailure(err: unknown): void {
+/**
+ * Why a run could not start, with a button to the setting to change; when
+ * the endpoint is the cause, also one that starts this run again with the
+ * offline sampler (the settings stay as they are).
+ */
+function showStartFailure(err: unknown, runOffline: () => Promise<void>): void {
   const setting = err instanceof RunStartError ? err.setting : null;
   const open = 'Open Settings';
-  const offline = 'Use Offline Sampler';
+  const offline = 'Run with the Offline Sampler';
   const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
   void vscode.window.showErrorMessage(`ThetaEvolve: the run could not start: ${errorMessage(err)}`, ...buttons).then((choice) => {
     if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
-    if (choice === offline) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.sampler');
+    if (choice === offline) void runOffline();
   });
 }
 
@@ -48,11 +50,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const run = controller.active;
     if (!run) return;
     void startLiveEvaluationTerminal(controller, run).catch((err: unknown) => log().warn(`evaluations terminal: ${errorMessage(err)}`));
-    showRunProgress(controller, run);
+    showStartProgress(controller, run);
     try {
       await started;
     } catch (err) {
-      showStartFailure(err);
+      showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;
@@ -84,7 +86,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
       return;
     }
-    const settings = readSettingsOrShowError(fileUri);
+    const read = readSettingsOrShowError(fileUri);
+    if (!read) return;
+    const settings = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     if (!settings) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
@@ -126,13 +130,45 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
-  registerCommand(context, COMMAND_IDS.resumeRun, async () => {
+  /** Resume Run: the active run if it is paused; else a run database (given, e.g. by the dashboard, or picked) from its last committed step. */
+  registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
     const run = controller.active;
     if (run) {
       if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
+    const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
+    if (!picked) return;
+    const origin = runOrigin(picked.info.meta);
+    const read = readSettingsOrShowError(origin.fileUri);
+    if (!read) return;
+    const settings = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
+    if (!settings) return;
+    const apiKey = await readApiKey(context.secrets);
+    await startAndFollow({
+      runId: picked.runId,
+      dbFile: picked.info.dbFile,
+      taskDir: origin.taskDir,
+      taskName: origin.taskName,
+      taskTitle: origin.taskName,
+      direction: picked.info.meta.direction,
+      fileUri: origin.fileUri,
+      extension: origin.extension,
+      startCode: null,
+      textAtRunStart: origin.startCode,
+      settings,
+      apiKey,
+      resume: true,
+    });
+  });
+
+  const givenRun = async (dbFile: string): Promise<{ runId: string; info: RunInfo } | undefined> => {
+    const info = await controller.query({ kind: 'runInfo', dbFile });
+    return { runId: info.meta.runId, info };
+  };
+
+  const pickRunToResume = async (): Promise<{ runId: string; info: RunInfo } | undefined> => {
     const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () => listRunFiles());
     if (files.length === 0) {
       void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
@@ -162,27 +198,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
           : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
       );
     const picked = await vscode.window.showQuickPick(items, { title: 'ThetaEvolve: Resume Run', placeHolder: 'Continue which run from its last committed step?', matchOnDescription: true });
-    if (!picked?.info || !picked.runId) return;
-    const origin = runOrigin(picked.info.meta);
-    const settings = readSettingsOrShowError(origin.fileUri);
-    if (!settings) return;
-    const apiKey = await readApiKey(context.secrets);
-    await startAndFollow({
-      runId: picked.runId,
-      dbFile: picked.info.dbFile,
-      taskDir: origin.taskDir,
-      taskName: origin.taskName,
-      taskTitle: origin.taskName,
-      direction: picked.info.meta.direction,
-      fileUri: origin.fileUri,
-      extension: origin.extension,
-      startCode: null,
-      textAtRunStart: origin.startCode,
-      settings,
-      apiKey,
-      resume: true,
-    });
-  });
+    return picked?.info && picked.runId ? { runId: picked.runId, info: picked.info } : undefined;
+  };
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
     const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;

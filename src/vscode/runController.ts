@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/runMeta';
-import type { EngineEvent } from '../engine/events';
+import type { EngineEvent, RunFinishReason } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { EngineHost } from '../worker/engineHost';
@@ -42,6 +42,10 @@ export interface TrackedRun {
   evaluationsThisStep: number;
   /** The response source, once the run started ("model at server", or the offline sampler). */
   sourceLabel: string | null;
+  /** Why the run ended, once it did. */
+  finishReason: RunFinishReason | null;
+  /** The inference server is away (restarting, loading) and requests wait for it. */
+  waitingForServer: boolean;
   message: string;
 }
 
@@ -201,6 +205,8 @@ export class RunController implements vscode.Disposable {
       samplesPerSecond: null,
       evaluationsThisStep: 0,
       sourceLabel: null,
+      finishReason: null,
+      waitingForServer: false,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
@@ -333,6 +339,7 @@ export class RunController implements vscode.Disposable {
           break;
         case 'run_finished':
           run.state = event.reason === 'error' ? 'error' : 'finished';
+          run.finishReason = event.reason;
           run.message = event.message;
           if (event.best) {
             run.bestScore = event.best.score;
@@ -341,6 +348,10 @@ export class RunController implements vscode.Disposable {
           break;
         case 'error':
           if (event.fatal) run.message = event.message;
+          break;
+        case 'endpoint_state':
+          run.waitingForServer = event.waiting;
+          run.message = event.message;
           break;
         default:
           break;
@@ -428,6 +439,8 @@ function logEvent(runId: string, event: EngineEvent): void {
       channel.info(
         `[${runId}] step ${event.step}: best ${formatScore(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${formatScore(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
       );
+      // Why requests failed: each distinct reason once, with its count in the step.
+      for (const failure of event.failures ?? []) channel.warn(`[${runId}] step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
       return;
     case 'new_best':
       channel.info(`[${runId}] new best ${event.id} at step ${event.step}: score ${formatScore(event.score)}`);
@@ -444,6 +457,10 @@ function logEvent(runId: string, event: EngineEvent): void {
     case 'error':
       if (event.fatal) channel.error(`[${runId}] ${event.message}`);
       else channel.warn(`[${runId}] ${event.message}`);
+      return;
+    case 'endpoint_state':
+      if (event.waiting) channel.warn(`[${runId}] ${event.message}`);
+      else channel.info(`[${runId}] ${event.message}`);
       return;
   }
 }

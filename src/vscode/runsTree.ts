@@ -273,7 +273,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     }
     const best = node.info.summary.best;
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
-    item.description = [`step ${Math.max(node.info.lastStep, 0)}`, `best ${best ? fmt(best.score) : 'n/a'}`, ...(state ? [state] : [])].join(' · ');
+    // What fits a narrow sidebar first: the best score and the task; the run id and the rest in the tooltip.
+    item.label = `${best ? fmt(best.score) : 'n/a'} · ${node.info.meta.task}`;
+    item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
     item.tooltip = new vscode.MarkdownString(
@@ -283,11 +285,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   }
 
   private programItem(node: ProgramNode): vscode.TreeItem {
-    const item = new vscode.TreeItem(`step ${node.step}: ${fmt(node.score)}`, vscode.TreeItemCollapsibleState.None);
+    // The score first (rows are cut at a narrow sidebar), then the step that made it and the gain; the id and counts in the tooltip.
+    const item = new vscode.TreeItem(fmt(node.score), vscode.TreeItemCollapsibleState.None);
     item.id = `program:${node.dbFile}:${node.programId}`;
-    const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${Number(node.delta.toPrecision(4))}`;
-    item.description = [delta, node.counts].filter((t) => t !== '').join(' · ');
-    item.tooltip = `${node.programId}${node.parentId ? ` (child of ${node.parentId})` : ' (the starting program)'}\nScore ${node.score}\nStep ${node.step}: ${node.counts}`;
+    const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
+    item.description = `step ${node.step} · ${delta}`;
+    item.tooltip = `Score ${node.score} (${node.direction}), step ${node.step}\nProgram ${node.programId}${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
     item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
     item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');
     item.command = node.parentId

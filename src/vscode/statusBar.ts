@@ -8,12 +8,24 @@ function score(value: number | null): string {
   return formatScore(value, 6);
 }
 
-/** The item's text for a run (exported for the in-host tests). */
+/** What the item says after the step and best: the state, when it is not plainly running. */
+const STATE_SUFFIX: Record<TrackedRun['state'], string> = {
+  starting: '',
+  running: '',
+  pausing: ' · pausing',
+  paused: ' · paused',
+  stopping: ' · stopping',
+  finished: ' · done',
+  error: ' · failed',
+};
+
+/** The item's text for a run (exported for the in-host tests). Throughput only while the run samples. */
 export function statusText(run: TrackedRun): string {
-  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : '$(sync~spin)';
+  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : run.waitingForServer ? '$(watch)' : '$(sync~spin)';
   const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
-  const rate = run.samplesPerSecond === null ? '' : ` · ${run.samplesPerSecond.toFixed(1)} samples/s`;
-  const state = run.state === 'paused' ? ' · paused' : run.state === 'stopping' ? ' · stopping' : run.state === 'finished' ? ' · done' : '';
+  const live = run.state === 'running' || run.state === 'pausing';
+  const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
+  const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : live && run.waitingForServer ? ' · waiting for the server' : STATE_SUFFIX[run.state];
   return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}`;
 }
 

@@ -198,6 +198,8 @@ async function answer(query: Query): Promise<unknown> {
         return db.stateSnapshot();
       case 'steps':
         return db.steps();
+      case 'validScores':
+        return db.validScores();
       case 'ancestors':
         return db.ancestors(query.programId).map((p) => ({ id: p.id, step: p.step, score: p.score }));
     }

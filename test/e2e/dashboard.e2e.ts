@@ -150,6 +150,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.ok(ink.some((c) => c.label === 'Progress'), `charts: ${ink.map((c) => c.label).join(', ')}`);
     // MAP-Elites: at least one occupied cell drawn.
     assert.ok((await frame.locator('.heat-grid canvas, .heat-grid .heat-cell').count()) > 0, 'no MAP-Elites heat map');
+    // The best program's EVOLVE-BLOCK is shown beside its score.
+    await poll('best program code', () => frame.locator('.best-code').first().textContent(), (t) => (t ?? '').trim().length > 0, 60_000);
+    // A disabled button looks disabled (Start, while a run is in progress).
+    const start = frame.locator('vscode-button', { hasText: 'Start' }).first();
+    assert.equal(await start.getAttribute('aria-disabled'), 'true');
+    assert.ok(Number(await start.evaluate((el) => getComputedStyle(el).opacity)) < 0.6, 'a disabled button is drawn faded');
     const shot = await saveScreenshot(page, 'e2e-dashboard-1-dark');
     assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
   });

@@ -105,6 +105,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const shot = await saveScreenshot(page, 'e2e-evolve-3-status-bar');
     assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
     assert.ok(model.counters.chatRequests >= 8, `chat requests: ${model.counters.chatRequests}`);
+    // Only the start had a progress notification: nothing covers the editor while the run goes on.
+    assert.equal(await page.locator('.notifications-toasts .notification-toast', { hasText: 'checking the endpoint' }).count(), 0);
   });
 
   it('shows each evaluation and committed step in the "ThetaEvolve evaluations" terminal', async () => {
@@ -128,7 +130,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     await view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     // An improving child (step >= 1) appears once the model beat the starting program.
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · / }).first();
     await child.waitFor({ state: 'visible', timeout: 150_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     // A click that lands during a refresh only selects the row.
@@ -147,7 +149,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d*: / }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · / }).first();
     const applied = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first();
     // Inline actions show only on the hovered row; a row re-rendered under a
     // still pointer is not hovered, and one re-rendered between mouse down and
@@ -168,7 +170,36 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('stops the run from the palette', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
-    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 60_000);
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
     await saveScreenshot(page, 'e2e-evolve-6-stopped');
+  });
+
+  it('a second run reads the same User endpoint (a remote window applies it: the setting is not machine-scoped)', async () => {
+    const before = model.counters.chatRequests;
+    await openProgram(page, 'tasks/circle-packing/initial.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    // The file's task is remembered from the first run: no pick this time.
+    await page
+      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'evolving with test-model' })
+      .nth(0)
+      .waitFor({ state: 'visible', timeout: 60_000 });
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1 && !t.includes('stopped'));
+    assert.ok(model.counters.chatRequests > before, `the second run sent its requests to the User endpoint (${before} -> ${model.counters.chatRequests})`);
+    await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
+  });
+
+  it('shows thetaevolve.endpoint as an editable field in the User settings', async () => {
+    await runPaletteCommand(page, 'Preferences: Open User Settings');
+    const search = page.locator('.settings-editor .suggest-input-container .monaco-editor textarea').first();
+    await search.waitFor({ state: 'attached', timeout: 30_000 });
+    await search.focus();
+    await page.keyboard.type('thetaevolve.endpoint');
+    const field = page.locator('.settings-editor .setting-item-contents', { hasText: 'Endpoint' }).locator('input').first();
+    await field.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.equal(await field.inputValue(), model.baseURL);
+    assert.equal(await field.isEditable(), true);
+    assert.equal(await page.locator('.settings-editor', { hasText: 'No Settings Found' }).count(), 0);
+    await saveScreenshot(page, 'e2e-evolve-7-endpoint-setting');
   });
 });

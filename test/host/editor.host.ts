@@ -14,6 +14,7 @@ import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/
 import { type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
+import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
 import { EXTENSION_ID } from './support';
 
 
@@ -37,11 +38,11 @@ const PYTHON = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():',
 const C_LIKE = ['#include <stdio.h>', '/* EVOLVE-BLOCK-START */', 'int f(void) {', '  return 1;', '}', '// EVOLVE-BLOCK-END', 'int main(void) { return f(); }', ''].join('\n');
 
 /** Lenses of every provider, one per (command, start line, end line): the extension may register the same provider as this suite. */
-async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; start: number; end: number }[]> {
+async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; tooltip: string; start: number; end: number }[]> {
   const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
-  const seen = new Map<string, { command: string; title: string; start: number; end: number }>();
+  const seen = new Map<string, { command: string; title: string; tooltip: string; start: number; end: number }>();
   for (const lens of lenses) {
-    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', start: lens.range.start.line, end: lens.range.end.line };
+    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', tooltip: lens.command?.tooltip ?? '', start: lens.range.start.line, end: lens.range.end.line };
     seen.set(`${entry.command}|${entry.title}|${entry.start}|${entry.end}`, entry);
   }
   return [...seen.values()].sort((a, b) => a.start - b.start || a.command.localeCompare(b.command));
@@ -92,6 +93,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
       ],
     );
     assert.ok(commands.some((l) => l.title.includes('Evolve')));
+    // Best so far diffs the file (left) against the best program (right), and says so.
+    assert.match(commands.find((l) => l.command === 'thetaevolve.showBestDiff')?.tooltip ?? '', /this file \(left\) against the best program/);
     assert.equal(evolveBlockProblemOf(await vscode.workspace.openTextDocument(uri)), null);
   });
 
@@ -140,16 +143,16 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     assert.ok(diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'), JSON.stringify(diagnostics));
   });
 
-  it('reports several regions with their lines, and offers no Evolve', async () => {
+  it('offers the lenses over each of several regions, with no warning (algorithm.md section 3: a file may hold several)', async () => {
     const text = ['// EVOLVE-BLOCK-START', 'a();', '// EVOLVE-BLOCK-END', '', '// EVOLVE-BLOCK-START', 'b();', '// EVOLVE-BLOCK-END', ''].join('\n');
     const document = await scratch('js', text);
-    assert.match(evolveBlockProblemOf(document) ?? '', /2 EVOLVE-BLOCK regions \(lines 1-3, 5-7\); expected one/);
+    assert.equal(evolveBlockProblemOf(document), null);
     const lenses = await lensesOf(document.uri);
-    assert.equal(lenses.filter((l) => l.command === 'thetaevolve.startRun').length, 0);
     assert.deepEqual(
-      lenses.filter((l) => l.title.includes('2 EVOLVE-BLOCK regions')).map((l) => l.start),
-      [0, 4],
+      lenses.filter((l) => l.command === 'thetaevolve.startRun').map((l) => [l.start, l.end]),
+      [[0, 2], [4, 6]],
     );
+    assert.equal(lenses.filter((l) => l.title.includes('$(warning)')).length, 0, JSON.stringify(lenses));
   });
 });
 
@@ -192,10 +195,11 @@ describe('editor: program documents and diffs', () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
-    assert.equal(tab.label, 'step 12 1v (0.9598) \u2194 3k (0.9612)');
+    assert.equal(tab.label, 'step 11 (0.9598) \u2194 step 12 (0.9612)');
     assert.equal(tab.input.original.path.split('/')[2], '1v');
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
-    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: step 12 1v (0.9598) \u2194 3k (0.9612)');
+    // Programs are named by their step; an unknown step falls back to the id.
+    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)');
   });
 
   it('Compare with File diffs the program against the file', async () => {
@@ -203,9 +207,10 @@ describe('editor: program documents and diffs', () => {
     await compareProgramWithFile(runId, '3k', fileUri, 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
-    assert.equal(tab.input.modified.toString(), fileUri.toString());
-    assert.equal(tab.input.original.scheme, 'thetaevolve');
-    assert.match(tab.label, /3k \(0\.9612\) \u2194 compare\.py/);
+    // Old on the left (the file as it is), new on the right (the program): an improvement reads as an insertion.
+    assert.equal(tab.input.original.toString(), fileUri.toString());
+    assert.equal(tab.input.modified.scheme, 'thetaevolve');
+    assert.match(tab.label, /compare\.py \(current\) \u2194 step 12 \(0\.9612\)/);
   });
 });
 
@@ -238,6 +243,17 @@ describe('editor: Apply Program to File', () => {
     await vscode.commands.executeCommand('undo');
     assert.equal(editor.document.getText(), PYTHON);
     assert.equal(editor.document.isDirty, false);
+  });
+
+  it('replaces each of several regions by the program\'s region of the same rank, keeping the code between', async () => {
+    const file = ['// EVOLVE-BLOCK-START', 'const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;', '// EVOLVE-BLOCK-END', ''].join('\n');
+    const program = file.replace('const a = 1;', 'const a = 10;\nconst a2 = 11;').replace('const b = 2;', '');
+    const uri = writeProgram('apply-two-regions.js', file);
+    assert.equal(await applyProgramToFile(uri, program, { interactive: false }), 'applied');
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), replaceEvolveBlock(file, program));
+    assert.equal(document.getText(), program);
+    await document.save();
   });
 
   it('keeps CRLF line endings', async () => {
@@ -275,6 +291,67 @@ describe('editor: settings', () => {
   it('names a bad enum value', async () => {
     await config().update('sampler', 'gpt', vscode.ConfigurationTarget.Workspace);
     assert.throws(() => readSettings(), (err: unknown) => err instanceof SettingsError && /thetaevolve\.sampler/.test(err.message) && /"gpt"/.test(err.message));
+  });
+});
+
+/** A workspace state for the consent question (VS Code's Memento, kept in memory). */
+class MemoryState implements vscode.Memento {
+  private readonly values = new Map<string, unknown>();
+  keys(): readonly string[] {
+    return [...this.values.keys()];
+  }
+  get<T>(key: string, defaultValue?: T): T | undefined {
+    return (this.values.has(key) ? this.values.get(key) : defaultValue) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}
+
+describe('editor: endpoint and trainer URL from User and workspace settings', () => {
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  afterEach(async () => {
+    for (const target of [vscode.ConfigurationTarget.Workspace, vscode.ConfigurationTarget.Global]) {
+      await config().update('endpoint', undefined, target);
+      await config().update('trainer.url', undefined, target);
+    }
+  });
+
+  it('reads the User value of thetaevolve.endpoint (not machine-scoped, so a remote window applies it)', async () => {
+    assert.equal(extension().packageJSON.contributes.configuration.properties['thetaevolve.endpoint'].scope, undefined);
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    const settings = readSettings();
+    assert.equal(settings.endpoint, 'http://gpu-box:8000/v1');
+    let asked = 0;
+    const allowed = await settingsWithAllowedUrls(settings, undefined, new MemoryState(), async () => {
+      asked++;
+      return 'cancel';
+    });
+    assert.equal(allowed?.endpoint, 'http://gpu-box:8000/v1', 'a User value needs no consent');
+    assert.equal(asked, 0);
+  });
+
+  it('uses a workspace\'s endpoint only with consent, asked once per workspace and URL; otherwise the User value', async () => {
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    await config().update('endpoint', 'http://elsewhere:9000/v1', vscode.ConfigurationTarget.Workspace);
+    const settings = readSettings();
+    assert.equal(settings.endpoint, 'http://elsewhere:9000/v1');
+    const state = new MemoryState();
+    const questions: string[] = [];
+    const answer = (choice: 'workspace' | 'user' | 'cancel') => async (q: { key: string; workspaceValue: string; userValue: string }) => {
+      questions.push(`${q.key}: ${q.workspaceValue} vs ${q.userValue}`);
+      return choice;
+    };
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.endpoint, 'http://gpu-box:8000/v1', 'declined: the User value');
+    assert.equal(await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')), undefined, 'cancelled: no run');
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('workspace')))?.endpoint, 'http://elsewhere:9000/v1');
+    assert.deepEqual(questions, Array(3).fill('endpoint: http://elsewhere:9000/v1 vs http://gpu-box:8000/v1'));
+    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.endpoint, 'http://elsewhere:9000/v1', 'allowed once: not asked again');
+    assert.equal(questions.length, 3);
+    // Another URL in the workspace is asked about again; the trainer URL is guarded the same way.
+    await config().update('trainer.url', 'http://trainer.example:8000', vscode.ConfigurationTarget.Workspace);
+    await settingsWithAllowedUrls(readSettings(), undefined, state, answer('user'));
+    assert.equal(questions.at(-1), 'trainer.url: http://trainer.example:8000 vs ');
   });
 });
 

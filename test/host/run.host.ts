@@ -83,6 +83,9 @@ describe('runs (engine worker, commands, Runs view)', function () {
     assert.ok(node.info && node.info.lastStep >= 2);
     const item = theta.tree.getTreeItem(node);
     assert.match(String(item.description), /step \d+ · best/);
+    // The best score comes first in the row (narrow sidebars cut the rest); the run id is still there.
+    assert.match(String(item.label), /^[\d.]+ · /);
+    assert.ok(String(item.description).includes(runId));
     const programs = (await theta.tree.getChildren(node)) as ProgramNode[];
     assert.ok(programs.length >= 1);
     assert.ok(programs.every((p) => p.kind === 'program'));
@@ -149,11 +152,35 @@ describe('runs (engine worker, commands, Runs view)', function () {
 
   it('Toggle RL Trainer flips thetaevolve.trainer.enabled for the next run when none is in progress', async () => {
     assert.equal(theta.controller.active, undefined);
-    const enabled = (): boolean | undefined => vscode.workspace.getConfiguration('thetaevolve').get<boolean>('trainer.enabled');
-    const before = enabled() ?? false;
-    await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
-    assert.equal(enabled(), !before);
-    await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
-    assert.equal(enabled(), before);
+    const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+    const enabled = (): boolean | undefined => config().get<boolean>('trainer.enabled');
+    await config().update('trainer.url', 'http://127.0.0.1:9', vscode.ConfigurationTarget.Global);
+    try {
+      const before = enabled() ?? false;
+      await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
+      assert.equal(enabled(), !before);
+      await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
+      assert.equal(enabled(), before);
+    } finally {
+      await config().update('trainer.url', undefined, vscode.ConfigurationTarget.Global);
+    }
+  });
+
+  it('Toggle RL Trainer without a trainer URL asks for one; cancelled, the trainer stays off and nothing is stuck', async () => {
+    const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+    assert.equal(config().get<string>('trainer.url'), '');
+    assert.equal(config().get<boolean>('trainer.enabled'), false);
+    let settled = false;
+    const toggled = Promise.resolve(vscode.commands.executeCommand('thetaevolve.toggleTrainer')).finally(() => (settled = true));
+    // The URL prompt is open until it is dismissed (Escape): dismiss it as a user would, until the command is done.
+    for (let tries = 0; !settled && tries < 200; tries++) await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+    await toggled;
+    assert.equal(config().get<boolean>('trainer.enabled'), false, 'the setting did not turn on without a URL');
+    // A second toggle asks again (it is not stuck on): cancelled the same way.
+    settled = false;
+    const again = Promise.resolve(vscode.commands.executeCommand('thetaevolve.toggleTrainer')).finally(() => (settled = true));
+    for (let tries = 0; !settled && tries < 200; tries++) await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+    await again;
+    assert.equal(config().get<boolean>('trainer.enabled'), false);
   });
 });

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
 import type { ThetaEvolveApi } from '../../src/extension';
-import { EVALUATION_TASK_TYPE, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
+import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
@@ -423,6 +423,16 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await stopRun(theta.controller);
     });
 
+    it('shows the end of a failure\'s output (the exception), not its head', () => {
+      const frames = Array.from({ length: 30 }, (_, i) => `  File "/sandbox/program.py", line ${i + 1}, in f${i}`);
+      const reason = ['the program exited with code 1; stderr ends with:', 'Traceback (most recent call last):', ...frames, 'ZeroDivisionError: division by zero'].join('\n');
+      const lines = evaluationLines({ type: 'evaluation_finished', time: 0, step: 3, jobKey: 'p1', sampleIndex: 2, outcome: 'no_solution', score: -0.2, objective: null, durationMs: 1234, reason, childId: null });
+      assert.match(lines[0] ?? '', /no_solution .* \(the program exited with code 1; stderr ends with:\)/);
+      assert.equal(lines.at(-1), '      ZeroDivisionError: division by zero', 'the exception line is shown');
+      assert.ok(lines.some((l) => l.includes('line 30, in f29')), 'with the frames nearest to it');
+      assert.ok(lines.some((l) => /\.\.\. \d+ earlier line\(s\)/.test(l)), 'and says what was left out');
+    });
+
     it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {
       const starts: vscode.TaskExecution[] = [];
       const ends: vscode.TaskExecution[] = [];
@@ -453,6 +463,14 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         await until(() => processEnds.some((p) => isLive(p.execution)), 'the evaluations terminal reported its exit code', 15_000);
         assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
         assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
+
+        // A second run's terminal replaces the first one's: evaluation terminals do not pile up.
+        const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
+        const startsBefore = starts.filter(isLive).length;
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        await until(() => starts.filter(isLive).length > startsBefore, 'the second run\'s evaluations task started');
+        await until(() => liveTerminals().length === 1, `one evaluations terminal (saw ${liveTerminals().length})`, 15_000);
+        await stopRun(theta.controller);
       } finally {
         for (const s of subs) s.dispose();
       }
@@ -497,7 +515,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         }
         // The initial and the invalid program are evaluated (the terminal reports the invalid one's status and reason);
         // a program that cannot be read ends the task with an error.
-        assert.deepEqual(exitCodes, { 'flows: evaluate initial': 0, 'flows: evaluate invalid': 0, 'flows: evaluate missing': 1 });
+        // Exit codes users can chain on: 0 valid, 2 evaluated but not valid, 1 could not evaluate.
+        assert.deepEqual(exitCodes, { 'flows: evaluate initial': 0, 'flows: evaluate invalid': 2, 'flows: evaluate missing': 1 });
       } finally {
         for (const s of subs) s.dispose();
       }

@@ -2,7 +2,7 @@
 //   node --import tsx test/server/main.ts --port 8000 [--latency-ms N] [--fault-rate R] ...
 // Prints the base URL as the first line of stdout; stops on SIGINT / SIGTERM.
 import { parseArgs } from 'node:util';
-import { FAULT_KINDS, startTestServer, type FaultKind, type ReasoningMode, type ScriptStep, type TestServerOptions } from './openaiTestServer';
+import { FAULT_KINDS, SERVER_MODES, startTestServer, type FaultKind, type ReasoningMode, type ScriptStep, type ServerMode, type TestServerOptions } from './openaiTestServer';
 
 const USAGE = `Usage: node --import tsx test/server/main.ts [options]
   --port N                 port (default 8000; 0: any free port)
@@ -14,10 +14,11 @@ const USAGE = `Usage: node --import tsx test/server/main.ts [options]
   --faults K1,K2           fault kinds the rate draws from (${FAULT_KINDS.join(', ')})
   --script S1,S2           faults of the first requests in order (ok or a fault kind)
   --fault-seed N           seed of the fault draws (default 0)
-  --retry-after S          Retry-After seconds of a 429 (default 1)
+  --retry-after S          Retry-After seconds of a 429 (default: none, like vLLM and SGLang)
   --reasoning MODE         none | reasoning_content | reasoning | inline (default none)
   --no-token-ids           ignore return_token_ids (like a server without it)
-  --token-ids-style S      vllm (prompt_token_ids on the response) or sglang (on choices)
+  --mode M                 ${SERVER_MODES.join(' | ')}: whose reply and error shapes (default vllm)
+  --max-model-len N        context length, listed and enforced (default 32768)
   --weight-version V       report metadata.weight_version (SGLang style)
   --api-key KEY            require this bearer key`;
 
@@ -58,7 +59,8 @@ async function main(): Promise<void> {
         'retry-after': { type: 'string' },
         reasoning: { type: 'string' },
         'no-token-ids': { type: 'boolean' },
-        'token-ids-style': { type: 'string' },
+        mode: { type: 'string' },
+        'max-model-len': { type: 'string' },
         'weight-version': { type: 'string' },
         'api-key': { type: 'string' },
         help: { type: 'boolean' },
@@ -77,7 +79,10 @@ async function main(): Promise<void> {
   if (faultRate > 1) fail('--fault-rate is a probability in [0, 1].');
   const reasoning = v.reasoning ?? 'none';
   if (!['none', 'reasoning_content', 'reasoning', 'inline'].includes(reasoning)) fail(`--reasoning: unknown mode "${reasoning}".`);
-  if (v['token-ids-style'] !== undefined && !['vllm', 'sglang'].includes(v['token-ids-style'])) fail('--token-ids-style: vllm or sglang.');
+  const mode = v.mode ?? 'vllm';
+  if (!(SERVER_MODES as readonly string[]).includes(mode)) fail(`--mode: one of ${SERVER_MODES.join(', ')}.`);
+  const maxModelLen = number('--max-model-len', v['max-model-len'], 32768);
+  if (!Number.isInteger(maxModelLen) || maxModelLen < 1) fail('--max-model-len needs a positive whole number.');
   const options: TestServerOptions = {
     port: number('--port', v.port, 8000),
     host: v.host ?? '127.0.0.1',
@@ -88,10 +93,11 @@ async function main(): Promise<void> {
     faultKinds: kinds('--faults', v.faults, false) as FaultKind[] | undefined,
     script: kinds('--script', v.script, true),
     faultSeed: number('--fault-seed', v['fault-seed'], 0),
-    retryAfterSeconds: number('--retry-after', v['retry-after'], 1),
+    retryAfterSeconds: v['retry-after'] === undefined ? undefined : number('--retry-after', v['retry-after'], 0),
     reasoning: reasoning as ReasoningMode,
     supportsTokenIds: !v['no-token-ids'],
-    tokenIdsStyle: v['token-ids-style'] === 'sglang' ? 'sglang' : 'vllm',
+    mode: mode as ServerMode,
+    maxModelLen,
     weightVersion: v['weight-version'] ?? null,
     apiKey: v['api-key'] ?? null,
   };

@@ -1,9 +1,29 @@
 // An OpenAI-compatible HTTP server (node:http) for tests and the demo. It
-// speaks /v1/models and /v1/chat/completions the way vLLM does (n, usage,
-// finish_reason, reasoning_content / reasoning, return_token_ids with
-// `prompt_token_ids` on the response and `token_ids` on each choice, logprobs
-// in choices[i].logprobs.content[j]), answers with SEARCH/REPLACE edits of the
-// program in the prompt, and injects faults by rate and/or by script.
+// speaks /v1/models, /v1/chat/completions and (vLLM modes) /tokenize the way
+// the real servers do, per `mode` (n, usage, finish_reason, reasoning_content
+// / reasoning, return_token_ids, logprobs in choices[i].logprobs.content[j],
+// the end-of-sequence token, error bodies, context-length checks), answers
+// with SEARCH/REPLACE edits of the program in the prompt, and injects faults
+// by rate and/or by script. Where each shape comes from:
+// - vLLM (current): vllm/entrypoints/openai/engine/protocol.py (ErrorResponse
+//   {error: ErrorInfo}, ModelCard.max_model_len), .../chat_completion/
+//   protocol.py (prompt_token_ids on the response, token_ids per choice),
+//   .../engine/serving.py (the context-length 400, prompt + max_tokens >
+//   max_model_len), .../api_server.py ScalingMiddleware (503 with `error` a
+//   plain string), /tokenize in .../api_server.py (count, max_model_len).
+// - vLLM <= 0.10.0 ('old-vllm'): vllm/entrypoints/openai/protocol.py
+//   ErrorResponse {object: "error", message, type, param, code} at the top
+//   level and serving_engine.py _validate_input ("... you requested T tokens
+//   (P in the messages, O in the completion) ..."); no return_token_ids yet
+//   (0.10.2), so no token ids.
+// - SGLang: python/sglang/srt/entrypoints/openai/protocol.py ErrorResponse
+//   (flat, object "error") built by serving_base.py create_error_response;
+//   python/sglang/srt/managers/tokenizer_manager.py _validate_one_request
+//   (rejects input + max_new_tokens >= context_len: one token stricter than
+//   vLLM); serving_chat.py (prompt_token_ids per choice only with
+//   return_prompt_token_ids, content "" rather than null, finish_reason
+//   "abort" with HTTP 200 for a request aborted by pause_generation, and
+//   metadata.weight_version, "default" until the trainer tags an update).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
@@ -11,16 +31,25 @@ import { Rng } from '../../src/engine/rng';
 import { proposeAnswer, tokenId, tokenPieces, tokenize } from './testModel';
 
 export const FAULT_KINDS = [
-  'rate_limit', // 429 with Retry-After
+  'rate_limit', // 429 (Retry-After only when retryAfterSeconds is set)
   'server_error', // 500
   'reset', // connection destroyed without a reply
   'stall', // never replies (until the client gives up)
   'garbage', // 200 with a body that is not a chat completion
   'truncate', // a valid reply cut short: finish_reason "length"
   'no_diff', // a valid reply without a SEARCH/REPLACE block
+  'abort', // HTTP 200 with finish_reason "abort" (SGLang during a weight update)
+  'unavailable', // 503 in the mode's shape (vLLM: `error` a plain string)
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 export type ScriptStep = FaultKind | 'ok';
+
+/** Which real server the stand-in imitates (see the header for the sources). */
+export const SERVER_MODES = ['vllm', 'sglang', 'old-vllm'] as const;
+export type ServerMode = (typeof SERVER_MODES)[number];
+
+/** The end-of-sequence token a finished reply carries in token_ids, logprobs and usage (Qwen's <|im_end|>). */
+export const EOS_TOKEN = { id: 151645, text: '<|im_end|>' } as const;
 
 /** Where a reasoning model's thinking goes in the reply. */
 export type ReasoningMode = 'none' | 'reasoning_content' | 'reasoning' | 'inline';
@@ -36,15 +65,20 @@ export interface TestServerOptions {
   /** Chat request k (in arrival order) gets script[k]; after the script, the rate applies. */
   script?: readonly ScriptStep[];
   faultSeed?: number;
-  retryAfterSeconds?: number; // Retry-After of a 429 (default 1)
+  retryAfterSeconds?: number; // Retry-After of a 429 (default: none, as vLLM and SGLang send none)
   retryAfterMs?: number | null; // also send `retry-after-ms` (OpenAI's header) when set
   reasoning?: ReasoningMode;
   supportsTokenIds?: boolean; // honour return_token_ids (default true)
-  /** vLLM: prompt_token_ids on the response; SGLang: on each choice, only with return_prompt_token_ids. */
-  tokenIdsStyle?: 'vllm' | 'sglang';
+  /** Which server's shapes (default vllm). */
+  mode?: ServerMode;
   weightVersion?: string | null; // SGLang-style metadata.weight_version
   apiKey?: string | null; // require `Authorization: Bearer <key>` when set
+  /** The context length, listed at /v1/models and enforced like the mode's server (default 32768). */
   maxModelLen?: number;
+  /** List max_model_len at /v1/models (default true; hosted APIs do not). */
+  listsMaxModelLen?: boolean;
+  /** Start in the loading phase: every request gets 503 until setLoading(false). */
+  loading?: boolean;
 }
 
 export interface TestServerCounters {
@@ -60,6 +94,10 @@ export interface TestServerCounters {
   maxInFlight: number;
   /** Chat requests the client abandoned before the reply. */
   clientAborts: number;
+  /** Requests answered 503 by the loading phase. */
+  loadingRejections: number;
+  /** Chat requests rejected for not fitting the context. */
+  contextRejections: number;
 }
 
 /** What the server saw of one chat request (for tests that check what was sent). */
@@ -83,6 +121,10 @@ export interface TestServer {
   readonly port: number;
   readonly counters: TestServerCounters;
   readonly requests: readonly ChatRequestRecord[];
+  /** Prompt token counts of the /tokenize requests, in order. */
+  readonly tokenizeRequests: readonly number[];
+  /** Enter or leave the loading phase (503 to every request, as while weights load). */
+  setLoading(loading: boolean): void;
   resetCounters(): void;
   close(): Promise<void>;
 }
@@ -107,6 +149,11 @@ const ChatRequest = z.object({
 });
 type ChatRequest = z.infer<typeof ChatRequest>;
 const KNOWN_FIELDS = new Set(Object.keys(ChatRequest.shape));
+/** vLLM's /tokenize: a chat (messages) or a plain prompt. */
+const TokenizeRequest = z.union([
+  z.object({ model: z.string().optional(), messages: ChatRequest.shape.messages }),
+  z.object({ model: z.string().optional(), prompt: z.string() }),
+]);
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_RECORDS = 100_000;
@@ -122,6 +169,8 @@ function emptyCounters(): TestServerCounters {
     inFlight: 0,
     maxInFlight: 0,
     clientAborts: 0,
+    loadingRejections: 0,
+    contextRejections: 0,
   };
 }
 
@@ -137,8 +186,79 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
-function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { error: { message, type, param: null, code: status } }, headers);
+/**
+ * An error reply in the mode's shape: vLLM >= 0.10.1 nests it under `error`
+ * (engine/protocol.py ErrorResponse); SGLang and vLLM <= 0.10.0 send it flat
+ * with object "error" (their protocol.py ErrorResponse).
+ */
+function errorBody(mode: ServerMode, status: number, type: string, message: string, param: string | null = null): Record<string, unknown> {
+  if (mode === 'vllm') return { error: { message, type, param, code: status } };
+  return { object: 'error', message, type, param, code: status };
+}
+
+/** The 503 of a server that cannot take requests now: vLLM's ScalingMiddleware sends `error` as a plain string. */
+function unavailableBody(mode: ServerMode): Record<string, unknown> {
+  if (mode === 'vllm') return { error: 'The model is currently scaling. Please try again later.' };
+  return errorBody(mode, 503, 'ServiceUnavailableError', 'The server is not ready: the model is still loading.');
+}
+
+/** The context-length 400 of each server, word for word; null when the request fits. */
+export function contextLengthError(mode: ServerMode, promptTokens: number, maxTokens: number | null, maxModelLen: number): { message: string; param: string | null } | null {
+  if (mode === 'sglang') {
+    // tokenizer_manager.py _validate_one_request: >= on both checks.
+    if (promptTokens >= maxModelLen) {
+      return { message: `The input (${promptTokens} tokens) is longer than the model's context length (${maxModelLen} tokens).`, param: null };
+    }
+    if (maxTokens !== null && promptTokens + maxTokens >= maxModelLen) {
+      return {
+        message:
+          `Requested token count exceeds the model's maximum context length of ${maxModelLen} tokens. ` +
+          `You requested a total of ${promptTokens + maxTokens} tokens: ${promptTokens} tokens from the input messages and ` +
+          `${maxTokens} tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.`,
+        param: null,
+      };
+    }
+    return null;
+  }
+  if (mode === 'old-vllm') {
+    // serving_engine.py _validate_input (<= 0.10.0).
+    if (maxTokens === null) {
+      if (promptTokens < maxModelLen) return null;
+      return {
+        message: `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${promptTokens} tokens in the messages, Please reduce the length of the messages.`,
+        param: null,
+      };
+    }
+    if (promptTokens + maxTokens <= maxModelLen) return null;
+    return {
+      message:
+        `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens ` +
+        `(${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      param: null,
+    };
+  }
+  // engine/serving.py: a VLLMValidationError, whose text ends with its parameter and value.
+  if (promptTokens >= maxModelLen) {
+    return {
+      message: `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=${promptTokens})`,
+      param: 'input_tokens',
+    };
+  }
+  if (maxTokens !== null && promptTokens + maxTokens > maxModelLen) {
+    return {
+      message:
+        `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${maxTokens} output tokens and your prompt ` +
+        `contains at least ${promptTokens} input tokens, for a total of at least ${promptTokens + maxTokens} tokens. ` +
+        `Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${promptTokens})`,
+      param: 'input_tokens',
+    };
+  }
+  return null;
+}
+
+/** The prompt as the stand-in's chat template renders it (what its token counts count). */
+function renderPrompt(messages: { role: string; content: string }[]): string {
+  return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer | null> {
@@ -164,7 +284,7 @@ function buildChoice(
   lastUser: string,
   seed: number,
   maxTokens: number,
-  options: { reasoning: ReasoningMode; truncate: boolean; noDiff: boolean; tokenIds: boolean; logprobs: boolean },
+  options: { mode: ServerMode; reasoning: ReasoningMode; truncate: boolean; noDiff: boolean; abort: boolean; tokenIds: boolean; logprobs: boolean },
 ): BuiltChoice {
   const proposal = proposeAnswer(options.noDiff ? '' : lastUser, seed);
   const answer = options.noDiff
@@ -173,10 +293,14 @@ function buildChoice(
   const thinking = options.reasoning !== 'none';
   const generated = thinking ? `<think>\n${proposal.reasoning}\n</think>\n\n${answer}` : answer;
   const pieces = tokenPieces(generated);
-  let limit = Math.min(maxTokens, pieces.length);
-  if (options.truncate) limit = Math.min(limit, Math.max(1, Math.ceil(pieces.length / 2)));
+  // The model's tokens are the text's pieces and then the end-of-sequence
+  // token: a reply that ends on its own carries it in token_ids, logprobs and
+  // usage (the text leaves it out); one cut at max_tokens never reaches it.
+  let limit = Math.min(maxTokens, pieces.length + 1);
+  if (options.truncate || options.abort) limit = Math.min(limit, Math.max(1, Math.ceil(pieces.length / 2)));
   const kept = pieces.slice(0, limit);
-  const finishReason = kept.length < pieces.length ? 'length' : 'stop';
+  const reachedEos = limit > pieces.length;
+  const finishReason = options.abort ? 'abort' : reachedEos ? 'stop' : 'length';
   const text = kept.join('');
 
   let content: string | null = text;
@@ -190,20 +314,22 @@ function buildChoice(
       content = text.slice(close + '</think>'.length).replace(/^\s+/, '');
     } else {
       reasoning = text.slice(open).trim();
-      content = null;
+      // vLLM leaves no content null; SGLang's serving_chat.py sends "".
+      content = options.mode === 'sglang' ? '' : null;
     }
   }
   const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [] };
   if (options.reasoning === 'reasoning_content') message.reasoning_content = reasoning;
   if (options.reasoning === 'reasoning') message.reasoning = reasoning;
 
+  const tokens = reachedEos ? [...kept, EOS_TOKEN.text] : kept;
   const rng = Rng.fromSeed((seed ^ 0x5bd1e995) >>> 0);
   const choice: Record<string, unknown> = {
     index,
     message,
     logprobs: options.logprobs
       ? {
-          content: kept.map((piece) => ({
+          content: tokens.map((piece) => ({
             token: piece,
             logprob: -Math.round(rng.next() ** 2 * 3 * 1e4) / 1e4,
             bytes: [...Buffer.from(piece, 'utf8')],
@@ -214,26 +340,32 @@ function buildChoice(
     finish_reason: finishReason,
     stop_reason: null,
   };
-  if (options.tokenIds) choice.token_ids = kept.map(tokenId);
-  return { choice, completionTokens: kept.length };
+  if (options.tokenIds) choice.token_ids = tokens.map((piece) => (piece === EOS_TOKEN.text ? EOS_TOKEN.id : tokenId(piece)));
+  return { choice, completionTokens: tokens.length };
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const models = options.models ?? ['test-model'];
+  const mode: ServerMode = options.mode ?? 'vllm';
+  const maxModelLen = options.maxModelLen ?? 32768;
   const faultKinds = options.faultKinds ?? FAULT_KINDS;
   const faultRng = Rng.fromSeed(options.faultSeed ?? 0);
   const latencyRng = Rng.fromSeed((options.faultSeed ?? 0) + 1);
   const script = options.script ?? [];
   const reasoningMode = options.reasoning ?? 'none';
   const supportsTokenIds = options.supportsTokenIds ?? true;
-  const retryAfterSeconds = options.retryAfterSeconds ?? 1;
   let counters = emptyCounters();
   const records: ChatRequestRecord[] = [];
+  const tokenizeRecords: number[] = [];
+  let loading = options.loading ?? false;
   let arrivals = 0;
   let completionCounter = 0;
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let closing = false;
+
+  const sendError = (res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}, param: string | null = null) =>
+    sendJson(res, status, errorBody(mode, status, type, message, param), headers);
 
   const delay = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -251,6 +383,23 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const rate = options.faultRate ?? 0;
     if (rate > 0 && faultKinds.length > 0 && faultRng.next() < rate) return faultRng.pick(faultKinds);
     return 'ok';
+  }
+
+  async function handleTokenize(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    let json: unknown = null;
+    try {
+      json = raw === null ? null : JSON.parse(raw.toString('utf8'));
+    } catch {
+      json = null;
+    }
+    const parsed = TokenizeRequest.safeParse(json);
+    if (!parsed.success) return sendError(res, 400, 'BadRequestError', 'Invalid request: send {model, messages} or {model, prompt}.');
+    const text =
+      'messages' in parsed.data ? renderPrompt(parsed.data.messages.map((m) => ({ role: m.role, content: textOf(m.content) }))) : parsed.data.prompt;
+    const ids = tokenize(text);
+    tokenizeRecords.push(ids.length);
+    sendJson(res, 200, { count: ids.length, max_model_len: maxModelLen, tokens: ids, token_strs: null });
   }
 
   async function handleChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -288,7 +437,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     if (!models.includes(body.model)) {
       return sendError(res, 404, 'NotFoundError', `The model \`${body.model}\` does not exist.`);
     }
-    const fault = nextFault();
+    const promptIds = tokenize(renderPrompt(body.messages.map((m) => ({ role: m.role, content: textOf(m.content) }))));
+    const requestedMaxTokens = body.max_tokens ?? body.max_completion_tokens ?? null;
+    const tooLong = contextLengthError(mode, promptIds.length, requestedMaxTokens, maxModelLen);
+    const fault = tooLong ? 'ok' : nextFault();
     if (records.length < MAX_RECORDS) {
       records.push({
         model: body.model,
@@ -296,7 +448,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         seed: body.seed ?? null,
         temperature: body.temperature ?? null,
         topP: body.top_p ?? null,
-        maxTokens: body.max_tokens ?? body.max_completion_tokens ?? null,
+        maxTokens: requestedMaxTokens,
         returnTokenIds: body.return_token_ids === true,
         returnPromptTokenIds: body.return_prompt_token_ids === true,
         logprobs: body.logprobs === true,
@@ -305,13 +457,20 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         extraFields: Object.keys(json as object).filter((k) => !KNOWN_FIELDS.has(k)),
       });
     }
+    if (tooLong) {
+      counters.contextRejections++;
+      return sendError(res, 400, 'BadRequestError', tooLong.message, {}, tooLong.param);
+    }
     if (fault !== 'ok') counters.faults[fault]++;
 
     if (fault === 'rate_limit') {
-      const headers: Record<string, string> = { 'retry-after': String(retryAfterSeconds) };
+      // Neither vLLM nor SGLang sends Retry-After; a proxy in front may.
+      const headers: Record<string, string> = {};
+      if (options.retryAfterSeconds !== undefined) headers['retry-after'] = String(options.retryAfterSeconds);
       if (options.retryAfterMs !== undefined && options.retryAfterMs !== null) headers['retry-after-ms'] = String(options.retryAfterMs);
       return sendError(res, 429, 'RateLimitError', 'Too many requests: the server is at capacity.', headers);
     }
+    if (fault === 'unavailable') return sendJson(res, 503, unavailableBody(mode));
     if (fault === 'stall') return; // the reply never comes; the socket closes when the client gives up
     if (fault === 'reset') {
       resetByUs = true;
@@ -342,25 +501,26 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const n = body.n ?? 1;
     const seed = body.seed ?? Math.floor(Math.random() * 2 ** 31);
     const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
-    const maxTokens = body.max_tokens ?? body.max_completion_tokens ?? 16;
-    const wantTokenIds = supportsTokenIds && body.return_token_ids === true;
+    // Without max_tokens both servers generate up to what the context leaves.
+    const maxTokens = requestedMaxTokens ?? maxModelLen - promptIds.length - (mode === 'sglang' ? 1 : 0);
+    // return_token_ids came with vLLM 0.10.2: older servers ignore the field (extra fields are allowed).
+    const wantTokenIds = supportsTokenIds && mode !== 'old-vllm' && body.return_token_ids === true;
     const choices: Record<string, unknown>[] = [];
     let completionTokens = 0;
     for (let i = 0; i < n; i++) {
       const built = buildChoice(i, lastUser ? textOf(lastUser.content) : '', seed + i, maxTokens, {
+        mode,
         reasoning: reasoningMode,
         truncate: fault === 'truncate',
         noDiff: fault === 'no_diff',
+        abort: fault === 'abort',
         tokenIds: wantTokenIds,
         logprobs: body.logprobs === true,
       });
       choices.push(built.choice);
       completionTokens += built.completionTokens;
     }
-    const prompt =
-      body.messages.map((m) => `<|im_start|>${m.role}\n${textOf(m.content)}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
-    const promptIds = tokenize(prompt);
-    const sglang = options.tokenIdsStyle === 'sglang';
+    const sglang = mode === 'sglang';
     if (sglang && wantTokenIds && body.return_prompt_token_ids === true) {
       for (const choice of choices) choice.prompt_token_ids = promptIds;
     }
@@ -379,7 +539,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         prompt_tokens_details: null,
       },
     };
-    if (!sglang) Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
+    if (mode === 'vllm') Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
+    if (mode === 'old-vllm') Object.assign(reply, { prompt_logprobs: null, kv_transfer_params: null });
     if (options.weightVersion !== undefined && options.weightVersion !== null) {
       reply.metadata = { weight_version: options.weightVersion };
     }
@@ -395,6 +556,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       req.resume();
       return sendError(res, 401, 'AuthenticationError', 'Invalid API key.');
     }
+    if (loading) {
+      counters.loadingRejections++;
+      req.resume();
+      return sendJson(res, 503, unavailableBody(mode));
+    }
     if (req.method === 'GET' && url.pathname === '/v1/models') {
       counters.modelsRequests++;
       const created = Math.floor(Date.now() / 1000);
@@ -404,10 +570,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
           id,
           object: 'model',
           created,
-          owned_by: 'vllm',
+          owned_by: mode === 'sglang' ? 'sglang' : 'vllm',
           root: id,
           parent: null,
-          max_model_len: options.maxModelLen ?? 32768,
+          ...(options.listsMaxModelLen === false ? {} : { max_model_len: maxModelLen }),
           permission: [],
         })),
       });
@@ -415,6 +581,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     if (req.method === 'GET' && url.pathname === '/health') {
       res.writeHead(200);
       return void res.end();
+    }
+    if (req.method === 'POST' && url.pathname === '/tokenize' && mode !== 'sglang') {
+      handleTokenize(req, res).catch((error: unknown) => {
+        if (!res.headersSent && !res.destroyed) sendError(res, 500, 'InternalServerError', String(error));
+      });
+      return;
     }
     if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
       handleChat(req, res).catch((error: unknown) => {
@@ -451,12 +623,19 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     get requests() {
       return records;
     },
+    get tokenizeRequests() {
+      return tokenizeRecords;
+    },
+    setLoading(on: boolean) {
+      loading = on;
+    },
     resetCounters() {
       const inFlight = counters.inFlight;
       counters = emptyCounters();
       counters.inFlight = inFlight;
       counters.maxInFlight = inFlight;
       records.length = 0;
+      tokenizeRecords.length = 0;
     },
     close() {
       closing = true;

@@ -10,7 +10,7 @@ import { main } from '../../src/cli';
 import { parseArgs } from '../../src/cli/args';
 import { RUN_SPEC } from '../../src/cli/commands';
 import type { CliIO } from '../../src/cli/io';
-import { settingsFromArgs, stripJsonComments } from '../../src/cli/settingsSources';
+import { settingsFromArgs, stripJsonComments, withFlagNames } from '../../src/cli/settingsSources';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -72,6 +72,16 @@ describe('CLI settings: --config, --set, flags', () => {
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
       assert.match(r.stderr, message, argv.join(' '));
     }
+  });
+});
+
+describe('CLI: settings named with their flags', () => {
+  it('adds the flag (or --set) to each setting the engine names, once', () => {
+    assert.equal(withFlagNames('set thetaevolve.model to one of them'), 'set thetaevolve.model (--model) to one of them');
+    assert.equal(withFlagNames('raise thetaevolve.maxTokens.'), 'raise thetaevolve.maxTokens (--set maxTokens=...).');
+    assert.equal(withFlagNames('thetaevolve.trainer.url is empty'), 'thetaevolve.trainer.url (--trainer URL) is empty');
+    assert.equal(withFlagNames('thetaevolve.model (--model) already'), 'thetaevolve.model (--model) already');
+    assert.equal(withFlagNames('thetaevolve.nosuch stays'), 'thetaevolve.nosuch stays');
   });
 });
 

@@ -10,7 +10,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/config';
-import { DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
+import { bestCode, DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
+import { BEST_CODE_MAX_CHARS } from '../../src/protocol/dashboard';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { EngineHost } from '../../src/worker/engineHost';
 
@@ -95,6 +96,7 @@ describe('dashboard numbers match `run --json` for the same run', function () {
       assert.equal(point.valid, line.counts.valid, at);
       assert.equal(point.outcomes.reduce((a, b) => a + b, 0), line.samples, at);
       assert.equal(point.completionTokens, line.tokens.completion, at);
+      assert.equal(typeof point.latencyMsP50, 'number', `${at}: the request latency chart has a point`);
     }
     const last = lines.at(-1) as JsonLine;
     assert.equal(summary.lastStep, last.step);
@@ -109,7 +111,21 @@ describe('dashboard numbers match `run --json` for the same run', function () {
       series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid]),
     );
     assert.equal(again.summary.bestEver, summary.bestEver);
+    assert.equal(again.summary.elapsedMs, summary.elapsedMs, 'elapsed time is the same after a reload');
+    assert.match(again.database?.histogram?.label ?? '', /valid programs in the database/, 'the histogram shows the database\'s valid programs');
     assert.equal(again.best?.id, live.best?.id);
     assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, 'the best program\'s lineage depth is the same after a reload');
+    assert.ok((live.best?.code ?? '').trim().length > 0, 'the best program\'s EVOLVE-BLOCK is shown');
+    assert.ok(!(live.best?.code ?? '').includes('EVOLVE-BLOCK'), 'its content, without the markers');
+    assert.equal(again.best?.code, live.best?.code);
+  });
+});
+
+describe('dashboard: the best program\'s code as the page gets it', () => {
+  it('is the EVOLVE-BLOCK content as plain text: control characters removed, newlines and tabs kept, cut when long', () => {
+    const program = ['import x', '# EVOLVE-BLOCK-START', 'def f():', '\treturn "\u001b[2J\u001b[31mok\u009b"', '# EVOLVE-BLOCK-END', ''].join('\n');
+    assert.equal(bestCode(program), 'def f():\n\treturn "[2J[31mok"');
+    const long = `# EVOLVE-BLOCK-START\n${'x = 1\n'.repeat(5000)}# EVOLVE-BLOCK-END\n`;
+    assert.ok(bestCode(long).length <= BEST_CODE_MAX_CHARS + 4);
   });
 });

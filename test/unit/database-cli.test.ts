@@ -47,7 +47,7 @@ describe('thetaevolve db', () => {
     const code = await dbCommand(parseArgs(DB_SPEC, ['run.sqlite', '--json']), io);
     assert.equal(code, 0);
     const summary = SummarySchema.parse(JSON.parse(out()));
-    assert.deepEqual(summary, { programs: 4, steps: 1, best: { score: 0.75, id: '2' }, islands: [3, 1], archive: 3 });
+    assert.deepEqual(summary, { programs: 4, steps: 1, best: { score: 0.75, id: '2' }, islands: [3, 1], archive: 4 }); // the archive: root, its seed copy on island 1 (its island's first member), both children
   });
 
   it('prints a human-readable summary without --json', async () => {

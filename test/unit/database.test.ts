@@ -241,8 +241,41 @@ describe('program database', () => {
         assert.equal(copy.completionTokens, 0);
       }
       assert.equal(initial.migrantOf, null);
-      // Copies never join the archive nor become the best.
+      // Migration copies never join the archive nor become the best (seed copies join it: see addInitial).
       assert.equal(db.best()?.migrantOf, null);
+    });
+
+    it('reports island sizes (the dashboard\'s island view) equal to the live programs of each island in the file, across migrations', async () => {
+      const config = testConfig({ populationSize: 120, archiveSize: 20, numIslands: 4, migrationInterval: 3, migrationRate: 0.2 });
+      const db = await fresh(config);
+      await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
+      await evolve(db, 14, Rng.fromSeed(31), 8, 3);
+      const snapshot = db.stateSnapshot();
+      assert.ok(snapshot.migrations.count >= 2, `${snapshot.migrations.count} migrations`);
+      assert.equal(snapshot.programs, config.populationSize, 'full: evictions happened too');
+      const SQL = await loadSqlJs();
+      const file = new SQL.Database(fs.readFileSync(db.file));
+      try {
+        const rows = file.exec('SELECT island, count(*) FROM programs WHERE alive = 1 GROUP BY island ORDER BY island')[0]?.values ?? [];
+        const inFile = Array.from({ length: config.numIslands }, (_, island) => Number(rows.find((r) => r[0] === island)?.[1] ?? 0));
+        assert.deepEqual(snapshot.islands.map((i) => i.size), inFile);
+        assert.deepEqual(db.summary().islands, inFile);
+        assert.equal(inFile.reduce((a, b) => a + b, 0), snapshot.programs);
+        // Every migration copy sits on a ring neighbour of its source's island.
+        const copies = file.exec('SELECT c.island, s.island FROM programs c JOIN programs s ON c.migrant_of = s.id WHERE c.step > 0')[0]?.values ?? [];
+        assert.ok(copies.length > 0, 'some copies of this run are still alive');
+        for (const [copyIsland, sourceIsland] of copies) {
+          const distance = Math.abs(Number(copyIsland) - Number(sourceIsland));
+          assert.ok(distance === 1 || distance === config.numIslands - 1, `copy on island ${copyIsland} of a program on island ${sourceIsland}`);
+        }
+        // The per-island best the view shows is the best live program of that island.
+        for (const island of snapshot.islands) {
+          const best = file.exec(`SELECT max(score) FROM programs WHERE alive = 1 AND island = ${island.island}`)[0]?.values[0]?.[0];
+          assert.equal(island.best?.score ?? null, best ?? null);
+        }
+      } finally {
+        file.close();
+      }
     });
 
     it('does not copy a program to an island that already holds its code', async () => {
@@ -295,6 +328,58 @@ describe('program database', () => {
       check(fromIsland0, 0.2 + 0.2 * 0.5, 'island 0');
       check(fromArchive, 0.6 + 0.2 * 0.1, 'archive');
       assert.ok(island0.size > 15, 'exploration draws uniformly over the island');
+    });
+
+    it('draws exploitation parents from the archive members of the island whose turn it is', async () => {
+      // Two islands, each with two archive members (the elites) and 18 others; the archive holds exactly the 4 elites.
+      const db = await fresh(testConfig({ numIslands: 2, archiveSize: 4, populationSize: 1000 }));
+      const initial = await db.addInitial(programWith(0.001, 100, null, 0, 'initial'));
+      const copyOnIsland1 = db.get('1');
+      assert.ok(copyOnIsland1);
+      await commit(db, [
+        ...[0, 1].map((i) => programWith(10 + i, 100, initial.id, 1, `elite0-${i}`)),
+        ...[0, 1].map((i) => programWith(20 + i, 100, copyOnIsland1.id, 1, `elite1-${i}`)),
+        ...Array.from({ length: 17 }, (_, i) => programWith(0.01 + i / 100, 100, initial.id, 1, `island0-${i}`)),
+        ...Array.from({ length: 17 }, (_, i) => programWith(0.01 + i / 100, 100, copyOnIsland1.id, 1, `island1-${i}`)),
+      ]);
+      assert.deepEqual(db.summary().islands, [20, 20]);
+      const elitesOf = new Map<string, number>(db.topPrograms(4).map((p) => [p.id, p.island]));
+      assert.deepEqual([...elitesOf.values()].sort(), [0, 0, 1, 1]);
+      const parents = db.sampleParents(20000);
+      // On island t's turn an elite of the other island comes only from the whole-database draw: 0.2 * 2/40.
+      // Drawing exploitation parents from the whole archive would make it 0.6 * 2/4 + 0.01 = 0.31.
+      const turns = [0, 0];
+      const ownElite = [0, 0];
+      const otherElite = [0, 0];
+      parents.forEach((p, i) => {
+        const turn = i % 2;
+        const count = (tally: number[]): void => {
+          tally[turn] = (tally[turn] as number) + 1;
+        };
+        count(turns);
+        const eliteIsland = elitesOf.get(p.id);
+        if (eliteIsland === turn) count(ownElite);
+        else if (eliteIsland !== undefined) count(otherElite);
+      });
+      for (const turn of [0, 1]) {
+        const n = turns[turn] as number;
+        const within4Sigma = (observed: number, p: number): boolean => Math.abs(observed - p * n) < 4 * Math.sqrt(n * p * (1 - p));
+        assert.ok(within4Sigma(otherElite[turn] as number, 0.2 * 2 / 40), `island ${turn}: ${otherElite[turn]} of ${n} parents were the other island's elites`);
+        assert.ok(within4Sigma(ownElite[turn] as number, 0.6 + 0.2 * 2 / 40 + 0.2 * 2 / 20), `island ${turn}: ${ownElite[turn]} of ${n} parents were its own elites`);
+      }
+    });
+
+    it('keeps islands apart: no island swallows a run of B=10 x n=2 on 10 islands (the measured failure: 46% on one, 1% on another)', async () => {
+      const db = await fresh(testConfig({ populationSize: 1000, archiveSize: 100, numIslands: 10 }));
+      await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
+      await evolve(db, 15, Rng.fromSeed(2025), 10, 2);
+      const sizes = db.summary().islands;
+      const total = sizes.reduce((a, b) => a + b, 0);
+      // Islands take turns, so each island gets one parent per step and 2 children: 31 programs each (its seed copy
+      // included) when parents stay on their island. Exploitation draws from the whole archive put them all on island 0.
+      const shares = sizes.map((size) => size / total);
+      assert.ok(Math.max(...shares) < 0.2, `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.max(...shares)).toFixed(0)}%`);
+      assert.ok(Math.min(...shares) > 0.04, `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.min(...shares)).toFixed(0)}%`);
     });
 
     it('gives the same parents when called again before the next commit', async () => {

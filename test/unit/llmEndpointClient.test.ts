@@ -10,8 +10,8 @@ import {
   endpointOptionsFromSettings,
   type EndpointOptions,
 } from '../../src/engine/llm/endpointClient';
-import type { GenerationJob, Sample, SampleResponse } from '../../src/engine/types';
-import { startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
+import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/types';
+import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 
 const PROGRAM = [
   'import numpy as np',
@@ -94,6 +94,7 @@ describe('EndpointClient against the test server', function () {
       requestTimeoutMs: 2000,
       maxRetries: 4,
       requestTokenIds: false,
+      retrySeconds: 0.3,
       backoff: { baseMs: 5, maxMs: 40 },
       ...overrides,
     });
@@ -250,7 +251,7 @@ describe('EndpointClient against the test server', function () {
     });
 
     it('asks SGLang-style servers for prompt ids on the choices', async () => {
-      await start({ tokenIdsStyle: 'sglang' });
+      await start({ mode: 'sglang' });
       const client = clientFor({ requestTokenIds: true });
       await client.check(); // two probes: the second asks for prompt ids
       assert.equal(client.tokenSupport.status, 'supported');
@@ -261,7 +262,7 @@ describe('EndpointClient against the test server', function () {
     });
 
     it('learns token support from the replies when the probe was inconclusive', async () => {
-      await start({ tokenIdsStyle: 'sglang', script: ['server_error'] }); // the probe gets a 500
+      await start({ mode: 'sglang', script: ['server_error'] }); // the probe gets a 500
       const client = clientFor({ requestTokenIds: true, maxInFlight: 1 });
       await client.check();
       assert.equal(client.tokenSupport.status, 'unknown');
@@ -376,7 +377,8 @@ describe('EndpointClient against the test server', function () {
         const units = useNParameter ? 8 : 64;
         assert.ok(performance.now() - started < 15_000);
         assert.equal(stats.requests, units + stats.retries, 'each retry is one more request');
-        assert.equal(stats.requests, server.counters.chatRequests);
+        // A request the client timed out (300 ms) before the server read it is counted by the client only (seen on a loaded machine).
+        assert.ok(server.counters.chatRequests <= stats.requests && stats.requests <= server.counters.chatRequests + 3, `client ${stats.requests}, server ${server.counters.chatRequests}`);
         assert.ok(stats.retries <= units * 8);
         assert.ok(stats.retries > 0, 'faults were injected and retried');
         assert.equal(stats.failures, samples.filter((s) => !s.ok).length);
@@ -484,6 +486,170 @@ describe('EndpointClient against the test server', function () {
         ['http://127.0.0.1:8000/v1', '', 'k', 1, 16384, 30_000, 64, false],
       );
       assert.equal(endpointOptionsFromSettings({ ...settings, 'trainer.enabled': true }, undefined).requestTokenIds, true);
+    });
+  });
+  describe('what real vLLM and SGLang servers do', () => {
+    for (const mode of ['sglang', 'old-vllm'] as const) {
+      it(`keeps the message of a flat error body (${mode})`, async () => {
+        await start({ mode });
+        const { samples } = await run(clientFor({ temperature: 5 }), [job('k', 1, 1)]); // out of range: HTTP 400
+        const sample = samples[0] as Sample;
+        assert.ok(!sample.ok);
+        assert.match(sample.error, /^HTTP 400: Invalid request: temperature /);
+        assert.doesNotMatch(sample.error, /no body/);
+      });
+    }
+
+    it("reads vLLM's 503 whose error is a plain string, waits for it by time and names the setting", async () => {
+      await start({ faultRate: 1, faultKinds: ['unavailable'] });
+      const { samples, stats } = await run(clientFor({ retrySeconds: 0.2 }), [job('k', 1, 1)]);
+      const sample = samples[0] as Sample;
+      assert.ok(!sample.ok);
+      assert.match(sample.error, /^HTTP 503: The model is currently scaling\. Please try again later\. \(the server did not come back within 0\.2 s: thetaevolve\.serverRetrySeconds\)$/);
+      assert.ok(stats.requests > 2, 'retried within the window, not by maxRetries');
+    });
+
+    for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
+      it(`fits max_tokens to a context smaller than thetaevolve.maxTokens, and says so once (${mode})`, async () => {
+        await start({ mode, maxModelLen: 300 });
+        const warnings: string[] = [];
+        const { ok, samples } = await run(clientFor({ maxTokens: 4096, onWarning: (w) => warnings.push(w) }), jobs(2, 2));
+        assert.equal(ok().length, 4, JSON.stringify(samples.filter((x) => !x.ok)));
+        assert.equal(server.counters.contextRejections, 0);
+        for (const r of server.requests) assert.ok((r.maxTokens ?? Infinity) < 300, `max_tokens ${r.maxTokens}`);
+        // vLLM counts the prompt at /tokenize, once per prompt; SGLang has none: a conservative estimate.
+        assert.equal(server.tokenizeRequests.length, mode === 'sglang' ? 0 : 2);
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0] ?? '', /less than thetaevolve\.maxTokens \(4096\)/);
+      });
+    }
+
+    for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
+      it(`retries a context-length 400 with what the server says fits, when it lists no max_model_len (${mode})`, async () => {
+        await start({ mode, maxModelLen: 300, listsMaxModelLen: false });
+        const client = clientFor({ maxTokens: 4096 });
+        const { ok } = await run(client, [job('k', 2, 1)]);
+        assert.equal(ok().length, 2);
+        assert.ok(server.counters.contextRejections >= 1);
+        assert.equal(client.serverContextLength, 300);
+        const prompt = ok()[0]?.promptTokens as number;
+        assert.deepEqual(server.requests.map((r) => r.maxTokens).slice(-1), [300 - prompt - 1]);
+      });
+    }
+
+    for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
+      it(`names the setting to change when the prompt alone fills the context (${mode})`, async () => {
+        await start({ mode, maxModelLen: 20 });
+        const { samples } = await run(clientFor({ maxTokens: 4096 }), [job('k', 1, 1)]);
+        const sample = samples[0] as Sample;
+        assert.ok(!sample.ok);
+        assert.match(sample.error, /thetaevolve\.maxTokens/);
+        assert.match(sample.error, /--max-model-len/);
+      });
+    }
+
+    it('keeps token ids when the probe was inconclusive and an unrelated 400 follows', async () => {
+      // The probe gets a 500; the first request a context-length 400: neither says anything about return_token_ids.
+      await start({ script: ['server_error'], maxModelLen: 300, listsMaxModelLen: false });
+      const client = clientFor({ requestTokenIds: true, maxTokens: 4096 });
+      await client.check();
+      assert.equal(client.tokenSupport.status, 'unknown');
+      const { ok } = await run(client, [job('k', 1, 1)]);
+      assert.equal(ok().length, 1);
+      assert.ok(ok()[0]?.tokens, 'the reply carried ids and they are kept');
+      assert.equal(client.tokenSupport.status, 'supported');
+      assert.ok(server.requests.every((r) => r.returnTokenIds));
+    });
+
+    it('says vLLM <= 0.10.0 gives no token ids and keeps its samples', async () => {
+      await start({ mode: 'old-vllm' });
+      const warnings: string[] = [];
+      const client = clientFor({ requestTokenIds: true, onWarning: (w) => warnings.push(w) });
+      await client.check();
+      assert.equal(client.tokenSupport.status, 'missing');
+      const { ok } = await run(client, [job('k', 2, 1)]);
+      assert.equal(ok().length, 2);
+      assert.ok(ok().every((x) => x.tokens === null));
+      assert.deepEqual(warnings.map((w) => /does not return token ids \(replies carry no token_ids\).*vLLM >= 0\.10\.2/.test(w)), [true]);
+    });
+
+    it('counts the end-of-sequence token the servers put in token_ids, logprobs and usage', async () => {
+      await start({ mode: 'sglang' });
+      const client = clientFor({ requestTokenIds: true });
+      const { ok } = await run(client, [job('k', 1, 1)]);
+      const sample = ok()[0] as SampleResponse;
+      assert.equal(sample.finishReason, 'stop');
+      assert.equal(sample.tokens?.completionTokenIds.at(-1), EOS_TOKEN.id);
+      assert.equal(sample.tokens?.completionLogprobs?.length, sample.tokens?.completionTokenIds.length);
+      assert.equal(sample.completionTokens, sample.tokens?.completionTokenIds.length);
+      assert.doesNotMatch(sample.content, /im_end/);
+    });
+
+    it('reads content "" of an SGLang reply still in its reasoning as an empty, truncated answer', async () => {
+      await start({ mode: 'sglang', reasoning: 'reasoning_content' });
+      const { ok } = await run(clientFor({ maxTokens: 4 }), [job('k', 1, 1)]);
+      assert.equal(ok()[0]?.content, '');
+      assert.equal(ok()[0]?.truncated, true);
+      assert.ok(ok()[0]?.reasoning);
+    });
+
+    it('retries an SGLang finish_reason "abort" and never delivers it as an answer', async () => {
+      await start({ mode: 'sglang', script: ['abort', 'abort', 'ok'] });
+      const { ok, stats } = await run(clientFor(), [job('k', 1, 1)]);
+      assert.equal(ok().length, 1);
+      assert.equal(ok()[0]?.finishReason, 'stop');
+      assert.equal(stats.requests, 3);
+      assert.equal(server.counters.faults.abort, 2);
+    });
+
+    it('does not take SGLang\'s weight_version "default" for a policy version', async () => {
+      await start({ mode: 'sglang', weightVersion: 'default' });
+      const { ok } = await run(clientFor(), [job('k', 1, 1)]);
+      assert.equal(ok()[0]?.policyVersion, null);
+      await server.close();
+      await start({ mode: 'sglang', weightVersion: '12' });
+      const tagged = await run(clientFor(), [job('k', 1, 1)]);
+      assert.equal(tagged.ok()[0]?.policyVersion, '12');
+    });
+
+    it('waits for a server that restarts, says so, and resumes when it answers', async () => {
+      await start();
+      const client = clientFor({ retrySeconds: 30 });
+      await client.check();
+      const port = server.port;
+      await server.close();
+      const statuses: SourceStatus[] = [];
+      client.addStatusListener((status) => {
+        statuses.push(status);
+        // The server comes back when the client says it waits: no timer decides.
+        if (status.waiting) void startTestServer({ port }).then((s) => (server = s));
+      });
+      const { ok, assertComplete } = await run(client, jobs(2, 2));
+      assertComplete();
+      assert.equal(ok().length, 4);
+      assert.deepEqual(statuses.map((s) => s.waiting), [true, false]);
+      assert.match(statuses[0]?.message ?? '', /^waiting for the server at .* \(connection failed: connection refused\); retrying for up to 30 s/);
+    });
+
+    it('waits through the loading phase at the start of a run', async () => {
+      await start({ loading: true });
+      const client = clientFor({ retrySeconds: 30 });
+      const statuses: boolean[] = [];
+      client.addStatusListener((status) => {
+        statuses.push(status.waiting);
+        if (status.waiting) server.setLoading(false);
+      });
+      await client.check(undefined, { waitForServer: true });
+      assert.equal(client.model, 'test-model');
+      assert.deepEqual(statuses, [true, false]);
+      assert.ok(server.counters.loadingRejections >= 1);
+    });
+
+    it('gives up on a server that stays away after serverRetrySeconds, naming the setting', async () => {
+      const port = await closedPort();
+      server = await startTestServer();
+      const client = clientFor({ baseURL: `http://127.0.0.1:${port}/v1`, retrySeconds: 0.2 });
+      await assert.rejects(client.check(undefined, { waitForServer: true }), /No server at .* \(connection refused, for 0\.2 s\)/);
     });
   });
 });

@@ -11,15 +11,19 @@ describe('llm: reasoning and answer', () => {
     assert.deepEqual(splitReasoning('answer', '   '), { content: 'answer', reasoning: null });
   });
 
-  it('moves inline <think> blocks out of the answer', () => {
+  it('moves a leading <think> block out of the answer, and only a leading one (algorithm.md section 3)', () => {
     assert.deepEqual(splitReasoning('<think>\nplan\n</think>\n\nfinal', null), { content: 'final', reasoning: 'plan' });
-    assert.deepEqual(splitReasoning('<think>a</think>x<think>b</think>y', 'f'), { content: 'xy', reasoning: 'f\n\na\n\nb' });
+    assert.deepEqual(splitReasoning('<think>a</think>x<think>b</think>y', 'f'), { content: 'x<think>b</think>y', reasoning: 'f\n\na' });
+    // A literal <think> / </think> inside a SEARCH or REPLACE section is code, not reasoning.
+    const answer = ['Handle the tag:', '<<<<<<< SEARCH', "    if token == '<think>':", '=======', "    if token in ('<think>', '</think>'):", '>>>>>>> REPLACE'].join('\n');
+    assert.deepEqual(splitReasoning(`<think>plan</think>\n${answer}`, null), { content: answer, reasoning: 'plan' });
+    assert.deepEqual(splitReasoning(answer, null), { content: answer, reasoning: null });
   });
 
   it('handles a leading close tag (opening tag in the template) and an unclosed think of a truncated reply', () => {
     assert.deepEqual(splitReasoning('plan\n</think>\n\nfinal', null), { content: 'final', reasoning: 'plan' });
     assert.deepEqual(splitReasoning('<think>half a th', null), { content: '', reasoning: 'half a th' });
-    assert.deepEqual(splitReasoning('answer <think>', null), { content: 'answer', reasoning: null });
+    assert.deepEqual(splitReasoning('answer <think>', null), { content: 'answer <think>', reasoning: null }, 'not leading: text');
   });
 
   it('reads a vLLM choice: token ids, prompt ids from the response, aligned logprobs, truncation', () => {

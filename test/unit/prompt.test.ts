@@ -108,6 +108,18 @@ describe('prompt', () => {
     assert.ok(!userText(buildPrompt({ task: TASK, parent: PARENT, rng: Rng.fromSeed(1) })).includes('Strong programs'));
   });
 
+  it('shows each EVOLVE-BLOCK region of a strong program with several, in order and without markers', () => {
+    const code = ['import math', '# EVOLVE-BLOCK-START', 'a = 1', '# EVOLVE-BLOCK-END', 'fixed = 0', '# EVOLVE-BLOCK-START', 'b = 2', 'c = 3', '# EVOLVE-BLOCK-END', ''].join('\n');
+    const text = userText(buildPrompt({ task: TASK, parent: PARENT, rng: Rng.fromSeed(1), topPrograms: [{ ...PARENT, code, score: 2.8 }] }));
+    const shown = text.slice(text.indexOf('Strong programs'));
+    assert.ok(shown.indexOf('Region 1 of 2:') < shown.indexOf('Region 2 of 2:'));
+    const blocks = fencedBlocks(shown);
+    assert.ok(blocks.some((b) => b.includes('a = 1') && !b.includes('b = 2')), JSON.stringify(blocks));
+    assert.ok(blocks.some((b) => b.includes('b = 2\nc = 3') && !b.includes('a = 1')), JSON.stringify(blocks));
+    assert.ok(!shown.includes('fixed = 0') && !shown.includes('import math'), 'only region content is shown');
+    assert.equal(fencedBlocks(text).filter((b) => b.includes('EVOLVE-BLOCK-START')).length, 1);
+  });
+
   it('uses the task language for the fence and a longer fence when the code holds backticks', () => {
     const code = '// EVOLVE-BLOCK-START\nconst s = ```x```;\n// EVOLVE-BLOCK-END';
     const text = userText(buildPrompt({ task: { ...TASK, language: 'ts' }, parent: { ...PARENT, code }, rng: Rng.fromSeed(1) }));

@@ -42,7 +42,8 @@ describe('scoring: early checks', () => {
     assert.equal(commentOnly.kind === 'rejected' && commentOnly.outcome, 'no_change');
     assert.equal(commentOnly.kind === 'rejected' && commentOnly.score, -0.3);
 
-    const outside = classifyChild({ ...input, answer: block('# EVOLVE-BLOCK-START', '# EVOLVE-BLOCK-START\nz = 1') });
+    // The marker as unchanged context is allowed (algorithm.md section 3); a line added before it is outside.
+    const outside = classifyChild({ ...input, answer: block('# EVOLVE-BLOCK-START', 'z = 1\n# EVOLVE-BLOCK-START') });
     assert.equal(outside.kind === 'rejected' && outside.outcome, 'no_change');
 
     const tooLong = classifyChild({ ...input, maxCodeLength: 60, answer: block('x = 1.0', `x = "${'a'.repeat(80)}"`) });
@@ -119,10 +120,10 @@ describe('scoring: reward shaping', () => {
 describe('scoring: per-step statistics', () => {
   it('counts outcomes, summarises valid scores and validates against the event schema', () => {
     const samples = [
-      ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((s) => ({ outcome: 'valid' as const, score: s, promptTokens: 100, completionTokens: 50 })),
-      { outcome: 'no_diff' as const, score: -0.4, promptTokens: 100, completionTokens: 10 },
-      { outcome: 'duplicate' as const, score: -0.3, promptTokens: 100, completionTokens: 10 },
-      { outcome: 'request_failed' as const, score: null, promptTokens: 0, completionTokens: 0 },
+      ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((s) => ({ outcome: 'valid' as const, score: s, promptTokens: 100, completionTokens: 50, latencyMs: 100 * s })),
+      { outcome: 'no_diff' as const, score: -0.4, promptTokens: 100, completionTokens: 10, latencyMs: 1100 },
+      { outcome: 'duplicate' as const, score: -0.3, promptTokens: 100, completionTokens: 10, latencyMs: 1200 },
+      { outcome: 'request_failed' as const, score: null, promptTokens: 0, completionTokens: 0, latencyMs: null },
     ];
     const stats = stepStatistics({ step: 3, samples, generationMs: 800, evaluationMs: 1200, totalMs: 1300 });
     assert.equal(stats.samples, 13);
@@ -139,17 +140,21 @@ describe('scoring: per-step statistics', () => {
     close(stats.meanAll as number, (55 - 0.7) / 12);
     assert.deepEqual(stats.tokens, { prompt: 1200, completion: 520 });
     close(stats.samplesPerSecond, 10);
+    // Request latency of the 12 answered requests (100 ... 1200 ms); the failed one has none.
+    close(stats.latencyMsP50 as number, 650);
+    close(stats.latencyMsP95 as number, 1145);
     StepStatisticsSchema.parse(stats);
     const event = parseEngineEvent(JSON.parse(JSON.stringify({ ...stats, type: 'step_committed', time: 1, dbSize: 40, bestEver: 10, newBest: true, elapsedMs: 5000 })));
     assert.equal(event.type, 'step_committed');
   });
 
   it('gives nulls, not NaN, when nothing was valid', () => {
-    const stats = stepStatistics({ step: 1, samples: [{ outcome: 'no_change', score: -0.3, promptTokens: 1, completionTokens: 1 }], generationMs: 0, evaluationMs: 0, totalMs: 0 });
+    const stats = stepStatistics({ step: 1, samples: [{ outcome: 'no_change', score: -0.3, promptTokens: 1, completionTokens: 1, latencyMs: null }], generationMs: 0, evaluationMs: 0, totalMs: 0 });
     assert.equal(stats.best, null);
     assert.equal(stats.mean, null);
     assert.equal(stats.p50, null);
     assert.equal(stats.samplesPerSecond, 0);
+    assert.equal(stats.latencyMsP50, null);
     StepStatisticsSchema.parse(stats);
   });
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
+import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { programInPrompt, tokenPieces } from '../server/testModel';
 
 const PROGRAM = [
@@ -113,8 +113,9 @@ describe('OpenAI-compatible test server', () => {
       const logprobs = choice.logprobs?.content ?? [];
       assert.equal(logprobs.length, ids.length);
       assert.ok(logprobs.every((l) => l.logprob <= 0));
-      // The tokens spell the generated text.
-      assert.equal(logprobs.map((l) => l.token).join(''), choice.message.content);
+      // The tokens spell the generated text, then the end-of-sequence token (in ids, logprobs and usage, never in the text).
+      assert.equal(logprobs.map((l) => l.token).join(''), `${choice.message.content}${EOS_TOKEN.text}`);
+      assert.equal(ids.at(-1), EOS_TOKEN.id);
     }
     assert.equal(body.usage.completion_tokens, completion);
     assert.equal(body.usage.prompt_tokens, body.prompt_token_ids.length);
@@ -277,5 +278,102 @@ describe('OpenAI-compatible test server', () => {
       child.kill('SIGTERM');
       assert.equal(await exited, 0);
     }
+  });
+  describe('modes: the shapes of vLLM, SGLang and vLLM <= 0.10.0', () => {
+    const promptTokens = async (srv: TestServer): Promise<number> => {
+      const reply = await post(srv, chat({ max_tokens: 1 }));
+      return (reply.json as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    };
+
+    it('sends error bodies nested (vLLM) or flat with object "error" (SGLang, old vLLM)', async () => {
+      for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
+        await start({ mode });
+        const reply = await post(server, chat({ temperature: 5 }));
+        assert.equal(reply.status, 400);
+        const body = reply.json as Record<string, unknown>;
+        if (mode === 'vllm') {
+          assert.deepEqual(Object.keys(body), ['error']);
+          assert.equal((body.error as { code: number }).code, 400);
+        } else {
+          assert.equal(body.object, 'error');
+          assert.equal(body.code, 400);
+          assert.match(String(body.message), /temperature/);
+          assert.equal(body.error, undefined);
+        }
+        await server.close();
+      }
+    });
+
+    it("answers 503 with `error` a plain string in vLLM mode, flat in SGLang's, and in the loading phase to every route", async () => {
+      await start({ script: ['unavailable'] });
+      const unavailable = await post(server, chat());
+      assert.equal(unavailable.status, 503);
+      assert.deepEqual(unavailable.json, { error: 'The model is currently scaling. Please try again later.' });
+      await server.close();
+      await start({ mode: 'sglang', loading: true });
+      const models = await fetch(`${server.baseURL}/models`);
+      assert.equal(models.status, 503);
+      assert.equal(((await models.json()) as { object: string }).object, 'error');
+      assert.equal((await post(server, chat())).status, 503);
+      server.setLoading(false);
+      assert.equal((await post(server, chat())).status, 200);
+      assert.equal(server.counters.loadingRejections, 2);
+    });
+
+    it("enforces max_model_len with each server's context-length 400, SGLang one token stricter", async () => {
+      const expected = {
+        vllm: /^This model's maximum context length is 300 tokens\. However, you requested \d+ output tokens and your prompt contains at least \d+ input tokens, for a total of at least 301 tokens\. .*\(parameter=input_tokens, value=\d+\)$/,
+        'old-vllm': /^This model's maximum context length is 300 tokens\. However, you requested 301 tokens \(\d+ in the messages, \d+ in the completion\)\. Please reduce the length of the messages or completion\.$/,
+        sglang: /^Requested token count exceeds the model's maximum context length of 300 tokens\. You requested a total of 300 tokens: \d+ tokens from the input messages and \d+ tokens for the completion\./,
+      } as const;
+      for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
+        await start({ mode, maxModelLen: 300 });
+        const prompt = await promptTokens(server);
+        const exact = await post(server, chat({ max_tokens: 300 - prompt }));
+        const over = await post(server, chat({ max_tokens: 301 - prompt }));
+        const refused = mode === 'sglang' ? exact : over;
+        assert.equal(refused.status, 400, mode);
+        const body = refused.json as Record<string, unknown>;
+        const message = mode === 'vllm' ? (body.error as { message: string }).message : String(body.message);
+        assert.match(message, expected[mode]);
+        assert.equal(over.status, 400);
+        assert.equal(exact.status, mode === 'sglang' ? 400 : 200, `${mode}: prompt + max_tokens == context`);
+        await server.close();
+      }
+    });
+
+    it('lists max_model_len at /v1/models (unless told not to) and counts prompts at /tokenize in the vLLM modes', async () => {
+      await start({ maxModelLen: 1234 });
+      const listed = (await (await fetch(`${server.baseURL}/models`)).json()) as { data: { max_model_len?: number }[] };
+      assert.equal(listed.data[0]?.max_model_len, 1234);
+      const counted = await fetch(server.baseURL.replace(/\/v1$/, '/tokenize'), { method: 'POST', body: JSON.stringify({ model: 'test-model', messages: chat().messages }) });
+      const count = ((await counted.json()) as { count: number; max_model_len: number }).count;
+      assert.equal(count, await promptTokens(server));
+      await server.close();
+      await start({ mode: 'sglang', listsMaxModelLen: false });
+      const unlisted = (await (await fetch(`${server.baseURL}/models`)).json()) as { data: { max_model_len?: number; owned_by: string }[] };
+      assert.equal(unlisted.data[0]?.max_model_len, undefined);
+      assert.equal(unlisted.data[0]?.owned_by, 'sglang');
+      assert.equal((await fetch(server.baseURL.replace(/\/v1$/, '/tokenize'), { method: 'POST', body: '{}' })).status, 404);
+    });
+
+    it('sends no Retry-After on a 429 unless asked', async () => {
+      await start({ script: ['rate_limit'] });
+      const limited = await post(server, chat());
+      assert.equal(limited.status, 429);
+      assert.equal(limited.headers.get('retry-after'), null);
+    });
+
+    it('answers content "" in SGLang mode where vLLM answers null, and finish_reason "abort" with HTTP 200', async () => {
+      for (const mode of ['vllm', 'sglang'] as const) {
+        await start({ mode, reasoning: 'reasoning_content', script: ['ok', 'abort'] });
+        const cut = choicesOf(await post(server, chat({ max_tokens: 3 })))[0] as Choice;
+        assert.equal(cut.message.content, mode === 'sglang' ? '' : null);
+        const aborted = await post(server, chat());
+        assert.equal(aborted.status, 200);
+        assert.equal(choicesOf(aborted)[0]?.finish_reason, 'abort');
+        await server.close();
+      }
+    });
   });
 });

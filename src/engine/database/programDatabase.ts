@@ -189,6 +189,8 @@ export class ProgramDatabase {
   private all: Node[] = [];
   private islands: Node[][];
   private archiveList: Node[] = [];
+  /** archiveList split by island, in the same order: exploitation draws from the turn's island. */
+  private islandArchives: Node[][];
   private archiveCount = 0;
   private readonly archiveHeap = new MinHeap<Node>(worseFirst);
   private readonly evictionHeap = new MinHeap<Node>(worseFirst);
@@ -223,6 +225,7 @@ export class ProgramDatabase {
     this.bins = featureBins(config.archiveSize);
     const n = config.numIslands;
     this.islands = Array.from({ length: n }, () => []);
+    this.islandArchives = Array.from({ length: n }, () => []);
     this.grids = Array.from({ length: n }, () => new Map<number, Node>());
     this.islandSizes = new Array<number>(n).fill(0);
     this.islandHashes = Array.from({ length: n }, () => new Map<string, number>());
@@ -405,6 +408,7 @@ export class ProgramDatabase {
         this.aliveCount++;
         if (node.inArchive) {
           this.archiveList.push(node);
+          (this.islandArchives[island] as Node[]).push(node);
           this.archiveHeap.push(node);
           this.archiveCount++;
         }
@@ -507,6 +511,22 @@ export class ProgramDatabase {
     return this.readPrograms(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE improvement = 1 ORDER BY seq`);
   }
 
+  /** Combined scores of the valid programs alive in the database (the dashboard's histogram). */
+  validScores(): number[] {
+    this.assertOpen();
+    const out: number[] = [];
+    const select = this.sqlDb.prepare("SELECT score FROM programs WHERE alive = 1 AND outcome = 'valid'");
+    try {
+      while (select.step()) {
+        const [score] = select.get();
+        if (typeof score === 'number') out.push(score);
+      }
+    } finally {
+      select.free();
+    }
+    return out;
+  }
+
   steps(): { step: number; stats: unknown }[] {
     this.assertOpen();
     const out: { step: number; stats: unknown }[] = [];
@@ -586,7 +606,10 @@ export class ProgramDatabase {
   /**
    * `count` parents, islands taking turns: with probability explorationRatio
    * a uniform program of the island, exploitationRatio a uniform archive
-   * member, else a uniform program of the whole database. Drawn from the
+   * member of the island (of the whole archive only when the island has
+   * none: OpenEvolve's `_sample_exploitation_parent`; drawing from the whole
+   * archive lets the first island swallow the run), else a uniform program
+   * of the whole database. Drawn from the
    * state of the last commit, so calling it again before the next commit (or
    * after a resume) gives the same parents.
    */
@@ -599,11 +622,12 @@ export class ProgramDatabase {
     const chosen: Node[] = [];
     for (let i = 0; i < count; i++) {
       const island = this.islands[turn] as Node[];
+      const islandArchive = this.islandArchives[turn] as Node[];
       turn = (turn + 1) % numIslands;
       const r = rng.next();
       let pool: Node[];
       if (r < explorationRatio && island.length > 0) pool = island;
-      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0) pool = this.archiveList;
+      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0) pool = islandArchive.length > 0 ? islandArchive : this.archiveList;
       else pool = this.all;
       chosen.push(rng.pick(pool));
     }
@@ -622,7 +646,7 @@ export class ProgramDatabase {
 
   // ---------------------------------------------------------------- writing
 
-  /** Add the initial program (step 0) to island 0, seed a copy on every other island, persist. */
+  /** Add the initial program (step 0) to island 0, seed a copy (an archive member) on every other island, persist. */
   async addInitial(program: NewProgram): Promise<ProgramRecord> {
     this.assertWritable();
     if (this.state.lastStep !== -1) throw new Error(`addInitial: the database already holds step ${this.state.lastStep}`);
@@ -630,7 +654,12 @@ export class ProgramDatabase {
     this.busy = true;
     try {
       const node = this.insert(program, 0, null);
-      for (let island = 1; island < this.config.numIslands; island++) this.insert(copyOf(program, node.id, 0), island, node.id);
+      for (let island = 1; island < this.config.numIslands; island++) {
+        // Each seed copy is its island's first archive member, so exploitation on that island's turn draws it
+        // rather than falling back to island 0's members (which would make island 0 swallow the first steps).
+        const seed = this.insert(copyOf(program, node.id, 0), island, node.id);
+        if (seed.alive) this.offerToArchive(seed);
+      }
       this.state.lastStep = 0;
       this.writeStep(null);
       await this.persist();
@@ -786,6 +815,7 @@ export class ProgramDatabase {
     this.archiveCount++;
     this.archiveHeap.push(node);
     this.archiveList.push(node);
+    (this.islandArchives[node.island] as Node[]).push(node);
   }
 
   /** Over capacity: evict the lowest scores, never the global best nor the newest program. */
@@ -999,6 +1029,7 @@ export class ProgramDatabase {
     this.all = this.all.filter((n) => n.alive);
     this.islands = this.islands.map((nodes) => nodes.filter((n) => n.alive));
     this.archiveList = this.archiveList.filter((n) => n.inArchive);
+    this.islandArchives = this.islandArchives.map((nodes) => nodes.filter((n) => n.inArchive));
     if (this.archiveHeap.length > 2 * this.config.archiveSize + 64) this.archiveHeap.retain((n) => n.inArchive);
   }
 

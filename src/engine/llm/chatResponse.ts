@@ -3,6 +3,7 @@
 // `token_ids`, `reasoning_content` / `reasoning`, SGLang's
 // `metadata.weight_version`), and splitting reasoning from the answer.
 import { z } from 'zod';
+import { splitLeadingReasoning } from '../diff';
 import type { TokenTrace } from '../types';
 
 const TokenIds = z.array(z.number().int().nonnegative());
@@ -38,7 +39,8 @@ export type ChatCompletionReply = z.infer<typeof ChatCompletionSchema>;
 export type ChatChoice = z.infer<typeof ChoiceSchema>;
 
 export const ModelListSchema = z.object({
-  data: z.array(z.object({ id: z.string().min(1) })),
+  // max_model_len: the context length vLLM's and SGLang's ModelCard list.
+  data: z.array(z.object({ id: z.string().min(1), max_model_len: z.number().int().positive().nullish() })),
 });
 
 /** One choice, read: the answer, the reasoning, tokens. */
@@ -51,32 +53,18 @@ export interface ReadChoice {
   tokens: TokenTrace | null;
 }
 
-const THINK_BLOCK = /<think>([\s\S]*?)<\/think>/g;
-
 /**
- * Separate reasoning from the answer: the server's reasoning field plus any
- * inline <think>...</think> (also a leading "...</think>" whose opening tag
- * was in the chat template, and an unclosed <think> of a truncated reply).
+ * Separate reasoning from the answer: the server's reasoning field plus a
+ * leading <think>...</think> (or a leading "...</think>" whose opening tag
+ * was in the chat template, or an unclosed leading <think> of a truncated
+ * reply). Any other <think> is part of the answer (algorithm.md section 3:
+ * inside a SEARCH/REPLACE section it is code).
  */
 export function splitReasoning(content: string, reasoningField: string | null): { content: string; reasoning: string | null } {
   const parts: string[] = [];
   if (reasoningField && reasoningField.trim()) parts.push(reasoningField.trim());
-  let answer = content.replace(THINK_BLOCK, (_m, inner: string) => {
-    if (inner.trim()) parts.push(inner.trim());
-    return '';
-  });
-  const orphanClose = answer.lastIndexOf('</think>');
-  if (orphanClose >= 0) {
-    const before = answer.slice(0, orphanClose).trim();
-    if (before) parts.push(before);
-    answer = answer.slice(orphanClose + '</think>'.length);
-  }
-  const unclosed = answer.indexOf('<think>');
-  if (unclosed >= 0) {
-    const after = answer.slice(unclosed + '<think>'.length).trim();
-    if (after) parts.push(after);
-    answer = answer.slice(0, unclosed);
-  }
+  const { reasoning, answer } = splitLeadingReasoning(content);
+  if (reasoning && reasoning.trim()) parts.push(reasoning.trim());
   return { content: answer.trim(), reasoning: parts.length > 0 ? parts.join('\n\n') : null };
 }
 

@@ -3,15 +3,20 @@
 // retry policy (the SDK's is off so accounting is exact), a cap on requests in
 // flight across all jobs of a generate() call, abort on stop, token ids and
 // logprobs for RL where the server offers them, and per-call accounting.
+// It adapts to the server: error bodies in any shape, max_tokens fitted to
+// the context the server lists (max_model_len), a server that restarts or
+// loads waited for (retrySeconds) and reported to status listeners.
 import { setMaxListeners } from 'node:events';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { z } from 'zod';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { Settings } from '../config';
 import { percentile } from '../stats';
-import type { GenerationJob, GenerationStats, ResponseSource, Sample, SampleResponse } from '../types';
+import type { ChatMessage, GenerationJob, GenerationStats, ResponseSource, Sample, SampleResponse, SourceStatus } from '../types';
 import { ChatCompletionSchema, ModelListSchema, readChoice, splitEvenly, type ChatCompletionReply } from './chatResponse';
 import { DEFAULT_BACKOFF, backoffDelayMs, isRetryableStatus, retryAfterMs, sleep, type BackoffOptions } from './retryPolicy';
 import { Semaphore } from './semaphore';
+import { contextRejectionOf, normalizedErrorBody, rejectsTokenFields, type ContextRejection } from './serverErrors';
 
 export interface EndpointOptions {
   baseURL: string;
@@ -25,6 +30,8 @@ export interface EndpointOptions {
   requestTimeoutMs: number;
   maxRetries: number;
   requestTokenIds: boolean; // ask vLLM for token ids + logprobs (RL)
+  /** How long a server that is unreachable, loading or restarting is waited for, in seconds (retried with backoff). */
+  retrySeconds: number;
   /** Backoff tuning (tests use a few ms). */
   backoff?: Partial<BackoffOptions>;
   /** Told once per problem worth a person's attention (e.g. no token ids). */
@@ -56,6 +63,7 @@ export function endpointOptionsFromSettings(
     useNParameter: settings.useNParameter,
     requestTimeoutMs: settings.requestTimeoutSeconds * 1000,
     maxRetries: settings.maxRetries,
+    retrySeconds: settings.serverRetrySeconds,
     // The atropos trainer needs token ids; slime re-tokenises.
     requestTokenIds: extra.requestTokenIds ?? (settings['trainer.enabled'] && settings['trainer.protocol'] === 'atropos'),
     onWarning: extra.onWarning,
@@ -87,9 +95,22 @@ interface Unit {
   seed: number;
 }
 
+/**
+ * How a failed attempt is retried: `retry` within maxRetries, `unavailable`
+ * (no server, loading, restarting, generation aborted) within retrySeconds,
+ * `context` with a smaller max_tokens, `fatal` never.
+ */
+type FailureKind = 'retry' | 'unavailable' | 'context' | 'fatal';
+
 type AttemptResult =
   | { ok: true; samples: Omit<SampleResponse, 'latencyMs' | 'retries'>[]; latencyMs: number }
-  | { ok: false; retryable: boolean; error: string; retryAfterMs: number | null };
+  | { ok: false; kind: FailureKind; error: string; retryAfterMs: number | null; context?: ContextRejection };
+
+/** A prompt's token count: exact (the server's tokenizer or its own 400) or a conservative estimate. */
+interface PromptCount {
+  tokens: number;
+  exact: boolean;
+}
 
 interface CallState {
   stats: { requests: number; retries: number; promptTokens: number; completionTokens: number; latencies: number[] };
@@ -97,6 +118,44 @@ interface CallState {
   semaphore: Semaphore;
   model: string;
   deliver: (sample: Sample) => void;
+  /** Prompt token counts by job key (one count serves the job's n requests). */
+  promptCounts: Map<string, Promise<PromptCount>>;
+}
+
+/** Most context-length refusals of one request answered with a smaller max_tokens. */
+const MAX_CONTEXT_RETRIES = 3;
+
+/** What the user can change when a response does not fit the server's context. */
+const CONTEXT_ADVICE =
+  'lower thetaevolve.maxTokens, or start the server with a longer context (vLLM --max-model-len, SGLang --context-length)';
+
+/**
+ * An upper estimate of a chat prompt's tokens where the server cannot count
+ * them: two bytes of UTF-8 per token (real tokenizers average three to four
+ * on code and English) plus the chat template's tokens per message. A
+ * context-length 400 then gives the exact count.
+ */
+export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
+  return messages.reduce((n, m) => n + Math.ceil(Buffer.byteLength(m.content, 'utf8') / 2) + 8, 8);
+}
+
+/** vLLM's /tokenize reply (the fields we read). */
+const TokenizeReplySchema = z.object({ count: z.number().int().nonnegative() });
+
+/** HTTP statuses of a server that is there but cannot serve now (restarting, loading, behind a proxy that lost it). */
+function isUnavailableStatus(status: number): boolean {
+  return status === 502 || status === 503 || status === 504;
+}
+
+/**
+ * The SDK with one change: error bodies in SGLang's and old vLLM's flat shape,
+ * or with `error` a plain string, are handed to it in the nested shape it
+ * reads, so their message is kept instead of "status code (no body)".
+ */
+class ServerClient extends OpenAI {
+  protected override makeStatusError(status: number, error: object, message: string | undefined, headers: Headers): APIError {
+    return super.makeStatusError(status, normalizedErrorBody(error) as object, message, headers);
+  }
 }
 
 const CONNECTION_CODES: Record<string, string> = {
@@ -142,6 +201,13 @@ export class EndpointClient implements ResponseSource {
   private tokenState: TokenSupport;
   private readonly warned = new Set<string>();
   private askPromptIds = false;
+  /** The served model's context (max_model_len), from /v1/models or a context-length 400; null while unknown. */
+  private contextLength: number | null = null;
+  /** Whether the server counts prompt tokens at /tokenize (vLLM); null until tried. */
+  private tokenizeOffered: boolean | null = null;
+  private contextCapWarned = false;
+  private waiting = false;
+  private readonly statusListeners = new Set<(status: SourceStatus) => void>();
 
   constructor(options: EndpointOptions) {
     this.options = options;
@@ -150,7 +216,7 @@ export class EndpointClient implements ResponseSource {
     this.tokenState = options.requestTokenIds
       ? { status: 'unknown', logprobs: false, message: null }
       : { status: 'not_requested', logprobs: false, message: null };
-    this.client = new OpenAI({
+    this.client = new ServerClient({
       baseURL: this.baseURL,
       apiKey: options.apiKey || PLACEHOLDER_API_KEY,
       // Explicit so the SDK reads nothing from the environment and logs nothing.
@@ -176,16 +242,40 @@ export class EndpointClient implements ResponseSource {
     return { ...this.tokenState };
   }
 
-  /** Health check: /v1/models reachable, the model present (or the only one); probes token ids when asked. */
-  async check(signal?: AbortSignal): Promise<void> {
-    const ids = await this.listModels(signal);
+  /** The served model's context length (max_model_len) once known, else null. */
+  get serverContextLength(): number | null {
+    return this.contextLength;
+  }
+
+  addStatusListener(listener: (status: SourceStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  private setWaiting(waiting: boolean, reason: string): void {
+    if (this.waiting === waiting) return;
+    this.waiting = waiting;
+    const message = waiting
+      ? `waiting for the server at ${this.baseURL} (${this.redact(reason)}); retrying for up to ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)`
+      : `the server at ${this.baseURL} answers again`;
+    for (const listener of this.statusListeners) listener({ waiting, message });
+  }
+
+  /**
+   * Health check: /v1/models reachable, the model present (or the only one);
+   * probes token ids when asked. With waitForServer, a server that is
+   * unreachable or loading is retried for retrySeconds.
+   */
+  async check(signal?: AbortSignal, options: { waitForServer?: boolean } = {}): Promise<void> {
+    const models = await this.listModels(signal, options.waitForServer ?? false);
+    const ids = models.map((m) => m.id);
     const wanted = this.options.model.trim();
     if (wanted) {
       if (!ids.includes(wanted)) {
         throw new Error(
           ids.length === 0
             ? `The server at ${this.baseURL} lists no models; model "${wanted}" is not being served.`
-            : `Model "${wanted}" is not served at ${this.baseURL}; it serves: ${ids.join(', ')}. Set thetaevolve.model (--model) to one of them.`,
+            : `Model "${wanted}" is not served at ${this.baseURL}; it serves: ${ids.join(', ')}. Set thetaevolve.model to one of them.`,
         );
       }
       this.resolvedModel = wanted;
@@ -195,9 +285,10 @@ export class EndpointClient implements ResponseSource {
       throw new Error(`The server at ${this.baseURL} lists no models at /models: is the model still loading?`);
     } else {
       throw new Error(
-        `The server at ${this.baseURL} serves several models (${ids.join(', ')}): set thetaevolve.model (--model) to one of them.`,
+        `The server at ${this.baseURL} serves several models (${ids.join(', ')}): set thetaevolve.model to one of them.`,
       );
     }
+    this.contextLength = models.find((m) => m.id === this.resolvedModel)?.max_model_len ?? this.contextLength;
     if (this.tokenState.status === 'unknown') await this.probeTokenIds(signal);
   }
 
@@ -212,13 +303,24 @@ export class EndpointClient implements ResponseSource {
     this.options.onWarning?.(message);
   }
 
-  private async listModels(signal?: AbortSignal): Promise<string[]> {
+  private async listModels(signal: AbortSignal | undefined, waitForServer: boolean): Promise<z.infer<typeof ModelListSchema>['data']> {
     const noServer = (detail: string) =>
       new Error(
-        `No server at ${this.baseURL} (${detail}): start \`vllm serve MODEL\` (or \`python -m sglang.launch_server --model-path MODEL\`) ` +
-          `or set thetaevolve.endpoint (--endpoint) to the server's base URL.`,
+        `No server at ${this.baseURL} (${detail}${waitForServer ? `, for ${this.options.retrySeconds} s` : ''}): start \`vllm serve MODEL\` (or \`python -m sglang.launch_server --model-path MODEL\`) ` +
+          `or set thetaevolve.endpoint to the server's base URL.`,
       );
     const timeout = Math.min(this.options.requestTimeoutMs, 15_000);
+    const started = performance.now();
+    let waits = 0;
+    /** Wait before the next try when the server may still come; false when the window is over. */
+    const waitForIt = async (reason: string): Promise<boolean> => {
+      const left = this.options.retrySeconds * 1000 - (performance.now() - started);
+      if (!waitForServer || left <= 0) return false;
+      this.setWaiting(true, reason);
+      const slept = await sleep(Math.min(left, backoffDelayMs(++waits, this.backoff)), signal ?? new AbortController().signal);
+      if (!slept) throw new Error('Health check aborted.');
+      return true;
+    };
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       let text: string;
@@ -227,6 +329,11 @@ export class EndpointClient implements ResponseSource {
         text = await response.text();
       } catch (error) {
         if (signal?.aborted) throw new Error('Health check aborted.');
+        if (error instanceof APIError && error.status !== undefined && isUnavailableStatus(error.status)) {
+          const reason = `HTTP ${error.status}: ${error.message.replace(/^\d{3}\s*/, '')}`;
+          if (await waitForIt(reason)) continue;
+          throw new Error(this.redact(`The server at ${this.baseURL} is not ready (${reason}): is it still loading the model?`));
+        }
         if (error instanceof APIError && error.status !== undefined) {
           const status = error.status;
           if (status === 401 || status === 403) {
@@ -245,9 +352,11 @@ export class EndpointClient implements ResponseSource {
           }
           throw new Error(this.redact(`The server at ${this.baseURL} failed its health check (HTTP ${status}): ${error.message}`));
         }
-        if (error instanceof APIConnectionTimeoutError) throw noServer(`no answer within ${Math.round(timeout / 1000)} s`);
-        throw noServer(this.redact(describeNetworkError(error)));
+        const reason = error instanceof APIConnectionTimeoutError ? `no answer within ${Math.round(timeout / 1000)} s` : describeNetworkError(error);
+        if (await waitForIt(reason)) continue;
+        throw noServer(this.redact(reason));
       }
+      this.setWaiting(false, '');
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -258,7 +367,7 @@ export class EndpointClient implements ResponseSource {
       if (!parsed.success) {
         throw new Error(`${this.baseURL}/models did not answer like an OpenAI-compatible server (${firstIssue(parsed.error)}).`);
       }
-      return parsed.data.data.map((m) => m.id);
+      return parsed.data.data;
     }
   }
 
@@ -293,10 +402,12 @@ export class EndpointClient implements ResponseSource {
         if (!parsed.success) return; // undecided: the first real reply decides
         this.learnTokenSupport(parsed.data);
       } catch (error) {
-        if (error instanceof APIError && (error.status === 400 || error.status === 422)) {
+        // Only a refusal that names the fields decides; anything else (a 5xx,
+        // a timeout, a 400 about something else) leaves it to the first reply.
+        if (error instanceof APIError && (error.status === 400 || error.status === 422) && rejectsTokenFields(error.message)) {
           this.markTokensMissing(`it rejected return_token_ids: HTTP ${error.status}`);
         }
-        return; // other failures leave it undecided; generate() learns from the first reply
+        return;
       }
     }
   }
@@ -375,7 +486,7 @@ export class EndpointClient implements ResponseSource {
         let ready = true;
         if (this.resolvedModel === null) {
           try {
-            await this.check(internal.signal);
+            await this.check(internal.signal, { waitForServer: true });
           } catch (error) {
             ready = false;
             if (!internal.signal.aborted) failRest(this.redact((error as Error).message));
@@ -385,7 +496,7 @@ export class EndpointClient implements ResponseSource {
           const units = this.unitsOf(jobs);
           const capacity = this.options.maxInFlight > 0 ? Math.min(this.options.maxInFlight, units.length) : units.length;
           const semaphore = new Semaphore(Math.max(1, capacity));
-          const state: CallState = { stats, signal: internal.signal, semaphore, model: this.resolvedModel as string, deliver };
+          const state: CallState = { stats, signal: internal.signal, semaphore, model: this.resolvedModel as string, deliver, promptCounts: new Map() };
           const stopped = new Promise<void>((resolve) => {
             if (internal.signal.aborted) resolve();
             else internal.signal.addEventListener('abort', () => resolve(), { once: true });
@@ -437,7 +548,18 @@ export class EndpointClient implements ResponseSource {
   /** One unit to its end: a response per sample, or request_failed after the retries. Never throws. */
   private async runUnit(unit: Unit, state: CallState): Promise<void> {
     let firstStart: number | null = null;
-    let retries = 0;
+    let retries = 0; // all retries, for the sample's record
+    let countedRetries = 0; // those within maxRetries
+    let unavailableSince: number | null = null;
+    let unavailableRetries = 0;
+    let contextRetries = 0;
+    let maxTokensCap = Number.POSITIVE_INFINITY; // lowered by context-length refusals
+    const fail = (error: string, latencyMs: number) => {
+      const text = this.redact(error);
+      for (let k = 0; k < unit.n; k++) {
+        state.deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error: text });
+      }
+    };
     for (;;) {
       let release: () => void;
       try {
@@ -447,47 +569,154 @@ export class EndpointClient implements ResponseSource {
       }
       firstStart ??= performance.now();
       let result: AttemptResult;
+      let sentMaxTokens = this.options.maxTokens;
       try {
-        result = await this.attempt(unit, state);
+        const budget = await this.maxTokensFor(unit.job, state);
+        sentMaxTokens = Math.min(budget.maxTokens ?? this.options.maxTokens, maxTokensCap);
+        result = budget.error !== null ? { ok: false, kind: 'fatal', error: budget.error, retryAfterMs: null } : await this.attempt(unit, state, sentMaxTokens);
       } catch (error) {
-        result = { ok: false, retryable: true, error: `unexpected client error: ${(error as Error).message}`, retryAfterMs: null };
+        result = { ok: false, kind: 'retry', error: `unexpected client error: ${(error as Error).message}`, retryAfterMs: null };
       } finally {
         release();
       }
       if (state.signal.aborted) return;
       const latencyMs = performance.now() - firstStart;
       if (result.ok) {
+        this.setWaiting(false, '');
         state.stats.latencies.push(result.latencyMs);
         for (const sample of result.samples) state.deliver({ ...sample, latencyMs, retries });
         return;
       }
-      if (!result.retryable || retries >= this.options.maxRetries) {
-        const error = this.redact(retries > 0 ? `${result.error} (gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'})` : result.error);
-        for (let k = 0; k < unit.n; k++) {
-          state.deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error });
+      if (result.kind !== 'unavailable') unavailableSince = null;
+      if (result.kind === 'fatal') return fail(result.error, latencyMs);
+
+      let wait: number;
+      if (result.kind === 'context') {
+        const next = this.learnContext(unit.job, state, result.context ?? { contextLength: null, promptTokens: null }, sentMaxTokens);
+        if (next.room !== null && next.room < 1) {
+          return fail(`${result.error} (the prompt alone fills the server's context: start the server with a longer context, vLLM --max-model-len, SGLang --context-length; lowering thetaevolve.maxTokens cannot help)`, latencyMs);
         }
-        return;
+        if (contextRetries >= MAX_CONTEXT_RETRIES || next.maxTokens === null || next.maxTokens >= sentMaxTokens) {
+          return fail(`${result.error} (thetaevolve.maxTokens is ${this.options.maxTokens}: ${CONTEXT_ADVICE})`, latencyMs);
+        }
+        contextRetries++;
+        maxTokensCap = next.maxTokens;
+        wait = 0;
+      } else if (result.kind === 'unavailable') {
+        unavailableSince ??= performance.now();
+        const left = this.options.retrySeconds * 1000 - (performance.now() - unavailableSince);
+        if (left <= 0) {
+          return fail(`${result.error} (the server did not come back within ${this.options.retrySeconds} s: thetaevolve.serverRetrySeconds)`, latencyMs);
+        }
+        // One failed attempt in a busy step is no outage worth a line; a second in a row is.
+        if (unavailableRetries >= 1) this.setWaiting(true, result.error);
+        wait = Math.min(left, backoffDelayMs(++unavailableRetries, this.backoff));
+      } else {
+        if (countedRetries >= this.options.maxRetries) {
+          return fail(countedRetries > 0 ? `${result.error} (gave up after ${countedRetries} ${countedRetries === 1 ? 'retry' : 'retries'})` : result.error, latencyMs);
+        }
+        countedRetries++;
+        const asked = result.retryAfterMs;
+        wait =
+          asked !== null && asked > 0
+            ? Math.min(asked, this.backoff.maxRetryAfterMs) * (1 + 0.1 * Math.random())
+            : backoffDelayMs(countedRetries, this.backoff);
       }
       retries++;
       state.stats.retries++;
-      const asked = result.retryAfterMs;
-      const wait =
-        asked !== null && asked > 0
-          ? Math.min(asked, this.backoff.maxRetryAfterMs) * (1 + 0.1 * Math.random())
-          : backoffDelayMs(retries, this.backoff);
-      if (!(await sleep(wait, state.signal))) return;
+      if (wait > 0 && !(await sleep(wait, state.signal))) return;
+    }
+  }
+
+  /**
+   * The max_tokens a job's requests may ask for: thetaevolve.maxTokens, or
+   * less where the server's context leaves less after the prompt (the one
+   * token spare covers SGLang, which refuses prompt + max_tokens == context).
+   * An error when the prompt alone fills the context.
+   */
+  private async maxTokensFor(job: GenerationJob, state: CallState): Promise<{ maxTokens: number | null; error: string | null }> {
+    const wanted = this.options.maxTokens;
+    const context = this.contextLength;
+    if (context === null) return { maxTokens: wanted, error: null };
+    let count = state.promptCounts.get(job.key);
+    if (!count) {
+      const estimate = estimatePromptTokens(job.messages);
+      if (estimate + wanted < context) return { maxTokens: wanted, error: null }; // fits even by the upper estimate
+      count = this.countPromptTokens(job.messages, state.model, state.signal).then((exact) =>
+        exact === null ? { tokens: estimate, exact: false } : { tokens: exact, exact: true },
+      );
+      state.promptCounts.set(job.key, count);
+    }
+    const prompt = await count;
+    const room = context - prompt.tokens - 1;
+    if (room < 1) {
+      // An estimate may be too high: let the server's own check decide.
+      if (!prompt.exact) return { maxTokens: wanted, error: null };
+      return {
+        maxTokens: null,
+        error:
+          `the prompt (${prompt.tokens} tokens) leaves no room for a response in the server's context of ${context} tokens ` +
+          `(max_model_len): start the server with a longer context (vLLM --max-model-len, SGLang --context-length); lowering thetaevolve.maxTokens cannot help`,
+      };
+    }
+    if (room >= wanted) return { maxTokens: wanted, error: null };
+    if (!this.contextCapWarned) {
+      this.contextCapWarned = true;
+      this.warn(
+        `The server's context (${context} tokens) leaves about ${room} tokens for a response after a ${prompt.tokens}-token prompt, ` +
+          `less than thetaevolve.maxTokens (${wanted}): requests ask for what fits. To silence this, ${CONTEXT_ADVICE}.`,
+      );
+    }
+    return { maxTokens: room, error: null };
+  }
+
+  /** What a context-length refusal teaches: the context, the prompt's exact count, and the max_tokens to try next (null: no better guess). */
+  private learnContext(job: GenerationJob, state: CallState, rejection: ContextRejection, sent: number): { maxTokens: number | null; room: number | null } {
+    if (rejection.contextLength !== null) this.contextLength = rejection.contextLength;
+    const context = this.contextLength;
+    if (rejection.promptTokens !== null) {
+      state.promptCounts.set(job.key, Promise.resolve({ tokens: rejection.promptTokens, exact: true }));
+      if (context !== null) {
+        const room = context - rejection.promptTokens - 1;
+        return { maxTokens: room >= 1 ? room : null, room };
+      }
+    }
+    const half = Math.floor(sent / 2);
+    return { maxTokens: half >= 1 ? half : null, room: null };
+  }
+
+  /** The prompt's token count from vLLM's /tokenize (beside /v1), or null where the server does not offer it. */
+  private async countPromptTokens(messages: readonly ChatMessage[], model: string, signal: AbortSignal): Promise<number | null> {
+    if (this.tokenizeOffered === false) return null;
+    const url = `${this.baseURL.replace(/\/v1$/, '')}/tokenize`;
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.apiKey || PLACEHOLDER_API_KEY}` },
+        body: JSON.stringify({ model, messages: messages.map((m) => ({ role: m.role, content: m.content })), add_generation_prompt: true }),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(Math.min(this.options.requestTimeoutMs, 15_000))]),
+      });
+      const parsed = response.ok ? TokenizeReplySchema.safeParse(await response.json()) : null;
+      if (!parsed?.success) {
+        if (response.status === 404 || response.status === 405 || parsed) this.tokenizeOffered = false;
+        return null;
+      }
+      this.tokenizeOffered = true;
+      return parsed.data.count;
+    } catch {
+      return null; // unreachable now: the estimate serves, and the request itself meets the outage
     }
   }
 
   /** One HTTP request. Failed attempts come back as values, never as exceptions. */
-  private async attempt(unit: Unit, state: CallState): Promise<AttemptResult> {
+  private async attempt(unit: Unit, state: CallState, maxTokens: number): Promise<AttemptResult> {
     const sentTokenFields = this.options.requestTokenIds && this.sendsTokenFields();
     const body: ChatCompletionCreateParamsNonStreaming & Record<string, unknown> = {
       model: state.model,
       messages: unit.job.messages.map((m) => ({ role: m.role, content: m.content })),
       temperature: this.options.temperature,
       top_p: this.options.topP,
-      max_tokens: this.options.maxTokens,
+      max_tokens: maxTokens,
       seed: unit.seed,
     };
     if (unit.n > 1) body.n = unit.n;
@@ -512,26 +741,27 @@ export class EndpointClient implements ResponseSource {
         .asResponse();
       text = await response.text();
     } catch (error) {
-      if (state.signal.aborted) return { ok: false, retryable: false, error: 'aborted', retryAfterMs: null };
-      if (timedOut || error instanceof APIConnectionTimeoutError) return { ok: false, retryable: true, error: timeoutText, retryAfterMs: null };
-      if (error instanceof APIUserAbortError) return { ok: false, retryable: true, error: 'request aborted', retryAfterMs: null };
+      if (state.signal.aborted) return { ok: false, kind: 'fatal', error: 'aborted', retryAfterMs: null };
+      if (timedOut || error instanceof APIConnectionTimeoutError) return { ok: false, kind: 'retry', error: timeoutText, retryAfterMs: null };
+      if (error instanceof APIUserAbortError) return { ok: false, kind: 'retry', error: 'request aborted', retryAfterMs: null };
       if (error instanceof APIConnectionError) {
-        return { ok: false, retryable: true, error: `connection failed: ${describeNetworkError(error)}`, retryAfterMs: null };
+        return { ok: false, kind: 'unavailable', error: `connection failed: ${describeNetworkError(error)}`, retryAfterMs: null };
       }
       if (error instanceof APIError && error.status !== undefined) {
-        if (sentTokenFields && this.tokenState.status === 'unknown' && (error.status === 400 || error.status === 422)) {
-          // Servers that reject the extra fields: drop them and try again.
-          this.markTokensMissing(`it rejected return_token_ids: HTTP ${error.status}`);
-          return { ok: false, retryable: true, error: `HTTP ${error.status}: ${error.message}`, retryAfterMs: 0 };
+        const status = error.status;
+        const message = error.message.replace(/^\d{3}\s*/, '');
+        const described = `HTTP ${status}: ${message}`;
+        if (sentTokenFields && this.tokenState.status === 'unknown' && (status === 400 || status === 422) && rejectsTokenFields(message)) {
+          // A server that refuses the extra fields by name: drop them and try again.
+          this.markTokensMissing(`it rejected return_token_ids: HTTP ${status}`);
+          return { ok: false, kind: 'retry', error: described, retryAfterMs: 0 };
         }
-        return {
-          ok: false,
-          retryable: isRetryableStatus(error.status),
-          error: `HTTP ${error.status}: ${error.message.replace(/^\d{3}\s*/, '')}`,
-          retryAfterMs: retryAfterMs(error.headers),
-        };
+        const context = status === 400 ? contextRejectionOf(message) : null;
+        if (context) return { ok: false, kind: 'context', error: described, retryAfterMs: null, context };
+        if (isUnavailableStatus(status)) return { ok: false, kind: 'unavailable', error: described, retryAfterMs: null };
+        return { ok: false, kind: isRetryableStatus(status) ? 'retry' : 'fatal', error: described, retryAfterMs: retryAfterMs(error.headers) };
       }
-      return { ok: false, retryable: true, error: `reply cut off: ${describeNetworkError(error)}`, retryAfterMs: null };
+      return { ok: false, kind: 'unavailable', error: `reply cut off: ${describeNetworkError(error)}`, retryAfterMs: null };
     } finally {
       clearTimeout(timer);
       state.signal.removeEventListener('abort', onAbort);
@@ -543,18 +773,21 @@ export class EndpointClient implements ResponseSource {
       json = JSON.parse(text);
     } catch {
       const start = text.slice(0, 40).replace(/\s+/g, ' ');
-      return { ok: false, retryable: true, error: `malformed reply: not JSON (starts with ${JSON.stringify(start)})`, retryAfterMs: null };
+      return { ok: false, kind: 'retry', error: `malformed reply: not JSON (starts with ${JSON.stringify(start)})`, retryAfterMs: null };
     }
     const parsed = ChatCompletionSchema.safeParse(json);
     if (!parsed.success) {
-      return { ok: false, retryable: true, error: `malformed reply: ${firstIssue(parsed.error)}`, retryAfterMs: null };
+      return { ok: false, kind: 'retry', error: `malformed reply: ${firstIssue(parsed.error)}`, retryAfterMs: null };
     }
     const reply = parsed.data;
     if (reply.choices.length !== unit.n) {
-      return { ok: false, retryable: true, error: `malformed reply: ${reply.choices.length} choices for n = ${unit.n}`, retryAfterMs: null };
+      return { ok: false, kind: 'retry', error: `malformed reply: ${reply.choices.length} choices for n = ${unit.n}`, retryAfterMs: null };
+    }
+    if (reply.choices.some((c) => c.finish_reason === 'abort')) {
+      // SGLang aborts requests in flight when it pauses for a weight update: not the model's answer.
+      return { ok: false, kind: 'unavailable', error: 'the server aborted the generation (finish_reason "abort", as during a weight update)', retryAfterMs: null };
     }
     if (sentTokenFields) this.learnTokenSupport(reply);
-    const keepTokens = this.tokenState.status === 'supported';
 
     const choices = [...reply.choices].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     const read = choices.map((choice) => readChoice(choice, reply.prompt_token_ids ?? null));
@@ -566,8 +799,6 @@ export class EndpointClient implements ResponseSource {
     const shares = splitEvenly(usageCompletion, unit.n);
     state.stats.promptTokens += usagePrompt;
     state.stats.completionTokens += usageCompletion;
-    const weightVersion = reply.metadata?.weight_version;
-    const policyVersion = weightVersion === undefined || weightVersion === null ? null : String(weightVersion);
 
     return {
       ok: true,
@@ -582,9 +813,21 @@ export class EndpointClient implements ResponseSource {
         truncated: r.truncated,
         promptTokens: usagePrompt,
         completionTokens: r.completionTokens ?? (shares[k] as number),
-        tokens: keepTokens ? r.tokens : null,
-        policyVersion,
+        // Ids a reply carries are kept, whatever was concluded about the server.
+        tokens: r.tokens,
+        policyVersion: policyVersionOf(reply.metadata?.weight_version),
       })),
     };
   }
+}
+
+/**
+ * The policy version a reply names: SGLang's metadata.weight_version, except
+ * its placeholder "default" (sent until a trainer tags an update), which
+ * names no version and must not stand in for the trainer's step.
+ */
+export function policyVersionOf(weightVersion: string | number | null | undefined): string | null {
+  if (weightVersion === undefined || weightVersion === null) return null;
+  const version = String(weightVersion);
+  return version === 'default' || version === '' ? null : version;
 }

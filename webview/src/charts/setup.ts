@@ -62,7 +62,8 @@ export function baseOptions(theme: ThemeColours, yTitle: string): ChartOptions<'
         bounds: 'data',
         min: 0,
         title: { display: true, text: 'step', color: theme.muted },
-        ticks: { color: theme.foreground, precision: 0, maxTicksLimit: 10 },
+        // No extra tick at the last step: next to a round tick it printed "2021" for 20 and 21.
+        ticks: { color: theme.foreground, precision: 0, maxTicksLimit: 10, includeBounds: false },
         grid: { color: theme.grid },
       },
       y: {

@@ -1,4 +1,4 @@
-// The best program so far: objective, step, lineage depth, Show Diff / Apply to File.
+// The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, Show Diff / Apply to File.
 import type { BestView, RunView } from '../../../src/protocol/dashboard';
 import { el } from '../dom';
 import { formatValue } from '../format';
@@ -9,6 +9,8 @@ export class BestCard {
   private readonly value = el('div', 'best-value', '–');
   private readonly facts = el('dl', 'best-facts');
   private readonly empty = el('p', 'empty', 'No valid program yet.');
+  /** The best program's EVOLVE-BLOCK, as text (never as markup). */
+  private readonly code = el('pre', 'best-code');
   private readonly showDiff: ButtonControl;
   private readonly apply: ButtonControl;
   private best: BestView | null = null;
@@ -22,7 +24,8 @@ export class BestCard {
     });
     const actions = el('div', 'button-group');
     actions.append(this.showDiff.element, this.apply.element);
-    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions);
+    this.code.title = "The best program's EVOLVE-BLOCK (Show Diff compares it with its parent)";
+    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions, this.code);
     this.set(null, null);
   }
 
@@ -32,6 +35,8 @@ export class BestCard {
     this.apply.setDisabled(!best);
     this.empty.hidden = best !== null;
     this.facts.replaceChildren();
+    this.code.textContent = best?.code ?? '';
+    this.code.hidden = !best?.code;
     if (!best) {
       this.value.textContent = '–';
       return;

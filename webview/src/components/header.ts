@@ -89,9 +89,11 @@ export class Header {
     const active = s === 'starting' || s === 'running';
     this.buttons.start.setDisabled(!(s === 'idle' || s === 'finished' || s === 'error'));
     this.buttons.pause.setDisabled(!active);
-    this.buttons.pause.setVisible(s !== 'paused');
-    this.buttons.resume.setDisabled(s !== 'paused');
-    this.buttons.resume.setVisible(s === 'paused');
+    // A paused run resumes in place; a run that is over (stopped, or read back after a reload) goes on from its last committed step.
+    const resumable = s === 'paused' || ((s === 'finished' || s === 'error') && view.resumable === true);
+    this.buttons.resume.setDisabled(!resumable);
+    this.buttons.resume.setVisible(resumable);
+    this.buttons.pause.setVisible(!resumable);
     this.buttons.stop.setDisabled(!(active || s === 'paused'));
   }
 

@@ -33,7 +33,10 @@ export function createButton(
   });
   return {
     element,
-    setDisabled: (disabled) => element.toggleAttribute('disabled', disabled),
+    setDisabled: (disabled) => {
+      element.toggleAttribute('disabled', disabled);
+      element.setAttribute('aria-disabled', String(disabled));
+    },
     setVisible: (visible) => {
       element.hidden = !visible;
     },

@@ -1,0 +1,71 @@
+// db-paper-scale: the paper's longest runs, 600 steps of 32 parents x 16
+// children (307,200 programs ever added, 10,000 alive) into the large preset,
+// every program ever added kept in the hash index. At steps 100, 300 and 600:
+// the step commit (the rules on the in-memory structures), the durable persist
+// (compressed rows + whole-file export, fsync, rename), the file size and the
+// time to reopen the file; at 600 also this process's memory (the engine
+// worker holds the same structures). Heavy: run it alone, with `nice`.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ProgramDatabase } from '../src/engine/database/programDatabase';
+import { Rng } from '../src/engine/rng';
+import { percentile } from '../src/engine/stats';
+import { largeConfig, stepChildren } from '../test/unit/fixtures/database/fill';
+import { REALISTIC_SHAPE, syntheticProgram } from '../test/unit/fixtures/database/programs';
+
+const TOTAL_STEPS = 600;
+const REPORT_AT = [100, 300, 600];
+/** Commit and persist are the median of this many steps up to each report point. */
+const WINDOW = 10;
+
+const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-bench-'));
+  try {
+    const file = path.join(dir, 'run.sqlite');
+    const rng = Rng.fromSeed(600);
+    const config = largeConfig();
+    const db = await ProgramDatabase.open(file, { config });
+    await db.addInitial(syntheticProgram(rng, 0, null, REALISTIC_SHAPE));
+    const commitMs: number[] = [];
+    const persistMs: number[] = [];
+    let added = 1;
+    for (let step = 1; step <= TOTAL_STEPS; step++) {
+      const children = stepChildren(db, rng);
+      added += children.length;
+      const { timings } = await db.commitStep({ step, children, stats: { step }, engineState: { step } });
+      commitMs.push(timings.applyMs);
+      persistMs.push(timings.rowsMs + timings.fileMs);
+      if (!REPORT_AT.includes(step)) continue;
+
+      const window = `median of steps ${step - WINDOW + 1}-${step}`;
+      const snapshot = db.stateSnapshot();
+      const memory = process.memoryUsage();
+      const bytes = fs.statSync(file).size;
+      const reopenStarted = performance.now();
+      const reopened = await ProgramDatabase.openReadOnly(file);
+      const reopenMs = performance.now() - reopenStarted;
+      const reopenedPrograms = reopened.size;
+      await reopened.close();
+      if (reopenedPrograms !== db.size) throw new Error(`the reopened file holds ${reopenedPrograms} programs, the open one ${db.size}`);
+      const where = `step ${step}: ${added.toLocaleString('en-US')} programs added, ${db.size.toLocaleString('en-US')} alive, hash index ${snapshot.hashIndexSize.toLocaleString('en-US')}`;
+      console.log(`bench db-paper-scale-commit-${step}: ${percentile(commitMs.slice(-WINDOW), 50).toFixed(1)} ms (${window}, 512 children each; ${where}; target <= 50)`);
+      console.log(`bench db-paper-scale-persist-${step}: ${percentile(persistMs.slice(-WINDOW), 50).toFixed(0)} ms (${window}: compressed rows + whole-file export, fsync, rename; target <= 1000)`);
+      console.log(`bench db-paper-scale-file-${step}: ${mb(bytes)} MB (${where}; target <= 150)`);
+      console.log(`bench db-paper-scale-reopen-${step}: ${reopenMs.toFixed(0)} ms (open read-only and rebuild every in-memory index; target <= 3000)`);
+      if (step === TOTAL_STEPS) {
+        console.log(
+          `bench db-paper-scale-memory-${step}: ${mb(memory.rss)} MB (resident set of the process holding the open database at ${where}; ` +
+            `JS heap ${mb(memory.heapUsed)} MB, external (sql.js wasm, buffers) ${mb(memory.external)} MB)`,
+        );
+      }
+    }
+    await db.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+void main();

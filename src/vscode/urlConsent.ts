@@ -1,0 +1,61 @@
+// A workspace must not silently redirect the requests that carry the user's
+// API key (thetaevolve.endpoint) or the rollouts (thetaevolve.trainer.url):
+// the User and Remote settings apply as they are; a value from a workspace's
+// (or folder's) settings is used only once the user allowed that very URL for
+// that workspace. The decision is kept in the workspace's state.
+import * as vscode from 'vscode';
+import type { Settings } from '../engine/config';
+
+const GUARDED = [
+  { key: 'endpoint', what: 'sends the model requests, with your API key,' },
+  { key: 'trainer.url', what: 'sends the scored rollouts' },
+] as const satisfies readonly { key: keyof Settings; what: string }[];
+
+export type UrlKey = (typeof GUARDED)[number]['key'];
+
+/** How the user answers "use this workspace's URL?": use it, use the user-level value, or cancel the run. */
+export type UrlChoice = 'workspace' | 'user' | 'cancel';
+
+export type AskUrlChoice = (question: { key: UrlKey; workspaceValue: string; userValue: string; what: string }) => Thenable<UrlChoice>;
+
+const stateKey = (key: UrlKey): string => `thetaevolve.allowedWorkspaceUrl.${key}`;
+
+/** The modal question, in the editor. */
+export const askInEditor: AskUrlChoice = async ({ key, workspaceValue, userValue, what }) => {
+  const useIt = 'Use This Workspace\u2019s URL';
+  const mine = 'Use My Setting';
+  const choice = await vscode.window.showWarningMessage(
+    `This workspace's settings set thetaevolve.${key} to ${workspaceValue}: ThetaEvolve ${what} there. Your own (User or Remote) setting is ${userValue || '(empty)'}.`,
+    { modal: true, detail: 'Allow it only if you trust this workspace. The answer is remembered for this workspace and this URL.' },
+    useIt,
+    mine,
+  );
+  return choice === useIt ? 'workspace' : choice === mine ? 'user' : 'cancel';
+};
+
+/**
+ * The settings a run uses: each guarded URL that comes from the workspace is
+ * kept only with the user's consent (asked once per workspace and URL), else
+ * replaced by the User/Remote value. undefined: the user cancelled.
+ */
+export async function settingsWithAllowedUrls(
+  settings: Settings,
+  scope: vscode.Uri | undefined,
+  state: vscode.Memento,
+  ask: AskUrlChoice = askInEditor,
+): Promise<Settings | undefined> {
+  const config = vscode.workspace.getConfiguration('thetaevolve', scope ?? null);
+  let result = settings;
+  for (const { key, what } of GUARDED) {
+    const inspected = config.inspect<string>(key);
+    const workspaceValue = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
+    if (workspaceValue === undefined || workspaceValue === null) continue;
+    const userValue = inspected?.globalValue ?? inspected?.defaultValue ?? '';
+    if (workspaceValue === userValue || state.get<string>(stateKey(key)) === workspaceValue) continue;
+    const choice = await ask({ key, workspaceValue, userValue, what });
+    if (choice === 'cancel') return undefined;
+    if (choice === 'workspace') await state.update(stateKey(key), workspaceValue);
+    else result = { ...result, [key]: userValue };
+  }
+  return result;
+}

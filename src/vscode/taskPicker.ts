@@ -7,7 +7,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
-import { detectForeignLayout } from '../engine/task/foreignTasks';
+import { detectForeignLayout, taskFilesBeside } from '../engine/task/foreignTasks';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { errorMessage } from '../engine/errors';
 
@@ -57,16 +57,6 @@ export async function listBundledTaskChoices(extensionPath: string): Promise<Tas
   return Promise.all(files.map((f) => loadChoice('bundled', f)));
 }
 
-/** The file naming the task in `dir`: its task.json, or the evaluator of an OpenEvolve/ShinkaEvolve folder; null when it is no task folder. */
-export async function taskFileIn(dir: string): Promise<string | null> {
-  const file = join(dir, 'task.json');
-  if (await stat(file).then((s) => s.isFile(), () => false)) return file;
-  const layout = await detectForeignLayout(dir);
-  if (layout === 'openevolve') return join(dir, 'evaluator.py');
-  if (layout === 'shinka') return join(dir, 'evaluate.py');
-  return null;
-}
-
 /** Every task folder of the open workspace in the three layouts (node_modules and .thetaevolve left out), sorted by path. */
 export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken): Promise<TaskChoice[]> {
   const [taskFiles, evaluators] = await Promise.all([
@@ -80,16 +70,10 @@ export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken)
   return Promise.all(files.map((f) => loadChoice('workspace', f)));
 }
 
-/** Task folders beside a file, in any of the three layouts: its own folder and the folders next to it. */
+/** Task folders beside a file, in any of the three layouts (its own folder and the folders next to it). */
 export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Promise<TaskChoice[]> {
   if (forFile?.scheme !== 'file') return [];
-  const dir = dirname(forFile.fsPath);
-  const subfolders = await readdir(dir, { withFileTypes: true }).then(
-    (entries) => entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
-    () => [],
-  );
-  const files = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
-  return Promise.all(files.filter((f): f is string => f !== null).map((f) => loadChoice('workspace', f)));
+  return Promise.all((await taskFilesBeside(forFile.fsPath)).map((f) => loadChoice('workspace', f)));
 }
 
 /** Bundled tasks first, then the workspace's and those beside `forFile`; a task found twice is listed once. */

@@ -14,7 +14,7 @@ import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { parseRunMeta } from '../../src/engine/runMeta';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
 import { scoreOfObjective } from '../../src/engine/scoring';
-import { detectForeignLayout } from '../../src/engine/task/foreignTasks';
+import { detectForeignLayout, taskFilesBeside } from '../../src/engine/task/foreignTasks';
 import { leadingDocText } from '../../src/engine/task/scaffold';
 import { loadTask, TaskError } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/types';
@@ -123,6 +123,19 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     assert.equal(ours.evaluatorTrust, 'separate');
     assert.deepEqual(ours.sandboxReadOnlyDirs, {});
     assert.equal(await detectForeignLayout(join(__dirname, '../../tasks/circle-packing')), null, 'task.json wins');
+  });
+
+  it('finds the task folders beside a file in the three layouts: its own folder and the folders next to it', async () => {
+    const root = mkdtempSync(join(scratch, 'beside-'));
+    writeFileSync(join(root, 'mine.py'), '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n');
+    cpSync(OPENEVOLVE[2] as string, join(root, 'kissing'), { recursive: true });
+    cpSync(SHINKA, join(root, 'points'), { recursive: true });
+    mkdirSync(join(root, 'ours'));
+    writeFileSync(join(root, 'ours', 'task.json'), '{}');
+    mkdirSync(join(root, 'notes'));
+    assert.deepEqual(await taskFilesBeside(join(root, 'mine.py')), [join(root, 'kissing/evaluator.py'), join(root, 'ours/task.json'), join(root, 'points/evaluate.py')]);
+    // Inside an OpenEvolve folder: the folder itself.
+    assert.deepEqual(await taskFilesBeside(join(root, 'kissing', 'initial_program.py')), [join(root, 'kissing/evaluator.py')]);
   });
 
   it('says what is missing in a folder that is none of the three layouts', async () => {

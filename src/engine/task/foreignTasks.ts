@@ -117,6 +117,27 @@ export async function detectForeignLayout(dir: string): Promise<ForeignLayout | 
   return null;
 }
 
+/** The file naming the task in `dir`: its task.json, or the evaluator of an OpenEvolve/ShinkaEvolve folder; null when it is no task folder. */
+export async function taskFileIn(dir: string): Promise<string | null> {
+  const files = await filesOf(dir);
+  if (files.includes('task.json')) return join(dir, 'task.json');
+  const layout = await detectForeignLayout(dir);
+  if (layout === 'openevolve') return join(dir, 'evaluator.py');
+  if (layout === 'shinka') return join(dir, 'evaluate.py');
+  return null;
+}
+
+/** The task files of the folder holding `file` and of the folders next to it (hidden ones and node_modules left out), in any layout. */
+export async function taskFilesBeside(file: string): Promise<string[]> {
+  const dir = dirname(resolve(file));
+  const subfolders = await readdir(dir, { withFileTypes: true }).then(
+    (entries) => entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
+    () => [],
+  );
+  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
+  return found.filter((f): f is string => f !== null);
+}
+
 /** Run our config reader (PyYAML, as OpenEvolve itself reads the file) and check what we use. */
 export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConfig> {
   const script = join(foreignRuntimeDir(), 'read_config.py');

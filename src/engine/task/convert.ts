@@ -9,7 +9,7 @@
 // thetaevolve_foreign.py). Anything else is refused with the reason.
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { foreignRuntimeDir, loadForeignTask, readOpenEvolveConfig } from './foreignTasks';
+import { foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
 import { literalPlaceholders } from './scaffold';
 import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
@@ -49,8 +49,7 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
   const called = calledProgramFunctions(evaluatorSource, task.initialProgram);
   if ('problem' in called) throw new TaskError(`${task.dir}: cannot convert: ${called.problem}`);
   const names = called.names.join(',');
-  // The cascade thresholds (or 'off') are the last argument of the foreign candidate command.
-  const cascade = task.candidateCommand[task.candidateCommand.length - 1] as string;
+  const settings = await openEvolveSettings(task.dir, evaluatorSource);
   const runtime = foreignRuntimeDir();
   // Inlined without its comments (they talk about {placeholders}).
   const wrapper = (await readFile(join(runtime, 'solution_wrapper.py'), 'utf8'))
@@ -59,7 +58,6 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     .join('\n')
     .trim();
   const meta = task.metaInformation[0] as { id: string; weight: number; text: string };
-  const config = await readOpenEvolveConfig(join(task.dir, 'config.yaml')).catch(() => null);
   const raw = {
     name: task.name,
     title: task.title.replace(/ \(OpenEvolve folder\)$/, ''),
@@ -67,10 +65,10 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     direction: 'maximize',
     initialProgram: basename(task.initialProgramPath),
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
-    evaluator: { command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, cascade], timeLimitSec: task.runtimeLimitSec },
+    evaluator: { command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade], timeLimitSec: task.runtimeLimitSec },
     metaInformation: [meta],
     variables: literalPlaceholders(meta.text, ['MAX_RUNTIME']),
-    ...(config?.max_code_length ? { maxCodeLength: config.max_code_length } : {}),
+    maxCodeLength: settings.maxCodeLength,
   };
   const spec = TaskFileSchema.parse(raw);
   const written = [join(task.dir, CONVERTED_FILES.evaluator), join(task.dir, CONVERTED_FILES.library), join(task.dir, CONVERTED_FILES.taskFile)];

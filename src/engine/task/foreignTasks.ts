@@ -185,6 +185,39 @@ async function readText(file: string, what: string): Promise<string> {
   }
 }
 
+/** What a folder's files say about running it (config.yaml for OpenEvolve; our defaults otherwise). */
+export interface FolderSettings {
+  /** The candidate's limit: OpenEvolve's evaluator.timeout per cascade stage. */
+  runtimeLimitSec: number;
+  /** prompt.system_message, the task's prompt text. */
+  systemMessage: string | null;
+  maxCodeLength: number;
+  /** The cascade thresholds for run_foreign.py ("0.5,0.75,0.9"), or "off". */
+  cascade: string;
+}
+
+/** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
+export async function openEvolveSettings(dir: string, evaluatorSource: string): Promise<FolderSettings> {
+  if (!defines(evaluatorSource, 'evaluate') && !defines(evaluatorSource, 'evaluate_stage1')) {
+    throw new TaskError(`${join(dir, 'evaluator.py')}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
+  }
+  const config = (await filesOf(dir)).includes('config.yaml') ? await readOpenEvolveConfig(join(dir, 'config.yaml')) : {};
+  const timeout = config.evaluator?.timeout ?? OPENEVOLVE_DEFAULT_TIMEOUT_SEC;
+  // OpenEvolve gives each cascade stage the timeout; so does the limit of the whole run here.
+  let stages = 1;
+  let cascade = 'off';
+  if ((config.evaluator?.cascade_evaluation ?? true) && defines(evaluatorSource, 'evaluate_stage1')) {
+    stages = ['evaluate_stage1', 'evaluate_stage2', 'evaluate_stage3'].filter((name) => defines(evaluatorSource, name)).length;
+    cascade = (config.evaluator?.cascade_thresholds ?? OPENEVOLVE_DEFAULT_THRESHOLDS).join(',');
+  }
+  return {
+    runtimeLimitSec: timeout * Math.max(1, stages),
+    systemMessage: config.prompt?.system_message?.trim() || null,
+    maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
+    cascade,
+  };
+}
+
 /** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */
 export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   let dir = resolve(dirOrFile);
@@ -206,29 +239,14 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const evaluatorSource = await readText(evaluatorPath, 'evaluator');
 
   const runtime = foreignRuntimeDir();
-  let runtimeLimitSec: number;
-  let systemMessage: string | null = null;
-  let maxCodeLength = DEFAULT_MAX_CODE_LENGTH;
-  let cascadeArgument = 'off';
+  let settings: FolderSettings;
   if (layout === 'openevolve') {
-    if (!defines(evaluatorSource, 'evaluate') && !defines(evaluatorSource, 'evaluate_stage1')) {
-      throw new TaskError(`${evaluatorPath}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
-    }
-    const config = files.includes('config.yaml') ? await readOpenEvolveConfig(join(dir, 'config.yaml')) : {};
-    const timeout = config.evaluator?.timeout ?? OPENEVOLVE_DEFAULT_TIMEOUT_SEC;
-    // OpenEvolve gives each cascade stage the timeout; so does the limit of the whole run here.
-    let stages = 1;
-    if ((config.evaluator?.cascade_evaluation ?? true) && defines(evaluatorSource, 'evaluate_stage1')) {
-      stages = ['evaluate_stage1', 'evaluate_stage2', 'evaluate_stage3'].filter((name) => defines(evaluatorSource, name)).length;
-      cascadeArgument = (config.evaluator?.cascade_thresholds ?? OPENEVOLVE_DEFAULT_THRESHOLDS).join(',');
-    }
-    runtimeLimitSec = timeout * Math.max(1, stages);
-    systemMessage = config.prompt?.system_message?.trim() || null;
-    maxCodeLength = config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH;
+    settings = await openEvolveSettings(dir, evaluatorSource);
   } else {
     if (!defines(evaluatorSource, 'main')) throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
-    runtimeLimitSec = SHINKA_DEFAULT_TIMEOUT_SEC;
+    settings = { runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC, systemMessage: null, maxCodeLength: DEFAULT_MAX_CODE_LENGTH, cascade: 'off' };
   }
+  const { runtimeLimitSec, systemMessage, maxCodeLength } = settings;
   if (initialProgram.length > maxCodeLength) {
     throw new TaskError(`${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`);
   }
@@ -251,7 +269,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     targetValue: null,
     rewardShaping: { enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 },
     maxCodeLength,
-    candidateCommand: [PYTHON, '{runtimeDir}/run_foreign.py', layout, '{taskDir}', '{program}', SOLUTION_FILE, ...(layout === 'openevolve' ? [cascadeArgument] : [])],
+    candidateCommand: [PYTHON, '{runtimeDir}/run_foreign.py', layout, '{taskDir}', '{program}', SOLUTION_FILE, ...(layout === 'openevolve' ? [settings.cascade] : [])],
     evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
     solutionFile: SOLUTION_FILE,
     solutionMaxBytes: 16 * 1024 * 1024,

@@ -65,6 +65,11 @@ function expectedMetrics(direct: Metrics): Metrics {
   return out;
 }
 
+/** The evaluator's own numeric timing metrics (eval_time, execution_time_mean...): present, with values of their own run. */
+function numericTiming(direct: Metrics): Metrics {
+  return Object.fromEntries(Object.entries(direct).filter(([name, value]) => TIMING_METRICS.has(name) && typeof value === 'number'));
+}
+
 function withoutTiming(metrics: Metrics): Metrics {
   return Object.fromEntries(Object.entries(metrics).filter(([name]) => !TIMING_METRICS.has(name)));
 }
@@ -165,6 +170,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal(out.status, 'ok', JSON.stringify(out));
       assert.equal(out.objective, direct.combined_score, 'exactly the combined_score');
       assert.deepEqual(withoutTiming(out.metrics), expectedMetrics(direct));
+      assert.deepEqual(Object.keys(out.metrics).sort(), Object.keys({ ...expectedMetrics(direct), ...numericTiming(direct) }).sort(), 'exactly its metrics, nothing of ours');
       assert.equal(out.protected, false);
       assert.match(out.unprotectedReason, /hostile candidate can fake its score/);
       if ((direct.combined_score as number) > 0) assert.equal(out.score, direct.combined_score);

@@ -329,7 +329,7 @@ export class Evaluator {
       const run = await this.runCandidate(programDir, programName, workDir, signal);
       const output = { stdout: run.stdout, stderr: run.stderr };
       // Another system's folder: its metrics are exactly what its evaluator returned (which times itself).
-      const runtime = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
+      const runtime: Metrics = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
       if (run.aborted) return { ...cancelledResult(), ...output };
       if (run.spawnError) return penaltyResult('no_solution', `the sandbox could not start the program: ${run.spawnError}`, output);
       if (run.timedOut) {

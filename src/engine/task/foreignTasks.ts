@@ -14,7 +14,7 @@
 // hostile candidate: evaluatorTrust 'in-sandbox'.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -66,18 +66,29 @@ function sandboxRuntimeDir(runtime: string): string {
     hash.update(readFileSync(join(entry.parentPath, entry.name)));
   }
   const copy = join(tmpdir(), `thetaevolve-foreign-${hash.digest('hex').slice(0, 16)}`);
-  if (!existsSync(join(copy, 'run_foreign.py'))) {
-    const staging = mkdtempSync(`${copy}-`);
-    cpSync(runtime, staging, { recursive: true, filter: (src) => !src.includes('__pycache__') });
-    for (const entry of readdirSync(staging, { recursive: true, withFileTypes: true })) chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
-    chmodSync(staging, 0o755);
+  // The temp folder is shared: use a copy only if root made it and nobody else can write to it.
+  const ours = (path: string): boolean => {
     try {
-      renameSync(staging, copy);
+      const stats = lstatSync(path);
+      return stats.isDirectory() && stats.uid === 0 && (stats.mode & 0o022) === 0 && existsSync(join(path, 'run_foreign.py'));
     } catch {
-      rmSync(staging, { recursive: true, force: true }); // Another process made it first.
+      return false;
     }
+  };
+  if (ours(copy)) return copy;
+  const staging = mkdtempSync(`${copy}-`);
+  cpSync(runtime, staging, { recursive: true, filter: (src) => !src.includes('__pycache__') });
+  for (const entry of readdirSync(staging, { recursive: true, withFileTypes: true })) chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  chmodSync(staging, 0o755);
+  try {
+    renameSync(staging, copy);
+    return copy;
+  } catch {
+    // The name is taken: by another process of ours (use theirs), or by someone else (keep our own).
+    if (!ours(copy)) return staging;
+    rmSync(staging, { recursive: true, force: true });
+    return copy;
   }
-  return copy;
 }
 
 const OpenEvolveConfigSchema = z.looseObject({

@@ -283,6 +283,15 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1 });
       const off = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_evaluation: false\n'));
       assert.equal(off.objective, 1.5, 'cascade off: evaluate()');
+      // An evaluator that scores in a child process: the stand-in is importable there too.
+      const child = [
+        'import subprocess, sys',
+        'def evaluate(p):',
+        '    out = subprocess.run([sys.executable, "-c", "from openevolve.evaluation_result import EvaluationResult; print(EvaluationResult(metrics={}).get_total_artifact_size())"], capture_output=True, text=True, check=True)',
+        '    return {"combined_score": 1.0 + float(out.stdout)}',
+        '',
+      ].join('\n');
+      assert.equal((await evaluateIn(await folder(child))).objective, 1);
     });
 
     it('the evaluator\'s own timeout applies (config.yaml evaluator.timeout)', async () => {

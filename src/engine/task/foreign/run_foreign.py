@@ -17,6 +17,9 @@ from foreign_eval import run_openevolve, run_shinka
 
 def main(argv):
     layout, task_dir, program, out = argv[1:5]
+    # Processes the evaluator starts find our stand-in packages and its own modules too.
+    here = os.path.dirname(os.path.abspath(__file__))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, task_dir, os.environ.get("PYTHONPATH", "")) if p)
     out = os.path.abspath(out)
     program = os.path.abspath(program)
     if layout == "openevolve":

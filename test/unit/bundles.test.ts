@@ -20,7 +20,7 @@ describe('built bundles', () => {
     ] as const) {
       const r = spawnSync(command, args, { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
-      for (const sub of ['run', 'evaluate', 'apply', 'db']) assert.match(r.stdout, new RegExp(`thetaevolve ${sub} `));
+      for (const sub of ['run', 'evaluate', 'apply', 'db', 'convert']) assert.match(r.stdout, new RegExp(`thetaevolve ${sub} `));
     }
   });
 

@@ -10,7 +10,7 @@
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
-import { literalPlaceholders } from './scaffold';
+import { literalPlaceholders, nonEmpty } from './scaffold';
 import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
 /** Files a conversion writes into the folder. */
@@ -67,7 +67,7 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
     evaluator: { command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade], timeLimitSec: task.runtimeLimitSec },
     metaInformation: [meta],
-    variables: literalPlaceholders(meta.text, ['MAX_RUNTIME']),
+    ...nonEmpty('variables', literalPlaceholders(meta.text, ['MAX_RUNTIME'])),
     maxCodeLength: settings.maxCodeLength,
   };
   const spec = TaskFileSchema.parse(raw);

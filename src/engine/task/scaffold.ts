@@ -55,6 +55,11 @@ export function literalPlaceholders(text: string, known: readonly string[]): Rec
   return Object.fromEntries(placeholdersOf(text).filter((n) => !known.includes(n)).map((n) => [n, `{${n}}`]));
 }
 
+/** `{ [key]: values }` when there are any, else nothing (a drafted task.json leaves empty fields out). */
+export function nonEmpty(key: string, values: Record<string, string>): Record<string, Record<string, string>> {
+  return Object.keys(values).length > 0 ? { [key]: values } : {};
+}
+
 /** How a candidate in this language runs (one argument per item, no shell); the user edits it for anything else. */
 function runnerOf(language: string): string[] {
   const runners: Record<string, string[]> = {
@@ -183,7 +188,7 @@ export function draftTask(input: { programFile: string; code: string; taken?: (n
     candidate: { command: [...runnerOf(language), '{program}'], runtimeLimitSec: 60 },
     evaluator: { command: [node ? '/usr/bin/env' : '/usr/bin/python3', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'], timeLimitSec: 60 },
     metaInformation: [{ id: 'docstring', weight: 1, text }],
-    variables: literalPlaceholders(text, ['MAX_RUNTIME', 'target_value']),
+    ...nonEmpty('variables', literalPlaceholders(text, ['MAX_RUNTIME', 'target_value'])),
     targetValue: null,
   };
   TaskFileSchema.parse(raw);

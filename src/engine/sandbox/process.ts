@@ -2,7 +2,7 @@
 // process group, and captured, truncated output. Used for sandboxed
 // candidates and for the trusted evaluators alike.
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 
 export interface ProcessSpec {
@@ -25,6 +25,10 @@ export interface ProcessSpec {
    * no process of the sandbox is left.
    */
   bwrapInfoFd?: boolean;
+  /** Data fed to the child on extra descriptors (pipes, closed after the data). */
+  inputs?: readonly { fd: number; data: Buffer }[];
+  /** An extra descriptor whose bytes are kept (up to limitBytes; the rest is read and dropped). */
+  capture?: { fd: number; limitBytes: number };
 }
 
 export interface ProcessOutcome {
@@ -39,6 +43,8 @@ export interface ProcessOutcome {
   stderr: string;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** The bytes of spec.capture's descriptor (null without one). */
+  captured: Buffer | null;
   durationMs: number;
 }
 
@@ -66,6 +72,10 @@ class OutputCapture {
     if (part.length < chunk.length) this.truncated = true;
     this.chunks.push(Buffer.from(part));
     this.kept += part.length;
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
   }
 
   text(): string {
@@ -111,15 +121,22 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     if (spec.signal?.aborted) {
       resolvePromise({
         exitCode: null, exitSignal: null, timedOut: false, aborted: true, spawnError: null,
-        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0,
+        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, captured: null, durationMs: 0,
       });
       return;
     }
 
+    const extraFds = [...(spec.bwrapInfoFd ? [3] : []), ...(spec.inputs ?? []).map((i) => i.fd), ...(spec.capture ? [spec.capture.fd] : [])];
+    const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'];
+    for (const fd of extraFds) {
+      while (stdio.length <= fd) stdio.push('ignore');
+      stdio[fd] = 'pipe';
+    }
+    const captured = spec.capture ? new OutputCapture(spec.capture.limitBytes) : null;
     const child = spawn(spec.file, [...spec.args], {
       cwd: spec.cwd,
       env: { ...spec.env },
-      stdio: spec.bwrapInfoFd ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+      stdio,
       detached: true, // setsid: its own process group, killed as one
       ...(spec.uid !== undefined ? { uid: spec.uid } : {}),
       ...(spec.gid !== undefined ? { gid: spec.gid } : {}),
@@ -141,6 +158,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         stderr: stderr.text(),
         stdoutTruncated: stdout.truncated,
         stderrTruncated: stderr.truncated,
+        captured: captured ? captured.bytes() : null,
         durationMs: performance.now() - started,
       });
     };
@@ -175,6 +193,14 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     };
     drain(child.stdout, stdout);
     drain(child.stderr, stderr);
+    const capturedStream = spec.capture && captured ? (child.stdio[spec.capture.fd] as Readable | null | undefined) : null;
+    if (capturedStream && captured) drain(capturedStream, captured);
+    for (const input of spec.inputs ?? []) {
+      const stream = child.stdio[input.fd] as Writable | null | undefined;
+      // A child that never reads (it failed to start) must not make the write throw.
+      stream?.on('error', () => undefined);
+      stream?.end(input.data);
+    }
     const info = spec.bwrapInfoFd ? (child.stdio[3] as Readable | null | undefined) : null;
     if (info) {
       let text = '';
@@ -211,6 +237,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         child.stdout?.destroy();
         child.stderr?.destroy();
         info?.destroy();
+        capturedStream?.destroy();
         finish();
       }, PIPE_DRAIN_MS);
       child.on('close', () => {

@@ -23,6 +23,7 @@ export const RUN_SPEC: CommandSpec = {
     trainer: { kind: 'string', value: 'URL', help: 'Send each step\'s rollouts to this RL trainer.' },
     'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
     json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
+    'allow-weak-isolation': { kind: 'boolean', help: 'Run candidates even without the full sandbox (no bubblewrap, macOS, Windows).' },
   },
 };
 
@@ -36,6 +37,7 @@ export const EVALUATE_SPEC: CommandSpec = {
   flags: {
     timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
+    'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
   },
 };
 

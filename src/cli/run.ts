@@ -42,6 +42,7 @@ export function settingsFromFlags(args: ParsedArgs): Settings {
     set('trainer.url', trainer);
   }
   set('trainer.protocol', protocol);
+  if (booleanFlag(args, 'allow-weak-isolation')) set('sandbox.allowWeakIsolation', true);
   try {
     return parseSettings(raw);
   } catch (err) {

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { forDisplay } from '../engine/displayText';
 import type { EvaluationFinishedEvent } from '../engine/events';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask, type Task } from '../engine/task/task';
@@ -44,7 +45,7 @@ export function evaluationLine(event: EvaluationFinishedEvent): string {
     `${(event.durationMs / 1000).toFixed(2)} s`.padStart(8),
   ];
   if (event.childId) parts.push(`child ${event.childId}`);
-  if (event.reason) parts.push(`(${event.reason.replace(/\s+/g, ' ').slice(0, 160)})`);
+  if (event.reason) parts.push(`(${forDisplay(event.reason).replace(/\s+/g, ' ').slice(0, 160)})`);
   return parts.join('  ');
 }
 
@@ -84,10 +85,10 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             );
             break;
           case 'run_finished':
-            this.line(colour(36, `run ${event.message}`));
+            this.line(colour(36, `run ${forDisplay(event.message)}`));
             break;
           case 'error':
-            this.line(colour(31, event.message));
+            this.line(colour(31, forDisplay(event.message)));
             break;
           default:
             break;
@@ -169,7 +170,7 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     void this.evaluate().then(
       (code) => this.closeEmitter.fire(code),
       (err: unknown) => {
-        this.write(colour(31, `ThetaEvolve: ${err instanceof Error ? err.message : String(err)}`));
+        this.write(colour(31, `ThetaEvolve: ${forDisplay(err instanceof Error ? err.message : String(err))}`));
         this.closeEmitter.fire(1);
       },
     );
@@ -197,21 +198,23 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
     this.evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), concurrency: 1 });
     if (this.evaluator.isolation.warning) this.write(colour(33, this.evaluator.isolation.warning));
+    this.write(`isolation  ${this.evaluator.isolation.summary}`);
+    for (const why of this.evaluator.isolation.missing) this.write(`           missing: ${why}`);
     try {
       const result = await this.evaluator.evaluate(code);
       this.write('');
       this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
       this.write(`score      ${fmt(result.score)}`);
       this.write(`objective  ${fmt(result.objective)}`);
-      this.write(`reason     ${result.reason || '-'}`);
+      this.write(`reason     ${forDisplay(result.reason) || '-'}`);
       this.write(`time       ${(result.durationMs / 1000).toFixed(2)} s`);
       const metrics = Object.entries(result.metrics);
-      if (metrics.length > 0) this.write(`metrics    ${metrics.map(([k, v]) => `${k}=${String(v)}`).join(', ')}`);
+      if (metrics.length > 0) this.write(`metrics    ${forDisplay(metrics.map(([k, v]) => `${k}=${String(v)}`).join(', '))}`);
       this.write('');
       this.write('--- candidate stdout ---');
-      this.write(result.stdout.trimEnd() || '(empty)');
+      this.write(forDisplay(result.stdout).trimEnd() || '(empty)');
       this.write('--- candidate stderr ---');
-      this.write(result.stderr.trimEnd() || '(empty)');
+      this.write(forDisplay(result.stderr).trimEnd() || '(empty)');
       return 0;
     } finally {
       await this.evaluator.close();

@@ -38,6 +38,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       ...DEFAULT_EVALUATOR_OPTIONS,
       concurrency: 1,
       allowWeakIsolation: booleanFlag(args, 'allow-weak-isolation'),
+      // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
+      ...(io.env.THETAEVOLVE_ISOLATION === 'fallback' ? { isolation: 'fallback' as const } : {}),
       onWarning: (message) => io.stderr(`thetaevolve: ${message}\n`),
       ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
     });

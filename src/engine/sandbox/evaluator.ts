@@ -82,6 +82,8 @@ const DEFAULT_PROCESS_LIMIT = 256;
 /** Files a candidate may write (RLIMIT_FSIZE) at least; the solution cap decides what is read. */
 const MIN_FILE_SIZE_LIMIT = 256 * 1024 * 1024;
 const EVALUATOR_OUTPUT_LIMIT = 1024 * 1024;
+/** How often the memory of a candidate's processes is summed (fast allocators get at most this long past the limit). */
+const MEMORY_WATCH_INTERVAL_MS = 50;
 const TAIL_CHARS = 600;
 
 /** The sandbox options from the run settings. */
@@ -355,6 +357,10 @@ export class Evaluator {
       if (run.timedOut) {
         return penaltyResult('timeout', `the program ran past its ${this.options.runtimeLimitSec} s limit and was killed`, { ...output, metrics: runtime });
       }
+      if (run.memoryExceeded) {
+        const reason = `the program's processes together held more than ${this.options.memoryLimitMb} MiB of memory and were killed`;
+        return penaltyResult('no_solution', withOutput(reason, run.stderr), { ...output, metrics: runtime });
+      }
       if (run.exitCode !== 0) {
         return penaltyResult('no_solution', withOutput(this.describeExit(run), run.stderr), { ...output, metrics: runtime });
       }
@@ -376,6 +382,11 @@ export class Evaluator {
     if (this.info.kind === 'bwrap' && signalName === 'SIGXFSZ') return 'the program was killed for writing a file over the size limit';
     if (this.info.kind === 'bwrap' && signalName) return `the program was killed by ${signalName}`;
     return `the program exited with code ${String(run.exitCode)}`;
+  }
+
+  /** The memory limit for all of a candidate's processes together (RLIMIT_AS holds each one; this, their sum). */
+  private memoryWatch(): { limitBytes: number; intervalMs: number } {
+    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS };
   }
 
   /** The candidate's command with the task's variables, under the resource limits. */
@@ -420,6 +431,7 @@ export class Evaluator {
       capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
       timeoutMs: this.options.runtimeLimitSec * 1000,
       outputLimitBytes: this.options.outputLimitBytes,
+      memoryWatch: this.memoryWatch(),
       signal,
       ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
     });
@@ -477,6 +489,7 @@ export class Evaluator {
         env,
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
+        memoryWatch: this.memoryWatch(),
         signal,
         ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
       });

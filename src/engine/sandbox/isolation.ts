@@ -405,7 +405,10 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   const rootUser = isRoot();
   const runAs = rootUser ? { uid: UNPRIVILEGED_ID, gid: UNPRIVILEGED_ID } : null;
   const cgroup = process.platform === 'linux' ? detectCgroup() : null;
-  const cgroupMissing = cgroup && !cgroup.available ? `cgroup: ${cgroup.why}; memory and process limits are per process (RLIMIT), not per sandbox` : null;
+  const cgroupMissing =
+    cgroup && !cgroup.available
+      ? `cgroup: ${cgroup.why}; instead the memory of a sandbox's processes is summed every 50 ms (killed past the limit), with RLIMIT per process as the floor`
+      : null;
   const base = {
     prlimitPath,
     runAs,

@@ -2,6 +2,7 @@
 // process group, and captured, truncated output. Used for sandboxed
 // candidates and for the trusted evaluators alike.
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 
@@ -29,6 +30,13 @@ export interface ProcessSpec {
   inputs?: readonly { fd: number; data: Buffer }[];
   /** An extra descriptor whose bytes are kept (up to limitBytes; the rest is read and dropped). */
   capture?: { fd: number; limitBytes: number };
+  /**
+   * Kill the run when its processes together hold more than limitBytes of
+   * anonymous memory (checked every intervalMs over the process tree under
+   * the sandbox's init, or under the child): the per-sandbox memory limit
+   * where no cgroup is delegated (RLIMIT_AS is per process).
+   */
+  memoryWatch?: { limitBytes: number; intervalMs: number };
 }
 
 export interface ProcessOutcome {
@@ -43,6 +51,8 @@ export interface ProcessOutcome {
   stderr: string;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** The memory watch killed it. */
+  memoryExceeded: boolean;
   /** The bytes of spec.capture's descriptor (null without one). */
   captured: Buffer | null;
   durationMs: number;
@@ -101,6 +111,47 @@ export function killProcessGroup(pid: number | undefined): void {
   }
 }
 
+/** Anonymous and shared-memory resident bytes of a process (RssAnon + RssShmem: shared libraries are not counted again per process). */
+function processMemoryBytes(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    let kib = 0;
+    for (const match of status.matchAll(/^(?:RssAnon|RssShmem):\s+(\d+) kB$/gm)) kib += Number(match[1]);
+    return kib * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Children of every thread of a process (/proc/PID/task/TID/children). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (text) for (const child of text.split(/\s+/)) children.push(Number(child));
+    }
+  } catch {
+    // Gone.
+  }
+  return children;
+}
+
+/** Memory of a process and all its descendants (a sandbox's init adopts every orphan in it, daemons included). */
+export function treeMemoryBytes(root: number): number {
+  let total = 0;
+  const seen = new Set<number>();
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.pop() as number;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    total += processMemoryBytes(pid);
+    queue.push(...childrenOf(pid));
+  }
+  return total;
+}
+
 /**
  * Run one process in its own process group (session). On timeout or abort
  * the whole group gets SIGKILL; after a normal exit the group is killed too,
@@ -121,7 +172,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     if (spec.signal?.aborted) {
       resolvePromise({
         exitCode: null, exitSignal: null, timedOut: false, aborted: true, spawnError: null,
-        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, captured: null, durationMs: 0,
+        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, memoryExceeded: false, captured: null, durationMs: 0,
       });
       return;
     }
@@ -147,6 +198,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       settled = true;
       clearTimeout(timer);
       clearTimeout(graceTimer);
+      clearInterval(memoryTimer);
       spec.signal?.removeEventListener('abort', onAbort);
       resolvePromise({
         exitCode,
@@ -158,6 +210,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         stderr: stderr.text(),
         stdoutTruncated: stdout.truncated,
         stderrTruncated: stderr.truncated,
+        memoryExceeded,
         captured: captured ? captured.bytes() : null,
         durationMs: performance.now() - started,
       });
@@ -185,6 +238,18 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       aborted = true;
       stop();
     };
+    let memoryExceeded = false;
+    const watch = spec.memoryWatch;
+    const memoryTimer = watch
+      ? setInterval(() => {
+          const root = sandboxInitPid ?? child.pid;
+          if (root === undefined || memoryExceeded) return;
+          if (treeMemoryBytes(root) > watch.limitBytes) {
+            memoryExceeded = true;
+            stop();
+          }
+        }, watch.intervalMs)
+      : undefined;
     spec.signal?.addEventListener('abort', onAbort, { once: true });
 
     const drain = (stream: Readable | null, capture: OutputCapture): void => {
@@ -229,6 +294,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       exitCode = code;
       exitSignal = signal;
       clearTimeout(timer);
+      clearInterval(memoryTimer);
       // Anything the program left running in its group dies with it.
       killProcessGroup(child.pid);
       // Wait briefly for the pipes to flush; a straggler holding them open

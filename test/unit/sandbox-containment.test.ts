@@ -383,11 +383,11 @@ describe('sandbox: containment on every host mode', function () {
     );
     const text = await runCli(['evaluate', FIXTURE, painter], { HOME: dir });
     assert.equal(text.code, 0, text.stderr);
-    assert.doesNotMatch(text.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'a control character reached the terminal');
+    assert.equal(forDisplay(text.stdout), text.stdout, `a control character reached the terminal: ${JSON.stringify(text.stdout)}`);
     assert.match(text.stdout, /status\s+no_solution/);
     assert.match(text.stdout, /boom/);
     const json = jsonResult(await runCli(['evaluate', FIXTURE, painter, '--json'], { HOME: dir }));
-    assert.match(json.reason, /\u001b\]0;owned\u0007/, 'the JSON reason is the exact text');
+    assert.ok(json.reason.includes('\u001b]0;owned\u0007'), 'the JSON reason is the exact text');
     assert.equal(forDisplay('a\tb\nc\r\u001b[31md\u009be\u007f'), 'a\tb\nc[31mde');
   });
 });

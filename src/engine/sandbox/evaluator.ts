@@ -268,6 +268,7 @@ export class Evaluator {
   private readonly info: IsolationInfo;
   private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
   private readonly scratchDir: string;
+  private readonly seccompFilter: Buffer | null;
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly slots: Slots;
   private readonly closing = new AbortController();
@@ -299,6 +300,7 @@ export class Evaluator {
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     this.onWarning = options.onWarning;
+    this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Slots(this.options.concurrency);
   }
 
@@ -413,7 +415,7 @@ export class Evaluator {
     // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
     const processLimit = this.info.processLimit ? this.options.processLimit : null;
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit);
-    const seccomp = seccompFilterFor(this.info);
+    const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
     const args = [
       ...bwrapArguments({ programName, env, tmpfsSizeOption: this.info.tmpfsSizeOption, disableUsernsOption: this.info.disableUsernsOption, seccomp: seccomp !== null }),

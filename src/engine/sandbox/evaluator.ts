@@ -12,6 +12,7 @@ import type { Settings } from '../config';
 import { combinedScore } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
 import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
+import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
 import {
   baseEnvironment,
@@ -339,7 +340,10 @@ export class Evaluator {
   }
 
   private async cleanUp(path: string): Promise<void> {
-    const problem = await removeTree(path);
+    this.reportCleanup(await removeTree(path));
+  }
+
+  private reportCleanup(problem: string | null): void {
     if (problem === null) return;
     this.cleanupFailures.push(problem);
     this.onWarning?.(`Sandbox cleanup: ${problem}`);
@@ -423,21 +427,34 @@ export class Evaluator {
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
     ];
     const runAs = this.info.runAs;
-    const run = await runProcess({
-      file: this.info.bwrapPath as string,
-      args,
-      cwd: '/',
-      env: {},
-      bwrapInfoFd: true,
-      inputs: [...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []), { fd: BWRAP_FD.program, data: Buffer.from(code, 'utf8') }],
-      capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
-      timeoutMs: this.options.runtimeLimitSec * 1000,
-      outputLimitBytes: this.options.outputLimitBytes,
-      memoryWatch: this.memoryWatch(),
-      signal,
-      ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
-    });
-    return { ...run, solution: this.copiedOut(run.captured) };
+    const cgroupParent = this.info.layers.cgroup && this.info.cgroup?.available ? this.info.cgroup.dir : null;
+    const cgroup = cgroupParent
+      ? createSandboxCgroup(cgroupParent, { memoryBytes: this.options.memoryLimitMb * 1024 * 1024, pids: this.info.processLimit ? this.options.processLimit : null })
+      : null;
+    try {
+      const bwrap = [this.info.bwrapPath as string, ...args];
+      // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
+      const drop = runAs && this.info.cgroupSetpriv ? { setpriv: this.info.cgroupSetpriv, ...runAs } : null;
+      const command = cgroup ? inCgroupCommand(cgroup, bwrap, drop) : bwrap;
+      const run = await runProcess({
+        file: command[0] as string,
+        args: command.slice(1),
+        cwd: '/',
+        env: {},
+        bwrapInfoFd: true,
+        inputs: [...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []), { fd: BWRAP_FD.program, data: Buffer.from(code, 'utf8') }],
+        capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
+        timeoutMs: this.options.runtimeLimitSec * 1000,
+        outputLimitBytes: this.options.outputLimitBytes,
+        memoryWatch: this.memoryWatch(),
+        signal,
+        ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
+      });
+      const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
+      return { ...run, memoryExceeded, solution: this.copiedOut(run.captured) };
+    } finally {
+      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
+    }
   }
 
   /** What the copy-out wrapper sent: a tag byte, then the file's first maxBytes + 1 bytes. */

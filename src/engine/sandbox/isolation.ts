@@ -63,6 +63,8 @@ export interface IsolationInfo extends IsolationReport {
   cgroup: CgroupSupport | null;
   /** Fallback as root: util-linux unshare and setpriv, for a PID namespace whose end kills every process in it. */
   pidNamespaceTools: { unshare: string; setpriv: string } | null;
+  /** As root with a cgroup: setpriv, to drop to the unprivileged user after entering it. */
+  cgroupSetpriv: string | null;
   /** macOS: /usr/bin/sandbox-exec. */
   sandboxExecPath: string | null;
   /** Fallback: where evaluation folders are made (traversable by the candidate's user). */
@@ -418,6 +420,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     cgroup,
     pidNamespaceTools: null,
     sandboxExecPath: null,
+    cgroupSetpriv: null,
     scratchBase: traversableBase(runAs),
   } satisfies Partial<IsolationInfo>;
   const noLayers: IsolationReport['layers'] = { namespaces: false, noCapabilities: rootUser, seccomp: false, cgroup: false, scratchSizeCap: false, noNetwork: false };
@@ -498,11 +501,14 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   if (cgroupMissing) missing.push(cgroupMissing);
   if (!features.tmpfsSizeOption) missing.push('scratch size cap: this bwrap has no --size (0.5+ has), so the scratch tmpfs is capped only by the kernel default');
   if (!processLimit) missing.push('process limit: this kernel counts processes per user rather than per sandbox, so a fork bomb is stopped only by the time limit');
+  // As root, entering the cgroup needs root and bwrap needs the drop to nobody after it: setpriv does that.
+  const setpriv = findExecutable('setpriv');
+  if (cgroup?.available && runAs && !setpriv) missing.push('cgroup: setpriv (util-linux) was not found, so the sandbox cannot enter its cgroup before dropping to the unprivileged user');
   const layers = {
     namespaces: true,
     noCapabilities: true,
     seccomp: seccompArch !== null,
-    cgroup: cgroup?.available === true,
+    cgroup: cgroup?.available === true && (runAs === null || setpriv !== null),
     scratchSizeCap: features.tmpfsSizeOption,
     noNetwork: true,
   };
@@ -519,6 +525,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     bwrapPath,
     seccompArch,
     processLimit,
+    cgroupSetpriv: layers.cgroup && runAs ? setpriv : null,
   };
 }
 

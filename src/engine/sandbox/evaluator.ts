@@ -398,6 +398,8 @@ export class Evaluator {
   /** The candidate's command with the task's variables, under the resource limits. */
   private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null): string[] {
     const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, program: programPath, workDir: workPath }));
+    // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
+    if (process.platform === 'win32') return command;
     return limitedCommand(
       command,
       {

@@ -196,18 +196,19 @@ export function bwrapArguments(options: {
  * then kill whatever it left running in the sandbox (nothing can change the
  * file while it is read), then send one tag byte and the file on fd 6:
  * F + its first limit+1 bytes, N (no file), L (a symbolic link, not
- * followed), X (not a regular file). Exits with the candidate's status.
+ * followed), X (not a regular file); nothing when the candidate failed.
+ * Exits with the candidate's status.
  */
 const COPY_OUT_SCRIPT = [
   'file="$1"; limit="$2"; shift 2',
   '"$@" 6>&-',
   'status=$?',
   'kill -KILL -1 2>/dev/null',
+  '[ $status -eq 0 ] || exit $status',
   'if [ -L "$file" ]; then printf L >&6',
   'elif [ ! -e "$file" ]; then printf N >&6',
   'elif [ ! -f "$file" ]; then printf X >&6',
-  'else printf F >&6; head -c "$limit" "$file" >&6; fi',
-  'exit $status',
+  'else printf F >&6; exec head -c "$limit" "$file" >&6; fi',
 ].join('\n');
 
 /** The command bwrap runs: the copy-out wrapper around the candidate's (limited) command. */

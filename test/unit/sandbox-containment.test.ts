@@ -373,6 +373,31 @@ describe('sandbox: containment on every host mode', function () {
     await assert.rejects(stat(marker), 'a candidate ran without consent');
   });
 
+  it('as a non-root user without bwrap (allowed): a double-forked daemon is found by its evaluation marker and killed, and the warning names what is not protected', async function () {
+    const setpriv = findExecutable('setpriv');
+    if (!IS_ROOT || !setpriv) {
+      console.log('      (skipped: running the CLI as another user needs root and setpriv, as CI has)');
+      this.skip();
+    }
+    const daemonMarker = `${MARKER}-user-daemon`;
+    const daemon = await program(
+      'user-daemon.py',
+      'import os\n' +
+        'if os.fork() == 0:\n' +
+        '    os.setsid()\n' +
+        '    if os.fork() == 0:\n' +
+        `        os.execv("/bin/sh", ["sh", "-c", "sleep 30", "${daemonMarker}"])\n` +
+        '    os._exit(0)\n' +
+        WRITE_VALUE,
+    );
+    const run = await runCli(['evaluate', FIXTURE, daemon, '--json', '--allow-weak-isolation'], { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' }, [
+      setpriv as string, '--reuid=65534', '--regid=65534', '--clear-groups', '--',
+    ]);
+    assert.equal(jsonResult(run).status, 'ok', run.stdout + run.stderr);
+    assert.match(run.stderr, /read the environment of your other processes/);
+    assert.deepEqual(processesMatching(daemonMarker), [], 'the daemon outlived its run');
+  });
+
   it('strips control characters from what a person sees; --json stays exact', async () => {
     const painter = await program(
       'painter.py',

@@ -490,9 +490,9 @@ export class Evaluator {
     // The kernel counts processes per user here: only applied for our own unprivileged user, shared by K.
     const processLimit = this.info.processLimit ? this.options.processLimit * this.options.concurrency : null;
     const limited = this.limitedCandidateCommand(join(programDir, programName), workDir, processLimit);
-    // Every process of this evaluation carries the marker, so leftovers (a double-forked daemon) can be found and killed.
-    const marker = `THETAEVOLVE_EVALUATION=${randomBytes(12).toString('hex')}`;
-    const env = { ...candidateEnvironment(workDir, workDir), THETAEVOLVE_EVALUATION: marker.split('=')[1] as string };
+    // Every process of this evaluation carries this in its environment, so leftovers (a double-forked daemon) can be found and killed.
+    const evaluationId = randomBytes(12).toString('hex');
+    const env = { ...candidateEnvironment(workDir, workDir), THETAEVOLVE_EVALUATION: evaluationId };
     let command = limited;
     let asUser = runAs;
     if (this.info.kind === 'sandbox-exec' && this.info.sandboxExecPath) {
@@ -502,8 +502,9 @@ export class Evaluator {
       command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);
       asUser = null;
     }
+    let run: ProcessOutcome;
     try {
-      const run = await runProcess({
+      run = await runProcess({
         file: command[0] as string,
         args: command.slice(1),
         cwd: workDir,
@@ -514,11 +515,11 @@ export class Evaluator {
         signal,
         ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
       });
-      killMarkedProcesses(marker, runAs ? runAs.uid : null);
-      const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
-      return { ...run, solution };
     } finally {
-      killMarkedProcesses(marker, runAs ? runAs.uid : null);
+      // Before the solution is read: nothing may still be writing it.
+      killMarkedProcesses(`THETAEVOLVE_EVALUATION=${evaluationId}`, runAs ? runAs.uid : null);
     }
+    const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
+    return { ...run, solution };
   }
 }

@@ -243,7 +243,7 @@ describe('sandbox: containment on every host mode', function () {
     assert.equal(result.status, 'ok', result.reason);
   });
 
-  it('limits memory per sandbox, not per process: three processes of 300 MiB under a 512 MiB limit are stopped', async () => {
+  it('limits memory per sandbox, not per process: three processes of 300 MiB, or files in the scratch tmpfs, under a 512 MiB limit are stopped', async () => {
     const small = new Evaluator(task, { ...OPTIONS, memoryLimitMb: 512 });
     try {
       const started = performance.now();
@@ -264,6 +264,20 @@ describe('sandbox: containment on every host mode', function () {
       assert.equal(result.status, 'no_solution', `${result.status}: ${result.reason}`);
       assert.match(result.reason, /together held more than 512 MiB/);
       assert.ok(performance.now() - started < 7000, 'stopped before the children were done');
+      // The scratch folders are RAM too: files there count with the processes' memory.
+      const files = await small.evaluate(
+        'import time\n' +
+          'block = b"\\x01" * (1024 * 1024)\n' +
+          'for path in ("/sandbox/work/a", "/tmp/b"):\n' +
+          '    with open(path, "wb") as f:\n' +
+          '        for _ in range(200):\n' +
+          '            f.write(block)\n' +
+          'hog = bytearray(b"\\x01") * (150 * 1024 * 1024)\n' +
+          'time.sleep(8)\n' +
+          WRITE_VALUE,
+      );
+      assert.equal(files.status, 'no_solution', `${files.status}: ${files.reason}`);
+      assert.match(files.reason, /together held more than 512 MiB/);
     } finally {
       await small.close();
     }

@@ -29,6 +29,7 @@ import {
   limitedCommand,
   pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
+  SANDBOX_TMPFS_PATHS,
   SANDBOX_WORK_DIR,
   sandboxExecProfile,
   seccompFilterFor,
@@ -391,8 +392,8 @@ export class Evaluator {
   }
 
   /** The memory limit for all of a candidate's processes together (RLIMIT_AS holds each one; this, their sum). */
-  private memoryWatch(): { limitBytes: number; intervalMs: number } {
-    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS };
+  private memoryWatch(tmpfsPaths: readonly string[] = []): { limitBytes: number; intervalMs: number; tmpfsPaths: readonly string[] } {
+    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS, tmpfsPaths };
   }
 
   /** The candidate's command with the task's variables, under the resource limits. */
@@ -448,7 +449,8 @@ export class Evaluator {
         capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
-        memoryWatch: this.memoryWatch(),
+        // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
+        memoryWatch: this.memoryWatch(SANDBOX_TMPFS_PATHS),
         signal,
         ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });

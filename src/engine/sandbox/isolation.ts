@@ -81,6 +81,8 @@ export const SANDBOX_WORK_BYTES = 256 * 1024 * 1024;
 const SANDBOX_TMP_BYTES = 256 * 1024 * 1024;
 const SANDBOX_SHM_BYTES = 64 * 1024 * 1024;
 const PATH_INSIDE = '/usr/local/bin:/usr/bin:/bin';
+/** The sandbox's tmpfs mounts (RAM): the working directory, /tmp and /dev/shm. */
+export const SANDBOX_TMPFS_PATHS: readonly string[] = [SANDBOX_WORK_DIR, '/tmp', '/dev/shm'];
 /** File descriptors of a bwrap child: 3 = --info-fd, 4 = --seccomp, 5 = the program (--ro-bind-data), 6 = the solution coming out. */
 export const BWRAP_FD = { info: 3, seccomp: 4, program: 5, solution: 6 } as const;
 
@@ -359,7 +361,7 @@ export const HOW_TO_GET_A_SANDBOX =
 /** How to run with weaker isolation anyway, for messages. */
 export const HOW_TO_ALLOW_WEAK =
   'To run candidates with weaker isolation anyway, allow it explicitly: thetaevolve evaluate/run --allow-weak-isolation, ' +
-  'or the setting thetaevolve.sandbox.allowWeakIsolation (the editor asks once per workspace).';
+  'or the user setting thetaevolve.sandbox.allowWeakIsolation.';
 
 export interface DetectOptions {
   /** 'fallback': behave as if bwrap were not installed (tests, or users who want it off). */
@@ -513,7 +515,8 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     scratchSizeCap: features.tmpfsSizeOption,
     noNetwork: true,
   };
-  const weak = !layers.seccomp && !features.disableUsernsOption;
+  // Without the filter the keyring and the kernel's debugging and module interfaces are open: not a full sandbox.
+  const weak = !layers.seccomp;
   return {
     ...base,
     ...features,

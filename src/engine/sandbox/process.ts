@@ -2,7 +2,7 @@
 // process group, and captured, truncated output. Used for sandboxed
 // candidates and for the trusted evaluators alike.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statfsSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 
@@ -36,7 +36,12 @@ export interface ProcessSpec {
    * the sandbox's init, or under the child): the per-sandbox memory limit
    * where no cgroup is delegated (RLIMIT_AS is per process).
    */
-  memoryWatch?: { limitBytes: number; intervalMs: number };
+  memoryWatch?: {
+    limitBytes: number;
+    intervalMs: number;
+    /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root. */
+    tmpfsPaths?: readonly string[];
+  };
 }
 
 export interface ProcessOutcome {
@@ -135,6 +140,20 @@ function childrenOf(pid: number): number[] {
     // Gone.
   }
   return children;
+}
+
+/** Bytes used in tmpfs mounts of a sandbox, through its init's root (/proc/PID/root/...). */
+function tmpfsBytes(initPid: number, paths: readonly string[]): number {
+  let total = 0;
+  for (const path of paths) {
+    try {
+      const stats = statfsSync(`/proc/${initPid}/root${path}`);
+      total += (stats.blocks - stats.bfree) * stats.bsize;
+    } catch {
+      // Gone with the sandbox.
+    }
+  }
+  return total;
 }
 
 /** Memory of a process and all its descendants (a sandbox's init adopts every orphan in it, daemons included). */
@@ -244,7 +263,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       ? setInterval(() => {
           const root = sandboxInitPid ?? child.pid;
           if (root === undefined || memoryExceeded) return;
-          if (treeMemoryBytes(root) > watch.limitBytes) {
+          const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
+          if (treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
             memoryExceeded = true;
             stop();
           }

@@ -39,7 +39,7 @@ export interface ProcessSpec {
   memoryWatch?: {
     limitBytes: number;
     intervalMs: number;
-    /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root. */
+    /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root; the first must exist only in the sandbox. */
     tmpfsPaths?: readonly string[];
   };
 }
@@ -142,15 +142,28 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
-/** Bytes used in tmpfs mounts of a sandbox, through its init's root (/proc/PID/root/...). */
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * Bytes used in tmpfs mounts of a sandbox, through its init's root
+ * (/proc/PID/root/...). Counted only once the sandbox's own root is in
+ * place (the first path, the working directory, is a tmpfs there): while
+ * bwrap sets up, that root is still the host's, whose /tmp is not the
+ * candidate's.
+ */
 function tmpfsBytes(initPid: number, paths: readonly string[]): number {
   let total = 0;
-  for (const path of paths) {
+  for (const [index, path] of paths.entries()) {
     try {
       const stats = statfsSync(`/proc/${initPid}/root${path}`);
+      if (stats.type !== TMPFS_MAGIC) {
+        if (index === 0) return 0;
+        continue;
+      }
       total += (stats.blocks - stats.bfree) * stats.bsize;
     } catch {
-      // Gone with the sandbox.
+      // Not set up yet, or gone with the sandbox.
+      if (index === 0) return 0;
     }
   }
   return total;

@@ -426,7 +426,8 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     cgroupSetpriv: null,
     scratchBase: traversableBase(runAs),
   } satisfies Partial<IsolationInfo>;
-  const noLayers: IsolationReport['layers'] = { namespaces: false, noCapabilities: rootUser, seccomp: false, cgroup: false, scratchSizeCap: false, noNetwork: false };
+  // As root, candidates run as nobody (no capabilities); as a user, they never had any.
+  const noLayers: IsolationReport['layers'] = { namespaces: false, noCapabilities: true, seccomp: false, cgroup: false, scratchSizeCap: false, noNetwork: false };
 
   if (process.platform === 'win32') {
     const missing = ['Windows has no sandbox ThetaEvolve can use: candidates run as you, with your files, your network and your environment'];
@@ -445,7 +446,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   if (process.platform === 'darwin') {
     const sandboxExecPath = findExecutable('sandbox-exec');
     const missing = ['bubblewrap does not exist on macOS: sandbox-exec denies network and writes outside the scratch folder, but there is no seccomp filter, no cgroup and no size cap'];
-    const layers = { ...noLayers, noCapabilities: !rootUser, noNetwork: sandboxExecPath !== null };
+    const layers = { ...noLayers, noNetwork: sandboxExecPath !== null };
     return {
       ...base,
       kind: sandboxExecPath ? 'sandbox-exec' : 'fallback',

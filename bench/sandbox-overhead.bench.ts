@@ -1,6 +1,8 @@
 // Time the sandbox adds to one evaluation: the same trivial program and the
 // same trusted evaluator run (a) as bare subprocesses and (b) through
-// Evaluator.evaluate (temp folders, bwrap, resource limits, safe read),
+// Evaluator.evaluate (bwrap as an unprivileged user with the seccomp filter,
+// tmpfs scratch and copy-out, resource limits and the memory watch, the
+// cgroup where delegated, the trusted evaluator's folder),
 // interleaved, medians compared. Target: <= 50 ms added.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
   const median = (xs: number[]): number => percentile(xs, 50);
   const added = median(sandboxTimes) - median(bareTimes);
   console.log(
-    `bench sandbox-overhead: ${added.toFixed(1)} ms (median added per evaluation by the ${evaluator.isolation.kind} sandbox; bare ${median(bareTimes).toFixed(1)} ms vs sandboxed ${median(sandboxTimes).toFixed(1)} ms, program + evaluator, ${ROUNDS} interleaved rounds; target <= 50 ms)`,
+    `bench sandbox-overhead: ${added.toFixed(1)} ms (median added per evaluation by the ${evaluator.isolation.summary} sandbox; bare ${median(bareTimes).toFixed(1)} ms vs sandboxed ${median(sandboxTimes).toFixed(1)} ms, program + evaluator, ${ROUNDS} interleaved rounds; target <= 50 ms)`,
   );
 }
 

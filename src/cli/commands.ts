@@ -26,6 +26,7 @@ export const RUN_SPEC: CommandSpec = {
     config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
     set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable. Flags win over --set, which wins over --config.' },
     json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
+    'allow-weak-isolation': { kind: 'boolean', help: 'Run candidates even without the full sandbox (no bubblewrap, macOS, Windows).' },
   },
 };
 
@@ -39,6 +40,7 @@ export const EVALUATE_SPEC: CommandSpec = {
   flags: {
     timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
+    'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
   },
 };
 

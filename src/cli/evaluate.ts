@@ -1,9 +1,12 @@
-// `thetaevolve evaluate <task-dir> <program-file> [--json] [--timeout SECONDS]`:
-// one sandboxed evaluation with the task's evaluator. Exit 0 whenever the
-// evaluation ran, whatever the candidate did.
+// `thetaevolve evaluate <task-dir> <program-file> [--json] [--timeout SECONDS]
+// [--allow-weak-isolation]`: one sandboxed evaluation with the task's
+// evaluator. Exit 0 whenever the evaluation ran, whatever the candidate did.
+// Exit 1 without a sandbox unless weaker isolation is allowed.
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { DEFAULT_EVALUATOR_OPTIONS, Evaluator } from '../engine/sandbox/evaluator';
+import { forDisplay } from '../engine/displayText';
+import { DEFAULT_EVALUATOR_OPTIONS, Evaluator, SandboxUnavailableError } from '../engine/sandbox/evaluator';
+import type { IsolationReport } from '../engine/sandbox/isolation';
 import { loadTask, TaskError } from '../engine/task/task';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
@@ -30,8 +33,24 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     throw new InputError(`cannot read the program file ${programPath}`);
   }
 
-  const evaluator = new Evaluator(task, { ...DEFAULT_EVALUATOR_OPTIONS, concurrency: 1, ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}) });
+  let evaluator: Evaluator;
+  try {
+    evaluator = new Evaluator(task, {
+      ...DEFAULT_EVALUATOR_OPTIONS,
+      concurrency: 1,
+      allowWeakIsolation: booleanFlag(args, 'allow-weak-isolation'),
+      // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
+      ...(io.env.THETAEVOLVE_ISOLATION === 'fallback' ? { isolation: 'fallback' as const } : {}),
+      onWarning: (message) => io.stderr(`thetaevolve: ${message}\n`),
+      ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
+    });
+  } catch (err) {
+    if (err instanceof SandboxUnavailableError) throw new InputError(err.message);
+    throw err;
+  }
   if (evaluator.isolation.warning) io.stderr(`thetaevolve: ${evaluator.isolation.warning}\n`);
+  // With --json, stdout is the result alone: the isolation goes to stderr.
+  if (json) io.stderr(`thetaevolve: isolation: ${isolationLines(evaluator.isolation).join('; ')}\n`);
   try {
     const result = await evaluator.evaluate(code, { signal: io.signal });
     if (json) {
@@ -47,8 +66,10 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
-      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${key}: ${String(value)}`);
-      if (result.reason) lines.push(`reason     ${result.reason}`);
+      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
+      const [first, ...rest] = isolationLines(evaluator.isolation);
+      lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
       io.stdout(lines.join('\n') + '\n');
     }
@@ -56,4 +77,9 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   } finally {
     await evaluator.close();
   }
+}
+
+/** The isolation in lines: the summary, then each missing layer and why. */
+export function isolationLines(isolation: IsolationReport): string[] {
+  return [isolation.summary, ...isolation.missing.map((why) => `missing: ${why}`)];
 }

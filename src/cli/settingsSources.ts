@@ -139,6 +139,7 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
     raw['trainer.url'] = trainer;
   }
   if (protocol !== undefined) raw['trainer.protocol'] = protocol;
+  if (args.flags['allow-weak-isolation'] === true) raw['sandbox.allowWeakIsolation'] = true;
   try {
     return parseSettings(raw);
   } catch (err) {

@@ -81,6 +81,7 @@ export class DashboardFeed {
           batchSize: typeof event.settings.batchSize === 'number' ? event.settings.batchSize : null,
           samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
           resumedFromStep: event.resumedFromStep,
+          ...(event.isolation ? { isolation: event.isolation } : {}),
         });
         sink.setRunState({ state: 'running', message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running' });
         if (dbFile) this.refreshDatabase(dbFile);

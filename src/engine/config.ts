@@ -15,7 +15,8 @@ export interface SettingSpec {
   enumDescriptions?: readonly string[];
   minimum?: number;
   maximum?: number;
-  scope?: 'window' | 'resource';
+  /** `machine`: User or Remote settings only, never a workspace's (a consent a workspace must not give itself). */
+  scope?: 'machine' | 'window' | 'resource';
 }
 
 export const SETTINGS = [
@@ -37,6 +38,7 @@ export const SETTINGS = [
   { key: 'evaluationConcurrency', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'K: candidate evaluations running at once.' },
   { key: 'sandbox.memoryLimitMb', type: 'integer', default: 4096, minimum: 64, maximum: 1048576, description: 'Memory limit of one candidate evaluation, in MiB.' },
   { key: 'sandbox.outputLimitKb', type: 'integer', default: 64, minimum: 1, maximum: 65536, description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).' },
+  { key: 'sandbox.allowWeakIsolation', type: 'boolean', default: false, scope: 'machine', description: 'Run candidate programs even where the full sandbox (bubblewrap with seccomp, Linux) is not available: without bubblewrap, on macOS (sandbox-exec) or on Windows (no isolation). Off: ThetaEvolve refuses to evaluate and says how to get a sandbox. Machine-wide, so a workspace cannot turn it on.' },
   { key: 'database.preset', type: 'string', default: 'large', enum: ['small', 'medium', 'large'], enumDescriptions: ['OpenEvolve: population 70, archive 25, 5 islands.', 'Population 1,000, archive 100, 10 islands.', 'The paper: population 10,000, archive 1,000, 10 islands.'], description: 'Program database size preset. The fields below override single numbers when non-zero.' },
   { key: 'database.populationSize', type: 'integer', default: 0, minimum: 0, maximum: 1000000, description: 'Programs kept before eviction. 0: from the preset.' },
   { key: 'database.archiveSize', type: 'integer', default: 0, minimum: 0, maximum: 100000, description: 'Elite archive size. 0: from the preset.' },

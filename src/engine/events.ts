@@ -18,6 +18,19 @@ export const OutcomeCountsSchema = z.object(
   Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
 );
 
+/** Which sandbox candidates get (the evaluator's IsolationReport, as far as people are shown it). */
+export const IsolationSummarySchema = z.object({
+  kind: z.string(),
+  /** "bwrap + seccomp + cgroup", or which layers are there. */
+  summary: z.string(),
+  /** Each missing layer and why. */
+  missing: z.array(z.string()),
+  /** Weaker than the full sandbox (the user allowed it). */
+  weak: z.boolean(),
+  warning: z.string().nullable(),
+});
+export type IsolationSummary = z.infer<typeof IsolationSummarySchema>;
+
 export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'error'] as const;
 export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
 
@@ -58,6 +71,8 @@ export const RunStartedEventSchema = z.object({
   task: z.object({ name: z.string(), title: z.string(), direction: DirectionSchema, dir: z.string(), targetValue: finite.nullable(), evaluatorTrust: EvaluatorTrustSchema.optional() }),
   dbFile: z.string(),
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
+  /** The sandbox the run's candidates get. */
+  isolation: IsolationSummarySchema.optional(),
   /** The settings that shape the run (B, n, temperature, database sizes...), flat. */
   settings: z.record(z.string(), SettingValueSchema),
   /** The last committed step when resuming, else null. */

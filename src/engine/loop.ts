@@ -5,7 +5,7 @@
 // A stopped step is abandoned whole: nothing half-committed.
 import type { Settings } from './config';
 import { databaseConfigFromSettings, type NewProgram, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
-import type { EngineEvent, RunFinishReason, StepStatistics } from './events';
+import type { EngineEvent, IsolationSummary, RunFinishReason, StepStatistics } from './events';
 import { buildPrompt } from './prompt';
 import { Rng, type RngState } from './rng';
 import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
@@ -63,6 +63,8 @@ export interface EvolutionRunSpec {
   stepsThisInvocation?: number;
   /** Stop once this step is committed, counting steps a resumed database already has (a requeued cluster job finishes the same work). */
   untilStep?: number;
+  /** The sandbox candidates get, announced with run_started. */
+  isolation?: IsolationSummary;
   onEvent: (event: EngineEvent) => void;
   /**
    * Called with each step's groups (child ids still null) right before the
@@ -180,6 +182,7 @@ export class EvolutionRun {
         task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir, targetValue: task.targetValue, evaluatorTrust: task.evaluatorTrust },
         dbFile: this.spec.dbFile,
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
+        ...(this.spec.isolation ? { isolation: this.spec.isolation } : {}),
         settings: runSettingsSummary(settings),
         resumedFromStep,
       });

@@ -6,12 +6,13 @@ import { stat } from 'node:fs/promises';
 import type { Settings } from './config';
 import { errorMessage } from './errors';
 import { ProgramDatabase } from './database/programDatabase';
-import type { EngineEvent } from './events';
+import type { EngineEvent, IsolationSummary } from './events';
 import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
 import { type CommittedStep, EvolutionRun } from './loop';
 import { MutateSampler } from './mutateSampler';
 import { parseRunMeta } from './runMeta';
-import { Evaluator, evaluatorOptionsFromSettings } from './sandbox/evaluator';
+import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from './sandbox/evaluator';
+import type { IsolationReport } from './sandbox/isolation';
 import type { Task } from './task/task';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './types';
@@ -130,7 +131,14 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`, 'thetaevolve.trainer.url', { cause: err });
   }
 
-  const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
+  let evaluator: Evaluator;
+  try {
+    evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), onWarning: request.onWarning });
+  } catch (err) {
+    await trainer.close();
+    // No sandbox here and weaker isolation not allowed: the message says how to get one, or which setting allows less.
+    throw new RunSetupError(errorMessage(err), err instanceof SandboxUnavailableError ? 'thetaevolve.sandbox.allowWeakIsolation' : null, { cause: err });
+  }
   if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
   if (task.evaluatorTrust === 'in-sandbox') request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
 
@@ -145,6 +153,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     evaluator,
     stepsThisInvocation: request.stepsThisInvocation,
     untilStep: request.untilStep,
+    isolation: isolationSummary(evaluator.isolation),
     onEvent: request.onEvent,
     beforeCommit: (committed, stepSignal) => trainer.spoolStep(committed, stepSignal),
     afterCommit: async (committed, stepSignal) => {
@@ -163,6 +172,11 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
       await trainer.close();
     },
   };
+}
+
+/** What people are shown of the evaluator's isolation. */
+export function isolationSummary(report: IsolationReport): IsolationSummary {
+  return { kind: report.kind, summary: report.summary, missing: [...report.missing], weak: report.weak, warning: report.warning };
 }
 
 /** What a resumed run needs of its database, read without keeping it open. */

@@ -9,7 +9,7 @@
 // converts before sending.
 import { z } from 'zod';
 import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/database/snapshot';
-import { DirectionSchema, OutcomeCountsSchema } from '../engine/events';
+import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema } from '../engine/events';
 import { OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();
@@ -94,6 +94,8 @@ export const DashboardRunInputSchema = z.object({
   batchSize: count.nullable(),
   samplesPerPrompt: count.nullable(),
   resumedFromStep: count.nullable(),
+  /** The sandbox candidates get (absent for a run read back from disk). */
+  isolation: IsolationSummarySchema.optional(),
 });
 export type DashboardRunInput = z.infer<typeof DashboardRunInputSchema>;
 
@@ -153,6 +155,8 @@ export const RunViewSchema = z.object({
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
   /** Extra facts shown beside the source: "B 32 x n 16", "resumed after step 40". */
   details: z.array(z.string()),
+  /** "sandbox: bwrap + seccomp + cgroup"; `weak` when weaker than the full sandbox (shown as a warning). */
+  isolation: z.object({ text: z.string(), weak: z.boolean() }).optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;
 

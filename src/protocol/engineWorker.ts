@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { SettingsSchema } from '../engine/config';
 import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
-import { DirectionSchema, EngineEventSchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
+import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
 import { RunMetaSchema } from '../engine/runMeta';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/types';
 
@@ -97,8 +97,8 @@ export const QueryResultSchemas = {
   evaluate: z.object({
     taskTitle: z.string(),
     direction: DirectionSchema,
-    /** The sandbox's isolation warning, when it is weaker than full. */
-    isolationWarning: z.string().nullable(),
+    /** The sandbox the program got. */
+    isolation: IsolationSummarySchema,
     status: z.enum(EVALUATION_STATUSES),
     score: finite,
     objective: finite.nullable(),

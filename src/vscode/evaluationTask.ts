@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { forDisplay } from '../engine/displayText';
 import type { EvaluationFinishedEvent } from '../engine/events';
 import { errorMessage } from '../engine/errors';
 import { loadTask } from '../engine/task/task';
@@ -49,7 +50,7 @@ export function evaluationLines(event: EvaluationFinishedEvent): string[] {
     `${(event.durationMs / 1000).toFixed(2)} s`.padStart(8),
   ];
   if (event.childId) parts.push(`child ${event.childId}`);
-  const [headline = '', ...output] = event.reason.split('\n');
+  const [headline = '', ...output] = forDisplay(event.reason).split('\n');
   if (headline.trim()) parts.push(`(${headline.trim()})`);
   const shown = output.map((l) => l.trimEnd()).filter((l) => l.trim() !== '').slice(-OUTPUT_TAIL_LINES);
   const omitted = output.filter((l) => l.trim() !== '').length - shown.length;
@@ -92,10 +93,10 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             );
             break;
           case 'run_finished':
-            this.line(colour(36, `run ${event.message}`));
+            this.line(colour(36, `run ${forDisplay(event.message)}`));
             break;
           case 'error':
-            this.line(colour(31, event.message));
+            this.line(colour(31, forDisplay(event.message)));
             break;
           default:
             break;
@@ -184,7 +185,7 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     void this.evaluate().then(
       (code) => this.closeEmitter.fire(code),
       (err: unknown) => {
-        this.write(colour(31, `ThetaEvolve: ${errorMessage(err)}`));
+        this.write(colour(31, `ThetaEvolve: ${forDisplay(errorMessage(err))}`));
         this.closeEmitter.fire(1);
       },
     );
@@ -212,20 +213,22 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.
     const timeoutMs = (task.runtimeLimitSec + task.evaluatorTimeLimitSec + 60) * 1000;
     const result = await this.controller.query({ kind: 'evaluate', taskDir: task.dir, code, settings }, { timeoutMs });
-    if (result.isolationWarning) this.write(colour(33, result.isolationWarning));
+    if (result.isolation.warning) this.write(colour(33, result.isolation.warning));
+    this.write(`isolation  ${result.isolation.summary}`);
+    for (const why of result.isolation.missing) this.write(`           missing: ${why}`);
     this.write('');
     this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
     this.write(`score      ${formatScore(result.score)}`);
     this.write(`objective  ${formatScore(result.objective)}`);
-    this.write(`reason     ${result.reason || '-'}`);
+    this.write(`reason     ${forDisplay(result.reason) || '-'}`);
     this.write(`time       ${(result.durationMs / 1000).toFixed(2)} s`);
     const metrics = Object.entries(result.metrics);
-    if (metrics.length > 0) this.write(`metrics    ${metrics.map(([k, v]) => `${k}=${String(v)}`).join(', ')}`);
+    if (metrics.length > 0) this.write(`metrics    ${forDisplay(metrics.map(([k, v]) => `${k}=${String(v)}`).join(', '))}`);
     this.write('');
     this.write('--- candidate stdout ---');
-    this.write(result.stdout.trimEnd() || '(empty)');
+    this.write(forDisplay(result.stdout).trimEnd() || '(empty)');
     this.write('--- candidate stderr ---');
-    this.write(result.stderr.trimEnd() || '(empty)');
+    this.write(forDisplay(result.stderr).trimEnd() || '(empty)');
     // Exit codes to chain tasks on: 0 valid, 2 evaluated but not valid (1: could not evaluate at all).
     return result.status === 'ok' ? 0 : 2;
   }

@@ -4,6 +4,7 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import type { Settings } from '../engine/config';
 import { locateEvolveBlocks } from '../engine/diff';
 import { errorMessage } from '../engine/errors';
 import { formatScore } from '../engine/format';
@@ -26,6 +27,29 @@ import { settingsWithAllowedUrls } from './urlConsent';
 export function evolveBlockProblem(text: string, name: string): string | undefined {
   const first = locateEvolveBlocks(text).problems[0];
   return first ? `${name}: ${first.message}` : undefined;
+}
+
+const WEAK_ISOLATION_CONSENT = 'thetaevolve.allowWeakIsolation';
+
+/** The run's settings with the user's per-workspace consent to weaker isolation applied (the setting itself is machine-wide). */
+function withIsolationConsent(settings: Settings, state: vscode.Memento): Settings {
+  return state.get<boolean>(WEAK_ISOLATION_CONSENT) === true ? { ...settings, 'sandbox.allowWeakIsolation': true } : settings;
+}
+
+/**
+ * No sandbox here: say why and how to get one (modal: model-written code is
+ * about to run), and offer to allow weaker isolation for this workspace.
+ */
+async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise<boolean> {
+  const allow = 'Allow Weaker Isolation in This Workspace';
+  const choice = await vscode.window.showWarningMessage(
+    'ThetaEvolve: no full sandbox for candidate programs here.',
+    { modal: true, detail: `${errorMessage(err)}\n\nWith weaker isolation, model-written programs run with limits and a private folder but can read your files.` },
+    allow,
+  );
+  if (choice !== allow) return false;
+  await state.update(WEAK_ISOLATION_CONSENT, true);
+  return true;
 }
 
 /**
@@ -54,6 +78,10 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     try {
       await started;
     } catch (err) {
+      if (err instanceof RunStartError && err.setting === 'thetaevolve.sandbox.allowWeakIsolation' && !spec.settings['sandbox.allowWeakIsolation']) {
+        if (await askIsolationConsent(err, context.workspaceState)) await startAndFollow({ ...spec, settings: { ...spec.settings, 'sandbox.allowWeakIsolation': true } });
+        return;
+      }
       showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
       return;
     }
@@ -88,8 +116,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     }
     const read = readSettingsOrShowError(fileUri);
     if (!read) return;
-    const settings = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
-    if (!settings) return;
+    const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
+    if (!allowed) return;
+    const settings = withIsolationConsent(allowed, context.workspaceState);
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -143,8 +172,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const origin = runOrigin(picked.info.meta);
     const read = readSettingsOrShowError(origin.fileUri);
     if (!read) return;
-    const settings = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
-    if (!settings) return;
+    const allowed = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
+    if (!allowed) return;
+    const settings = withIsolationConsent(allowed, context.workspaceState);
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({
       runId: picked.runId,

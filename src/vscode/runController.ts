@@ -8,12 +8,13 @@ import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/runMeta';
-import type { EngineEvent, RunFinishReason } from '../engine/events';
+import type { EngineEvent, IsolationSummary, RunFinishReason } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
+import { forDisplay } from '../engine/displayText';
 import { formatScore } from '../engine/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
@@ -46,6 +47,8 @@ export interface TrackedRun {
   finishReason: RunFinishReason | null;
   /** The inference server is away (restarting, loading) and requests wait for it. */
   waitingForServer: boolean;
+  /** The sandbox the run's candidates get, once the run started. */
+  isolation: IsolationSummary | null;
   message: string;
 }
 
@@ -207,6 +210,7 @@ export class RunController implements vscode.Disposable {
       sourceLabel: null,
       finishReason: null,
       waitingForServer: false,
+      isolation: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
@@ -306,6 +310,7 @@ export class RunController implements vscode.Disposable {
         case 'run_started':
           run.state = 'running';
           run.sourceLabel = event.source.label;
+          run.isolation = event.isolation ?? null;
           run.lastStep = event.resumedFromStep ?? -1;
           run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
           if (this.pendingStart?.runId === runId) {
@@ -423,6 +428,7 @@ function logEvent(runId: string, event: EngineEvent): void {
         `[${runId}] ${event.task.title} (${event.task.direction}) with ${event.source.label}; ` +
           `${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}; database ${event.dbFile}`,
       );
+      if (event.isolation) (event.isolation.weak ? channel.warn : channel.info).call(channel, `[${runId}] sandbox: ${event.isolation.summary}${event.isolation.missing.length ? ` (missing: ${event.isolation.missing.join('; ')})` : ''}`);
       return;
     case 'step_started':
       channel.debug(`[${runId}] step ${event.step}: ${event.parents.length} parents`);
@@ -432,7 +438,7 @@ function logEvent(runId: string, event: EngineEvent): void {
       return;
     case 'evaluation_finished':
       channel.debug(
-        `[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: ${event.outcome} score ${formatScore(event.score)} in ${(event.durationMs / 1000).toFixed(2)} s${event.reason ? ` (${event.reason})` : ''}`,
+        `[${runId}] step ${event.step} ${event.jobKey}#${event.sampleIndex}: ${event.outcome} score ${formatScore(event.score)} in ${(event.durationMs / 1000).toFixed(2)} s${event.reason ? ` (${forDisplay(event.reason)})` : ''}`,
       );
       return;
     case 'step_committed':

@@ -26,7 +26,8 @@ export function statusText(run: TrackedRun): string {
   const live = run.state === 'running' || run.state === 'pausing';
   const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
   const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : live && run.waitingForServer ? ' · waiting for the server' : STATE_SUFFIX[run.state];
-  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}`;
+  const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
+  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}${sandbox}`;
 }
 
 export function registerStatusBar(controller: RunController): vscode.Disposable {
@@ -40,9 +41,12 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
       return;
     }
     item.text = statusText(run);
+    const sandbox = run.isolation ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}` : '';
     const tooltip = new vscode.MarkdownString(
-      `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}\n\nClick to open the dashboard.`,
+      `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}${sandbox}\n\nClick to open the dashboard.`,
     );
+    // A weaker sandbox stays visible for the whole run, not only in a log.
+    item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     item.tooltip = tooltip;
     item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
     item.show();

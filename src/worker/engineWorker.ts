@@ -18,7 +18,7 @@ import {
 } from '../protocol/engineWorker';
 import { ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/errors';
-import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
+import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from '../engine/runFactory';
 import { parseRunMeta } from '../engine/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
@@ -214,7 +214,7 @@ async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Pro
   const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
   try {
     const result = await evaluator.evaluate(query.code);
-    return { taskTitle: task.title, direction: task.direction, isolationWarning: evaluator.isolation.warning, ...result };
+    return { taskTitle: task.title, direction: task.direction, isolation: isolationSummary(evaluator.isolation), ...result };
   } finally {
     await evaluator.close();
   }

@@ -12,8 +12,9 @@ steps. With c = h * h (full autoconvolution, m = 2n - 1 values):
          (each segment of width w contributes w/3 (y1^2 + y1 y2 + y2^2)),
   L1   = sum |c| / (m + 1),   Linf = max |c|,
   objective = L2^2 / (L1 Linf).
-Valid when every height is finite, h >= -1e-10, |h| <= 1e10 and h is not
-all zero.
+Computed on max(h, 0): the -1e-10 tolerance is for rounding only and never
+changes a score. Valid when every height is finite, h >= -1e-10,
+|h| <= 1e10 and max(h, 0) is not all zero.
 """
 import json
 import sys
@@ -96,7 +97,7 @@ def main(argv):
             raise Invalid(f"heights must be non-negative: heights[{i}] = {h[i]!r}")
         if np.any(np.abs(h) > MAX_ABS_HEIGHT):
             raise Invalid(f"heights must be at most {MAX_ABS_HEIGHT:g} in absolute value")
-        objective, l2_squared, l1, linf = c2_ratio(h)
+        objective, l2_squared, l1, linf = c2_ratio(np.maximum(h, 0.0))
         if not np.isfinite(objective) or objective <= 0:
             raise Invalid(f"the objective is {objective!r}, not a positive number")
     except Invalid as e:

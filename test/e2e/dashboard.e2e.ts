@@ -240,11 +240,23 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
   it('comes back after a window reload with the run it showed (serializer, saved state)', async () => {
     const stepBefore = await tileValue(frame, 'step');
     const bestBefore = await tileValue(frame, 'best objective');
+    const programsBefore = await tileValue(frame, 'programs in database');
+    const elapsedBefore = await tileValue(frame, 'elapsed');
+    const factsBefore = await frame.locator('.best-facts').first().innerText();
+    const codeBefore = await frame.locator('.best-code').first().innerText();
     await page.reload();
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
     frame = await dashboardFrame(page, 90_000);
     await poll('restored step', () => tileValue(frame, 'step'), (v) => v === stepBefore, 60_000);
+    // The same numbers as before the reload (read back from the run's database by the new extension host).
     assert.equal(await tileValue(frame, 'best objective'), bestBefore);
+    assert.equal(await tileValue(frame, 'programs in database'), programsBefore);
+    assert.equal(await tileValue(frame, 'elapsed'), elapsedBefore, 'elapsed time does not go down after a reload');
+    assert.equal(await frame.locator('.best-facts').first().innerText(), factsBefore, 'best program facts (step, lineage depth) unchanged');
+    assert.equal(await frame.locator('.best-code').first().innerText(), codeBefore);
+    assert.equal(await frame.getByText('no valid program yet').count(), 0, 'the histogram shows the valid programs');
+    // A stopped run can go on: Resume is offered.
+    assert.equal(await frame.locator('vscode-button', { hasText: 'Resume' }).first().isVisible(), true);
     // The RL switch was turned on (thetaevolve.trainer.enabled): it stays on for the next run.
     assert.equal(await trainerState(frame), 'next_run');
     const ink = await poll('restored charts', () => canvasInk(frame), (all) => all.length >= 6 && all.every((c) => c.inked > 500), 60_000);

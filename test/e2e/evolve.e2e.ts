@@ -147,6 +147,22 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await saveScreenshot(page, 'e2e-evolve-4-diff');
   });
 
+  it('shows the diff and the Runs view in light and high-contrast themes too', async () => {
+    for (const [theme, workbenchClass, name] of [
+      ['Default Light Modern', 'vs', 'light'],
+      ['Default High Contrast', 'hc-black', 'high-contrast'],
+      ['Default Dark Modern', 'vs-dark', 'dark'],
+    ] as const) {
+      await runPaletteCommand(page, 'Preferences: Color Theme');
+      await page.locator('.quick-input-widget input').fill(theme);
+      await pickQuickInputItem(page, theme);
+      await page.locator(`.monaco-workbench.${workbenchClass}`).first().waitFor({ state: 'attached', timeout: 30_000 });
+      await page.locator('.monaco-diff-editor .editor.modified .view-lines').first().waitFor({ state: 'visible', timeout: 30_000 });
+      const shot = await saveScreenshot(page, `e2e-evolve-4b-diff-runs-${name}`);
+      assert.ok(shot.distinctColours > 12, `${shot.file} looks blank`);
+    }
+  });
+
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · / }).first();

@@ -66,10 +66,17 @@ describe('runs (engine worker, commands, Runs view)', function () {
     const committed = await firstCommit;
     assert.equal(committed.type === 'step_committed' && committed.samples, 4);
     assert.match(statusText(theta.controller.active ?? active), /step 2/);
+    // The run knows its sandbox (bwrap here, the full one) and the status bar says nothing alarming about it.
+    assert.equal(active.isolation?.weak, false, JSON.stringify(active.isolation));
+    assert.match(active.isolation?.summary ?? '', /bwrap/);
+    assert.doesNotMatch(statusText(active), /weak sandbox/);
+    assert.match(statusText({ ...active, isolation: { ...(active.isolation ?? { kind: 'fallback', summary: '', missing: [], warning: null }), weak: true } }), /weak sandbox/);
     const done = closed(theta.controller);
     await vscode.commands.executeCommand('thetaevolve.stopRun');
     const run = await done;
     assert.equal(run.state, 'finished');
+    assert.match(statusText(run), /stopped/, 'the status bar says the run was stopped');
+    assert.doesNotMatch(statusText(run), /samples\/s/, 'no throughput once the run is over');
     assert.ok(run.lastStep >= 2);
     assert.equal(theta.controller.active, undefined);
     assert.ok(existsSync(run.dbFile), `${run.dbFile} exists`);

@@ -209,7 +209,7 @@ describe('sandbox: fallback isolation', function () {
 
   before(async () => {
     task = await loadTask(FIXTURE);
-    evaluator = new Evaluator(task, { ...OPTIONS, isolation: 'fallback', runtimeLimitSec: 2 });
+    evaluator = new Evaluator(task, { ...OPTIONS, isolation: 'fallback', allowWeakIsolation: true, runtimeLimitSec: 2 });
   });
   after(async () => {
     await evaluator.close();
@@ -244,7 +244,7 @@ describe('sandbox: fallback isolation', function () {
   });
 
   it('applies the memory limit', async () => {
-    const small = new Evaluator(task, { ...OPTIONS, isolation: 'fallback', memoryLimitMb: 200 });
+    const small = new Evaluator(task, { ...OPTIONS, isolation: 'fallback', allowWeakIsolation: true, memoryLimitMb: 200 });
     try {
       const result = await small.evaluate(writesValue('1', 'hog = bytearray(1024 * 1024 * 1024)'));
       assert.equal(result.status, 'no_solution');

@@ -3,28 +3,41 @@
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
-import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../config';
 import { scoreOfObjective } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
 import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
+import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
+import { removeTree } from './cleanup';
 import {
   baseEnvironment,
+  BWRAP_FD,
   bwrapArguments,
   candidateEnvironment,
+  copyOutCommand,
   detectIsolation,
+  HOW_TO_ALLOW_WEAK,
+  HOW_TO_GET_A_SANDBOX,
   type IsolationInfo,
-  type IsolationKind,
+  type IsolationReport,
+  isolationReport,
   limitedCommand,
+  pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
+  SANDBOX_TMPFS_PATHS,
   SANDBOX_WORK_DIR,
+  sandboxExecProfile,
+  seccompFilterFor,
 } from './isolation';
+import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
-import { readSolutionFile } from './solutionFile';
+import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -39,6 +52,27 @@ export interface EvaluatorOptions {
   processLimit?: number;
   /** 'fallback' skips bubblewrap even where it works (default 'auto'). */
   isolation?: 'auto' | 'fallback';
+  /**
+   * Run candidates even when the isolation is weaker than the full sandbox
+   * (no bwrap, macOS, Windows). Default false: the constructor throws
+   * SandboxUnavailableError instead. Only the user may set this.
+   */
+  allowWeakIsolation?: boolean;
+  /** Where evaluation folders are made (default: the temp folder; as root, one the unprivileged user can traverse). */
+  scratchDir?: string;
+  /** Told when something could not be cleaned up (a folder left on disk); the evaluation result is not affected. */
+  onWarning?: (message: string) => void;
+}
+
+/** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
+export class SandboxUnavailableError extends Error {
+  constructor(readonly isolation: IsolationReport) {
+    super(
+      `No sandbox for candidate programs here (${isolation.missing[0] ?? isolation.summary}). Model-written code is not run without isolation. ` +
+        `${HOW_TO_GET_A_SANDBOX} ${HOW_TO_ALLOW_WEAK}`,
+    );
+    this.name = 'SandboxUnavailableError';
+  }
 }
 
 export const DEFAULT_EVALUATOR_OPTIONS: Readonly<EvaluatorOptions> = {
@@ -51,17 +85,20 @@ const DEFAULT_PROCESS_LIMIT = 256;
 /** Files a candidate may write (RLIMIT_FSIZE) at least; the solution cap decides what is read. */
 const MIN_FILE_SIZE_LIMIT = 256 * 1024 * 1024;
 const EVALUATOR_OUTPUT_LIMIT = 1024 * 1024;
+/** How often the memory of a candidate's processes is summed (fast allocators get at most this long past the limit). */
+const MEMORY_WATCH_INTERVAL_MS = 50;
 const TAIL_CHARS = 600;
 
 /** The sandbox options from the run settings. */
 export function evaluatorOptionsFromSettings(
-  settings: Pick<Settings, 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb'>,
+  settings: Pick<Settings, 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb' | 'sandbox.allowWeakIsolation'>,
   runtimeLimitSec?: number,
 ): EvaluatorOptions {
   return {
     concurrency: settings.evaluationConcurrency,
     memoryLimitMb: settings['sandbox.memoryLimitMb'],
     outputLimitBytes: settings['sandbox.outputLimitKb'] * 1024,
+    allowWeakIsolation: settings['sandbox.allowWeakIsolation'],
     ...(runtimeLimitSec !== undefined ? { runtimeLimitSec } : {}),
   };
 }
@@ -185,23 +222,6 @@ function cancelledResult(): EvaluationResult {
   return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
-/** Remove a folder a candidate wrote into, even where it took its own permissions away. */
-async function removeTree(path: string): Promise<void> {
-  try {
-    await rm(path, { recursive: true, force: true, maxRetries: 2 });
-    return;
-  } catch {
-    // Retry below after restoring permissions.
-  }
-  const restore = async (dir: string): Promise<void> => {
-    await chmod(dir, 0o700).catch(() => undefined);
-    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) if (entry.isDirectory() && !entry.isSymbolicLink()) await restore(join(dir, entry.name));
-  };
-  await restore(path);
-  await rm(path, { recursive: true, force: true }).catch(() => undefined);
-}
-
 /** A slot queue for the K concurrent evaluations. */
 class Slots {
   private running = 0;
@@ -240,10 +260,19 @@ class Slots {
   }
 }
 
+/** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
+const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
+
 export class Evaluator {
-  readonly isolation: { kind: IsolationKind; warning: string | null };
+  /** Which isolation candidates get (kind and warning as before, plus the layers and what is missing and why). */
+  readonly isolation: IsolationReport;
+  /** Folders that could not be removed after an evaluation (also told to onWarning). */
+  readonly cleanupFailures: string[] = [];
   private readonly info: IsolationInfo;
-  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec'>> & { runtimeLimitSec: number };
+  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
+  private readonly scratchDir: string;
+  private readonly seccompFilter: Buffer | null;
+  private readonly onWarning: ((message: string) => void) | undefined;
   private readonly slots: Slots;
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<EvaluationResult>>();
@@ -266,9 +295,15 @@ export class Evaluator {
       runtimeLimitSec: options.runtimeLimitSec ?? task.runtimeLimitSec,
       processLimit: options.processLimit ?? DEFAULT_PROCESS_LIMIT,
       isolation: options.isolation ?? 'auto',
+      allowWeakIsolation: options.allowWeakIsolation ?? false,
     };
     this.info = detectIsolation(this.options.isolation);
-    this.isolation = { kind: this.info.kind, warning: this.info.warning };
+    this.isolation = isolationReport(this.info);
+    if (this.isolation.weak && !this.options.allowWeakIsolation) throw new SandboxUnavailableError(this.isolation);
+    // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
+    this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
+    this.onWarning = options.onWarning;
+    this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Slots(this.options.concurrency);
   }
 
@@ -306,27 +341,23 @@ export class Evaluator {
     }
   }
 
+  private async cleanUp(path: string): Promise<void> {
+    this.reportCleanup(await removeTree(path));
+  }
+
+  private reportCleanup(problem: string | null): void {
+    if (problem === null) return;
+    this.cleanupFailures.push(problem);
+    this.onWarning?.(`Sandbox cleanup: ${problem}`);
+  }
+
   private async runAndScore(code: string, signal: AbortSignal): Promise<EvaluationResult> {
-    const root = await mkdtemp(join(tmpdir(), 'thetaevolve-eval-'));
+    const root = await mkdtemp(join(this.scratchDir, 'thetaevolve-eval-'));
     try {
-      const programDir = join(root, 'program');
-      const workDir = join(root, 'work');
       const trustedDir = join(root, 'trusted');
-      await mkdir(programDir);
-      await mkdir(workDir);
       await mkdir(trustedDir, { mode: 0o700 });
       const programName = `program.${this.task.language}`;
-      await writeFile(join(programDir, programName), code, { mode: 0o444 });
-      const runAs = this.info.runAs;
-      if (runAs) {
-        // The unprivileged candidate user may pass through and read the
-        // program, write only its working directory, and never see trusted/.
-        await chmod(root, 0o711);
-        await chmod(programDir, 0o755);
-        await chown(workDir, runAs.uid, runAs.gid);
-      }
-
-      const run = await this.runCandidate(programDir, programName, workDir, signal);
+      const run = this.info.kind === 'bwrap' ? await this.runInBwrap(code, programName, signal) : await this.runOnHost(root, code, programName, signal);
       const output = { stdout: run.stdout, stderr: run.stderr };
       // Another system's folder: its metrics are exactly what its evaluator returned (which times itself).
       const runtime: Metrics = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
@@ -335,15 +366,19 @@ export class Evaluator {
       if (run.timedOut) {
         return penaltyResult('timeout', `the program ran past its ${this.options.runtimeLimitSec} s limit and was killed`, { ...output, metrics: runtime });
       }
+      if (run.memoryExceeded) {
+        const reason = `the program's processes together held more than ${this.options.memoryLimitMb} MiB of memory and were killed`;
+        return penaltyResult('no_solution', withOutput(reason, run.stderr), { ...output, metrics: runtime });
+      }
       if (run.exitCode !== 0) {
         return penaltyResult('no_solution', withOutput(this.describeExit(run), run.stderr), { ...output, metrics: runtime });
       }
-      const read = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
+      const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
       const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, signal);
       return { ...scored, ...output, metrics: { ...scored.metrics, ...runtime } };
     } finally {
-      await removeTree(root);
+      await this.cleanUp(root);
     }
   }
 
@@ -351,23 +386,30 @@ export class Evaluator {
     if (run.exitSignal === 'SIGXFSZ') return 'the program was killed for writing a file over the size limit';
     if (run.exitSignal) return `the program was killed by ${run.exitSignal}`;
     if (this.info.kind === 'bwrap' && run.exitCode === 1 && run.stderr.startsWith('bwrap:')) return 'the sandbox failed to start the program';
+    // bwrap and the shell report a signal as 128 + its number.
+    const signalName = run.exitCode !== null && run.exitCode > 128 ? SIGNAL_NAMES.get(run.exitCode - 128) : undefined;
+    if (this.info.kind === 'bwrap' && signalName === 'SIGXFSZ') return 'the program was killed for writing a file over the size limit';
+    if (this.info.kind === 'bwrap' && signalName) return `the program was killed by ${signalName}`;
     return `the program exited with code ${String(run.exitCode)}`;
   }
 
-  private runCandidate(programDir: string, programName: string, workDir: string, signal: AbortSignal): Promise<ProcessOutcome> {
-    const bwrap = this.info.kind === 'bwrap' && this.info.bwrapPath !== null;
-    const programPath = bwrap ? `${SANDBOX_PROGRAM_DIR}/${programName}` : join(programDir, programName);
-    const workPath = bwrap ? SANDBOX_WORK_DIR : workDir;
-    // A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none).
-    const readOnlyDirs = Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({ name, hostDir, sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}` }));
-    const dirValues = Object.fromEntries(readOnlyDirs.map((d) => [d.name, bwrap ? d.sandboxDir : d.hostDir]));
-    const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, ...dirValues, program: programPath, workDir: workPath }));
-    const runAs = this.info.runAs;
-    // Inside bwrap the kernel counts processes per user namespace, so the
-    // limit is per evaluation. In the fallback it counts every process of
-    // the user: only applied for our own unprivileged user, shared by K.
-    const processLimit = !this.info.processLimit ? null : bwrap ? this.options.processLimit : this.options.processLimit * this.options.concurrency;
-    const limited = limitedCommand(
+  /** The memory limit for all of a candidate's processes together (RLIMIT_AS holds each one; this, their sum). */
+  private memoryWatch(tmpfsPaths: readonly string[] = []): { limitBytes: number; intervalMs: number; tmpfsPaths: readonly string[] } {
+    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS, tmpfsPaths };
+  }
+
+  /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
+  private readOnlyDirs(): { name: string; hostDir: string; sandboxDir: string }[] {
+    return Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({ name, hostDir, sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}` }));
+  }
+
+  /** The candidate's command with the task's variables (and read-only folders, by where the candidate sees them), under the resource limits. */
+  private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
+    const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
+    const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }));
+    // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
+    if (process.platform === 'win32') return command;
+    return limitedCommand(
       command,
       {
         memoryLimitMb: this.options.memoryLimitMb,
@@ -376,17 +418,125 @@ export class Evaluator {
       },
       this.info.prlimitPath,
     );
-    const common = {
-      timeoutMs: this.options.runtimeLimitSec * 1000,
-      outputLimitBytes: this.options.outputLimitBytes,
-      signal,
-      ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
-    };
-    if (bwrap) {
-      const env = candidateEnvironment('/tmp', '/tmp');
-      const args = [...bwrapArguments({ programDir, workDir, env, tmpfsSizeOption: this.info.tmpfsSizeOption, readOnlyDirs }), '--info-fd', '3', '--', ...limited];
-      return runProcess({ file: this.info.bwrapPath as string, args, cwd: workDir, env: {}, bwrapInfoFd: true, ...common });
+  }
+
+  /**
+   * The full sandbox: nothing of the candidate touches the host's disk. The
+   * program comes in on a descriptor, the working directory is a
+   * size-capped tmpfs, and the solution comes out on another descriptor
+   * after everything else in the sandbox was killed.
+   */
+  private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<ProcessOutcome & { solution: SolutionRead }> {
+    // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
+    const processLimit = this.info.processLimit ? this.options.processLimit : null;
+    const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true);
+    const seccomp = this.seccompFilter;
+    const env = candidateEnvironment('/tmp', '/tmp');
+    const args = [
+      ...bwrapArguments({
+        programName,
+        env,
+        tmpfsSizeOption: this.info.tmpfsSizeOption,
+        disableUsernsOption: this.info.disableUsernsOption,
+        seccomp: seccomp !== null,
+        readOnlyDirs: this.readOnlyDirs(),
+      }),
+      '--',
+      ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
+    ];
+    const runAs = this.info.runAs;
+    const cgroupParent = this.info.layers.cgroup && this.info.cgroup?.available ? this.info.cgroup.dir : null;
+    const cgroup = cgroupParent
+      ? createSandboxCgroup(cgroupParent, { memoryBytes: this.options.memoryLimitMb * 1024 * 1024, pids: this.info.processLimit ? this.options.processLimit : null })
+      : null;
+    try {
+      const bwrap = [this.info.bwrapPath as string, ...args];
+      // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
+      const drop = runAs && this.info.cgroupSetpriv ? { setpriv: this.info.cgroupSetpriv, ...runAs } : null;
+      const command = cgroup ? inCgroupCommand(cgroup, bwrap, drop) : bwrap;
+      const run = await runProcess({
+        file: command[0] as string,
+        args: command.slice(1),
+        cwd: '/',
+        env: {},
+        bwrapInfoFd: true,
+        inputs: [...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []), { fd: BWRAP_FD.program, data: Buffer.from(code, 'utf8') }],
+        capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
+        timeoutMs: this.options.runtimeLimitSec * 1000,
+        outputLimitBytes: this.options.outputLimitBytes,
+        // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
+        memoryWatch: this.memoryWatch(SANDBOX_TMPFS_PATHS),
+        signal,
+        ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
+      });
+      const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
+      return { ...run, memoryExceeded, solution: this.copiedOut(run.captured) };
+    } finally {
+      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
-    return runProcess({ file: limited[0] as string, args: limited.slice(1), cwd: workDir, env: candidateEnvironment(workDir, workDir), ...common });
+  }
+
+  /** What the copy-out wrapper sent: a tag byte, then the file's first maxBytes + 1 bytes. */
+  private copiedOut(captured: Buffer | null): SolutionRead {
+    const name = this.task.solutionFile;
+    const tag = captured && captured.length > 0 ? String.fromCharCode(captured[0] as number) : 'N';
+    if (tag === 'L') return { ok: false, reason: solutionReadProblem('symlink', name) };
+    if (tag === 'X') return { ok: false, reason: solutionReadProblem('not_regular', name) };
+    if (tag !== 'F' || !captured) return { ok: false, reason: solutionReadProblem('missing', name) };
+    const bytes = captured.subarray(1);
+    if (bytes.length > this.task.solutionMaxBytes) return { ok: false, reason: solutionReadProblem('too_large', name, this.task.solutionMaxBytes) };
+    if (bytes.length === 0) return { ok: false, reason: solutionReadProblem('empty', name) };
+    return { ok: true, bytes: Buffer.from(bytes) };
+  }
+
+  /** Weaker isolation the user allowed: a folder on the host, limits, and every leftover process killed. */
+  private async runOnHost(root: string, code: string, programName: string, signal: AbortSignal): Promise<ProcessOutcome & { solution: SolutionRead }> {
+    const programDir = join(root, 'program');
+    const workDir = join(root, 'work');
+    await mkdir(programDir);
+    await mkdir(workDir);
+    await writeFile(join(programDir, programName), code, { mode: 0o444 });
+    const runAs = this.info.runAs;
+    if (runAs) {
+      // The unprivileged candidate user may pass through and read the
+      // program, write only its working directory, and never see trusted/.
+      await chmod(root, 0o711);
+      await chmod(programDir, 0o755);
+      await chown(workDir, runAs.uid, runAs.gid);
+    }
+    // The kernel counts processes per user here: only applied for our own unprivileged user, shared by K.
+    const processLimit = this.info.processLimit ? this.options.processLimit * this.options.concurrency : null;
+    const limited = this.limitedCandidateCommand(join(programDir, programName), workDir, processLimit, false);
+    // Every process of this evaluation carries this in its environment, so leftovers (a double-forked daemon) can be found and killed.
+    const evaluationId = randomBytes(12).toString('hex');
+    const env = { ...candidateEnvironment(workDir, workDir), THETAEVOLVE_EVALUATION: evaluationId };
+    let command = limited;
+    let asUser = runAs;
+    if (this.info.kind === 'sandbox-exec' && this.info.sandboxExecPath) {
+      command = [this.info.sandboxExecPath, '-D', `WORK_DIR=${workDir}`, '-D', `PROGRAM_DIR=${programDir}`, '-p', sandboxExecProfile(), ...limited];
+    } else if (this.info.pidNamespaceTools) {
+      // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
+      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);
+      asUser = null;
+    }
+    let run: ProcessOutcome;
+    try {
+      run = await runProcess({
+        file: command[0] as string,
+        args: command.slice(1),
+        cwd: workDir,
+        env,
+        timeoutMs: this.options.runtimeLimitSec * 1000,
+        outputLimitBytes: this.options.outputLimitBytes,
+        memoryWatch: this.memoryWatch(),
+        signal,
+        ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
+      });
+    } finally {
+      // Before the solution is read: nothing may still be writing it.
+      killMarkedProcesses(`THETAEVOLVE_EVALUATION=${evaluationId}`, runAs ? runAs.uid : null);
+    }
+    const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
+    return { ...run, solution };
   }
 }

@@ -2,7 +2,8 @@
 // process group, and captured, truncated output. Used for sandboxed
 // candidates and for the trusted evaluators alike.
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 
 export interface ProcessSpec {
@@ -25,6 +26,22 @@ export interface ProcessSpec {
    * no process of the sandbox is left.
    */
   bwrapInfoFd?: boolean;
+  /** Data fed to the child on extra descriptors (pipes, closed after the data). */
+  inputs?: readonly { fd: number; data: Buffer }[];
+  /** An extra descriptor whose bytes are kept (up to limitBytes; the rest is read and dropped). */
+  capture?: { fd: number; limitBytes: number };
+  /**
+   * Kill the run when its processes together hold more than limitBytes of
+   * anonymous memory (checked every intervalMs over the process tree under
+   * the sandbox's init, or under the child): the per-sandbox memory limit
+   * where no cgroup is delegated (RLIMIT_AS is per process).
+   */
+  memoryWatch?: {
+    limitBytes: number;
+    intervalMs: number;
+    /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root; the first must exist only in the sandbox. */
+    tmpfsPaths?: readonly string[];
+  };
 }
 
 export interface ProcessOutcome {
@@ -39,6 +56,10 @@ export interface ProcessOutcome {
   stderr: string;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** The memory watch killed it. */
+  memoryExceeded: boolean;
+  /** The bytes of spec.capture's descriptor (null without one). */
+  captured: Buffer | null;
   durationMs: number;
 }
 
@@ -68,6 +89,10 @@ class OutputCapture {
     this.kept += part.length;
   }
 
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
   text(): string {
     const body = Buffer.concat(this.chunks).toString('utf8');
     return this.truncated ? `${body}\n[... output truncated at ${formatBytes(this.limit)}]` : body;
@@ -91,6 +116,74 @@ export function killProcessGroup(pid: number | undefined): void {
   }
 }
 
+/** Anonymous and shared-memory resident bytes of a process (RssAnon + RssShmem: shared libraries are not counted again per process). */
+function processMemoryBytes(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    let kib = 0;
+    for (const match of status.matchAll(/^(?:RssAnon|RssShmem):\s+(\d+) kB$/gm)) kib += Number(match[1]);
+    return kib * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Children of every thread of a process (/proc/PID/task/TID/children). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (text) for (const child of text.split(/\s+/)) children.push(Number(child));
+    }
+  } catch {
+    // Gone.
+  }
+  return children;
+}
+
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * Bytes used in tmpfs mounts of a sandbox, through its init's root
+ * (/proc/PID/root/...). Counted only once the sandbox's own root is in
+ * place (the first path, the working directory, is a tmpfs there): while
+ * bwrap sets up, that root is still the host's, whose /tmp is not the
+ * candidate's.
+ */
+function tmpfsBytes(initPid: number, paths: readonly string[]): number {
+  let total = 0;
+  for (const [index, path] of paths.entries()) {
+    try {
+      const stats = statfsSync(`/proc/${initPid}/root${path}`);
+      if (stats.type !== TMPFS_MAGIC) {
+        if (index === 0) return 0;
+        continue;
+      }
+      total += (stats.blocks - stats.bfree) * stats.bsize;
+    } catch {
+      // Not set up yet, or gone with the sandbox.
+      if (index === 0) return 0;
+    }
+  }
+  return total;
+}
+
+/** Memory of a process and all its descendants (a sandbox's init adopts every orphan in it, daemons included). */
+export function treeMemoryBytes(root: number): number {
+  let total = 0;
+  const seen = new Set<number>();
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.pop() as number;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    total += processMemoryBytes(pid);
+    queue.push(...childrenOf(pid));
+  }
+  return total;
+}
+
 /**
  * Run one process in its own process group (session). On timeout or abort
  * the whole group gets SIGKILL; after a normal exit the group is killed too,
@@ -111,15 +204,22 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     if (spec.signal?.aborted) {
       resolvePromise({
         exitCode: null, exitSignal: null, timedOut: false, aborted: true, spawnError: null,
-        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0,
+        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, memoryExceeded: false, captured: null, durationMs: 0,
       });
       return;
     }
 
+    const extraFds = [...(spec.bwrapInfoFd ? [3] : []), ...(spec.inputs ?? []).map((i) => i.fd), ...(spec.capture ? [spec.capture.fd] : [])];
+    const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'];
+    for (const fd of extraFds) {
+      while (stdio.length <= fd) stdio.push('ignore');
+      stdio[fd] = 'pipe';
+    }
+    const captured = spec.capture ? new OutputCapture(spec.capture.limitBytes) : null;
     const child = spawn(spec.file, [...spec.args], {
       cwd: spec.cwd,
       env: { ...spec.env },
-      stdio: spec.bwrapInfoFd ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
+      stdio,
       detached: true, // setsid: its own process group, killed as one
       ...(spec.uid !== undefined ? { uid: spec.uid } : {}),
       ...(spec.gid !== undefined ? { gid: spec.gid } : {}),
@@ -130,6 +230,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       settled = true;
       clearTimeout(timer);
       clearTimeout(graceTimer);
+      clearInterval(memoryTimer);
       spec.signal?.removeEventListener('abort', onAbort);
       resolvePromise({
         exitCode,
@@ -141,6 +242,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         stderr: stderr.text(),
         stdoutTruncated: stdout.truncated,
         stderrTruncated: stderr.truncated,
+        memoryExceeded,
+        captured: captured ? captured.bytes() : null,
         durationMs: performance.now() - started,
       });
     };
@@ -167,6 +270,19 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       aborted = true;
       stop();
     };
+    let memoryExceeded = false;
+    const watch = spec.memoryWatch;
+    const memoryTimer = watch
+      ? setInterval(() => {
+          const root = sandboxInitPid ?? child.pid;
+          if (root === undefined || memoryExceeded) return;
+          const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
+          if (treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
+            memoryExceeded = true;
+            stop();
+          }
+        }, watch.intervalMs)
+      : undefined;
     spec.signal?.addEventListener('abort', onAbort, { once: true });
 
     const drain = (stream: Readable | null, capture: OutputCapture): void => {
@@ -175,6 +291,14 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     };
     drain(child.stdout, stdout);
     drain(child.stderr, stderr);
+    const capturedStream = spec.capture && captured ? (child.stdio[spec.capture.fd] as Readable | null | undefined) : null;
+    if (capturedStream && captured) drain(capturedStream, captured);
+    for (const input of spec.inputs ?? []) {
+      const stream = child.stdio[input.fd] as Writable | null | undefined;
+      // A child that never reads (it failed to start) must not make the write throw.
+      stream?.on('error', () => undefined);
+      stream?.end(input.data);
+    }
     const info = spec.bwrapInfoFd ? (child.stdio[3] as Readable | null | undefined) : null;
     if (info) {
       let text = '';
@@ -203,6 +327,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       exitCode = code;
       exitSignal = signal;
       clearTimeout(timer);
+      clearInterval(memoryTimer);
       // Anything the program left running in its group dies with it.
       killProcessGroup(child.pid);
       // Wait briefly for the pipes to flush; a straggler holding them open
@@ -211,6 +336,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         child.stdout?.destroy();
         child.stderr?.destroy();
         info?.destroy();
+        capturedStream?.destroy();
         finish();
       }, PIPE_DRAIN_MS);
       child.on('close', () => {

@@ -117,6 +117,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       onEvent,
       onWarning: warn,
       onTrainerState: (state) => {
+        // The bridge exists for every run; a run without a trainer says nothing about it.
+        if (!settings['trainer.enabled']) return;
         const line = trainerStateLine(previousTrainerState, state);
         previousTrainerState = state;
         if (line) io.stderr(`thetaevolve run: ${line}\n`);

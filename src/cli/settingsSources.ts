@@ -107,7 +107,8 @@ const FLAG_OF_SETTING = new Map<string, string>([...Object.entries(FLAG_SETTINGS
  * `thetaevolve.maxTokens (--set maxTokens=...)`.
  */
 export function withFlagNames(message: string): string {
-  return message.replace(/thetaevolve\.([A-Za-z]+(?:\.[A-Za-z]+)*)(?! \(--)/g, (whole, key: string) => {
+  // A setting already followed by a parenthesis (its flag, or its value) is left as it is.
+  return message.replace(/thetaevolve\.([A-Za-z]+(?:\.[A-Za-z]+)*)(?! \()/g, (whole, key: string) => {
     if (!SPECS.has(key)) return whole;
     return `${whole} (${FLAG_OF_SETTING.get(key) ?? `--set ${key}=...`})`;
   });

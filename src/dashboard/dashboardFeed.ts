@@ -10,6 +10,7 @@ import type { EngineEvent } from '../engine/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
 import type { RunMeta } from '../engine/runMeta';
 import { loadTask } from '../engine/task/task';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
 import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { type DashboardModel, trainerView } from './dashboardModel';
@@ -82,6 +83,7 @@ export class DashboardFeed {
           samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
           resumedFromStep: event.resumedFromStep,
           ...(event.isolation ? { isolation: event.isolation } : {}),
+          ...(event.task.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
         });
         sink.setRunState({ state: 'running', message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running' });
         if (dbFile) this.refreshDatabase(dbFile);
@@ -193,6 +195,7 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
       batchSize: null,
       samplesPerPrompt: null,
       resumedFromStep: null,
+      ...(meta.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
     });
     let bestEver: number | null = null;
     let improvement = 0;

@@ -396,6 +396,7 @@ export function runView(input: DashboardRunInput): RunView {
     targetValue: input.targetValue,
     source: { ...input.source },
     details,
+    ...(input.scoreUnprotected ? { scoreWarning: input.scoreUnprotected } : {}),
     ...(input.isolation
       ? { isolation: { text: `sandbox: ${input.isolation.summary}${input.isolation.weak ? ` (weaker than the full sandbox: ${input.isolation.missing.join('; ')})` : ''}`, weak: input.isolation.weak } }
       : {}),

@@ -96,6 +96,8 @@ export const DashboardRunInputSchema = z.object({
   resumedFromStep: count.nullable(),
   /** The sandbox candidates get (absent for a run read back from disk). */
   isolation: IsolationSummarySchema.optional(),
+  /** Why the score is not protected from a hostile candidate (another system's task folder: its evaluator runs with the candidate). */
+  scoreUnprotected: z.string().optional(),
 });
 export type DashboardRunInput = z.infer<typeof DashboardRunInputSchema>;
 
@@ -157,6 +159,8 @@ export const RunViewSchema = z.object({
   details: z.array(z.string()),
   /** "sandbox: bwrap + seccomp + cgroup"; `weak` when weaker than the full sandbox (shown as a warning). */
   isolation: z.object({ text: z.string(), weak: z.boolean() }).optional(),
+  /** The score is not protected from a hostile candidate, and why (shown as a warning). */
+  scoreWarning: z.string().optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;
 

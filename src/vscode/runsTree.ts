@@ -9,6 +9,7 @@ import type { RunInfo } from '../protocol/engineWorker';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
 import { formatScore } from '../engine/format';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { errorMessage } from '../engine/errors';
 
 export interface RunNode {
@@ -278,8 +279,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
+    const unprotected = node.info.meta.evaluatorTrust === 'in-sandbox';
+    if (unprotected) {
+      item.description = `${String(item.description)} · score not protected`;
+      item.iconPath = new vscode.ThemeIcon('warning');
+    }
     item.tooltip = new vscode.MarkdownString(
-      `**${node.runId}**\n\nTask: ${task}\n\nProgram: \`${program}\`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: \`${node.dbFile}\``,
+      `**${node.runId}**\n\nTask: ${task}\n\nProgram: \`${program}\`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: \`${node.dbFile}\`` +
+        (unprotected ? `\n\n$(warning) Score not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}` : ''),
+      true,
     );
     return item;
   }

@@ -14,9 +14,10 @@ import {
   StepSeries,
   trainerView,
   trainerViewOfSettings,
+  runView,
 } from '../../src/dashboard/dashboardModel';
 import { percentile } from '../../src/engine/stats';
-import { OUTCOMES } from '../../src/engine/types';
+import { IN_SANDBOX_TRUST_REASON, OUTCOMES } from '../../src/engine/types';
 import {
   type DashboardDatabaseInput,
   type DashboardStepInput,
@@ -334,5 +335,20 @@ describe('dashboard data: the RL card', () => {
     assert.match(trainerViewOfSettings(settings).message, /next run .*async/);
     assert.equal(trainerViewOfSettings({ ...settings, enabled: false }).state, 'off');
     assert.equal(trainerViewOfSettings({ ...settings, url: ' ' }).state, 'not_configured');
+  });
+});
+
+describe('dashboard data: the run card says what the score and the sandbox can be trusted for', () => {
+  const base = { runId: 'r', taskName: 't', taskTitle: 'T', direction: 'maximize' as const, targetValue: null, source: { kind: 'llm' as const, label: 'm at s' }, batchSize: 2, samplesPerPrompt: 2, resumedFromStep: null };
+
+  it('a score from another system\'s folder is marked not protected; a weak sandbox is a warning', () => {
+    assert.equal(runView(base).scoreWarning, undefined);
+    assert.equal(runView(base).isolation, undefined);
+    assert.equal(runView({ ...base, scoreUnprotected: IN_SANDBOX_TRUST_REASON }).scoreWarning, IN_SANDBOX_TRUST_REASON);
+    const full = runView({ ...base, isolation: { kind: 'bwrap', summary: 'bwrap + seccomp + cgroup', missing: [], weak: false, warning: null } });
+    assert.deepEqual(full.isolation, { text: 'sandbox: bwrap + seccomp + cgroup', weak: false });
+    const weak = runView({ ...base, isolation: { kind: 'fallback', summary: 'fallback', missing: ['bwrap was not found'], weak: true, warning: 'w' } });
+    assert.equal(weak.isolation?.weak, true);
+    assert.match(weak.isolation?.text ?? '', /weaker than the full sandbox: bwrap was not found/);
   });
 });

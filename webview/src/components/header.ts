@@ -78,6 +78,7 @@ export class Header {
     }
     for (const d of run.details) this.source.append(el('span', 'detail', d));
     if (run.isolation) this.source.append(el('span', run.isolation.weak ? 'detail warning' : 'detail', run.isolation.text));
+    if (run.scoreWarning) this.source.append(el('span', 'detail warning', `score not protected: ${run.scoreWarning}`));
     this.direction.append('Objective: ', el('strong', undefined, run.directionLabel));
     if (run.targetValue !== null) this.direction.append(' · target ', el('strong', undefined, formatValue(run.targetValue)));
   }

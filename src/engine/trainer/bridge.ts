@@ -6,9 +6,13 @@
 // restarts. A crash between spool and commit leaves groups of a step the
 // database never committed: they are discarded when the bridge next opens
 // the spool (the step is redone), so nothing committed is lost and nothing
-// uncommitted is sent. A group leaves the spool only when the trainer
-// acknowledged it; a group whose send may have reached the trainer is
-// checked before it is sent again (where the protocol can tell).
+// uncommitted is sent. A group leaves the spool only when it is safe for
+// good: slime's buffer acknowledged its writes, or atropos' trainer pulled it
+// from the API server's in-memory queue (a restarted server lost what was
+// still queued: it is sent again). A group whose send may have reached the
+// trainer is checked before it is sent again (where the protocol can tell).
+// Only whole groups of n go out: a group a failed request left short is
+// dropped with a warning and counted (trainers stall on short groups).
 // Synchronous mode (the paper's) holds the next step until the trainer took
 // a step; asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
@@ -18,7 +22,7 @@ import { backoffDelayMs, type BackoffOptions, sleep } from '../llm/retryPolicy';
 import type { TrainerStateEvent } from '../events';
 import type { CommittedStep } from '../loop';
 import { AtroposClient } from './atropos';
-import { RetryableTrainerError, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
+import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
 import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
 
@@ -43,6 +47,8 @@ export interface TrainerState {
   sentGroups: number;
   /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
   rejectedGroups: number;
+  /** Groups not sent because failed requests left them short of n responses. */
+  droppedGroups: number;
   /** The run is waiting for the trainer (synchronous step or staleness bound). */
   waiting: boolean;
   lastError: string | null;
@@ -127,6 +133,7 @@ export class TrainerBridge {
   private lastAckedPolicyVersion: string | null = null;
   private sentGroups = 0;
   private rejectedGroups = 0;
+  private droppedGroups = 0;
   private waiting = false;
   private lastError: string | null = null;
   private lastEmitted = '';
@@ -158,11 +165,12 @@ export class TrainerBridge {
         maxTokenLength: this.settings.maxTokens,
         name: options.name,
         timeoutMs,
+        generationParams: { temperature: this.settings.temperature, top_p: this.settings.topP, max_tokens: this.settings.maxTokens },
         onWarning,
         sequencesPerStep: this.settings.batchSize * options.groupSize,
       });
     } else {
-      this.client = new SlimeClient({ url, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
+      this.client = new SlimeClient({ url, groupSize: options.groupSize, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
     }
   }
 
@@ -223,7 +231,7 @@ export class TrainerBridge {
     // have reached the trainer before a crash cut its acknowledgement.
     if (pending[0]) this.inDoubt.add(pending[0].id);
     try {
-      await this.client.connect(signal);
+      await this.client.connect(spool, signal);
       this.connected = true;
       this.lastError = null;
     } catch (error) {
@@ -278,6 +286,7 @@ export class TrainerBridge {
       pendingGroups: this.releasedPending(),
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
+      droppedGroups: this.droppedGroups,
       waiting: this.waiting,
       lastError: this.lastError,
     };
@@ -297,8 +306,13 @@ export class TrainerBridge {
     this.options.onWarning?.(message);
   }
 
-  /** The groups of a committed step as they are spooled: request failures left out, equal-reward groups only when asked. */
-  private groupsOf(committed: CommittedStep): SpooledGroup[] {
+  /**
+   * The groups of a committed step as they are spooled: whole groups of n
+   * only (a failed request, or for atropos a response without token ids,
+   * leaves a group short: dropped, and counted when `countDrops`),
+   * equal-reward groups only when asked.
+   */
+  private groupsOf(committed: CommittedStep, countDrops: boolean): SpooledGroup[] {
     const spool = this.spool as TrainerSpool;
     const groups: SpooledGroup[] = [];
     const now = Date.now();
@@ -325,7 +339,19 @@ export class TrainerBridge {
           completionLogprobs: r.tokens?.completionLogprobs ?? null,
         });
       }
-      if (samples.length === 0) continue;
+      const usable = this.protocol === 'atropos' ? samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null).length : samples.length;
+      if (usable < this.options.groupSize || group.samples.length < this.options.groupSize) {
+        if (countDrops) {
+          this.droppedGroups++;
+          const failed = group.samples.filter((s) => !s.response || s.reward === null).length;
+          this.warn(
+            `group ${group.key} has ${usable} of its ${this.options.groupSize} responses` +
+              (failed > 0 ? ` (${failed} request(s) failed after retries)` : this.protocol === 'atropos' && usable < samples.length ? ' with token ids' : '') +
+              `: not sent, since a short group stalls the trainer (atropos buffers it, slime never releases it); ${this.droppedGroups} group(s) dropped so far`,
+          );
+        }
+        continue;
+      }
       if (this.settings['trainer.filterEqualRewards'] && samples.every((s) => s.reward === (samples[0] as SpooledSample).reward)) continue;
       groups.push({
         id: `${spool.runPrefix}:${group.key}`,
@@ -362,7 +388,20 @@ export class TrainerBridge {
     if (!spool || !this.enabled) return;
     const stale = spool.pending().filter((g) => g.step > this.releasedStep);
     if (stale.length > 0) await spool.discard(stale.map((g) => g.id));
-    await spool.append(this.groupsOf(committed));
+    await this.learnSamplingVersion(signal);
+    await spool.append(this.groupsOf(committed, false));
+  }
+
+  /**
+   * A step sampled before any trainer step was known (the trainer came up
+   * late) was sampled with the weights the trainer starts from: its step now,
+   * as long as nothing of ours was handed over since.
+   */
+  private async learnSamplingVersion(signal: AbortSignal): Promise<void> {
+    if (this.samplingVersion !== null || !this.client.hasStepSource) return;
+    if (this.stepsAhead > 0 || (this.spool?.pendingCount ?? 0) > 0) return;
+    await this.pollStep(signal);
+    if (this.trainerStep !== null) this.samplingVersion = String(this.trainerStep);
   }
 
   /**
@@ -381,7 +420,8 @@ export class TrainerBridge {
       await this.activation;
       const spool = this.spool;
       if (!spool || !this.enabled) return;
-      groups = this.groupsOf(committed);
+      await this.learnSamplingVersion(signal);
+      groups = this.groupsOf(committed, true);
       await spool.append(groups);
       await spool.setChildIds(groups.map((g) => ({ id: g.id, childIds: g.samples.map((s) => s.childId) })));
     } finally {
@@ -406,10 +446,10 @@ export class TrainerBridge {
     try {
       for (;;) {
         if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
-        const delivered = groups.every((g) => !spool.isPending(g.id) && this.sending !== g.id);
+        const delivered = groups.every((g) => this.handedOver(g));
         if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
         if (Date.now() >= deadline) {
-          const left = groups.filter((g) => spool.isPending(g.id) || this.sending === g.id).length;
+          const left = groups.filter((g) => !this.handedOver(g)).length;
           this.warn(
             `the trainer did not take step ${step} within trainer.syncTimeoutSeconds (${this.settings['trainer.syncTimeoutSeconds']} s): ` +
               (left > 0 ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)` : `the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
@@ -426,6 +466,12 @@ export class TrainerBridge {
       this.waiting = false;
       this.emitState();
     }
+  }
+
+  /** The trainer (or its server's queue) has the group. */
+  private handedOver(group: SpooledGroup): boolean {
+    const spool = this.spool as TrainerSpool;
+    return this.sending !== group.id && (!spool.isPending(group.id) || this.client.awaitsTrainer(group, spool));
   }
 
   private async pollStep(signal: AbortSignal): Promise<void> {
@@ -455,22 +501,42 @@ export class TrainerBridge {
   private async deliveryLoop(): Promise<void> {
     const signal = this.closing.signal;
     let failures = 0;
+    let settledAt = 0;
     while (!signal.aborted) {
       const spool = this.spool;
-      const oldest = this.enabled && spool ? spool.pending()[0] : undefined;
-      // Steps are spooled in order, so a held oldest group means every pending one is held.
-      const next = oldest && oldest.step <= this.releasedStep ? oldest : undefined;
+      const client = this.client;
+      const pending = this.enabled && spool ? spool.pending() : [];
+      const waitingInServer = spool !== null && pending.some((g) => client.awaitsTrainer(g, spool));
+      if (spool && waitingInServer && Date.now() - settledAt >= this.pollIntervalMs) {
+        settledAt = Date.now();
+        try {
+          const settled = await client.settle(spool, signal);
+          if (settled.lost > 0) this.warn(`the ${this.protocol} trainer server lost ${settled.lost} queued group(s) (it restarted); sending them again`);
+          if (settled.pulled > 0 || settled.lost > 0) {
+            this.changed.notify();
+            this.emitState();
+          }
+        } catch (error) {
+          if (signal.aborted) break;
+          this.connected = false;
+          this.lastError = errorText(error);
+          this.emitState();
+        }
+        continue;
+      }
+      // Steps are spooled in order: the first group not yet handed over, if its step is committed.
+      const first = spool ? pending.find((g) => !client.awaitsTrainer(g, spool)) : undefined;
+      const next = first && first.step <= this.releasedStep ? first : undefined;
       if (!spool || !next) {
-        await this.changed.wait(60_000, [signal]);
+        await this.changed.wait(waitingInServer ? Math.max(1, settledAt + this.pollIntervalMs - Date.now()) : 60_000, [signal]);
         continue;
       }
       this.sending = next.id;
       try {
         if (this.inDoubt.has(next.id)) {
-          const held = await this.client.reconcile(next, signal);
+          const held = await client.reconcile(next, spool, signal);
           this.inDoubt.delete(next.id);
           if (held) {
-            await spool.ack([next.id], { sync: true });
             this.delivered(next);
             failures = 0;
             continue;
@@ -525,6 +591,8 @@ export class TrainerBridge {
     this.changed.notify();
     await this.activation?.catch(() => undefined);
     await this.worker;
+    // The run is over: tell the trainer (atropos /disconnect-env), briefly.
+    if (this.connected) await this.client.disconnect(AbortSignal.timeout(2_000)).catch(() => undefined);
     this.client.close();
     await this.spool?.close();
   }
@@ -547,9 +615,16 @@ class UnconfiguredClient implements TrainerProtocolClient {
   async reconcile(): Promise<boolean> {
     return false;
   }
+  awaitsTrainer(): boolean {
+    return false;
+  }
+  async settle(): Promise<Settlement> {
+    return { pulled: 0, lost: 0 };
+  }
   async readStep(): Promise<null> {
     return null;
   }
+  async disconnect(): Promise<void> {}
   close(): void {}
 }
 
@@ -570,7 +645,8 @@ export function trainerStateLine(previous: TrainerState | null, next: TrainerSta
 export function trainerSummary(state: TrainerState): string {
   return (
     `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
-    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}`
+    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
+    (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
   );
 }
 

@@ -117,6 +117,7 @@ export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodTyp
 export type DataFault =
   | 'ok'
   | 'unavailable' // 503, nothing stored
+  | 'invalid' // 422 in FastAPI's shape (a payload the server's model refuses), nothing stored
   | 'reset' // connection destroyed before anything is stored
   | 'reset_after_store' // stored, then the connection is destroyed: the client cannot know
   | 'hold_after_store' // stored, the reply never comes (until the client gives up or dies)
@@ -215,6 +216,9 @@ export class FaultyTrainerServer {
     switch (fault) {
       case 'unavailable':
         sendJson(res, 503, { detail: 'Service Unavailable' });
+        return true;
+      case 'invalid':
+        sendValidationError(res, ['tokens'], 'Input should be a valid list');
         return true;
       case 'reset':
         req.socket.destroy();

@@ -2,11 +2,13 @@
 // slime_plugins/rollout_buffer/buffer.py: POST /buffer/write appends one
 // response to its group (instance_id) and answers {success, message, data};
 // POST /get_rollout_data hands out (and removes) the groups that reached the
-// group size (num_repeat_per_sample, set by POST /start_rollout); everything
-// lives in memory. Stricter than the real buffer where tests need it: a write
-// without uid / instance_id / messages ending in the assistant reply / a
-// finite reward / extra_info is refused with 422 (the real one appends
-// whatever JSON it gets, or answers 500).
+// group size; everything lives in memory. As the real buffer: a write is any
+// JSON object with an instance_id (without one, or not JSON: 500; nothing
+// else is checked, `problem` records it for tests); the group size is 16
+// until POST /start_rollout names a task_type that has a generator module
+// (options.generators), which replaces the buffer (earlier writes are gone)
+// with num_repeat_per_sample; an unknown task_type changes nothing; a
+// restarted buffer is back at 16.
 // Faults: a script per write (503, resets before or after storing, held
 // replies), down windows, restart() losing the buffer. An optional simulated
 // slime trainer pulls /get_rollout_data and, per batch of groups, bumps the
@@ -30,16 +32,23 @@ export const BufferWriteSchema = z.object({
 export type BufferWrite = z.infer<typeof BufferWriteSchema>;
 
 export interface BufferWriteRecord {
+  /** As written (checked against BufferWriteSchema only into `problem`). */
   item: BufferWrite;
   at: number;
   epoch: number;
+  /** What BufferWriteSchema finds wrong with it (the real buffer takes it anyway), or null. */
+  problem: string | null;
+  /** The same uid and instance_id were written before (e.g. written back after a look at the buffer). */
+  repeat: boolean;
 }
 
 export interface SlimeTestServerOptions {
   host?: string;
   port?: number;
-  /** num_repeat_per_sample (the real default is 16 until /start_rollout sets it). */
+  /** The group size as if slime's trainer had called /start_rollout (default 16, the real buffer's before it); a restart goes back to 16. */
   groupSize?: number;
+  /** task_types with a generator module: /start_rollout with one of them replaces the buffer (default none). */
+  generators?: readonly string[];
   /** /buffer/write k (arrival order, across restarts) gets script[k]; 'ok' after it. */
   script?: readonly DataFault[];
   /** How long a 'down' fault keeps the server down (default 800 ms). */
@@ -56,6 +65,10 @@ export interface SlimeTestServer {
   readonly refused: readonly { status: number; body: unknown }[];
   /** Groups the (simulated or external) trainer pulled, in order. */
   readonly pulled: readonly BufferWrite[][];
+  /** The buffer's group size now. */
+  readonly groupSize: number;
+  /** The groups held now (instance_id -> items). */
+  readonly held: ReadonlyMap<string, readonly BufferWrite[]>;
   readonly weightVersion: number;
   readonly epoch: number;
   onWrite: ((index: number) => void) | null;
@@ -68,6 +81,7 @@ export interface SlimeTestServer {
 
 export async function startSlimeTestServer(options: SlimeTestServerOptions = {}): Promise<SlimeTestServer> {
   let groupSize = options.groupSize ?? 16;
+  const seenWrites = new Set<string>();
   let data = new Map<string, BufferWrite[]>();
   let weightVersion = 0;
   let consumedGroups = 0;
@@ -111,13 +125,26 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
       case 'POST /buffer/write': {
         const fault = server.arrive((index) => api.onWrite?.(index));
         if (server.beforeStore(fault, req, res)) return;
-        const item = parseBody(res, text, BufferWriteSchema, refused);
-        if (!item) return;
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          refused.push({ status: 500, body: text.slice(0, 200) });
+          return sendJson(res, 500, { detail: 'Write failed: Expecting value: line 1 column 1 (char 0)' });
+        }
+        if (typeof json !== 'object' || json === null || !('instance_id' in json)) {
+          refused.push({ status: 500, body: json });
+          return sendJson(res, 500, { detail: "Write failed: 'instance_id'" });
+        }
+        const item = json as BufferWrite;
+        const checked = BufferWriteSchema.safeParse(json);
         const key = String(item.instance_id);
         const group = data.get(key) ?? [];
         group.push(item);
         data.set(key, group);
-        received.push({ item, at: Date.now(), epoch: server.epoch });
+        const identity = `${key}\u0000${String(item.uid)}`;
+        received.push({ item, at: Date.now(), epoch: server.epoch, problem: checked.success ? null : (checked.error.issues[0]?.message ?? 'bad shape'), repeat: seenWrites.has(identity) });
+        seenWrites.add(identity);
         if (server.afterStore(fault, req, res)) return;
         return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
       }
@@ -128,9 +155,13 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
         return sendJson(res, 200, { success: true, message: `Successfully read ${items.length} items`, data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } } });
       }
       case 'POST /start_rollout': {
-        const body = parseBody(res, text, z.looseObject({ num_repeat_per_sample: z.union([z.string(), z.number()]) }));
+        const body = parseBody(res, text, z.looseObject({ task_type: z.string(), num_repeat_per_sample: z.union([z.string(), z.number()]) }));
         if (!body) return;
-        groupSize = Number(body.num_repeat_per_sample);
+        // A background task in the real buffer: only a known generator replaces the buffer.
+        if (options.generators?.includes(body.task_type)) {
+          data = new Map();
+          groupSize = Number(body.num_repeat_per_sample);
+        }
         return sendJson(res, 200, { message: 'Rollout started' });
       }
       case 'GET /get_model_info':
@@ -146,6 +177,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   const server = new FaultyTrainerServer(handle, options, {
     reset: () => {
       data = new Map();
+      groupSize = 16;
     },
   });
   await server.comeUp();
@@ -153,7 +185,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
 
   server.expose(
     api,
-    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion },
+    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion, groupSize: () => groupSize, held: () => data },
     () => {
       if (trainerTimer) clearInterval(trainerTimer);
     },

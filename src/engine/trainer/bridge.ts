@@ -227,9 +227,11 @@ export class TrainerBridge {
     this.releasedStep = Math.max(this.releasedStep, committedBefore ?? pending.reduce((last, g) => Math.max(last, g.step), -1));
     this.spool = spool;
     this.stepsAhead = new Set(pending.map((g) => g.step)).size;
-    // Delivery is one group at a time, so only the oldest pending group can
-    // have reached the trainer before a crash cut its acknowledgement.
-    if (pending[0]) this.inDoubt.add(pending[0].id);
+    // Delivery is one group at a time, so only the oldest pending group not
+    // known to wait in the server's queue can have reached the trainer before
+    // a crash cut its acknowledgement.
+    const unposted = pending.find((g) => !this.client.awaitsTrainer(g, spool));
+    if (unposted) this.inDoubt.add(unposted.id);
     try {
       await this.client.connect(spool, signal);
       this.connected = true;
@@ -446,13 +448,17 @@ export class TrainerBridge {
     try {
       for (;;) {
         if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
-        const delivered = groups.every((g) => this.handedOver(g));
+        // Delivered: the trainer has it for good (atropos: pulled from the server's queue, which a restart would lose).
+        const delivered = groups.every((g) => !spool.isPending(g.id) && this.sending !== g.id);
         if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
         if (Date.now() >= deadline) {
           const left = groups.filter((g) => !this.handedOver(g)).length;
+          const queued = groups.filter((g) => this.handedOver(g) && spool.isPending(g.id)).length;
           this.warn(
             `the trainer did not take step ${step} within trainer.syncTimeoutSeconds (${this.settings['trainer.syncTimeoutSeconds']} s): ` +
-              (left > 0 ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)` : `the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
+              (left > 0
+                ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)`
+                : `${queued > 0 ? `${queued} of its group(s) wait in the trainer server's queue and ` : ''}the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
               '; going on with the current policy',
           );
           this.stepsAhead = 0;

@@ -63,7 +63,7 @@ export interface SlimeTestServer {
   /** Every write the buffer took, across restarts. */
   readonly received: readonly BufferWriteRecord[];
   readonly refused: readonly { status: number; body: unknown }[];
-  /** Groups the (simulated or external) trainer pulled, in order. */
+  /** Groups the simulated trainer pulled, in order (POST /get_rollout_data hands out groups too, unrecorded). */
   readonly pulled: readonly BufferWrite[][];
   /** The buffer's group size now. */
   readonly groupSize: number;
@@ -91,8 +91,8 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   let trainerTimer: NodeJS.Timeout | null = null;
   const api = { onWrite: null } as SlimeTestServer;
 
-  /** buffer.py's read(): the groups with at least group_size items, removed. */
-  function read(): BufferWrite[][] {
+  /** buffer.py's read(): the groups with at least group_size items, removed (`pulled` records the simulated trainer's). */
+  function read(byTrainer: boolean): BufferWrite[][] {
     const groups: BufferWrite[][] = [];
     for (const [id, items] of data) {
       if (items.length >= groupSize) {
@@ -100,7 +100,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
         data.delete(id);
       }
     }
-    pulled.push(...groups);
+    if (byTrainer) pulled.push(...groups);
     return groups;
   }
 
@@ -109,7 +109,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
     if (!trainer || server.isClosed) return;
     trainerTimer = setInterval(() => {
       if (!server.isUp) return;
-      consumedGroups += read().length;
+      consumedGroups += read(true).length;
       while (consumedGroups >= trainer.batchGroups) {
         consumedGroups -= trainer.batchGroups;
         weightVersion++;
@@ -149,7 +149,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
         return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
       }
       case 'POST /get_rollout_data': {
-        const groups = read();
+        const groups = read(false);
         if (groups.length === 0) return sendJson(res, 200, { success: false, message: 'No data available to read', data: { data: [], meta_info: {} } });
         const items = groups.flat();
         return sendJson(res, 200, { success: true, message: `Successfully read ${items.length} items`, data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } } });

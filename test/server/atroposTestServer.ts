@@ -110,7 +110,7 @@ export interface AtroposTestServerOptions {
   host?: string;
   port?: number;
   /** Simulated trainer: registers itself, then polls /batch every pollMs. Null: an external trainer drives /register and /batch. */
-  trainer?: { batchSize: number; pollMs?: number; startDelayMs?: number } | null;
+  trainer?: { batchSize: number; pollMs?: number; startDelayMs?: number; restartDelayMs?: number } | null;
   /** /scored_data request k (arrival order, across restarts) gets script[k]; 'ok' after the script. */
   script?: readonly DataFault[];
   /** How long a 'down' fault keeps the server down (default 800 ms). */
@@ -344,7 +344,8 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
       poll(); // the trainer's first /batch: from now on environments may register
       trainerTimer = setInterval(poll, trainer.pollMs ?? 20);
     };
-    if (trainer.startDelayMs) trainerTimer = setTimeout(begin, trainer.startDelayMs);
+    const delay = server.epoch > 0 ? (trainer.restartDelayMs ?? 0) : (trainer.startDelayMs ?? 0);
+    if (delay > 0) trainerTimer = setTimeout(begin, delay);
     else begin();
   }
 

@@ -117,6 +117,7 @@ export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodTyp
 export type DataFault =
   | 'ok'
   | 'unavailable' // 503, nothing stored
+  | 'error' // 500 (what the real slime buffer answers to a write it cannot take), nothing stored
   | 'invalid' // 422 in FastAPI's shape (a payload the server's model refuses), nothing stored
   | 'reset' // connection destroyed before anything is stored
   | 'reset_after_store' // stored, then the connection is destroyed: the client cannot know
@@ -216,6 +217,9 @@ export class FaultyTrainerServer {
     switch (fault) {
       case 'unavailable':
         sendJson(res, 503, { detail: 'Service Unavailable' });
+        return true;
+      case 'error':
+        sendJson(res, 500, { detail: 'Write failed' });
         return true;
       case 'invalid':
         sendValidationError(res, ['tokens'], 'Input should be a valid list');

@@ -94,6 +94,11 @@ function groupUids(server: AtroposTestServer): string[] {
   });
 }
 
+/** Group keys of what atropos' trainer pulled, in order within each batch. */
+function pulledKeys(server: AtroposTestServer): string[] {
+  return server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key)).sort();
+}
+
 /** Group keys of the whole groups (n distinct uids under one instance_id) the slime buffer holds or handed its trainer. */
 function wholeSlimeGroups(server: SlimeTestServer, n: number): string[] {
   const keys: string[] = [];
@@ -260,6 +265,49 @@ describe('RL trainer bridge', function () {
       assert.ok(server.registrations.length >= 2, 'registered again after the restart');
       assert.equal(server.received.filter((r) => r.epoch === 1).length, 4, 'steps 3 and 4 went to the restarted server');
       assert.equal(b.state().pendingGroups, 0);
+    });
+
+    it('registers again before posting to a restarted server whose trainer is not back yet (a post before its /register would wedge it); no stall', async () => {
+      const server = await atropos({ trainer: { batchSize: 6, restartDelayMs: 500 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8, temperature: 0.7 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await server.restart(0); // the trainer registers again only after 500 ms
+      const started = Date.now();
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(server.notRegisteredBatches, 0, 'the server never answered "Trainer not registered"');
+      assert.ok(!warnings.some((w) => w.includes('did not take step')), warnings.join('\n'));
+      assert.ok(Date.now() - started < 6_000);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(server.received.every((r) => r.data.env_id !== null && r.data.generation_params?.temperature === 0.7), 'generation_params.temperature goes along');
+      await b.close();
+      assert.deepEqual(server.disconnects, [0], '/disconnect-env at the end, with the env id of the restarted server');
+    });
+
+    it('keeps a posted group until the trainer pulled it: a server restarted with groups still queued gets them again, nothing lost or pulled twice', async () => {
+      const server = await atropos({ trainer: { batchSize: 12 } }); // two steps per batch: step 1 waits in the queue
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      while (server.received.length < 2) await b.flush(new AbortController().signal, 50);
+      assert.equal(b.state().pendingGroups, 2, 'posted, not yet pulled: still spooled');
+      await server.restart(100);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
+      assert.equal(new Set(server.received.map((r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key)).size, 4);
+    });
+
+    it('tags the first step with the trainer\'s starting step when the trainer came up late', async () => {
+      const server = await atropos({ trainer: { batchSize: 6, startDelayMs: 400 } });
+      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));
+      await b.start(new AbortController().signal);
+      assert.equal(b.state().connected, false);
+      const started = Date.now();
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.deepEqual(server.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version), ['0', '0']);
+      assert.ok(Date.now() - started < 6_000, 'the trainer\'s first step counts: no wait for the sync timeout');
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
@@ -476,6 +524,61 @@ describe('RL trainer bridge', function () {
       assert.equal(item.extra_info.finish_reason, 'stop');
       const truncated = server.received.find((r) => r.item.uid.endsWith(':s1-p0:2'))?.item;
       assert.equal(truncated?.extra_info.finish_reason, 'length');
+    });
+
+    it('tells exactly what to configure while the buffer keeps its default group size of 16 (or is back at it after a restart)', async () => {
+      const server = await startSlimeTestServer({});
+      cleanups.push(() => server.close());
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      const advice = warnings.find((w) => w.includes('releases none'));
+      assert.ok(advice, warnings.join('\n'));
+      assert.match(advice, /group size is larger than n = 3 \(16 until slime's trainer calls \/start_rollout/);
+      assert.match(advice, /--n-samples-per-prompt 3 --rollout-task-type thetaevolve/);
+      assert.match(advice, /TASK_TYPE = "thetaevolve"/);
+      assert.equal([...server.held.values()].filter((items) => items.length === 3).length, 2, 'what it took to look was written back');
+    });
+
+    it('the test buffer keeps group size 16 for an unknown task_type; a known one replaces the buffer, dropping earlier writes; a restart is back at 16', async () => {
+      const server = await startSlimeTestServer({ generators: ['thetaevolve'] });
+      cleanups.push(() => server.close());
+      const item = { uid: 'u', instance_id: 1, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(item)), 200);
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'math', num_repeat_per_sample: '3' })), 200);
+      assert.equal(server.groupSize, 16);
+      assert.equal(server.held.size, 1);
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.equal(server.groupSize, 3);
+      assert.equal(server.held.size, 0, 'the earlier write is gone');
+      await server.restart(0);
+      assert.equal(server.groupSize, 16);
+    });
+
+    it('a buffer killed in the middle of a group gets the whole group again under a new instance_id; a write answered 500 again and again is refused and reported', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3, script: ['ok', 'restart'] });
+      cleanups.push(() => server.close());
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(server.epoch, 1);
+      // The restarted buffer is back at 16: as slime's trainer would after its restart, set it again.
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.deepEqual(wholeSlimeGroups(server, 3), ['s1-p0', 's1-p1']);
+      assert.ok([...server.held.values()].every((items) => items.length === 3), 'no short group in the restarted buffer');
+
+      const failing = await startSlimeTestServer({ groupSize: 3, script: ['error', 'error', 'error', 'error', 'error'] });
+      cleanups.push(() => failing.close());
+      const other = bridge(settings({ 'trainer.url': failing.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null, dbFile: join(dir, 'other.sqlite') });
+      await other.b.start(new AbortController().signal);
+      await other.b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await other.b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(other.b.state().rejectedGroups, 1);
+      assert.ok(other.warnings.some((w) => w.includes('answered HTTP 500 5 times in a row')), other.warnings.join('\n'));
+      assert.deepEqual(wholeSlimeGroups(failing, 3), ['s1-p1']);
+      void warnings;
     });
 
     it('sync mode follows the inference server\'s weight_version when it reports one', async () => {

@@ -136,7 +136,7 @@ export class AtroposClient implements TrainerProtocolClient {
   /** Our registration as the server last confirmed it; null after any failure (register again before posting). */
   private envId: number | null = null;
   /** starting_step of the first registration: the policy of groups sampled before any trainer step was known. */
-  private startingStep: number | null = null;
+  startingStep: number | null = null;
   private warnedBatch = false;
   private warnedTokens = false;
 
@@ -281,6 +281,7 @@ export class AtroposClient implements TrainerProtocolClient {
         for (const g of waiting) await spool.markPosted(g.id, null);
         if (env === this.envId) this.envId = null;
         result.lost += waiting.length;
+        this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${waiting.length} queued group(s) the trainer had not pulled; sending them again`);
       } else {
         throw new RetryableTrainerError(`GET /status-env: ${describeReply(reply)}`);
       }

@@ -495,8 +495,10 @@ export class TrainerBridge {
   }
 
   private observeStep(step: number): void {
-    if (this.trainerStep !== null && step > this.trainerStep) {
-      this.stepsAhead = Math.max(0, this.stepsAhead - (step - this.trainerStep));
+    // A trainer first seen late counts its steps from where it started.
+    const before = this.trainerStep ?? this.client.startingStep;
+    if (before !== null && step > before) {
+      this.stepsAhead = Math.max(0, this.stepsAhead - (step - before));
     }
     // A step that went back is a restarted trainer: the new counter is the baseline.
     this.trainerStep = step;
@@ -517,7 +519,6 @@ export class TrainerBridge {
         settledAt = Date.now();
         try {
           const settled = await client.settle(spool, signal);
-          if (settled.lost > 0) this.warn(`the ${this.protocol} trainer server lost ${settled.lost} queued group(s) (it restarted); sending them again`);
           if (settled.pulled > 0 || settled.lost > 0) {
             this.changed.notify();
             this.emitState();
@@ -611,6 +612,7 @@ function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
 /** Stands in while no URL is set; the bridge refuses to turn on before it is used. */
 class UnconfiguredClient implements TrainerProtocolClient {
   readonly hasStepSource = false;
+  readonly startingStep = null;
   constructor(readonly protocol: TrainerProtocol) {}
   async connect(): Promise<void> {
     throw new TrainerConfigError('no trainer URL is set (thetaevolve.trainer.url)');

@@ -45,6 +45,8 @@ export interface TrainerProtocolClient {
   awaitsTrainer(group: SpooledGroup, spool: TrainerSpool): boolean;
   /** Ask the server what became of the waiting groups: acknowledge the pulled ones, mark the lost ones for sending again. */
   settle(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement>;
+  /** The step the trainer started from, once known (atropos: starting_step at registration); null otherwise. */
+  readonly startingStep: number | null;
   /** Whether readStep can tell the trainer's progress at all. */
   readonly hasStepSource: boolean;
   /** The trainer's step (policy version) now; null when unknown. Throws RetryableTrainerError. */

@@ -111,6 +111,7 @@ export class SlimeClient implements TrainerProtocolClient {
   private readonly http: JsonHttpClient;
   private readonly modelInfo: JsonHttpClient | null;
   private stepSource = false;
+  readonly startingStep = null;
   /** Non-numeric weight versions count as one step per change. */
   private lastVersion: string | null = null;
   private versionCount = 0;

@@ -205,11 +205,11 @@ export class FaultyTrainerServer {
     return this.closed;
   }
 
-  /** One more request to the faulty endpoint: tells `notify` its arrival index, then draws its fault. */
-  arrive(notify?: (index: number) => void): DataFault {
+  /** One more request to the faulty endpoint: tells `notify` its arrival index, then draws its fault (a fault `notify` returns wins). */
+  arrive(notify?: (index: number) => DataFault | undefined | void): DataFault {
     const index = this.arrivals++;
-    notify?.(index);
-    return this.script[index] ?? 'ok';
+    const chosen = notify?.(index);
+    return chosen ?? this.script[index] ?? 'ok';
   }
 
   /** The faults that strike before anything is stored; true when the request is dealt with. */

@@ -71,7 +71,8 @@ export interface SlimeTestServer {
   readonly held: ReadonlyMap<string, readonly BufferWrite[]>;
   readonly weightVersion: number;
   readonly epoch: number;
-  onWrite: ((index: number) => void) | null;
+  /** Told of each write as it arrives (before its fault); a fault it returns strikes this write. */
+  onWrite: ((index: number) => DataFault | undefined | void) | null;
   goDown(): Promise<void>;
   comeUp(): Promise<void>;
   downFor(ms: number): Promise<void>;

@@ -172,12 +172,17 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
   });
 
   it('slime: SIGKILL mid-run, rerun with the same --db: every committed step\'s responses exactly once', async () => {
-    const server = await startSlimeTestServer({ groupSize: 2, script: ['ok', 'ok', 'ok', 'ok', 'ok', 'hold_before_store'] });
+    const server = await startSlimeTestServer({ groupSize: 2 });
     closers.push(() => server.close());
     const db = join(dir, 'crash-slime.sqlite');
     let child: ChildProcess | null = null;
-    server.onWrite = (index) => {
-      if (index === 5) child?.kill('SIGKILL');
+    let killed = false;
+    // Killed in the middle of group s2-p0: its second write never gets stored.
+    server.onWrite = () => {
+      if (killed || !server.received.some((r) => r.item.extra_info.group_key === 's2-p0')) return undefined;
+      killed = true;
+      child?.kill('SIGKILL');
+      return 'hold_before_store';
     };
     const args = ['--sampler', 'mutate', '--trainer', server.url, '--trainer-protocol', 'slime'];
     const first = await runCli([...args, ...common(db, 3)], (c) => (child = c));

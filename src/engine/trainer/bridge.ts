@@ -416,6 +416,7 @@ export class TrainerBridge {
    */
   async afterCommit(committed: CommittedStep, signal: AbortSignal): Promise<void> {
     let groups: SpooledGroup[];
+    const droppedBefore = this.droppedGroups;
     try {
       if (!this.enabled) return;
       if (!this.activation) await this.start(signal);
@@ -430,15 +431,17 @@ export class TrainerBridge {
       // The step is committed whatever happens here: what it spooled must never be taken for a stale step.
       this.releasedStep = Math.max(this.releasedStep, committed.step);
     }
-    if (groups.length > 0) this.stepsAhead++;
+    // A step short of whole groups may not fill a trainer batch: it is handed over, but no trainer step is owed for it.
+    const whole = this.droppedGroups === droppedBefore;
+    if (groups.length > 0 && whole) this.stepsAhead++;
     this.changed.notify();
     this.emitState();
-    if (groups.length > 0) await this.holdForTrainer(committed.step, groups, signal);
+    if (groups.length > 0) await this.holdForTrainer(committed.step, groups, whole, signal);
     this.samplingVersion = this.trainerStep === null ? this.samplingVersion : String(this.trainerStep);
     this.emitState();
   }
 
-  private async holdForTrainer(step: number, groups: SpooledGroup[], signal: AbortSignal): Promise<void> {
+  private async holdForTrainer(step: number, groups: SpooledGroup[], owesStep: boolean, signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     const sync = this.settings['trainer.mode'] === 'sync';
     const staleness = sync ? 0 : this.settings['trainer.maxStaleness'];
@@ -448,9 +451,12 @@ export class TrainerBridge {
     try {
       for (;;) {
         if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
-        // Delivered: the trainer has it for good (atropos: pulled from the server's queue, which a restart would lose).
-        const delivered = groups.every((g) => !spool.isPending(g.id) && this.sending !== g.id);
-        if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
+        const delivered = groups.every((g) => this.handedOver(g));
+        const stepped = this.stepsAhead <= 0 || !owesStep;
+        if (sync ? delivered && (stepped || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) {
+          if (sync) await this.settleNow(signal);
+          return;
+        }
         if (Date.now() >= deadline) {
           const left = groups.filter((g) => !this.handedOver(g)).length;
           const queued = groups.filter((g) => this.handedOver(g) && spool.isPending(g.id)).length;
@@ -465,13 +471,24 @@ export class TrainerBridge {
           return;
         }
         if (delivered || !sync) await this.pollStep(signal);
-        if (sync ? delivered && this.stepsAhead <= 0 : this.stepsAhead <= staleness) return;
+        if (sync ? delivered && (this.stepsAhead <= 0 || !owesStep) : this.stepsAhead <= staleness) {
+          // The trainer stepped: learn now which queued groups it pulled, so a server restart right after cannot make them look lost.
+          if (sync) await this.settleNow(signal);
+          return;
+        }
         await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
       }
     } finally {
       this.waiting = false;
       this.emitState();
     }
+  }
+
+  private async settleNow(signal: AbortSignal): Promise<void> {
+    const spool = this.spool as TrainerSpool;
+    if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
+    await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => undefined);
+    this.emitState();
   }
 
   /** The trainer (or its server's queue) has the group. */

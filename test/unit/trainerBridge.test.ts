@@ -299,6 +299,26 @@ describe('RL trainer bridge', function () {
       assert.equal(new Set(server.received.map((r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key)).size, 4);
     });
 
+    it('a server restarted the instant its trainer pulled our groups: the trainer\'s step tells what it pulled, so nothing is sent twice', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      let restarted = false;
+      server.onTrainerStep = (step) => {
+        if (step === 1 && !restarted) {
+          restarted = true;
+          void server.restart(100); // the trainer comes back at step 1
+        }
+      };
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      assert.ok(restarted);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(!warnings.some((w) => w.includes('lost')), warnings.join('\n'));
+    });
+
     it('tags the first step with the trainer\'s starting step when the trainer came up late', async () => {
       const server = await atropos({ trainer: { batchSize: 6, startDelayMs: 400 } });
       const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));

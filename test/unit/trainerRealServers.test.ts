@@ -247,7 +247,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     const comeBack = setTimeout(() => void late.register(), 500);
     cleanups.push(() => clearTimeout(comeBack));
     await b.afterCommit(committedStep(2), new AbortController().signal);
-    assert.equal(await b.flush(new AbortController().signal, 15_000), 0, warnings.join('\n'));
+    assert.equal(await b.flush(new AbortController().signal, 15_000), 0, JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }));
     trainer = late;
     assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
     assert.equal(trainer.notRegisteredAfterRegister, 0, 'the server was never wedged');

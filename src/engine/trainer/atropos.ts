@@ -8,8 +8,12 @@
 // - A group the server acknowledged waits in its queue until the trainer
 //   pulls it; a restart loses it. So it stays in the spool, marked with the
 //   env id it was posted under, until /status-env's self_queue_size shows it
-//   pulled (FIFO: our oldest waiting groups go first); a server that no
-//   longer knows the env id (500) lost them all, and they are sent again.
+//   pulled (FIFO: our oldest waiting groups go first). A server that no
+//   longer knows the env id (500) restarted: of what waited there, the
+//   trainer pulled, after our last look, as many sequences as its step
+//   advanced times its batch size (exact when only our groups were queued,
+//   and when the trainer resumes at the step it reached); the rest was lost
+//   and is sent again.
 // - A /scored_data that reaches a restarted server before its trainer's
 //   /register creates the queue, after which /register never initialises and
 //   /batch answers "Trainer not registered" forever. So no group is posted
@@ -37,7 +41,7 @@ const RegisterReplySchema = z.object({
   starting_step: z.number().int().optional(),
 });
 const StatusReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().optional() });
-const StatusEnvReplySchema = z.object({ current_step: z.number().int(), self_queue_size: z.number().int().min(0).optional() });
+const StatusEnvReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().int().optional(), self_queue_size: z.number().int().min(0).optional() });
 const InfoReplySchema = z.object({ batch_size: z.number().int(), max_token_len: z.number().int().optional() });
 const ScoredReplySchema = z.object({ status: z.string() });
 const LatestExampleSchema = z.object({
@@ -139,6 +143,8 @@ export class AtroposClient implements TrainerProtocolClient {
   startingStep: number | null = null;
   private warnedBatch = false;
   private warnedTokens = false;
+  /** What /status-env last said per env id with groups waiting: the trainer step, and whether the queue held only ours. */
+  private readonly lastSeen = new Map<number, { step: number; onlyOurs: boolean }>();
 
   constructor(options: AtroposOptions) {
     this.options = options;
@@ -276,17 +282,43 @@ export class AtroposClient implements TrainerProtocolClient {
         const pulled = waiting.slice(0, Math.max(0, waiting.length - stillQueued));
         if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
         result.pulled += pulled.length;
+        this.lastSeen.set(env, { step: parsed.data.current_step, onlyOurs: parsed.data.queue_size === parsed.data.self_queue_size });
       } else if (reply.status === 500) {
         // The server's IndexError / AttributeError: it does not know the env id, so it restarted and lost its queue.
-        for (const g of waiting) await spool.markPosted(g.id, null);
+        const pulledBefore = await this.pulledBeforeRestart(env, signal);
+        const pulled = waiting.slice(0, pulledBefore);
+        const lost = waiting.slice(pulledBefore);
+        if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+        for (const g of lost) await spool.markPosted(g.id, null);
+        this.lastSeen.delete(env);
         if (env === this.envId) this.envId = null;
-        result.lost += waiting.length;
-        this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${waiting.length} queued group(s) the trainer had not pulled; sending them again`);
+        result.pulled += pulled.length;
+        result.lost += lost.length;
+        if (lost.length > 0) this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`);
       } else {
         throw new RetryableTrainerError(`GET /status-env: ${describeReply(reply)}`);
       }
     }
     return result;
+  }
+
+  /**
+   * After a restart: how many of the groups that waited under `env` its
+   * trainer pulled since our last look, from how far its step advanced
+   * (it registers again at the step it reached). Unknown (0: send them all
+   * again) unless only our groups were queued then.
+   */
+  private async pulledBeforeRestart(env: number, signal: AbortSignal): Promise<number> {
+    const seen = this.lastSeen.get(env);
+    if (!seen?.onlyOurs) return 0;
+    const info = await this.call('GET', '/info', undefined, signal);
+    const parsedInfo = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
+    if (!parsedInfo?.success) throw new RetryableTrainerError(`GET /info: ${describeReply(info)}`);
+    if (parsedInfo.data.batch_size < 0) throw new RetryableTrainerError('the atropos API server restarted; waiting for its trainer to register again to learn what it pulled before');
+    const status = await this.call('GET', '/status', undefined, signal);
+    const parsed = status.status === 200 ? StatusReplySchema.safeParse(status.json) : null;
+    if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(status)}`);
+    return Math.max(0, Math.floor(((parsed.data.current_step - seen.step) * parsedInfo.data.batch_size) / this.options.groupSize));
   }
 
   async readStep(signal: AbortSignal): Promise<number | null> {

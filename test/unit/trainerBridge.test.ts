@@ -289,11 +289,12 @@ describe('RL trainer bridge', function () {
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1), new AbortController().signal);
-      while (server.received.length < 2) await b.flush(new AbortController().signal, 50);
-      assert.equal(b.state().pendingGroups, 2, 'posted, not yet pulled: still spooled');
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(b.state().queuedGroups, 2, 'posted, not yet pulled: still spooled');
+      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 pending, 2 queued for the trainer/);
       await server.restart(100);
       await b.afterCommit(committedStep(2), new AbortController().signal);
-      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
       assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
       assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
       assert.equal(new Set(server.received.map((r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key)).size, 4);
@@ -311,9 +312,9 @@ describe('RL trainer bridge', function () {
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1), new AbortController().signal);
-      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
       await b.afterCommit(committedStep(2), new AbortController().signal);
-      assert.equal(await b.flush(new AbortController().signal, 8_000), 0);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
       assert.ok(restarted);
       assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
       assert.ok(!warnings.some((w) => w.includes('lost')), warnings.join('\n'));

@@ -141,8 +141,17 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     const result = await runCli(['--endpoint', endpoint.baseURL, '--trainer', server.url, '--trainer-protocol', 'slime', ...common(db, 3)]);
     assert.equal(result.code, 0, result.stderr);
     assert.ok(server.epoch === 1, 'the buffer restarted mid-run');
-    // Every group whole exactly once in what the trainer pulled or the buffer holds (attempts a failure cut stay short, never released).
-    assert.deepEqual(wholeSlimeGroups(server, 2), expectedKeys(await committedSteps(db), 2));
+    // Every group went into the buffer whole (attempts a failure cut stay short under their own instance_id, never released).
+    const expected = expectedKeys(await committedSteps(db), 2);
+    const written = new Map<unknown, Set<string>>();
+    for (const { item } of server.received) written.set(item.instance_id, (written.get(item.instance_id) ?? new Set()).add(item.uid));
+    const wholeWritten = [...written.entries()].filter(([, uids]) => uids.size === 2).map(([id]) => String(server.received.find((r) => r.item.instance_id === id)?.item.extra_info.group_key));
+    assert.deepEqual([...new Set(wholeWritten)].sort(), expected);
+    // The trainer got whole groups only, none twice; what the restarted buffer held unpulled is gone with it (slime cannot say what it handed out).
+    const got = wholeSlimeGroups(server, 2);
+    assert.equal(new Set(got).size, got.length, `a group twice: ${got.join(' ')}`);
+    assert.ok(got.every((k) => expected.includes(k)));
+    assert.ok(server.pulled.every((items) => items.length === 2));
     for (const { item } of server.received) {
       assert.equal(item.messages.at(-1)?.role, 'assistant');
       assert.equal(typeof item.extra_info.raw_score, 'number');

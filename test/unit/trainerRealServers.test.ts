@@ -236,8 +236,8 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     const b = bridge(parseSettings({ batchSize: 2, samplesPerPrompt: N, 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }), warnings);
     await b.start(new AbortController().signal);
     await b.afterCommit(committedStep(1), new AbortController().signal);
-    while (b.state().sentGroups < 2) await b.flush(new AbortController().signal, 50);
-    assert.equal(b.state().pendingGroups, 2, 'queued in the server, not yet pulled');
+    assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
+    assert.equal(b.state().queuedGroups, 2, 'queued in the server, not yet pulled');
 
     trainer.stop();
     await server.restart();
@@ -247,7 +247,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     const comeBack = setTimeout(() => void late.register(), 500);
     cleanups.push(() => clearTimeout(comeBack));
     await b.afterCommit(committedStep(2), new AbortController().signal);
-    assert.equal(await b.flush(new AbortController().signal, 15_000), 0, JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }));
+    assert.equal(await b.flush(new AbortController().signal, 15_000, { pulled: true }), 0, JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }));
     trainer = late;
     assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
     assert.equal(trainer.notRegisteredAfterRegister, 0, 'the server was never wedged');

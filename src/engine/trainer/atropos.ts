@@ -9,17 +9,21 @@
 //   pulls it; a restart loses it. So it stays in the spool, marked with the
 //   env id it was posted under, until /status-env's self_queue_size shows it
 //   pulled (FIFO: our oldest waiting groups go first). A server that no
-//   longer knows the env id (500) restarted: of what waited there, the
-//   trainer pulled, after our last look, as many sequences as its step
-//   advanced times its batch size (exact when only our groups were queued,
-//   and when the trainer resumes at the step it reached); the rest was lost
-//   and is sent again.
+//   longer knows the env id restarted (env ids only grow on a server that
+//   did not: a 500 for it, or our new registration getting the same or a
+//   lower id, tells). Of what waited there, the trainer pulled, after our
+//   last look, as many sequences as its step advanced times its batch size
+//   (exact when only our groups were queued, and when the trainer resumes at
+//   the step it reached); the rest was lost and is sent again.
 // - A /scored_data that reaches a restarted server before its trainer's
 //   /register creates the queue, after which /register never initialises and
 //   /batch answers "Trainer not registered" forever. So no group is posted
 //   under an env id the server has not confirmed (/status-env) since the last
 //   failure, and after any failure the env registers again (which answers
 //   "wait for trainer to start" until the trainer is there).
+// - /status-env answers 500 also when every env is disconnected (a division
+//   by zero), as after earlier runs of ours said goodbye: a 500 counts as a
+//   restart only while a registration of ours is in place.
 // - The server buffers groups of any other size than the registered
 //   group_size and never batches them with full ones: only whole groups of n
 //   go out.
@@ -139,6 +143,8 @@ export class AtroposClient implements TrainerProtocolClient {
   private readonly options: AtroposOptions;
   /** Our registration as the server last confirmed it; null after any failure (register again before posting). */
   private envId: number | null = null;
+  /** Nothing was posted under envId yet: groups waiting under the same id are from before it (the server restarted and handed the id out again). */
+  private freshEnv = false;
   /** starting_step of the first registration: the policy of groups sampled before any trainer step was known. */
   startingStep: number | null = null;
   private warnedBatch = false;
@@ -192,15 +198,16 @@ export class AtroposClient implements TrainerProtocolClient {
       throw new RetryableTrainerError(`the atropos trainer has not started yet (register-env: ${parsed.data.status ?? 'no env_id'})`);
     }
     this.envId = parsed.data.env_id;
+    this.freshEnv = true;
     this.startingStep ??= parsed.data.starting_step ?? null;
     return this.envId;
   }
 
   /**
    * Our env id, confirmed by the server now (/status-env); when it is not
-   * (first use, a failure, a restarted server), first settle the groups
-   * posted under earlier registrations (a restarted server may hand our new
-   * registration an old id), then register again.
+   * (first use, a failure, a restarted server), register again and settle
+   * the groups posted under earlier registrations before anything is posted
+   * under the new one (a restarted server may hand out an old id again).
    */
   private async ensureRegistered(spool: TrainerSpool, signal: AbortSignal): Promise<number> {
     if (this.envId !== null) {
@@ -208,8 +215,9 @@ export class AtroposClient implements TrainerProtocolClient {
       if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) return this.envId;
       this.envId = null;
     }
+    const envId = await this.register(signal);
     await this.settle(spool, signal);
-    return this.register(signal);
+    return envId;
   }
 
   async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
@@ -236,6 +244,7 @@ export class AtroposClient implements TrainerProtocolClient {
         throw new RetryableTrainerError(`POST /scored_data: unexpected reply ${describeReply(reply)}`, true);
       }
       await spool.markPosted(group.id, envId);
+      if (envId === this.envId) this.freshEnv = false;
       return { kind: 'delivered' };
     }
     this.envId = null;
@@ -257,6 +266,7 @@ export class AtroposClient implements TrainerProtocolClient {
     const envId = parsed.data.env_id;
     if (!held || envId === null || envId === undefined) return false;
     await spool.markPosted(group.id, envId);
+    if (envId === this.envId) this.freshEnv = false;
     return true;
   }
 
@@ -273,6 +283,11 @@ export class AtroposClient implements TrainerProtocolClient {
     }
     const result: Settlement = { pulled: 0, lost: 0 };
     for (const [env, waiting] of byEnv) {
+      if (this.envId !== null && (env > this.envId || (env === this.envId && this.freshEnv))) {
+        // Our newest registration got this id or a lower one: the server restarted since these were posted.
+        await this.restarted(env, waiting, spool, signal, result);
+        continue;
+      }
       const reply = await this.call('GET', '/status-env', { env_id: env }, signal);
       if (reply.status === 200) {
         const parsed = StatusEnvReplySchema.safeParse(reply.json);
@@ -284,22 +299,30 @@ export class AtroposClient implements TrainerProtocolClient {
         result.pulled += pulled.length;
         this.lastSeen.set(env, { step: parsed.data.current_step, onlyOurs: parsed.data.queue_size === parsed.data.self_queue_size });
       } else if (reply.status === 500) {
-        // The server's IndexError / AttributeError: it does not know the env id, so it restarted and lost its queue.
-        const pulledBefore = await this.pulledBeforeRestart(env, signal);
-        const pulled = waiting.slice(0, pulledBefore);
-        const lost = waiting.slice(pulledBefore);
-        if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
-        for (const g of lost) await spool.markPosted(g.id, null);
-        this.lastSeen.delete(env);
-        if (env === this.envId) this.envId = null;
-        result.pulled += pulled.length;
-        result.lost += lost.length;
-        if (lost.length > 0) this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`);
+        // An env id the server does not know (IndexError, AttributeError: it restarted), or every env
+        // disconnected (ZeroDivisionError): with a registration of ours in place, only the first.
+        const current = this.envId ?? (await this.register(signal));
+        if (env < current) throw new RetryableTrainerError(`GET /status-env for env ${env}: ${describeReply(reply)}`);
+        if (env === current && !this.freshEnv) this.envId = null;
+        await this.restarted(env, waiting, spool, signal, result);
       } else {
         throw new RetryableTrainerError(`GET /status-env: ${describeReply(reply)}`);
       }
     }
     return result;
+  }
+
+  /** The server restarted: acknowledge what its trainer pulled before, mark the rest for sending again. */
+  private async restarted(env: number, waiting: SpooledGroup[], spool: TrainerSpool, signal: AbortSignal, result: Settlement): Promise<void> {
+    const pulledBefore = await this.pulledBeforeRestart(env, signal);
+    const pulled = waiting.slice(0, pulledBefore);
+    const lost = waiting.slice(pulledBefore);
+    if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+    for (const g of lost) await spool.markPosted(g.id, null);
+    this.lastSeen.delete(env);
+    result.pulled += pulled.length;
+    result.lost += lost.length;
+    if (lost.length > 0) this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`);
   }
 
   /**

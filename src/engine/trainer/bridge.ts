@@ -41,8 +41,10 @@ export interface TrainerState {
   /** The trainer's step (policy version) as last read; null when unknown. */
   trainerStep: number | null;
   lastAckedPolicyVersion: string | null;
-  /** Groups of committed steps in the spool the trainer has not acknowledged. */
+  /** Groups of committed steps in the spool not yet handed to the trainer. */
   pendingGroups: number;
+  /** Groups handed over that wait in the trainer server's queue until its trainer pulls them (atropos); kept spooled, resent if the server loses them. */
+  queuedGroups: number;
   /** Groups acknowledged since this bridge started. */
   sentGroups: number;
   /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
@@ -286,6 +288,7 @@ export class TrainerBridge {
       trainerStep: this.trainerStep,
       lastAckedPolicyVersion: this.lastAckedPolicyVersion,
       pendingGroups: this.releasedPending(),
+      queuedGroups: this.queuedInServer(),
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
       droppedGroups: this.droppedGroups,
@@ -371,9 +374,19 @@ export class TrainerBridge {
 
   /** Pending groups of committed steps (what the worker may send). */
   private releasedPending(): number {
-    if (!this.spool) return 0;
+    const spool = this.spool;
+    if (!spool) return 0;
     let count = 0;
-    for (const g of this.spool.pending()) if (g.step <= this.releasedStep) count++;
+    for (const g of spool.pending()) if (g.step <= this.releasedStep && !this.client.awaitsTrainer(g, spool)) count++;
+    return count;
+  }
+
+  /** Groups waiting in the trainer server's queue for its trainer. */
+  private queuedInServer(): number {
+    const spool = this.spool;
+    if (!spool) return 0;
+    let count = 0;
+    for (const g of spool.pending()) if (this.client.awaitsTrainer(g, spool)) count++;
     return count;
   }
 
@@ -402,7 +415,8 @@ export class TrainerBridge {
   private async learnSamplingVersion(signal: AbortSignal): Promise<void> {
     if (this.samplingVersion !== null || !this.client.hasStepSource) return;
     if (this.stepsAhead > 0 || (this.spool?.pendingCount ?? 0) > 0) return;
-    await this.pollStep(signal);
+    // Briefly: an unreachable trainer must not hold up the step's commit.
+    await this.pollStep(AbortSignal.any([signal, AbortSignal.timeout(2_000)]));
     if (this.trainerStep !== null) this.samplingVersion = String(this.trainerStep);
   }
 
@@ -600,13 +614,18 @@ export class TrainerBridge {
     if (this.lastError !== null && this.connected) this.lastError = null;
   }
 
-  /** Wait until every spooled group is acknowledged, `timeoutMs` passes or `signal` aborts; resolves with the groups left. */
-  async flush(signal: AbortSignal, timeoutMs: number): Promise<number> {
+  /**
+   * Wait until every spooled group is handed to the trainer (with `pulled`:
+   * and pulled by it from the server's queue), `timeoutMs` passes or
+   * `signal` aborts; resolves with the groups left.
+   */
+  async flush(signal: AbortSignal, timeoutMs: number, options: { pulled?: boolean } = {}): Promise<number> {
     const deadline = Date.now() + timeoutMs;
-    while (this.enabled && this.spool && (this.releasedPending() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
+    const left = () => this.releasedPending() + (options.pulled ? this.queuedInServer() : 0);
+    while (this.enabled && this.spool && (left() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
       await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
     }
-    return this.releasedPending();
+    return left();
   }
 
   /** Stop the worker and close the spool; what is unsent stays spooled for the next run of this database. */
@@ -671,6 +690,7 @@ export function trainerSummary(state: TrainerState): string {
   return (
     `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
     `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
+    (state.queuedGroups > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
     (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
   );
 }

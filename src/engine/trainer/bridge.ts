@@ -228,7 +228,6 @@ export class TrainerBridge {
     // Without the database's word, what an earlier run spooled counts as committed.
     this.releasedStep = Math.max(this.releasedStep, committedBefore ?? pending.reduce((last, g) => Math.max(last, g.step), -1));
     this.spool = spool;
-    this.stepsAhead = new Set(pending.map((g) => g.step)).size;
     // Delivery is one group at a time, so only the oldest pending group not
     // known to wait in the server's queue can have reached the trainer before
     // a crash cut its acknowledgement.
@@ -245,6 +244,8 @@ export class TrainerBridge {
       this.lastError = errorText(error);
       this.warn(`the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`);
     }
+    // Counted after connecting: it settled what the trainer pulled meanwhile (atropos).
+    this.stepsAhead = new Set(spool.pending().map((g) => g.step)).size;
     if (this.connected) await this.pollStep(signal);
     this.samplingVersion = this.trainerStep === null ? null : String(this.trainerStep);
     if (!this.client.hasStepSource) {

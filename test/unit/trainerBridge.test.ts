@@ -202,6 +202,23 @@ describe('RL trainer bridge', function () {
       assert.ok(again.isAcked('run:c:0'));
       await again.close();
     });
+
+    it('keeps which env id a posted group waits under across compaction and reopen; a lost group is unmarked; an acknowledged one forgotten', async () => {
+      const spoolDir = join(dir, 'posted');
+      const spool = await TrainerSpool.open(spoolDir, 'run', { compactAfter: 1 });
+      const g = (key: string) => ({ id: `run:${key}`, key, step: 1, parentId: 'p', policyVersion: null, messages: [], samples: [], spooledAt: 1 });
+      await spool.append([g('a'), g('b'), g('c')]);
+      await spool.markPosted('run:a', 0);
+      await spool.markPosted('run:b', 0);
+      await spool.markPosted('run:c', 1);
+      await spool.markPosted('run:b', null); // the server lost it
+      await spool.ack(['run:a'], { sync: true }); // pulled: the log is compacted
+      assert.equal(spool.postedEnv('run:a'), undefined);
+      await spool.close();
+      const again = await TrainerSpool.open(spoolDir);
+      assert.deepEqual(again.pending().map((x) => [x.key, again.postedEnv(x.id)]), [['b', undefined], ['c', 1]]);
+      await again.close();
+    });
   });
 
   describe('atropos', () => {

@@ -271,9 +271,14 @@ export class EvolutionRun {
    * round's (job.seed + n x round + i), and the step's random generator is
    * not touched, so a redone step still draws the same parents.
    */
+  private resampleRounds(): number {
+    const { settings } = this.spec;
+    return settings['trainer.enabled'] ? settings['trainer.resampleRounds'] : 0;
+  }
+
   private async resampleFailed(jobs: GenerationJob[], failed: Map<string, Set<number>>, signal: AbortSignal, onSample: (sample: Sample) => void): Promise<void> {
-    const { settings, source } = this.spec;
-    const rounds = settings['trainer.enabled'] ? settings['trainer.resampleRounds'] : 0;
+    const { source } = this.spec;
+    const rounds = this.resampleRounds();
     for (let round = 1; round <= rounds && !signal.aborted; round++) {
       const again: ResampleJob[] = [];
       for (const job of jobs) {
@@ -379,9 +384,10 @@ export class EvolutionRun {
     let lastEvalEnd = 0;
     let lastResponseAt = stepStarted;
 
-    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number): void => {
+    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number, announce = true): void => {
       const slot = records.get(jobKey);
       if (slot) slot[index] = r;
+      if (!announce) return;
       this.emit({
         type: 'evaluation_finished',
         time: Date.now(),
@@ -399,12 +405,14 @@ export class EvolutionRun {
 
     /** Responses whose requests failed after retries, by job (asked for again when a trainer needs whole groups). */
     const failed = new Map<string, Set<number>>();
+    // One evaluation_finished per response: a failure asked for again is announced only if it stays failed.
+    const resampling = this.resampleRounds() > 0;
     const onSample = (sample: Sample): void => {
       lastResponseAt = Date.now();
       const job = jobByKey.get(sample.jobKey);
       if (!job || stepAbort.signal.aborted) return;
       if (!sample.ok) {
-        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0);
+        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0, !resampling);
         failed.set(job.key, (failed.get(job.key) ?? new Set()).add(sample.index));
         return;
       }
@@ -462,6 +470,9 @@ export class EvolutionRun {
     try {
       await source.generate(jobs, stepAbort.signal, onSample);
       await this.resampleFailed(jobs, failed, stepAbort.signal, onSample);
+      if (resampling && !stepAbort.signal.aborted) {
+        for (const [jobKey, indices] of failed) for (const index of indices) record(jobKey, index, (records.get(jobKey) as SampleRecord[])[index] as SampleRecord, 0);
+      }
       const generationDone = Math.max(lastResponseAt, stepStarted);
       // Evaluations may still be joining the list while earlier ones settle.
       for (let settled = 0; settled < evaluations.length; ) {

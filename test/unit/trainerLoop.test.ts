@@ -87,8 +87,13 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
     });
     const result = await run.run();
     assert.equal(result.reason, 'steps_done');
-    const failedResponses = events.filter((e) => e.type === 'evaluation_finished' && e.outcome === 'request_failed').length;
-    assert.ok(failedResponses > 0, 'the endpoint failed some requests');
+    assert.ok(endpoint.counters.faults.server_error > 0, 'the endpoint failed some requests');
+    // One evaluation_finished per response, re-sampled or not.
+    for (const step of [1, 2, 3]) {
+      const finished = events.filter((e) => e.type === 'evaluation_finished' && e.step === step);
+      assert.equal(finished.length, 2 * N, `step ${step}`);
+      assert.equal(new Set(finished.map((e) => (e.type === 'evaluation_finished' ? `${e.jobKey}/${e.sampleIndex}` : ''))).size, 2 * N);
+    }
     return { bridge, warnings, events };
   }
 

@@ -4,7 +4,9 @@
 #   apt:  chromium (UI tests), ripgrep (code-server's search), libkrb5-dev
 #         (code-server's native build), bubblewrap (the sandbox),
 #         python3-numpy + python3-scipy (the bundled tasks), python3-yaml
-#         (OpenEvolve folders' config.yaml, read with PyYAML as OpenEvolve does)
+#         (OpenEvolve folders' config.yaml, read with PyYAML as OpenEvolve does),
+#         python3-fastapi + python3-uvicorn + python3-pydantic (the real atropos
+#         API server and slime rollout buffer the trainer tests run)
 #   npm:  the extension's dependencies (npm ci) and code-server 4.100.3 in
 #         tools/code-server (its own lockfile)
 set -euo pipefail
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml)
+apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

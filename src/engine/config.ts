@@ -66,6 +66,7 @@ export const SETTINGS = [
   { key: 'trainer.mode', type: 'string', default: 'sync', enum: ['sync', 'async'], enumDescriptions: ['Wait for the trainer to take each step before sampling the next (as in the paper).', 'Keep sampling with bounded policy staleness.'], description: 'Synchronous or asynchronous RL.' },
   { key: 'trainer.maxStaleness', type: 'integer', default: 1, minimum: 0, maximum: 1000, description: 'Asynchronous mode: most policy versions the sampler may run ahead of the trainer.' },
   { key: 'trainer.syncTimeoutSeconds', type: 'integer', default: 1800, minimum: 1, description: 'Synchronous mode: longest wait for the trainer to advance before going on with a warning.' },
+  { key: 'trainer.resampleRounds', type: 'integer', default: 2, minimum: 0, maximum: 10, description: 'RL trainer on: rounds of asking the endpoint again for the responses of a prompt whose requests failed after retries (trainers need whole groups of n; a group still short is not sent).' },
   { key: 'trainer.filterEqualRewards', type: 'boolean', default: false, description: 'Skip groups whose rewards are all equal (no GRPO signal). Off: every group is sent.' },
 ] as const satisfies readonly SettingSpec[];
 

@@ -182,6 +182,8 @@ export const TrainerStateEventSchema = z.object({
     pendingGroups: count,
     sentGroups: count,
     rejectedGroups: count,
+    queuedGroups: count.optional(),
+    droppedGroups: count.optional(),
     waiting: z.boolean(),
     lastError: z.string().nullable(),
   }),

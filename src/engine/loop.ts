@@ -263,6 +263,46 @@ export class EvolutionRun {
     if (!this.stopController.signal.aborted) this.emit({ type: 'resumed', time: Date.now(), step });
   }
 
+  /**
+   * With the RL trainer on, ask the source again (trainer.resampleRounds
+   * rounds) for the responses whose requests failed after retries: GRPO
+   * trains on whole groups of n, and a short group is not sent. The new
+   * responses take the failed ones' places; seeds differ from the first
+   * round's (job.seed + n x round + i), and the step's random generator is
+   * not touched, so a redone step still draws the same parents.
+   */
+  private resampleRounds(): number {
+    const { settings } = this.spec;
+    return settings['trainer.enabled'] ? settings['trainer.resampleRounds'] : 0;
+  }
+
+  private async resampleFailed(jobs: GenerationJob[], failed: Map<string, Set<number>>, signal: AbortSignal, onSample: (sample: Sample) => void): Promise<void> {
+    const { source } = this.spec;
+    const rounds = this.resampleRounds();
+    for (let round = 1; round <= rounds && !signal.aborted; round++) {
+      const again: ResampleJob[] = [];
+      for (const job of jobs) {
+        const indices = [...(failed.get(job.key) ?? [])].sort((a, b) => a - b);
+        if (indices.length === 0) continue;
+        again.push({ job: { ...job, key: `${job.key}#resample${round}`, n: indices.length, seed: (job.seed + job.n * round) >>> 0 }, groupKey: job.key, indices });
+      }
+      if (again.length === 0) return;
+      const count = again.reduce((a, r) => a + r.indices.length, 0);
+      this.emit({ type: 'error', time: Date.now(), fatal: false, message: `asking again for ${count} response(s) of ${again.length} prompt(s) whose requests failed (round ${round} of ${rounds}): the RL trainer needs whole groups` });
+      const byKey = new Map(again.map((r) => [r.job.key, r]));
+      await source.generate(
+        again.map((r) => r.job),
+        signal,
+        (sample) => {
+          const target = byKey.get(sample.jobKey);
+          const index = target?.indices[sample.index];
+          if (!target || index === undefined) return;
+          onSample({ ...sample, jobKey: target.groupKey, index });
+        },
+      );
+    }
+  }
+
   private async addInitialProgram(db: ProgramDatabase): Promise<void> {
     const { task } = this.spec;
     const code = this.spec.startCode ?? task.initialProgram;
@@ -344,9 +384,10 @@ export class EvolutionRun {
     let lastEvalEnd = 0;
     let lastResponseAt = stepStarted;
 
-    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number): void => {
+    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number, announce = true): void => {
       const slot = records.get(jobKey);
       if (slot) slot[index] = r;
+      if (!announce) return;
       this.emit({
         type: 'evaluation_finished',
         time: Date.now(),
@@ -362,14 +403,20 @@ export class EvolutionRun {
       });
     };
 
+    /** Responses whose requests failed after retries, by job (asked for again when a trainer needs whole groups). */
+    const failed = new Map<string, Set<number>>();
+    // One evaluation_finished per response: a failure asked for again is announced only if it stays failed.
+    const resampling = this.resampleRounds() > 0;
     const onSample = (sample: Sample): void => {
       lastResponseAt = Date.now();
       const job = jobByKey.get(sample.jobKey);
       if (!job || stepAbort.signal.aborted) return;
       if (!sample.ok) {
-        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0);
+        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0, !resampling);
+        failed.set(job.key, (failed.get(job.key) ?? new Set()).add(sample.index));
         return;
       }
+      failed.get(job.key)?.delete(sample.index);
       const parent = parentOf.get(job.key) as ProgramRecord;
       const classified = classifyChild({
         parentCode: job.parentCode,
@@ -422,6 +469,10 @@ export class EvolutionRun {
 
     try {
       await source.generate(jobs, stepAbort.signal, onSample);
+      await this.resampleFailed(jobs, failed, stepAbort.signal, onSample);
+      if (resampling && !stepAbort.signal.aborted) {
+        for (const [jobKey, indices] of failed) for (const index of indices) record(jobKey, index, (records.get(jobKey) as SampleRecord[])[index] as SampleRecord, 0);
+      }
       const generationDone = Math.max(lastResponseAt, stepStarted);
       // Evaluations may still be joining the list while earlier ones settle.
       for (let settled = 0; settled < evaluations.length; ) {
@@ -531,6 +582,13 @@ export class EvolutionRun {
         'serve the model with vLLM >= 0.10.2 (return_token_ids) or SGLang, or use the slime trainer protocol, which re-tokenises',
     });
   }
+}
+
+/** A job asking again for some responses of a group: which of the group's indices its responses 0..k-1 stand for. */
+interface ResampleJob {
+  job: GenerationJob;
+  groupKey: string;
+  indices: number[];
 }
 
 function finishMessage(reason: RunFinishReason, lastStep: number): string {

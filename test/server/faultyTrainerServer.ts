@@ -117,6 +117,8 @@ export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodTyp
 export type DataFault =
   | 'ok'
   | 'unavailable' // 503, nothing stored
+  | 'error' // 500 (what the real slime buffer answers to a write it cannot take), nothing stored
+  | 'invalid' // 422 in FastAPI's shape (a payload the server's model refuses), nothing stored
   | 'reset' // connection destroyed before anything is stored
   | 'reset_after_store' // stored, then the connection is destroyed: the client cannot know
   | 'hold_after_store' // stored, the reply never comes (until the client gives up or dies)
@@ -203,11 +205,11 @@ export class FaultyTrainerServer {
     return this.closed;
   }
 
-  /** One more request to the faulty endpoint: tells `notify` its arrival index, then draws its fault. */
-  arrive(notify?: (index: number) => void): DataFault {
+  /** One more request to the faulty endpoint: tells `notify` its arrival index, then draws its fault (a fault `notify` returns wins). */
+  arrive(notify?: (index: number) => DataFault | undefined | void): DataFault {
     const index = this.arrivals++;
-    notify?.(index);
-    return this.script[index] ?? 'ok';
+    const chosen = notify?.(index);
+    return chosen ?? this.script[index] ?? 'ok';
   }
 
   /** The faults that strike before anything is stored; true when the request is dealt with. */
@@ -215,6 +217,12 @@ export class FaultyTrainerServer {
     switch (fault) {
       case 'unavailable':
         sendJson(res, 503, { detail: 'Service Unavailable' });
+        return true;
+      case 'error':
+        sendJson(res, 500, { detail: 'Write failed' });
+        return true;
+      case 'invalid':
+        sendValidationError(res, ['tokens'], 'Input should be a valid list');
         return true;
       case 'reset':
         req.socket.destroy();

@@ -2,11 +2,13 @@
 // slime_plugins/rollout_buffer/buffer.py: POST /buffer/write appends one
 // response to its group (instance_id) and answers {success, message, data};
 // POST /get_rollout_data hands out (and removes) the groups that reached the
-// group size (num_repeat_per_sample, set by POST /start_rollout); everything
-// lives in memory. Stricter than the real buffer where tests need it: a write
-// without uid / instance_id / messages ending in the assistant reply / a
-// finite reward / extra_info is refused with 422 (the real one appends
-// whatever JSON it gets, or answers 500).
+// group size; everything lives in memory. As the real buffer: a write is any
+// JSON object with an instance_id (without one, or not JSON: 500; nothing
+// else is checked, `problem` records it for tests); the group size is 16
+// until POST /start_rollout names a task_type that has a generator module
+// (options.generators), which replaces the buffer (earlier writes are gone)
+// with num_repeat_per_sample; an unknown task_type changes nothing; a
+// restarted buffer is back at 16.
 // Faults: a script per write (503, resets before or after storing, held
 // replies), down windows, restart() losing the buffer. An optional simulated
 // slime trainer pulls /get_rollout_data and, per batch of groups, bumps the
@@ -30,16 +32,23 @@ export const BufferWriteSchema = z.object({
 export type BufferWrite = z.infer<typeof BufferWriteSchema>;
 
 export interface BufferWriteRecord {
+  /** As written (checked against BufferWriteSchema only into `problem`). */
   item: BufferWrite;
   at: number;
   epoch: number;
+  /** What BufferWriteSchema finds wrong with it (the real buffer takes it anyway), or null. */
+  problem: string | null;
+  /** The same uid and instance_id were written before (e.g. written back after a look at the buffer). */
+  repeat: boolean;
 }
 
 export interface SlimeTestServerOptions {
   host?: string;
   port?: number;
-  /** num_repeat_per_sample (the real default is 16 until /start_rollout sets it). */
+  /** The group size as if slime's trainer had called /start_rollout (default 16, the real buffer's before it); a restart goes back to 16. */
   groupSize?: number;
+  /** task_types with a generator module: /start_rollout with one of them replaces the buffer (default none). */
+  generators?: readonly string[];
   /** /buffer/write k (arrival order, across restarts) gets script[k]; 'ok' after it. */
   script?: readonly DataFault[];
   /** How long a 'down' fault keeps the server down (default 800 ms). */
@@ -54,11 +63,16 @@ export interface SlimeTestServer {
   /** Every write the buffer took, across restarts. */
   readonly received: readonly BufferWriteRecord[];
   readonly refused: readonly { status: number; body: unknown }[];
-  /** Groups the (simulated or external) trainer pulled, in order. */
+  /** Groups the simulated trainer pulled, in order (POST /get_rollout_data hands out groups too, unrecorded). */
   readonly pulled: readonly BufferWrite[][];
+  /** The buffer's group size now. */
+  readonly groupSize: number;
+  /** The groups held now (instance_id -> items). */
+  readonly held: ReadonlyMap<string, readonly BufferWrite[]>;
   readonly weightVersion: number;
   readonly epoch: number;
-  onWrite: ((index: number) => void) | null;
+  /** Told of each write as it arrives (before its fault); a fault it returns strikes this write. */
+  onWrite: ((index: number) => DataFault | undefined | void) | null;
   goDown(): Promise<void>;
   comeUp(): Promise<void>;
   downFor(ms: number): Promise<void>;
@@ -68,6 +82,7 @@ export interface SlimeTestServer {
 
 export async function startSlimeTestServer(options: SlimeTestServerOptions = {}): Promise<SlimeTestServer> {
   let groupSize = options.groupSize ?? 16;
+  const seenWrites = new Set<string>();
   let data = new Map<string, BufferWrite[]>();
   let weightVersion = 0;
   let consumedGroups = 0;
@@ -77,8 +92,8 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   let trainerTimer: NodeJS.Timeout | null = null;
   const api = { onWrite: null } as SlimeTestServer;
 
-  /** buffer.py's read(): the groups with at least group_size items, removed. */
-  function read(): BufferWrite[][] {
+  /** buffer.py's read(): the groups with at least group_size items, removed (`pulled` records the simulated trainer's). */
+  function read(byTrainer: boolean): BufferWrite[][] {
     const groups: BufferWrite[][] = [];
     for (const [id, items] of data) {
       if (items.length >= groupSize) {
@@ -86,7 +101,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
         data.delete(id);
       }
     }
-    pulled.push(...groups);
+    if (byTrainer) pulled.push(...groups);
     return groups;
   }
 
@@ -95,7 +110,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
     if (!trainer || server.isClosed) return;
     trainerTimer = setInterval(() => {
       if (!server.isUp) return;
-      consumedGroups += read().length;
+      consumedGroups += read(true).length;
       while (consumedGroups >= trainer.batchGroups) {
         consumedGroups -= trainer.batchGroups;
         weightVersion++;
@@ -111,26 +126,43 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
       case 'POST /buffer/write': {
         const fault = server.arrive((index) => api.onWrite?.(index));
         if (server.beforeStore(fault, req, res)) return;
-        const item = parseBody(res, text, BufferWriteSchema, refused);
-        if (!item) return;
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          refused.push({ status: 500, body: text.slice(0, 200) });
+          return sendJson(res, 500, { detail: 'Write failed: Expecting value: line 1 column 1 (char 0)' });
+        }
+        if (typeof json !== 'object' || json === null || !('instance_id' in json)) {
+          refused.push({ status: 500, body: json });
+          return sendJson(res, 500, { detail: "Write failed: 'instance_id'" });
+        }
+        const item = json as BufferWrite;
+        const checked = BufferWriteSchema.safeParse(json);
         const key = String(item.instance_id);
         const group = data.get(key) ?? [];
         group.push(item);
         data.set(key, group);
-        received.push({ item, at: Date.now(), epoch: server.epoch });
+        const identity = `${key}\u0000${String(item.uid)}`;
+        received.push({ item, at: Date.now(), epoch: server.epoch, problem: checked.success ? null : (checked.error.issues[0]?.message ?? 'bad shape'), repeat: seenWrites.has(identity) });
+        seenWrites.add(identity);
         if (server.afterStore(fault, req, res)) return;
         return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
       }
       case 'POST /get_rollout_data': {
-        const groups = read();
+        const groups = read(false);
         if (groups.length === 0) return sendJson(res, 200, { success: false, message: 'No data available to read', data: { data: [], meta_info: {} } });
         const items = groups.flat();
         return sendJson(res, 200, { success: true, message: `Successfully read ${items.length} items`, data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } } });
       }
       case 'POST /start_rollout': {
-        const body = parseBody(res, text, z.looseObject({ num_repeat_per_sample: z.union([z.string(), z.number()]) }));
+        const body = parseBody(res, text, z.looseObject({ task_type: z.string(), num_repeat_per_sample: z.union([z.string(), z.number()]) }));
         if (!body) return;
-        groupSize = Number(body.num_repeat_per_sample);
+        // A background task in the real buffer: only a known generator replaces the buffer.
+        if (options.generators?.includes(body.task_type)) {
+          data = new Map();
+          groupSize = Number(body.num_repeat_per_sample);
+        }
         return sendJson(res, 200, { message: 'Rollout started' });
       }
       case 'GET /get_model_info':
@@ -146,6 +178,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   const server = new FaultyTrainerServer(handle, options, {
     reset: () => {
       data = new Map();
+      groupSize = 16;
     },
   });
   await server.comeUp();
@@ -153,7 +186,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
 
   server.expose(
     api,
-    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion },
+    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion, groupSize: () => groupSize, held: () => data },
     () => {
       if (trainerTimer) clearInterval(trainerTimer);
     },

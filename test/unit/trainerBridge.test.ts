@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/config';
 import { EngineEventSchema } from '../../src/engine/events';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
-import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent } from '../../src/engine/trainer/bridge';
+import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent, trainerSummary } from '../../src/engine/trainer/bridge';
 import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
 import type { TokenSupport } from '../../src/engine/llm/endpointClient';
 import { emptyOutcomeCounts, type Outcome } from '../../src/engine/types';
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import type { DataFault } from '../server/faultyTrainerServer';
-import { startSlimeTestServer } from '../server/slimeTestServer';
+import { type SlimeTestServer, startSlimeTestServer } from '../server/slimeTestServer';
 
 const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: null };
 
@@ -92,6 +92,22 @@ function groupUids(server: AtroposTestServer): string[] {
     const ours = r.data.group_overrides?.thetaevolve as { group_uid: string } | undefined;
     return ours ? [ours.group_uid] : [];
   });
+}
+
+/** Group keys of what atropos' trainer pulled, in order within each batch. */
+function pulledKeys(server: AtroposTestServer): string[] {
+  return server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key)).sort();
+}
+
+/** Group keys of the whole groups (n distinct uids under one instance_id) the slime buffer holds or handed its trainer. */
+function wholeSlimeGroups(server: SlimeTestServer, n: number): string[] {
+  const keys: string[] = [];
+  for (const items of [...server.pulled, ...server.held.values()]) {
+    if (items.length < n) continue;
+    assert.equal(new Set(items.map((i) => i.uid)).size, items.length, 'no uid twice in a group');
+    keys.push(String(items[0]?.extra_info.group_key));
+  }
+  return keys.sort();
 }
 
 function postRaw(url: string, path: string, body: string): Promise<number> {
@@ -186,6 +202,23 @@ describe('RL trainer bridge', function () {
       assert.ok(again.isAcked('run:c:0'));
       await again.close();
     });
+
+    it('keeps which env id a posted group waits under across compaction and reopen; a lost group is unmarked; an acknowledged one forgotten', async () => {
+      const spoolDir = join(dir, 'posted');
+      const spool = await TrainerSpool.open(spoolDir, 'run', { compactAfter: 1 });
+      const g = (key: string) => ({ id: `run:${key}`, key, step: 1, parentId: 'p', policyVersion: null, messages: [], samples: [], spooledAt: 1 });
+      await spool.append([g('a'), g('b'), g('c')]);
+      await spool.markPosted('run:a', 0);
+      await spool.markPosted('run:b', 0);
+      await spool.markPosted('run:c', 1);
+      await spool.markPosted('run:b', null); // the server lost it
+      await spool.ack(['run:a'], { sync: true }); // pulled: the log is compacted
+      assert.equal(spool.postedEnv('run:a'), undefined);
+      await spool.close();
+      const again = await TrainerSpool.open(spoolDir);
+      assert.deepEqual(again.pending().map((x) => [x.key, again.postedEnv(x.id)]), [['b', undefined], ['c', 1]]);
+      await again.close();
+    });
   });
 
   describe('atropos', () => {
@@ -249,6 +282,70 @@ describe('RL trainer bridge', function () {
       assert.ok(server.registrations.length >= 2, 'registered again after the restart');
       assert.equal(server.received.filter((r) => r.epoch === 1).length, 4, 'steps 3 and 4 went to the restarted server');
       assert.equal(b.state().pendingGroups, 0);
+    });
+
+    it('registers again before posting to a restarted server whose trainer is not back yet (a post before its /register would wedge it); no stall', async () => {
+      const server = await atropos({ trainer: { batchSize: 6, restartDelayMs: 500 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8, temperature: 0.7 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await server.restart(0); // the trainer registers again only after 500 ms
+      const started = Date.now();
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(server.notRegisteredBatches, 0, 'the server never answered "Trainer not registered"');
+      assert.ok(!warnings.some((w) => w.includes('did not take step')), warnings.join('\n'));
+      assert.ok(Date.now() - started < 6_000);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(server.received.every((r) => r.data.env_id !== null && r.data.generation_params?.temperature === 0.7), 'generation_params.temperature goes along');
+      await b.close();
+      assert.deepEqual(server.disconnects, [0], '/disconnect-env at the end, with the env id of the restarted server');
+    });
+
+    it('keeps a posted group until the trainer pulled it: a server restarted with groups still queued gets them again, nothing lost or pulled twice', async () => {
+      const server = await atropos({ trainer: { batchSize: 12 } }); // two steps per batch: step 1 waits in the queue
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(b.state().queuedGroups, 2, 'posted, not yet pulled: still spooled');
+      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 pending, 2 queued for the trainer/);
+      await server.restart(100);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
+      assert.equal(new Set(server.received.map((r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key)).size, 4);
+    });
+
+    it('a server restarted the instant its trainer pulled our groups: the trainer\'s step tells what it pulled, so nothing is sent twice', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 } });
+      let restarted = false;
+      server.onTrainerStep = (step) => {
+        if (step === 1 && !restarted) {
+          restarted = true;
+          void server.restart(100); // the trainer comes back at step 1
+        }
+      };
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
+      assert.ok(restarted);
+      assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(!warnings.some((w) => w.includes('lost')), warnings.join('\n'));
+    });
+
+    it('tags the first step with the trainer\'s starting step when the trainer came up late', async () => {
+      const server = await atropos({ trainer: { batchSize: 6, startDelayMs: 400 } });
+      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));
+      await b.start(new AbortController().signal);
+      assert.equal(b.state().connected, false);
+      const started = Date.now();
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.deepEqual(server.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version), ['0', '0']);
+      assert.ok(Date.now() - started < 6_000, 'the trainer\'s first step counts: no wait for the sync timeout');
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
@@ -402,44 +499,46 @@ describe('RL trainer bridge', function () {
       await assert.rejects(bridge(settings({ 'trainer.url': slime.url })).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /atropos API server/.test(e.message));
     });
 
-    it('the test server refuses malformed payloads with 422; the bridge keeps a refused group aside and goes on', async () => {
-      const server = await atropos({ trainer: { batchSize: 3 } });
-      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[1]], "scores": [1]}'), 422);
-      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,3]], "scores": [1]}'), 422);
+    it('the test server takes wrong shapes as the real one does (recording the problem) and refuses only what its model cannot parse; the bridge keeps a refused group aside and goes on', async () => {
+      const server = await atropos({ trainer: { batchSize: 3 }, script: ['ok', 'ok', 'ok', 'ok', 'invalid'] });
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[1]], "scores": [1]}'), 200);
+      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,3]], "scores": [1]}'), 200);
       assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]]}'), 422);
       assert.equal(await postRaw(server.url, '/scored_data', 'not json'), 422);
-      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]], "scores": [1], "inference_logprobs": [[1.0, 0.3]]}'), 422);
-      assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]], "scores": [1], "inference_logprobs": [[1.0, -0.3]]}'), 200);
+      assert.deepEqual(server.received.map((r) => r.problem), ['masks.0: mask length 1 != token length 2', 'masks.0.1: mask 3 is neither -100 nor the token 2']);
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }));
       await b.start(new AbortController().signal);
-      await b.afterCommit(committedStep(1, 1, 3, { badLogprob: true }), new AbortController().signal);
+      await b.afterCommit(committedStep(1, 1, 3), new AbortController().signal);
       await b.afterCommit(committedStep(2, 1, 3), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.ok(server.received.slice(2).every((r) => r.problem === null), 'what the bridge sends is well formed');
       assert.equal(b.state().rejectedGroups, 1);
       assert.ok(warnings.some((w) => w.includes('refused group s1-p0')));
       assert.ok(readFileSync(join(spoolDirOf(join(dir, 'run.sqlite')), 'rejected.jsonl'), 'utf8').includes('s1-p0'));
       assert.equal(groupUids(server).at(-1)?.split(':')[1], 's2-p0');
     });
 
-    it('leaves out request failures and, only when asked, groups whose rewards are all equal', async () => {
-      const server = await atropos({ trainer: { batchSize: 100 } });
-      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9 }));
+    it('drops a group a request failure left short of n (with a warning and a count) and, only when asked, groups whose rewards are all equal', async () => {
+      const server = await atropos({ trainer: { batchSize: 3 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9 }));
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1, 1, 3, { failed: [1] }), new AbortController().signal);
       await b.afterCommit(committedStep(2, 1, 3, { equalRewards: true }), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
-      assert.deepEqual(server.received.map((r) => r.data.tokens.length), [2, 3], 'equal-reward groups are sent by default');
-      assert.deepEqual((server.received[0]?.data.group_overrides?.thetaevolve as Record<string, unknown>).sample_indices, [0, 2]);
+      assert.deepEqual(server.received.map((r) => r.data.tokens.length), [3], 'only the whole group; equal-reward groups are sent by default');
+      assert.equal(b.state().droppedGroups, 1);
+      assert.ok(warnings.some((w) => w.includes('group s1-p0 has 2 of its 3 responses (1 request(s) failed after retries): not sent')), warnings.join('\n'));
+      assert.match(trainerSummary(b.state()), /1 dropped \(short of n\)/);
       const filtered = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9, 'trainer.filterEqualRewards': true }), { dbFile: join(dir, 'other.sqlite') });
       await filtered.b.start(new AbortController().signal);
       await filtered.b.afterCommit(committedStep(3, 1, 3, { equalRewards: true }), new AbortController().signal);
       assert.equal(await filtered.b.flush(new AbortController().signal, 5_000), 0);
-      assert.equal(server.received.length, 2);
+      assert.equal(server.received.length, 1);
     });
   });
 
   describe('slime', () => {
-    it('writes one item per response with a stable uid, the group as instance_id, the reply with its reasoning, reward and extra_info; through faults, each at least once and only the ambiguous reset twice (the buffer cannot be read back)', async () => {
+    it('writes one item per response with a stable uid, a numeric instance_id per attempt, the reply with its reasoning, reward and extra_info; through faults every group ends up whole in the buffer exactly once', async () => {
       const server = await startSlimeTestServer({ groupSize: 3, script: ['unavailable', 'ok', 'reset', 'reset_after_store', 'ok'] });
       cleanups.push(() => server.close());
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate' }), { tokenSupport: null });
@@ -448,14 +547,12 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1), new AbortController().signal);
       await server.downFor(300);
       await b.afterCommit(committedStep(2), new AbortController().signal);
-      const uids = server.received.map((r) => r.item.uid);
-      // reset_after_store cannot be told apart from a reset before storing: the buffer has no read-back, so that one item arrives twice.
-      const unique = new Set(uids);
-      assert.equal(unique.size, 12);
-      assert.equal(uids.length, 13, `one duplicate from the ambiguous reset: ${uids.join(' ')}`);
-      const item = server.received.find((r) => r.item.uid.endsWith(':s1-p0:0'))?.item;
+      // An attempt a failure cut stays short under its own instance_id (never released); every group is whole once.
+      assert.deepEqual(wholeSlimeGroups(server, 3), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.ok(server.received.every((r) => r.problem === null && typeof r.item.instance_id === 'number'), 'slime reads instance_id into an int');
+      const item = [...server.held.values()].flat().find((i) => i.uid.endsWith(':s1-p0:0'));
       assert.ok(item);
-      assert.equal(item.instance_id, item.uid.replace(/:0$/, ''));
+      assert.equal(item.extra_info.group_uid, item.uid.replace(/:0$/, ''));
       assert.deepEqual(item.messages.map((m) => m.role), ['system', 'user', 'assistant']);
       assert.equal(item.messages[2]?.content, '<think>\nthinking first\n</think>\n\nanswer 0');
       assert.equal(item.reward, 0.6);
@@ -465,6 +562,61 @@ describe('RL trainer bridge', function () {
       assert.equal(item.extra_info.finish_reason, 'stop');
       const truncated = server.received.find((r) => r.item.uid.endsWith(':s1-p0:2'))?.item;
       assert.equal(truncated?.extra_info.finish_reason, 'length');
+    });
+
+    it('tells exactly what to configure while the buffer keeps its default group size of 16 (or is back at it after a restart)', async () => {
+      const server = await startSlimeTestServer({});
+      cleanups.push(() => server.close());
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      const advice = warnings.find((w) => w.includes('releases none'));
+      assert.ok(advice, warnings.join('\n'));
+      assert.match(advice, /group size is larger than n = 3 \(16 until slime's trainer calls \/start_rollout/);
+      assert.match(advice, /--n-samples-per-prompt 3 --rollout-task-type thetaevolve/);
+      assert.match(advice, /TASK_TYPE = "thetaevolve"/);
+      assert.equal([...server.held.values()].filter((items) => items.length === 3).length, 2, 'what it took to look was written back');
+    });
+
+    it('the test buffer keeps group size 16 for an unknown task_type; a known one replaces the buffer, dropping earlier writes; a restart is back at 16', async () => {
+      const server = await startSlimeTestServer({ generators: ['thetaevolve'] });
+      cleanups.push(() => server.close());
+      const item = { uid: 'u', instance_id: 1, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(item)), 200);
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'math', num_repeat_per_sample: '3' })), 200);
+      assert.equal(server.groupSize, 16);
+      assert.equal(server.held.size, 1);
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.equal(server.groupSize, 3);
+      assert.equal(server.held.size, 0, 'the earlier write is gone');
+      await server.restart(0);
+      assert.equal(server.groupSize, 16);
+    });
+
+    it('a buffer killed in the middle of a group gets the whole group again under a new instance_id; a write answered 500 again and again is refused and reported', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3, script: ['ok', 'restart'] });
+      cleanups.push(() => server.close());
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(server.epoch, 1);
+      // The restarted buffer is back at 16: as slime's trainer would after its restart, set it again.
+      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.deepEqual(wholeSlimeGroups(server, 3), ['s1-p0', 's1-p1']);
+      assert.ok([...server.held.values()].every((items) => items.length === 3), 'no short group in the restarted buffer');
+
+      const failing = await startSlimeTestServer({ groupSize: 3, script: ['error', 'error', 'error', 'error', 'error'] });
+      cleanups.push(() => failing.close());
+      const other = bridge(settings({ 'trainer.url': failing.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null, dbFile: join(dir, 'other.sqlite') });
+      await other.b.start(new AbortController().signal);
+      await other.b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await other.b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(other.b.state().rejectedGroups, 1);
+      assert.ok(other.warnings.some((w) => w.includes('answered HTTP 500 5 times in a row')), other.warnings.join('\n'));
+      assert.deepEqual(wholeSlimeGroups(failing, 3), ['s1-p1']);
+      void warnings;
     });
 
     it('sync mode follows the inference server\'s weight_version when it reports one', async () => {
@@ -499,21 +651,23 @@ describe('RL trainer bridge', function () {
       await second.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
       await second.b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
-      const childIds = server.received.map((r) => r.item.extra_info.child_id);
+      const childIds = server.received.filter((r) => !r.repeat).map((r) => r.item.extra_info.child_id);
       assert.equal(childIds.length, 12);
       assert.deepEqual(childIds.slice(0, 3), ['c1-0-0', 'c1-0-1', 'c1-0-2']);
       assert.deepEqual(childIds.slice(9), ['c2-1-0', 'c2-1-1', 'c2-1-2']);
     });
 
-    it('the test buffer refuses malformed writes with 422', async () => {
+    it('the test buffer takes any write with an instance_id (recording what is wrong with it) and answers 500 without one, as the real buffer', async () => {
       const server = await startSlimeTestServer({});
       cleanups.push(() => server.close());
-      const ok = { uid: 'u', instance_id: 'g', messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      const ok = { uid: 'u', instance_id: 7, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(ok)), 200);
-      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, uid: undefined })), 422);
-      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, messages: [{ role: 'user', content: 'q' }] })), 422);
-      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, reward: 'high' })), 422);
-      assert.equal(await postRaw(server.url, '/buffer/write', '{'), 422);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, uid: undefined })), 200);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, reward: 'high' })), 200);
+      assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, instance_id: undefined })), 500);
+      assert.equal(await postRaw(server.url, '/buffer/write', '{'), 500);
+      assert.deepEqual(server.received.map((r) => r.problem !== null), [false, true, true]);
+      assert.equal(server.groupSize, 16, 'the real default until /start_rollout');
     });
   });
 });

@@ -4,12 +4,34 @@
 // {status: "wait for trainer to start"} until the trainer polled /batch),
 // posts one ScoredData per group to POST /scored_data, and reads the
 // trainer's step from GET /status-env (the env id in a JSON body). The
-// server keeps everything in memory: after a restart the env registers
-// again. /scored_data has no idempotency key, so after an ambiguous failure
-// GET /latest_example tells whether the group already arrived.
+// server keeps everything in memory, which shapes what this client does:
+// - A group the server acknowledged waits in its queue until the trainer
+//   pulls it; a restart loses it. So it stays in the spool, marked with the
+//   env id it was posted under, until /status-env's self_queue_size shows it
+//   pulled (FIFO: our oldest waiting groups go first). A server that no
+//   longer knows the env id restarted (env ids only grow on a server that
+//   did not: a 500 for it, or our new registration getting the same or a
+//   lower id, tells). Of what waited there, the trainer pulled, after our
+//   last look, as many sequences as its step advanced times its batch size
+//   (exact when only our groups were queued, and when the trainer resumes at
+//   the step it reached); the rest was lost and is sent again.
+// - A /scored_data that reaches a restarted server before its trainer's
+//   /register creates the queue, after which /register never initialises and
+//   /batch answers "Trainer not registered" forever. So no group is posted
+//   under an env id the server has not confirmed (/status-env) since the last
+//   failure, and after any failure the env registers again (which answers
+//   "wait for trainer to start" until the trainer is there).
+// - /status-env answers 500 also when every env is disconnected (a division
+//   by zero), as after earlier runs of ours said goodbye: a 500 counts as a
+//   restart only while a registration of ours is in place.
+// - The server buffers groups of any other size than the registered
+//   group_size and never batches them with full ones: only whole groups of n
+//   go out.
+// /scored_data has no idempotency key, so after an ambiguous failure GET
+// /latest_example tells whether the group already arrived.
 import { z } from 'zod';
 import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
-import { type DeliveryResult, RetryableTrainerError, TrainerConfigError, type TrainerProtocolClient } from './protocol';
+import { type DeliveryResult, RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocolClient } from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
 /** Mask value of prompt positions (what the trainer's loss ignores). */
@@ -23,12 +45,14 @@ const RegisterReplySchema = z.object({
   starting_step: z.number().int().optional(),
 });
 const StatusReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().optional() });
+const StatusEnvReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().int().optional(), self_queue_size: z.number().int().min(0).optional() });
 const InfoReplySchema = z.object({ batch_size: z.number().int(), max_token_len: z.number().int().optional() });
 const ScoredReplySchema = z.object({ status: z.string() });
 const LatestExampleSchema = z.object({
   tokens: z.array(z.array(z.number())).optional(),
   scores: z.array(z.number()).optional(),
   group_overrides: z.record(z.string(), z.unknown()).nullish(),
+  env_id: z.number().int().nullish(),
 });
 
 export interface AtroposScoredData {
@@ -37,6 +61,8 @@ export interface AtroposScoredData {
   scores: number[];
   inference_logprobs?: number[][];
   messages: { role: string; content: string }[][];
+  /** How the responses were sampled (atropos' trainers assume temperature 1.0 when it is missing). */
+  generation_params: Record<string, number>;
   group_overrides: { thetaevolve: Record<string, unknown> };
   env_id: number | null;
 }
@@ -51,7 +77,7 @@ export function assistantText(sample: Pick<SpooledSample, 'content' | 'reasoning
  * (atropos trains on the ids) and are left out; inference_logprobs is sent
  * only when every sample has logprobs, aligned with tokens (1.0 on the prompt).
  */
-export function atroposScoredData(group: SpooledGroup, envId: number | null): { payload: AtroposScoredData; left: SpooledSample[]; withoutTokens: number } {
+export function atroposScoredData(group: SpooledGroup, envId: number | null, generationParams: Record<string, number> = {}, startingStep: number | null = null): { payload: AtroposScoredData; left: SpooledSample[]; withoutTokens: number } {
   const left = group.samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null);
   const withLogprobs = left.every((s) => s.completionLogprobs !== null && s.completionLogprobs.length === (s.completionTokenIds as number[]).length);
   const tokens: number[][] = [];
@@ -69,13 +95,15 @@ export function atroposScoredData(group: SpooledGroup, envId: number | null): { 
     masks,
     scores: left.map((s) => s.reward),
     messages: left.map((s) => [...group.messages, { role: 'assistant', content: assistantText(s) }]),
+    generation_params: generationParams,
     group_overrides: {
       thetaevolve: {
         group_uid: group.id,
         group_key: group.key,
         step: group.step,
         parent_id: group.parentId,
-        policy_version: group.policyVersion,
+        // Sampled before any trainer step was known: the weights the trainer started from.
+        policy_version: group.policyVersion ?? (startingStep === null ? null : String(startingStep)),
         sample_indices: left.map((s) => s.index),
         raw_scores: left.map((s) => s.score),
         objectives: left.map((s) => s.objective),
@@ -100,6 +128,8 @@ export interface AtroposOptions {
   maxTokenLength: number;
   name: string;
   timeoutMs: number;
+  /** Sent with every group as generation_params (temperature, top_p, max_tokens). */
+  generationParams: Record<string, number>;
   /** Told once per problem worth a person's attention. */
   onWarning: (message: string) => void;
   /** Sequences one step of ours gives (B x n), to warn when the trainer's batch needs more. */
@@ -111,9 +141,16 @@ export class AtroposClient implements TrainerProtocolClient {
   readonly hasStepSource = true;
   private readonly http: JsonHttpClient;
   private readonly options: AtroposOptions;
+  /** Our registration as the server last confirmed it; null after any failure (register again before posting). */
   private envId: number | null = null;
+  /** Nothing was posted under envId yet: groups waiting under the same id are from before it (the server restarted and handed the id out again). */
+  private freshEnv = false;
+  /** starting_step of the first registration: the policy of groups sampled before any trainer step was known. */
+  startingStep: number | null = null;
   private warnedBatch = false;
   private warnedTokens = false;
+  /** What /status-env last said per env id with groups waiting: the trainer step, and whether the queue held only ours. */
+  private readonly lastSeen = new Map<number, { step: number; onlyOurs: boolean }>();
 
   constructor(options: AtroposOptions) {
     this.options = options;
@@ -132,8 +169,8 @@ export class AtroposClient implements TrainerProtocolClient {
     }
   }
 
-  async connect(signal: AbortSignal): Promise<void> {
-    await this.register(signal);
+  async connect(spool: TrainerSpool, signal: AbortSignal): Promise<void> {
+    await this.ensureRegistered(spool, signal);
     const info = await this.call('GET', '/info', undefined, signal).catch(() => null);
     const parsed = info && info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
     if (parsed?.success && parsed.data.batch_size > this.options.sequencesPerStep && !this.warnedBatch) {
@@ -161,55 +198,174 @@ export class AtroposClient implements TrainerProtocolClient {
       throw new RetryableTrainerError(`the atropos trainer has not started yet (register-env: ${parsed.data.status ?? 'no env_id'})`);
     }
     this.envId = parsed.data.env_id;
+    this.freshEnv = true;
+    this.startingStep ??= parsed.data.starting_step ?? null;
     return this.envId;
   }
 
+  /**
+   * Our env id, confirmed by the server now (/status-env); when it is not
+   * (first use, a failure, a restarted server), register again and settle
+   * the groups posted under earlier registrations before anything is posted
+   * under the new one (a restarted server may hand out an old id again).
+   */
+  private async ensureRegistered(spool: TrainerSpool, signal: AbortSignal): Promise<number> {
+    if (this.envId !== null) {
+      const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
+      if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) return this.envId;
+      this.envId = null;
+    }
+    const envId = await this.register(signal);
+    await this.settle(spool, signal);
+    return envId;
+  }
+
   async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
-    const envId = this.envId ?? (await this.register(signal));
-    const { payload, left, withoutTokens } = atroposScoredData(group, envId);
+    const { left, withoutTokens } = atroposScoredData(group, null);
     if (withoutTokens > 0 && !this.warnedTokens) {
       this.warnedTokens = true;
-      this.options.onWarning(`${withoutTokens} response(s) of group ${group.key} came without token ids and are left out of what atropos receives`);
+      this.options.onWarning(`${withoutTokens} response(s) of group ${group.key} came without token ids; atropos needs whole groups with token ids, so the group is not sent`);
     }
-    if (left.length === 0) return { kind: 'rejected', reason: 'no response of the group has token ids' };
-    const reply = await this.call('POST', '/scored_data', payload, signal);
+    if (left.length !== this.options.groupSize) {
+      return { kind: 'rejected', reason: `group ${group.key} has ${left.length} response(s) with token ids, not the ${this.options.groupSize} (n) atropos registered: the server would buffer it forever` };
+    }
+    const envId = await this.ensureRegistered(spool, signal);
+    const { payload } = atroposScoredData(group, envId, this.options.generationParams, this.startingStep);
+    let reply: HttpReply;
+    try {
+      reply = await this.call('POST', '/scored_data', payload, signal);
+    } catch (error) {
+      this.envId = null;
+      throw error;
+    }
     if (reply.status === 200) {
-      if (!ScoredReplySchema.safeParse(reply.json).success) throw new RetryableTrainerError(`POST /scored_data: unexpected reply ${describeReply(reply)}`, true);
-      await spool.ack([group.id], { sync: true });
+      if (!ScoredReplySchema.safeParse(reply.json).success) {
+        this.envId = null;
+        throw new RetryableTrainerError(`POST /scored_data: unexpected reply ${describeReply(reply)}`, true);
+      }
+      await spool.markPosted(group.id, envId);
+      if (envId === this.envId) this.freshEnv = false;
       return { kind: 'delivered' };
     }
+    this.envId = null;
     if (reply.status >= 400 && reply.status < 500 && reply.status !== 404 && reply.status !== 408 && reply.status !== 429) {
       return { kind: 'rejected', reason: `POST /scored_data: ${describeReply(reply)}` };
     }
     throw new RetryableTrainerError(`POST /scored_data: ${describeReply(reply)}`);
   }
 
-  async reconcile(group: SpooledGroup, signal: AbortSignal): Promise<boolean> {
+  async reconcile(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<boolean> {
     const reply = await this.call('GET', '/latest_example', undefined, signal);
     if (reply.status !== 200) throw new RetryableTrainerError(`GET /latest_example: ${describeReply(reply)}`);
     const parsed = LatestExampleSchema.safeParse(reply.json);
     if (!parsed.success) return false;
     const ours = parsed.data.group_overrides?.thetaevolve;
-    if (typeof ours === 'object' && ours !== null && (ours as Record<string, unknown>).group_uid === group.id) return true;
-    const { payload } = atroposScoredData(group, this.envId);
-    return JSON.stringify(parsed.data.tokens) === JSON.stringify(payload.tokens) && JSON.stringify(parsed.data.scores) === JSON.stringify(payload.scores);
+    const held =
+      (typeof ours === 'object' && ours !== null && (ours as Record<string, unknown>).group_uid === group.id) ||
+      JSON.stringify(parsed.data.tokens) === JSON.stringify(atroposScoredData(group, null).payload.tokens);
+    const envId = parsed.data.env_id;
+    if (!held || envId === null || envId === undefined) return false;
+    await spool.markPosted(group.id, envId);
+    if (envId === this.envId) this.freshEnv = false;
+    return true;
   }
 
-  async readStep(signal: AbortSignal): Promise<number> {
-    if (this.envId === null) await this.register(signal).catch((error: unknown) => {
-      if (error instanceof TrainerConfigError) throw error;
-    });
+  awaitsTrainer(group: SpooledGroup, spool: TrainerSpool): boolean {
+    return spool.postedEnv(group.id) !== undefined;
+  }
+
+  async settle(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement> {
+    const byEnv = new Map<number, SpooledGroup[]>();
+    for (const g of spool.pending()) {
+      const env = spool.postedEnv(g.id);
+      if (env === undefined) continue;
+      byEnv.set(env, [...(byEnv.get(env) ?? []), g]);
+    }
+    const result: Settlement = { pulled: 0, lost: 0 };
+    for (const [env, waiting] of byEnv) {
+      if (this.envId !== null && (env > this.envId || (env === this.envId && this.freshEnv))) {
+        // Our newest registration got this id or a lower one: the server restarted since these were posted.
+        await this.restarted(env, waiting, spool, signal, result);
+        continue;
+      }
+      const reply = await this.call('GET', '/status-env', { env_id: env }, signal);
+      if (reply.status === 200) {
+        const parsed = StatusEnvReplySchema.safeParse(reply.json);
+        if (!parsed.success) throw new RetryableTrainerError(`GET /status-env: unexpected reply ${describeReply(reply)}`);
+        // The queue is FIFO: of our groups waiting under this env id, the oldest went first.
+        const stillQueued = parsed.data.self_queue_size ?? waiting.length;
+        const pulled = waiting.slice(0, Math.max(0, waiting.length - stillQueued));
+        if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+        result.pulled += pulled.length;
+        this.lastSeen.set(env, { step: parsed.data.current_step, onlyOurs: parsed.data.queue_size === parsed.data.self_queue_size });
+      } else if (reply.status === 500) {
+        // An env id the server does not know (IndexError, AttributeError: it restarted), or every env
+        // disconnected (ZeroDivisionError): with a registration of ours in place, only the first.
+        const current = this.envId ?? (await this.register(signal));
+        if (env < current) throw new RetryableTrainerError(`GET /status-env for env ${env}: ${describeReply(reply)}`);
+        if (env === current && !this.freshEnv) this.envId = null;
+        await this.restarted(env, waiting, spool, signal, result);
+      } else {
+        throw new RetryableTrainerError(`GET /status-env: ${describeReply(reply)}`);
+      }
+    }
+    return result;
+  }
+
+  /** The server restarted: acknowledge what its trainer pulled before, mark the rest for sending again. */
+  private async restarted(env: number, waiting: SpooledGroup[], spool: TrainerSpool, signal: AbortSignal, result: Settlement): Promise<void> {
+    const pulledBefore = await this.pulledBeforeRestart(env, signal);
+    const pulled = waiting.slice(0, pulledBefore);
+    const lost = waiting.slice(pulledBefore);
+    if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+    for (const g of lost) await spool.markPosted(g.id, null);
+    this.lastSeen.delete(env);
+    result.pulled += pulled.length;
+    result.lost += lost.length;
+    if (lost.length > 0) this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`);
+  }
+
+  /**
+   * After a restart: how many of the groups that waited under `env` its
+   * trainer pulled since our last look, from how far its step advanced
+   * (it registers again at the step it reached). Unknown (0: send them all
+   * again) unless only our groups were queued then.
+   */
+  private async pulledBeforeRestart(env: number, signal: AbortSignal): Promise<number> {
+    const seen = this.lastSeen.get(env);
+    if (!seen?.onlyOurs) return 0;
+    const info = await this.call('GET', '/info', undefined, signal);
+    const parsedInfo = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
+    if (!parsedInfo?.success) throw new RetryableTrainerError(`GET /info: ${describeReply(info)}`);
+    if (parsedInfo.data.batch_size < 0) throw new RetryableTrainerError('the atropos API server restarted; waiting for its trainer to register again to learn what it pulled before');
+    const status = await this.call('GET', '/status', undefined, signal);
+    const parsed = status.status === 200 ? StatusReplySchema.safeParse(status.json) : null;
+    if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(status)}`);
+    return Math.max(0, Math.floor(((parsed.data.current_step - seen.step) * parsedInfo.data.batch_size) / this.options.groupSize));
+  }
+
+  async readStep(signal: AbortSignal): Promise<number | null> {
     if (this.envId !== null) {
       const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
       const parsed = reply.status === 200 ? StatusReplySchema.safeParse(reply.json) : null;
       if (parsed?.success) return parsed.data.current_step;
-      // A restarted server no longer knows our env (500): register again on the next call.
+      // A restarted server no longer knows our env (500): register again before the next post.
       this.envId = null;
     }
+    // Before a trainer registered, /status answers step 0 whatever the trainer will start from: unknown.
+    const info = await this.call('GET', '/info', undefined, signal);
+    const infoParsed = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
+    if (infoParsed?.success && infoParsed.data.batch_size < 0) return null;
     const reply = await this.call('GET', '/status', undefined, signal);
     const parsed = reply.status === 200 ? StatusReplySchema.safeParse(reply.json) : null;
     if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(reply)}`);
     return parsed.data.current_step;
+  }
+
+  async disconnect(signal: AbortSignal): Promise<void> {
+    if (this.envId === null) return;
+    await this.call('POST', '/disconnect-env', { env_id: this.envId }, signal).catch(() => undefined);
+    this.envId = null;
   }
 
   close(): void {

@@ -6,9 +6,13 @@
 // restarts. A crash between spool and commit leaves groups of a step the
 // database never committed: they are discarded when the bridge next opens
 // the spool (the step is redone), so nothing committed is lost and nothing
-// uncommitted is sent. A group leaves the spool only when the trainer
-// acknowledged it; a group whose send may have reached the trainer is
-// checked before it is sent again (where the protocol can tell).
+// uncommitted is sent. A group leaves the spool only when it is safe for
+// good: slime's buffer acknowledged its writes, or atropos' trainer pulled it
+// from the API server's in-memory queue (a restarted server lost what was
+// still queued: it is sent again). A group whose send may have reached the
+// trainer is checked before it is sent again (where the protocol can tell).
+// Only whole groups of n go out: a group a failed request left short is
+// dropped with a warning and counted (trainers stall on short groups).
 // Synchronous mode (the paper's) holds the next step until the trainer took
 // a step; asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
@@ -18,7 +22,7 @@ import { backoffDelayMs, type BackoffOptions, sleep } from '../llm/retryPolicy';
 import type { TrainerStateEvent } from '../events';
 import type { CommittedStep } from '../loop';
 import { AtroposClient } from './atropos';
-import { RetryableTrainerError, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
+import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
 import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
 
@@ -37,12 +41,16 @@ export interface TrainerState {
   /** The trainer's step (policy version) as last read; null when unknown. */
   trainerStep: number | null;
   lastAckedPolicyVersion: string | null;
-  /** Groups of committed steps in the spool the trainer has not acknowledged. */
+  /** Groups of committed steps in the spool not yet handed to the trainer. */
   pendingGroups: number;
+  /** Groups handed over that wait in the trainer server's queue until its trainer pulls them (atropos); kept spooled, resent if the server loses them. */
+  queuedGroups: number;
   /** Groups acknowledged since this bridge started. */
   sentGroups: number;
   /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
   rejectedGroups: number;
+  /** Groups not sent because failed requests left them short of n responses. */
+  droppedGroups: number;
   /** The run is waiting for the trainer (synchronous step or staleness bound). */
   waiting: boolean;
   lastError: string | null;
@@ -127,6 +135,7 @@ export class TrainerBridge {
   private lastAckedPolicyVersion: string | null = null;
   private sentGroups = 0;
   private rejectedGroups = 0;
+  private droppedGroups = 0;
   private waiting = false;
   private lastError: string | null = null;
   private lastEmitted = '';
@@ -158,11 +167,12 @@ export class TrainerBridge {
         maxTokenLength: this.settings.maxTokens,
         name: options.name,
         timeoutMs,
+        generationParams: { temperature: this.settings.temperature, top_p: this.settings.topP, max_tokens: this.settings.maxTokens },
         onWarning,
         sequencesPerStep: this.settings.batchSize * options.groupSize,
       });
     } else {
-      this.client = new SlimeClient({ url, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
+      this.client = new SlimeClient({ url, groupSize: options.groupSize, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
     }
   }
 
@@ -218,12 +228,13 @@ export class TrainerBridge {
     // Without the database's word, what an earlier run spooled counts as committed.
     this.releasedStep = Math.max(this.releasedStep, committedBefore ?? pending.reduce((last, g) => Math.max(last, g.step), -1));
     this.spool = spool;
-    this.stepsAhead = new Set(pending.map((g) => g.step)).size;
-    // Delivery is one group at a time, so only the oldest pending group can
-    // have reached the trainer before a crash cut its acknowledgement.
-    if (pending[0]) this.inDoubt.add(pending[0].id);
+    // Delivery is one group at a time, so only the oldest pending group not
+    // known to wait in the server's queue can have reached the trainer before
+    // a crash cut its acknowledgement.
+    const unposted = pending.find((g) => !this.client.awaitsTrainer(g, spool));
+    if (unposted) this.inDoubt.add(unposted.id);
     try {
-      await this.client.connect(signal);
+      await this.client.connect(spool, signal);
       this.connected = true;
       this.lastError = null;
     } catch (error) {
@@ -233,6 +244,8 @@ export class TrainerBridge {
       this.lastError = errorText(error);
       this.warn(`the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`);
     }
+    // Counted after connecting: it settled what the trainer pulled meanwhile (atropos).
+    this.stepsAhead = new Set(spool.pending().map((g) => g.step)).size;
     if (this.connected) await this.pollStep(signal);
     this.samplingVersion = this.trainerStep === null ? null : String(this.trainerStep);
     if (!this.client.hasStepSource) {
@@ -276,8 +289,10 @@ export class TrainerBridge {
       trainerStep: this.trainerStep,
       lastAckedPolicyVersion: this.lastAckedPolicyVersion,
       pendingGroups: this.releasedPending(),
+      queuedGroups: this.queuedInServer(),
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
+      droppedGroups: this.droppedGroups,
       waiting: this.waiting,
       lastError: this.lastError,
     };
@@ -297,8 +312,13 @@ export class TrainerBridge {
     this.options.onWarning?.(message);
   }
 
-  /** The groups of a committed step as they are spooled: request failures left out, equal-reward groups only when asked. */
-  private groupsOf(committed: CommittedStep): SpooledGroup[] {
+  /**
+   * The groups of a committed step as they are spooled: whole groups of n
+   * only (a failed request, or for atropos a response without token ids,
+   * leaves a group short: dropped, and counted when `countDrops`),
+   * equal-reward groups only when asked.
+   */
+  private groupsOf(committed: CommittedStep, countDrops: boolean): SpooledGroup[] {
     const spool = this.spool as TrainerSpool;
     const groups: SpooledGroup[] = [];
     const now = Date.now();
@@ -325,7 +345,19 @@ export class TrainerBridge {
           completionLogprobs: r.tokens?.completionLogprobs ?? null,
         });
       }
-      if (samples.length === 0) continue;
+      const usable = this.protocol === 'atropos' ? samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null).length : samples.length;
+      if (usable < this.options.groupSize || group.samples.length < this.options.groupSize) {
+        if (countDrops) {
+          this.droppedGroups++;
+          const failed = group.samples.filter((s) => !s.response || s.reward === null).length;
+          this.warn(
+            `group ${group.key} has ${usable} of its ${this.options.groupSize} responses` +
+              (failed > 0 ? ` (${failed} request(s) failed after retries)` : this.protocol === 'atropos' && usable < samples.length ? ' with token ids' : '') +
+              `: not sent, since a short group stalls the trainer (atropos buffers it, slime never releases it); ${this.droppedGroups} group(s) dropped so far`,
+          );
+        }
+        continue;
+      }
       if (this.settings['trainer.filterEqualRewards'] && samples.every((s) => s.reward === (samples[0] as SpooledSample).reward)) continue;
       groups.push({
         id: `${spool.runPrefix}:${group.key}`,
@@ -343,9 +375,19 @@ export class TrainerBridge {
 
   /** Pending groups of committed steps (what the worker may send). */
   private releasedPending(): number {
-    if (!this.spool) return 0;
+    const spool = this.spool;
+    if (!spool) return 0;
     let count = 0;
-    for (const g of this.spool.pending()) if (g.step <= this.releasedStep) count++;
+    for (const g of spool.pending()) if (g.step <= this.releasedStep && !this.client.awaitsTrainer(g, spool)) count++;
+    return count;
+  }
+
+  /** Groups waiting in the trainer server's queue for its trainer. */
+  private queuedInServer(): number {
+    const spool = this.spool;
+    if (!spool) return 0;
+    let count = 0;
+    for (const g of spool.pending()) if (this.client.awaitsTrainer(g, spool)) count++;
     return count;
   }
 
@@ -362,7 +404,21 @@ export class TrainerBridge {
     if (!spool || !this.enabled) return;
     const stale = spool.pending().filter((g) => g.step > this.releasedStep);
     if (stale.length > 0) await spool.discard(stale.map((g) => g.id));
-    await spool.append(this.groupsOf(committed));
+    await this.learnSamplingVersion(signal);
+    await spool.append(this.groupsOf(committed, false));
+  }
+
+  /**
+   * A step sampled before any trainer step was known (the trainer came up
+   * late) was sampled with the weights the trainer starts from: its step now,
+   * as long as nothing of ours was handed over since.
+   */
+  private async learnSamplingVersion(signal: AbortSignal): Promise<void> {
+    if (this.samplingVersion !== null || !this.client.hasStepSource) return;
+    if (this.stepsAhead > 0 || (this.spool?.pendingCount ?? 0) > 0) return;
+    // Briefly: an unreachable trainer must not hold up the step's commit.
+    await this.pollStep(AbortSignal.any([signal, AbortSignal.timeout(2_000)]));
+    if (this.trainerStep !== null) this.samplingVersion = String(this.trainerStep);
   }
 
   /**
@@ -375,28 +431,32 @@ export class TrainerBridge {
    */
   async afterCommit(committed: CommittedStep, signal: AbortSignal): Promise<void> {
     let groups: SpooledGroup[];
+    const droppedBefore = this.droppedGroups;
     try {
       if (!this.enabled) return;
       if (!this.activation) await this.start(signal);
       await this.activation;
       const spool = this.spool;
       if (!spool || !this.enabled) return;
-      groups = this.groupsOf(committed);
+      await this.learnSamplingVersion(signal);
+      groups = this.groupsOf(committed, true);
       await spool.append(groups);
       await spool.setChildIds(groups.map((g) => ({ id: g.id, childIds: g.samples.map((s) => s.childId) })));
     } finally {
       // The step is committed whatever happens here: what it spooled must never be taken for a stale step.
       this.releasedStep = Math.max(this.releasedStep, committed.step);
     }
-    if (groups.length > 0) this.stepsAhead++;
+    // A step short of whole groups may not fill a trainer batch: it is handed over, but no trainer step is owed for it.
+    const whole = this.droppedGroups === droppedBefore;
+    if (groups.length > 0 && whole) this.stepsAhead++;
     this.changed.notify();
     this.emitState();
-    if (groups.length > 0) await this.holdForTrainer(committed.step, groups, signal);
+    if (groups.length > 0) await this.holdForTrainer(committed.step, groups, whole, signal);
     this.samplingVersion = this.trainerStep === null ? this.samplingVersion : String(this.trainerStep);
     this.emitState();
   }
 
-  private async holdForTrainer(step: number, groups: SpooledGroup[], signal: AbortSignal): Promise<void> {
+  private async holdForTrainer(step: number, groups: SpooledGroup[], owesStep: boolean, signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     const sync = this.settings['trainer.mode'] === 'sync';
     const staleness = sync ? 0 : this.settings['trainer.maxStaleness'];
@@ -406,26 +466,50 @@ export class TrainerBridge {
     try {
       for (;;) {
         if (signal.aborted || this.closing.signal.aborted || !this.enabled) return;
-        const delivered = groups.every((g) => !spool.isPending(g.id) && this.sending !== g.id);
-        if (sync ? delivered && (this.stepsAhead <= 0 || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) return;
+        const delivered = groups.every((g) => this.handedOver(g));
+        const stepped = this.stepsAhead <= 0 || !owesStep;
+        if (sync ? delivered && (stepped || !this.client.hasStepSource) : this.stepsAhead <= staleness || !this.client.hasStepSource) {
+          if (sync) await this.settleNow(signal);
+          return;
+        }
         if (Date.now() >= deadline) {
-          const left = groups.filter((g) => spool.isPending(g.id) || this.sending === g.id).length;
+          const left = groups.filter((g) => !this.handedOver(g)).length;
+          const queued = groups.filter((g) => this.handedOver(g) && spool.isPending(g.id)).length;
           this.warn(
             `the trainer did not take step ${step} within trainer.syncTimeoutSeconds (${this.settings['trainer.syncTimeoutSeconds']} s): ` +
-              (left > 0 ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)` : `the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
+              (left > 0
+                ? `${left} of its ${groups.length} group(s) are still undelivered (${this.lastError ?? 'no reply'}; they stay spooled and are retried)`
+                : `${queued > 0 ? `${queued} of its group(s) wait in the trainer server's queue and ` : ''}the trainer step is still ${this.trainerStep ?? 'unknown'}`) +
               '; going on with the current policy',
           );
           this.stepsAhead = 0;
           return;
         }
         if (delivered || !sync) await this.pollStep(signal);
-        if (sync ? delivered && this.stepsAhead <= 0 : this.stepsAhead <= staleness) return;
+        if (sync ? delivered && (this.stepsAhead <= 0 || !owesStep) : this.stepsAhead <= staleness) {
+          // The trainer stepped: learn now which queued groups it pulled, so a server restart right after cannot make them look lost.
+          if (sync) await this.settleNow(signal);
+          return;
+        }
         await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
       }
     } finally {
       this.waiting = false;
       this.emitState();
     }
+  }
+
+  private async settleNow(signal: AbortSignal): Promise<void> {
+    const spool = this.spool as TrainerSpool;
+    if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
+    await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => undefined);
+    this.emitState();
+  }
+
+  /** The trainer (or its server's queue) has the group. */
+  private handedOver(group: SpooledGroup): boolean {
+    const spool = this.spool as TrainerSpool;
+    return this.sending !== group.id && (!spool.isPending(group.id) || this.client.awaitsTrainer(group, spool));
   }
 
   private async pollStep(signal: AbortSignal): Promise<void> {
@@ -443,8 +527,10 @@ export class TrainerBridge {
   }
 
   private observeStep(step: number): void {
-    if (this.trainerStep !== null && step > this.trainerStep) {
-      this.stepsAhead = Math.max(0, this.stepsAhead - (step - this.trainerStep));
+    // A trainer first seen late counts its steps from where it started.
+    const before = this.trainerStep ?? this.client.startingStep;
+    if (before !== null && step > before) {
+      this.stepsAhead = Math.max(0, this.stepsAhead - (step - before));
     }
     // A step that went back is a restarted trainer: the new counter is the baseline.
     this.trainerStep = step;
@@ -455,22 +541,41 @@ export class TrainerBridge {
   private async deliveryLoop(): Promise<void> {
     const signal = this.closing.signal;
     let failures = 0;
+    let settledAt = 0;
     while (!signal.aborted) {
       const spool = this.spool;
-      const oldest = this.enabled && spool ? spool.pending()[0] : undefined;
-      // Steps are spooled in order, so a held oldest group means every pending one is held.
-      const next = oldest && oldest.step <= this.releasedStep ? oldest : undefined;
+      const client = this.client;
+      const pending = this.enabled && spool ? spool.pending() : [];
+      const waitingInServer = spool !== null && pending.some((g) => client.awaitsTrainer(g, spool));
+      if (spool && waitingInServer && Date.now() - settledAt >= this.pollIntervalMs) {
+        settledAt = Date.now();
+        try {
+          const settled = await client.settle(spool, signal);
+          if (settled.pulled > 0 || settled.lost > 0) {
+            this.changed.notify();
+            this.emitState();
+          }
+        } catch (error) {
+          if (signal.aborted) break;
+          this.connected = false;
+          this.lastError = errorText(error);
+          this.emitState();
+        }
+        continue;
+      }
+      // Steps are spooled in order: the first group not yet handed over, if its step is committed.
+      const first = spool ? pending.find((g) => !client.awaitsTrainer(g, spool)) : undefined;
+      const next = first && first.step <= this.releasedStep ? first : undefined;
       if (!spool || !next) {
-        await this.changed.wait(60_000, [signal]);
+        await this.changed.wait(waitingInServer ? Math.max(1, settledAt + this.pollIntervalMs - Date.now()) : 60_000, [signal]);
         continue;
       }
       this.sending = next.id;
       try {
         if (this.inDoubt.has(next.id)) {
-          const held = await this.client.reconcile(next, signal);
+          const held = await client.reconcile(next, spool, signal);
           this.inDoubt.delete(next.id);
           if (held) {
-            await spool.ack([next.id], { sync: true });
             this.delivered(next);
             failures = 0;
             continue;
@@ -510,13 +615,18 @@ export class TrainerBridge {
     if (this.lastError !== null && this.connected) this.lastError = null;
   }
 
-  /** Wait until every spooled group is acknowledged, `timeoutMs` passes or `signal` aborts; resolves with the groups left. */
-  async flush(signal: AbortSignal, timeoutMs: number): Promise<number> {
+  /**
+   * Wait until every spooled group is handed to the trainer (with `pulled`:
+   * and pulled by it from the server's queue), `timeoutMs` passes or
+   * `signal` aborts; resolves with the groups left.
+   */
+  async flush(signal: AbortSignal, timeoutMs: number, options: { pulled?: boolean } = {}): Promise<number> {
     const deadline = Date.now() + timeoutMs;
-    while (this.enabled && this.spool && (this.releasedPending() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
+    const left = () => this.releasedPending() + (options.pulled ? this.queuedInServer() : 0);
+    while (this.enabled && this.spool && (left() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
       await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
     }
-    return this.releasedPending();
+    return left();
   }
 
   /** Stop the worker and close the spool; what is unsent stays spooled for the next run of this database. */
@@ -525,6 +635,8 @@ export class TrainerBridge {
     this.changed.notify();
     await this.activation?.catch(() => undefined);
     await this.worker;
+    // The run is over: tell the trainer (atropos /disconnect-env), briefly.
+    if (this.connected) await this.client.disconnect(AbortSignal.timeout(2_000)).catch(() => undefined);
     this.client.close();
     await this.spool?.close();
   }
@@ -537,6 +649,7 @@ function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
 /** Stands in while no URL is set; the bridge refuses to turn on before it is used. */
 class UnconfiguredClient implements TrainerProtocolClient {
   readonly hasStepSource = false;
+  readonly startingStep = null;
   constructor(readonly protocol: TrainerProtocol) {}
   async connect(): Promise<void> {
     throw new TrainerConfigError('no trainer URL is set (thetaevolve.trainer.url)');
@@ -547,9 +660,16 @@ class UnconfiguredClient implements TrainerProtocolClient {
   async reconcile(): Promise<boolean> {
     return false;
   }
+  awaitsTrainer(): boolean {
+    return false;
+  }
+  async settle(): Promise<Settlement> {
+    return { pulled: 0, lost: 0 };
+  }
   async readStep(): Promise<null> {
     return null;
   }
+  async disconnect(): Promise<void> {}
   close(): void {}
 }
 
@@ -570,7 +690,9 @@ export function trainerStateLine(previous: TrainerState | null, next: TrainerSta
 export function trainerSummary(state: TrainerState): string {
   return (
     `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
-    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}`
+    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
+    (state.queuedGroups > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
+    (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
   );
 }
 

@@ -64,6 +64,15 @@ export class JsonHttpClient {
   request(method: 'GET' | 'POST', path: string, body: unknown, signal: AbortSignal): Promise<HttpReply> {
     const url = this.url(path);
     const payload = body === undefined ? null : Buffer.from(JSON.stringify(body), 'utf8');
+    return this.send(method, url, payload, signal, method === 'GET');
+  }
+
+  /**
+   * One request; `retryStale` (GETs, which change nothing): a reset on a
+   * kept-alive socket the server had already closed (uvicorn closes after an
+   * error reply or an idle while) is sent once more on a fresh socket.
+   */
+  private send(method: 'GET' | 'POST', url: URL, payload: Buffer | null, signal: AbortSignal, retryStale: boolean): Promise<HttpReply> {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<HttpReply>((resolve, reject) => {
       if (signal.aborted) return reject(new TransportError('aborted', false));
@@ -92,7 +101,17 @@ export class JsonHttpClient {
       req.on('finish', () => {
         written = true;
       });
-      req.on('error', (error) => fail(describe(error)));
+      req.on('error', (error) => {
+        const code = (error as { code?: unknown }).code;
+        if (retryStale && code === 'ECONNRESET' && req.reusedSocket && !settled) {
+          settled = true;
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          resolve(this.send(method, url, payload, signal, false));
+          return;
+        }
+        fail(describe(error));
+      });
       req.on('response', (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
         let size = 0;

@@ -19,22 +19,39 @@ export class RetryableTrainerError extends Error {
 
 export type DeliveryResult = { kind: 'delivered' } | { kind: 'rejected'; reason: string };
 
+/** What became of groups a trainer server holds in memory until its trainer pulls them. */
+export interface Settlement {
+  /** Pulled by the trainer: acknowledged in the spool, done. */
+  pulled: number;
+  /** Lost by a restarted server: to be sent again. */
+  lost: number;
+}
+
 export interface TrainerProtocolClient {
   readonly protocol: TrainerProtocol;
   /** Registration / health at start. Throws TrainerConfigError or RetryableTrainerError. */
-  connect(signal: AbortSignal): Promise<void>;
+  connect(spool: TrainerSpool, signal: AbortSignal): Promise<void>;
   /**
-   * Send what of the group the trainer has not acknowledged yet, recording
-   * each acknowledgement in the spool, the group's own id last. Throws
-   * RetryableTrainerError; resolves `rejected` when the trainer refuses the
-   * payload itself (4xx), which no retry can change.
+   * Send what of the group the trainer has not taken yet, recording it in the
+   * spool: the group's own id once it is safe for good, or (atropos) the env
+   * id it waits under in the server's queue until settle() sees it pulled.
+   * Throws RetryableTrainerError; resolves `rejected` when the trainer
+   * refuses the payload itself (4xx), which no retry can change.
    */
   deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult>;
-  /** After an ambiguous failure: true when the trainer surely holds the group already. */
-  reconcile(group: SpooledGroup, signal: AbortSignal): Promise<boolean>;
+  /** After an ambiguous failure: true when the trainer surely holds the group already (recorded in the spool as deliver would). */
+  reconcile(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<boolean>;
+  /** Groups posted and waiting in the server's queue: nothing to send now. */
+  awaitsTrainer(group: SpooledGroup, spool: TrainerSpool): boolean;
+  /** Ask the server what became of the waiting groups: acknowledge the pulled ones, mark the lost ones for sending again. */
+  settle(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement>;
+  /** The step the trainer started from, once known (atropos: starting_step at registration); null otherwise. */
+  readonly startingStep: number | null;
   /** Whether readStep can tell the trainer's progress at all. */
   readonly hasStepSource: boolean;
   /** The trainer's step (policy version) now; null when unknown. Throws RetryableTrainerError. */
   readStep(signal: AbortSignal): Promise<number | null>;
+  /** Tell the trainer this environment is done (the run ended); best effort. */
+  disconnect(signal: AbortSignal): Promise<void>;
   close(): void;
 }

@@ -1,43 +1,72 @@
 // The slime rollout-buffer protocol (THUDM/slime slime_plugins/rollout_buffer
 // buffer.py): one POST /buffer/write per response {uid, instance_id,
 // messages, reward, extra_info} -> {success, message, data}; the slime
-// trainer pulls whole groups (instance_id, n items) with POST
-// /get_rollout_data and re-tokenises the messages. The buffer has no step
-// counter: the policy version comes from the inference server (SGLang's
+// trainer pulls whole groups (instance_id, at least group_size items) with
+// POST /get_rollout_data and re-tokenises the messages. The buffer has no
+// step counter: the policy version comes from the inference server (SGLang's
 // GET /get_model_info weight_version, when the trainer tags its weight
-// updates with one) when it offers one.
+// updates with one) when it offers one. What the real buffer does that
+// shapes this client:
+// - Everything is in memory, and a restarted buffer keeps the writes it got
+//   since: a group cut by a failure would stay short forever. So a group is
+//   written whole in one go, and after any failure written whole again under
+//   a fresh instance_id (uid stays: duplicates are detectable by uid).
+// - Its group size is 16 until slime's trainer calls /start_rollout (only
+//   with a task_type that has a generator module, and only once), and again
+//   after a restart. So until the buffer has once released a whole group of
+//   ours (and again after any failure), the client looks at what
+//   /get_rollout_data holds right after writing a group, writes back
+//   whatever it took, and says what to configure when our groups stay held.
+// - slime reads instance_id into Sample.index (an int): it is a number.
+import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { assistantText } from './atropos';
 import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
-import { type DeliveryResult, RetryableTrainerError, type TrainerProtocolClient } from './protocol';
+import { type DeliveryResult, RetryableTrainerError, type Settlement, type TrainerProtocolClient } from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
 const WriteReplySchema = z.object({ success: z.boolean(), message: z.string().optional() });
 const ModelInfoSchema = z.object({ weight_version: z.union([z.string(), z.number()]).nullish() });
+const ReadReplySchema = z.object({
+  success: z.boolean(),
+  data: z.object({ data: z.array(z.looseObject({ instance_id: z.unknown() })) }).nullish(),
+});
+
+/** A buffer answering 500 this many times in a row to one group's writes refuses it (buffer.py answers 500 to what it cannot take). */
+export const SLIME_MAX_SERVER_ERRORS = 5;
+/** Probes in a row that found none of our whole groups before the group size is reported wrong. */
+const EMPTY_PROBES_BEFORE_WARNING = 2;
 
 export interface SlimeWrite {
   uid: string;
-  instance_id: string;
+  /** The group key of this write attempt: slime reads it into Sample.index, an int. */
+  instance_id: number;
   messages: { role: string; content: string }[];
   reward: number;
   extra_info: Record<string, string | number | boolean | null>;
 }
 
-/** Stable and unique uid of one response. */
+/** Stable and unique uid of one response (the same in every attempt: duplicates are detectable). */
 export function slimeUid(group: SpooledGroup, sample: SpooledSample): string {
   return `${group.id}:${sample.index}`;
 }
 
-export function slimeWrite(group: SpooledGroup, sample: SpooledSample): SlimeWrite {
+/** A fresh instance_id for one attempt at writing a group: a positive integer JSON and Python both hold exactly. */
+export function newInstanceId(): number {
+  return randomInt(1, 2 ** 47);
+}
+
+export function slimeWrite(group: SpooledGroup, sample: SpooledSample, instanceId: number): SlimeWrite {
   return {
     uid: slimeUid(group, sample),
-    instance_id: group.id,
+    instance_id: instanceId,
     messages: [...group.messages, { role: 'assistant', content: assistantText(sample) }],
     reward: sample.reward,
     extra_info: {
       // slime marks a sample TRUNCATED when finish_reason is "length".
       finish_reason: sample.finishReason,
       truncated: sample.truncated,
+      group_uid: group.id,
       step: group.step,
       group_key: group.key,
       parent_id: group.parentId,
@@ -58,8 +87,18 @@ export function serverRootOf(endpoint: string): string {
   return endpoint.trim().replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
+/** What to configure so slime's buffer releases groups of n, for people. */
+export function slimeGroupSizeAdvice(n: number): string {
+  return (
+    `start slime with --n-samples-per-prompt ${n} --rollout-task-type thetaevolve, put a generator module slime_plugins/rollout_buffer/generator/thetaevolve_generator.py ` +
+    '(TASK_TYPE = "thetaevolve" and a run_rollout(data) that just returns) beside buffer.py, start slime\'s trainer before this run, and restart it whenever the buffer restarts (README: RL with slime)'
+  );
+}
+
 export interface SlimeOptions {
   url: string;
+  /** n: responses per group. */
+  groupSize: number;
   /** The inference server's base URL, asked for weight_version; null when there is none (offline sampler). */
   endpoint: string | null;
   timeoutMs: number;
@@ -68,14 +107,26 @@ export interface SlimeOptions {
 
 export class SlimeClient implements TrainerProtocolClient {
   readonly protocol = 'slime' as const;
+  private readonly options: SlimeOptions;
   private readonly http: JsonHttpClient;
   private readonly modelInfo: JsonHttpClient | null;
   private stepSource = false;
+  readonly startingStep = null;
   /** Non-numeric weight versions count as one step per change. */
   private lastVersion: string | null = null;
   private versionCount = 0;
+  /** HTTP 500 answers in a row to a group's writes. */
+  private readonly serverErrors = new Map<string, number>();
+  /** instance_ids of our attempts (to tell our groups in what the buffer hands out). */
+  private readonly ourInstances = new Set<number>();
+  /** The buffer released a whole group of ours since the last failure: its group size fits. */
+  private groupSizeSeen = false;
+  private emptyProbes = 0;
+  /** Items a probe took from the buffer that are not written back yet. */
+  private toRestore: Record<string, unknown>[] = [];
 
   constructor(options: SlimeOptions) {
+    this.options = options;
     this.http = new JsonHttpClient(options.url, { timeoutMs: options.timeoutMs });
     this.modelInfo = options.endpoint ? new JsonHttpClient(serverRootOf(options.endpoint), { timeoutMs: Math.min(options.timeoutMs, 10_000) }) : null;
   }
@@ -93,7 +144,7 @@ export class SlimeClient implements TrainerProtocolClient {
     }
   }
 
-  async connect(signal: AbortSignal): Promise<void> {
+  async connect(_spool: TrainerSpool, signal: AbortSignal): Promise<void> {
     if (this.modelInfo) {
       const version = await this.readWeightVersion(signal).catch(() => null);
       this.stepSource = version !== null;
@@ -117,25 +168,96 @@ export class SlimeClient implements TrainerProtocolClient {
     return this.versionCount;
   }
 
-  async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
-    for (const sample of group.samples) {
-      const uid = slimeUid(group, sample);
-      if (spool.isAcked(uid)) continue;
-      const reply = await this.call(this.http, 'POST', '/buffer/write', slimeWrite(group, sample), signal);
-      if (reply.status === 200) {
-        const parsed = WriteReplySchema.safeParse(reply.json);
-        if (!parsed.success) throw new RetryableTrainerError(`POST /buffer/write: unexpected reply ${describeReply(reply)}`, true);
-        if (!parsed.data.success) return { kind: 'rejected', reason: `POST /buffer/write refused ${uid}: ${parsed.data.message ?? ''}` };
-        await spool.ack([uid], { sync: false });
-        continue;
-      }
-      if (reply.status >= 400 && reply.status < 500 && reply.status !== 404 && reply.status !== 408 && reply.status !== 429) {
-        return { kind: 'rejected', reason: `POST /buffer/write (${uid}): ${describeReply(reply)}` };
-      }
-      throw new RetryableTrainerError(`POST /buffer/write: ${describeReply(reply)}`);
+  /** One write; throws RetryableTrainerError, or returns why the buffer refused it for good. */
+  private async write(item: unknown, what: string, groupId: string | null, signal: AbortSignal): Promise<string | null> {
+    let reply: HttpReply;
+    try {
+      reply = await this.call(this.http, 'POST', '/buffer/write', item, signal);
+    } catch (error) {
+      this.groupSizeSeen = false; // a restarted buffer is back at group size 16
+      throw error;
     }
+    if (reply.status === 200) {
+      const parsed = WriteReplySchema.safeParse(reply.json);
+      if (!parsed.success) throw new RetryableTrainerError(`POST /buffer/write: unexpected reply ${describeReply(reply)}`, true);
+      if (!parsed.data.success) return `POST /buffer/write refused ${what}: ${parsed.data.message ?? ''}`;
+      return null;
+    }
+    this.groupSizeSeen = false;
+    if (reply.status >= 400 && reply.status < 500 && reply.status !== 404 && reply.status !== 408 && reply.status !== 429) {
+      return `POST /buffer/write (${what}): ${describeReply(reply)}`;
+    }
+    if (reply.status === 500 && groupId !== null) {
+      const count = (this.serverErrors.get(groupId) ?? 0) + 1;
+      this.serverErrors.set(groupId, count);
+      if (count >= SLIME_MAX_SERVER_ERRORS) return `POST /buffer/write (${what}) answered HTTP 500 ${count} times in a row, last ${describeReply(reply)}`;
+    }
+    throw new RetryableTrainerError(`POST /buffer/write: ${describeReply(reply)}`);
+  }
+
+  async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
+    await this.restore(signal);
+    if (group.samples.length !== this.options.groupSize) {
+      return { kind: 'rejected', reason: `group ${group.key} has ${group.samples.length} response(s), not n = ${this.options.groupSize}: the buffer would hold it forever` };
+    }
+    // Every attempt writes the whole group under its own instance_id: what an interrupted attempt left stays short and is never released.
+    const instanceId = newInstanceId();
+    this.ourInstances.add(instanceId);
+    for (const sample of group.samples) {
+      const refused = await this.write(slimeWrite(group, sample, instanceId), slimeUid(group, sample), group.id, signal);
+      if (refused !== null) {
+        this.serverErrors.delete(group.id);
+        return { kind: 'rejected', reason: refused };
+      }
+    }
+    this.serverErrors.delete(group.id);
     await spool.ack([group.id], { sync: true });
+    if (!this.groupSizeSeen) await this.probeGroupSize(signal).catch(() => undefined);
     return { kind: 'delivered' };
+  }
+
+  /**
+   * Right after a whole group of ours went in: take what the buffer releases
+   * and write it back at once. Whole groups of ours in it: the group size
+   * fits. Nothing, twice in a row: the buffer waits for more than n.
+   */
+  private async probeGroupSize(signal: AbortSignal): Promise<void> {
+    const reply = await this.call(this.http, 'POST', '/get_rollout_data', {}, signal);
+    const parsed = reply.status === 200 ? ReadReplySchema.safeParse(reply.json) : null;
+    if (!parsed?.success) return;
+    const items = parsed.data.success ? (parsed.data.data?.data ?? []) : [];
+    this.toRestore.push(...items);
+    await this.restore(signal);
+    const sizes = new Map<number, number>();
+    for (const item of items) {
+      if (typeof item.instance_id === 'number' && this.ourInstances.has(item.instance_id)) sizes.set(item.instance_id, (sizes.get(item.instance_id) ?? 0) + 1);
+    }
+    const n = this.options.groupSize;
+    if (sizes.size > 0) {
+      this.emptyProbes = 0;
+      if ([...sizes.values()].some((size) => size < n)) {
+        this.options.onWarning(`the slime rollout buffer at ${this.options.url} releases groups before all ${n} responses are in: its group size is smaller than n = ${n}; ${slimeGroupSizeAdvice(n)}`);
+      } else {
+        this.groupSizeSeen = true;
+      }
+      return;
+    }
+    if (++this.emptyProbes >= EMPTY_PROBES_BEFORE_WARNING) {
+      this.options.onWarning(
+        `the slime rollout buffer at ${this.options.url} holds our whole groups of ${n} but releases none: its group size is larger than n = ${n} ` +
+          `(16 until slime's trainer calls /start_rollout, and again after the buffer restarts); ${slimeGroupSizeAdvice(n)}`,
+      );
+    }
+  }
+
+  /** Write back what a probe took, oldest first. */
+  private async restore(signal: AbortSignal): Promise<void> {
+    while (this.toRestore.length > 0) {
+      const item = this.toRestore[0];
+      const refused = await this.write(item, 'an item written back after a look at the buffer', null, signal);
+      if (refused !== null) this.options.onWarning(`could not write back an item taken from the slime buffer: ${refused}`);
+      this.toRestore.shift();
+    }
   }
 
   /** The buffer can only be read destructively: nothing to check. */
@@ -143,10 +265,21 @@ export class SlimeClient implements TrainerProtocolClient {
     return false;
   }
 
+  /** Acknowledged writes are the buffer's: nothing waits on our side. */
+  awaitsTrainer(): boolean {
+    return false;
+  }
+
+  async settle(): Promise<Settlement> {
+    return { pulled: 0, lost: 0 };
+  }
+
   async readStep(signal: AbortSignal): Promise<number | null> {
     if (!this.stepSource) return null;
     return this.readWeightVersion(signal);
   }
+
+  async disconnect(): Promise<void> {}
 
   close(): void {
     this.http.close();

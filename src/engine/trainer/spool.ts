@@ -2,7 +2,8 @@
 //   <db>.trainer-spool/meta.json     the run's id prefix (stable across resumes)
 //   <db>.trainer-spool/groups.jsonl  one scored group per line, appended and fsynced
 //   <db>.trainer-spool/acks.jsonl    one acknowledged id per line (a group, or one slime response),
-//                                    and the child ids of groups spooled before their step's commit
+//                                    the child ids of groups spooled before their step's commit, and
+//                                    which env id a posted atropos group waits under (until pulled)
 //   <db>.trainer-spool/rejected.jsonl groups the trainer refused (4xx), kept for people
 // A group is pending until its own id is in the ack log. Appends are whole
 // lines; a line torn by a crash is cut off on open. When everything is
@@ -54,7 +55,12 @@ export type SpooledGroup = z.infer<typeof SpooledGroupSchema>;
 const AckSchema = z.object({ ack: z.string().min(1), at: finite, rejected: z.string().optional() });
 /** A group spooled before its step's commit learns its children's ids after it (by sample position). */
 const ChildIdsSchema = z.object({ children: z.string().min(1), ids: z.array(z.string().nullable()), at: finite });
-const AckLogLineSchema = z.union([AckSchema, ChildIdsSchema]);
+/**
+ * A group posted to a trainer that holds it in memory until its trainer pulls it (atropos): under which
+ * registration (env id) it waits there; env null: the trainer lost it and it must be sent again.
+ */
+const PostedSchema = z.object({ posted: z.string().min(1), env: z.number().int().nullable(), at: finite });
+const AckLogLineSchema = z.union([AckSchema, ChildIdsSchema, PostedSchema]);
 const MetaSchema = z.object({ version: z.literal(1), runPrefix: z.string().min(1), createdAt: finite });
 
 /** Where the spool of a run database lives. */
@@ -80,6 +86,8 @@ export class TrainerSpool {
   private readonly compactAfter: number;
   private readonly pendingGroups = new Map<string, SpooledGroup>();
   private readonly acked = new Set<string>();
+  /** Pending groups the trainer server holds (not yet pulled by its trainer), by the env id they were posted under. */
+  private readonly postedTo = new Map<string, number>();
   /** Every spool file operation runs in this chain, one at a time. */
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -118,13 +126,17 @@ export class TrainerSpool {
     const acksPath = join(dir, 'acks.jsonl');
     const acked = new Set<string>();
     const childIds = new Map<string, (string | null)[]>();
+    const posted = new Map<string, number>();
     const ackText = existsSync(acksPath) ? await readFile(acksPath, 'utf8') : '';
     const ackLines = completeLines(ackText);
     for (const line of ackLines.lines) {
       const parsed = AckLogLineSchema.safeParse(safeJson(line));
       if (!parsed.success) throw new Error(`${acksPath}: a line is not an acknowledgement: ${line.slice(0, 80)}`);
       if ('ack' in parsed.data) acked.add(parsed.data.ack);
-      else childIds.set(parsed.data.children, parsed.data.ids);
+      else if ('posted' in parsed.data) {
+        if (parsed.data.env === null) posted.delete(parsed.data.posted);
+        else posted.set(parsed.data.posted, parsed.data.env);
+      } else childIds.set(parsed.data.children, parsed.data.ids);
     }
     const groupText = existsSync(groupsPath) ? await readFile(groupsPath, 'utf8') : '';
     const groupLines = completeLines(groupText);
@@ -150,6 +162,7 @@ export class TrainerSpool {
       spool.pendingGroups.set(id, ids ? withChildIds(g, ids) : g);
     }
     for (const id of acked) spool.acked.add(id);
+    for (const [id, env] of posted) if (pending.has(id)) spool.postedTo.set(id, env);
     spool.ackedInLog = ackedInLog;
     return spool;
   }
@@ -175,6 +188,27 @@ export class TrainerSpool {
 
   isAcked(id: string): boolean {
     return this.acked.has(id);
+  }
+
+  /** The env id a pending group was posted under and waits in the trainer server's queue with; undefined when not posted. */
+  postedEnv(groupId: string): number | undefined {
+    return this.postedTo.get(groupId);
+  }
+
+  /**
+   * Record that a pending group now waits in the trainer server's queue
+   * (env id), or (null) that the server lost it and it must be sent again.
+   * Fsynced: a resumed run must not post a held group twice.
+   */
+  markPosted(groupId: string, env: number | null): Promise<void> {
+    return this.run(async () => {
+      this.assertOpen();
+      if (!this.pendingGroups.has(groupId)) return;
+      await this.acksFile.appendFile(JSON.stringify({ posted: groupId, env, at: Date.now() }) + '\n', 'utf8');
+      await this.acksFile.datasync();
+      if (env === null) this.postedTo.delete(groupId);
+      else this.postedTo.set(groupId, env);
+    });
   }
 
   /** Durably add groups (one write, one fsync). Ids already known are skipped. */
@@ -218,7 +252,10 @@ export class TrainerSpool {
     return this.run(async () => {
       this.assertOpen();
       let removed = 0;
-      for (const id of ids) if (this.pendingGroups.delete(id)) removed++;
+      for (const id of ids) {
+        this.postedTo.delete(id);
+        if (this.pendingGroups.delete(id)) removed++;
+      }
       if (removed === 0) return;
       if (this.pendingGroups.size === 0) await this.truncateDrained();
       else await this.compact();
@@ -240,6 +277,7 @@ export class TrainerSpool {
         await this.acksFile.appendFile(text, 'utf8');
         for (const id of fresh) {
           this.acked.add(id);
+          this.postedTo.delete(id);
           if (this.pendingGroups.delete(id)) this.ackedInLog++;
         }
       }
@@ -273,11 +311,12 @@ export class TrainerSpool {
       return open(path, 'a+');
     };
     const groupsText = pending.map((g) => JSON.stringify(g) + '\n').join('');
+    const at = Date.now();
     const newGroups = await replace('groups.jsonl', groupsText);
     await this.groupsFile.close();
     this.groupsFile = newGroups;
-    const at = Date.now();
-    const newAcks = await replace('acks.jsonl', keepAcks.map((id) => JSON.stringify({ ack: id, at }) + '\n').join(''));
+    const postedLines = [...this.postedTo].map(([id, env]) => JSON.stringify({ posted: id, env, at }) + '\n');
+    const newAcks = await replace('acks.jsonl', keepAcks.map((id) => JSON.stringify({ ack: id, at }) + '\n').join('') + postedLines.join(''));
     await this.acksFile.close();
     this.acksFile = newAcks;
     this.acked.clear();
@@ -306,6 +345,7 @@ export class TrainerSpool {
     await this.acksFile.truncate(0);
     await this.acksFile.datasync();
     this.acked.clear();
+    this.postedTo.clear();
     this.ackedInLog = 0;
   }
 

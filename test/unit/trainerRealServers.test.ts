@@ -1,0 +1,287 @@
+// The RL trainer bridge against the real servers' own code, vendored in
+// test/fixtures/trainers/ (atropos' API server, slime's rollout buffer), run
+// as child processes on 127.0.0.1 with Debian's fastapi / uvicorn / pydantic.
+// A restart is a kill and a start on the same port. The trainers' side is
+// played here over HTTP as the real trainers do it (atropos: /register, then
+// /batch polls; slime: /start_rollout once, /get_rollout_data).
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseSettings, type Settings } from '../../src/engine/config';
+import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
+import { TrainerBridge } from '../../src/engine/trainer/bridge';
+import { emptyOutcomeCounts } from '../../src/engine/types';
+
+const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');
+const N = 3;
+
+/** A python3 that has what the servers import (Debian's, when a pyenv one shadows it), or null. */
+function serverPython(): string | null {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    const probe = spawnSync(candidate, ['-c', 'import fastapi, uvicorn, pydantic'], { stdio: 'ignore' });
+    if (probe.status === 0) return candidate;
+  }
+  return null;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+interface Reply {
+  status: number;
+  json: unknown;
+}
+
+/** One JSON request (GET may carry a body, as atropos' /status-env wants). */
+function call(url: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply> {
+  return new Promise((resolveReply, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(new URL(path, url), { method, headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {} }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        let json: unknown = null;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = text;
+        }
+        resolveReply({ status: res.statusCode ?? 0, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** A vendored server as a child process; ready once it answers HTTP (polled). */
+class PythonServer {
+  private child: ChildProcess | null = null;
+  private output = '';
+  readonly url: string;
+
+  constructor(
+    private readonly python: string,
+    private readonly dir: string,
+    private readonly script: string,
+    readonly port: number,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(this.python, ['-B', this.script, String(this.port)], { cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
+    child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
+    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${this.script} exited (${code}) before it answered:\n${this.output}`))));
+    exited.catch(() => undefined);
+    const deadline = Date.now() + 20_000;
+    for (let attempt = 1; ; attempt++) {
+      const answered = await Promise.race([call(this.url, 'GET', '/').then(() => true, () => false), exited]);
+      if (answered) return;
+      if (Date.now() > deadline) throw new Error(`${this.script} did not answer on ${this.url} within 20 s:\n${this.output}`);
+      // Polling the endpoint until it answers: a short, growing pause between attempts.
+      await new Promise((r) => setTimeout(r, Math.min(25 * attempt, 200)));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await gone;
+  }
+
+  /** Kill and start again on the same port: everything in memory is gone. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+}
+
+/** atropos' trainer side: /register, then /batch polls; the batches it pulled. */
+class AtroposTrainer {
+  readonly batches: { group_overrides?: { thetaevolve?: { group_key?: string } } }[][] = [];
+  notRegisteredAfterRegister = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private step = 0;
+
+  constructor(
+    private readonly url: string,
+    private readonly batchSize: number,
+  ) {}
+
+  async register(): Promise<void> {
+    await call(this.url, 'POST', '/register', { wandb_group: 'g', wandb_project: 'p', batch_size: this.batchSize, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: 0, starting_step: this.step, num_steps: 1000 });
+    this.timer = setInterval(() => void this.poll(), 20);
+  }
+
+  private async poll(): Promise<void> {
+    const reply = await call(this.url, 'GET', '/batch').catch(() => null);
+    const body = reply?.json as { status?: string; batch?: unknown[] | null } | undefined;
+    if (body?.status === 'error') this.notRegisteredAfterRegister++;
+    if (Array.isArray(body?.batch) && body.batch.length > 0) {
+      this.batches.push(body.batch as AtroposTrainer['batches'][number]);
+      this.step++;
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  keys(): string[] {
+    return this.batches.flat().map((g) => String(g.group_overrides?.thetaevolve?.group_key)).sort();
+  }
+}
+
+function committedStep(step: number): CommittedStep {
+  const groups = [0, 1].map((p) => {
+    const samples: ScoredSample[] = Array.from({ length: N }, (_, i) => {
+      const completion = [100 + step, 200 + i, 300 + p];
+      return {
+        index: i,
+        outcome: 'valid' as const,
+        score: 5 + i,
+        objective: 5 + i,
+        reward: 0.5 + i / 10,
+        childId: `c${step}-${p}-${i}`,
+        error: null,
+        response: {
+          ok: true as const,
+          jobKey: `s${step}-p${p}`,
+          index: i,
+          latencyMs: 1,
+          retries: 0,
+          content: `answer ${i}`,
+          reasoning: null,
+          finishReason: 'stop',
+          truncated: false,
+          promptTokens: 3,
+          completionTokens: 3,
+          tokens: { promptTokenIds: [1, 2, 3 + p], completionTokenIds: completion, completionLogprobs: completion.map(() => -0.5) },
+          policyVersion: null,
+        },
+      };
+    });
+    return { key: `s${step}-p${p}`, step, parentId: `parent-${p}`, messages: [{ role: 'user' as const, content: `improve ${p}` }], samples };
+  });
+  const stats = { step, samples: 2 * N, counts: emptyOutcomeCounts(), best: null, mean: null, p10: null, p50: null, p90: null, meanAll: null, tokens: { prompt: 0, completion: 0 }, timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 }, samplesPerSecond: 0 };
+  return { step, stats, groups };
+}
+
+describe('RL trainer bridge against the real atropos API server and slime rollout buffer (vendored)', function () {
+  this.timeout(60_000);
+  let python: string;
+  let dir: string;
+  const cleanups: (() => Promise<void> | void)[] = [];
+
+  before(function () {
+    const found = serverPython();
+    if (!found) {
+      console.log('      (skipped: no python3 with fastapi, uvicorn and pydantic here; scripts/setup.sh installs Debian\'s python3-fastapi python3-uvicorn python3-pydantic)');
+      this.skip();
+    }
+    python = found as string;
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-real-trainers-'));
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function bridge(settings: Settings, warnings: string[]): TrainerBridge {
+    const b = new TrainerBridge({
+      settings,
+      dbFile: join(dir, 'run.sqlite'),
+      groupSize: N,
+      name: 'thetaevolve-test',
+      tokenSupport: { status: 'supported', logprobs: true, message: null },
+      onWarning: (m) => warnings.push(m),
+      pollIntervalMs: 20,
+      backoff: { baseMs: 20, maxMs: 200 },
+      requestTimeoutMs: 5_000,
+    });
+    cleanups.push(() => b.close());
+    return b;
+  }
+
+  it('atropos: restarted with groups still queued and its trainer back late, it loses and duplicates nothing and is never wedged', async () => {
+    const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
+    cleanups.push(() => server.stop());
+    await server.start();
+    assert.deepEqual((await call(server.url, 'GET', '/batch')).json, { status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
+    let trainer = new AtroposTrainer(server.url, 4 * N); // two steps per trainer batch: step 1 waits in the queue
+    cleanups.push(() => trainer.stop());
+    await trainer.register();
+    const warnings: string[] = [];
+    const b = bridge(parseSettings({ batchSize: 2, samplesPerPrompt: N, 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }), warnings);
+    await b.start(new AbortController().signal);
+    await b.afterCommit(committedStep(1), new AbortController().signal);
+    assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
+    assert.equal(b.state().queuedGroups, 2, 'queued in the server, not yet pulled');
+
+    trainer.stop();
+    await server.restart();
+    const late = new AtroposTrainer(server.url, 4 * N);
+    cleanups.push(() => late.stop());
+    // The trainer comes back 500 ms after the server: a post before its /register would wedge the server.
+    const comeBack = setTimeout(() => void late.register(), 500);
+    cleanups.push(() => clearTimeout(comeBack));
+    await b.afterCommit(committedStep(2), new AbortController().signal);
+    assert.equal(await b.flush(new AbortController().signal, 15_000, { pulled: true }), 0, JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }));
+    trainer = late;
+    assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+    assert.equal(trainer.notRegisteredAfterRegister, 0, 'the server was never wedged');
+    assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
+  });
+
+  it('slime: says what to configure while the group size is 16; after /start_rollout with the ThetaEvolve generator the trainer gets whole groups with numeric instance ids', async () => {
+    const server = new PythonServer(python, join(FIXTURES, 'slime'), 'run_buffer.py', await freePort());
+    cleanups.push(() => server.stop());
+    await server.start();
+    const warnings: string[] = [];
+    const b = bridge(parseSettings({ batchSize: 2, samplesPerPrompt: N, sampler: 'mutate', 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.protocol': 'slime', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), warnings);
+    await b.start(new AbortController().signal);
+    await b.afterCommit(committedStep(1), new AbortController().signal);
+    assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
+    assert.ok(warnings.some((w) => w.includes('releases none') && w.includes('--n-samples-per-prompt 3 --rollout-task-type thetaevolve')), warnings.join('\n'));
+
+    // What slime's trainer does once: /start_rollout (this replaces the buffer: step 1's writes are gone).
+    assert.equal((await call(server.url, 'POST', '/start_rollout', { task_type: 'thetaevolve', num_repeat_per_sample: String(N) })).status, 200);
+    // It takes effect in a background task after the reply: wait until a group of N written now comes out.
+    for (let attempt = 0; ; attempt++) {
+      assert.ok(attempt < 200, '/start_rollout never took effect');
+      for (let i = 0; i < N; i++) await call(server.url, 'POST', '/buffer/write', { uid: `probe-${attempt}-${i}`, instance_id: -1 - attempt, messages: [], reward: 0, extra_info: {} });
+      const probe = (await call(server.url, 'POST', '/get_rollout_data', {})).json as { success: boolean };
+      if (probe.success) break;
+    }
+    await b.afterCommit(committedStep(2), new AbortController().signal);
+    assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
+    const read = (await call(server.url, 'POST', '/get_rollout_data', {})).json as { success: boolean; data: { data: { uid: string; instance_id: unknown; extra_info: { group_key: string } }[] } };
+    assert.equal(read.success, true);
+    const byInstance = new Map<unknown, string[]>();
+    for (const item of read.data.data) byInstance.set(item.instance_id, [...(byInstance.get(item.instance_id) ?? []), item.uid]);
+    assert.ok([...byInstance.keys()].every((id) => typeof id === 'number'), 'slime reads instance_id into an int');
+    assert.deepEqual([...byInstance.values()].map((uids) => new Set(uids).size), [N, N]);
+    assert.deepEqual([...new Set(read.data.data.map((i) => i.extra_info.group_key))].sort(), ['s2-p0', 's2-p1']);
+  });
+});

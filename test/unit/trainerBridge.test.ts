@@ -143,6 +143,7 @@ describe('RL trainer bridge', function () {
   function bridge(s: Settings, extra: Partial<ConstructorParameters<typeof TrainerBridge>[0]> = {}) {
     const warnings: string[] = [];
     const states: TrainerState[] = [];
+    const stateWaiters: { until: (st: TrainerState) => boolean; resolve: () => void }[] = [];
     const b = new TrainerBridge({
       settings: s,
       dbFile: join(dir, 'run.sqlite'),
@@ -153,11 +154,20 @@ describe('RL trainer bridge', function () {
       backoff: { baseMs: 20, maxMs: 100 },
       requestTimeoutMs: 2_000,
       onWarning: (m) => warnings.push(m),
-      onState: (st) => states.push(st),
+      onState: (st) => {
+        states.push(st);
+        for (const w of stateWaiters.filter((x) => x.until(st))) {
+          stateWaiters.splice(stateWaiters.indexOf(w), 1);
+          w.resolve();
+        }
+      },
       ...extra,
     });
     cleanups.push(() => b.close());
-    return { b, warnings, states };
+    /** Resolves once the bridge's state satisfies `until` (now, or at a later state change). */
+    const stateWhere = (until: (st: TrainerState) => boolean): Promise<void> =>
+      until(b.state()) ? Promise.resolve() : new Promise<void>((resolve) => stateWaiters.push({ until, resolve }));
+    return { b, warnings, states, stateWhere };
   }
 
   describe('spool', () => {
@@ -386,7 +396,8 @@ describe('RL trainer bridge', function () {
       b.setEnabled(false);
       await b.afterCommit(committedStep(2), new AbortController().signal);
       await server.comeUp();
-      await new Promise((r) => setTimeout(r, 300));
+      // The delivery loop looked again with the server up, and had nothing it may send.
+      await b.whenIdle();
       assert.equal(server.received.length, 0, 'nothing sent while off');
       assert.equal(b.state().pendingGroups, 2, 'the spool is kept');
       b.setEnabled(true);
@@ -421,7 +432,7 @@ describe('RL trainer bridge', function () {
       await first.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
       assert.equal(first.b.state().pendingGroups, 0, 'held groups are not pending for the trainer');
       assert.equal(await first.b.flush(new AbortController().signal, 300), 0);
-      await new Promise((r) => setTimeout(r, 200));
+      await first.b.whenIdle();
       await first.b.close(); // killed before step 2's database commit
       assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'the held step was never sent');
       const spoolDir = spoolDirOf(join(dir, 'run.sqlite'));
@@ -438,7 +449,7 @@ describe('RL trainer bridge', function () {
       const third = bridge(s);
       await third.b.start(new AbortController().signal);
       assert.ok(!third.warnings.some((w) => w.includes('not yet acknowledged')), third.warnings.join('\n'));
-      await new Promise((r) => setTimeout(r, 200));
+      await third.b.whenIdle();
       assert.equal(server.received.length, 2, 'nothing resurrected');
       // The redo of step 2 has new content under the same group ids: that content is what goes out, once.
       const redo = committedStep(2);
@@ -462,7 +473,9 @@ describe('RL trainer bridge', function () {
       await first.b.spoolStep(withoutChildIds(committedStep(2)), new AbortController().signal);
       await server.comeUp(); // the worker retries step 1 and must stop at the held step 2
       assert.equal(await first.b.flush(new AbortController().signal, 5_000), 0);
-      await new Promise((r) => setTimeout(r, 300));
+      // The trainer pulled step 1's groups (the bridge saw it at /status-env), and step 2 is still held.
+      await first.stateWhere((st) => (st.queuedGroups ?? 0) === 0);
+      await first.b.whenIdle();
       await first.b.close(); // the database committed step 2; the process died before afterCommit
       assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'step 2 held until released');
 
@@ -478,7 +491,7 @@ describe('RL trainer bridge', function () {
 
       const third = bridge(s, { lastCommittedStep: 3 });
       await third.b.start(new AbortController().signal);
-      await new Promise((r) => setTimeout(r, 200));
+      await third.b.whenIdle();
       const uids = groupUids(server);
       assert.equal(new Set(uids).size, uids.length, `duplicates: ${uids.join(' ')}`);
       assert.deepEqual(uids.map((u) => u.split(':')[1]), ['s1-p0', 's1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1']);

@@ -126,6 +126,8 @@ export class TrainerBridge {
   private spool: TrainerSpool | null = null;
   private activation: Promise<void> | null = null;
   private worker: Promise<void> | null = null;
+  /** Callers of whenIdle(), told when the delivery loop next has nothing it may send. */
+  private idleWaiters: (() => void)[] = [];
   private connected = false;
   private trainerStep: number | null = null;
   /** Steps handed over that the trainer has not yet stepped for (staleness). */
@@ -195,7 +197,7 @@ export class TrainerBridge {
 
   private checkConfiguration(): void {
     if (!this.settings['trainer.url'].trim()) {
-      throw new TrainerConfigError('the RL trainer is on but thetaevolve.trainer.url (--trainer URL) is empty');
+      throw new TrainerConfigError('the RL trainer is on but thetaevolve.trainer.url is empty');
     }
     if (this.protocol !== 'atropos') return;
     const support = this.options.tokenSupport;
@@ -537,6 +539,18 @@ export class TrainerBridge {
     this.changed.notify();
   }
 
+  /**
+   * Resolves the next time the delivery loop has nothing it may send (all
+   * handed over, held back, or the bridge off): what a caller waits on to
+   * see that nothing more goes out, instead of a clock.
+   */
+  whenIdle(): Promise<void> {
+    if (!this.worker || this.closing.signal.aborted) return Promise.resolve();
+    const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    this.changed.notify();
+    return idle;
+  }
+
   /** The worker: oldest pending group first, backoff on failure, until close(). */
   private async deliveryLoop(): Promise<void> {
     const signal = this.closing.signal;
@@ -567,6 +581,7 @@ export class TrainerBridge {
       const first = spool ? pending.find((g) => !client.awaitsTrainer(g, spool)) : undefined;
       const next = first && first.step <= this.releasedStep ? first : undefined;
       if (!spool || !next) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
         await this.changed.wait(waitingInServer ? Math.max(1, settledAt + this.pollIntervalMs - Date.now()) : 60_000, [signal]);
         continue;
       }
@@ -635,6 +650,7 @@ export class TrainerBridge {
     this.changed.notify();
     await this.activation?.catch(() => undefined);
     await this.worker;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
     // The run is over: tell the trainer (atropos /disconnect-env), briefly.
     if (this.connected) await this.client.disconnect(AbortSignal.timeout(2_000)).catch(() => undefined);
     this.client.close();

@@ -548,7 +548,11 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
 /** The dashboard's RL card from the bridge's state (the trainer_state event); the page shows protocol, URL, policy version and groups sent itself. */
 export function trainerView(state: TrainerStateEvent['state']): TrainerView {
   const view = { enabled: state.enabled, protocol: state.protocol, url: state.url, lastAckPolicyVersion: state.lastAckedPolicyVersion, groupsSent: state.sentGroups };
-  const queue = `${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : ''}`;
+  const queue =
+    `${state.pendingGroups} pending` +
+    ((state.queuedGroups ?? 0) > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
+    (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : '') +
+    ((state.droppedGroups ?? 0) > 0 ? `, ${state.droppedGroups} short group(s) dropped` : '');
   if (!state.url.trim()) {
     return { ...view, state: state.enabled ? 'not_configured' : 'off', message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
   }

@@ -318,6 +318,7 @@ describe('dashboard data: the RL card', () => {
     assert.equal(ready.groupsSent, 40);
     assert.equal(ready.lastAckPolicyVersion, '3');
     assert.match(ready.message, /trainer step 3; 2 pending/);
+    assert.match(trainerView({ ...base, queuedGroups: 4, droppedGroups: 1 }).message, /2 pending, 4 queued for the trainer, 1 short group\(s\) dropped/);
     assert.equal(trainerView({ ...base, waiting: true }).state, 'waiting');
     const failing = trainerView({ ...base, connected: false, lastError: 'HTTP 503' });
     assert.equal(failing.state, 'error');

@@ -20,7 +20,7 @@ export interface SettingSpec {
 }
 
 export const SETTINGS = [
-  { key: 'endpoint', type: 'string', default: 'http://127.0.0.1:8000/v1', scope: 'machine', description: 'Base URL of the OpenAI-compatible inference server (vLLM: http://127.0.0.1:8000/v1, SGLang: http://127.0.0.1:30000/v1, or a hosted API).' },
+  { key: 'endpoint', type: 'string', default: 'http://127.0.0.1:8000/v1', scope: 'machine', description: 'Base URL of the OpenAI-compatible inference server (vLLM: http://127.0.0.1:8000/v1, SGLang: http://127.0.0.1:30000/v1, or a hosted API). Several servers: their base URLs separated by commas; requests go to the one with the fewest outstanding requests, and a failing one is set aside and retried later.' },
   { key: 'model', type: 'string', default: '', description: 'Model name to request. Empty: the only model the server lists at /v1/models.' },
   { key: 'sampler', type: 'string', default: 'llm', enum: ['llm', 'mutate'], enumDescriptions: ['The language model at thetaevolve.endpoint.', 'Offline mutate sampler: no model; perturbs numeric literals inside the EVOLVE-BLOCK. For trying the pipeline and validating a task without a GPU.'], description: 'Where candidate edits come from.' },
   { key: 'batchSize', type: 'integer', default: 32, minimum: 1, maximum: 4096, description: 'B: parents (prompts) per step. The paper uses 32.' },
@@ -35,6 +35,16 @@ export const SETTINGS = [
   { key: 'evaluationConcurrency', type: 'integer', default: 16, minimum: 1, maximum: 1024, description: 'K: candidate evaluations running at once.' },
   { key: 'sandbox.memoryLimitMb', type: 'integer', default: 4096, minimum: 64, maximum: 1048576, description: 'Memory limit of one candidate evaluation, in MiB.' },
   { key: 'sandbox.outputLimitKb', type: 'integer', default: 64, minimum: 1, maximum: 65536, description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).' },
+  { key: 'evaluation.backend', type: 'string', default: 'local', enum: ['local', 'slurm'], enumDescriptions: ['Evaluate candidates on this machine, in the sandbox (K at once).', 'Evaluate candidates as SLURM jobs on a cluster (the sandbox runs on the compute node); see the thetaevolve.slurm.* settings.'], description: 'Where candidate programs are evaluated.' },
+  { key: 'slurm.partition', type: 'string', default: '', scope: 'machine', description: 'SLURM partition for evaluation jobs (sbatch --partition). Empty: the cluster\'s default partition.' },
+  { key: 'slurm.account', type: 'string', default: '', scope: 'machine', description: 'SLURM account charged for evaluation jobs (sbatch --account). Empty: your default account.' },
+  { key: 'slurm.sbatchArguments', type: 'string', default: '', scope: 'machine', description: 'More sbatch options for every evaluation job, separated by spaces (quotes group words), e.g. `--mem=8G --qos=short`.' },
+  { key: 'slurm.setupCommands', type: 'string', default: '', scope: 'machine', description: 'Shell commands run at the start of every evaluation job before Node and the task start, e.g. `module load nodejs/20 python/3.11`. Separate several with newlines or `;`.' },
+  { key: 'slurm.nodeCommand', type: 'string', default: 'node', scope: 'machine', description: 'Command that starts Node.js (>= 20) on the compute nodes; evaluation jobs run ThetaEvolve\'s own `evaluate` with it.' },
+  { key: 'slurm.stagingDirectory', type: 'string', default: '', scope: 'machine', description: 'Folder on a filesystem shared by this machine and the compute nodes where candidates, the task and the CLI are staged for the jobs. Empty: the run\'s own folder.' },
+  { key: 'slurm.maxJobs', type: 'integer', default: 512, minimum: 1, maximum: 100000, description: 'Most evaluation jobs of one run in the SLURM queue at once (also the job array\'s % limit).' },
+  { key: 'slurm.pollSeconds', type: 'number', default: 5, minimum: 0.1, maximum: 3600, description: 'Seconds between two looks at the queue (one squeue call for all jobs of the run).' },
+  { key: 'slurm.maxResubmits', type: 'integer', default: 2, minimum: 0, maximum: 100, description: 'Times a lost, preempted or node-failed evaluation job is resubmitted before its sample ends as evaluation_failed (no score; not the model\'s fault).' },
   { key: 'database.preset', type: 'string', default: 'large', enum: ['small', 'medium', 'large'], enumDescriptions: ['OpenEvolve: population 70, archive 25, 5 islands.', 'Population 1,000, archive 100, 10 islands.', 'The paper: population 10,000, archive 1,000, 10 islands.'], description: 'Program database size preset. The fields below override single numbers when non-zero.' },
   { key: 'database.populationSize', type: 'integer', default: 0, minimum: 0, maximum: 1000000, description: 'Programs kept before eviction. 0: from the preset.' },
   { key: 'database.archiveSize', type: 'integer', default: 0, minimum: 0, maximum: 100000, description: 'Elite archive size. 0: from the preset.' },

@@ -22,10 +22,10 @@ export interface CandidateEvaluator {
 export interface ScoredSample {
   index: number;
   outcome: Outcome;
-  /** Combined score with penalties; null for request_failed. */
+  /** Combined score with penalties; null for request_failed and evaluation_failed. */
   score: number | null;
   objective: number | null;
-  /** Shaped reward (algorithm.md section 5); null for request_failed. */
+  /** Shaped reward (algorithm.md section 5); null for request_failed and evaluation_failed. */
   reward: number | null;
   childId: string | null;
   response: SampleResponse | null;
@@ -252,6 +252,8 @@ export class EvolutionRun {
       durationMs: result.durationMs,
       reason: result.reason,
     });
+    // Without the starting program's score there is nothing to evolve from.
+    if (result.status === 'evaluation_failed') throw new Error(`the starting program could not be evaluated: ${result.reason}`);
     const record = await db.addInitial({
       parentId: null,
       step: 0,
@@ -373,6 +375,11 @@ export class EvolutionRun {
           });
           lastEvalEnd = Math.max(lastEvalEnd, Date.now());
           if (stepAbort.signal.aborted) return;
+          if (result.status === 'evaluation_failed') {
+            // Our machinery failed, not the model: no score, no database row, no rollout (like request_failed).
+            record(job.key, sample.index, { outcome: 'evaluation_failed', score: null, objective: null, reason: result.reason, child: null, response: sample, error: result.reason }, result.durationMs);
+            return;
+          }
           const outcome = outcomeOfEvaluation(result.status);
           const child: NewProgram = {
             ...base,

@@ -3,8 +3,10 @@
 
 /**
  * How one sample (one model response) ended. Exactly one per sample.
- * Scores per algorithm.md section 4; `request_failed` has no score (the
- * endpoint never answered) and never enters the program database.
+ * Scores per algorithm.md section 4; `request_failed` (the endpoint never
+ * answered) and `evaluation_failed` (our evaluation machinery, not the
+ * candidate, failed) have no score, never enter the program database and
+ * never reach the trainer.
  */
 export const OUTCOMES = [
   'no_diff', // no SEARCH/REPLACE block in the answer: -0.4
@@ -15,10 +17,11 @@ export const OUTCOMES = [
   'invalid_solution', // solution fails the evaluator's validity check: -0.1
   'valid', // the evaluator's combined score (> 0)
   'request_failed', // endpoint still failing after retries: no score
+  'evaluation_failed', // the evaluation infrastructure failed (a SLURM job lost past its resubmits): no score
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
-export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'request_failed'>, number>> = {
+export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'request_failed' | 'evaluation_failed'>, number>> = {
   no_diff: -0.4,
   no_change: -0.3,
   duplicate: -0.3,
@@ -36,12 +39,11 @@ export function emptyOutcomeCounts(): OutcomeCounts {
 export type Direction = 'maximize' | 'minimize';
 
 /** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
-export type EvaluationStatus = 'ok' | 'invalid_solution' | 'no_solution' | 'timeout';
+export type ScoredEvaluationStatus = 'ok' | 'invalid_solution' | 'no_solution' | 'timeout';
+/** Every way an evaluation ends: scored, or `evaluation_failed` when the backend could not run it (no score). */
+export type EvaluationStatus = ScoredEvaluationStatus | 'evaluation_failed';
 
-export interface EvaluationResult {
-  status: EvaluationStatus;
-  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
-  score: number;
+interface EvaluationResultBase {
   /** The task's own objective when a solution was produced and computed, else null. */
   objective: number | null;
   metrics: Record<string, number | string | boolean | null>;
@@ -52,6 +54,21 @@ export interface EvaluationResult {
   stdout: string;
   stderr: string;
 }
+
+/** An evaluation that ran: the candidate's own result. */
+export interface ScoredEvaluationResult extends EvaluationResultBase {
+  status: ScoredEvaluationStatus;
+  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
+  score: number;
+}
+
+/** The backend could not evaluate the candidate (infrastructure failure): no score, not the model's fault. */
+export interface FailedEvaluationResult extends EvaluationResultBase {
+  status: 'evaluation_failed';
+  score: null;
+}
+
+export type EvaluationResult = ScoredEvaluationResult | FailedEvaluationResult;
 
 /** Map an evaluation status onto the sample outcome it gives. */
 export function outcomeOfEvaluation(status: EvaluationStatus): Outcome {

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../config';
+import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { combinedScore } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
-import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
+import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../types';
 import {
   baseEnvironment,
   bwrapArguments,
@@ -78,9 +79,9 @@ export const EvaluatorReplySchema = z.object({
 });
 export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
 
-type Metrics = EvaluationResult['metrics'];
+type Metrics = ScoredEvaluationResult['metrics'];
 
-function penaltyResult(status: Exclude<EvaluationStatus, 'ok'>, reason: string, extra: Partial<EvaluationResult> = {}): EvaluationResult {
+function penaltyResult(status: Exclude<ScoredEvaluationStatus, 'ok'>, reason: string, extra: Partial<ScoredEvaluationResult> = {}): ScoredEvaluationResult {
   return {
     status,
     score: OUTCOME_PENALTY[status],
@@ -130,7 +131,7 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
  * under its own time limit, its reply validated. Never throws for a bad
  * solution; durationMs covers this step only.
  */
-export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<EvaluationResult> {
+export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<ScoredEvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
@@ -143,7 +144,7 @@ export async function scoreSolutionFile(task: Task, solutionPath: string, option
   }
 }
 
-async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<EvaluationResult> {
+async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<ScoredEvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
   const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
@@ -180,7 +181,8 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '' };
 }
 
-function cancelledResult(): EvaluationResult {
+/** The result of an evaluation cancelled before it finished (every backend gives the same). */
+export function cancelledResult(): ScoredEvaluationResult {
   return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
@@ -239,13 +241,15 @@ class Slots {
   }
 }
 
-export class Evaluator {
+/** The `local` evaluation backend: K sandboxed evaluations at once on this machine. */
+export class Evaluator implements EvaluationBackend {
+  readonly kind = 'local';
   readonly isolation: { kind: IsolationKind; warning: string | null };
   private readonly info: IsolationInfo;
   private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec'>> & { runtimeLimitSec: number };
   private readonly slots: Slots;
   private readonly closing = new AbortController();
-  private readonly inFlight = new Set<Promise<EvaluationResult>>();
+  private readonly inFlight = new Set<Promise<ScoredEvaluationResult>>();
 
   constructor(
     readonly task: Task,
@@ -272,11 +276,15 @@ export class Evaluator {
   }
 
   /** Queues behind the concurrency limit; never throws for candidate failures. A cancelled evaluation resolves as no_solution with metrics.cancelled. */
-  evaluate(code: string, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<EvaluationResult> {
+  evaluate(code: string, options: EvaluateOptions = {}): Promise<ScoredEvaluationResult> {
     const promise = this.evaluateNow(code, options);
     this.inFlight.add(promise);
     void promise.finally(() => this.inFlight.delete(promise));
     return promise;
+  }
+
+  get description(): string {
+    return `local sandbox (${this.info.kind === 'bwrap' ? 'bubblewrap' : 'fallback: no bubblewrap'}), ${this.options.concurrency} at once`;
   }
 
   /** Cancel queued and running evaluations and wait until every one has cleaned up. */
@@ -285,9 +293,9 @@ export class Evaluator {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
+  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<ScoredEvaluationResult> {
     const started = performance.now();
-    const elapsed = (result: EvaluationResult): EvaluationResult => ({ ...result, durationMs: performance.now() - started });
+    const elapsed = (result: ScoredEvaluationResult): ScoredEvaluationResult => ({ ...result, durationMs: performance.now() - started });
     if (this.closing.signal.aborted) return elapsed(penaltyResult('no_solution', 'the evaluator is closed', { metrics: { cancelled: true } }));
     if (code.length > this.task.maxCodeLength) {
       return elapsed(penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`));
@@ -305,7 +313,7 @@ export class Evaluator {
     }
   }
 
-  private async runAndScore(code: string, signal: AbortSignal): Promise<EvaluationResult> {
+  private async runAndScore(code: string, signal: AbortSignal): Promise<ScoredEvaluationResult> {
     const root = await mkdtemp(join(tmpdir(), 'thetaevolve-eval-'));
     try {
       const programDir = join(root, 'program');

@@ -1,0 +1,47 @@
+// The evaluation backend a run uses, from its settings
+// (`thetaevolve.evaluation.backend`): the one place that picks local or SLURM.
+import type { Settings } from '../config';
+import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
+import type { Task } from '../task/task';
+import type { EvaluationBackend } from './backend';
+import { SlurmEvaluator, type SlurmQueueStats } from './slurm';
+import { type SlurmSettings, slurmOptionsFromSettings } from './slurmSettings';
+
+export type { EvaluateOptions, EvaluationBackend, EvaluationBackendKind } from './backend';
+export { cancelOrphans, findOrphans, SlurmEvaluator, type SlurmQueueStats } from './slurm';
+
+export interface EvaluationBackendContext {
+  runId: string;
+  /** The run's own folder (beside its database): the default staging place for SLURM jobs. */
+  runFolder: string;
+  /** Folder holding the bundled cli.js and nodeProbe.js (dist/). */
+  bundleDirectory: string;
+  /** Overrides the task's candidate runtime limit (CLI --timeout). */
+  runtimeLimitSec?: number;
+  /** Environment SLURM's tools start from (SLURM_CONF, PATH); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Stops waiting for the SLURM probe job. */
+  signal?: AbortSignal;
+  onQueue?: (queue: SlurmQueueStats) => void;
+  onWarning?: (message: string) => void;
+}
+
+type BackendSettings = Pick<Settings, 'evaluation.backend' | 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb'> & SlurmSettings;
+
+/** Start the backend the settings choose; SLURM's probe job runs before this resolves (and throws a clear error when the nodes cannot evaluate). */
+export async function createEvaluationBackend(task: Task, settings: BackendSettings, context: EvaluationBackendContext): Promise<EvaluationBackend> {
+  if (settings['evaluation.backend'] === 'local') return new Evaluator(task, evaluatorOptionsFromSettings(settings, context.runtimeLimitSec));
+  return SlurmEvaluator.start(
+    task,
+    {
+      ...slurmOptionsFromSettings(settings, context.runFolder),
+      runId: context.runId,
+      bundleDirectory: context.bundleDirectory,
+      ...(context.runtimeLimitSec !== undefined ? { runtimeLimitSec: context.runtimeLimitSec } : {}),
+      ...(context.env ? { env: context.env } : {}),
+      ...(context.onQueue ? { onQueue: context.onQueue } : {}),
+      ...(context.onWarning ? { onWarning: context.onWarning } : {}),
+    },
+    context.signal,
+  );
+}

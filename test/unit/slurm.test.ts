@@ -210,25 +210,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.match(result.reason, /lost 2 times .*left the queue without a result file/);
   });
 
-  it('keeps the API key out of every job environment and of slurmctld and slurmd spool files', async () => {
-    const saved = process.env.OPENAI_API_KEY;
-    process.env.OPENAI_API_KEY = SECRET;
-    try {
-      const { options: extra, reached } = queueReaches({ env: { ...cluster.env, OPENAI_API_KEY: SECRET } }, (running) => running === 2);
-      const evaluator = await start('no-secrets', { ...extra, runtimeLimitSec: 60 });
-      const controller = new AbortController();
-      const results = Promise.all([1, 2].map((v) => evaluator.evaluate(sleeper(50, v), { signal: controller.signal })));
-      await reached;
-      const environments = await jobEnvironments(evaluator.jobName, 2);
-      for (const environ of environments) assert.ok(!environ.includes(SECRET), 'the API key reached a job');
-      for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot]) assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
-      controller.abort();
-      await results;
-    } finally {
-      if (saved === undefined) delete process.env.OPENAI_API_KEY;
-      else process.env.OPENAI_API_KEY = saved;
-    }
-  });
+  for (const exportMode of ['default (--export=NONE)', '--export=ALL in slurm.sbatchArguments']) {
+    it(`keeps the API key out of every job environment and of slurmctld and slurmd spool files: ${exportMode}`, async () => {
+      const saved = process.env.OPENAI_API_KEY;
+      process.env.OPENAI_API_KEY = SECRET;
+      try {
+        const { options: extra, reached } = queueReaches({ env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET } }, (running) => running === 2);
+        const sbatchArguments = exportMode.startsWith('--export=ALL') ? ['--export=ALL'] : [];
+        const evaluator = await start(`no-secrets-${sbatchArguments.length}`, { ...extra, sbatchArguments, runtimeLimitSec: 60 });
+        const controller = new AbortController();
+        const results = Promise.all([1, 2].map((v) => evaluator.evaluate(sleeper(50, v), { signal: controller.signal })));
+        await reached;
+        const environments = await jobEnvironments(evaluator.jobName, 2);
+        for (const environ of environments) assert.ok(!environ.includes(SECRET), 'the API key reached a job');
+        for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot]) assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
+        controller.abort();
+        await results;
+      } finally {
+        if (saved === undefined) delete process.env.OPENAI_API_KEY;
+        else process.env.OPENAI_API_KEY = saved;
+      }
+    });
+  }
 
   it('finds and cancels the jobs a killed ThetaEvolve left behind (resume after kill -9)', async () => {
     const runId = 'orphaned';

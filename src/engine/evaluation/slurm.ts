@@ -629,7 +629,9 @@ export class SlurmEvaluator implements EvaluationBackend {
 
 function commonSbatchArguments(options: SlurmEvaluatorOptions, jobName: string, root: string): string[] {
   return [
-    // The job starts from the user's login environment, not ours: no API key reaches a job or slurmd's spool.
+    // The job starts from the user's login environment on the node, not ours:
+    // no API key reaches a job or slurmd's spool (sbatch runs with a minimal
+    // environment besides, see slurmToolEnvironment).
     '--export=NONE',
     `--job-name=${jobName}`,
     `--chdir=${root}`,

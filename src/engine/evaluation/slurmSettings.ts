@@ -21,7 +21,12 @@ export type SlurmSettings = Pick<
 export interface SlurmClusterOptions {
   partition: string;
   account: string;
-  /** Extra sbatch options, one word each. */
+  /**
+   * Extra sbatch options, one word each, after ours (so they win). `--export=ALL`
+   * here skips loading the login environment on the node (faster job starts);
+   * sbatch then passes on only the few variables ThetaEvolve starts it with
+   * (PATH, HOME, LANG, SLURM_*), never an API key.
+   */
   sbatchArguments: string[];
   /** Shell lines run first in every job (`module load ...`). */
   setupCommands: string[];
@@ -78,8 +83,8 @@ const SbatchArgumentsSchema = z
   })
   .pipe(
     z.array(
-      z.string().refine((w) => !/^--?(parsable|array|job-name|J|export|output|o|chdir|D|wrap)(=|$)/.test(w) && !/^-[JoDa]/.test(w), {
-        message: 'names an option ThetaEvolve sets itself (--parsable, --array, --job-name, --export, --output, --chdir, --wrap)',
+      z.string().refine((w) => !/^--?(parsable|array|job-name|J|output|o|chdir|D|wrap)(=|$)/.test(w) && !/^-[JoDa]/.test(w), {
+        message: 'names an option ThetaEvolve sets itself (--parsable, --array, --job-name, --output, --chdir, --wrap)',
       }),
     ),
   );

@@ -8,9 +8,13 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { cancelOrphans, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import { parseSettings } from '../../src/engine/config';
+import { cancelOrphans, createEvaluationBackend, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import type { EngineEvent, StepCommittedEvent } from '../../src/engine/events';
+import { EvolutionRun } from '../../src/engine/loop';
+import { MutateSampler } from '../../src/engine/mutateSampler';
 import { type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
-import { Evaluator } from '../../src/engine/sandbox/evaluator';
+import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
@@ -162,6 +166,56 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const stats = evaluator.queueStats();
     assert.equal(stats.done, 3);
     assert.equal(stats.lost, 0);
+  });
+
+  it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {
+    const quadratic = await loadTask(join(ROOT, 'test/fixtures/tasks/quadratic'));
+    const settings = parseSettings({
+      batchSize: 2,
+      samplesPerPrompt: 3,
+      evaluationConcurrency: 6,
+      'database.preset': 'small',
+      seed: 7,
+      'evaluation.backend': 'slurm',
+      'slurm.partition': cluster.partition,
+      'slurm.nodeCommand': process.execPath,
+      'slurm.pollSeconds': 0.2,
+    });
+    const evolve = async (backend: 'local' | 'slurm'): Promise<{ committed: StepCommittedEvent[]; jobs: number }> => {
+      const runFolder = await mkdtemp(join(staging, `${backend}-`));
+      const evaluator =
+        backend === 'local'
+          ? new Evaluator(quadratic, evaluatorOptionsFromSettings(settings))
+          : await createEvaluationBackend(quadratic, settings, { runId: 'evolve', runFolder, bundleDirectory: DIST, env: cluster.env });
+      let jobs = 0;
+      const events: EngineEvent[] = [];
+      const run = new EvolutionRun({
+        runId: 'evolve',
+        task: quadratic,
+        settings,
+        dbFile: join(runFolder, 'run.sqlite'),
+        source: new MutateSampler({ seed: 7, language: 'py' }),
+        evaluator: { evaluate: (code, options) => evaluator.evaluate(code, { ...options, onSubmitted: () => jobs++ }) },
+        stepsThisInvocation: 2,
+        onEvent: (e) => events.push(e),
+      });
+      const result = await run.run();
+      await evaluator.close();
+      assert.equal(result.reason, 'steps_done');
+      return { committed: events.filter((e): e is StepCommittedEvent => e.type === 'step_committed'), jobs };
+    };
+    const local = await evolve('local');
+    const slurm = await evolve('slurm');
+    assert.equal(slurm.committed.length, 2);
+    assert.ok(slurm.jobs >= 1, 'evaluations ran as SLURM jobs');
+    assert.equal(local.jobs, 0);
+    for (const [i, step] of slurm.committed.entries()) {
+      const here = local.committed[i] as StepCommittedEvent;
+      assert.deepEqual(step.counts, here.counts);
+      assert.equal(step.best, here.best);
+      assert.equal(step.dbSize, here.dbSize);
+      assert.equal(step.counts.evaluation_failed, 0);
+    }
   });
 
   it('cancelling mid-wave scancels the jobs and leaves none in the queue', async () => {

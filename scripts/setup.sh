@@ -3,7 +3,9 @@
 # Debian's packages and the npm registry only. Idempotent and quick when done.
 #   apt:  chromium (UI tests), ripgrep (code-server's search), libkrb5-dev
 #         (code-server's native build), bubblewrap (the sandbox),
-#         python3-numpy + python3-scipy (the bundled tasks)
+#         python3-numpy + python3-scipy (the bundled tasks), slurmctld + slurmd +
+#         slurm-client + munge (the SLURM backend's tests start a one-node
+#         cluster; Debian's policy keeps the services from starting)
 #   npm:  the extension's dependencies (npm ci) and code-server 4.100.3 in
 #         tools/code-server (its own lockfile)
 set -euo pipefail
@@ -11,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy)
+apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

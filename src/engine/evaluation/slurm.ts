@@ -95,7 +95,10 @@ interface Candidate {
   submissions: number;
   jobId: string | null;
   submittedAt: number;
+  /** Its current job is running (or has run). */
   started: boolean;
+  /** onStart was called (once per candidate, whatever the resubmits). */
+  startNotified: boolean;
   missingPolls: number;
   lastState: string | null;
   settled: boolean;
@@ -355,6 +358,7 @@ export class SlurmEvaluator implements EvaluationBackend {
         jobId: null,
         submittedAt: 0,
         started: false,
+        startNotified: false,
         missingPolls: 0,
         lastState: null,
         settled: false,
@@ -436,8 +440,14 @@ export class SlurmEvaluator implements EvaluationBackend {
   /** One sbatch: a job array of the staged candidates, as many as maxJobs leaves room for. */
   private async submitWave(): Promise<void> {
     if (this.closing) return;
+    // Cancelled while waiting: never submitted (cancelRequested() resolves them).
     const room = Math.min(this.options.maxJobs - this.submitted.size, MAX_ARRAY_TASKS);
-    const wave = this.pending.splice(0, Math.max(0, room));
+    const wave: Candidate[] = [];
+    for (let i = 0; i < this.pending.length && wave.length < room; ) {
+      const c = this.pending[i] as Candidate;
+      if (c.cancelRequested) i++;
+      else wave.push(...this.pending.splice(i, 1));
+    }
     if (wave.length === 0) return;
     const list = join(this.staging.root, 'waves', `${this.nextWave++}.txt`);
     let arrayId: string;
@@ -536,7 +546,9 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (c.started) return;
     c.started = true;
     this.queueWaits.push(now - c.submittedAt);
-    c.options.onStart?.();
+    // A resubmitted candidate started once already as far as the caller knows.
+    if (!c.startNotified) c.options.onStart?.();
+    c.startNotified = true;
   }
 
   private async readResult(c: Candidate): Promise<{ kind: 'none' } | { kind: 'broken'; why: string } | { kind: 'result'; result: ScoredEvaluationResult }> {
@@ -566,6 +578,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.submitted.delete(jobId);
     this.counts.lost++;
     c.jobId = null;
+    c.started = false;
     if (c.submissions <= this.options.maxResubmits) {
       this.warn(`SLURM job ${jobId} ${why}; resubmitting (${c.submissions} of ${this.options.maxResubmits} resubmits)`);
       void rm(join(c.dir, 'failed'), { force: true });

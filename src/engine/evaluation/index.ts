@@ -14,8 +14,8 @@ export interface EvaluationBackendContext {
   runId: string;
   /** The run's own folder (beside its database): the default staging place for SLURM jobs. */
   runFolder: string;
-  /** Folder holding the bundled cli.js and nodeProbe.js (dist/). */
-  bundleDirectory: string;
+  /** Folder holding the bundled cli.js and nodeProbe.js; default: the folder of the running bundle (dist/, where the CLI, the extension and its worker run from). */
+  bundleDirectory?: string;
   /** Overrides the task's candidate runtime limit (CLI --timeout). */
   runtimeLimitSec?: number;
   /** Environment SLURM's tools start from (SLURM_CONF, PATH); default process.env. */
@@ -36,7 +36,8 @@ export async function createEvaluationBackend(task: Task, settings: BackendSetti
     {
       ...slurmOptionsFromSettings(settings, context.runFolder),
       runId: context.runId,
-      bundleDirectory: context.bundleDirectory,
+      // Bundled, this module lives in dist/cli.js, dist/extension.js or dist/engineWorker.js, beside the files jobs need.
+      bundleDirectory: context.bundleDirectory ?? __dirname,
       ...(context.runtimeLimitSec !== undefined ? { runtimeLimitSec: context.runtimeLimitSec } : {}),
       ...(context.env ? { env: context.env } : {}),
       ...(context.onQueue ? { onQueue: context.onQueue } : {}),

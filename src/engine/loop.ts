@@ -10,13 +10,12 @@ import { buildPrompt } from './prompt';
 import { Rng, type RngState } from './rng';
 import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
 import { codeHash } from './codeHash';
+import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
-import { type ChatMessage, type EvaluationResult, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
+import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
 
-/** What the loop needs of the sandbox (src/engine/sandbox/evaluator.ts's Evaluator fits). */
-export interface CandidateEvaluator {
-  evaluate(code: string, options?: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult>;
-}
+/** What the loop needs of an evaluation backend (src/engine/evaluation: local sandbox or SLURM). */
+export type CandidateEvaluator = Pick<EvaluationBackend, 'evaluate'>;
 
 /** One scored response, as the RL trainer bridge receives it. */
 export interface ScoredSample {
@@ -366,11 +365,15 @@ export class EvolutionRun {
       }
       evaluations.push(
         (async () => {
+          let schedulerJobId: string | null = null;
           const result = await evaluator.evaluate(classified.child, {
             signal: stepAbort.signal,
+            onSubmitted: (id) => {
+              schedulerJobId = id;
+            },
             onStart: () => {
               firstEvalStart = Math.min(firstEvalStart, Date.now());
-              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index });
+              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index, ...(schedulerJobId !== null ? { schedulerJobId } : {}) });
             },
           });
           lastEvalEnd = Math.max(lastEvalEnd, Date.now());

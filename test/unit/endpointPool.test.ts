@@ -3,6 +3,7 @@
 // servers, and a server that goes away mid-run is taken out while the run goes on.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { EngineEventSchema } from '../../src/engine/events';
 import { EndpointClient } from '../../src/engine/llm/endpointClient';
 import { EndpointPool, endpointSource, parseEndpointList } from '../../src/engine/llm/endpointPool';
 import type { GenerationJob, Sample } from '../../src/engine/types';
@@ -104,6 +105,7 @@ describe('endpoint pool against two real test servers', function () {
       assert.ok(s.completionTokens > 0 && s.tokensPerSecond > 0, JSON.stringify(s));
       assert.ok(s.latencyMsP50 !== null && s.latencyMsP50 >= 20);
     }
+    assert.equal(EngineEventSchema.parse(source.serversEvent()).type, 'endpoint_servers');
     source.dispose();
   });
 

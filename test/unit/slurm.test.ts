@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseSettings } from '../../src/engine/config';
-import { cancelOrphans, createEvaluationBackend, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
-import type { EngineEvent, StepCommittedEvent } from '../../src/engine/events';
+import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/events';
 import { EvolutionRun } from '../../src/engine/loop';
 import { MutateSampler } from '../../src/engine/mutateSampler';
 import { type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
@@ -166,6 +166,8 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const stats = evaluator.queueStats();
     assert.equal(stats.done, 3);
     assert.equal(stats.lost, 0);
+    const event = EngineEventSchema.parse(evaluationQueueEvent(stats));
+    assert.deepEqual(event.type === 'evaluation_queue' && [event.backend, event.pending, event.running, event.done], ['slurm', 0, 0, 3]);
   });
 
   it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {
@@ -181,7 +183,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       'slurm.nodeCommand': process.execPath,
       'slurm.pollSeconds': 0.2,
     });
-    const evolve = async (backend: 'local' | 'slurm'): Promise<{ committed: StepCommittedEvent[]; jobs: number }> => {
+    const evolve = async (backend: 'local' | 'slurm'): Promise<{ committed: StepCommittedEvent[]; started: EvaluationStartedEvent[]; jobs: number }> => {
       const runFolder = await mkdtemp(join(staging, `${backend}-`));
       const evaluator =
         backend === 'local'
@@ -195,20 +197,36 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
         settings,
         dbFile: join(runFolder, 'run.sqlite'),
         source: new MutateSampler({ seed: 7, language: 'py' }),
-        evaluator: { evaluate: (code, options) => evaluator.evaluate(code, { ...options, onSubmitted: () => jobs++ }) },
+        evaluator: {
+          evaluate: (code, options) =>
+            evaluator.evaluate(code, {
+              ...options,
+              onSubmitted: (id) => {
+                jobs++;
+                options?.onSubmitted?.(id);
+              },
+            }),
+        },
         stepsThisInvocation: 2,
         onEvent: (e) => events.push(e),
       });
       const result = await run.run();
       await evaluator.close();
       assert.equal(result.reason, 'steps_done');
-      return { committed: events.filter((e): e is StepCommittedEvent => e.type === 'step_committed'), jobs };
+      return {
+        committed: events.filter((e): e is StepCommittedEvent => e.type === 'step_committed'),
+        started: events.filter((e): e is EvaluationStartedEvent => e.type === 'evaluation_started' && e.jobKey !== 'initial'),
+        jobs,
+      };
     };
     const local = await evolve('local');
     const slurm = await evolve('slurm');
     assert.equal(slurm.committed.length, 2);
     assert.ok(slurm.jobs >= 1, 'evaluations ran as SLURM jobs');
     assert.equal(local.jobs, 0);
+    // The evaluations terminal shows each SLURM evaluation's job id.
+    assert.ok(slurm.started.length > 0 && slurm.started.every((e) => /^\d+_\d+$/.test(e.schedulerJobId ?? '')), JSON.stringify(slurm.started.slice(0, 2)));
+    assert.ok(local.started.every((e) => e.schedulerJobId === undefined));
     for (const [i, step] of slurm.committed.entries()) {
       const here = local.committed[i] as StepCommittedEvent;
       assert.deepEqual(step.counts, here.counts);

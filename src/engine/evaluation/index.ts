@@ -1,6 +1,7 @@
 // The evaluation backend a run uses, from its settings
 // (`thetaevolve.evaluation.backend`): the one place that picks local or SLURM.
 import type { Settings } from '../config';
+import type { EvaluationQueueEvent } from '../events';
 import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
 import type { Task } from '../task/task';
 import type { EvaluationBackend } from './backend';
@@ -45,4 +46,10 @@ export async function createEvaluationBackend(task: Task, settings: BackendSetti
     },
     context.signal,
   );
+}
+
+/** The engine event a SLURM backend's onQueue becomes (status bar, dashboard). */
+export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()): EvaluationQueueEvent {
+  const { calls, ...counts } = queue;
+  return { type: 'evaluation_queue', time, backend: 'slurm', ...counts, schedulerCalls: calls.sbatch + calls.squeue + calls.scancel };
 }

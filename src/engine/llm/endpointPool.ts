@@ -8,6 +8,7 @@
 // accounting stay those of the single-server client.
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
+import type { EndpointServersEvent } from '../events';
 import { percentile } from '../stats';
 import type { GenerationJob, ResponseSource, Sample, SampleFailure } from '../types';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
@@ -227,6 +228,11 @@ export class EndpointPool implements ResponseSource {
 
   serverStats(): EndpointServerStats[] {
     return this.servers.map((s) => s.stats());
+  }
+
+  /** The engine event with every server's share (emit it after each step). */
+  serversEvent(time = Date.now()): EndpointServersEvent {
+    return { type: 'endpoint_servers', time, servers: this.serverStats() };
   }
 
   /** Every server is checked; failing ones are taken out. Throws only when none answers, or when they serve different models. */

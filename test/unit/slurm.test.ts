@@ -324,9 +324,17 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
     const orphans = await findOrphans(runId, cluster.env);
     assert.deepEqual(orphans.map((o) => o.id).sort(), [...submitted].sort());
-    assert.equal(await cancelOrphans(runId, cluster.env), 2);
-    assert.deepEqual(await findOrphans(runId, cluster.env), []);
-    assert.deepEqual(await cluster.queuedJobs(), []);
+    const stale = (await readdir(staging)).filter((name) => name.startsWith(`thetaevolve-${runId}-`));
+    assert.equal(stale.length, 1, 'the killed process left its staging folder');
+
+    // The resumed run's backend cancels them before it starts, and clears the old staging folder.
+    const warnings: string[] = [];
+    const resumed = await start(runId, { onWarning: (w) => warnings.push(w) });
+    // (Its own probe job may still be leaving the queue.)
+    assert.deepEqual((await findOrphans(runId, cluster.env)).filter((o) => submitted.includes(o.id)), []);
+    assert.ok(warnings.some((w) => w.startsWith(`cancelled 2 SLURM job(s) of run ${runId}`)), warnings.join('\n'));
+    assert.deepEqual((await readdir(staging)).filter((name) => name.startsWith(`thetaevolve-${runId}-`)), [resumed.stagingRoot.split('/').pop()]);
+    await resumed.close();
     assert.equal(await cancelOrphans(runId, cluster.env), 0);
   });
 

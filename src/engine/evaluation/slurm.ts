@@ -8,7 +8,7 @@
 // running"; lost jobs are resubmitted, then the sample ends as
 // evaluation_failed (no score: not the model's fault).
 import { constants } from 'node:fs';
-import { copyFile, cp, lstat, mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
@@ -227,15 +227,25 @@ export async function findOrphans(runId: string, env: NodeJS.ProcessEnv = proces
   return [...queue.values()];
 }
 
-/** scancel every job of a run (resume after a crash) and wait until none is left; resolves with how many there were. */
+/** scancel every job of a run (resume after a crash) and wait until none is left; resolves with how many there were. SlurmEvaluator.start() does this itself. */
 export async function cancelOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const cli = new SlurmCli(env);
-  const name = jobNameOfRun(runId);
+  return cancelRunJobs(new SlurmCli(env), jobNameOfRun(runId));
+}
+
+async function cancelRunJobs(cli: SlurmCli, name: string): Promise<number> {
   const before = await cli.queue(name);
   if (before.size === 0) return 0;
   await cli.cancelByName(name);
   await waitUntilGone(cli, name, null);
   return before.size;
+}
+
+/** Staging folders of this run's earlier processes (their jobs are gone now). */
+async function removeStaleStaging(stagingDirectory: string, jobName: string): Promise<void> {
+  const entries = await readdir(stagingDirectory, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (entry.isDirectory() && entry.name.startsWith(`${jobName}-`)) await rm(join(stagingDirectory, entry.name), { recursive: true, force: true });
+  }
 }
 
 /** Poll until none of `ids` (null: no job of `name` at all) is in the queue; a cancelled job lingers briefly while it completes. */
@@ -306,6 +316,11 @@ export class SlurmEvaluator implements EvaluationBackend {
     }
     const cli = new SlurmCli(options.env ?? process.env);
     const jobName = jobNameOfRun(options.runId);
+    // A run has one SLURM backend at a time: jobs and staging folders of this
+    // run still around were left by a ThetaEvolve that died (resume after a crash).
+    const orphans = await cancelRunJobs(cli, jobName);
+    if (orphans > 0) options.onWarning?.(`cancelled ${orphans} SLURM job(s) of run ${options.runId} that an earlier ThetaEvolve left in the queue`);
+    await removeStaleStaging(options.stagingDirectory, jobName);
     const runtimeLimitSec = options.runtimeLimitSec ?? task.runtimeLimitSec;
     const staging = await stage(task, options, jobName, runtimeLimitSec);
     try {

@@ -276,6 +276,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private nextId = 0;
   private nextWave = 0;
   private submitFailures = 0;
+  private lastSubmitAt = Number.NEGATIVE_INFINITY;
   private squeueFailures = 0;
   private chain: Promise<void> = Promise.resolve();
   private submitTimer: NodeJS.Timeout | null = null;
@@ -436,12 +437,18 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.pollTimer = null;
   }
 
+  /**
+   * Submit what is staged after `afterMs`, but at most one wave per poll
+   * interval: responses that trickle in over a step are gathered into a few
+   * arrays rather than one sbatch each.
+   */
   private scheduleSubmit(afterMs: number): void {
     if (this.submitTimer || this.closing) return;
+    const wait = Math.max(afterMs, this.lastSubmitAt + this.pollMs - performance.now());
     this.submitTimer = setTimeout(() => {
       this.submitTimer = null;
       void this.enqueue(() => this.submitWave());
-    }, afterMs);
+    }, wait);
   }
 
   private schedulePoll(): void {
@@ -464,6 +471,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       else wave.push(...this.pending.splice(i, 1));
     }
     if (wave.length === 0) return;
+    this.lastSubmitAt = performance.now();
     const list = join(this.staging.root, 'waves', `${this.nextWave++}.txt`);
     let arrayId: string;
     try {

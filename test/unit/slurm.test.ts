@@ -345,6 +345,25 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     });
   });
 
+  it('tells why the probe job waits, and stops waiting when the run is stopped', async () => {
+    const controller = new AbortController();
+    const warnings: string[] = [];
+    const starting = SlurmEvaluator.start(
+      task,
+      options('held', {
+        sbatchArguments: ['--hold'],
+        onWarning: (w) => {
+          warnings.push(w);
+          controller.abort();
+        },
+      }),
+      controller.signal,
+    );
+    await assert.rejects(starting, /stopped while waiting for the SLURM probe job/);
+    assert.match(warnings[0] ?? '', /the SLURM probe job \d+ is pending with reason JobHeldUser/);
+    assert.deepEqual(await findOrphans('held', cluster.env), []);
+  });
+
   it('close() scancels queued and running jobs and removes the staging folder', async () => {
     const { options: extra, reached } = queueReaches({ maxJobs: 2 }, (running) => running === 2);
     const evaluator = await start('close', { ...extra, runtimeLimitSec: 60 });

@@ -37,6 +37,8 @@ const GONE_POLL_MS = 100;
 const RESULT_MAX_BYTES = 1024 * 1024;
 const TAIL_CHARS = 400;
 const MIN_NODE_MAJOR = 20;
+/** Pending reasons that only mean "wait your turn"; any other is told once, it may never clear (ReqNodeNotAvail, a limit, ...). */
+const ORDINARY_PENDING_REASONS = new Set(['None', 'Priority', 'Resources', 'JobArrayTaskLimit', 'BeginTime', 'Dependency', 'Prolog']);
 /** Folders of a task folder that are never staged: runs, version control, dependencies. */
 const NOT_STAGED = new Set(['.thetaevolve', '.git', 'node_modules', '__pycache__']);
 
@@ -272,6 +274,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private readonly pending: Candidate[] = [];
   private readonly submitted = new Map<string, Candidate>();
   private readonly queueWaits: number[] = [];
+  private readonly toldReasons = new Set<string>();
   private readonly counts = { done: 0, lost: 0, failed: 0 };
   private nextId = 0;
   private nextWave = 0;
@@ -532,6 +535,10 @@ export class SlurmEvaluator implements EvaluationBackend {
       if (entry?.state === 'RUNNING') this.markStarted(c, now);
       if (entry?.state === 'PENDING') {
         c.missingPolls = 0;
+        if (!ORDINARY_PENDING_REASONS.has(entry.reason) && !this.toldReasons.has(entry.reason)) {
+          this.toldReasons.add(entry.reason);
+          this.warn(`SLURM job ${entry.id} of this run is pending with reason ${entry.reason} (squeue); it may not start until that changes`);
+        }
         continue;
       }
       const result = await this.readResult(c);
@@ -688,14 +695,19 @@ async function runProbe(cli: SlurmCli, options: SlurmEvaluatorOptions, staging: 
   const done = join(staging.root, 'probe.done');
   let missingPolls = 0;
   let lastState: string | null = null;
+  const toldReasons = new Set<string>();
   for (;;) {
     if (signal?.aborted) {
-      await cli.cancel([jobId]).catch(() => undefined);
+      await cli.cancel([jobId]).then(() => waitUntilGone(cli, jobName, [jobId])).catch(() => undefined);
       throw new SlurmError('stopped while waiting for the SLURM probe job');
     }
     const queue = await cli.queue(jobName);
     const entry = queue.get(jobId);
     if (entry) lastState = entry.state;
+    if (entry?.state === 'PENDING' && !ORDINARY_PENDING_REASONS.has(entry.reason) && !toldReasons.has(entry.reason)) {
+      toldReasons.add(entry.reason);
+      options.onWarning?.(`the SLURM probe job ${jobId} is pending with reason ${entry.reason} (squeue); the run starts once it has run`);
+    }
     if (await exists(done)) break;
     if (entry?.live) missingPolls = 0;
     else if (++missingPolls >= MISSING_POLLS_BEFORE_LOST) {

@@ -32,7 +32,8 @@ const MAX_ARRAY_TASKS = 1000;
 /** Polls a job must be missing from the queue, without a result, before it counts as lost (shared filesystems show files late). */
 const MISSING_POLLS_BEFORE_LOST = 2;
 const SUBMIT_FAILURES_BEFORE_GIVING_UP = 3;
-const GONE_TIMEOUT_MS = 30_000;
+/** KillWait (30 s by default) plus a margin: a job that ignores SIGTERM is gone only after SIGKILL. */
+const GONE_TIMEOUT_MS = 45_000;
 const GONE_POLL_MS = 100;
 const RESULT_MAX_BYTES = 1024 * 1024;
 const TAIL_CHARS = 400;

@@ -132,6 +132,27 @@ describe('endpoint pool against two real test servers', function () {
     source.dispose();
   });
 
+  it('puts a server back once its health check answers again', async () => {
+    const port = b.port;
+    await b.close();
+    let back: () => void = () => undefined;
+    const answeredAgain = new Promise<void>((resolve) => (back = resolve));
+    const source = pool([a.baseURL, b.baseURL], {
+      healthRetryMs: 20,
+      onWarning: (w) => (w.startsWith(`${b.baseURL} answers again`) ? back() : undefined),
+    });
+    await source.check();
+    assert.deepEqual(source.serverStats().map((s) => s.healthy), [true, false]);
+    b = await startTestServer({ latencyMs: 20, port });
+    await answeredAgain;
+    assert.deepEqual(source.serverStats().map((s) => s.healthy), [true, true]);
+    const samples: Sample[] = [];
+    await source.generate(jobs(4, 5), new AbortController().signal, (s) => samples.push(s));
+    assert.ok(samples.length === 20 && samples.every((s) => s.ok));
+    assert.ok(b.counters.chatRequests > 0, 'the server that came back takes requests again');
+    source.dispose();
+  });
+
   it('check() takes out a server that does not answer and goes on with the rest; none answering is an error', async () => {
     const dead = `http://127.0.0.1:${await deadPort()}/v1`;
     const warnings: string[] = [];
@@ -145,8 +166,13 @@ describe('endpoint pool against two real test servers', function () {
     assert.ok(warnings.some((w) => w.startsWith(`${dead} is taken out`)));
     source.dispose();
 
-    const none = pool([dead, `http://127.0.0.1:${await deadPort()}/v1`]);
+    const none = pool([dead, `http://127.0.0.1:${await deadPort()}/v1`], { maxRetries: 2 });
     await assert.rejects(none.check(), /No server of thetaevolve\.endpoint answers: No server at/);
+    // With every server out, samples end as request_failed once the retries are spent (the run does not hang).
+    const failures: Sample[] = [];
+    await none.generate(jobs(1, 2), new AbortController().signal, (s) => failures.push(s));
+    assert.equal(failures.length, 2);
+    for (const f of failures) assert.ok(!f.ok && /^every server of thetaevolve\.endpoint is out \(last: No server at/.test(f.error), JSON.stringify(f));
     none.dispose();
   });
 });

@@ -347,15 +347,23 @@ export class EndpointPool implements ResponseSource {
   ): Promise<void> {
     const failedOn = new Set<Server>();
     let retries = 0;
+    let lastError: string | null = null;
     let firstStart: number | null = null;
     const subJob: GenerationJob = { ...unit.job, key: unit.job.key, n: unit.n, seed: unit.seed };
     for (;;) {
       let server = this.pick(failedOn);
       if (server === null) {
-        // Every server is out: wait until one is back (or the run stops).
+        // Every server is out: wait for one to come back, within the retry budget.
+        if (retries >= this.options.maxRetries) {
+          const last = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
+          const error = `every server of thetaevolve.endpoint is out (last: ${last})`;
+          for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries, error });
+          return;
+        }
+        retries++;
+        totals.retries++;
         const back = Promise.race(this.servers.map((s) => s.whenUp()));
-        const stopped = new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-        await Promise.race([back, stopped]);
+        await Promise.race([back, sleep(backoffDelayMs(retries, this.backoff), signal)]);
         if (signal.aborted) return;
         continue;
       }
@@ -397,6 +405,7 @@ export class EndpointPool implements ResponseSource {
         for (const s of samples) deliver({ ...s, jobKey: unit.job.key, index: unit.firstIndex + s.index, latencyMs, retries });
         return;
       }
+      lastError = failure.error;
       server.failures++;
       server.failuresInRow++;
       failedOn.add(server);

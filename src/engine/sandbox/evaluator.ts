@@ -3,6 +3,7 @@
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
+import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -273,6 +274,8 @@ export class Evaluator implements EvaluationBackend {
     this.info = detectIsolation(this.options.isolation);
     this.isolation = { kind: this.info.kind, warning: this.info.warning };
     this.slots = new Slots(this.options.concurrency);
+    // Every running evaluation listens on it: K of them, not a leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
   /** Queues behind the concurrency limit; never throws for candidate failures. A cancelled evaluation resolves as no_solution with metrics.cancelled. */

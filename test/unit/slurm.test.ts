@@ -279,7 +279,16 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(result.status, 'evaluation_failed');
     assert.equal(result.score, null);
     assert.equal(jobIds.length, 2);
-    assert.match(result.reason, /lost 2 times .*left the queue without a result file/);
+    assert.match(result.reason, /ended without a result 2 times \(last: job \d+_0 left the queue without a result file/);
+  });
+
+  it("reports what ThetaEvolve's evaluate said when it failed on the node", async () => {
+    const evaluator = await start('evaluate-fails', { maxResubmits: 0 });
+    // The staged task lost its task.json after the probe: evaluate on the node refuses the task.
+    await rm(join(evaluator.stagingRoot, 'task', 'task.json'));
+    const result = await evaluator.evaluate(task.initialProgram);
+    assert.equal(result.status, 'evaluation_failed');
+    assert.match(result.reason, /ended without a result once \(last: job \d+_0 ThetaEvolve's evaluate exited with code 1 on the compute node: .*task\.json/s);
   });
 
   for (const exportMode of ['default (--export=NONE)', '--export=ALL in slurm.sbatchArguments']) {

@@ -617,7 +617,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       return;
     }
     const times = c.submissions === 1 ? 'once' : `${c.submissions} times`;
-    this.endAsFailed(c, `the SLURM evaluation job was lost ${times} (last: job ${jobId} ${why})`);
+    this.endAsFailed(c, `the SLURM evaluation job ended without a result ${times} (last: job ${jobId} ${why})`);
   }
 
   private endAsFailed(c: Candidate, reason: string): void {

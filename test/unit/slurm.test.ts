@@ -131,7 +131,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
   }
 
   it('evaluates a program as a SLURM job with the same result as the local sandbox, and reports the node', async () => {
-    const evaluator = await start('same-result');
+    // A long poll interval: results are picked up from done/ between polls, with no squeue at all.
+    const evaluator = await start('same-result', { pollSeconds: 30 });
+    const squeueAtStart = evaluator.calls.squeue;
     assert.equal(evaluator.kind, 'slurm');
     assert.equal(evaluator.isolation.kind, 'bwrap');
     assert.match(evaluator.node.node, /^v\d+\./);
@@ -163,6 +165,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     // One job array for the three, one job id each.
     assert.equal(new Set(jobIds.map((id) => id.split('_')[0])).size, 1, jobIds.join(' '));
     assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
+    assert.equal(evaluator.calls.squeue, squeueAtStart, 'no squeue was needed to pick up the results');
     const stats = evaluator.queueStats();
     assert.equal(stats.done, 3);
     assert.equal(stats.lost, 0);

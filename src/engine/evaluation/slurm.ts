@@ -36,6 +36,8 @@ const SUBMIT_FAILURES_BEFORE_GIVING_UP = 3;
 const GONE_TIMEOUT_MS = 45_000;
 const GONE_POLL_MS = 100;
 const RESULT_MAX_BYTES = 1024 * 1024;
+/** How often done/ is listed between polls. */
+const DONE_CHECK_MS = 250;
 const TAIL_CHARS = 400;
 const MIN_NODE_MAJOR = 20;
 /** Pending reasons that only mean "wait your turn"; any other is told once, it may never clear (ReqNodeNotAvail, a limit, ...). */
@@ -175,7 +177,7 @@ async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string
   await mkdir(options.stagingDirectory, { recursive: true });
   const root = await mkdtemp(join(resolve(options.stagingDirectory), `${jobName}-`));
   try {
-    for (const sub of ['bundle', 'candidates', 'waves', 'logs']) await mkdir(join(root, sub));
+    for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
     for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
     const stagingRoot = resolve(options.stagingDirectory);
     await cp(task.dir, join(root, 'task'), {
@@ -198,6 +200,8 @@ async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string
         `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}" --json --timeout ${runtimeLimitSec} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
         'code=$?',
         'if [ "$code" -eq 0 ]; then mv -f "$dir/result.json.part" "$dir/result.json"; else echo "$code" > "$dir/failed"; fi',
+        '# One folder to list instead of a file per candidate to look at: results are picked up between two polls.',
+        'touch "$stage/done/$id"',
         '',
       ].join('\n'),
       { mode: 0o755 },
@@ -285,10 +289,12 @@ export class SlurmEvaluator implements EvaluationBackend {
   private chain: Promise<void> = Promise.resolve();
   private submitTimer: NodeJS.Timeout | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
+  private doneTimer: NodeJS.Timeout | null = null;
   private cancelScheduled = false;
   private closing: Promise<void> | null = null;
   private readonly pollMs: number;
   private readonly gatherMs: number;
+  private readonly doneCheckMs: number;
   private readonly timeMinutes: number;
 
   private constructor(
@@ -304,6 +310,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.isolation = probe.isolation;
     this.pollMs = options.pollSeconds * 1000;
     this.gatherMs = Math.min(options.gatherMs ?? 200, this.pollMs);
+    this.doneCheckMs = Math.min(DONE_CHECK_MS, this.pollMs);
     this.timeMinutes = jobTimeLimitMinutes(options.runtimeLimitSec ?? task.runtimeLimitSec, task.evaluatorTimeLimitSec);
     const where = options.partition ? `partition ${options.partition}` : 'the default partition';
     const sandbox = probe.isolation.kind === 'bwrap' ? 'bubblewrap' : 'fallback sandbox: no bubblewrap';
@@ -437,6 +444,8 @@ export class SlurmEvaluator implements EvaluationBackend {
   private clearTimers(): void {
     if (this.submitTimer) clearTimeout(this.submitTimer);
     if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.doneTimer) clearTimeout(this.doneTimer);
+    this.doneTimer = null;
     this.submitTimer = null;
     this.pollTimer = null;
   }
@@ -456,11 +465,47 @@ export class SlurmEvaluator implements EvaluationBackend {
   }
 
   private schedulePoll(): void {
+    this.scheduleDoneCheck();
     if (this.pollTimer || this.closing || this.submitted.size === 0) return;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
       void this.enqueue(() => this.poll());
     }, this.pollMs);
+  }
+
+  private scheduleDoneCheck(): void {
+    if (this.doneTimer || this.closing || this.submitted.size === 0 || this.doneCheckMs >= this.pollMs) return;
+    this.doneTimer = setTimeout(() => {
+      this.doneTimer = null;
+      void this.enqueue(() => this.checkDone());
+    }, this.doneCheckMs);
+  }
+
+  /**
+   * Between two polls: one listing of done/, where each job leaves its
+   * candidate's id when it ends, picks results up early. Anything else (a
+   * failure, a result not visible yet) waits for the next poll.
+   */
+  private async checkDone(): Promise<void> {
+    if (this.closing || this.submitted.size === 0) return;
+    const doneDir = join(this.staging.root, 'done');
+    const names = await readdir(doneDir).catch(() => []);
+    if (names.length > 0) {
+      const byId = new Map([...this.submitted.values()].map((c) => [String(c.id), c]));
+      const now = performance.now();
+      for (const name of names) {
+        await rm(join(doneDir, name), { force: true });
+        const c = byId.get(name);
+        if (!c) continue;
+        const result = await this.readResult(c);
+        if (result.kind !== 'result') continue;
+        this.markStarted(c, now);
+        this.counts.done++;
+        this.finish(c, result.result);
+      }
+      if (this.pending.length > 0) await this.submitWave();
+    }
+    this.scheduleDoneCheck();
   }
 
   /** One sbatch: a job array of the staged candidates, as many as maxJobs leaves room for. */

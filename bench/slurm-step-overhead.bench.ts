@@ -19,7 +19,8 @@ import { slurmUnavailableReason, startSlurmCluster } from '../test/support/slurm
 const CANDIDATES = 16;
 const FEW_CANDIDATES = 4;
 const ROUNDS = 3;
-const POLL_SECONDS = 0.5;
+/** The product default (thetaevolve.slurm.pollSeconds): results come from done/ between polls. */
+const POLL_SECONDS = 5;
 
 function candidate(i: number): string {
   return `import json, time\ntime.sleep(1)\nwith open("solution.json", "w") as f:\n    json.dump({"value": ${i + 1}}, f)\n`;

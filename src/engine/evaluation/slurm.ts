@@ -492,14 +492,13 @@ export class SlurmEvaluator implements EvaluationBackend {
     const names = await readdir(doneDir).catch(() => []);
     if (names.length > 0) {
       const byId = new Map([...this.submitted.values()].map((c) => [String(c.id), c]));
-      const now = performance.now();
       for (const name of names) {
         await rm(join(doneDir, name), { force: true });
         const c = byId.get(name);
         if (!c) continue;
         const result = await this.readResult(c);
         if (result.kind !== 'result') continue;
-        this.markStarted(c, now);
+        this.markStarted(c, null);
         this.counts.done++;
         this.finish(c, result.result);
       }
@@ -589,7 +588,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       }
       const result = await this.readResult(c);
       if (result.kind === 'result') {
-        this.markStarted(c, now);
+        this.markStarted(c, null);
         this.counts.done++;
         this.finish(c, result.result);
         continue;
@@ -618,10 +617,11 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.schedulePoll();
   }
 
-  private markStarted(c: Candidate, now: number): void {
+  /** `now` when squeue showed the job running (its queue wait is known), null when only its result showed it ran. */
+  private markStarted(c: Candidate, now: number | null): void {
     if (c.started) return;
     c.started = true;
-    this.queueWaits.push(now - c.submittedAt);
+    if (now !== null) this.queueWaits.push(now - c.submittedAt);
     // A resubmitted candidate started once already as far as the caller knows.
     if (!c.startNotified) c.options.onStart?.();
     c.startNotified = true;

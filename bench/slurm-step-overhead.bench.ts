@@ -92,12 +92,10 @@ async function main(): Promise<void> {
     const localMs = percentile(localTimes, 50);
     const slurmMs = percentile(slurmTimes, 50);
     const slurmAllMs = percentile(slurmAllTimes, 50);
-    const stats = onSlurm.queueStats();
-    const waitP50 = stats.queueWaitMsP50 === null ? 'n/a' : `${Math.round(stats.queueWaitMsP50)} ms`;
     console.log(
       `bench slurm-step-overhead: ${(slurmMs / localMs).toFixed(2)} x (one step of ${CANDIDATES} candidates of ~1 s: SLURM ${(slurmMs / 1000).toFixed(2)} s vs local ${(localMs / 1000).toFixed(2)} s, medians of ${ROUNDS}; ` +
         `with --export=ALL in slurm.sbatchArguments ${(slurmAllMs / localMs).toFixed(2)} x (${(slurmAllMs / 1000).toFixed(2)} s); ` +
-        `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll, queue wait p50 ${waitP50}; target <= 1.5)`,
+        `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll; target <= 1.5)`,
     );
     console.log(
       `bench slurm-scheduler-calls-per-step: ${percentile(callsPerStep, 50)} calls (sbatch + squeue + scancel for one step of ${CANDIDATES} candidates, median of ${ROUNDS}; ` +

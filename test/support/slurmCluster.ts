@@ -184,7 +184,12 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
       stop: async () => {
         // Jobs first (their slurmstepd outlives slurmd), then the daemons, newest first.
         const jobs = await queuedJobs().catch(() => []);
-        if (jobs.length > 0) await client('scancel', jobs);
+        if (jobs.length > 0) {
+          await client('scancel', jobs);
+          // Until they are gone (KillWait is 30 s), so no slurmstepd outlives the cluster.
+          const deadline = Date.now() + 45_000;
+          while ((await queuedJobs().catch(() => [])).length > 0 && Date.now() < deadline) await delay(100);
+        }
         await stopAll();
         await rm(dir, { recursive: true, force: true });
       },

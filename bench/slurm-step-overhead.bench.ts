@@ -35,7 +35,7 @@ async function step(evaluate: (code: string) => Promise<EvaluationResult>, count
 }
 
 function totalCalls(calls: SchedulerCalls): number {
-  return calls.sbatch + calls.squeue + calls.scancel;
+  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct;
 }
 
 async function main(): Promise<void> {
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
         `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll; target <= 1.5)`,
     );
     console.log(
-      `bench slurm-scheduler-calls-per-step: ${percentile(callsPerStep, 50)} calls (sbatch + squeue + scancel for one step of ${CANDIDATES} candidates, median of ${ROUNDS}; ` +
+      `bench slurm-scheduler-calls-per-step: ${percentile(callsPerStep, 50)} calls (sbatch + squeue + scancel + sacct for one step of ${CANDIDATES} candidates, median of ${ROUNDS}; ` +
         `${fewCalls} for a step of ${FEW_CANDIDATES} candidates (${(fewMs / 1000).toFixed(1)} s); one sbatch (job array) per wave and one squeue per ${POLL_SECONDS} s poll, so the count follows the step's length, not its candidates; ` +
         `target: independent of the number of candidates)`,
     );

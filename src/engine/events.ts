@@ -167,7 +167,7 @@ export const EvaluationQueueEventSchema = z.object({
   failed: count,
   /** Median time from submission to running. */
   queueWaitMsP50: z.number().nonnegative().nullable(),
-  /** sbatch + squeue + scancel calls so far. */
+  /** sbatch + squeue + scancel (+ sacct for lost jobs) calls so far. */
   schedulerCalls: count,
 });
 

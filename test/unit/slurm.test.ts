@@ -271,6 +271,8 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(jobIds.length, 2, `submitted as ${jobIds.join(', ')}`);
     assert.notEqual(jobIds[0], jobIds[1]);
     assert.equal(evaluator.queueStats().lost, 1);
+    // This cluster keeps no accounting: sacct was asked once, then never again.
+    assert.equal(evaluator.calls.sacct, 1);
     assert.ok(warnings.some((w) => w.includes(`${jobIds[0]}`) && /resubmitting/.test(w)), warnings.join('\n'));
   });
 

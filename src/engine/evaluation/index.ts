@@ -51,5 +51,5 @@ export async function createEvaluationBackend(task: Task, settings: BackendSetti
 /** The engine event a SLURM backend's onQueue becomes (status bar, dashboard). */
 export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()): EvaluationQueueEvent {
   const { calls, ...counts } = queue;
-  return { type: 'evaluation_queue', time, backend: 'slurm', ...counts, schedulerCalls: calls.sbatch + calls.squeue + calls.scancel };
+  return { type: 'evaluation_queue', time, backend: 'slurm', ...counts, schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct };
 }

@@ -19,7 +19,7 @@ import type { Task } from '../task/task';
 import type { EvaluationResult, FailedEvaluationResult, ScoredEvaluationResult } from '../types';
 import type { EvaluateOptions, EvaluationBackend } from './backend';
 import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
-import { jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
+import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
 import type { SlurmClusterOptions } from './slurmSettings';
 
 /** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
@@ -285,6 +285,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private nextWave = 0;
   private submitFailures = 0;
   private lastSubmitAt = Number.NEGATIVE_INFINITY;
+  private accountingAvailable = true;
   private squeueFailures = 0;
   private chain: Promise<void> = Promise.resolve();
   private submitTimer: NodeJS.Timeout | null = null;
@@ -574,6 +575,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       return;
     }
     const now = performance.now();
+    const lost: Candidate[] = [];
     for (const c of [...this.submitted.values()]) {
       const entry = queue.get(c.jobId as string);
       if (entry) c.lastState = entry.state;
@@ -609,12 +611,31 @@ export class SlurmEvaluator implements EvaluationBackend {
         const said = tail(`${log}\n${stderr}`);
         this.attemptFailed(c, `ThetaEvolve's evaluate exited with code ${failedCode.trim()} on the compute node${said ? `: ${said}` : ''}`);
       } else if (c.missingPolls >= MISSING_POLLS_BEFORE_LOST) {
-        this.attemptFailed(c, `left the queue without a result file${c.lastState && c.lastState !== 'RUNNING' ? ` (last seen ${c.lastState})` : ''}`);
+        lost.push(c);
+      }
+    }
+    if (lost.length > 0) {
+      const ended = await this.howJobsEnded(lost.map((c) => c.jobId as string));
+      for (const c of lost) {
+        const account = ended.get(c.jobId as string);
+        const how = account ? ` (sacct: ${account.state}, exit ${account.exitCode})` : c.lastState && c.lastState !== 'RUNNING' ? ` (last seen ${c.lastState})` : '';
+        this.attemptFailed(c, `left the queue without a result file${how}`);
       }
     }
     this.options.onQueue?.(this.queueStats());
     if (this.pending.length > 0) await this.submitWave();
     this.schedulePoll();
+  }
+
+  /** What accounting says of jobs that left the queue without a result; nothing where the cluster keeps none (then sacct is not asked again). */
+  private async howJobsEnded(ids: string[]): Promise<Map<string, AccountingEntry>> {
+    if (!this.accountingAvailable) return new Map();
+    try {
+      return await this.cli.accounting(ids);
+    } catch {
+      this.accountingAvailable = false;
+      return new Map();
+    }
   }
 
   /** `now` when squeue showed the job running (its queue wait is known), null when only its result showed it ran. */

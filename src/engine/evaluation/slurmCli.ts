@@ -59,11 +59,29 @@ export interface SchedulerCalls {
   sbatch: number;
   squeue: number;
   scancel: number;
+  /** Only for jobs that left the queue without a result, and only where accounting exists. */
+  sacct: number;
 }
+
+/** How a finished job ended, as accounting (sacct) remembers it. */
+export interface AccountingEntry {
+  id: string;
+  /** COMPLETED, FAILED, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, TIMEOUT, "CANCELLED by 1000", ... */
+  state: string;
+  exitCode: string;
+}
+
+const AccountingLineSchema = z
+  .string()
+  .regex(/^(\d+(?:_\d+)?)\|([A-Z_]+(?: by \d+)?)\|(\d+:\d+)$/, 'sacct printed a line that is not JOBID|STATE|EXITCODE')
+  .transform((line): AccountingEntry => {
+    const [, id, state, exitCode] = /^(\d+(?:_\d+)?)\|([A-Z_]+(?: by \d+)?)\|(\d+:\d+)$/.exec(line) as RegExpExecArray;
+    return { id: id as string, state: state as string, exitCode: exitCode as string };
+  });
 
 /** One cluster as seen through its tools, counting every call (the scheduler's load is part of the benchmark). */
 export class SlurmCli {
-  readonly calls: SchedulerCalls = { sbatch: 0, squeue: 0, scancel: 0 };
+  readonly calls: SchedulerCalls = { sbatch: 0, squeue: 0, scancel: 0, sacct: 0 };
   private readonly env: Record<string, string>;
   private readonly user: string;
 
@@ -90,6 +108,21 @@ export class SlurmCli {
       if (line.trim() === '') continue;
       const parsed = QueueLineSchema.safeParse(line.trim());
       if (!parsed.success) throw new SlurmError(`squeue printed ${JSON.stringify(line.slice(0, 200))}, not JOBID|STATE|REASON`);
+      entries.set(parsed.data.id, parsed.data);
+    }
+    return entries;
+  }
+
+  /** How these finished jobs ended (one sacct call); throws where the cluster keeps no accounting. */
+  async accounting(ids: readonly string[]): Promise<Map<string, AccountingEntry>> {
+    for (const id of ids) if (!JobIdSchema.safeParse(id).success) throw new SlurmError(`not a SLURM job id: ${JSON.stringify(id)}`);
+    this.calls.sacct++;
+    const out = await this.tool('sacct', ['-n', '-P', '-X', '-o', 'JobID,State,ExitCode', '-j', ids.join(',')]);
+    const entries = new Map<string, AccountingEntry>();
+    for (const line of out.split('\n')) {
+      if (line.trim() === '') continue;
+      const parsed = AccountingLineSchema.safeParse(line.trim());
+      if (!parsed.success) throw new SlurmError(`sacct printed ${JSON.stringify(line.slice(0, 200))}, not JOBID|STATE|EXITCODE`);
       entries.set(parsed.data.id, parsed.data);
     }
     return entries;

@@ -2,9 +2,9 @@
 // slurmctld + slurmd started by the test, test/support/slurmCluster.ts) and
 // ThetaEvolve's real bundle (dist/, built before the unit tests by npm test).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -285,6 +285,32 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(result.score, null);
     assert.equal(jobIds.length, 2);
     assert.match(result.reason, /ended without a result 2 times \(last: job \d+_0 left the queue without a result file/);
+  });
+
+  it('never counts a job as lost while squeue cannot reach the controller', async () => {
+    // A squeue in front of SLURM's own that fails while the flag file exists.
+    const tools = await mkdtemp(join(staging, 'tools-'));
+    const outage = join(tools, 'outage');
+    const realSqueue = execFileSync('bash', ['-c', 'command -v squeue'], { env: cluster.env, encoding: 'utf8' }).trim();
+    await writeFile(
+      join(tools, 'squeue'),
+      `#!/bin/bash\nif [ -e ${outage} ]; then echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2; exit 1; fi\nexec ${realSqueue} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const warnings: string[] = [];
+    const evaluator = await start('squeue-outage', {
+      env: { ...cluster.env, PATH: `${tools}:${cluster.env.PATH ?? ''}` },
+      onWarning: (w) => {
+        warnings.push(w);
+        // Ten failed polls in a row (2 s): the controller is back.
+        if (/squeue failed 10 time/.test(w)) void rm(outage);
+      },
+    });
+    const result = await evaluator.evaluate(sleeper(1, 5), { onStart: () => void writeFile(outage, '') });
+    assert.equal(result.status, 'ok', result.reason);
+    assert.equal(result.objective, 5);
+    assert.equal(evaluator.queueStats().lost, 0);
+    assert.ok(warnings.some((w) => /squeue failed 1 time\(s\) in a row \(will retry\).*Unable to contact slurm controller/.test(w)), warnings.join('\n'));
   });
 
   it("reports what ThetaEvolve's evaluate said when it failed on the node", async () => {

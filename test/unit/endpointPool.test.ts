@@ -2,9 +2,17 @@
 // validated, requests spread by least outstanding requests over real test
 // servers, and a server that goes away mid-run is taken out while the run goes on.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseSettings } from '../../src/engine/config';
+import { type StepCommittedEvent } from '../../src/engine/events';
+import { EvolutionRun } from '../../src/engine/loop';
+import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
+import { loadTask } from '../../src/engine/task/task';
 import { EngineEventSchema } from '../../src/engine/events';
-import { EndpointClient } from '../../src/engine/llm/endpointClient';
+import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { EndpointPool, endpointSource, parseEndpointList } from '../../src/engine/llm/endpointPool';
 import type { GenerationJob, Sample } from '../../src/engine/types';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
@@ -130,6 +138,46 @@ describe('endpoint pool against two real test servers', function () {
     assert.equal((statsA?.samples ?? 0) + (statsB?.samples ?? 0), 40);
     assert.ok(warnings.some((w) => w.startsWith(`${b.baseURL} is taken out`)), warnings.join('\n'));
     source.dispose();
+  });
+
+  it('an evolution run over both servers goes on when one of them is closed after its first step', async () => {
+    const task = await loadTask(resolve(__dirname, '../fixtures/tasks/quadratic'));
+    const settings = parseSettings({ endpoint: `${a.baseURL},${b.baseURL}`, sampler: 'llm', batchSize: 2, samplesPerPrompt: 4, evaluationConcurrency: 8, 'database.preset': 'small', seed: 7, maxRetries: 3 });
+    const source = endpointSource({ ...endpointOptionsFromSettings(settings, undefined), backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 50 } });
+    assert.ok(source instanceof EndpointPool);
+    const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
+    const dir = await mkdtemp(join(tmpdir(), 'te-pool-run-'));
+    const committed: StepCommittedEvent[] = [];
+    let closing: Promise<void> | null = null;
+    try {
+      const run = new EvolutionRun({
+        runId: 'pool',
+        task,
+        settings,
+        dbFile: join(dir, 'run.sqlite'),
+        source,
+        evaluator,
+        stepsThisInvocation: 3,
+        onEvent: (e) => {
+          if (e.type !== 'step_committed') return;
+          committed.push(e);
+          if (e.step === 1) closing = b.close();
+        },
+      });
+      const result = await run.run();
+      await closing;
+      assert.equal(result.reason, 'steps_done');
+      assert.deepEqual(committed.map((c) => c.step), [1, 2, 3]);
+      for (const c of committed) assert.equal(c.counts.request_failed, 0, `step ${c.step}: ${JSON.stringify(c.counts)}`);
+      const [statsA, statsB] = source.serverStats();
+      assert.ok((statsB?.samples ?? 0) > 0, 'the second server served the first step');
+      assert.equal(statsB?.healthy, false);
+      assert.equal((statsA?.samples ?? 0) + (statsB?.samples ?? 0), 3 * 8);
+    } finally {
+      source.dispose();
+      await evaluator.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('puts a server back once its health check answers again', async () => {

@@ -364,7 +364,8 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
     const orphans = await findOrphans(runId, cluster.env);
     assert.deepEqual(orphans.map((o) => o.id).sort(), [...submitted].sort());
-    const stale = (await readdir(staging)).filter((name) => name.startsWith(`thetaevolve-${runId}-`));
+    const runStaging = join(staging, `thetaevolve-${runId}`);
+    const stale = await readdir(runStaging);
     assert.equal(stale.length, 1, 'the killed process left its staging folder');
 
     // The resumed run's backend cancels them before it starts, and clears the old staging folder.
@@ -373,7 +374,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     // (Its own probe job may still be leaving the queue.)
     assert.deepEqual((await findOrphans(runId, cluster.env)).filter((o) => submitted.includes(o.id)), []);
     assert.ok(warnings.some((w) => w.startsWith(`cancelled 2 SLURM job(s) of run ${runId}`)), warnings.join('\n'));
-    assert.deepEqual((await readdir(staging)).filter((name) => name.startsWith(`thetaevolve-${runId}-`)), [resumed.stagingRoot.split('/').pop()]);
+    assert.deepEqual(await readdir(runStaging), [resumed.stagingRoot.split('/').pop()]);
     await resumed.close();
     assert.equal(await cancelOrphans(runId, cluster.env), 0);
   });
@@ -414,5 +415,6 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     for (const r of await results) assert.equal(r.metrics.cancelled, true);
     assert.deepEqual(await cluster.queuedJobs(), []);
     assert.equal(existsSync(evaluator.stagingRoot), false);
+    assert.equal(existsSync(join(staging, evaluator.jobName)), false);
   });
 });

@@ -8,8 +8,8 @@
 // running"; lost jobs are resubmitted, then the sample ends as
 // evaluation_failed (no score: not the model's fault).
 import { constants } from 'node:fs';
-import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import { cancelledResult } from '../sandbox/evaluator';
@@ -174,8 +174,10 @@ async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string
       throw new SlurmError(`${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled CLI for its jobs (build it with npm run build).`);
     }
   }
-  await mkdir(options.stagingDirectory, { recursive: true });
-  const root = await mkdtemp(join(resolve(options.stagingDirectory), `${jobName}-`));
+  // <staging>/<job name>/<one folder per process>: a run's folders, and only its, are under its job name.
+  const runDir = join(resolve(options.stagingDirectory), jobName);
+  await mkdir(runDir, { recursive: true });
+  const root = await mkdtemp(join(runDir, 'process-'));
   try {
     for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
     for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
@@ -249,10 +251,8 @@ async function cancelRunJobs(cli: SlurmCli, name: string): Promise<number> {
 
 /** Staging folders of this run's earlier processes (their jobs are gone now). */
 async function removeStaleStaging(stagingDirectory: string, jobName: string): Promise<void> {
-  const entries = await readdir(stagingDirectory, { withFileTypes: true }).catch(() => []);
-  for (const entry of entries) {
-    if (entry.isDirectory() && entry.name.startsWith(`${jobName}-`)) await rm(join(stagingDirectory, entry.name), { recursive: true, force: true });
-  }
+  const runDir = join(resolve(stagingDirectory), jobName);
+  for (const name of await readdir(runDir).catch(() => [])) await rm(join(runDir, name), { recursive: true, force: true });
 }
 
 /** Poll until none of `ids` (null: no job of `name` at all) is in the queue; a cancelled job lingers briefly while it completes. */
@@ -429,6 +429,8 @@ export class SlurmEvaluator implements EvaluationBackend {
       }
       for (const c of [...this.submitted.values()]) this.finish(c, { ...cancelledResult(), reason: 'the evaluator is closed' });
       await rm(this.staging.root, { recursive: true, force: true }).catch(() => undefined);
+      // The run's folder too, once no other process of the run uses it.
+      await rmdir(dirname(this.staging.root)).catch(() => undefined);
     });
     return this.closing;
   }

@@ -1,6 +1,7 @@
 // npm run build: every bundle with esbuild.
 //   dist/extension.js      the extension (node, vscode external)
 //   dist/cli.js            the headless runner (node, `node dist/cli.js`)
+//   dist/nodeProbe.js      the SLURM backend's probe of a compute node (node)
 //   dist/engineWorker.js   the engine's worker thread (node)
 //   dist/webview/*.js      the dashboard page (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
@@ -32,6 +33,8 @@ const builds = [
   { ...node, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
   // src/cli.ts starts with its hashbang, which esbuild keeps.
   { ...node, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js' },
+  // The SLURM backend's probe job runs this on a compute node, beside the staged cli.js.
+  { ...node, entryPoints: ['src/engine/evaluation/nodeProbe.ts'], outfile: 'dist/nodeProbe.js' },
   {
     ...node,
     platform: 'browser',

@@ -7,6 +7,8 @@
 #         (OpenEvolve folders' config.yaml, read with PyYAML as OpenEvolve does),
 #         python3-fastapi + python3-uvicorn + python3-pydantic (the real atropos
 #         API server and slime rollout buffer the trainer tests run)
+#         slurmctld + slurmd + slurm-client + munge (the SLURM backend's tests
+#         start a one-node cluster; Debian's policy keeps the services from starting)
 #   npm:  the extension's dependencies (npm ci) and code-server 4.100.3 in
 #         tools/code-server (its own lockfile)
 set -euo pipefail
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic)
+apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,6 +22,7 @@ export const RUN_SPEC: CommandSpec = {
     seed: { kind: 'integer', value: 'S', help: 'Seed of every random choice (default 0).' },
     trainer: { kind: 'string', value: 'URL', help: 'Send each step\'s rollouts to this RL trainer.' },
     'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
+    backend: { kind: 'string', value: 'local|slurm', help: 'Evaluate candidates here (local, default) or as SLURM jobs (thetaevolve.slurm.* through --set/--config).' },
     'until-step': { kind: 'integer', value: 'N', help: 'Stop once step N is committed, counting the steps a resumed --db already has (a requeued cluster job finishes the same work).' },
     config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
     set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable. Flags win over --set, which wins over --config.' },
@@ -41,6 +42,9 @@ export const EVALUATE_SPEC: CommandSpec = {
     timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
+    backend: { kind: 'string', value: 'local|slurm', help: 'Evaluate here (local, default) or as a SLURM job (thetaevolve.slurm.* through --set/--config).' },
+    config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
+    set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable.' },
   },
 };
 

@@ -7,10 +7,14 @@ import { resolve } from 'node:path';
 import { forDisplay } from '../engine/displayText';
 import { DEFAULT_EVALUATOR_OPTIONS, Evaluator, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import type { IsolationReport } from '../engine/sandbox/isolation';
-import { loadTask, TaskError } from '../engine/task/task';
+import type { Settings } from '../engine/config';
+import { errorMessage } from '../engine/errors';
+import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
+import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
+import { settingsFromArgs } from './settingsSources';
 
 export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const [taskDir, programFile] = args.positionals as [string, string];
@@ -33,15 +37,19 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     throw new InputError(`cannot read the program file ${programPath}`);
   }
 
+  const settings = settingsFromArgs(args, io.cwd);
+  const onWarning = (message: string): void => io.stderr(`thetaevolve: ${message}\n`);
+  if (settings['evaluation.backend'] === 'slurm') return evaluateOnSlurm(task, code, settings, timeout, json, io, onWarning);
+
   let evaluator: Evaluator;
   try {
     evaluator = new Evaluator(task, {
       ...DEFAULT_EVALUATOR_OPTIONS,
       concurrency: 1,
-      allowWeakIsolation: booleanFlag(args, 'allow-weak-isolation'),
+      allowWeakIsolation: settings['sandbox.allowWeakIsolation'],
       // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
       ...(io.env.THETAEVOLVE_ISOLATION === 'fallback' ? { isolation: 'fallback' as const } : {}),
-      onWarning: (message) => io.stderr(`thetaevolve: ${message}\n`),
+      onWarning,
       ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
     });
   } catch (err) {
@@ -80,6 +88,39 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 }
 
 /** The isolation in lines: the summary, then each missing layer and why. */
+/** `evaluate --backend slurm`: one SLURM job running our own `evaluate` on a compute node (its sandbox applies there). */
+async function evaluateOnSlurm(task: Task, code: string, settings: Settings, timeout: number | undefined, json: boolean, io: CliIO, onWarning: (message: string) => void): Promise<number> {
+  let backend: EvaluationBackend;
+  try {
+    backend = await createEvaluationBackend(task, { ...settings, evaluationConcurrency: 1 }, {
+      runId: `evaluate-${process.pid}-${Date.now()}`,
+      runFolder: resolve(io.cwd, '.thetaevolve', 'evaluate'),
+      signal: io.signal,
+      onWarning,
+      ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
+    });
+  } catch (err) {
+    throw new InputError(`SLURM: ${errorMessage(err)}`, { cause: err });
+  }
+  try {
+    const result = await backend.evaluate(code, { signal: io.signal, onSubmitted: (jobId) => io.stderr(`thetaevolve: SLURM job ${jobId}\n`) });
+    const isProtected = task.evaluatorTrust === 'separate';
+    if (json) {
+      const { status, score, objective, metrics, reason, durationMs } = result;
+      io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON }) + '\n');
+    } else {
+      const lines = [`status     ${result.status}`, `score      ${result.score ?? '-'}`, `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`, `time       ${(result.durationMs / 1000).toFixed(2)} s`];
+      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
+      lines.push(`backend    ${backend.description}`, `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`);
+      io.stdout(lines.join('\n') + '\n');
+    }
+    return 0;
+  } finally {
+    await backend.close();
+  }
+}
+
 export function isolationLines(isolation: IsolationReport): string[] {
   return [isolation.summary, ...isolation.missing.map((why) => `missing: ${why}`)];
 }

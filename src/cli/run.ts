@@ -91,6 +91,14 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         progress.clear();
         io.stderr(endpointStateLine(event) + '\n');
         break;
+      case 'evaluation_queue':
+        progress.update(`SLURM: ${event.pending} pending, ${event.running} running, ${event.done} done${event.lost > 0 ? `, ${event.lost} lost` : ''}${event.queueWaitMsP50 !== null ? `, queue wait ${(event.queueWaitMsP50 / 1000).toFixed(1)} s` : ''}`);
+        break;
+      case 'endpoint_servers':
+        for (const server of event.servers) {
+          if (!server.healthy) warn(`inference server ${server.baseURL} is set aside${server.lastError ? `: ${server.lastError}` : ''}`);
+        }
+        break;
       case 'run_finished':
         progress.clear();
         io.stderr(`thetaevolve run: ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}; database ${dbFile}\n`);
@@ -179,7 +187,7 @@ function humanStepLine(e: StepCommittedEvent, previousBest: number | null): stri
   return (
     `step ${e.step}: best ${formatScore(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
     `step mean ${formatScore(e.mean)} | valid ${valid}/${e.samples} | ` +
-    `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed} | ` +
+    `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''} | ` +
     `db ${e.dbSize} | ${(e.timings.totalMs / 1000).toFixed(1)} s`
   );
 }

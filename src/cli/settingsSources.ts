@@ -97,6 +97,7 @@ const FLAG_SETTINGS: Record<string, keyof Settings> = {
   samples: 'samplesPerPrompt',
   'eval-concurrency': 'evaluationConcurrency',
   seed: 'seed',
+  backend: 'evaluation.backend',
 };
 
 const FLAG_OF_SETTING = new Map<string, string>([...Object.entries(FLAG_SETTINGS).map(([flag, key]): [string, string] => [key, `--${flag}`]), ['trainer.url', '--trainer URL'], ['trainer.protocol', '--trainer-protocol']]);
@@ -125,6 +126,8 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
     const spec = specOf(assignment.slice(0, eq).trim(), '--set');
     raw[spec.key] = valueOfText(spec, assignment.slice(eq + 1), '--set');
   }
+  const backend = stringFlag(args, 'backend');
+  if (backend !== undefined && backend !== 'local' && backend !== 'slurm') throw new UsageError(`--backend must be local or slurm, got '${backend}'`);
   const sampler = stringFlag(args, 'sampler');
   if (sampler !== undefined && sampler !== 'llm' && sampler !== 'mutate') throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
   for (const [flag, key] of Object.entries(FLAG_SETTINGS)) {

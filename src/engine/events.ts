@@ -92,6 +92,8 @@ export const EvaluationStartedEventSchema = z.object({
   step: count,
   jobKey: z.string(),
   sampleIndex: count,
+  /** The scheduler's job id when the evaluation runs as a SLURM job. */
+  schedulerJobId: z.string().optional(),
 });
 
 export const EvaluationFinishedEventSchema = z.object({
@@ -189,6 +191,45 @@ export const TrainerStateEventSchema = z.object({
   }),
 });
 
+/** Where the evaluation backend's queue stands: the SLURM backend reports it after every poll. */
+export const EvaluationQueueEventSchema = z.object({
+  type: z.literal('evaluation_queue'),
+  time,
+  backend: z.enum(['local', 'slurm']),
+  /** Staged or submitted, not running yet. */
+  pending: count,
+  running: count,
+  done: count,
+  /** Jobs that left the queue without a result (each resubmit counts). */
+  lost: count,
+  /** Samples that ended as evaluation_failed. */
+  failed: count,
+  /** Median time from submission to running. */
+  queueWaitMsP50: z.number().nonnegative().nullable(),
+  /** sbatch + squeue + scancel (+ sacct for lost jobs) calls so far. */
+  schedulerCalls: count,
+});
+
+/** Per-server share when thetaevolve.endpoint lists several servers (src/engine/llm/endpointPool.ts). */
+export const EndpointServersEventSchema = z.object({
+  type: z.literal('endpoint_servers'),
+  time,
+  servers: z.array(
+    z.object({
+      baseURL: z.string(),
+      healthy: z.boolean(),
+      outstanding: count,
+      requests: count,
+      failures: count,
+      samples: count,
+      completionTokens: count,
+      tokensPerSecond: z.number().nonnegative(),
+      latencyMsP50: z.number().nonnegative().nullable(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
+
 export const EngineEventSchema = z.discriminatedUnion('type', [
   RunStartedEventSchema,
   StepStartedEventSchema,
@@ -202,6 +243,8 @@ export const EngineEventSchema = z.discriminatedUnion('type', [
   ErrorEventSchema,
   TrainerStateEventSchema,
   EndpointStateEventSchema,
+  EvaluationQueueEventSchema,
+  EndpointServersEventSchema,
 ]);
 
 export type EngineEvent = z.infer<typeof EngineEventSchema>;
@@ -217,6 +260,8 @@ export type PausedEvent = EngineEventOf<'paused'>;
 export type ResumedEvent = EngineEventOf<'resumed'>;
 export type RunFinishedEvent = EngineEventOf<'run_finished'>;
 export type EngineErrorEvent = EngineEventOf<'error'>;
+export type EvaluationQueueEvent = EngineEventOf<'evaluation_queue'>;
+export type EndpointServersEvent = EngineEventOf<'endpoint_servers'>;
 export type TrainerStateEvent = EngineEventOf<'trainer_state'>;
 export type EndpointStateEvent = EngineEventOf<'endpoint_state'>;
 

@@ -11,22 +11,21 @@ import { Rng, type RngState } from './rng';
 import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
 import { codeHash } from './codeHash';
 import { failureSummaryText, summarizeFailures } from './failureReasons';
+import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
-import { type ChatMessage, type EvaluationResult, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
+import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
 
-/** What the loop needs of the sandbox (src/engine/sandbox/evaluator.ts's Evaluator fits). */
-export interface CandidateEvaluator {
-  evaluate(code: string, options?: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult>;
-}
+/** What the loop needs of an evaluation backend (src/engine/evaluation: local sandbox or SLURM). */
+export type CandidateEvaluator = Pick<EvaluationBackend, 'evaluate'>;
 
 /** One scored response, as the RL trainer bridge receives it. */
 export interface ScoredSample {
   index: number;
   outcome: Outcome;
-  /** Combined score with penalties; null for request_failed. */
+  /** Combined score with penalties; null for request_failed and evaluation_failed. */
   score: number | null;
   objective: number | null;
-  /** Shaped reward (algorithm.md section 5); null for request_failed. */
+  /** Shaped reward (algorithm.md section 5); null for request_failed and evaluation_failed. */
   reward: number | null;
   childId: string | null;
   response: SampleResponse | null;
@@ -323,6 +322,8 @@ export class EvolutionRun {
       durationMs: result.durationMs,
       reason: result.reason,
     });
+    // Without the starting program's score there is nothing to evolve from.
+    if (result.status === 'evaluation_failed') throw new Error(`the starting program could not be evaluated: ${result.reason}`);
     const record = await db.addInitial({
       parentId: null,
       step: 0,
@@ -442,15 +443,24 @@ export class EvolutionRun {
       }
       evaluations.push(
         (async () => {
+          let schedulerJobId: string | null = null;
           const result = await evaluator.evaluate(classified.child, {
             signal: stepAbort.signal,
+            onSubmitted: (id) => {
+              schedulerJobId = id;
+            },
             onStart: () => {
               firstEvalStart = Math.min(firstEvalStart, Date.now());
-              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index });
+              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index, ...(schedulerJobId !== null ? { schedulerJobId } : {}) });
             },
           });
           lastEvalEnd = Math.max(lastEvalEnd, Date.now());
           if (stepAbort.signal.aborted) return;
+          if (result.status === 'evaluation_failed') {
+            // Our machinery failed, not the model: no score, no database row, no rollout (like request_failed).
+            record(job.key, sample.index, { outcome: 'evaluation_failed', score: null, objective: null, reason: result.reason, child: null, response: sample, error: result.reason }, result.durationMs);
+            return;
+          }
           const outcome = outcomeOfEvaluation(result.status);
           const child: NewProgram = {
             ...base,

@@ -3,15 +3,18 @@
 // ready EvolutionRun with its response source, evaluator and trainer bridge
 // out. A new evaluation backend or setting is wired here, once.
 import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Settings } from './config';
 import { errorMessage } from './errors';
 import { ProgramDatabase } from './database/programDatabase';
 import type { EngineEvent, IsolationSummary } from './events';
+import { createEvaluationBackend, type EvaluationBackend, evaluationQueueEvent } from './evaluation';
 import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
+import { EndpointPool, endpointSource } from './llm/endpointPool';
 import { type CommittedStep, EvolutionRun } from './loop';
 import { MutateSampler } from './mutateSampler';
 import { parseRunMeta } from './runMeta';
-import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from './sandbox/evaluator';
+import { SandboxUnavailableError } from './sandbox/evaluator';
 import type { IsolationReport } from './sandbox/isolation';
 import type { Task } from './task/task';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
@@ -59,7 +62,7 @@ export interface RunRequest {
 export interface AssembledRun {
   run: EvolutionRun;
   source: ResponseSource;
-  evaluator: Evaluator;
+  evaluator: EvaluationBackend;
   /** Made for every run, disabled or not, so a run's RL toggle can turn it on mid-run. */
   trainer: TrainerBridge;
   /** Whether the database existed (the run goes on after its last committed step). */
@@ -95,18 +98,22 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     lastCommittedStep = info.lastStep;
   }
 
+  // One server: its client; several base URLs in thetaevolve.endpoint: a pool spreading requests over them.
   const source: ResponseSource =
     settings.sampler === 'mutate'
       ? new MutateSampler({ seed: settings.seed, language: task.language })
-      : new EndpointClient(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning }));
-  if (source instanceof EndpointClient) {
+      : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning }));
+  const endpoint = source instanceof EndpointClient || source instanceof EndpointPool ? source : null;
+  if (endpoint) {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
     // and the trainer bridge needs to know whether the endpoint gives token ids.
     // A server that is loading or restarting is waited for (thetaevolve.serverRetrySeconds), and said so.
-    const unsubscribe = source.addStatusListener((status) =>
-      request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
-    );
-    await source
+    // (A pool sets a server that is away aside and uses the others; it has no waiting state of its own.)
+    const unsubscribe =
+      endpoint instanceof EndpointClient
+        ? endpoint.addStatusListener((status) => request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }))
+        : () => undefined;
+    await endpoint
       .check(signal, { waitForServer: true })
       .catch((err: unknown) => {
         throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`, 'thetaevolve.endpoint', { cause: err });
@@ -120,7 +127,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     groupSize: settings.samplesPerPrompt,
     lastCommittedStep,
     name: `thetaevolve-${task.name}`,
-    tokenSupport: source instanceof EndpointClient ? source.tokenSupport : null,
+    tokenSupport: endpoint ? endpoint.tokenSupport : null,
     onWarning: (text) => request.onWarning(`RL trainer: ${text}`),
     onState: request.onTrainerState,
   });
@@ -131,13 +138,22 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`, 'thetaevolve.trainer.url', { cause: err });
   }
 
-  let evaluator: Evaluator;
+  // The evaluation backend the settings choose (the local sandbox, or SLURM jobs whose probe runs now).
+  let evaluator: EvaluationBackend;
   try {
-    evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), onWarning: request.onWarning });
+    evaluator = await createEvaluationBackend(task, settings, {
+      runId: request.runId,
+      runFolder: dirname(dbFile),
+      signal,
+      onQueue: (queue) => request.onEvent(evaluationQueueEvent(queue)),
+      onWarning: request.onWarning,
+    });
   } catch (err) {
     await trainer.close();
+    if (signal.aborted) throw new RunSetupError('stopped before the run started', null, { cause: err });
     // No sandbox here and weaker isolation not allowed: the message says how to get one, or which setting allows less.
-    throw new RunSetupError(errorMessage(err), err instanceof SandboxUnavailableError ? 'thetaevolve.sandbox.allowWeakIsolation' : null, { cause: err });
+    const setting = err instanceof SandboxUnavailableError ? 'thetaevolve.sandbox.allowWeakIsolation' : settings['evaluation.backend'] === 'slurm' ? 'thetaevolve.slurm.partition' : null;
+    throw new RunSetupError(errorMessage(err), setting, { cause: err });
   }
   if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
   if (task.evaluatorTrust === 'in-sandbox') request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
@@ -157,6 +173,8 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     onEvent: request.onEvent,
     beforeCommit: (committed, stepSignal) => trainer.spoolStep(committed, stepSignal),
     afterCommit: async (committed, stepSignal) => {
+      // Per-server throughput, health and errors when requests are spread over several servers.
+      if (source instanceof EndpointPool) request.onEvent(source.serversEvent());
       await trainer.afterCommit(committed, stepSignal);
       request.afterStep?.(committed);
     },
@@ -170,13 +188,20 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     close: async () => {
       await evaluator.close();
       await trainer.close();
+      if (source instanceof EndpointPool) source.dispose();
     },
   };
 }
 
-/** What people are shown of the evaluator's isolation. */
-export function isolationSummary(report: IsolationReport): IsolationSummary {
-  return { kind: report.kind, summary: report.summary, missing: [...report.missing], weak: report.weak, warning: report.warning };
+/** What people are shown of a backend's isolation (a SLURM backend reports the compute node's kind and warning only). */
+export function isolationSummary(report: EvaluationBackend['isolation'] & Partial<Pick<IsolationReport, 'summary' | 'missing' | 'weak'>>): IsolationSummary {
+  return {
+    kind: report.kind,
+    summary: report.summary ?? report.kind,
+    missing: [...(report.missing ?? [])],
+    weak: report.weak ?? report.kind !== 'bwrap',
+    warning: report.warning,
+  };
 }
 
 /** What a resumed run needs of its database, read without keeping it open. */

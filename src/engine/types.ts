@@ -3,8 +3,10 @@
 
 /**
  * How one sample (one model response) ended. Exactly one per sample.
- * Scores per algorithm.md section 4; `request_failed` has no score (the
- * endpoint never answered) and never enters the program database.
+ * Scores per algorithm.md section 4; `request_failed` (the endpoint never
+ * answered) and `evaluation_failed` (our evaluation machinery, not the
+ * candidate, failed) have no score, never enter the program database and
+ * never reach the trainer.
  */
 export const OUTCOMES = [
   'no_diff', // no SEARCH/REPLACE block in the answer: -0.4
@@ -15,10 +17,11 @@ export const OUTCOMES = [
   'invalid_solution', // solution fails the evaluator's validity check: -0.1
   'valid', // the evaluator's combined score (> 0)
   'request_failed', // endpoint still failing after retries: no score
+  'evaluation_failed', // the evaluation infrastructure failed (a SLURM job lost past its resubmits): no score
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
-export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'request_failed'>, number>> = {
+export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'request_failed' | 'evaluation_failed'>, number>> = {
   no_diff: -0.4,
   no_change: -0.3,
   duplicate: -0.3,
@@ -51,14 +54,14 @@ export type EvaluatorTrust = (typeof EVALUATOR_TRUSTS)[number];
 export const IN_SANDBOX_TRUST_REASON =
   "this folder's own evaluator imports and runs the candidate in one process inside the sandbox, so a hostile candidate can fake its score; `thetaevolve convert` keeps them apart";
 
-/** Status of one sandboxed evaluation, as `thetaevolve evaluate --json` prints it. */
-export const EVALUATION_STATUSES = ['ok', 'invalid_solution', 'no_solution', 'timeout'] as const;
+/** How an evaluation that ran ends (`thetaevolve evaluate --json` prints it). */
+export const SCORED_EVALUATION_STATUSES = ['ok', 'invalid_solution', 'no_solution', 'timeout'] as const;
+export type ScoredEvaluationStatus = (typeof SCORED_EVALUATION_STATUSES)[number];
+/** Every way an evaluation ends: scored, or `evaluation_failed` when the backend could not run it (no score). */
+export const EVALUATION_STATUSES = [...SCORED_EVALUATION_STATUSES, 'evaluation_failed'] as const;
 export type EvaluationStatus = (typeof EVALUATION_STATUSES)[number];
 
-export interface EvaluationResult {
-  status: EvaluationStatus;
-  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
-  score: number;
+interface EvaluationResultBase {
   /** The task's own objective when a solution was produced and computed, else null. */
   objective: number | null;
   metrics: Record<string, number | string | boolean | null>;
@@ -69,6 +72,21 @@ export interface EvaluationResult {
   stdout: string;
   stderr: string;
 }
+
+/** An evaluation that ran: the candidate's own result. */
+export interface ScoredEvaluationResult extends EvaluationResultBase {
+  status: ScoredEvaluationStatus;
+  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
+  score: number;
+}
+
+/** The backend could not evaluate the candidate (infrastructure failure): no score, not the model's fault. */
+export interface FailedEvaluationResult extends EvaluationResultBase {
+  status: 'evaluation_failed';
+  score: null;
+}
+
+export type EvaluationResult = ScoredEvaluationResult | FailedEvaluationResult;
 
 /** Map an evaluation status onto the sample outcome it gives. */
 export function outcomeOfEvaluation(status: EvaluationStatus): Outcome {

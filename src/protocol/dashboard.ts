@@ -29,6 +29,7 @@ export const OUTCOME_GROUPS = [
   { id: 'invalid', label: 'invalid (-0.1)', outcomes: ['invalid_solution'] },
   { id: 'valid', label: 'valid', outcomes: ['valid'] },
   { id: 'request_failed', label: 'request failed', outcomes: ['request_failed'] },
+  { id: 'evaluation_failed', label: 'evaluation failed', outcomes: ['evaluation_failed'] },
 ] as const satisfies readonly { id: string; label: string; outcomes: readonly (typeof OUTCOMES)[number][] }[];
 export type OutcomeGroupId = (typeof OUTCOME_GROUPS)[number]['id'];
 

@@ -70,6 +70,7 @@ const OUTCOME_LABELS: Record<string, string> = {
   duplicate: 'duplicate',
   too_long: 'too long',
   request_failed: 'failed',
+  evaluation_failed: 'evaluation failed',
 };
 
 function countsText(counts: Record<string, number> | undefined): string {

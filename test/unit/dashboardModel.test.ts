@@ -100,13 +100,13 @@ describe('dashboard data: objective display', () => {
 
 describe('dashboard data: per-step points', () => {
   it('groups outcomes into the stacked bars and counts evaluations', () => {
-    const input = stepFrom(3, [1, 2, 3], { no_diff: 1, no_change: 2, duplicate: 3, no_solution: 4, timeout: 5, invalid_solution: 6, request_failed: 7 });
+    const input = stepFrom(3, [1, 2, 3], { no_diff: 1, no_change: 2, duplicate: 3, no_solution: 4, timeout: 5, invalid_solution: 6, request_failed: 7, evaluation_failed: 8 });
     const point = stepPoint(input, 'maximize', null);
-    assert.deepEqual(point.outcomes, [1, 5, 9, 6, 3, 7]);
+    assert.deepEqual(point.outcomes, [1, 5, 9, 6, 3, 7, 8]);
     assert.equal(point.outcomes.length, OUTCOME_GROUPS.length);
     assert.equal(point.evaluations, 3 + 6 + 4 + 5);
     assert.equal(stepPoint({ ...input, evaluations: 11 }, 'maximize', null).evaluations, 11);
-    assert.equal(point.samples, 31);
+    assert.equal(point.samples, 39);
     assert.equal(point.latencyMsP50, null);
   });
 

@@ -166,7 +166,7 @@ describe('dashboard protocol', () => {
     const covered = OUTCOME_GROUPS.flatMap((g) => [...g.outcomes]);
     assert.deepEqual([...covered].sort(), [...OUTCOMES].sort());
     assert.deepEqual(OUTCOME_GROUPS.map((g) => g.label), [
-      'no diff (-0.4)', 'no change / lazy (-0.3)', 'no solution (-0.2)', 'invalid (-0.1)', 'valid', 'request failed',
+      'no diff (-0.4)', 'no change / lazy (-0.3)', 'no solution (-0.2)', 'invalid (-0.1)', 'valid', 'request failed', 'evaluation failed',
     ]);
   });
 

@@ -4,6 +4,7 @@
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,8 @@ import { z } from 'zod';
 import type { Settings } from '../config';
 import { scoreOfObjective } from '../scoring';
 import { fillTemplate, type Task } from '../task/task';
-import { type EvaluationResult, type EvaluationStatus, OUTCOME_PENALTY } from '../types';
+import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../types';
+import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
 import {
@@ -116,9 +118,9 @@ export const EvaluatorReplySchema = z.object({
 });
 export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
 
-type Metrics = EvaluationResult['metrics'];
+type Metrics = ScoredEvaluationResult['metrics'];
 
-function penaltyResult(status: Exclude<EvaluationStatus, 'ok'>, reason: string, extra: Partial<EvaluationResult> = {}): EvaluationResult {
+function penaltyResult(status: Exclude<ScoredEvaluationStatus, 'ok'>, reason: string, extra: Partial<ScoredEvaluationResult> = {}): ScoredEvaluationResult {
   return {
     status,
     score: OUTCOME_PENALTY[status],
@@ -168,7 +170,7 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
  * under its own time limit, its reply validated. Never throws for a bad
  * solution; durationMs covers this step only.
  */
-export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<EvaluationResult> {
+export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<ScoredEvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
@@ -181,7 +183,7 @@ export async function scoreSolutionFile(task: Task, solutionPath: string, option
   }
 }
 
-async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<EvaluationResult> {
+async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<ScoredEvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
   const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
@@ -218,7 +220,8 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '' };
 }
 
-function cancelledResult(): EvaluationResult {
+/** The result of an evaluation cancelled before it finished (every backend gives the same). */
+export function cancelledResult(): ScoredEvaluationResult {
   return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
@@ -263,7 +266,9 @@ class Slots {
 /** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
 
-export class Evaluator {
+/** The `local` evaluation backend: K sandboxed evaluations at once on this machine. */
+export class Evaluator implements EvaluationBackend {
+  readonly kind = 'local';
   /** Which isolation candidates get (kind and warning as before, plus the layers and what is missing and why). */
   readonly isolation: IsolationReport;
   /** Folders that could not be removed after an evaluation (also told to onWarning). */
@@ -275,7 +280,7 @@ export class Evaluator {
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly slots: Slots;
   private readonly closing = new AbortController();
-  private readonly inFlight = new Set<Promise<EvaluationResult>>();
+  private readonly inFlight = new Set<Promise<ScoredEvaluationResult>>();
 
   constructor(
     readonly task: Task,
@@ -305,10 +310,12 @@ export class Evaluator {
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Slots(this.options.concurrency);
+    // Every running evaluation listens on it: K of them, not a leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
   /** Queues behind the concurrency limit; never throws for candidate failures. A cancelled evaluation resolves as no_solution with metrics.cancelled. */
-  evaluate(code: string, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<EvaluationResult> {
+  evaluate(code: string, options: EvaluateOptions = {}): Promise<ScoredEvaluationResult> {
     const promise = this.evaluateNow(code, options);
     this.inFlight.add(promise);
     void promise.finally(() => this.inFlight.delete(promise));
@@ -316,14 +323,19 @@ export class Evaluator {
   }
 
   /** Cancel queued and running evaluations and wait until every one has cleaned up. */
+  /** One line for people: where and how candidates run. */
+  get description(): string {
+    return `local sandbox (${this.isolation.summary}), ${this.options.concurrency} at once`;
+  }
+
   async close(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
   }
 
-  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
+  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<ScoredEvaluationResult> {
     const started = performance.now();
-    const elapsed = (result: EvaluationResult): EvaluationResult => ({ ...result, durationMs: performance.now() - started });
+    const elapsed = (result: ScoredEvaluationResult): ScoredEvaluationResult => ({ ...result, durationMs: performance.now() - started });
     if (this.closing.signal.aborted) return elapsed(penaltyResult('no_solution', 'the evaluator is closed', { metrics: { cancelled: true } }));
     if (code.length > this.task.maxCodeLength) {
       return elapsed(penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`));
@@ -351,7 +363,7 @@ export class Evaluator {
     this.onWarning?.(`Sandbox cleanup: ${problem}`);
   }
 
-  private async runAndScore(code: string, signal: AbortSignal): Promise<EvaluationResult> {
+  private async runAndScore(code: string, signal: AbortSignal): Promise<ScoredEvaluationResult> {
     const root = await mkdtemp(join(this.scratchDir, 'thetaevolve-eval-'));
     try {
       const trustedDir = join(root, 'trusted');

@@ -26,6 +26,7 @@ function outcomeColour(theme: ThemeColours, id: (typeof OUTCOME_GROUPS)[number][
     case 'valid':
       return theme.green;
     case 'request_failed':
+    case 'evaluation_failed':
       return theme.muted;
   }
 }

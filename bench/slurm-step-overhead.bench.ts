@@ -1,0 +1,116 @@
+// What evaluating on SLURM costs over evaluating locally: one step of 16
+// candidates of about 1 s each, on a real single-node cluster on this machine
+// (test/support/slurmCluster.ts, 16 job slots) and on the local backend
+// (K = 16), interleaved, medians compared. Target: ratio <= 1.5. Also the
+// scheduler calls one step makes (sbatch + squeue + scancel): one array per
+// wave and one squeue per poll, so independent of the number of candidates.
+// Needs the built bundle (npm run build) and SLURM's Debian packages.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
+import type { SchedulerCalls } from '../src/engine/evaluation/slurmCli';
+import { Evaluator } from '../src/engine/sandbox/evaluator';
+import { percentile } from '../src/engine/stats';
+import { loadTask } from '../src/engine/task/task';
+import type { EvaluationResult } from '../src/engine/types';
+import { slurmUnavailableReason, startSlurmCluster } from '../test/support/slurmCluster';
+
+const CANDIDATES = 16;
+const FEW_CANDIDATES = 4;
+const ROUNDS = 3;
+/** The product default (thetaevolve.slurm.pollSeconds): results come from done/ between polls. */
+const POLL_SECONDS = 5;
+
+function candidate(i: number): string {
+  return `import json, time\ntime.sleep(1)\nwith open("solution.json", "w") as f:\n    json.dump({"value": ${i + 1}}, f)\n`;
+}
+
+async function step(evaluate: (code: string) => Promise<EvaluationResult>, count: number): Promise<number> {
+  const started = performance.now();
+  const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i))));
+  const bad = results.find((r) => r.status !== 'ok');
+  if (bad) throw new Error(`a candidate failed: ${bad.status} ${bad.reason}`);
+  return performance.now() - started;
+}
+
+function totalCalls(calls: SchedulerCalls): number {
+  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct;
+}
+
+async function main(): Promise<void> {
+  const unavailable = slurmUnavailableReason();
+  if (unavailable) throw new Error(`bench slurm-step-overhead needs a SLURM test cluster: ${unavailable}`);
+  const root = join(__dirname, '..');
+  const task = await loadTask(join(root, 'test/fixtures/hostile'));
+  const cluster = await startSlurmCluster({ cpus: CANDIDATES });
+  const staging = await mkdtemp(join(tmpdir(), 'te-bench-slurm-'));
+  const local = new Evaluator(task, { concurrency: CANDIDATES, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 });
+  const started: SlurmEvaluator[] = [];
+  try {
+    const startSlurm = async (runId: string, sbatchArguments: string[]): Promise<SlurmEvaluator> => {
+      const evaluator = await SlurmEvaluator.start(task, {
+        runId,
+        bundleDirectory: join(root, 'dist'),
+        stagingDirectory: staging,
+        partition: cluster.partition,
+        account: '',
+        sbatchArguments,
+        setupCommands: [],
+        nodeCommand: process.execPath,
+        maxJobs: CANDIDATES,
+        pollSeconds: POLL_SECONDS,
+        maxResubmits: 2,
+        env: cluster.env,
+      });
+      started.push(evaluator);
+      return evaluator;
+    };
+    // The default: jobs start from the login environment on the node (--export=NONE).
+    const onSlurm = await startSlurm('bench', []);
+    // The faster start: sbatch passes on only ThetaEvolve's minimal environment.
+    const onSlurmAll = await startSlurm('bench-all', ['--export=ALL']);
+    const localTimes: number[] = [];
+    const slurmTimes: number[] = [];
+    const slurmAllTimes: number[] = [];
+    const callsPerStep: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const before = totalCalls(onSlurm.calls);
+      // Rotate the order so drift hits all alike.
+      const runs = [
+        async () => localTimes.push(await step((code) => local.evaluate(code), CANDIDATES)),
+        async () => slurmTimes.push(await step((code) => onSlurm.evaluate(code), CANDIDATES)),
+        async () => slurmAllTimes.push(await step((code) => onSlurmAll.evaluate(code), CANDIDATES)),
+      ];
+      for (let k = 0; k < runs.length; k++) await (runs[(k + round) % runs.length] as () => Promise<number>)();
+      callsPerStep.push(totalCalls(onSlurm.calls) - before);
+    }
+    const beforeFew = totalCalls(onSlurm.calls);
+    const fewMs = await step((code) => onSlurm.evaluate(code), FEW_CANDIDATES);
+    const fewCalls = totalCalls(onSlurm.calls) - beforeFew;
+
+    const localMs = percentile(localTimes, 50);
+    const slurmMs = percentile(slurmTimes, 50);
+    const slurmAllMs = percentile(slurmAllTimes, 50);
+    console.log(
+      `bench slurm-step-overhead: ${(slurmMs / localMs).toFixed(2)} x (one step of ${CANDIDATES} candidates of ~1 s: SLURM ${(slurmMs / 1000).toFixed(2)} s vs local ${(localMs / 1000).toFixed(2)} s, medians of ${ROUNDS}; ` +
+        `with --export=ALL in slurm.sbatchArguments ${(slurmAllMs / localMs).toFixed(2)} x (${(slurmAllMs / 1000).toFixed(2)} s); ` +
+        `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll; target <= 1.5)`,
+    );
+    console.log(
+      `bench slurm-scheduler-calls-per-step: ${percentile(callsPerStep, 50)} calls (sbatch + squeue + scancel + sacct for one step of ${CANDIDATES} candidates, median of ${ROUNDS}; ` +
+        `${fewCalls} for a step of ${FEW_CANDIDATES} candidates (${(fewMs / 1000).toFixed(1)} s); one sbatch (job array) per wave and one squeue per ${POLL_SECONDS} s poll, so the count follows the step's length, not its candidates; ` +
+        `target: independent of the number of candidates)`,
+    );
+  } finally {
+    for (const evaluator of started) await evaluator.close();
+    await local.close();
+    await cluster.stop();
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

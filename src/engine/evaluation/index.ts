@@ -1,0 +1,55 @@
+// The evaluation backend a run uses, from its settings
+// (`thetaevolve.evaluation.backend`): the one place that picks local or SLURM.
+import type { Settings } from '../config';
+import type { EvaluationQueueEvent } from '../events';
+import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
+import type { Task } from '../task/task';
+import type { EvaluationBackend } from './backend';
+import { SlurmEvaluator, type SlurmQueueStats } from './slurm';
+import { type SlurmSettings, slurmOptionsFromSettings } from './slurmSettings';
+
+export type { EvaluateOptions, EvaluationBackend, EvaluationBackendKind } from './backend';
+export { cancelOrphans, findOrphans, SlurmEvaluator, type SlurmQueueStats } from './slurm';
+
+export interface EvaluationBackendContext {
+  runId: string;
+  /** The run's own folder (beside its database): the default staging place for SLURM jobs. */
+  runFolder: string;
+  /** Folder holding the bundled cli.js and nodeProbe.js; default: the folder of the running bundle (dist/, where the CLI, the extension and its worker run from). */
+  bundleDirectory?: string;
+  /** Overrides the task's candidate runtime limit (CLI --timeout). */
+  runtimeLimitSec?: number;
+  /** Environment SLURM's tools start from (SLURM_CONF, PATH); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Stops waiting for the SLURM probe job. */
+  signal?: AbortSignal;
+  onQueue?: (queue: SlurmQueueStats) => void;
+  onWarning?: (message: string) => void;
+}
+
+type BackendSettings = Pick<Settings, 'evaluation.backend' | 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb' | 'sandbox.allowWeakIsolation'> & SlurmSettings;
+
+/** Start the backend the settings choose; SLURM's probe job runs before this resolves (and throws a clear error when the nodes cannot evaluate). */
+export async function createEvaluationBackend(task: Task, settings: BackendSettings, context: EvaluationBackendContext): Promise<EvaluationBackend> {
+  if (settings['evaluation.backend'] === 'local') return new Evaluator(task, { ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec), ...(context.onWarning ? { onWarning: context.onWarning } : {}) });
+  return SlurmEvaluator.start(
+    task,
+    {
+      ...slurmOptionsFromSettings(settings, context.runFolder),
+      runId: context.runId,
+      // Bundled, this module lives in dist/cli.js, dist/extension.js or dist/engineWorker.js, beside the files jobs need.
+      bundleDirectory: context.bundleDirectory ?? __dirname,
+      ...(context.runtimeLimitSec !== undefined ? { runtimeLimitSec: context.runtimeLimitSec } : {}),
+      ...(context.env ? { env: context.env } : {}),
+      ...(context.onQueue ? { onQueue: context.onQueue } : {}),
+      ...(context.onWarning ? { onWarning: context.onWarning } : {}),
+    },
+    context.signal,
+  );
+}
+
+/** The engine event a SLURM backend's onQueue becomes (status bar, dashboard). */
+export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()): EvaluationQueueEvent {
+  const { calls, ...counts } = queue;
+  return { type: 'evaluation_queue', time, backend: 'slurm', ...counts, schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct };
+}

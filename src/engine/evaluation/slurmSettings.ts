@@ -1,0 +1,120 @@
+// From the `thetaevolve.slurm.*` settings to the SLURM backend's options,
+// validated: a bad setting fails the run's start with one clear message.
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { Settings } from '../config';
+
+export type SlurmSettings = Pick<
+  Settings,
+  | 'slurm.partition'
+  | 'slurm.account'
+  | 'slurm.sbatchArguments'
+  | 'slurm.setupCommands'
+  | 'slurm.nodeCommand'
+  | 'slurm.stagingDirectory'
+  | 'slurm.maxJobs'
+  | 'slurm.pollSeconds'
+  | 'slurm.maxResubmits'
+>;
+
+/** The cluster-facing part of the SLURM backend's options (the rest comes from the run). */
+export interface SlurmClusterOptions {
+  partition: string;
+  account: string;
+  /**
+   * Extra sbatch options, one word each, after ours (so they win). `--export=ALL`
+   * here skips loading the login environment on the node (faster job starts);
+   * sbatch then passes on only the few variables ThetaEvolve starts it with
+   * (PATH, HOME, LANG, SLURM_*), never an API key.
+   */
+  sbatchArguments: string[];
+  /** Shell lines run first in every job (`module load ...`). */
+  setupCommands: string[];
+  /** How a job starts Node.js on the compute node (a shell word or path). */
+  nodeCommand: string;
+  /** Folder on the shared filesystem that holds the run's staging folder. */
+  stagingDirectory: string;
+  maxJobs: number;
+  pollSeconds: number;
+  maxResubmits: number;
+}
+
+/** Split a command line into words the way a POSIX shell would for plain and quoted words (no expansions). */
+export function splitShellWords(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: "'" | '"' | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i] as string;
+    if (quote) {
+      if (ch === quote) quote = null;
+      else if (ch === '\\' && quote === '"' && i + 1 < line.length && '"\\$`'.includes(line[i + 1] as string)) word += line[++i];
+      else word += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      inWord = true;
+    } else if (ch === '\\' && i + 1 < line.length) {
+      word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(ch)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += ch;
+      inWord = true;
+    }
+  }
+  if (quote) throw new Error(`unclosed ${quote} quote in ${JSON.stringify(line)}`);
+  if (inWord) words.push(word);
+  return words;
+}
+
+const SbatchArgumentsSchema = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return splitShellWords(text);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.array(
+      z.string().refine((w) => !/^--?(parsable|array|job-name|J|output|o|chdir|D|wrap)(=|$)/.test(w) && !/^-[JoDa]/.test(w), {
+        message: 'names an option ThetaEvolve sets itself (--parsable, --array, --job-name, --output, --chdir, --wrap)',
+      }),
+    ),
+  );
+
+const NodeCommandSchema = z.string().trim().min(1, 'is empty: say how a job starts Node.js, e.g. node or /opt/node20/bin/node').refine((s) => !/[\n\r]/.test(s), 'must be one line');
+const SlurmNameSchema = z.string().trim().refine((s) => /^[A-Za-z0-9_.,+-]*$/.test(s), 'may hold only letters, digits and _ . , + -');
+
+/**
+ * Validate the SLURM settings; `runFolder` is where the run keeps its files
+ * (the default staging place). Throws one message naming the bad setting.
+ */
+export function slurmOptionsFromSettings(settings: SlurmSettings, runFolder: string): SlurmClusterOptions {
+  const field = <T>(key: keyof SlurmSettings, schema: z.ZodType<T>): T => {
+    const parsed = schema.safeParse(settings[key]);
+    if (parsed.success) return parsed.data;
+    throw new Error(`Setting thetaevolve.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'} (got ${JSON.stringify(settings[key])}).`);
+  };
+  const staging = settings['slurm.stagingDirectory'].trim();
+  return {
+    partition: field('slurm.partition', SlurmNameSchema),
+    account: field('slurm.account', SlurmNameSchema),
+    sbatchArguments: field('slurm.sbatchArguments', SbatchArgumentsSchema),
+    setupCommands: settings['slurm.setupCommands']
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== ''),
+    nodeCommand: field('slurm.nodeCommand', NodeCommandSchema),
+    stagingDirectory: staging === '' ? join(runFolder, 'slurm') : staging,
+    maxJobs: settings['slurm.maxJobs'],
+    pollSeconds: settings['slurm.pollSeconds'],
+    maxResubmits: settings['slurm.maxResubmits'],
+  };
+}

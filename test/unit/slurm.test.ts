@@ -1,0 +1,420 @@
+// The SLURM evaluation backend against a real single-node cluster (munge +
+// slurmctld + slurmd started by the test, test/support/slurmCluster.ts) and
+// ThetaEvolve's real bundle (dist/, built before the unit tests by npm test).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseSettings } from '../../src/engine/config';
+import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/events';
+import { EvolutionRun } from '../../src/engine/loop';
+import { MutateSampler } from '../../src/engine/mutateSampler';
+import { type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
+import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
+import { loadTask, type Task } from '../../src/engine/task/task';
+import type { EvaluationResult } from '../../src/engine/types';
+import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
+
+const ROOT = resolve(__dirname, '../..');
+const DIST = join(ROOT, 'dist');
+const FIXTURE = join(ROOT, 'test/fixtures/hostile');
+const SECRET = 'sk-thetaevolve-slurm-test-secret-7d1f0c';
+
+/** A candidate of the fixture task that sleeps, then writes {"value": value}. */
+function sleeper(seconds: number, value: number): string {
+  return `import json, time\ntime.sleep(${seconds})\nwith open("solution.json", "w") as f:\n    json.dump({"value": ${value}}, f)\n`;
+}
+
+function withoutRuntime(metrics: EvaluationResult['metrics']): EvaluationResult['metrics'] {
+  const { runtime_seconds: _ignored, ...rest } = metrics;
+  return rest;
+}
+
+/** Every file under `dir` (job scripts, environments, spool) that contains `needle`. */
+async function filesContaining(dir: string, needle: string): Promise<string[]> {
+  const found: string[] = [];
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const text = await readFile(path).catch(() => Buffer.alloc(0));
+    if (text.includes(needle)) found.push(path);
+  }
+  return found;
+}
+
+/** Environments of the processes the jobs of `jobName` run (read from /proc), once our evaluate runs in `count` of them. */
+async function jobEnvironments(jobName: string, count: number): Promise<string[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const environments: string[] = [];
+    let evaluating = 0;
+    for (const pid of await readdir('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+      if (!environ.split('\0').includes(`SLURM_JOB_NAME=${jobName}`)) continue;
+      environments.push(environ);
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.includes('cli.js\0evaluate')) evaluating++;
+    }
+    if (evaluating >= count) return environments;
+    // The job's login environment is loaded before its script starts: look again until evaluate runs.
+    if (Date.now() > deadline) throw new Error(`evaluate did not start in ${count} jobs of ${jobName} within 30 s`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** Resolves when `predicate` holds for the evaluator's queue, checked after each poll. */
+function queueReaches(options: Partial<SlurmEvaluatorOptions>, predicate: (running: number) => boolean): { options: Partial<SlurmEvaluatorOptions>; reached: Promise<void> } {
+  let done: () => void = () => undefined;
+  const reached = new Promise<void>((r) => (done = r));
+  return {
+    options: { ...options, onQueue: (q) => (predicate(q.running) ? done() : undefined) },
+    reached,
+  };
+}
+
+describe('SLURM evaluation backend (real single-node cluster)', function () {
+  this.timeout(60_000);
+  let cluster: SlurmCluster;
+  let task: Task;
+  let staging: string;
+  const started: SlurmEvaluator[] = [];
+
+  before(async function () {
+    const unavailable = slurmUnavailableReason();
+    if (unavailable) {
+      console.log(`    skipped: ${unavailable}`);
+      this.skip();
+    }
+    for (const file of ['cli.js', 'nodeProbe.js']) {
+      if (!existsSync(join(DIST, file))) throw new Error(`${join(DIST, file)} is missing: run \`npm run build\` first (npm test does)`);
+    }
+    cluster = await startSlurmCluster();
+    task = await loadTask(FIXTURE);
+    staging = await mkdtemp(join(tmpdir(), 'te-slurm-staging-'));
+  });
+
+  after(async () => {
+    for (const e of started) await e.close();
+    if (cluster) await cluster.stop();
+    if (staging) await rm(staging, { recursive: true, force: true });
+  });
+
+  function options(runId: string, extra: Partial<SlurmEvaluatorOptions> = {}): SlurmEvaluatorOptions {
+    return {
+      runId,
+      bundleDirectory: DIST,
+      stagingDirectory: staging,
+      partition: cluster.partition,
+      account: '',
+      sbatchArguments: [],
+      setupCommands: [],
+      // The login environment of a job may not have our Node on PATH.
+      nodeCommand: process.execPath,
+      maxJobs: 16,
+      pollSeconds: 0.2,
+      maxResubmits: 2,
+      env: cluster.env,
+      ...extra,
+    };
+  }
+
+  async function start(runId: string, extra: Partial<SlurmEvaluatorOptions> = {}): Promise<SlurmEvaluator> {
+    const evaluator = await SlurmEvaluator.start(task, options(runId, extra));
+    started.push(evaluator);
+    return evaluator;
+  }
+
+  it('evaluates a program as a SLURM job with the same result as the local sandbox, and reports the node', async () => {
+    // A long poll interval: results are picked up from done/ between polls, with no squeue at all.
+    const evaluator = await start('same-result', { pollSeconds: 30 });
+    const squeueAtStart = evaluator.calls.squeue;
+    assert.equal(evaluator.kind, 'slurm');
+    assert.equal(evaluator.isolation.kind, 'bwrap');
+    assert.match(evaluator.node.node, /^v\d+\./);
+    assert.match(evaluator.description, /SLURM jobs on partition main.*bubblewrap/);
+
+    const programs = [task.initialProgram, 'raise SystemExit(3)\n', 'import json\njson.dump({"value": -1}, open("solution.json", "w"))\n'];
+    const local = new Evaluator(task, { concurrency: 4, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 });
+    const jobIds: string[] = [];
+    try {
+      const [onSlurm, onLocal] = await Promise.all([
+        Promise.all(programs.map((p) => evaluator.evaluate(p, { onSubmitted: (id) => jobIds.push(id) }))),
+        Promise.all(programs.map((p) => local.evaluate(p))),
+      ]);
+      for (const [i, slurm] of onSlurm.entries()) {
+        const here = onLocal[i] as EvaluationResult;
+        assert.equal(slurm.status, here.status, slurm.reason);
+        assert.equal(slurm.score, here.score);
+        assert.equal(slurm.objective, here.objective);
+        assert.deepEqual(withoutRuntime(slurm.metrics), withoutRuntime(here.metrics));
+        assert.equal(slurm.reason.replace(/\/\S+/g, 'PATH'), here.reason.replace(/\/\S+/g, 'PATH'));
+      }
+      assert.deepEqual(
+        onSlurm.map((r) => r.status),
+        ['ok', 'no_solution', 'invalid_solution'],
+      );
+    } finally {
+      await local.close();
+    }
+    // One job array for the three, one job id each.
+    assert.equal(new Set(jobIds.map((id) => id.split('_')[0])).size, 1, jobIds.join(' '));
+    assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
+    assert.equal(evaluator.calls.squeue, squeueAtStart, 'no squeue was needed to pick up the results');
+    const stats = evaluator.queueStats();
+    assert.equal(stats.done, 3);
+    assert.equal(stats.lost, 0);
+    const event = EngineEventSchema.parse(evaluationQueueEvent(stats));
+    assert.deepEqual(event.type === 'evaluation_queue' && [event.backend, event.pending, event.running, event.done], ['slurm', 0, 0, 3]);
+  });
+
+  it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {
+    const quadratic = await loadTask(join(ROOT, 'test/fixtures/tasks/quadratic'));
+    const settings = parseSettings({
+      batchSize: 2,
+      samplesPerPrompt: 3,
+      evaluationConcurrency: 6,
+      'database.preset': 'small',
+      seed: 7,
+      'evaluation.backend': 'slurm',
+      'slurm.partition': cluster.partition,
+      'slurm.nodeCommand': process.execPath,
+      'slurm.pollSeconds': 0.2,
+    });
+    const evolve = async (backend: 'local' | 'slurm'): Promise<{ committed: StepCommittedEvent[]; started: EvaluationStartedEvent[]; jobs: number }> => {
+      const runFolder = await mkdtemp(join(staging, `${backend}-`));
+      const evaluator =
+        backend === 'local'
+          ? new Evaluator(quadratic, evaluatorOptionsFromSettings(settings))
+          : await createEvaluationBackend(quadratic, settings, { runId: 'evolve', runFolder, bundleDirectory: DIST, env: cluster.env });
+      let jobs = 0;
+      const events: EngineEvent[] = [];
+      const run = new EvolutionRun({
+        runId: 'evolve',
+        task: quadratic,
+        settings,
+        dbFile: join(runFolder, 'run.sqlite'),
+        source: new MutateSampler({ seed: 7, language: 'py' }),
+        evaluator: {
+          evaluate: (code, options) =>
+            evaluator.evaluate(code, {
+              ...options,
+              onSubmitted: (id) => {
+                jobs++;
+                options?.onSubmitted?.(id);
+              },
+            }),
+        },
+        stepsThisInvocation: 2,
+        onEvent: (e) => events.push(e),
+      });
+      const result = await run.run();
+      await evaluator.close();
+      assert.equal(result.reason, 'steps_done');
+      return {
+        committed: events.filter((e): e is StepCommittedEvent => e.type === 'step_committed'),
+        started: events.filter((e): e is EvaluationStartedEvent => e.type === 'evaluation_started' && e.jobKey !== 'initial'),
+        jobs,
+      };
+    };
+    const local = await evolve('local');
+    const slurm = await evolve('slurm');
+    assert.equal(slurm.committed.length, 2);
+    assert.ok(slurm.jobs >= 1, 'evaluations ran as SLURM jobs');
+    assert.equal(local.jobs, 0);
+    // The evaluations terminal shows each SLURM evaluation's job id.
+    assert.ok(slurm.started.length > 0 && slurm.started.every((e) => /^\d+_\d+$/.test(e.schedulerJobId ?? '')), JSON.stringify(slurm.started.slice(0, 2)));
+    assert.ok(local.started.every((e) => e.schedulerJobId === undefined));
+    for (const [i, step] of slurm.committed.entries()) {
+      const here = local.committed[i] as StepCommittedEvent;
+      assert.deepEqual(step.counts, here.counts);
+      assert.equal(step.best, here.best);
+      assert.equal(step.dbSize, here.dbSize);
+      assert.equal(step.counts.evaluation_failed, 0);
+    }
+  });
+
+  it('cancelling mid-wave scancels the jobs and leaves none in the queue', async () => {
+    const { options: extra, reached } = queueReaches({}, (running) => running === 4);
+    const evaluator = await start('cancel-mid-wave', { ...extra, runtimeLimitSec: 60 });
+    const controller = new AbortController();
+    const results = Promise.all([1, 2, 3, 4].map((v) => evaluator.evaluate(sleeper(50, v), { signal: controller.signal })));
+    await reached;
+    controller.abort();
+    for (const r of await results) {
+      assert.equal(r.status, 'no_solution');
+      assert.equal(r.metrics.cancelled, true);
+    }
+    assert.deepEqual(await cluster.queuedJobs(), []);
+  });
+
+  it('detects a job scancel-ed behind its back as lost and resubmits it', async () => {
+    const warnings: string[] = [];
+    const evaluator = await start('outside-scancel', { onWarning: (w) => warnings.push(w) });
+    const jobIds: string[] = [];
+    let cancelledOutside: Promise<unknown> | null = null;
+    const result = await evaluator.evaluate(sleeper(1, 7), {
+      onSubmitted: (id) => jobIds.push(id),
+      onStart: () => {
+        cancelledOutside = cluster.client('scancel', [jobIds[0] as string]);
+      },
+    });
+    assert.ok(cancelledOutside);
+    assert.equal(((await cancelledOutside) as { code: number }).code, 0);
+    assert.equal(result.status, 'ok', result.reason);
+    assert.equal(result.objective, 7);
+    assert.equal(jobIds.length, 2, `submitted as ${jobIds.join(', ')}`);
+    assert.notEqual(jobIds[0], jobIds[1]);
+    assert.equal(evaluator.queueStats().lost, 1);
+    // This cluster keeps no accounting: sacct was asked once, then never again.
+    assert.equal(evaluator.calls.sacct, 1);
+    assert.ok(warnings.some((w) => w.includes(`${jobIds[0]}`) && /resubmitting/.test(w)), warnings.join('\n'));
+  });
+
+  it('ends a sample as evaluation_failed (no score) once the resubmits are used up', async () => {
+    // A setup that ends every evaluation job before our evaluate runs (the probe, not an array job, passes).
+    const evaluator = await start('lost-for-good', { maxResubmits: 1, setupCommands: ['test -z "$SLURM_ARRAY_TASK_ID" || exit 0'] });
+    const jobIds: string[] = [];
+    const result = await evaluator.evaluate(task.initialProgram, { onSubmitted: (id) => jobIds.push(id) });
+    assert.equal(result.status, 'evaluation_failed');
+    assert.equal(result.score, null);
+    assert.equal(jobIds.length, 2);
+    assert.match(result.reason, /ended without a result 2 times \(last: job \d+_0 left the queue without a result file/);
+  });
+
+  it('never counts a job as lost while squeue cannot reach the controller', async () => {
+    // A squeue in front of SLURM's own that fails while the flag file exists.
+    const tools = await mkdtemp(join(staging, 'tools-'));
+    const outage = join(tools, 'outage');
+    const realSqueue = execFileSync('bash', ['-c', 'command -v squeue'], { env: cluster.env, encoding: 'utf8' }).trim();
+    await writeFile(
+      join(tools, 'squeue'),
+      `#!/bin/bash\nif [ -e ${outage} ]; then echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2; exit 1; fi\nexec ${realSqueue} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const warnings: string[] = [];
+    const evaluator = await start('squeue-outage', {
+      env: { ...cluster.env, PATH: `${tools}:${cluster.env.PATH ?? ''}` },
+      onWarning: (w) => {
+        warnings.push(w);
+        // Ten failed polls in a row (2 s): the controller is back.
+        if (/squeue failed 10 time/.test(w)) void rm(outage);
+      },
+    });
+    const result = await evaluator.evaluate(sleeper(1, 5), { onStart: () => void writeFile(outage, '') });
+    assert.equal(result.status, 'ok', result.reason);
+    assert.equal(result.objective, 5);
+    assert.equal(evaluator.queueStats().lost, 0);
+    assert.ok(warnings.some((w) => /squeue failed 1 time\(s\) in a row \(will retry\).*Unable to contact slurm controller/.test(w)), warnings.join('\n'));
+  });
+
+  it("reports what ThetaEvolve's evaluate said when it failed on the node", async () => {
+    const evaluator = await start('evaluate-fails', { maxResubmits: 0 });
+    // The staged task lost its task.json after the probe: evaluate on the node refuses the task.
+    await rm(join(evaluator.stagingRoot, 'task', 'task.json'));
+    const result = await evaluator.evaluate(task.initialProgram);
+    assert.equal(result.status, 'evaluation_failed');
+    assert.match(result.reason, /ended without a result once \(last: job \d+_0 ThetaEvolve's evaluate exited with code 1 on the compute node: .*task\.json/s);
+  });
+
+  for (const exportMode of ['default (--export=NONE)', '--export=ALL in slurm.sbatchArguments']) {
+    it(`keeps the API key out of every job environment and of slurmctld and slurmd spool files: ${exportMode}`, async () => {
+      const saved = process.env.OPENAI_API_KEY;
+      process.env.OPENAI_API_KEY = SECRET;
+      try {
+        const { options: extra, reached } = queueReaches({ env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET } }, (running) => running === 2);
+        const sbatchArguments = exportMode.startsWith('--export=ALL') ? ['--export=ALL'] : [];
+        const evaluator = await start(`no-secrets-${sbatchArguments.length}`, { ...extra, sbatchArguments, runtimeLimitSec: 60 });
+        const controller = new AbortController();
+        const results = Promise.all([1, 2].map((v) => evaluator.evaluate(sleeper(50, v), { signal: controller.signal })));
+        await reached;
+        const environments = await jobEnvironments(evaluator.jobName, 2);
+        for (const environ of environments) assert.ok(!environ.includes(SECRET), 'the API key reached a job');
+        for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot]) assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
+        controller.abort();
+        await results;
+      } finally {
+        if (saved === undefined) delete process.env.OPENAI_API_KEY;
+        else process.env.OPENAI_API_KEY = saved;
+      }
+    });
+  }
+
+  it('finds and cancels the jobs a killed ThetaEvolve left behind (resume after kill -9)', async () => {
+    const runId = 'orphaned';
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/support/slurmOrphanChild.ts')], {
+      env: { ...cluster.env, ORPHAN_RUN_ID: runId, ORPHAN_STAGING: staging, ORPHAN_DIST: DIST, ORPHAN_TASK: FIXTURE },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      cwd: ROOT,
+    });
+    const submitted: string[] = [];
+    for await (const line of createInterface({ input: child.stdout })) {
+      const m = /^submitted (\S+)$/.exec(line);
+      if (m) submitted.push(m[1] as string);
+      if (submitted.length === 2) break;
+    }
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+
+    const orphans = await findOrphans(runId, cluster.env);
+    assert.deepEqual(orphans.map((o) => o.id).sort(), [...submitted].sort());
+    const runStaging = join(staging, `thetaevolve-${runId}`);
+    const stale = await readdir(runStaging);
+    assert.equal(stale.length, 1, 'the killed process left its staging folder');
+
+    // The resumed run's backend cancels them before it starts, and clears the old staging folder.
+    const warnings: string[] = [];
+    const resumed = await start(runId, { onWarning: (w) => warnings.push(w) });
+    // (Its own probe job may still be leaving the queue.)
+    assert.deepEqual((await findOrphans(runId, cluster.env)).filter((o) => submitted.includes(o.id)), []);
+    assert.ok(warnings.some((w) => w.startsWith(`cancelled 2 SLURM job(s) of run ${runId}`)), warnings.join('\n'));
+    assert.deepEqual(await readdir(runStaging), [resumed.stagingRoot.split('/').pop()]);
+    await resumed.close();
+    assert.equal(await cancelOrphans(runId, cluster.env), 0);
+  });
+
+  it('refuses clearly when the compute node cannot start Node.js', async () => {
+    await assert.rejects(SlurmEvaluator.start(task, options('no-node', { nodeCommand: '/nonexistent/node' })), (err: Error) => {
+      assert.match(err.message, /Node\.js could not be started on the compute node with `\/nonexistent\/node`.*slurm\.nodeCommand/s);
+      return true;
+    });
+  });
+
+  it('tells why the probe job waits, and stops waiting when the run is stopped', async () => {
+    const controller = new AbortController();
+    const warnings: string[] = [];
+    const starting = SlurmEvaluator.start(
+      task,
+      options('held', {
+        sbatchArguments: ['--hold'],
+        onWarning: (w) => {
+          warnings.push(w);
+          controller.abort();
+        },
+      }),
+      controller.signal,
+    );
+    await assert.rejects(starting, /stopped while waiting for the SLURM probe job/);
+    assert.match(warnings[0] ?? '', /the SLURM probe job \d+ is pending with reason JobHeldUser/);
+    assert.deepEqual(await findOrphans('held', cluster.env), []);
+  });
+
+  it('close() scancels queued and running jobs and removes the staging folder', async () => {
+    const { options: extra, reached } = queueReaches({ maxJobs: 2 }, (running) => running === 2);
+    const evaluator = await start('close', { ...extra, runtimeLimitSec: 60 });
+    const results = Promise.all([1, 2, 3].map((v) => evaluator.evaluate(sleeper(50, v))));
+    await reached;
+    assert.equal(evaluator.queueStats().pending, 1, 'maxJobs keeps the third candidate out of the queue');
+    await evaluator.close();
+    for (const r of await results) assert.equal(r.metrics.cancelled, true);
+    assert.deepEqual(await cluster.queuedJobs(), []);
+    assert.equal(existsSync(evaluator.stagingRoot), false);
+    assert.equal(existsSync(join(staging, evaluator.jobName)), false);
+  });
+});

@@ -1,0 +1,59 @@
+// The thetaevolve.slurm.* settings as the SLURM backend reads them, and the
+// strict parsing of what SLURM's tools print.
+import assert from 'node:assert/strict';
+import { defaultSettings, parseSettings } from '../../src/engine/config';
+import { jobTimeLimitMinutes, shellQuote } from '../../src/engine/evaluation/slurm';
+import { jobNameOfRun, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
+import { slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
+
+describe('SLURM settings', () => {
+  it('defaults: local backend; SLURM staging under the run folder, 512 jobs, 5 s polls, 2 resubmits', () => {
+    const s = defaultSettings();
+    assert.equal(s['evaluation.backend'], 'local');
+    const o = slurmOptionsFromSettings(s, '/runs/r1');
+    assert.equal(o.stagingDirectory, '/runs/r1/slurm');
+    assert.deepEqual([o.maxJobs, o.pollSeconds, o.maxResubmits, o.nodeCommand], [512, 5, 2, 'node']);
+    assert.deepEqual([o.sbatchArguments, o.setupCommands], [[], []]);
+  });
+
+  it('reads sbatch arguments as shell words and setup commands as lines', () => {
+    const s = parseSettings({
+      'evaluation.backend': 'slurm',
+      'slurm.sbatchArguments': `--mem=8G --comment="a b" --qos='short'`,
+      'slurm.setupCommands': 'module load nodejs/20\n\n  module load python/3.11  ',
+      'slurm.stagingDirectory': '/shared/me',
+    });
+    const o = slurmOptionsFromSettings(s, '/runs/r1');
+    assert.deepEqual(o.sbatchArguments, ['--mem=8G', '--comment=a b', '--qos=short']);
+    assert.deepEqual(o.setupCommands, ['module load nodejs/20', 'module load python/3.11']);
+    assert.equal(o.stagingDirectory, '/shared/me');
+  });
+
+  it('names the bad setting and what is wrong', () => {
+    const bad = (raw: Record<string, unknown>): (() => unknown) => () => slurmOptionsFromSettings(parseSettings(raw), '/r');
+    assert.throws(bad({ 'slurm.sbatchArguments': '--array=0-3' }), /thetaevolve\.slurm\.sbatchArguments names an option ThetaEvolve sets itself/);
+    assert.throws(bad({ 'slurm.sbatchArguments': '-J other' }), /slurm\.sbatchArguments names an option/);
+    assert.throws(bad({ 'slurm.sbatchArguments': '--comment="open' }), /slurm\.sbatchArguments unclosed " quote/);
+    assert.throws(bad({ 'slurm.partition': 'gpu; rm -rf /' }), /thetaevolve\.slurm\.partition may hold only letters/);
+    assert.throws(bad({ 'slurm.nodeCommand': '  ' }), /thetaevolve\.slurm\.nodeCommand is empty/);
+    assert.throws(() => parseSettings({ 'slurm.pollSeconds': 0 }), /thetaevolve\.slurm\.pollSeconds/);
+    assert.throws(() => parseSettings({ 'evaluation.backend': 'kubernetes' }), /thetaevolve\.evaluation\.backend/);
+  });
+
+  it('splits like a shell for plain, quoted and escaped words', () => {
+    assert.deepEqual(splitShellWords(`a  'b c' "d \\"e\\"" f\\ g ''`), ['a', 'b c', 'd "e"', 'f g', '']);
+    assert.deepEqual(splitShellWords('   '), []);
+  });
+
+  it('names jobs thetaevolve-<run>, quotes words for bash, and sizes --time from the task limits', () => {
+    assert.equal(jobNameOfRun('2026-11-23T07-00-00-circle packing'), 'thetaevolve-2026-11-23T07-00-00-circle_packing');
+    assert.equal(shellQuote(`it's`), `'it'\\''s'`);
+    assert.equal(jobTimeLimitMinutes(5, 5), 3);
+    assert.equal(jobTimeLimitMinutes(1000, 60), 20);
+  });
+
+  it('starts SLURM tools with SLURM variables and the basics only, never an API key', () => {
+    const env = slurmToolEnvironment({ PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a', OPENAI_API_KEY: 'sk-x', HF_TOKEN: 't' });
+    assert.deepEqual(env, { PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a' });
+  });
+});

@@ -186,8 +186,10 @@ function renderDatabase(db: DatabaseView | null): void {
       null,
       `objective (${db.histogram.label})`,
     );
+    hist.note.textContent = `Objective of the ${db.histogram.label}.`;
   } else {
     histChart.set([], [], null, 'objective (no valid program yet)');
+    hist.note.textContent = 'No valid program yet.';
   }
   heatMaps.set(db, state.run);
 }

@@ -6,12 +6,12 @@
 import { evolveBlockContent } from '../engine/diff';
 import { forDisplay } from '../engine/displayText';
 import { errorMessage } from '../engine/errors';
-import type { EngineEvent } from '../engine/events';
+import type { EngineEvent, EvaluationQueueEvent } from '../engine/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
 import type { RunMeta } from '../engine/runMeta';
 import { loadTask } from '../engine/task/task';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
-import { BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
+import { type BackendView, BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
 import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { type DashboardModel, trainerView } from './dashboardModel';
 
@@ -25,6 +25,7 @@ export interface DashboardSink {
   setDatabase(input: DashboardDatabaseInput): void;
   setBest(input: DashboardBestInput | null): void;
   setTrainer(trainer: TrainerView): void;
+  setBackend(part: Partial<BackendView>): void;
   /** Feed a whole history at once (a run from disk); an open page gets one snapshot. */
   load(feed: (model: DashboardModel) => void): void;
   /** A notice on the page (a bare model drops it). */
@@ -42,6 +43,7 @@ export function modelSink(model: DashboardModel): DashboardSink {
     setDatabase: (input) => void model.setDatabase(input),
     setBest: (input) => void model.setBest(input),
     setTrainer: (trainer) => void model.setTrainer(trainer),
+    setBackend: (part) => void model.setBackend(part),
     load: (feed) => feed(model),
     notify: () => undefined,
   };
@@ -120,6 +122,21 @@ export class DashboardFeed {
       case 'endpoint_state':
         sink.notify(event.waiting ? 'warning' : 'info', event.message);
         return;
+      case 'evaluation_queue':
+        sink.setBackend({ queue: queueText(event) });
+        return;
+      case 'endpoint_servers':
+        sink.setBackend({
+          servers: event.servers.map((server) => ({
+            url: server.baseURL,
+            healthy: server.healthy,
+            requests: server.requests,
+            failures: server.failures,
+            tokensPerSecond: server.tokensPerSecond,
+            lastError: server.lastError === null ? null : forDisplay(server.lastError),
+          })),
+        });
+        return;
       case 'trainer_state':
         sink.setTrainer(trainerView(event.state));
         return;
@@ -154,6 +171,16 @@ export function bestCode(code: string): string {
   // Candidate text is shown as text only, without control characters (escape sequences), newlines and tabs kept.
   const shown = forDisplay(text);
   return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
+}
+
+/** The SLURM queue in one line (the dashboard and the status bar's tooltip). */
+export function queueText(queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'>): string {
+  return (
+    `SLURM: ${queue.pending} pending, ${queue.running} running, ${queue.done} done` +
+    (queue.lost > 0 ? `, ${queue.lost} lost` : '') +
+    (queue.failed > 0 ? `, ${queue.failed} failed` : '') +
+    (queue.queueWaitMsP50 !== null ? `; queue wait ${(queue.queueWaitMsP50 / 1000).toFixed(1)} s` : '')
+  );
 }
 
 /** A run on disk, as the replay found it. */

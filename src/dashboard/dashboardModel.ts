@@ -4,6 +4,7 @@
 // the score histogram, and the model that turns engine inputs into the
 // protocol's snapshot and incremental messages.
 import {
+  type BackendView,
   type BestView,
   type DashboardBestInput,
   type DashboardDatabaseInput,
@@ -503,6 +504,12 @@ export class DashboardModel {
   setTrainer(trainer: TrainerView): HostMessage {
     this.state.trainer = { ...trainer };
     return { type: 'trainer', trainer: this.state.trainer };
+  }
+
+  /** The SLURM queue (evaluation_queue events) or the inference servers (endpoint_servers events); each keeps the other's part. */
+  setBackend(part: Partial<BackendView>): HostMessage {
+    this.state.backend = { queue: null, servers: [], ...this.state.backend, ...part };
+    return { type: 'backend', backend: this.state.backend };
   }
 
   setRunState(runState: RunStateView): HostMessage {

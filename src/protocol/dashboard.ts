@@ -267,6 +267,23 @@ export type BestView = z.infer<typeof BestViewSchema>;
 
 export const DASHBOARD_STATE_VERSION = 1;
 
+/** Where the work goes beyond this machine: the SLURM queue and the inference servers, when there are several. */
+export const BackendViewSchema = z.object({
+  /** One line: "SLURM: 12 pending, 16 running, 480 done, 1 lost; queue wait 3.2 s", or null for local evaluations. */
+  queue: z.string().nullable(),
+  servers: z.array(
+    z.object({
+      url: z.string(),
+      healthy: z.boolean(),
+      requests: count,
+      failures: count,
+      tokensPerSecond: z.number().nonnegative(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
+export type BackendView = z.infer<typeof BackendViewSchema>;
+
 export const DashboardStateSchema = z.object({
   version: z.literal(DASHBOARD_STATE_VERSION),
   run: RunViewSchema.nullable(),
@@ -276,6 +293,8 @@ export const DashboardStateSchema = z.object({
   database: DatabaseViewSchema.nullable(),
   best: BestViewSchema.nullable(),
   trainer: TrainerViewSchema,
+  /** Absent in pages saved before it existed. */
+  backend: BackendViewSchema.optional(),
 });
 export type DashboardState = z.infer<typeof DashboardStateSchema>;
 
@@ -299,6 +318,7 @@ export const HostMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('best'), best: BestViewSchema.nullable() }),
   z.object({ type: z.literal('trainer'), trainer: TrainerViewSchema }),
   z.object({ type: z.literal('runState'), runState: RunStateViewSchema }),
+  z.object({ type: z.literal('backend'), backend: BackendViewSchema }),
   /** A line for the person (an action was refused, an error). Not kept in the state. */
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'warning', 'error']), text: z.string() }),
 ]);
@@ -401,6 +421,9 @@ export function reduceDashboardState(state: DashboardState, message: HostMessage
       return state;
     case 'runState':
       state.runState = message.runState;
+      return state;
+    case 'backend':
+      state.backend = message.backend;
       return state;
     case 'notice':
       return state;

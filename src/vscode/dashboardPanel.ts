@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { DashboardModel } from '../dashboard/dashboardModel';
 import {
+  type BackendView,
   type DashboardBestInput,
   type DashboardDatabaseInput,
   type DashboardRunInput,
@@ -130,6 +131,10 @@ export class DashboardHost implements vscode.Disposable {
 
   setTrainer(trainer: TrainerView): void {
     this.post(this.model.setTrainer(trainer));
+  }
+
+  setBackend(part: Partial<BackendView>): void {
+    this.post(this.model.setBackend(part));
   }
 
   setRunState(runState: RunStateView): void {

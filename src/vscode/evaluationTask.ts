@@ -84,6 +84,10 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
           case 'run_started':
             this.line(`${event.task.title} with ${event.source.label}; ${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}`);
             break;
+          case 'evaluation_started':
+            // On SLURM, which job evaluates which sample (squeue / sacct / the job's output name it).
+            if (event.schedulerJobId) this.line(colour(2, `step ${event.step}`.padEnd(8) + `  ${`${event.jobKey}#${event.sampleIndex}`.padEnd(14)}  running as SLURM job ${event.schedulerJobId}`));
+            break;
           case 'evaluation_finished':
             for (const [i, text] of evaluationLines(event).entries()) this.line(event.outcome === 'valid' ? text : colour(i === 0 ? 33 : 2, text));
             break;

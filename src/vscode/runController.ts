@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../engine/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/runMeta';
-import type { EngineEvent, IsolationSummary, RunFinishReason } from '../engine/events';
+import type { EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/events';
 import type { Direction } from '../engine/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { EngineHost } from '../worker/engineHost';
@@ -49,6 +49,8 @@ export interface TrackedRun {
   waitingForServer: boolean;
   /** The sandbox the run's candidates get, once the run started. */
   isolation: IsolationSummary | null;
+  /** The SLURM queue of the run's evaluation jobs (null: evaluated on this machine). */
+  queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'> | null;
   message: string;
 }
 
@@ -211,6 +213,7 @@ export class RunController implements vscode.Disposable {
       finishReason: null,
       waitingForServer: false,
       isolation: null,
+      queue: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
@@ -357,6 +360,9 @@ export class RunController implements vscode.Disposable {
         case 'endpoint_state':
           run.waitingForServer = event.waiting;
           run.message = event.message;
+          break;
+        case 'evaluation_queue':
+          run.queue = { pending: event.pending, running: event.running, done: event.done, lost: event.lost, failed: event.failed, queueWaitMsP50: event.queueWaitMsP50 };
           break;
         default:
           break;

@@ -2,6 +2,7 @@
 // Clicking it opens the dashboard.
 import * as vscode from 'vscode';
 import type { RunController, TrackedRun } from './runController';
+import { queueText } from '../dashboard/dashboardFeed';
 import { formatScore } from '../engine/format';
 
 function score(value: number | null): string {
@@ -27,7 +28,8 @@ export function statusText(run: TrackedRun): string {
   const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
   const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : live && run.waitingForServer ? ' · waiting for the server' : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${state}${sandbox}`;
+  const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
+  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${queue}${state}${sandbox}`;
 }
 
 export function registerStatusBar(controller: RunController): vscode.Disposable {
@@ -41,7 +43,8 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
       return;
     }
     item.text = statusText(run);
-    const sandbox = run.isolation ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}` : '';
+    const queue = run.queue ? `\n\n${queueText(run.queue)}` : '';
+    const sandbox = queue + (run.isolation ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}` : '');
     const tooltip = new vscode.MarkdownString(
       `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}${sandbox}\n\nClick to open the dashboard.`,
     );

@@ -16,6 +16,7 @@ import {
   trainerViewOfSettings,
   runView,
 } from '../../src/dashboard/dashboardModel';
+import { DashboardFeed, modelSink } from '../../src/dashboard/dashboardFeed';
 import { percentile } from '../../src/engine/stats';
 import { IN_SANDBOX_TRUST_REASON, OUTCOMES } from '../../src/engine/types';
 import {
@@ -27,6 +28,8 @@ import {
   type HostMessage,
   OUTCOME_GROUPS,
   parseHostMessage,
+  reduceDashboardState,
+  emptyDashboardState,
 } from '../../src/protocol/dashboard';
 
 type Counts = DashboardStepInput['counts'];
@@ -351,5 +354,33 @@ describe('dashboard data: the run card says what the score and the sandbox can b
     const weak = runView({ ...base, isolation: { kind: 'fallback', summary: 'fallback', missing: ['bwrap was not found'], weak: true, warning: 'w' } });
     assert.equal(weak.isolation?.weak, true);
     assert.match(weak.isolation?.text ?? '', /weaker than the full sandbox: bwrap was not found/);
+  });
+});
+
+describe('dashboard data: the SLURM queue and the inference servers', () => {
+  it('the feed turns evaluation_queue and endpoint_servers events into the backend view, each keeping the other', () => {
+    const model = new DashboardModel();
+    const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));
+    feed.handle({ type: 'evaluation_queue', time: 1, backend: 'slurm', pending: 12, running: 16, done: 480, lost: 1, failed: 0, queueWaitMsP50: 3200, schedulerCalls: 40 }, undefined);
+    assert.equal(model.snapshot().backend?.queue, 'SLURM: 12 pending, 16 running, 480 done, 1 lost; queue wait 3.2 s');
+    feed.handle(
+      {
+        type: 'endpoint_servers',
+        time: 2,
+        servers: [
+          { baseURL: 'http://gpu1:8000/v1', healthy: true, outstanding: 3, requests: 100, failures: 0, samples: 100, completionTokens: 5000, tokensPerSecond: 250, latencyMsP50: 900, lastError: null },
+          { baseURL: 'http://gpu2:8000/v1', healthy: false, outstanding: 0, requests: 7, failures: 7, samples: 0, completionTokens: 0, tokensPerSecond: 0, latencyMsP50: null, lastError: 'connect ECONNREFUSED\u001b[31m' },
+        ],
+      },
+      undefined,
+    );
+    const backend = model.snapshot().backend;
+    assert.equal(backend?.queue, 'SLURM: 12 pending, 16 running, 480 done, 1 lost; queue wait 3.2 s', 'the queue is kept');
+    assert.deepEqual(backend?.servers.map((s) => [s.url, s.healthy, s.tokensPerSecond]), [['http://gpu1:8000/v1', true, 250], ['http://gpu2:8000/v1', false, 0]]);
+    assert.equal(backend?.servers[1]?.lastError, 'connect ECONNREFUSED[31m', 'server errors are shown without control characters');
+    // The page's reducer keeps what the messages say.
+    const page = reduceDashboardState(emptyDashboardState(), model.setBackend({ queue: null }));
+    assert.equal(page.backend?.queue, null);
+    assert.equal(page.backend?.servers.length, 2);
   });
 });

@@ -10,6 +10,7 @@ import {
   DASHBOARD_STATE_VERSION,
   type DatabaseView,
   emptyDashboardState,
+  type BackendView,
   type HostMessage,
   parseHostMessage,
   parseSavedState,
@@ -100,9 +101,30 @@ const grid = (...children: HTMLElement[]) => {
   g.append(...children);
   return g;
 };
+/** The SLURM queue and the inference servers (when there are several): shown only when there is something to show. */
+const backendPanel = el('section', 'panel backend');
+backendPanel.hidden = true;
+
+function renderBackend(backend: BackendView | undefined): void {
+  backendPanel.replaceChildren();
+  const parts: HTMLElement[] = [];
+  if (backend?.queue) parts.push(el('p', 'backend-queue', backend.queue));
+  if (backend && backend.servers.length > 0) {
+    const list = el('ul', 'backend-servers');
+    for (const server of backend.servers) {
+      const text = `${server.url}: ${server.healthy ? 'up' : 'set aside'} · ${server.requests} requests${server.failures > 0 ? `, ${server.failures} failed` : ''} · ${formatValue(server.tokensPerSecond)} tokens/s${server.lastError && !server.healthy ? ` · ${server.lastError}` : ''}`;
+      list.append(el('li', server.healthy ? undefined : 'warning', text));
+    }
+    parts.push(el('h2', undefined, 'Inference servers'), list);
+  }
+  backendPanel.append(...parts);
+  backendPanel.hidden = parts.length === 0;
+}
+
 app.append(
   header.element,
   notice,
+  backendPanel,
   summary,
   grid(progress.panel),
   grid(outcomes.panel, bestCard.element),
@@ -203,6 +225,7 @@ function renderAll(): void {
   renderSummary(state.summary);
   bestCard.set(state.best, state.run);
   renderDatabase(state.database);
+  renderBackend(state.backend);
 }
 
 function showNotice(level: 'info' | 'warning' | 'error', text: string): void {
@@ -239,6 +262,9 @@ function render(message: HostMessage): void {
       return;
     case 'runState':
       header.setRunState(message.runState);
+      return;
+    case 'backend':
+      renderBackend(message.backend);
       return;
     case 'notice':
       showNotice(message.level, message.text);

@@ -34,7 +34,7 @@ const builds = [
   // src/cli.ts starts with its hashbang, which esbuild keeps.
   { ...node, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js' },
   // The SLURM backend's probe job runs this on a compute node, beside the staged cli.js.
-  { ...node, entryPoints: ['src/engine/evaluation/nodeProbe.ts'], outfile: 'dist/nodeProbe.js' },
+  { ...node, entryPoints: ['src/engine/evaluation/nodeProbeMain.ts'], outfile: 'dist/nodeProbe.js' },
   {
     ...node,
     platform: 'browser',

@@ -49,4 +49,13 @@ describe('built bundles', () => {
       assert.ok(!extension.includes(marker), `dist/extension.js bundles ${what}: that work belongs behind the engine worker`);
     }
   });
+
+  it('dist/cli.js evaluate --json prints exactly one JSON object on stdout (a SLURM job reads it as its result)', () => {
+    const task = join(ROOT, 'test/fixtures/tasks/quadratic');
+    const r = spawnSync(process.execPath, [CLI, 'evaluate', task, join(task, 'initial.py'), '--json'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.length, 1, r.stdout);
+    assert.equal((JSON.parse(lines[0] as string) as { status: string }).status, 'ok');
+  });
 });

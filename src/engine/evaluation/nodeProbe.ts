@@ -20,5 +20,3 @@ export function probeThisNode(): NodeProbe {
   return { node: process.version, host: hostname(), isolation: { kind: isolation.kind, warning: isolation.warning } };
 }
 
-// Bundled as its own entry point: print when run, stay quiet when imported.
-if (require.main === module) process.stdout.write(`${JSON.stringify(probeThisNode())}\n`);

@@ -24,6 +24,8 @@ import type { SlurmClusterOptions } from './slurmSettings';
 
 /** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
 export const BUNDLE_FILES = ['cli.js', 'nodeProbe.js'] as const;
+/** The folder of Python files the CLI needs for other systems' task folders (src/engine/task/foreign, copied into dist/). */
+export const BUNDLE_FOREIGN_DIR = 'foreign';
 /** Seconds a job may take beyond the candidate's and the evaluator's limits (Node start, copying, scoring). */
 const JOB_TIME_MARGIN_SEC = 120;
 const PROBE_TIME_MINUTES = 5;
@@ -88,6 +90,9 @@ const NodeResultSchema = z
     metrics: z.record(z.string(), MetricValueSchema),
     reason: z.string(),
     durationMs: z.number().finite().nonnegative(),
+    /** false for another system's task folder (its evaluator runs with the candidate). */
+    protected: z.boolean().optional(),
+    unprotectedReason: z.string().nullable().optional(),
   })
   .strict();
 
@@ -181,6 +186,8 @@ async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string
   try {
     for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
     for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
+    // The Python wrapper OpenEvolve and ShinkaEvolve folders are evaluated through (beside the bundled CLI, as in dist/).
+    await cp(join(options.bundleDirectory, BUNDLE_FOREIGN_DIR), join(root, 'bundle', BUNDLE_FOREIGN_DIR), { recursive: true, filter: (source) => !source.includes('__pycache__') });
     const stagingRoot = resolve(options.stagingDirectory);
     await cp(task.dir, join(root, 'task'), {
       recursive: true,
@@ -668,7 +675,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     // evaluate reports an interrupted evaluation as cancelled: here that is
     // SLURM stopping the job (time limit, preemption), not a candidate's result.
     if (r.metrics.cancelled === true) return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
-    return { kind: 'result', result: { ...r, stdout: '', stderr: '' } };
+    const { protected: _protected, unprotectedReason: _why, ...result } = r;
+    return { kind: 'result', result: { ...result, stdout: '', stderr: '' } };
   }
 
   /** A lost or failed job: submit the candidate again while resubmits are left, else end it as evaluation_failed. */

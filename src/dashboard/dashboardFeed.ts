@@ -104,8 +104,8 @@ export class DashboardFeed {
         if (!dbFile) return;
         const best = { id: event.id, step: event.step, score: event.score, objective: event.objective, parentId: event.parentId };
         this.ask('best', async () => {
-          const [ancestors, program] = await Promise.all([this.query({ kind: 'ancestors', dbFile, programId: event.id }), this.query({ kind: 'program', dbFile, programId: event.id })]);
-          sink.setBest({ ...best, lineageDepth: ancestors.length, code: program ? bestCode(program.code) : undefined });
+          const [lineageDepth, program] = await Promise.all([this.query({ kind: 'lineageDepth', dbFile, programId: event.id }), this.query({ kind: 'program', dbFile, programId: event.id })]);
+          sink.setBest({ ...best, lineageDepth, code: program ? bestCode(program.code) : undefined });
         });
         return;
       }
@@ -209,7 +209,7 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
   const meta = info.meta;
   const task = await loadTask(meta.taskDir).catch(() => null);
   const best = info.summary.best ? await query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
-  const lineageDepth = best ? (await query({ kind: 'ancestors', dbFile, programId: best.id })).length : 0;
+  const lineageDepth = best ? await query({ kind: 'lineageDepth', dbFile, programId: best.id }) : 0;
   if (isStale()) return null;
   sink.load((model) => {
     model.setRun({

@@ -74,6 +74,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('runInfo'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('snapshot'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('steps'), dbFile: z.string().min(1) }),
+  /** How many ancestors a program has (ProgramDatabase.lineageDepth: stable for past bests). */
+  z.object({ kind: z.literal('lineageDepth'), dbFile: z.string().min(1), programId: z.string().min(1) }),
   /** Combined scores of the valid programs alive in the database. */
   z.object({ kind: z.literal('validScores'), dbFile: z.string().min(1) }),
   /** Parent, grandparent, ... of a program (ids and scores only). */
@@ -93,6 +95,7 @@ export const QueryResultSchemas = {
   snapshot: DatabaseSnapshotSchema,
   steps: z.array(StepRowSchema),
   validScores: z.array(finite),
+  lineageDepth: count,
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
   evaluate: z.object({
     taskTitle: z.string(),

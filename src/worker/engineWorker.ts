@@ -200,6 +200,8 @@ async function answer(query: Query): Promise<unknown> {
         return db.steps();
       case 'validScores':
         return db.validScores();
+      case 'lineageDepth':
+        return db.lineageDepth(query.programId);
       case 'ancestors':
         return db.ancestors(query.programId).map((p) => ({ id: p.id, step: p.step, score: p.score }));
     }

@@ -575,3 +575,33 @@ describe('program database', () => {
     });
   });
 });
+
+describe('program database: lineage depth of a best', () => {
+  after(async () => {
+    for (const db of open.splice(0)) await db.close().catch(() => undefined);
+  });
+
+  it('is what the best had when it was added, also after its ancestors were evicted and after a reopen', async () => {
+    const config = testConfig({ populationSize: 4, archiveSize: 1, numIslands: 1 });
+    const own = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-lineage-'));
+    const file = path.join(own, 'lineage.sqlite');
+    const db = await ProgramDatabase.open(file, { config });
+    open.push(db);
+    const root = await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
+    const a = (await commit(db, [programWith(0.2, 100, root.id, 1, 'a')])).inserted[0];
+    assert.ok(a);
+    const b = (await commit(db, [programWith(0.3, 100, a.id, 2, 'b')])).inserted[0];
+    assert.ok(b);
+    const best = (await commit(db, [programWith(0.9, 100, b.id, 3, 'best')])).inserted[0];
+    assert.ok(best);
+    assert.equal(db.lineageDepth(best.id), 3, 'b, a, root');
+    assert.equal(db.ancestors(best.id).length, 3);
+    // Better programs than a and b push them out of the population (their rows go: they were never bests).
+    await commit(db, [0.6, 0.61, 0.62, 0.63].map((score, i) => programWith(score, 100, root.id, 4, `later${i}`)));
+    assert.ok(db.ancestors(best.id).length < 3, 'the evicted ancestors can no longer be walked');
+    assert.equal(db.lineageDepth(best.id), 3, 'the depth it had stays');
+    const readOnly = await ProgramDatabase.openReadOnly(file);
+    open.push(readOnly);
+    assert.equal(readOnly.lineageDepth(best.id), 3, 'read back from the file');
+  });
+});

@@ -505,6 +505,12 @@ export class ProgramDatabase {
     return out;
   }
 
+  /** How many ancestors a program has: as recorded when it became a best (stable), else those whose rows are still here. */
+  lineageDepth(id: string): number {
+    this.assertOpen();
+    return this.state.lineageDepths?.[id] ?? this.ancestors(id).length;
+  }
+
   /** Every program that was the new global best when it was added, oldest first (kept even when evicted). */
   improvements(): ProgramRecord[] {
     this.assertOpen();
@@ -773,6 +779,9 @@ export class ProgramDatabase {
       this.bestNode = node;
       node.improvement = true;
       this.state.bestId = node.id;
+      // Its lineage now, before later evictions delete ancestors' rows (parents are from earlier steps: they have rows).
+      const parent = node.parentId === null ? null : this.get(node.parentId);
+      (this.state.lineageDepths ??= {})[node.id] = parent ? 1 + this.ancestors(parent.id).length : 0;
     }
     this.placeInGrid(node);
     if (migrantOf === null) this.offerToArchive(node);

@@ -78,6 +78,8 @@ export const DatabaseStateSchema = z.object({
   lastMigrationGeneration: z.number().int().min(0),
   migrations: z.number().int().min(0),
   lastMigrationStep: z.number().int().nullable(),
+  /** Ancestors each past best had when it was added (evicted ancestors lose their rows, so they cannot be counted later). */
+  lineageDepths: z.record(z.string(), z.number().int().min(0)).optional(),
 });
 export type DatabaseState = z.infer<typeof DatabaseStateSchema>;
 

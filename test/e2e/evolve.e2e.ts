@@ -19,6 +19,7 @@ import {
   saveScreenshot,
   screenshotOnFailure,
   startCodeServer,
+  stepOf,
   taskWorkspace,
   waitForStatusBarText,
 } from '../support/codeServer';
@@ -39,11 +40,6 @@ function succeeds(action: Promise<unknown>): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-function stepOf(statusText: string): number {
-  const match = /step (\d+)/.exec(statusText);
-  return match ? Number(match[1]) : -1;
 }
 
 describe('evolve a program (code-server + Chromium + test inference server)', () => {

@@ -20,6 +20,7 @@ import {
   saveScreenshot,
   screenshotOnFailure,
   startCodeServer,
+  stepOf,
   waitForStatusBarText,
 } from '../support/codeServer';
 
@@ -32,11 +33,6 @@ const PROGRAM = [
   'json.dump({"value": value}, open("solution.json", "w"))',
   '',
 ].join('\n');
-
-function stepOf(statusText: string): number {
-  const match = /step (\d+)/.exec(statusText);
-  return match ? Number(match[1]) : -1;
-}
 
 describe('a new task for a fresh file (code-server + Chromium, mutate sampler)', () => {
   let server: RunningCodeServer;

@@ -3,10 +3,12 @@
 // playwright-core. See docs in ../shared/spec/testing.md.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { freePort } from './freePort';
+
+export { freePort };
 
 export const REPO_ROOT = resolve(__dirname, '..', '..');
 export const VSIX = join(REPO_ROOT, 'out', 'thetaevolve.vsix');
@@ -21,17 +23,6 @@ export function codeServerBinary(): string {
   return CODE_SERVER;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
 
 /** A fresh workspace holding a copy of tasks/<taskName> (at tasks/<taskName>) and these workspace settings. */
 export function taskWorkspace(prefix: string, taskName: string, settings: Record<string, unknown>): string {
@@ -270,6 +261,12 @@ export async function pickQuickInputItem(page: Page, text: string, timeoutMs = 3
 }
 
 /** The text of the first status bar item containing `text`, once it shows and `until` holds (polled). */
+/** The step a status bar text shows ("ThetaEvolve step 12 · ..."), or -1. */
+export function stepOf(statusText: string): number {
+  const match = /step (\d+)/.exec(statusText);
+  return match ? Number(match[1]) : -1;
+}
+
 export async function waitForStatusBarText(page: Page, text: string, until: (value: string) => boolean = () => true, timeoutMs = 120_000): Promise<string> {
   const item = page.locator('.statusbar-item', { hasText: text }).first();
   const deadline = Date.now() + timeoutMs;

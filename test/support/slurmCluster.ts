@@ -6,11 +6,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { findExecutable } from '../../src/engine/sandbox/isolation';
+import { freePort } from './freePort';
 
 const SBIN_PATH = `${process.env.PATH ?? ''}:/usr/sbin:/sbin`;
 const DAEMONS = ['munged', 'mungekey', 'slurmctld', 'slurmd'] as const;
@@ -43,17 +43,6 @@ export function slurmUnavailableReason(): string | null {
   return null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {

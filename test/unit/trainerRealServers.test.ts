@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge } from '../../src/engine/trainer/bridge';
 import { emptyOutcomeCounts } from '../../src/engine/types';
+import { freePort } from '../support/freePort';
 
 const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');
 const N = 3;
@@ -28,16 +28,6 @@ function serverPython(): string | null {
   return null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 interface Reply {
   status: number;

@@ -14,6 +14,7 @@ import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { type BackendView, BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
 import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
 import { type DashboardModel, trainerView } from './dashboardModel';
+import { solutionPicture } from './solutionPicture';
 
 /** Where the feed puts what it learns: a DashboardHost (model + open page), or a bare model in tests. */
 export interface DashboardSink {
@@ -104,8 +105,13 @@ export class DashboardFeed {
         if (!dbFile) return;
         const best = { id: event.id, step: event.step, score: event.score, objective: event.objective, parentId: event.parentId };
         this.ask('best', async () => {
-          const [lineageDepth, program] = await Promise.all([this.query({ kind: 'lineageDepth', dbFile, programId: event.id }), this.query({ kind: 'program', dbFile, programId: event.id })]);
-          sink.setBest({ ...best, lineageDepth, code: program ? bestCode(program.code) : undefined });
+          const [lineageDepth, program, solution] = await Promise.all([
+            this.query({ kind: 'lineageDepth', dbFile, programId: event.id }),
+            this.query({ kind: 'program', dbFile, programId: event.id }),
+            this.query({ kind: 'bestSolution', dbFile }),
+          ]);
+          const picture = solution?.id === event.id ? solutionPicture(solution.solution) : undefined;
+          sink.setBest({ ...best, lineageDepth, code: program ? bestCode(program.code) : undefined, ...(picture ? { picture } : {}) });
         });
         return;
       }
@@ -210,6 +216,8 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
   const task = await loadTask(meta.taskDir).catch(() => null);
   const best = info.summary.best ? await query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
   const lineageDepth = best ? await query({ kind: 'lineageDepth', dbFile, programId: best.id }) : 0;
+  const solution = best ? await query({ kind: 'bestSolution', dbFile }) : null;
+  const picture = best && solution?.id === best.id ? solutionPicture(solution.solution) : undefined;
   if (isStale()) return null;
   sink.load((model) => {
     model.setRun({
@@ -239,7 +247,7 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
     }
     // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
     model.setDatabase(snapshot, validScores);
-    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, code: bestCode(best.code) } : null);
+    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, code: bestCode(best.code), ...(picture ? { picture } : {}) } : null);
     model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };

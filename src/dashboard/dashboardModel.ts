@@ -549,6 +549,7 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
     lineageDepth: input.lineageDepth,
     parentId: input.parentId,
     ...(input.code !== undefined ? { code: input.code } : {}),
+    ...(input.picture !== undefined ? { picture: input.picture } : {}),
   };
 }
 

@@ -10,6 +10,8 @@ import { buildPrompt } from './prompt';
 import { Rng, type RngState } from './rng';
 import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
 import { codeHash } from './codeHash';
+import { writeFileAtomic } from './database/atomicFile';
+import { bestSolutionFile } from './runFiles';
 import { failureSummaryText, summarizeFailures } from './failureReasons';
 import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
@@ -94,6 +96,8 @@ interface SampleRecord {
   child: NewProgram | null;
   response: SampleResponse | null;
   error: string | null;
+  /** The solution file's text of a valid child (kept for the best). */
+  solution?: string;
 }
 
 class StopSignal extends Error {}
@@ -302,6 +306,13 @@ export class EvolutionRun {
     }
   }
 
+  /** The best program's solution file, beside the database (the dashboard draws it); a failure to write it costs the picture only. */
+  private async keepBestSolution(id: string, solution: string): Promise<void> {
+    await writeFileAtomic(bestSolutionFile(this.spec.dbFile), Buffer.from(JSON.stringify({ id, solution }))).catch((err: unknown) =>
+      this.emit({ type: 'error', time: Date.now(), message: `could not keep the best program's solution for the dashboard: ${err instanceof Error ? err.message : String(err)}`, fatal: false }),
+    );
+  }
+
   private async addInitialProgram(db: ProgramDatabase): Promise<void> {
     const { task } = this.spec;
     const code = this.spec.startCode ?? task.initialProgram;
@@ -342,6 +353,7 @@ export class EvolutionRun {
       completionTokens: 0,
     });
     if (outcome === 'valid') {
+      if (result.solution !== undefined) await this.keepBestSolution(record.id, result.solution);
       this.emit({ type: 'new_best', time: Date.now(), id: record.id, step: 0, score: record.score, objective: record.objective, parentId: null });
     } else {
       this.emit({
@@ -472,7 +484,7 @@ export class EvolutionRun {
             metrics: result.metrics,
             evaluationMs: result.durationMs,
           };
-          record(job.key, sample.index, { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null }, result.durationMs);
+          record(job.key, sample.index, { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null, ...(result.solution !== undefined ? { solution: result.solution } : {}) }, result.durationMs);
         })(),
       );
     };
@@ -567,6 +579,8 @@ export class EvolutionRun {
       });
       if (newBest && commit.newBest) {
         const b = commit.newBest;
+        const source = [...ids].find(([, id]) => id === b.id)?.[0];
+        if (source?.solution !== undefined) await this.keepBestSolution(b.id, source.solution);
         this.emit({ type: 'new_best', time: Date.now(), id: b.id, step, score: b.score, objective: b.objective, parentId: b.parentId });
       }
       return { step, stats, groups: groupsWith(ids) };

@@ -29,3 +29,8 @@ export function newRunId(taskName: string, runsDir: string, now = new Date()): s
   for (let n = 2; existsSync(runDatabaseFile(runsDir, runId)); n++) runId = `${stamp}-${n}`;
   return runId;
 }
+
+/** The solution file of a run's best program, kept beside its database (what the dashboard draws). */
+export function bestSolutionFile(dbFile: string): string {
+  return `${dbFile}.best-solution.json`;
+}

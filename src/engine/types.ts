@@ -78,6 +78,8 @@ export interface ScoredEvaluationResult extends EvaluationResultBase {
   status: ScoredEvaluationStatus;
   /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
   score: number;
+  /** The solution file's text of a valid result, when it is small enough to keep (the dashboard draws the best one). */
+  solution?: string;
 }
 
 /** The backend could not evaluate the candidate (infrastructure failure): no score, not the model's fault. */

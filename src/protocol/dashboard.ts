@@ -102,6 +102,18 @@ export const DashboardRunInputSchema = z.object({
 });
 export type DashboardRunInput = z.infer<typeof DashboardRunInputSchema>;
 
+/**
+ * A picture of the best program's solution, drawn from its solution file:
+ * the packing's circles, a step function with its autoconvolution, or a
+ * +-1 matrix. Sizes are capped by src/dashboard/solutionPicture.ts.
+ */
+export const SolutionPictureSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('circles'), circles: z.array(z.object({ x: finite, y: finite, r: finite })).max(10_000) }),
+  z.object({ kind: z.literal('steps'), heights: z.array(finite).max(4_000), autoconvolution: z.array(finite).max(4_000) }),
+  z.object({ kind: z.literal('matrix'), rows: z.array(z.array(finite).max(256)).max(256) }),
+]);
+export type SolutionPicture = z.infer<typeof SolutionPictureSchema>;
+
 /** The most of the best program's code the page is sent. */
 export const BEST_CODE_MAX_CHARS = 6000;
 
@@ -115,6 +127,8 @@ export const DashboardBestInputSchema = z.object({
   parentId: z.string().nullable(),
   /** The best program's EVOLVE-BLOCK content (shown as text, cut at BEST_CODE_MAX_CHARS). */
   code: z.string().max(BEST_CODE_MAX_CHARS + 100).optional(),
+  /** Its solution, drawn (bundled geometry, autocorrelation and matrix tasks). */
+  picture: SolutionPictureSchema.optional(),
 });
 export type DashboardBestInput = z.infer<typeof DashboardBestInputSchema>;
 

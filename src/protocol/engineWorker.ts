@@ -60,6 +60,9 @@ export { DatabaseSnapshotSchema };
 export const StepRowSchema = z.object({ step: count, stats: StepStatisticsSchema });
 export type StepRow = z.infer<typeof StepRowSchema>;
 
+/** What the loop keeps beside a run's database: the best program's id and its solution file's text. */
+export const BestSolutionSchema = z.object({ id: z.string(), solution: z.string() });
+
 // ----------------------------------------------------------------- queries
 
 /**
@@ -74,6 +77,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('runInfo'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('snapshot'), dbFile: z.string().min(1) }),
   z.object({ kind: z.literal('steps'), dbFile: z.string().min(1) }),
+  /** The solution file of the run's best program, kept beside its database (null when none is kept). */
+  z.object({ kind: z.literal('bestSolution'), dbFile: z.string().min(1) }),
   /** How many ancestors a program has (ProgramDatabase.lineageDepth: stable for past bests). */
   z.object({ kind: z.literal('lineageDepth'), dbFile: z.string().min(1), programId: z.string().min(1) }),
   /** Combined scores of the valid programs alive in the database. */
@@ -96,6 +101,7 @@ export const QueryResultSchemas = {
   steps: z.array(StepRowSchema),
   validScores: z.array(finite),
   lineageDepth: count,
+  bestSolution: BestSolutionSchema.nullable(),
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
   evaluate: z.object({
     taskTitle: z.string(),

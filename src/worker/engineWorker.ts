@@ -3,10 +3,11 @@
 // so the extension host never stalls on sql.js, sandboxes or parsing. Speaks
 // src/protocol/engineWorker.ts; every message from the host is validated,
 // and a malformed one gets a protocolError reply, never a crash.
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import {
+  BestSolutionSchema,
   type HostToWorker,
   type LogLevel,
   parseHostToWorker,
@@ -19,6 +20,7 @@ import {
 import { ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/errors';
 import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from '../engine/runFactory';
+import { bestSolutionFile } from '../engine/runFiles';
 import { parseRunMeta } from '../engine/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
@@ -182,6 +184,7 @@ async function startRun(message: StartMessage): Promise<void> {
 
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
+  if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
   const file = resolve(query.dbFile);
   const live = active && active.dbFile === file ? active.run.database : null;
   const ask = (db: ProgramDatabase): unknown => {
@@ -208,6 +211,18 @@ async function answer(query: Query): Promise<unknown> {
   };
   if (live) return ask(live);
   return withReadOnly(file, ask);
+}
+
+/** The best program's solution kept beside a run's database, or null (none kept yet, or not readable as ours). */
+async function readBestSolution(dbFile: string): Promise<QueryResult<'bestSolution'>> {
+  const text = await readFile(bestSolutionFile(dbFile), 'utf8').catch(() => null);
+  if (text === null) return null;
+  try {
+    const parsed = BestSolutionSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /** One sandboxed evaluation for the host (the tasks.json `thetaevolve` task): the host never runs the sandbox itself. */

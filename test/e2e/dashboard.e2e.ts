@@ -152,6 +152,21 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.ok((await frame.locator('.heat-grid canvas, .heat-grid .heat-cell').count()) > 0, 'no MAP-Elites heat map');
     // The best program's EVOLVE-BLOCK is shown beside its score.
     await poll('best program code', () => frame.locator('.best-code').first().textContent(), (t) => (t ?? '').trim().length > 0, 60_000);
+    // The best packing is drawn from its solution file: the canvas has ink.
+    await poll(
+      'best solution picture',
+      () => frame.evaluate(() => {
+        const canvas = document.querySelector<HTMLCanvasElement>('canvas.best-picture');
+        if (!canvas || canvas.hidden || canvas.width === 0) return 0;
+        const data = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
+        let inked = 0;
+        for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 0) > 0) inked++;
+        return inked;
+      }),
+      (inked) => inked > 500,
+      60_000,
+    );
+    assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
     // A disabled button looks disabled (Start, while a run is in progress).
     const start = frame.locator('vscode-button', { hasText: 'Start' }).first();
     assert.equal(await start.getAttribute('aria-disabled'), 'true');

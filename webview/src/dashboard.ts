@@ -223,7 +223,7 @@ function renderAll(): void {
   seriesCharts.setRun(state.run);
   seriesCharts.reset(state.series, state.summary.meanExact);
   renderSummary(state.summary);
-  bestCard.set(state.best, state.run);
+  bestCard.set(state.best, state.run, theme);
   renderDatabase(state.database);
   renderBackend(state.backend);
 }
@@ -255,7 +255,7 @@ function render(message: HostMessage): void {
       renderDatabase(message.database);
       return;
     case 'best':
-      bestCard.set(message.best, state.run);
+      bestCard.set(message.best, state.run, theme);
       return;
     case 'trainer':
       header.setTrainer(message.trainer);
@@ -305,6 +305,7 @@ onThemeChange(() => {
   histChart.applyTheme(theme);
   heatMaps.applyTheme(theme);
   renderDatabase(state.database);
+  bestCard.set(state.best, state.run, theme);
 });
 
 renderAll();

@@ -90,6 +90,8 @@ const EVALUATOR_OUTPUT_LIMIT = 1024 * 1024;
 /** How often the memory of a candidate's processes is summed (fast allocators get at most this long past the limit). */
 const MEMORY_WATCH_INTERVAL_MS = 50;
 const TAIL_CHARS = 600;
+/** A valid solution file up to this size travels with its result (the best one is kept beside the database for the dashboard). */
+const SOLUTION_KEPT_BYTES = 1024 * 1024;
 
 /** The sandbox options from the run settings. */
 export function evaluatorOptionsFromSettings(
@@ -217,7 +219,8 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   }
   const score = scoreOfObjective(objective, task);
   if (!Number.isFinite(score)) return penaltyResult('invalid_solution', `the objective ${objective} gives no finite score`, { metrics: reply.metrics });
-  return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '' };
+  const solution = bytes.length <= SOLUTION_KEPT_BYTES ? bytes.toString('utf8') : undefined;
+  return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '', ...(solution !== undefined ? { solution } : {}) };
 }
 
 /** The result of an evaluation cancelled before it finished (every backend gives the same). */

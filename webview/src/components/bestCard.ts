@@ -2,6 +2,8 @@
 import type { BestView, RunView } from '../../../src/protocol/dashboard';
 import { el } from '../dom';
 import { formatValue } from '../format';
+import type { ThemeColours } from '../theme';
+import { drawSolutionPicture } from './solutionPicture';
 import { type ButtonControl, createButton } from './toolkit';
 
 export class BestCard {
@@ -11,6 +13,8 @@ export class BestCard {
   private readonly empty = el('p', 'empty', 'No valid program yet.');
   /** The best program's EVOLVE-BLOCK, as text (never as markup). */
   private readonly code = el('pre', 'best-code');
+  /** Its solution, drawn (packing, step function, matrix). */
+  private readonly picture = el('canvas', 'best-picture');
   private readonly showDiff: ButtonControl;
   private readonly apply: ButtonControl;
   private best: BestView | null = null;
@@ -25,12 +29,15 @@ export class BestCard {
     const actions = el('div', 'button-group');
     actions.append(this.showDiff.element, this.apply.element);
     this.code.title = "The best program's EVOLVE-BLOCK (Show Diff compares it with its parent)";
-    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions, this.code);
+    this.picture.setAttribute('role', 'img');
+    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions, this.picture, this.code);
     this.set(null, null);
   }
 
-  set(best: BestView | null, run: RunView | null): void {
+  set(best: BestView | null, run: RunView | null, theme: ThemeColours | null = null): void {
     this.best = best;
+    this.picture.hidden = !best?.picture || theme === null;
+    if (best?.picture && theme) drawSolutionPicture(this.picture, best.picture, theme);
     this.showDiff.setDisabled(!best);
     this.apply.setDisabled(!best);
     this.empty.hidden = best !== null;

@@ -181,8 +181,10 @@ describe('engine worker thread', function () {
     const trainer = await startSlimeTestServer({ groupSize: 2 });
     try {
       const settings = smallSettings({ maxSteps: 3, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
+      // Turned on when step 2 starts: step 1 is over then, its trainer hook included (at step_committed the hook had not run yet, and a
+      // toggle landing before it sent step 1 too).
       const done = collectRun(host, 'rl', (event) => {
-        if (event.type === 'step_committed' && event.step === 1) host.setTrainerEnabled(true);
+        if (event.type === 'step_started' && event.step === 2) host.setTrainerEnabled(true);
       });
       host.start({ runId: 'rl', dbFile: join(scratch, 'rl.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
       const { events, startFailed } = await done;

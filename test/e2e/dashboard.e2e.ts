@@ -167,6 +167,9 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       60_000,
     );
     assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
+    await frame.locator('.best-card').first().scrollIntoViewIfNeeded();
+    await saveScreenshot(page, 'e2e-dashboard-1b-best-program');
+    await frame.locator('.run-header').first().scrollIntoViewIfNeeded();
     // A disabled button looks disabled (Start, while a run is in progress).
     const start = frame.locator('vscode-button', { hasText: 'Start' }).first();
     assert.equal(await start.getAttribute('aria-disabled'), 'true');

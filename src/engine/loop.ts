@@ -16,6 +16,7 @@ import { failureSummaryText, summarizeFailures } from './failureReasons';
 import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
 import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
+import { errorMessage } from './errors';
 
 /** What the loop needs of an evaluation backend (src/engine/evaluation: local sandbox or SLURM). */
 export type CandidateEvaluator = Pick<EvaluationBackend, 'evaluate'>;
@@ -228,7 +229,7 @@ export class EvolutionRun {
         message = 'stopped; the in-flight step was abandoned and every committed step is kept';
       } else {
         reason = 'error';
-        message = err instanceof Error ? err.message : String(err);
+        message = errorMessage(err);
         this.emit({ type: 'error', time: Date.now(), message, fatal: true });
       }
     }
@@ -309,7 +310,7 @@ export class EvolutionRun {
   /** The best program's solution file, beside the database (the dashboard draws it); a failure to write it costs the picture only. */
   private async keepBestSolution(id: string, solution: string): Promise<void> {
     await writeFileAtomic(bestSolutionFile(this.spec.dbFile), Buffer.from(JSON.stringify({ id, solution }))).catch((err: unknown) =>
-      this.emit({ type: 'error', time: Date.now(), message: `could not keep the best program's solution for the dashboard: ${err instanceof Error ? err.message : String(err)}`, fatal: false }),
+      this.emit({ type: 'error', time: Date.now(), message: `could not keep the best program's solution for the dashboard: ${errorMessage(err)}`, fatal: false }),
     );
   }
 

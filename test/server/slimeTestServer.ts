@@ -15,6 +15,7 @@
 // weight_version it serves at GET /get_model_info (as SGLang does when a
 // weight update carries a version), so tests can point the endpoint's
 // model-info probe here.
+import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { type DataFault, FaultyTrainerServer, parseBody, readBody, type Refusal, sendJson } from './faultyTrainerServer';
@@ -192,4 +193,15 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
     },
   );
   return api;
+}
+
+/** Group keys of the whole groups (n distinct uids under one instance_id) the slime buffer holds or handed its trainer. */
+export function wholeSlimeGroups(server: SlimeTestServer, n: number): string[] {
+  const keys: string[] = [];
+  for (const items of [...server.pulled, ...server.held.values()]) {
+    if (items.length < n) continue;
+    assert.equal(new Set(items.map((i) => i.uid)).size, items.length, 'no uid twice in a group');
+    keys.push(String(items[0]?.extra_info.group_key));
+  }
+  return keys.sort();
 }

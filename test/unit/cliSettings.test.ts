@@ -6,22 +6,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { main } from '../../src/cli';
 import { parseArgs } from '../../src/cli/args';
 import { RUN_SPEC } from '../../src/cli/commands';
-import type { CliIO } from '../../src/cli/io';
 import { settingsFromArgs, stripJsonComments, withFlagNames } from '../../src/cli/settingsSources';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
+import { runCli } from '../support/cli';
 
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
 
-async function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIO = { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), stderrIsTTY: false, signal: new AbortController().signal, cwd, env: {} };
-  const code = await main(args, io);
-  return { code, stdout, stderr };
-}
 
 describe('CLI settings: --config, --set, flags', () => {
   let dir: string;
@@ -67,7 +59,7 @@ describe('CLI settings: --config, --set, flags', () => {
       [['--config', 'missing.json'], /--config: cannot read/],
     ];
     for (const [argv, message] of cases) {
-      const r = await cli(['run', TASK_DIR, '--sampler', 'mutate', ...argv], dir);
+      const r = await runCli(['run', TASK_DIR, '--sampler', 'mutate', ...argv], dir);
       assert.equal(r.code, 2, `${argv.join(' ')}: ${r.stderr}`);
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
       assert.match(r.stderr, message, argv.join(' '));
@@ -93,14 +85,14 @@ describe('CLI run --until-step and db --best', function () {
 
   it('stops once step N is committed, counting the steps a resumed database already has', async () => {
     const common = ['run', TASK_DIR, '--sampler', 'mutate', '--batch', '2', '--samples', '2', '--eval-concurrency', '2', '--db', 'run.sqlite', '--json', '--set', 'database.preset=small'];
-    const first = await cli([...common, '--until-step', '2'], dir);
+    const first = await runCli([...common, '--until-step', '2'], dir);
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(first.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [1, 2]);
     // A requeued job runs the same command again with a higher target: it finishes the work, not N more steps.
-    const again = await cli([...common, '--until-step', '3'], dir);
+    const again = await runCli([...common, '--until-step', '3'], dir);
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(again.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [3]);
-    const done = await cli([...common, '--until-step', '3'], dir);
+    const done = await runCli([...common, '--until-step', '3'], dir);
     assert.equal(done.code, 0, done.stderr);
     assert.equal(done.stdout, '', 'nothing left to do');
     const db = await ProgramDatabase.openReadOnly(join(dir, 'run.sqlite'));
@@ -112,22 +104,22 @@ describe('CLI run --until-step and db --best', function () {
   });
 
   it('db --best writes the best program to stdout or --output FILE', async () => {
-    const run = await cli(['run', TASK_DIR, '--sampler', 'mutate', '--steps', '2', '--batch', '2', '--samples', '2', '--db', 'run.sqlite', '--set', 'database.preset=small'], dir);
+    const run = await runCli(['run', TASK_DIR, '--sampler', 'mutate', '--steps', '2', '--batch', '2', '--samples', '2', '--db', 'run.sqlite', '--set', 'database.preset=small'], dir);
     assert.equal(run.code, 0, run.stderr);
     const db = await ProgramDatabase.openReadOnly(join(dir, 'run.sqlite'));
     const best = db.best();
     await db.close();
     assert.ok(best);
-    const printed = await cli(['db', 'run.sqlite', '--best'], dir);
+    const printed = await runCli(['db', 'run.sqlite', '--best'], dir);
     assert.equal(printed.code, 0, printed.stderr);
     assert.equal(printed.stdout.trimEnd(), best.code.trimEnd());
-    const written = await cli(['db', 'run.sqlite', '--best', '--output', 'best.py'], dir);
+    const written = await runCli(['db', 'run.sqlite', '--best', '--output', 'best.py'], dir);
     assert.equal(written.code, 0, written.stderr);
     assert.equal(readFileSync(join(dir, 'best.py'), 'utf8'), best.code);
     assert.match(written.stderr, new RegExp(`wrote the best program ${best.id} `));
-    const json = await cli(['db', 'run.sqlite', '--best', '--json'], dir);
+    const json = await runCli(['db', 'run.sqlite', '--best', '--json'], dir);
     assert.equal((JSON.parse(json.stdout) as { id: string }).id, best.id);
-    const misuse = await cli(['db', 'run.sqlite', '--output', 'x.py'], dir);
+    const misuse = await runCli(['db', 'run.sqlite', '--output', 'x.py'], dir);
     assert.equal(misuse.code, 2);
     assert.match(misuse.stderr, /--output goes with --best/);
   });

@@ -8,8 +8,6 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { main } from '../../src/cli';
-import type { CliIO } from '../../src/cli/io';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { parseRunMeta } from '../../src/engine/runMeta';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
@@ -18,6 +16,7 @@ import { detectForeignLayout, taskFilesBeside } from '../../src/engine/task/fore
 import { leadingDocText } from '../../src/engine/task/scaffold';
 import { loadTask, TaskError } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/types';
+import { runCli } from '../support/cli';
 
 const FIXTURES = resolve(__dirname, '../fixtures');
 const OPENEVOLVE = ['minimizing_max_min_dist/2', 'heilbronn_triangle', 'kissing_number'].map((p) => join(FIXTURES, 'openevolve', p));
@@ -74,13 +73,6 @@ function withoutTiming(metrics: Metrics): Metrics {
   return Object.fromEntries(Object.entries(metrics).filter(([name]) => !TIMING_METRICS.has(name)));
 }
 
-async function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIO = { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), stderrIsTTY: false, signal: new AbortController().signal, cwd, env: {} };
-  const code = await main(args, io);
-  return { code, stdout, stderr };
-}
 
 describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', function () {
   this.timeout(120_000);
@@ -163,7 +155,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     const label = taskDir.slice(FIXTURES.length + 1);
     it(`evaluate --json on ${label}: objective = the evaluator's own combined_score, metrics = its other numeric metrics`, async () => {
       const program = taskDir.includes('/shinka/') ? join(taskDir, 'initial.py') : join(taskDir, 'initial_program.py');
-      const { code, stdout, stderr } = await cli(['evaluate', taskDir, program, '--json'], scratch);
+      const { code, stdout, stderr } = await runCli(['evaluate', taskDir, program, '--json'], scratch);
       assert.equal(code, 0, stderr);
       const out = JSON.parse(stdout) as { status: string; score: number; objective: number; metrics: Metrics; protected: boolean; unprotectedReason: string };
       const direct = directEvaluation(taskDir, readFileSync(program, 'utf8'), scratch);
@@ -181,7 +173,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     for (const taskDir of [OPENEVOLVE[0] as string, SHINKA]) {
       const dir = mkdtempSync(join(scratch, 'run-'));
       const args = ['run', taskDir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--eval-concurrency', '2', '--seed', '3', '--db', 'run.sqlite', '--json', '--set', 'database.preset=small'];
-      const run = await cli(args, dir);
+      const run = await runCli(args, dir);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /Scores are not protected from a hostile candidate/);
       const db = await ProgramDatabase.openReadOnly(join(dir, 'run.sqlite'));
@@ -331,7 +323,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     mkdirSync(copy);
     cpSync(OPENEVOLVE[2] as string, join(copy, 'kissing_number'), { recursive: true });
     const before = JSON.stringify(execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' }).split('\n').map((l) => l.split(/\s+/).pop()));
-    const { code } = await cli(['evaluate', 'copy/kissing_number', 'copy/kissing_number/initial_program.py', '--json'], scratch);
+    const { code } = await runCli(['evaluate', 'copy/kissing_number', 'copy/kissing_number/initial_program.py', '--json'], scratch);
     assert.equal(code, 0);
     const after = JSON.stringify(execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' }).split('\n').map((l) => l.split(/\s+/).pop()));
     assert.equal(after, before);
@@ -343,14 +335,14 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
         const copy = mkdtempSync(join(scratch, 'convert-'));
         chmodSync(copy, 0o755);
         cpSync(source, copy, { recursive: true });
-        const converted = await cli(['convert', copy, '--json'], scratch);
+        const converted = await runCli(['convert', copy, '--json'], scratch);
         assert.equal(converted.code, 0, converted.stderr);
         assert.deepEqual((JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)), ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json']);
         const task = await loadTask(copy);
         assert.equal(task.layout, 'task.json');
         assert.equal(task.evaluatorTrust, 'separate');
         assert.deepEqual(task.sandboxReadOnlyDirs, {}, 'the candidate sees only its program again');
-        const { stdout } = await cli(['evaluate', copy, join(copy, 'initial_program.py'), '--json'], scratch);
+        const { stdout } = await runCli(['evaluate', copy, join(copy, 'initial_program.py'), '--json'], scratch);
         const out = JSON.parse(stdout) as { status: string; objective: number | null; metrics: Metrics; protected: boolean };
         const direct = directEvaluation(source, readFileSync(join(source, 'initial_program.py'), 'utf8'), scratch);
         assert.equal(out.protected, true);
@@ -362,20 +354,20 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
           // Our format's rule: a valid objective is positive (README "Bring your own problem").
           assert.equal(out.status, 'invalid_solution');
         }
-        const again = await cli(['convert', copy], scratch);
+        const again = await runCli(['convert', copy], scratch);
         assert.equal(again.code, 1);
         assert.match(again.stderr, /task\.json already exists/);
       }
     });
 
     it('refuses, saying why, where the evaluator needs the program itself', async () => {
-      const shinka = await cli(['convert', SHINKA], scratch);
+      const shinka = await runCli(['convert', SHINKA], scratch);
       assert.equal(shinka.code, 1);
       assert.match(shinka.stderr, /ShinkaEvolve folder's evaluate\.py runs the program itself/);
       const dir = mkdtempSync(join(scratch, 'args-'));
       writeFileSync(join(dir, 'initial_program.py'), '# EVOLVE-BLOCK-START\ndef solve(n):\n    return n\n# EVOLVE-BLOCK-END\n');
       writeFileSync(join(dir, 'evaluator.py'), 'def evaluate(p):\n    program = __import__("program")\n    return {"combined_score": program.solve(3)}\n');
-      const withArgs = await cli(['convert', dir], scratch);
+      const withArgs = await runCli(['convert', dir], scratch);
       assert.equal(withArgs.code, 1);
       assert.match(withArgs.stderr, /calls program\.solve\(\.\.\.\) with arguments/);
     });

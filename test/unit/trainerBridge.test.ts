@@ -16,7 +16,7 @@ import type { TokenSupport } from '../../src/engine/llm/endpointClient';
 import { emptyOutcomeCounts, type Outcome } from '../../src/engine/types';
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import type { DataFault } from '../server/faultyTrainerServer';
-import { type SlimeTestServer, startSlimeTestServer } from '../server/slimeTestServer';
+import { startSlimeTestServer, wholeSlimeGroups } from '../server/slimeTestServer';
 
 const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: null };
 
@@ -99,16 +99,6 @@ function pulledKeys(server: AtroposTestServer): string[] {
   return server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key)).sort();
 }
 
-/** Group keys of the whole groups (n distinct uids under one instance_id) the slime buffer holds or handed its trainer. */
-function wholeSlimeGroups(server: SlimeTestServer, n: number): string[] {
-  const keys: string[] = [];
-  for (const items of [...server.pulled, ...server.held.values()]) {
-    if (items.length < n) continue;
-    assert.equal(new Set(items.map((i) => i.uid)).size, items.length, 'no uid twice in a group');
-    keys.push(String(items[0]?.extra_info.group_key));
-  }
-  return keys.sort();
-}
 
 function postRaw(url: string, path: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {

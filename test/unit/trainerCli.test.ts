@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
-import { type SlimeTestServer, startSlimeTestServer } from '../server/slimeTestServer';
+import { startSlimeTestServer, wholeSlimeGroups } from '../server/slimeTestServer';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
@@ -53,16 +53,6 @@ function atroposGroupKeys(server: AtroposTestServer): string[] {
   return server.received.map((r) => String((r.data.group_overrides?.thetaevolve as Record<string, unknown>).group_key));
 }
 
-/** Group keys of the whole groups (n distinct uids under one instance_id) the slime buffer holds or handed its trainer. */
-function wholeSlimeGroups(server: SlimeTestServer, n: number): string[] {
-  const keys: string[] = [];
-  for (const items of [...server.pulled, ...server.held.values()]) {
-    if (items.length < n) continue;
-    assert.equal(new Set(items.map((i) => i.uid)).size, items.length, 'no uid twice in a group');
-    keys.push(String(items[0]?.extra_info.group_key));
-  }
-  return keys.sort();
-}
 
 function expectedKeys(steps: number[], b: number): string[] {
   return steps.flatMap((s) => Array.from({ length: b }, (_, p) => `s${s}-p${p}`)).sort();

@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import initSqlJs, { type SqlJsStatic } from 'sql.js';
+import { errorMessage } from '../errors';
 
 const WASM_FILE = 'sql-wasm.wasm';
 
@@ -21,7 +22,7 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
     const wasmPath = locateSqlWasm();
     shared = initSqlJs({ locateFile: () => wasmPath }).catch((err: unknown) => {
       shared = null;
-      throw new Error(`Could not load SQLite (sql.js) from ${wasmPath}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`Could not load SQLite (sql.js) from ${wasmPath}: ${errorMessage(err)}`);
     });
   }
   return shared;

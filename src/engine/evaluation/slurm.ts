@@ -21,6 +21,7 @@ import type { EvaluateOptions, EvaluationBackend } from './backend';
 import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
 import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
 import type { SlurmClusterOptions } from './slurmSettings';
+import { errorMessage } from '../errors';
 
 /** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
 export const BUNDLE_FILES = ['cli.js', 'nodeProbe.js'] as const;
@@ -126,9 +127,6 @@ function tail(text: string): string {
   return trimmed.length <= TAIL_CHARS ? trimmed : `...${trimmed.slice(-TAIL_CHARS)}`;
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -411,7 +409,7 @@ export class SlurmEvaluator implements EvaluationBackend {
           await mkdir(dir);
           await writeFile(join(dir, `program.${this.task.language}`), code, { mode: 0o644 });
         } catch (err) {
-          this.finish(candidate, failedResult(`the candidate could not be staged in ${dir}: ${errorText(err)}`, performance.now() - calledAt));
+          this.finish(candidate, failedResult(`the candidate could not be staged in ${dir}: ${errorMessage(err)}`, performance.now() - calledAt));
           return;
         }
         if (candidate.cancelRequested || this.closing) {
@@ -432,7 +430,7 @@ export class SlurmEvaluator implements EvaluationBackend {
         await this.cli.cancelByName(this.jobName);
         await waitUntilGone(this.cli, this.jobName, null);
       } catch (err) {
-        this.warn(`cancelling the run's SLURM jobs failed: ${errorText(err)}`);
+        this.warn(`cancelling the run's SLURM jobs failed: ${errorMessage(err)}`);
       }
       for (const c of [...this.submitted.values()]) this.finish(c, { ...cancelledResult(), reason: 'the evaluator is closed' });
       await rm(this.staging.root, { recursive: true, force: true }).catch(() => undefined);
@@ -446,7 +444,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   // Everything that talks to the cluster runs one at a time, in this chain.
 
   private enqueue(op: () => Promise<void>): Promise<void> {
-    const next = this.chain.then(op).catch((err: unknown) => this.warn(`SLURM backend: ${errorText(err)}`));
+    const next = this.chain.then(op).catch((err: unknown) => this.warn(`SLURM backend: ${errorMessage(err)}`));
     this.chain = next;
     return next;
   }
@@ -546,11 +544,11 @@ export class SlurmEvaluator implements EvaluationBackend {
     } catch (err) {
       this.submitFailures++;
       if (this.submitFailures >= SUBMIT_FAILURES_BEFORE_GIVING_UP) {
-        for (const c of wave) this.endAsFailed(c, `sbatch refused the evaluation job ${this.submitFailures} times in a row: ${errorText(err)}`);
+        for (const c of wave) this.endAsFailed(c, `sbatch refused the evaluation job ${this.submitFailures} times in a row: ${errorMessage(err)}`);
         this.submitFailures = 0;
       } else {
         this.pending.unshift(...wave);
-        this.warn(`sbatch failed (will retry): ${errorText(err)}`);
+        this.warn(`sbatch failed (will retry): ${errorMessage(err)}`);
         this.scheduleSubmit(this.pollMs);
       }
       return;
@@ -579,7 +577,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     } catch (err) {
       // Never guess: without the queue no job counts as lost.
       this.squeueFailures++;
-      if (this.squeueFailures === 1 || this.squeueFailures % 10 === 0) this.warn(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorText(err)}`);
+      if (this.squeueFailures === 1 || this.squeueFailures % 10 === 0) this.warn(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorMessage(err)}`);
       this.schedulePoll();
       return;
     }
@@ -733,7 +731,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       await this.cli.cancel(ids);
       await waitUntilGone(this.cli, this.jobName, ids);
     } catch (err) {
-      this.warn(`scancel of ${ids.length} cancelled evaluation job(s) failed: ${errorText(err)}`);
+      this.warn(`scancel of ${ids.length} cancelled evaluation job(s) failed: ${errorMessage(err)}`);
     }
     for (const c of running) this.finish(c, cancelledResult());
   }

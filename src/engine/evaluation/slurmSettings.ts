@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../config';
+import { errorMessage } from '../errors';
 
 export type SlurmSettings = Pick<
   Settings,
@@ -77,7 +78,7 @@ const SbatchArgumentsSchema = z
     try {
       return splitShellWords(text);
     } catch (err) {
-      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+      ctx.addIssue({ code: 'custom', message: errorMessage(err) });
       return z.NEVER;
     }
   })

@@ -3,6 +3,7 @@
 // whether one is delegated to us, and says why not when it is not.
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorMessage } from '../errors';
 
 export type CgroupSupport = { available: true; dir: string } | { available: false; why: string };
 
@@ -123,7 +124,7 @@ export async function removeSandboxCgroup(path: string): Promise<string | null> 
     } catch (err) {
       const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
       if (code === 'ENOENT') return null;
-      if (code !== 'EBUSY') return `could not remove the cgroup ${path}: ${err instanceof Error ? err.message : String(err)}`;
+      if (code !== 'EBUSY') return `could not remove the cgroup ${path}: ${errorMessage(err)}`;
     }
     await new Promise((resolvePromise) => setTimeout(resolvePromise, 10));
   }

@@ -6,6 +6,7 @@
 // no link on the way is followed. A failure is reported, never swallowed.
 import { chmodSync, closeSync, constants, lstatSync, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { errorMessage } from '../errors';
 
 /** O_PATH (Linux, the same on x86_64 and aarch64): a handle on a directory that needs no permission on it. */
 const O_PATH = 0o10000000;
@@ -87,7 +88,7 @@ export async function removeTree(path: string): Promise<string | null> {
     if (process.platform === 'linux') removeTreeByDescriptors(path);
     else await rm(path, { recursive: true, force: true, maxRetries: 2 });
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') problem = err instanceof Error ? err.message : String(err);
+    if (errorCode(err) !== 'ENOENT') problem = errorMessage(err);
   }
   try {
     lstatSync(path);

@@ -40,6 +40,7 @@ import {
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
+import { errorMessage } from '../errors';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -350,7 +351,7 @@ export class Evaluator implements EvaluationBackend {
       return elapsed(await this.runAndScore(code, signal));
     } catch (err) {
       // Our own failure (disk full, temp folder gone): still a result, not a throw.
-      return elapsed(penaltyResult('no_solution', `the sandbox failed: ${err instanceof Error ? err.message : String(err)}`, { metrics: { sandbox_failed: true } }));
+      return elapsed(penaltyResult('no_solution', `the sandbox failed: ${errorMessage(err)}`, { metrics: { sandbox_failed: true } }));
     } finally {
       this.slots.release();
     }

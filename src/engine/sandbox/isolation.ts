@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { type CgroupSupport, detectCgroup } from './cgroup';
 import { hostSeccompArch, type SeccompArch, seccompFilterBytes } from './seccomp';
+import { errorMessage } from '../errors';
 
 /** bwrap: the full sandbox; sandbox-exec: macOS's profile; fallback: limits and a private folder only; none: Windows. */
 export type IsolationKind = 'bwrap' | 'sandbox-exec' | 'fallback' | 'none';
@@ -346,7 +347,7 @@ function probeBwrap(
     const why = (result.stderr.toString('utf8') || stdout).trim().split('\n')[0] ?? '';
     return why || `exit status ${String(result.status ?? result.signal)}, copied out ${JSON.stringify(copied.slice(0, 40))}`;
   } catch (err) {
-    return err instanceof Error ? err.message : String(err);
+    return errorMessage(err);
   } finally {
     for (const fd of descriptors) closeSync(fd);
   }

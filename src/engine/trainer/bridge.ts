@@ -25,6 +25,7 @@ import { AtroposClient } from './atropos';
 import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
 import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
+import { errorMessage } from '../errors';
 
 export { TrainerConfigError } from './protocol';
 export type { TrainerProtocol } from './protocol';
@@ -109,9 +110,6 @@ class Notifier {
   }
 }
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 export class TrainerBridge {
   private readonly options: TrainerBridgeOptions;
@@ -243,7 +241,7 @@ export class TrainerBridge {
       if (error instanceof TrainerConfigError) throw error;
       if (signal.aborted) throw error;
       this.connected = false;
-      this.lastError = errorText(error);
+      this.lastError = errorMessage(error);
       this.warn(`the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`);
     }
     // Counted after connecting: it settled what the trainer pulled meanwhile (atropos).
@@ -269,7 +267,7 @@ export class TrainerBridge {
       this.checkConfiguration();
       this.enabled = true;
       this.activation ??= this.activate(this.closing.signal).catch((error: unknown) => {
-        this.lastError = errorText(error);
+        this.lastError = errorMessage(error);
         this.enabled = false;
         this.activation = null;
         this.emitState();
@@ -523,7 +521,7 @@ export class TrainerBridge {
     } catch (error) {
       if (signal.aborted || this.closing.signal.aborted) return;
       this.connected = false;
-      this.lastError = errorText(error);
+      this.lastError = errorMessage(error);
     }
     this.emitState();
   }
@@ -572,7 +570,7 @@ export class TrainerBridge {
         } catch (error) {
           if (signal.aborted) break;
           this.connected = false;
-          this.lastError = errorText(error);
+          this.lastError = errorMessage(error);
           this.emitState();
         }
         continue;
@@ -611,7 +609,7 @@ export class TrainerBridge {
         if (signal.aborted) break;
         failures++;
         this.connected = false;
-        this.lastError = errorText(error);
+        this.lastError = errorMessage(error);
         if (error instanceof RetryableTrainerError && error.ambiguous) this.inDoubt.add(next.id);
         this.emitState();
         await sleep(backoffDelayMs(failures, this.backoff), signal);

@@ -5,6 +5,7 @@
 // or surely did not (refused before anything was sent).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { errorMessage } from '../errors';
 
 export interface HttpReply {
   status: number;
@@ -37,7 +38,7 @@ const CODES: Record<string, string> = {
 function describe(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && CODES[code]) return CODES[code] as string;
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 const MAX_REPLY_BYTES = 64 * 1024 * 1024;

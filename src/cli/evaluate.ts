@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { forDisplay } from '../engine/displayText';
-import { DEFAULT_EVALUATOR_OPTIONS, Evaluator, SandboxUnavailableError } from '../engine/sandbox/evaluator';
+import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import type { IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/config';
 import { errorMessage } from '../engine/errors';
@@ -44,9 +44,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   let evaluator: Evaluator;
   try {
     evaluator = new Evaluator(task, {
-      ...DEFAULT_EVALUATOR_OPTIONS,
-      concurrency: 1,
-      allowWeakIsolation: settings['sandbox.allowWeakIsolation'],
+      // thetaevolve.sandbox.* (--set / --config; a SLURM job passes the run's limits this way).
+      ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: 1 }),
       // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
       ...(io.env.THETAEVOLVE_ISOLATION === 'fallback' ? { isolation: 'fallback' as const } : {}),
       onWarning,

@@ -336,6 +336,19 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.ok(warnings.some((w) => /squeue failed 1 time\(s\) in a row \(will retry\).*Unable to contact slurm controller/.test(w)), warnings.join('\n'));
   });
 
+  it("applies the run's thetaevolve.sandbox.* limits on the node (memory and kept output)", async () => {
+    const evaluator = await start('sandbox-limits', { sandboxLimits: { memoryLimitMb: 96, outputLimitKb: 1 } });
+    const hog = 'hog = bytearray(b"\\x01") * (400 * 1024 * 1024)\nimport json\njson.dump({"value": 1}, open("solution.json", "w"))\n';
+    const loud = 'import sys\nsys.stderr.write("x" * 50000 + "\\nTAIL\\n")\nraise SystemExit(5)\n';
+    const [held, said] = await Promise.all([evaluator.evaluate(hog), evaluator.evaluate(loud)]);
+    // With the default 4096 MiB the 400 MB allocation succeeds; at 96 MiB the sandbox refuses it.
+    assert.equal(held.status, 'no_solution', held.reason);
+    assert.match(held.reason, /MemoryError|more than 96 MiB/);
+    assert.equal(said.status, 'no_solution', said.reason);
+    // 1 KiB kept of 50 kB: the node's evaluate truncated the output (the end, with TAIL, is what a reason shows).
+    assert.ok(said.reason.length < 4000, `${said.reason.length} characters`);
+  });
+
   it("reports what ThetaEvolve's evaluate said when it failed on the node", async () => {
     const evaluator = await start('evaluate-fails', { maxResubmits: 0 });
     // The staged task lost its task.json after the probe: evaluate on the node refuses the task.

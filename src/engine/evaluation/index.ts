@@ -40,6 +40,7 @@ export async function createEvaluationBackend(task: Task, settings: BackendSetti
       // Bundled, this module lives in dist/cli.js, dist/extension.js or dist/engineWorker.js, beside the files jobs need.
       bundleDirectory: context.bundleDirectory ?? __dirname,
       ...(context.runtimeLimitSec !== undefined ? { runtimeLimitSec: context.runtimeLimitSec } : {}),
+      sandboxLimits: { memoryLimitMb: settings['sandbox.memoryLimitMb'], outputLimitKb: settings['sandbox.outputLimitKb'] },
       ...(context.env ? { env: context.env } : {}),
       ...(context.onQueue ? { onQueue: context.onQueue } : {}),
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),

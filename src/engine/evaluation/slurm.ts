@@ -48,12 +48,26 @@ const ORDINARY_PENDING_REASONS = new Set(['None', 'Priority', 'Resources', 'JobA
 /** Folders of a task folder that are never staged: runs, version control, dependencies. */
 const NOT_STAGED = new Set(['.thetaevolve', '.git', 'node_modules', '__pycache__']);
 
+/** The sandbox limits a compute node applies, as the settings name them. */
+export interface SandboxLimits {
+  memoryLimitMb: number;
+  outputLimitKb: number;
+}
+
+/** `--set` arguments that give the node's `evaluate` the run's sandbox limits. */
+export function sandboxLimitArguments(limits: SandboxLimits | undefined): string {
+  if (!limits) return '';
+  return ` --set sandbox.memoryLimitMb=${Math.floor(limits.memoryLimitMb)} --set sandbox.outputLimitKb=${Math.floor(limits.outputLimitKb)}`;
+}
+
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   runId: string;
   /** Folder holding the bundled cli.js and nodeProbe.js (the extension's or the npm package's dist/). */
   bundleDirectory: string;
   /** Overrides task.runtimeLimitSec (as the local sandbox's option does). */
   runtimeLimitSec?: number;
+  /** thetaevolve.sandbox.* limits the node's `evaluate` applies to each candidate (default: the local sandbox's defaults). */
+  sandboxLimits?: SandboxLimits;
   /** Environment SLURM's tools are started from (SLURM_CONF, PATH); default process.env. Only SLURM's own variables are passed on. */
   env?: NodeJS.ProcessEnv;
   /** How long new candidates are gathered into one job array before it is submitted (default 200 ms, at most one poll). */
@@ -204,7 +218,7 @@ async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string
         `stage=${q}`,
         'id=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$1")',
         'dir="$stage/candidates/$id"',
-        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}" --json --timeout ${runtimeLimitSec} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
+        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}" --json --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
         'code=$?',
         'if [ "$code" -eq 0 ]; then mv -f "$dir/result.json.part" "$dir/result.json"; else echo "$code" > "$dir/failed"; fi',
         '# One folder to list instead of a file per candidate to look at: results are picked up between two polls.',

@@ -223,4 +223,37 @@ describe('endpoint pool against two real test servers', function () {
     for (const f of failures) assert.ok(!f.ok && /^every server of thetaevolve\.endpoint is out \(last: No server at/.test(f.error), JSON.stringify(f));
     none.dispose();
   });
+
+  it('with every server out, waits thetaevolve.serverRetrySeconds for one to come back (a restart), then goes on there', async () => {
+    const [portA, portB] = [await deadPort(), await deadPort()];
+    const warnings: string[] = [];
+    let restarted: TestServer | null = null;
+    let out = 0;
+    let bothOut: () => void = () => undefined;
+    const takenOut = new Promise<void>((resolveOut) => (bothOut = resolveOut));
+    const source = pool([`http://127.0.0.1:${portA}/v1`, `http://127.0.0.1:${portB}/v1`], {
+      maxRetries: 1,
+      retrySeconds: 60,
+      healthRetryMs: 50,
+      onWarning: (w) => {
+        warnings.push(w);
+        if (/is taken out/.test(w) && ++out === 2) bothOut();
+      },
+    });
+    try {
+      const samples: Sample[] = [];
+      const generated = source.generate(jobs(2, 2), new AbortController().signal, (s) => samples.push(s));
+      // Both servers are out (the retry budget of 1 alone would end the samples now); one comes back on its port.
+      await takenOut;
+      restarted = await startTestServer({ port: portB });
+      await generated;
+      assert.equal(samples.length, 4);
+      assert.ok(samples.every((s) => s.ok), JSON.stringify(samples.filter((s) => !s.ok)));
+      assert.ok(restarted.counters.chatRequests > 0);
+      assert.ok(warnings.some((w) => w.includes(`127.0.0.1:${portB}/v1 answers again`)), warnings.join('\n'));
+    } finally {
+      source.dispose();
+      await restarted?.close();
+    }
+  });
 });

@@ -349,21 +349,37 @@ export class EndpointPool implements ResponseSource {
     let retries = 0;
     let lastError: string | null = null;
     let firstStart: number | null = null;
+    /** When this unit first met a server that was down: it waits for servers for thetaevolve.serverRetrySeconds from then. */
+    let unavailableSince: number | null = null;
     const subJob: GenerationJob = { ...unit.job, key: unit.job.key, n: unit.n, seed: unit.seed };
     for (;;) {
       let server = this.pick(failedOn);
       if (server === null) {
-        // Every server is out: wait for one to come back, within the retry budget.
-        if (retries >= this.options.maxRetries) {
+        // Every server is out: as with one server, wait for one to come back
+        // for thetaevolve.serverRetrySeconds (a restart, a reload), and at
+        // least for the retry budget's backoffs.
+        unavailableSince ??= performance.now();
+        const waitLeftMs = this.options.retrySeconds * 1000 - (performance.now() - unavailableSince);
+        const retryLeft = retries < this.options.maxRetries;
+        if (!retryLeft && waitLeftMs <= 0) {
           const last = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
-          const error = `every server of thetaevolve.endpoint is out (last: ${last})`;
+          const waited = this.options.retrySeconds > 0 ? `; none came back within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : '';
+          const error = `every server of thetaevolve.endpoint is out (last: ${last})${waited}`;
           for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries, error });
           return;
         }
-        retries++;
-        totals.retries++;
+        if (retryLeft) {
+          retries++;
+          totals.retries++;
+        }
         const back = Promise.race(this.servers.map((s) => s.whenUp()));
-        await Promise.race([back, sleep(backoffDelayMs(retries, this.backoff), signal)]);
+        // The wait ends when a server is back: its timer must not outlive it (a finished CLI run exits at once).
+        const waitDone = new AbortController();
+        const stopWaiting = (): void => waitDone.abort();
+        signal.addEventListener('abort', stopWaiting, { once: true });
+        await Promise.race([back, sleep(Math.max(retryLeft ? backoffDelayMs(retries, this.backoff) : 0, waitLeftMs), waitDone.signal)]);
+        waitDone.abort();
+        signal.removeEventListener('abort', stopWaiting);
         if (signal.aborted) return;
         continue;
       }
@@ -411,7 +427,10 @@ export class EndpointPool implements ResponseSource {
       failedOn.add(server);
       const kind = classify(failure.error);
       if (kind.serverDown || server.failuresInRow >= FAILURES_BEFORE_OUT) server.takeOut(failure.error, (m) => this.options.onWarning?.(m));
-      if (!kind.retryable || retries >= this.options.maxRetries) {
+      if (kind.serverDown) unavailableSince ??= performance.now();
+      // A server that is down is waited for (above, when none is left) while thetaevolve.serverRetrySeconds lasts.
+      const waitingForServers = kind.serverDown && unavailableSince !== null && performance.now() - unavailableSince < this.options.retrySeconds * 1000;
+      if (!kind.retryable || (retries >= this.options.maxRetries && !waitingForServers)) {
         const error = retries > 0 ? `${failure.error} (gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'} across ${this.servers.length} servers)` : failure.error;
         for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error });
         return;

@@ -4,8 +4,12 @@
 // (K = 16), interleaved, medians compared. Target: ratio <= 1.5. Also the
 // scheduler calls one step makes (sbatch + squeue + scancel): one array per
 // wave and one squeue per poll, so independent of the number of candidates.
+// Printed beside them: SLURM's own floor, a no-op job array of as many tasks
+// with the same sbatch arguments (slurmctld starts batch jobs on its next
+// scheduling pass, not at submit, and --export=NONE makes slurmd load the
+// user's login environment first), so the part ThetaEvolve adds is visible.
 // Needs the built bundle (npm run build) and SLURM's Debian packages.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
@@ -14,7 +18,7 @@ import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { percentile } from '../src/engine/stats';
 import { loadTask } from '../src/engine/task/task';
 import type { EvaluationResult } from '../src/engine/types';
-import { slurmUnavailableReason, startSlurmCluster } from '../test/support/slurmCluster';
+import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../test/support/slurmCluster';
 
 const CANDIDATES = 16;
 const FEW_CANDIDATES = 4;
@@ -31,6 +35,20 @@ async function step(evaluate: (code: string) => Promise<EvaluationResult>, count
   const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i))));
   const bad = results.find((r) => r.status !== 'ok');
   if (bad) throw new Error(`a candidate failed: ${bad.status} ${bad.reason}`);
+  return performance.now() - started;
+}
+
+/** SLURM alone: sbatch of a no-op array of `count` tasks until every task has run (the same --export as ThetaEvolve's jobs). */
+async function noOpArray(cluster: SlurmCluster, folder: string, count: number, exportMode: string): Promise<number> {
+  await rm(folder, { recursive: true, force: true });
+  await mkdir(join(folder, 'ran'), { recursive: true });
+  const script = join(folder, 'job.sh');
+  await writeFile(script, `#!/bin/bash\ntouch ${folder}/ran/$SLURM_ARRAY_TASK_ID\n`, { mode: 0o755 });
+  const started = performance.now();
+  const submitted = await cluster.client('sbatch', ['--parsable', exportMode, `--partition=${cluster.partition}`, '--job-name=thetaevolve-bench-floor', `--chdir=${folder}`, `--array=0-${count - 1}`, '--output=/dev/null', script]);
+  if (submitted.code !== 0) throw new Error(`sbatch failed: ${submitted.stderr}`);
+  // A benchmark's own stopwatch: look every 10 ms until all have run.
+  while ((await readdir(join(folder, 'ran'))).length < count) await new Promise((r) => setTimeout(r, 10));
   return performance.now() - started;
 }
 
@@ -73,6 +91,8 @@ async function main(): Promise<void> {
     const localTimes: number[] = [];
     const slurmTimes: number[] = [];
     const slurmAllTimes: number[] = [];
+    const floorTimes: number[] = [];
+    const floorAllTimes: number[] = [];
     const callsPerStep: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const before = totalCalls(onSlurm.calls);
@@ -81,6 +101,8 @@ async function main(): Promise<void> {
         async () => localTimes.push(await step((code) => local.evaluate(code), CANDIDATES)),
         async () => slurmTimes.push(await step((code) => onSlurm.evaluate(code), CANDIDATES)),
         async () => slurmAllTimes.push(await step((code) => onSlurmAll.evaluate(code), CANDIDATES)),
+        async () => floorTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=NONE')),
+        async () => floorAllTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=ALL')),
       ];
       for (let k = 0; k < runs.length; k++) await (runs[(k + round) % runs.length] as () => Promise<number>)();
       callsPerStep.push(totalCalls(onSlurm.calls) - before);
@@ -92,9 +114,12 @@ async function main(): Promise<void> {
     const localMs = percentile(localTimes, 50);
     const slurmMs = percentile(slurmTimes, 50);
     const slurmAllMs = percentile(slurmAllTimes, 50);
+    const floorMs = percentile(floorTimes, 50);
+    const floorAllMs = percentile(floorAllTimes, 50);
     console.log(
       `bench slurm-step-overhead: ${(slurmMs / localMs).toFixed(2)} x (one step of ${CANDIDATES} candidates of ~1 s: SLURM ${(slurmMs / 1000).toFixed(2)} s vs local ${(localMs / 1000).toFixed(2)} s, medians of ${ROUNDS}; ` +
         `with --export=ALL in slurm.sbatchArguments ${(slurmAllMs / localMs).toFixed(2)} x (${(slurmAllMs / 1000).toFixed(2)} s); ` +
+        `SLURM's own floor, a no-op array of ${CANDIDATES} with the same sbatch arguments: ${(floorMs / 1000).toFixed(2)} s (${((localMs + floorMs) / localMs).toFixed(2)} x if added to the local step), ${(floorAllMs / 1000).toFixed(2)} s with --export=ALL; ` +
         `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll; target <= 1.5)`,
     );
     console.log(

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startTestServer } from '../server/openaiTestServer';
+import { runCli } from '../support/cli';
 import { taskJsonSchema, taskJsonSchemaText } from '../../src/engine/task/schema';
 import { evolveBlockProblem, fillTemplate, listBundledTasks, loadTask, placeholdersOf, TaskError } from '../../src/engine/task/task';
 
@@ -87,7 +89,8 @@ describe('task format', () => {
       await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 1, text: 'Pack {n_circles} circles' }] }),
       /field metaInformation\[0\]\.text: uses \{n_circles\}, which is not a variable/,
     );
-    assert.match(await loadError(MINIMAL, 'x = 1\n'), /field initialProgram: initial\.py needs exactly one EVOLVE-BLOCK-START/);
+    assert.match(await loadError(MINIMAL, 'x = 1\n'), /field initialProgram: initial\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
+    assert.match(await loadError(MINIMAL, '# EVOLVE-BLOCK-START\nx = 1\n'), /field initialProgram: initial\.py: EVOLVE-BLOCK-START on line 1 has no EVOLVE-BLOCK-END after it/);
     assert.match(await loadError({ ...MINIMAL, initialProgram: 'missing.py' }), /field initialProgram: cannot read/);
     assert.match(await loadError({ ...MINIMAL, initialProgram: '../outside.py' }), /field initialProgram: must stay inside the task folder/);
     assert.match(await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, command: ['/usr/bin/python3', 'x.py'] } }), /field candidate\.command: must pass the program with \{program\}/);
@@ -99,11 +102,34 @@ describe('task format', () => {
     await assert.rejects(loadTask(join(dir, 'no-such-folder')), /no such task folder/);
   });
 
+  it('loads and evolves a task whose initial program holds two EVOLVE-BLOCK regions (thetaevolve run against a test server)', async function () {
+    this.timeout(60_000);
+    const folder = await taskFolder(
+      { ...MINIMAL, evaluator: { ...MINIMAL.evaluator, command: ['/usr/bin/python3', `${REPO}/test/fixtures/hostile/evaluate.py`, '{solution}'] } },
+      ['import json', '# EVOLVE-BLOCK-START', 'A = 1.5', '# EVOLVE-BLOCK-END', 'x = 0', '# EVOLVE-BLOCK-START', 'B = 2.0', '# EVOLVE-BLOCK-END', 'json.dump({"value": A + B}, open("solution.json", "w"))', ''].join('\n'),
+    );
+    const task = await loadTask(folder);
+    assert.equal(evolveBlockProblem(task.initialProgram), null);
+    const server = await startTestServer();
+    try {
+      const run = await runCli(['run', folder, '--endpoint', server.baseURL, '--steps', '2', '--batch', '2', '--samples', '2', '--db', join(folder, 'run.sqlite'), '--json'], folder);
+      assert.equal(run.code, 0, run.stderr);
+      const steps = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { step: number; best: number; counts: Record<string, number> });
+      assert.deepEqual(steps.map((s) => s.step), [1, 2]);
+      assert.ok(steps.every((s) => (s.counts.valid ?? 0) > 0), run.stdout);
+      assert.ok((steps[0]?.best ?? 0) > 3.5, 'an improved program: the sum of both regions grew');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('fills template variables, leaving other braces alone', () => {
     assert.deepEqual(placeholdersOf('write {"centers": ...} for {n_circles} circles in {MAX_RUNTIME} s; c_{m-1}'), ['n_circles', 'MAX_RUNTIME']);
     assert.equal(fillTemplate('{n} of {n}, {"x": 1}, {unknown}', { n: 26 }), '26 of 26, {"x": 1}, {unknown}');
-    assert.equal(evolveBlockProblem('# EVOLVE-BLOCK-END\n# EVOLVE-BLOCK-START\n'), 'EVOLVE-BLOCK-END comes before EVOLVE-BLOCK-START');
+    assert.match(evolveBlockProblem('# EVOLVE-BLOCK-END\n# EVOLVE-BLOCK-START\n') ?? '', /EVOLVE-BLOCK-END on line 1 without an EVOLVE-BLOCK-START before it/);
     assert.equal(evolveBlockProblem(PROGRAM), null);
+    // A program may hold several regions (algorithm.md): a task's initial program too.
+    assert.equal(evolveBlockProblem(`${PROGRAM}\nx = 2\n${PROGRAM}`), null);
   });
 
   it('provides MAX_RUNTIME, target_value and the tolerances as variables', async () => {

@@ -244,7 +244,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const initialProgram = await readText(initialProgramPath, 'initial program');
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) {
-    throw new TaskError(`${initialProgramPath}: ${blockProblem}; ThetaEvolve evolves one marked region: put # EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around it`);
+    throw new TaskError(`${initialProgramPath}: ${blockProblem}; ThetaEvolve evolves the marked regions: put # EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve`);
   }
   const evaluatorPath = join(dir, evaluatorName);
   const evaluatorSource = await readText(evaluatorPath, 'evaluator');

@@ -6,6 +6,7 @@ import { basename, extname, isAbsolute, join, relative, resolve } from 'node:pat
 import { z } from 'zod';
 import { DirectionSchema } from '../events';
 import type { Direction, EvaluatorTrust } from '../types';
+import { locateEvolveBlocks } from '../diff';
 import { errorMessage } from '../errors';
 import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
 
@@ -224,16 +225,9 @@ export function fillTemplate(text: string, values: Readonly<Record<string, strin
   });
 }
 
-/** Count the EVOLVE-BLOCK markers; a usable program has one START before one END. */
+/** What makes a program unusable for evolution (no region, unbalanced or nested markers), or null: a program may hold several regions (algorithm.md). */
 export function evolveBlockProblem(code: string): string | null {
-  const lines = code.split(/\r?\n/);
-  const starts = lines.flatMap((l, i) => (l.includes('EVOLVE-BLOCK-START') ? [i] : []));
-  const ends = lines.flatMap((l, i) => (l.includes('EVOLVE-BLOCK-END') ? [i] : []));
-  if (starts.length !== 1 || ends.length !== 1) {
-    return `needs exactly one EVOLVE-BLOCK-START and one EVOLVE-BLOCK-END line (found ${starts.length} and ${ends.length})`;
-  }
-  if ((starts[0] as number) > (ends[0] as number)) return 'EVOLVE-BLOCK-END comes before EVOLVE-BLOCK-START';
-  return null;
+  return locateEvolveBlocks(code).problems[0]?.message ?? null;
 }
 
 /**
@@ -284,7 +278,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     return fail(file, ['initialProgram'], `cannot read ${initialProgramPath}`);
   }
   const blockProblem = evolveBlockProblem(initialProgram);
-  if (blockProblem) fail(file, ['initialProgram'], `${basename(initialProgramPath)} ${blockProblem}`);
+  if (blockProblem) fail(file, ['initialProgram'], `${basename(initialProgramPath)}: ${blockProblem}`);
   if (initialProgram.length > spec.maxCodeLength) {
     fail(file, ['maxCodeLength'], `the initial program is ${initialProgram.length} characters, over this limit (${spec.maxCodeLength})`);
   }

@@ -9,22 +9,11 @@
 import { appendFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
-import { z } from 'zod';
 import { errorMessage } from './errors';
 import { evaluationOutputsDir } from './runFiles';
-import { OUTCOMES } from './types';
+import { type EvaluationOutput, EvaluationOutputSchema } from './evaluationOutputSchema';
 
-/** What one failed evaluation printed, and why it failed (candidate text: never trusted, never shown raw). */
-export const EvaluationOutputSchema = z.object({
-  step: z.number().int().min(0),
-  jobKey: z.string().min(1),
-  sampleIndex: z.number().int().min(0),
-  outcome: z.enum(OUTCOMES),
-  reason: z.string(),
-  stdout: z.string(),
-  stderr: z.string(),
-});
-export type EvaluationOutput = z.infer<typeof EvaluationOutputSchema>;
+export { type EvaluationOutput, EvaluationOutputSchema };
 
 /** A kept output without its text (what a list of them shows). */
 export type EvaluationOutputSummary = Omit<EvaluationOutput, 'stdout' | 'stderr'> & { bytes: number };

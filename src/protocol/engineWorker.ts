@@ -7,7 +7,7 @@ import { SettingsSchema } from '../engine/config';
 import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
 import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
 import { RunMetaSchema } from '../engine/runMeta';
-import { EvaluationOutputSchema } from '../engine/evaluationOutputs';
+import { EvaluationOutputSchema } from '../engine/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();

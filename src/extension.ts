@@ -39,7 +39,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
-        return program ? { code: program.code, score: program.score, step: program.step } : null;
+        return program ? { code: program.code, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : null;
       },
     }),
     registerStatusBar(controller),

@@ -35,6 +35,8 @@ export const ProgramRecordSchema = z.object({
   island: count,
   createdAt: finite,
   migrantOf: z.string().nullable().optional(),
+  /** Its rank by score among its step's children (ProgramDatabase.stepRank): how it is named to people, with its step. */
+  stepRank: z.object({ rank: z.number().int().min(1), of: z.number().int().min(1) }).nullable().optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 

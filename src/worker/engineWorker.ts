@@ -192,10 +192,12 @@ async function answer(query: Query): Promise<unknown> {
   const live = active && active.dbFile === file ? active.run.database : null;
   const ask = (db: ProgramDatabase): unknown => {
     switch (query.kind) {
-      case 'program':
-        return db.get(query.programId);
+      case 'program': {
+        const program = db.get(query.programId);
+        return program ? { ...program, stepRank: db.stepRank(program.id) } : null;
+      }
       case 'improvements':
-        return db.improvements();
+        return db.improvements().map((p) => ({ ...p, stepRank: db.stepRank(p.id) }));
       case 'summary':
         return db.summary();
       case 'runInfo':

@@ -125,8 +125,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     await view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first().waitFor({ state: 'visible', timeout: 30_000 });
-    // An improving child (step >= 1) appears once the model beat the starting program.
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · [+-]/ }).first();
+    // An improving child (step >= 1, named by its step and rank there) appears once the model beat the starting program.
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · [+-]/ }).first();
     await child.waitFor({ state: 'visible', timeout: 150_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     // A click that lands during a refresh only selects the row.
@@ -139,7 +139,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
     await diff.locator('.char-insert, .line-insert').first().waitFor({ state: 'attached', timeout: 30_000 });
     const tab = page.locator('.tabs-container .tab.active');
-    assert.match((await tab.textContent()) ?? '', /\u2194|step/);
+    // Named by step and rank ("step 3 #1"), not by opaque ids.
+    assert.match((await tab.textContent()) ?? '', /(initial|step \d+ #\d+) \([^)]*\) \u2194 step \d+ #\d+ \(/);
     await saveScreenshot(page, 'e2e-evolve-4-diff');
   });
 
@@ -161,7 +162,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · [+-]/ }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · [+-]/ }).first();
     const applied = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first();
     // Inline actions show only on the hovered row; a row re-rendered under a
     // still pointer is not hovered, and one re-rendered between mouse down and

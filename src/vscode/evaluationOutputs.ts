@@ -86,7 +86,8 @@ export function outputDocumentText(ref: EvaluationOutputRef, output: QueryResult
     '--- candidate stderr ---',
     stream(output.stderr),
     '',
-    '(the candidate\u2019s output as the sandbox kept it, each stream cut at thetaevolve.sandbox.outputLimitKb; control characters removed)',
+    '(the candidate\u2019s output as the sandbox kept it: each stream cut at thetaevolve.sandbox.outputLimitKb,',
+    'control characters removed)',
     '',
   ].join('\n');
 }

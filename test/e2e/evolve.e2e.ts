@@ -121,6 +121,55 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await runPaletteCommand(page, 'View: Toggle Terminal');
   });
 
+  it('opens a failed evaluation\'s whole output from the evaluation its terminal line names (a link there)', async () => {
+    await runPaletteCommand(page, 'View: Toggle Terminal');
+    const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
+    await terminal.waitFor({ state: 'visible', timeout: 30_000 });
+    const hint = /full output: ThetaEvolve: Open Evaluation Output (s\d+-p\d+#\d+)/;
+    const deadline = Date.now() + 120_000;
+    while (!hint.test((await terminal.innerText()).replace(/\u00a0/g, ' '))) {
+      if (Date.now() > deadline) throw new Error('no evaluation failed in two minutes: the test model writes some invalid children');
+      await page.waitForTimeout(500);
+    }
+    // Paused, the terminal stops scrolling under the pointer.
+    await runPaletteCommand(page, 'ThetaEvolve: Pause Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);
+    // Where the last named evaluation is drawn (the DOM renderer keeps the text in the page).
+    const spot = await terminal.evaluate((rows) => {
+      const lines = [...rows.children].filter((row) => /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')));
+      const row = lines.at(-1);
+      if (!row) return null;
+      const key = /s\d+-p\d+#\d+/.exec((row.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? '';
+      const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = (node.textContent ?? '').replace(/\u00a0/g, ' ').indexOf(key.slice(0, 3));
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, Math.min((node.textContent ?? '').length, at + 3));
+        const box = range.getBoundingClientRect();
+        return { key, x: box.left + box.width / 2, y: box.top + box.height / 2 };
+      }
+      return null;
+    });
+    assert.ok(spot, 'the line naming the output is on screen');
+    await page.mouse.move(spot.x, spot.y);
+    await page.keyboard.down('Control');
+    await page.mouse.click(spot.x, spot.y);
+    await page.keyboard.up('Control');
+    const [jobKey, sampleIndex] = spot.key.split('#');
+    const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
+    await tab.waitFor({ state: 'visible', timeout: 30_000 });
+    const editor = page.locator('.editor-instance .view-lines').first();
+    await editor.locator('.view-line', { hasText: `Evaluation ${spot.key}` }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-evolve-3c-evaluation-output');
+    await runPaletteCommand(page, 'View: Close Editor');
+    await runPaletteCommand(page, 'View: Toggle Terminal');
+    await runPaletteCommand(page, 'ThetaEvolve: Resume Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => !/paused/.test(v), 60_000);
+  });
+
   it('opens a parent <-> child diff from the Runs view', async () => {
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();

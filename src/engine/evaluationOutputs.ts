@@ -8,7 +8,8 @@
 // a few KiB per traceback, and the oldest steps are dropped past a budget.
 import { appendFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { constants, gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { constants, gunzip, gzip } from 'node:zlib';
 import { errorMessage } from './errors';
 import { evaluationOutputsDir } from './runFiles';
 import { type EvaluationOutput, EvaluationOutputSchema } from './evaluationOutputSchema';
@@ -19,6 +20,9 @@ export { type EvaluationOutput, EvaluationOutputSchema };
 export type EvaluationOutputSummary = Omit<EvaluationOutput, 'stdout' | 'stderr'> & { bytes: number };
 
 /** Past this many bytes of kept output in a run, the oldest steps' files are dropped (at the start of a step). */
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
 export const EVALUATION_OUTPUT_BUDGET_BYTES = 256 * 1024 * 1024;
 
 const stepFileName = (step: number): string => `step-${step}.jsonl.gz`;
@@ -53,8 +57,10 @@ export class EvaluationOutputWriter {
 
   add(output: EvaluationOutput): Promise<void> {
     return this.enqueue(async () => {
+      // Compressed off the thread (a step of large outputs would otherwise stall the engine for seconds).
+      const member = await gzipAsync(`${JSON.stringify(output)}\n`);
       await mkdir(this.dir, { recursive: true });
-      await appendFile(join(this.dir, stepFileName(output.step)), gzipSync(`${JSON.stringify(output)}\n`));
+      await appendFile(join(this.dir, stepFileName(output.step)), member);
     });
   }
 
@@ -102,7 +108,7 @@ export async function readStepOutputs(dbFile: string, step: number): Promise<Eva
   let text: string;
   try {
     // Concatenated gzip members read as one stream; a member cut short by a crash yields what it holds (its line is skipped).
-    text = gunzipSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH }).toString('utf8');
+    text = (await gunzipAsync(bytes, { finishFlush: constants.Z_SYNC_FLUSH })).toString('utf8');
   } catch (err) {
     throw new Error(`the kept outputs of step ${step} are unreadable: ${errorMessage(err)}`);
   }

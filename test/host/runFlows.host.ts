@@ -538,6 +538,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const contributed: { command: string; title: string; category: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.commands ?? [];
       const command = contributed.find((c) => c.command === 'thetaevolve.openEvaluationOutput');
       assert.equal(command && `${command.category}: ${command.title}`, OPEN_OUTPUT_TITLE);
+      // And the Runs view offers it on a run (finished or active).
+      const menus: { command: string; when: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.menus['view/item/context'] ?? [];
+      const onRuns = menus.find((m) => m.command === 'thetaevolve.openEvaluationOutput');
+      assert.ok(onRuns, 'in the Runs view\'s item menu');
+      assert.equal(onRuns.when, 'view == thetaevolve.runs && viewItem =~ /^thetaevolve\\.run/');
       // Prints 40 lines to stderr (escape sequences in them) and one to stdout, then raises: it and every child fail.
       const failing = vscode.Uri.file(join(dir, 'failing.py'));
       writeFileSync(
@@ -587,6 +592,21 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.match(shown.uri.path, new RegExp(`^/${run.runId}/step-[1-9]\\d*/s\\d+-p\\d+-\\d+ output\\.log$`), 'a child of a later step, newest first');
       assert.match(shown.getText(), /stderr line 0\b[\s\S]*ZeroDivisionError: the end of the traceback/);
       assert.ok(!shown.getText().includes('\x1b'), 'no control characters from the candidate');
+
+      // From the Runs view's run item (its context menu passes the item): that run's outputs.
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const runItem = (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === run.runId);
+      assert.ok(runItem, 'the run is in the Runs view');
+      done = false;
+      const fromView = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', runItem)).finally(() => (done = true));
+      await until(async () => {
+        if (done) return true;
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return false;
+      }, 'an evaluation of the run was picked', 30_000);
+      await fromView;
+      assert.equal(vscode.window.activeTextEditor?.document.uri.scheme, OUTPUT_SCHEME);
+      assert.ok(vscode.window.activeTextEditor?.document.uri.path.startsWith(`/${run.runId}/`));
 
       // After a reload the document is read again from the files beside the database.
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');

@@ -11,6 +11,7 @@ import { log } from './vscode/log';
 import { registerProgramDocuments } from './vscode/programDocuments';
 import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
+import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
 import { rememberTaskFile } from './vscode/taskPicker';
 import { registerStatusBar } from './vscode/statusBar';
 import { runHostTestsIfRequested } from './vscode/testHook';
@@ -23,6 +24,8 @@ export interface ThetaEvolveApi {
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
   /** A command failed (logged and shown as an error). */
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
+  /** A run could not start: the notification shown, whose buttons can be answered (choose). */
+  onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -36,7 +39,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
-        return program ? { code: program.code, score: program.score, step: program.step } : null;
+        return program ? { code: program.code, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : null;
       },
     }),
     registerStatusBar(controller),
@@ -46,7 +49,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   );
   registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
-  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand };
+  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand, onDidOfferStartFailure };
 }
 
 /** New or removed run databases (another window, the CLI) show up in the Runs view. */

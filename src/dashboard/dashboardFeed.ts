@@ -111,7 +111,7 @@ export class DashboardFeed {
             this.query({ kind: 'bestSolution', dbFile }),
           ]);
           const picture = solution?.id === event.id ? solutionPicture(solution.solution) : undefined;
-          sink.setBest({ ...best, lineageDepth, code: program ? bestCode(program.code) : undefined, ...(picture ? { picture } : {}) });
+          sink.setBest({ ...best, lineageDepth, stepRank: program?.stepRank ?? null, code: program ? bestCode(program.code) : undefined, ...(picture ? { picture } : {}) });
         });
         return;
       }
@@ -247,7 +247,11 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
     }
     // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
     model.setDatabase(snapshot, validScores);
-    model.setBest(best ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, code: bestCode(best.code), ...(picture ? { picture } : {}) } : null);
+    model.setBest(
+      best
+        ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, stepRank: best.stepRank ?? null, code: bestCode(best.code), ...(picture ? { picture } : {}) }
+        : null,
+    );
     model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };

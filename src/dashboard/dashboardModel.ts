@@ -29,6 +29,7 @@ import {
 import type { TrainerStateEvent } from '../engine/events';
 import { mean, percentileOfSorted } from '../engine/stats';
 import type { Direction } from '../engine/types';
+import { programName, programNameDetail } from '../engine/format';
 
 /** Points kept per series before the bucket width doubles (1,000 steps draw as 250 points of 4 steps). */
 export const DEFAULT_MAX_POINTS = 300;
@@ -548,6 +549,9 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
     objective: input.objective ?? displayObjective(input.score, direction),
     lineageDepth: input.lineageDepth,
     parentId: input.parentId,
+    ...(input.stepRank !== undefined ? { stepRank: input.stepRank } : {}),
+    name: programName(input),
+    nameDetail: programNameDetail(input),
     ...(input.code !== undefined ? { code: input.code } : {}),
     ...(input.picture !== undefined ? { picture: input.picture } : {}),
   };

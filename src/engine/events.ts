@@ -111,6 +111,8 @@ export const EvaluationFinishedEventSchema = z.object({
   durationMs: finite.min(0),
   /** Why it is not valid; empty for valid. */
   reason: z.string(),
+  /** The whole output of this failed evaluation is kept beside the database (src/engine/evaluationOutputs.ts). */
+  outputKept: z.boolean().optional(),
 });
 
 /** One distinct reason requests failed, with how many samples it failed. */

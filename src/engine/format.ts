@@ -2,6 +2,29 @@
 // titles): significant digits with trailing zeros dropped, "n/a" for none.
 // `digits`: 8 where there is room, 6 in a status bar or a tree row.
 
+/** A program's rank by score among its step's children (ProgramDatabase.stepRank). */
+export interface StepRank {
+  rank: number;
+  of: number;
+}
+
+/**
+ * How a program is named to people (Runs view, diff titles, documents,
+ * dashboard): the step that made it and its rank there by score, "step 12 #1"
+ * (the step's best child); the starting program is "initial". Ids are opaque:
+ * they go in tooltips.
+ */
+export function programName(program: { step: number; stepRank?: StepRank | null }): string {
+  if (program.step === 0) return 'initial';
+  return program.stepRank ? `step ${program.step} #${program.stepRank.rank}` : `step ${program.step}`;
+}
+
+/** What a program's name stands for, for a tooltip: "rank 1 by score of the 8 children of step 12 in the database; program 3k". */
+export function programNameDetail(program: { id: string; step: number; stepRank?: StepRank | null }): string {
+  const rank = program.step > 0 && program.stepRank ? `rank ${program.stepRank.rank} by score of the ${program.stepRank.of} children of step ${program.step} in the database; ` : '';
+  return `${rank}program ${program.id}`;
+}
+
 export function formatScore(score: number | null | undefined, digits = 8): string {
   if (score === null || score === undefined) return 'n/a';
   if (!Number.isFinite(score)) return String(score);

@@ -12,6 +12,7 @@ import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShapi
 import { codeHash } from './codeHash';
 import { writeFileAtomic } from './database/atomicFile';
 import { bestSolutionFile } from './runFiles';
+import { EvaluationOutputWriter } from './evaluationOutputs';
 import { failureSummaryText, summarizeFailures } from './failureReasons';
 import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
@@ -112,12 +113,15 @@ export class EvolutionRun {
   private paused = false;
   private resumeWaiters: (() => void)[] = [];
   private db: ProgramDatabase | null = null;
+  /** The whole output of each failed evaluation, beside the database. */
+  private readonly outputs: EvaluationOutputWriter;
   private readonly shaping: RewardShaping;
   private warnedNoTokenIds = false;
 
   constructor(spec: EvolutionRunSpec) {
     this.spec = spec;
     this.shaping = resolveRewardShaping(spec.settings, spec.task.rewardShaping);
+    this.outputs = new EvaluationOutputWriter(spec.dbFile, (message) => this.emit({ type: 'error', time: Date.now(), fatal: false, message }));
   }
 
   /** The open database (null before start() opened it and after it finished). */
@@ -318,9 +322,12 @@ export class EvolutionRun {
     const { task } = this.spec;
     const code = this.spec.startCode ?? task.initialProgram;
     this.emit({ type: 'evaluation_started', time: Date.now(), step: 0, jobKey: 'initial', sampleIndex: 0 });
+    await this.outputs.startStep(0);
     const result = await this.spec.evaluator.evaluate(code, { signal: this.stopController.signal });
     if (this.stopController.signal.aborted) throw new StopSignal();
     const outcome = outcomeOfEvaluation(result.status);
+    const outputKept = result.status !== 'ok';
+    if (outputKept) await this.outputs.add({ step: 0, jobKey: 'initial', sampleIndex: 0, outcome, reason: result.reason, stdout: result.stdout, stderr: result.stderr });
     this.emit({
       type: 'evaluation_finished',
       time: Date.now(),
@@ -333,6 +340,7 @@ export class EvolutionRun {
       objective: result.objective,
       durationMs: result.durationMs,
       reason: result.reason,
+      ...(outputKept ? { outputKept } : {}),
     });
     // Without the starting program's score there is nothing to evolve from.
     if (result.status === 'evaluation_failed') throw new Error(`the starting program could not be evaluated: ${result.reason}`);
@@ -370,6 +378,7 @@ export class EvolutionRun {
     const { task, settings, source, evaluator } = this.spec;
     const step = db.lastStep + 1;
     const stepStarted = Date.now();
+    await this.outputs.startStep(step);
     // Every random choice of the step comes from the persisted generator; a
     // step redone after a crash or stop draws the same parents and prompts.
     const rng = Rng.fromState(state.rng);
@@ -398,7 +407,7 @@ export class EvolutionRun {
     let lastEvalEnd = 0;
     let lastResponseAt = stepStarted;
 
-    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number, announce = true): void => {
+    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number, announce = true, outputKept = false): void => {
       const slot = records.get(jobKey);
       if (slot) slot[index] = r;
       if (!announce) return;
@@ -414,6 +423,7 @@ export class EvolutionRun {
         objective: r.objective,
         durationMs,
         reason: r.reason,
+        ...(outputKept ? { outputKept } : {}),
       });
     };
 
@@ -469,9 +479,15 @@ export class EvolutionRun {
           });
           lastEvalEnd = Math.max(lastEvalEnd, Date.now());
           if (stepAbort.signal.aborted) return;
+          const outputKept = result.status !== 'ok';
+          if (outputKept) {
+            const kept = { step, jobKey: job.key, sampleIndex: sample.index, outcome: outcomeOfEvaluation(result.status), reason: result.reason, stdout: result.stdout, stderr: result.stderr };
+            await this.outputs.add(kept);
+            if (stepAbort.signal.aborted) return;
+          }
           if (result.status === 'evaluation_failed') {
             // Our machinery failed, not the model: no score, no database row, no rollout (like request_failed).
-            record(job.key, sample.index, { outcome: 'evaluation_failed', score: null, objective: null, reason: result.reason, child: null, response: sample, error: result.reason }, result.durationMs);
+            record(job.key, sample.index, { outcome: 'evaluation_failed', score: null, objective: null, reason: result.reason, child: null, response: sample, error: result.reason }, result.durationMs, true, outputKept);
             return;
           }
           const outcome = outcomeOfEvaluation(result.status);
@@ -485,7 +501,14 @@ export class EvolutionRun {
             metrics: result.metrics,
             evaluationMs: result.durationMs,
           };
-          record(job.key, sample.index, { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null, ...(result.solution !== undefined ? { solution: result.solution } : {}) }, result.durationMs);
+          record(
+            job.key,
+            sample.index,
+            { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null, ...(result.solution !== undefined ? { solution: result.solution } : {}) },
+            result.durationMs,
+            true,
+            outputKept,
+          );
         })(),
       );
     };

@@ -34,3 +34,8 @@ export function newRunId(taskName: string, runsDir: string, now = new Date()): s
 export function bestSolutionFile(dbFile: string): string {
   return `${dbFile}.best-solution.json`;
 }
+
+/** The folder of a run's kept evaluation outputs (src/engine/evaluationOutputs.ts), beside its database. */
+export function evaluationOutputsDir(dbFile: string): string {
+  return `${dbFile}.outputs`;
+}

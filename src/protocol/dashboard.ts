@@ -124,6 +124,8 @@ export const DashboardBestInputSchema = z.object({
   objective: optionalFinite,
   /** Ancestors back to the initial program (ProgramDatabase.ancestors(id).length). */
   lineageDepth: count,
+  /** Its rank by score among its step's children (ProgramDatabase.stepRank). */
+  stepRank: z.object({ rank: z.number().int().min(1), of: z.number().int().min(1) }).nullable().optional(),
   parentId: z.string().nullable(),
   /** The best program's EVOLVE-BLOCK content (shown as text, cut at BEST_CODE_MAX_CHARS). */
   code: z.string().max(BEST_CODE_MAX_CHARS + 100).optional(),
@@ -276,7 +278,11 @@ export const DatabaseViewSchema = z.object({
 export type DatabaseView = z.infer<typeof DatabaseViewSchema>;
 
 /** The best program card shows what the host gives it. */
-export const BestViewSchema = DashboardBestInputSchema;
+export const BestViewSchema = DashboardBestInputSchema.extend({
+  /** How people know it: "step 12 #1" (src/engine/format.ts programName); the id is in nameDetail, its tooltip. */
+  name: z.string().optional(),
+  nameDetail: z.string().optional(),
+});
 export type BestView = z.infer<typeof BestViewSchema>;
 
 export const DASHBOARD_STATE_VERSION = 1;

@@ -7,6 +7,7 @@ import { SettingsSchema } from '../engine/config';
 import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
 import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
 import { RunMetaSchema } from '../engine/runMeta';
+import { EvaluationOutputSchema } from '../engine/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/types';
 
 const finite = z.number().finite();
@@ -34,6 +35,8 @@ export const ProgramRecordSchema = z.object({
   island: count,
   createdAt: finite,
   migrantOf: z.string().nullable().optional(),
+  /** Its rank by score among its step's children (ProgramDatabase.stepRank): how it is named to people, with its step. */
+  stepRank: z.object({ rank: z.number().int().min(1), of: z.number().int().min(1) }).nullable().optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 
@@ -85,6 +88,10 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('validScores'), dbFile: z.string().min(1) }),
   /** Parent, grandparent, ... of a program (ids and scores only). */
   z.object({ kind: z.literal('ancestors'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  /** The failed evaluations whose whole output is kept beside the database, newest step first (without the output). */
+  z.object({ kind: z.literal('evaluationOutputs'), dbFile: z.string().min(1) }),
+  /** One kept output (null: none kept for that evaluation). */
+  z.object({ kind: z.literal('evaluationOutput'), dbFile: z.string().min(1), step: count, jobKey: z.string().min(1), sampleIndex: count }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
   z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
 ]);
@@ -103,6 +110,8 @@ export const QueryResultSchemas = {
   lineageDepth: count,
   bestSolution: BestSolutionSchema.nullable(),
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
+  evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
+  evaluationOutput: EvaluationOutputSchema.nullable(),
   evaluate: z.object({
     taskTitle: z.string(),
     direction: DirectionSchema,

@@ -12,6 +12,7 @@ export const COMMAND_IDS = {
   toggleTrainer: 'thetaevolve.toggleTrainer',
   newTaskForFile: 'thetaevolve.newTaskForFile',
   markEvolveBlock: 'thetaevolve.markEvolveBlock',
+  openEvaluationOutput: 'thetaevolve.openEvaluationOutput',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',

@@ -2,6 +2,8 @@
 // its concern.
 import type * as vscode from 'vscode';
 import { registerDashboardCommands } from './dashboardCommands';
+import { registerEvaluationOutputs } from './evaluationOutputs';
+import { LIVE_TERMINAL_NAME } from './evaluationTask';
 import { followBest } from './followBest';
 import { registerMarkEvolveBlock } from './markEvolveBlock';
 import { registerNewTask } from './newTask';
@@ -23,6 +25,7 @@ export function registerCommands({ context, controller, tree }: CommandDeps): vo
   registerRunCommands(context, controller, tree);
   registerProgramCommands(context, controller, tree);
   registerDashboardCommands(context, controller);
+  registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
   registerNewTask(context);
   registerMarkEvolveBlock(context);
   context.subscriptions.push(followBest(controller));

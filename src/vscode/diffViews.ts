@@ -2,22 +2,26 @@
 // and new on the right: parent <-> child ("Show Diff") and the file as it is
 // now <-> a program ("Compare with File", "Best so far").
 import * as vscode from 'vscode';
-import { formatScore } from '../engine/format';
+import { formatScore, programName, type StepRank } from '../engine/format';
 import { findProgram, programUri } from './programDocuments';
 
 interface ProgramSummary {
   id: string;
   score?: number;
   step?: number;
+  stepRank?: StepRank | null;
 }
 
-/** A program as people know it: by the step that made it (its id only when the step is unknown), with its score. */
+/** A program as people know it: its step and rank there (its id only when the step is unknown), with its score. */
+function name(program: ProgramSummary): string {
+  return program.step === undefined ? program.id : programName({ step: program.step, stepRank: program.stepRank ?? null });
+}
+
 function describe(program: ProgramSummary): string {
-  const name = program.step === undefined ? program.id : `step ${program.step}`;
-  return program.score === undefined ? name : `${name} (${formatScore(program.score, 4)})`;
+  return program.score === undefined ? name(program) : `${name(program)} (${formatScore(program.score, 4)})`;
 }
 
-/** "circle-packing: step 11 (0.9598) <-> step 12 (0.9612)"; `prefix` is usually the task name. The ids are in the documents' names. */
+/** "circle-packing: step 11 #1 (0.9598) <-> step 12 #1 (0.9612)"; `prefix` is usually the task name. The ids are in the documents' paths (the tabs' tooltips). */
 export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, prefix?: string): string {
   return `${prefix ? `${prefix}: ` : ''}${describe(parent)} \u2194 ${describe(child)}`;
 }
@@ -25,15 +29,16 @@ export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, 
 async function summary(runId: string, programId: string): Promise<ProgramSummary> {
   try {
     const program = await findProgram(runId, programId);
-    return program ? { id: programId, score: program.score, step: program.step } : { id: programId };
+    return program ? { id: programId, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : { id: programId };
   } catch {
     // The document itself says what went wrong; the title just stays short.
     return { id: programId };
   }
 }
 
+/** The document's name (its path holds the id). */
 function label(program: ProgramSummary): string {
-  return program.step === undefined ? program.id : `${program.id} step ${program.step}`;
+  return name(program);
 }
 
 /** Open parent <-> child in a diff editor (read-only virtual documents). */

@@ -15,6 +15,8 @@ import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
 import { readSettings } from './settings';
 import { formatScore } from '../engine/format';
+import { evaluationKey } from '../engine/evaluationOutputs';
+import { OPEN_OUTPUT_TITLE, setTerminalRun } from './evaluationOutputs';
 
 export const EVALUATION_TASK_TYPE = 'thetaevolve';
 export const LIVE_TERMINAL_NAME = 'ThetaEvolve evaluations';
@@ -38,7 +40,9 @@ const OUTPUT_TAIL_LINES = 8;
 /**
  * The terminal lines of one evaluation (exported for tests): a summary line
  * with the reason's first line, then, for a failure with output, the output's
- * last lines (the exception and the frames nearest to it), indented.
+ * last lines (the exception and the frames nearest to it), indented, and,
+ * when its whole output is kept, how to open it (a terminal holds no command
+ * links: the command's title and the evaluation, which is a link there).
  */
 export function evaluationLines(event: EvaluationFinishedEvent): string[] {
   const who = event.jobKey === 'initial' ? 'initial program' : `${event.jobKey}#${event.sampleIndex}`;
@@ -54,7 +58,8 @@ export function evaluationLines(event: EvaluationFinishedEvent): string[] {
   if (headline.trim()) parts.push(`(${headline.trim()})`);
   const shown = output.map((l) => l.trimEnd()).filter((l) => l.trim() !== '').slice(-OUTPUT_TAIL_LINES);
   const omitted = output.filter((l) => l.trim() !== '').length - shown.length;
-  return [parts.join('  '), ...(omitted > 0 ? [`      ... ${omitted} earlier line(s)`] : []), ...shown.map((l) => `      ${l}`)];
+  const open = event.outputKept ? [`      full output: ${OPEN_OUTPUT_TITLE} ${evaluationKey(event.jobKey, event.sampleIndex)}`] : [];
+  return [parts.join('  '), ...(omitted > 0 ? [`      ... ${omitted} earlier line(s)`] : []), ...shown.map((l) => `      ${l}`), ...open];
 }
 
 const CRLF = '\r\n';
@@ -149,6 +154,7 @@ export async function startLiveEvaluationTerminal(controller: RunController, run
   }
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
   const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };
+  setTerminalRun(run);
   const terminal = new LiveEvaluationTerminal(controller, run);
   const task = new vscode.Task(
     definition,

@@ -2,7 +2,7 @@
 // CodeLens), and the Runs view's items (diff with the parent, compare with
 // the file, apply, open).
 import * as vscode from 'vscode';
-import { formatScore } from '../engine/format';
+import { formatScore, programName } from '../engine/format';
 import { applyProgramToFile } from './applyProgram';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
@@ -71,7 +71,9 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
     const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
     const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
-    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${node.programId} (score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
+    if (outcome === 'applied') {
+      void vscode.window.showInformationMessage(`ThetaEvolve: applied ${programName(node)} (program ${node.programId}, score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
+    }
   };
 
   registerCommand(context, COMMAND_IDS.applyProgram, async (arg?: unknown) => {
@@ -85,7 +87,9 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
     const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
-    if (outcome === 'applied') void vscode.window.showInformationMessage(`ThetaEvolve: applied ${best.id} (score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`);
+    if (outcome === 'applied') {
+      void vscode.window.showInformationMessage(`ThetaEvolve: applied ${programName(program)} (program ${best.id}, score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`);
+    }
   });
 
   registerCommand(context, COMMAND_IDS.showProgramDiff, async (arg?: unknown) => {
@@ -107,7 +111,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
 
   registerCommand(context, COMMAND_IDS.openProgram, async (arg?: unknown) => {
     const node = nodeArg(arg);
-    const uri = programUri(node.runId, node.programId, `${node.programId} step ${node.step}`, node.extension);
+    const uri = programUri(node.runId, node.programId, programName(node), node.extension);
     await vscode.window.showTextDocument(uri, { preview: true });
   });
 

@@ -6,8 +6,18 @@ import { errorMessage } from '../engine/errors';
 
 export const PROGRAM_SCHEME = 'thetaevolve';
 
+import type { StepRank } from '../engine/format';
+
+/** What a program document and its diff titles need of a program. */
+export interface ProgramDocumentSource {
+  code: string;
+  score: number;
+  step: number;
+  stepRank?: StepRank | null;
+}
+
 export interface ProgramLookup {
-  getProgram(runId: string, programId: string): Promise<{ code: string; score: number; step: number } | null>;
+  getProgram(runId: string, programId: string): Promise<ProgramDocumentSource | null>;
 }
 
 export interface ProgramRef {
@@ -15,17 +25,17 @@ export interface ProgramRef {
   programId: string;
 }
 
-/** Characters that would break the path or confuse a tab title. */
-function pathSafe(text: string): string {
+/** Characters that would break the path or confuse a tab title ('#' is kept in a document's name: "step 12 #1"). */
+function pathSafe(text: string, keepHash = false): string {
   const printable = [...text].map((c) => (c.charCodeAt(0) < 32 ? ' ' : c)).join('');
-  const cleaned = printable.replace(/[/\\:*?"<>|#%]+/g, '-').trim();
+  const cleaned = printable.replace(keepHash ? /[/\\:*?"<>|%]+/g : /[/\\:*?"<>|#%]+/g, '-').trim();
   return cleaned === '' ? 'program' : cleaned;
 }
 
 /** thetaevolve:/<runId>/<programId>/<label>.<ext>; `extension` with or without its dot. */
 export function programUri(runId: string, programId: string, label: string, extension: string): vscode.Uri {
   const ext = extension.replace(/^\./, '');
-  const name = ext === '' ? pathSafe(label) : `${pathSafe(label)}.${pathSafe(ext)}`;
+  const name = ext === '' ? pathSafe(label, true) : `${pathSafe(label, true)}.${pathSafe(ext)}`;
   return vscode.Uri.from({ scheme: PROGRAM_SCHEME, path: `/${pathSafe(runId)}/${pathSafe(programId)}/${name}` });
 }
 
@@ -44,7 +54,7 @@ const lookups: ProgramLookup[] = [];
 let provider: vscode.Disposable | undefined;
 
 /** Find a program through the registered lookups (null when none knows it). */
-export async function findProgram(runId: string, programId: string): Promise<{ code: string; score: number; step: number } | null> {
+export async function findProgram(runId: string, programId: string): Promise<ProgramDocumentSource | null> {
   for (const lookup of [...lookups]) {
     const program = await lookup.getProgram(runId, programId);
     if (program) return program;

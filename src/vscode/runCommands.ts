@@ -62,11 +62,26 @@ function showStartFailure(err: unknown, runOffline: () => Promise<void>): void {
   const open = 'Open Settings';
   const offline = 'Run with the Offline Sampler';
   const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
-  void vscode.window.showErrorMessage(`ThetaEvolve: the run could not start: ${errorMessage(err)}`, ...buttons).then((choice) => {
+  const message = `ThetaEvolve: the run could not start: ${errorMessage(err)}`;
+  let choose: (button: string) => void = () => undefined;
+  const chosen = new Promise<string>((resolve) => (choose = resolve));
+  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then((choice) => {
     if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
     if (choice === offline) void runOffline();
   });
+  startFailureOffers.fire({ message, buttons, choose });
 }
+
+/** A start failure's notification: its text, its buttons, and `choose`, which answers it as a click on that button would. */
+export interface StartFailureOffer {
+  message: string;
+  buttons: readonly string[];
+  choose: (button: string) => void;
+}
+
+const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
+/** Every start failure shown (the in-host tests answer its buttons here: a notification's buttons cannot be clicked from a test). */
+export const onDidOfferStartFailure = startFailureOffers.event;
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   const startAndFollow = async (spec: StartSpec): Promise<void> => {

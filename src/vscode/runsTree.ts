@@ -8,7 +8,7 @@ import type { Direction } from '../engine/types';
 import type { RunInfo } from '../protocol/engineWorker';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
-import { formatScore } from '../engine/format';
+import { formatScore, programName, programNameDetail, type StepRank } from '../engine/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { errorMessage } from '../engine/errors';
 
@@ -28,6 +28,8 @@ export interface ProgramNode {
   programId: string;
   parentId: string | null;
   step: number;
+  /** Its rank among its step's children: with the step, its name. */
+  stepRank: StepRank | null;
   score: number;
   delta: number | null;
   /** "valid 3, no diff 1" for the program's step. */
@@ -250,6 +252,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         programId: p.id,
         parentId: p.parentId,
         step: p.step,
+        stepRank: p.stepRank ?? null,
         score: p.score,
         delta: previous ? p.score - previous.score : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
@@ -294,12 +297,14 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   }
 
   private programItem(node: ProgramNode): vscode.TreeItem {
-    // The score first (rows are cut at a narrow sidebar), then the step that made it and the gain; the id and counts in the tooltip.
+    // The score first (rows are cut at a narrow sidebar), then its name (step and rank) and the gain; the id and counts in the tooltip.
     const item = new vscode.TreeItem(fmt(node.score), vscode.TreeItemCollapsibleState.None);
     item.id = `program:${node.dbFile}:${node.programId}`;
     const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
-    item.description = `step ${node.step} · ${delta}`;
-    item.tooltip = `Score ${node.score} (${node.direction}), step ${node.step}\nProgram ${node.programId}${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
+    item.description = `${programName(node)} · ${delta}`;
+    item.tooltip =
+      `Score ${node.score} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
+      `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
     item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
     item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');
     item.command = node.parentId

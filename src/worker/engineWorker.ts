@@ -21,6 +21,7 @@ import { ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/errors';
 import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from '../engine/runFactory';
 import { bestSolutionFile } from '../engine/runFiles';
+import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
 import { parseRunMeta } from '../engine/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
@@ -185,14 +186,18 @@ async function startRun(message: StartMessage): Promise<void> {
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
+  if (query.kind === 'evaluationOutputs') return listEvaluationOutputs(resolve(query.dbFile));
+  if (query.kind === 'evaluationOutput') return readEvaluationOutput(resolve(query.dbFile), query.step, query.jobKey, query.sampleIndex);
   const file = resolve(query.dbFile);
   const live = active && active.dbFile === file ? active.run.database : null;
   const ask = (db: ProgramDatabase): unknown => {
     switch (query.kind) {
-      case 'program':
-        return db.get(query.programId);
+      case 'program': {
+        const program = db.get(query.programId);
+        return program ? { ...program, stepRank: db.stepRank(program.id) } : null;
+      }
       case 'improvements':
-        return db.improvements();
+        return db.improvements().map((p) => ({ ...p, stepRank: db.stepRank(p.id) }));
       case 'summary':
         return db.summary();
       case 'runInfo':

@@ -167,6 +167,10 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       60_000,
     );
     assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
+    // The best is named by its step and rank there; its opaque id is in the tooltip.
+    const programFact = frame.locator('.best-facts dd').last();
+    assert.match((await programFact.innerText()).trim(), /^(initial|step \d+ #\d+)$/);
+    assert.match((await programFact.getAttribute('title')) ?? '', /program \w+$/);
     await frame.locator('.best-card').first().scrollIntoViewIfNeeded();
     await saveScreenshot(page, 'e2e-dashboard-1b-best-program');
     await frame.locator('.run-header').first().scrollIntoViewIfNeeded();

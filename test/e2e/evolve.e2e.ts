@@ -121,12 +121,61 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await runPaletteCommand(page, 'View: Toggle Terminal');
   });
 
+  it('opens a failed evaluation\'s whole output from the evaluation its terminal line names (a link there)', async () => {
+    await runPaletteCommand(page, 'View: Toggle Terminal');
+    const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
+    await terminal.waitFor({ state: 'visible', timeout: 30_000 });
+    const hint = /full output: ThetaEvolve: Open Evaluation Output (s\d+-p\d+#\d+)/;
+    const deadline = Date.now() + 120_000;
+    while (!hint.test((await terminal.innerText()).replace(/\u00a0/g, ' '))) {
+      if (Date.now() > deadline) throw new Error('no evaluation failed in two minutes: the test model writes some invalid children');
+      await page.waitForTimeout(500);
+    }
+    // Paused, the terminal stops scrolling under the pointer.
+    await runPaletteCommand(page, 'ThetaEvolve: Pause Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);
+    // Where the last named evaluation is drawn (the DOM renderer keeps the text in the page).
+    const spot = await terminal.evaluate((rows) => {
+      const lines = [...rows.children].filter((row) => /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')));
+      const row = lines.at(-1);
+      if (!row) return null;
+      const key = /s\d+-p\d+#\d+/.exec((row.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? '';
+      const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = (node.textContent ?? '').replace(/\u00a0/g, ' ').indexOf(key.slice(0, 3));
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, Math.min((node.textContent ?? '').length, at + 3));
+        const box = range.getBoundingClientRect();
+        return { key, x: box.left + box.width / 2, y: box.top + box.height / 2 };
+      }
+      return null;
+    });
+    assert.ok(spot, 'the line naming the output is on screen');
+    await page.mouse.move(spot.x, spot.y);
+    await page.keyboard.down('Control');
+    await page.mouse.click(spot.x, spot.y);
+    await page.keyboard.up('Control');
+    const [jobKey, sampleIndex] = spot.key.split('#');
+    const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
+    await tab.waitFor({ state: 'visible', timeout: 30_000 });
+    const editor = page.locator('.editor-instance .view-lines').first();
+    await editor.locator('.view-line', { hasText: `Evaluation ${spot.key}` }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-evolve-3c-evaluation-output');
+    await runPaletteCommand(page, 'View: Close Editor');
+    await runPaletteCommand(page, 'View: Toggle Terminal');
+    await runPaletteCommand(page, 'ThetaEvolve: Resume Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => !/paused/.test(v), 60_000);
+  });
+
   it('opens a parent <-> child diff from the Runs view', async () => {
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     await view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first().waitFor({ state: 'visible', timeout: 30_000 });
-    // An improving child (step >= 1) appears once the model beat the starting program.
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · [+-]/ }).first();
+    // An improving child (step >= 1, named by its step and rank there) appears once the model beat the starting program.
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · [+-]/ }).first();
     await child.waitFor({ state: 'visible', timeout: 150_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     // A click that lands during a refresh only selects the row.
@@ -139,7 +188,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
     await diff.locator('.char-insert, .line-insert').first().waitFor({ state: 'attached', timeout: 30_000 });
     const tab = page.locator('.tabs-container .tab.active');
-    assert.match((await tab.textContent()) ?? '', /\u2194|step/);
+    // Named by step and rank ("step 3 #1"), not by opaque ids.
+    assert.match((await tab.textContent()) ?? '', /(initial|step \d+ #\d+) \([^)]*\) \u2194 step \d+ #\d+ \(/);
     await saveScreenshot(page, 'e2e-evolve-4-diff');
   });
 
@@ -161,7 +211,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
 
   it('applies the child to the file: the EVOLVE-BLOCK changes on disk after saving', async () => {
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
-    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* · [+-]/ }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · [+-]/ }).first();
     const applied = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first();
     // Inline actions show only on the hovered row; a row re-rendered under a
     // still pointer is not hovered, and one re-rendered between mouse down and

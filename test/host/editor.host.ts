@@ -11,7 +11,7 @@ import { replaceEvolveBlock } from '../../src/engine/diff';
 import { applyProgramToFile } from '../../src/vscode/applyProgram';
 import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
 import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';
-import { type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
+import { type ProgramDocumentSource, type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
@@ -158,9 +158,9 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
 
 describe('editor: program documents and diffs', () => {
   const runId = `editor-test-${Date.now().toString(36)}`;
-  const programs = new Map<string, { code: string; score: number; step: number }>([
-    ['1v', { code: PYTHON, score: 0.95981, step: 11 }],
-    ['3k', { code: PYTHON.replace('return 1', 'return 2'), score: 0.96123, step: 12 }],
+  const programs = new Map<string, ProgramDocumentSource>([
+    ['1v', { code: PYTHON, score: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), score: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
   ]);
   // Test data behind the real lookup interface: a run with two programs.
   const lookup: ProgramLookup = {
@@ -191,14 +191,15 @@ describe('editor: program documents and diffs', () => {
     assert.match(document.getText(), /program zz of run .* is not available/);
   });
 
-  it('Show Diff opens parent <-> child with a title naming step, ids and scores', async () => {
+  it('Show Diff opens parent <-> child with a title naming step, rank and score; the ids are in the documents\' paths', async () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
-    assert.equal(tab.label, 'step 11 (0.9598) \u2194 step 12 (0.9612)');
+    assert.equal(tab.label, 'step 11 #2 (0.9598) \u2194 step 12 #1 (0.9612)');
+    assert.equal(tab.input.modified.path.split('/').at(-1), 'step 12 #1.py', 'the document is named like the program');
     assert.equal(tab.input.original.path.split('/')[2], '1v');
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
-    // Programs are named by their step; an unknown step falls back to the id.
+    // Programs are named by their step (and rank there when known); an unknown step falls back to the id.
     assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)');
   });
 
@@ -210,7 +211,7 @@ describe('editor: program documents and diffs', () => {
     // Old on the left (the file as it is), new on the right (the program): an improvement reads as an insertion.
     assert.equal(tab.input.original.toString(), fileUri.toString());
     assert.equal(tab.input.modified.scheme, 'thetaevolve');
-    assert.match(tab.label, /compare\.py \(current\) \u2194 step 12 \(0\.9612\)/);
+    assert.match(tab.label, /compare\.py \(current\) \u2194 step 12 #1 \(0\.9612\)/);
   });
 });
 

@@ -10,7 +10,9 @@ export interface HostTestReport {
 }
 
 export async function runAndReport(): Promise<HostTestReport> {
-  const mocha = new Mocha({ ui: 'bdd', timeout: 30000, color: false, reporter: 'spec' });
+  // THETAEVOLVE_HOST_TEST_GREP runs only the tests whose full title matches (one suite while working on it).
+  const grep = process.env.THETAEVOLVE_HOST_TEST_GREP;
+  const mocha = new Mocha({ ui: 'bdd', timeout: 30000, color: false, reporter: 'spec', ...(grep ? { grep } : {}) });
   mocha.suite.emit('pre-require', globalThis, 'host-suites', mocha);
   // Loaded only now, so describe/it exist when the suites register.
   await import('./suites');

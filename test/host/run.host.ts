@@ -99,6 +99,19 @@ describe('runs (engine worker, commands, Runs view)', function () {
     const initial = programs.at(-1);
     assert.equal(initial?.parentId, null);
     assert.equal(theta.tree.getTreeItem(programs[0] as ProgramNode).contextValue?.startsWith('thetaevolve.program.'), true);
+    // Rows name programs by step and rank in it ("step 2 #1"), not by their opaque ids, which the tooltip keeps.
+    for (const p of programs) {
+      const row = theta.tree.getTreeItem(p);
+      const tooltip = String(row.tooltip);
+      if (p.parentId === null) {
+        assert.match(String(row.description), /^initial · start$/);
+      } else {
+        assert.ok(p.stepRank, `program ${p.programId} has a rank in its step`);
+        assert.equal(String(row.description).split(' · ')[0], `step ${p.step} #${p.stepRank.rank}`);
+        assert.match(tooltip, new RegExp(`rank ${p.stepRank.rank} by score of the ${p.stepRank.of} children of step ${p.step}`));
+      }
+      assert.ok(tooltip.includes(`program ${p.programId}`), tooltip);
+    }
     // A refresh reads the rows before VS Code asks for them, and a run that did
     // not change keeps the rows it had: VS Code gets its answers from memory.
     await theta.tree.refresh();

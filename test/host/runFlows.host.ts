@@ -10,10 +10,14 @@ import * as vscode from 'vscode';
 import { locateEvolveBlocks } from '../../src/engine/diff';
 import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
+import { OPEN_OUTPUT_TITLE, OUTPUT_SCHEME, outputUri } from '../../src/vscode/evaluationOutputs';
+import type { StartFailureOffer } from '../../src/vscode/runCommands';
+import { MUTATE_SAMPLER_LABEL } from '../../src/engine/mutateSampler';
+import { freePort } from '../support/freePort';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, closed, type Controller, nextEvent, REPO_ROOT, workspaceDir } from './support';
+import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -411,6 +415,59 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('a start the endpoint refuses', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-offline'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+      await config().update('sampler', 'mutate', target);
+      await config().update('serverRetrySeconds', undefined, target);
+      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+    });
+
+    it('offers "Run with the Offline Sampler", which restarts this run with the offline sampler and leaves the settings alone', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        // No server at that port; the User value needs no consent.
+        await config().update('endpoint', `http://127.0.0.1:${await freePort()}/v1`, vscode.ConfigurationTarget.Global);
+        await config().update('serverRetrySeconds', 0, target);
+        await config().update('sampler', 'llm', target);
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        assert.equal(offers.length, 1, 'the failure is shown once');
+        const offer = offers[0] as StartFailureOffer;
+        assert.match(offer.message, /could not start: the inference endpoint is not ready/);
+        assert.deepEqual(offer.buttons, ['Open Settings', 'Run with the Offline Sampler']);
+        const ofThisTask = async (): Promise<string[]> => (await listRunFiles()).filter((f) => f.runId.startsWith('flows-offline-')).map((f) => f.runId);
+        assert.deepEqual(await ofThisTask(), [], 'the failed start left no database');
+
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run to start again');
+        const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step of the restarted run');
+        offer.choose('Run with the Offline Sampler');
+        const event = await started;
+        assert.ok(event.type === 'run_started');
+        assert.equal(event.source.label, MUTATE_SAMPLER_LABEL, 'the offline sampler answers');
+        assert.equal(event.task.name, 'flows-offline', 'the same task');
+        assert.equal(event.resumedFromStep, null);
+        await committed;
+        // A function, not the property: the assertion above narrowed it to undefined.
+        const active = (): TrackedRun | undefined => theta.controller.active;
+        assert.equal(active()?.runId, event.runId);
+        assert.equal(active()?.fileUri?.fsPath, program.fsPath, 'the same program');
+        assert.equal(config().get('sampler'), 'llm', 'the setting stays as it was');
+        await stopRun(theta.controller);
+        assert.deepEqual(await ofThisTask(), [event.runId], 'one run of it, the restarted one');
+      } finally {
+        watching.dispose();
+      }
+    });
+  });
+
   describe('evaluations terminal and tasks.json tasks of type thetaevolve', () => {
     let program: vscode.Uri;
     let dir = '';
@@ -474,6 +531,93 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       } finally {
         for (const s of subs) s.dispose();
       }
+    });
+
+    it('a failed evaluation\'s whole output opens from the command its terminal line names, and again from disk after the run', async () => {
+      // The palette shows "<category>: <title>": the name the terminal line gives.
+      const contributed: { command: string; title: string; category: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.commands ?? [];
+      const command = contributed.find((c) => c.command === 'thetaevolve.openEvaluationOutput');
+      assert.equal(command && `${command.category}: ${command.title}`, OPEN_OUTPUT_TITLE);
+      // And the Runs view offers it on a run (finished or active).
+      const menus: { command: string; when: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.menus['view/item/context'] ?? [];
+      const onRuns = menus.find((m) => m.command === 'thetaevolve.openEvaluationOutput');
+      assert.ok(onRuns, 'in the Runs view\'s item menu');
+      assert.equal(onRuns.when, 'view == thetaevolve.runs && viewItem =~ /^thetaevolve\\.run/');
+      // Prints 40 lines to stderr (escape sequences in them) and one to stdout, then raises: it and every child fail.
+      const failing = vscode.Uri.file(join(dir, 'failing.py'));
+      writeFileSync(
+        failing.fsPath,
+        [
+          'import json, sys',
+          '',
+          '# EVOLVE-BLOCK-START',
+          'def choose():',
+          '    print("hello from stdout")',
+          '    for i in range(40):',
+          '        print(f"\\x1b[31mstderr line {i}\\x1b[0m", file=sys.stderr)',
+          '    raise ZeroDivisionError("the end of the traceback")',
+          '# EVOLVE-BLOCK-END',
+          '',
+          'with open("solution.json", "w") as f:',
+          '    json.dump({"x": choose()}, f)',
+          '',
+        ].join('\n'),
+      );
+      await theta.rememberTaskFor(failing, join(dir, 'task.json'));
+      const initialFinished = nextEvent(theta.controller, (e) => e.type === 'evaluation_finished' && e.jobKey === 'initial', 'the starting program\'s evaluation');
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', failing);
+      const run = theta.controller.active;
+      assert.ok(run);
+      const initial = await initialFinished;
+      assert.ok(initial.type === 'evaluation_finished');
+      assert.equal(initial.outcome, 'no_solution');
+      const lines = evaluationLines(initial);
+      assert.ok(!lines.some((l) => l.includes('stderr line 0')), 'the terminal shows the end of the output only');
+      assert.equal(lines.at(-1), `      full output: ${OPEN_OUTPUT_TITLE} initial#0`, 'and says how to open the rest');
+      await committed;
+      await stopRun(theta.controller);
+
+      // From the palette: the window's last run, its failed evaluations newest first.
+      let done = false;
+      const opening = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput')).finally(() => (done = true));
+      await until(async () => {
+        if (done) return true;
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return false;
+      }, 'an evaluation was picked', 30_000);
+      await opening;
+      const shown = vscode.window.activeTextEditor?.document;
+      assert.equal(shown?.uri.scheme, OUTPUT_SCHEME, `an output document is open (saw ${shown?.uri.toString() ?? 'none'})`);
+      assert.match(shown.uri.path, new RegExp(`^/${run.runId}/step-[1-9]\\d*/s\\d+-p\\d+-\\d+ output\\.log$`), 'a child of a later step, newest first');
+      assert.match(shown.getText(), /stderr line 0\b[\s\S]*ZeroDivisionError: the end of the traceback/);
+      assert.ok(!shown.getText().includes('\x1b'), 'no control characters from the candidate');
+
+      // From the Runs view's run item (its context menu passes the item): that run's outputs.
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const runItem = (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === run.runId);
+      assert.ok(runItem, 'the run is in the Runs view');
+      done = false;
+      const fromView = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', runItem)).finally(() => (done = true));
+      await until(async () => {
+        if (done) return true;
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return false;
+      }, 'an evaluation of the run was picked', 30_000);
+      await fromView;
+      assert.equal(vscode.window.activeTextEditor?.document.uri.scheme, OUTPUT_SCHEME);
+      assert.ok(vscode.window.activeTextEditor?.document.uri.path.startsWith(`/${run.runId}/`));
+
+      // After a reload the document is read again from the files beside the database.
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const reopened = await vscode.workspace.openTextDocument(outputUri({ runId: run.runId, dbFile: run.dbFile, step: 0, jobKey: 'initial', sampleIndex: 0 }));
+      const text = reopened.getText();
+      assert.match(text, /^Evaluation initial#0, step 0 of run .*: no_solution/);
+      assert.match(text, /--- candidate stdout ---\nhello from stdout\n/);
+      for (let i = 0; i < 40; i++) assert.ok(text.includes(`[31mstderr line ${i}[0m`), `stderr line ${i} is there, its escape character removed`);
+      // eslint-disable-next-line no-control-regex -- matching control characters is the point
+      assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(text), 'no control characters');
+      await vscode.window.showTextDocument(reopened, { preview: false });
     });
 
     it('a tasks.json task of type thetaevolve evaluates a program once', async () => {

@@ -511,6 +511,22 @@ export class ProgramDatabase {
     return this.state.lineageDepths?.[id] ?? this.ancestors(id).length;
   }
 
+  /**
+   * A program's place among its step's children by score (1: the step's best;
+   * ties: the earlier first), among those the database holds; null for an
+   * unknown id or a migration copy. Eviction takes the worst first, so a
+   * program's rank stays what it was when its step committed (`of` shrinks).
+   */
+  stepRank(id: string): { rank: number; of: number } | null {
+    this.assertOpen();
+    const program = this.get(id);
+    const seq = seqOfId(id);
+    if (!program || seq === null || program.migrantOf) return null;
+    const above = this.queryOne('SELECT COUNT(*) FROM programs WHERE step = ? AND migrant_of IS NULL AND (score > ? OR (score = ? AND seq < ?))', [program.step, program.score, program.score, seq]);
+    const of = this.queryOne('SELECT COUNT(*) FROM programs WHERE step = ? AND migrant_of IS NULL', [program.step]);
+    return { rank: Number(above) + 1, of: Number(of) };
+  }
+
   /** Every program that was the new global best when it was added, oldest first (kept even when evicted). */
   improvements(): ProgramRecord[] {
     this.assertOpen();

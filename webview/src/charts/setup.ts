@@ -62,8 +62,14 @@ export function baseOptions(theme: ThemeColours, yTitle: string): ChartOptions<'
         bounds: 'data',
         min: 0,
         title: { display: true, text: 'step', color: theme.muted },
-        // No extra tick at the last step: next to a round tick it printed "2021" for 20 and 21.
-        ticks: { color: theme.foreground, precision: 0, maxTicksLimit: 10, includeBounds: false },
+        ticks: { color: theme.foreground, precision: 0, maxTicksLimit: 10 },
+        // chart.js always ends a 'data'-bounded axis with a tick at the last step (includeBounds
+        // cannot drop it without a max option): next to a round tick it printed "2021" for 20 and 21.
+        afterBuildTicks: (scale) => {
+          const ticks = scale.ticks;
+          const [before, previous, last] = ticks.slice(-3).map((t) => t.value);
+          if (ticks.length >= 3 && before !== undefined && previous !== undefined && last !== undefined && last - previous < previous - before) ticks.pop();
+        },
         grid: { color: theme.grid },
       },
       y: {

@@ -50,11 +50,16 @@ export class BestCard {
     }
     this.value.textContent = formatValue(best.objective ?? best.score);
     this.value.title = run ? `objective (${run.directionLabel})` : 'objective';
-    const fact = (term: string, value: string) => this.facts.append(el('dt', undefined, term), el('dd', undefined, value));
+    const fact = (term: string, value: string, title?: string) => {
+      const dd = el('dd', undefined, value);
+      if (title) dd.title = title;
+      this.facts.append(el('dt', undefined, term), dd);
+    };
     fact('objective', run ? run.directionLabel : '');
     if (run?.direction === 'minimize') fact('combined score', `${formatValue(best.score)} (1/objective)`);
     fact('found at step', String(best.step));
     fact('lineage depth', `${best.lineageDepth} ancestor${best.lineageDepth === 1 ? '' : 's'}`);
-    fact('program', best.id);
+    // Its step and rank there ("step 12 #1"); the opaque id in the tooltip.
+    fact('program', best.name ?? best.id, best.nameDetail ?? `program ${best.id}`);
   }
 }

@@ -10,6 +10,7 @@ import { launchBrowser, openWorkbench, REPO_ROOT, saveScreenshot, startCodeServe
 interface Report {
   passes: number;
   failures: number;
+  skipped?: number;
   tests: { title: string; state: string; error?: string }[];
 }
 
@@ -44,10 +45,10 @@ async function main(): Promise<number> {
   }
   const report = JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
   for (const t of report.tests) {
-    console.log(`  ${t.state === 'passed' ? '✔' : '✘'} ${t.title}`);
+    console.log(`  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}`);
     if (t.error) console.log(`      ${t.error.split('\n').slice(0, 8).join('\n      ')}`);
   }
-  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed`);
+  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed${report.skipped ? `, ${report.skipped} skipped` : ''}`);
   return report.failures > 0 || report.passes === 0 ? 1 : 0;
 }
 

@@ -100,7 +100,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
 
     const events: EngineEvent[] = [];
     const statusTexts: string[] = [];
+    const failures: string[] = [];
     const subs = [
+      theta.onDidFailCommand(({ message }) => failures.push(message)),
+      theta.controller.onDidCloseRun((closedRun) => failures.push(`${closedRun.runId} ${closedRun.state}: ${closedRun.message}`)),
       theta.controller.onDidEngineEvent(({ event }) => {
         events.push(event);
         // What the status bar says right after each queue report.
@@ -112,7 +115,7 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       const stepTwo = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step === 2, 'step 2 to commit', 90_000);
       await vscode.commands.executeCommand('thetaevolve.startRun', program);
       const run = theta.controller.active;
-      assert.ok(run, 'a run is active after Start Run');
+      assert.ok(run, `a run is active after Start Run (failures: ${JSON.stringify(failures)})`);
       assert.match(run.runId, new RegExp(`^${TASK}-`));
       await stepTwo;
       const jobName = jobNameOfRun(run.runId);

@@ -2,6 +2,7 @@
 // (code-server) through the extension's environment-gated test hook, and
 // fails if the extension never activates or any in-host test fails.
 // Needs `npm run build && npm run package` first (npm test does both).
+// THETAEVOLVE_HOST_GREP=<pattern> runs only the tests whose full title matches.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

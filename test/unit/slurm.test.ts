@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseSettings } from '../../src/engine/config';
-import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator, type SlurmQueueStats } from '../../src/engine/evaluation';
 import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/events';
 import { EvolutionRun } from '../../src/engine/loop';
 import { MutateSampler } from '../../src/engine/mutateSampler';
@@ -132,7 +132,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
   it('evaluates a program as a SLURM job with the same result as the local sandbox, and reports the node', async () => {
     // A long poll interval: results are picked up from done/ between polls, with no squeue at all.
-    const evaluator = await start('same-result', { pollSeconds: 30 });
+    let reportedAllDone: (queue: SlurmQueueStats) => void = () => undefined;
+    const allDone = new Promise<SlurmQueueStats>((r) => (reportedAllDone = r));
+    const evaluator = await start('same-result', { pollSeconds: 30, onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined) });
     const squeueAtStart = evaluator.calls.squeue;
     assert.equal(evaluator.kind, 'slurm');
     assert.equal(evaluator.isolation.kind, 'bwrap');
@@ -166,6 +168,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(new Set(jobIds.map((id) => id.split('_')[0])).size, 1, jobIds.join(' '));
     assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
     assert.equal(evaluator.calls.squeue, squeueAtStart, 'no squeue was needed to pick up the results');
+    // The status bar hears of results picked up between polls: nothing left running or pending.
+    const reported = await allDone;
+    assert.deepEqual([reported.pending, reported.running, reported.done], [0, 0, 3]);
     const stats = evaluator.queueStats();
     assert.equal(stats.done, 3);
     assert.equal(stats.lost, 0);

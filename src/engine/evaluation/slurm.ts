@@ -74,7 +74,7 @@ export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   gatherMs?: number;
   /** Start even when the compute node has no bubblewrap (its sandbox is the weaker fallback). Default false: refuse. */
   allowFallbackIsolation?: boolean;
-  /** Called after every poll with the queue as it stands (status bar, dashboard). */
+  /** Called after every poll, and when results were picked up between polls, with the queue as it stands (status bar, dashboard). */
   onQueue?: (queue: SlurmQueueStats) => void;
   /** Problems that do not end the run (squeue failing for a while, a resubmitted job). */
   onWarning?: (message: string) => void;
@@ -525,6 +525,8 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.finish(c, result.result);
       }
       if (this.pending.length > 0) await this.submitWave();
+      // Results picked up between polls change the queue too: the status bar must not go on showing them running.
+      this.options.onQueue?.(this.queueStats());
     }
     this.scheduleDoneCheck();
   }

@@ -150,7 +150,9 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       assert.ok(statusTexts.some((t) => /SLURM \d+ running, \d+ queued/.test(t)), `the status bar shows the queue (saw ${JSON.stringify(statusTexts.slice(-3))})`);
       assert.deepEqual(run.queue && Object.keys(run.queue).sort(), ['done', 'failed', 'lost', 'pending', 'queueWaitMsP50', 'running']);
       assert.match(queueText(last), /^SLURM: \d+ pending, \d+ running, \d+ done/);
-      assert.ok(queues.some((q) => q.queueWaitMsP50 !== null) && /queue wait [\d.]+ s/.test(queueText(queues.find((q) => q.queueWaitMsP50 !== null) as EvaluationQueueEvent)));
+      // The queue wait is known once a poll saw a job running (a quick job may end between two polls): wait for one if need be.
+      const withWait = queues.find((q) => q.queueWaitMsP50 !== null) ?? (await nextEvent(theta.controller, (e) => e.type === 'evaluation_queue' && e.queueWaitMsP50 !== null, 'a queue wait', 60_000));
+      assert.match(withWait.type === 'evaluation_queue' ? queueText(withWait) : '', /; queue wait [\d.]+ s$/);
 
       // Results identical in kind to a local run: every outcome is one a local run has (no infrastructure failure),
       // and the programs in the database score what the local sandbox gives them.

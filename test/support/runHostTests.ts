@@ -12,7 +12,7 @@ interface Report {
   passes: number;
   failures: number;
   skipped?: number;
-  tests: { title: string; state: string; error?: string }[];
+  tests: { title: string; state: string; error?: string; durationMs?: number }[];
 }
 
 async function main(): Promise<number> {
@@ -46,7 +46,7 @@ async function main(): Promise<number> {
   }
   const report = JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
   for (const t of report.tests) {
-    console.log(`  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}`);
+    console.log(`  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}${t.durationMs !== undefined && t.durationMs >= 1000 ? ` (${t.durationMs} ms)` : ''}`);
     if (t.error) console.log(`      ${t.error.split('\n').slice(0, 8).join('\n      ')}`);
   }
   console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed${report.skipped ? `, ${report.skipped} skipped` : ''}`);

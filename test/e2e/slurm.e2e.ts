@@ -44,6 +44,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
   let server: RunningCodeServer | undefined;
   let browser: Browser | undefined;
   let page: Page;
+  let frame: Frame;
   let staging = '';
 
   before(async function () {
@@ -103,7 +104,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
 
   it('shows the queue (pending, running, done, queue wait) on the dashboard', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
-    const frame = await dashboardFrame(page);
+    frame = await dashboardFrame(page);
     const queue = frame.locator('.backend-queue').first();
     await queue.waitFor({ state: 'visible', timeout: 60_000 });
     const deadline = Date.now() + 60_000;
@@ -134,12 +135,14 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     await saveScreenshot(page, 'e2e-slurm-3-terminal');
   });
 
-  it('Stop Run leaves no job in the queue', async () => {
+  it('Stop Run leaves no job in the queue, and the dashboard says none is running', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
     // The run closes (its terminal says so) once its evaluator scancel-ed its jobs and saw them leave the queue.
     await page.locator('.terminal-wrapper .xterm-rows', { hasText: 'The run is over.' }).first().waitFor({ state: 'visible', timeout: 60_000 });
     assert.deepEqual(await cluster?.queuedJobs(), []);
+    // The dashboard keeps the queue's last word: nothing pending or running.
+    await frame.locator('.backend-queue', { hasText: /^SLURM: 0 pending, 0 running, \d+ done/ }).first().waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-slurm-4-stopped');
   });
 });

@@ -449,13 +449,24 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
   it('close() scancels queued and running jobs and removes the staging folder', async () => {
     const { options: extra, reached } = queueReaches({ maxJobs: 2 }, (running) => running === 2);
-    const evaluator = await start('close', { ...extra, runtimeLimitSec: 60 });
+    const reports: SlurmQueueStats[] = [];
+    const evaluator = await start('close', {
+      ...extra,
+      runtimeLimitSec: 60,
+      onQueue: (q) => {
+        reports.push(q);
+        extra.onQueue?.(q);
+      },
+    });
     const results = Promise.all([1, 2, 3].map((v) => evaluator.evaluate(sleeper(50, v))));
     await reached;
     assert.equal(evaluator.queueStats().pending, 1, 'maxJobs keeps the third candidate out of the queue');
     await evaluator.close();
     for (const r of await results) assert.equal(r.metrics.cancelled, true);
     assert.deepEqual(await cluster.queuedJobs(), []);
+    // The last report says so too (the dashboard keeps it after the run): nothing queued or running.
+    const last = reports.at(-1);
+    assert.deepEqual(last && [last.pending, last.running], [0, 0], JSON.stringify(last));
     assert.equal(existsSync(evaluator.stagingRoot), false);
     assert.equal(existsSync(join(staging, evaluator.jobName)), false);
   });

@@ -447,6 +447,8 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.warn(`cancelling the run's SLURM jobs failed: ${errorMessage(err)}`);
       }
       for (const c of [...this.submitted.values()]) this.finish(c, { ...cancelledResult(), reason: 'the evaluator is closed' });
+      // The last word on the queue: nothing of this run is queued or running any more (the dashboard keeps showing it).
+      this.options.onQueue?.(this.queueStats());
       await rm(this.staging.root, { recursive: true, force: true }).catch(() => undefined);
       // The run's folder too, once no other process of the run uses it.
       await rmdir(dirname(this.staging.root)).catch(() => undefined);

@@ -13,8 +13,9 @@ import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrpha
 import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/events';
 import { EvolutionRun } from '../../src/engine/loop';
 import { MutateSampler } from '../../src/engine/mutateSampler';
-import { type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
+import { shellQuote, type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
+import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
@@ -265,6 +266,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     for (const step of steps) assert.equal(step.counts.evaluation_failed, 0, stderr);
     assert.ok(steps.some((s) => (s.counts.valid ?? 0) > 0), stderr);
     assert.deepEqual(await cluster.queuedJobs(), [], 'no job left behind');
+  });
+
+  it('thetaevolve run --backend slurm on a terminal shows the queue while it runs and ends with its last line', async function () {
+    if (!findExecutable('script')) {
+      console.log('    skipped: script (util-linux) is not installed: no terminal to run the CLI on');
+      this.skip();
+    }
+    const work = await mkdtemp(join(staging, 'cli-tty-'));
+    const command = [
+      process.execPath, join(DIST, 'cli.js'), 'run', join(ROOT, 'test/fixtures/tasks/quadratic'), '--sampler', 'mutate', '--backend', 'slurm', '--steps', '1', '--batch', '2', '--samples', '2',
+      '--db', join(work, 'run.sqlite'), '--set', `slurm.partition=${cluster.partition}`, '--set', `slurm.nodeCommand=${process.execPath}`, '--set', 'slurm.pollSeconds=0.2',
+    ];
+    // script(1) gives the CLI a terminal, where its progress line rewrites itself.
+    const cli = spawn('script', ['-qec', command.map(shellQuote).join(' '), '/dev/null'], { cwd: work, env: cluster.env });
+    let output = '';
+    cli.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    cli.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise<number | null>((done) => cli.on('close', done));
+    assert.equal(code, 0, output);
+    const end = output.lastIndexOf('thetaevolve run: finished after step 1');
+    assert.ok(end > 0 && output.lastIndexOf('SLURM: ') > 0 && output.lastIndexOf('SLURM: ') < end, `the queue showed while the run went on, not after its end line:\n${JSON.stringify(output.slice(-300))}`);
+    assert.match(output.slice(end), /^[^\r\n]*\r?\n$/, 'nothing follows the end line');
   });
 
   it('cancelling mid-wave scancels the jobs and leaves none in the queue', async () => {

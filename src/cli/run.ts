@@ -52,6 +52,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   let finished = 0;
   let lastBest: number | null = null;
   let fatal: string | null = null;
+  /** After the run's last line nothing rewrites the progress line (the SLURM backend reports its queue once more as it closes). */
+  let runOver = false;
 
   const onEvent = (event: EngineEvent): void => {
     switch (event.type) {
@@ -92,6 +94,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         io.stderr(endpointStateLine(event) + '\n');
         break;
       case 'evaluation_queue':
+        if (runOver) break;
         progress.update(`SLURM: ${event.pending} pending, ${event.running} running, ${event.done} done${event.lost > 0 ? `, ${event.lost} lost` : ''}${event.queueWaitMsP50 !== null ? `, queue wait ${(event.queueWaitMsP50 / 1000).toFixed(1)} s` : ''}`);
         break;
       case 'endpoint_servers':
@@ -100,6 +103,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         }
         break;
       case 'run_finished':
+        runOver = true;
         progress.clear();
         io.stderr(`thetaevolve run: ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}; database ${dbFile}\n`);
         break;

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { forDisplay } from '../engine/displayText';
-import type { EvaluationFinishedEvent } from '../engine/events';
+import type { EvaluationFinishedEvent, EvaluationStartedEvent } from '../engine/events';
 import { errorMessage } from '../engine/errors';
 import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
@@ -62,6 +62,12 @@ export function evaluationLines(event: EvaluationFinishedEvent): string[] {
   return [parts.join('  '), ...(omitted > 0 ? [`      ... ${omitted} earlier line(s)`] : []), ...shown.map((l) => `      ${l}`), ...open];
 }
 
+/** The terminal line of an evaluation that started (exported for tests): on SLURM, which job evaluates which sample (squeue / sacct / the job's output name it); null when evaluated here. */
+export function evaluationStartedLine(event: EvaluationStartedEvent): string | null {
+  if (!event.schedulerJobId) return null;
+  return `step ${event.step}`.padEnd(8) + `  ${`${event.jobKey}#${event.sampleIndex}`.padEnd(14)}  running as SLURM job ${event.schedulerJobId}`;
+}
+
 const CRLF = '\r\n';
 const toTerminal = (text: string): string => text.replace(/\r?\n/g, CRLF);
 const colour = (code: number, text: string): string => `\x1b[${code}m${text}\x1b[0m`;
@@ -89,10 +95,11 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
           case 'run_started':
             this.line(`${event.task.title} with ${event.source.label}; ${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}`);
             break;
-          case 'evaluation_started':
-            // On SLURM, which job evaluates which sample (squeue / sacct / the job's output name it).
-            if (event.schedulerJobId) this.line(colour(2, `step ${event.step}`.padEnd(8) + `  ${`${event.jobKey}#${event.sampleIndex}`.padEnd(14)}  running as SLURM job ${event.schedulerJobId}`));
+          case 'evaluation_started': {
+            const line = evaluationStartedLine(event);
+            if (line) this.line(colour(2, line));
             break;
+          }
           case 'evaluation_finished':
             for (const [i, text] of evaluationLines(event).entries()) this.line(event.outcome === 'valid' ? text : colour(i === 0 ? 33 : 2, text));
             break;

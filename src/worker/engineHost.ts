@@ -2,7 +2,7 @@
 // sends it typed messages, validates everything it sends back
 // (src/protocol/engineWorker.ts) and relays it to listeners. Queries are
 // request/response with ids. No vscode import: the unit tests drive it too.
-import { Worker } from 'node:worker_threads';
+import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { EngineEvent } from '../engine/events';
 import {
   type HostToWorker,
@@ -144,7 +144,8 @@ export class EngineHost {
   private ensureWorker(): Worker {
     if (this.disposed) throw new Error('the engine worker was shut down');
     if (this.worker) return this.worker;
-    const worker = new Worker(this.options.workerFile, { execArgv: this.options.execArgv ?? [], stdout: false, stderr: false });
+    // The host's environment as it is when a run starts (SLURM_CONF, PATH for SLURM's tools), not a copy from when the thread was made.
+    const worker = new Worker(this.options.workerFile, { execArgv: this.options.execArgv ?? [], env: SHARE_ENV, stdout: false, stderr: false });
     worker.on('message', (raw: unknown) => {
       if (this.worker === worker) this.receive(raw);
     });

@@ -2,26 +2,34 @@
 // - code-server: the extension's test hook calls runAndReport() (see src/vscode/testHook.ts).
 // - desktop VS Code: @vscode/test-electron's extensionTestsPath calls run().
 import Mocha from 'mocha';
+import { skipReasons } from './support';
 
 export interface HostTestReport {
   passes: number;
   failures: number;
-  tests: { title: string; state: 'passed' | 'failed'; error?: string; durationMs?: number }[];
+  skipped: number;
+  tests: { title: string; state: 'passed' | 'failed' | 'skipped'; error?: string; durationMs?: number }[];
 }
 
 export async function runAndReport(): Promise<HostTestReport> {
-  // THETAEVOLVE_HOST_TEST_GREP runs only the tests whose full title matches (one suite while working on it).
-  const grep = process.env.THETAEVOLVE_HOST_TEST_GREP;
+  // THETAEVOLVE_HOST_GREP runs only the tests whose full title matches (e.g. "SLURM").
+  const grep = process.env.THETAEVOLVE_HOST_GREP;
   const mocha = new Mocha({ ui: 'bdd', timeout: 30000, color: false, reporter: 'spec', ...(grep ? { grep } : {}) });
   mocha.suite.emit('pre-require', globalThis, 'host-suites', mocha);
   // Loaded only now, so describe/it exist when the suites register.
   await import('./suites');
-  const report: HostTestReport = { passes: 0, failures: 0, tests: [] };
+  const report: HostTestReport = { passes: 0, failures: 0, skipped: 0, tests: [] };
   await new Promise<void>((resolve) => {
     const runner = mocha.run(() => resolve());
     runner.on('pass', (test) => {
       report.passes++;
       report.tests.push({ title: test.fullTitle(), state: 'passed', durationMs: test.duration ?? 0 });
+    });
+    runner.on('pending', (test) => {
+      report.skipped++;
+      let reason: string | undefined;
+      for (let suite = test.parent; suite && reason === undefined; suite = suite.parent) reason = skipReasons.get(suite);
+      report.tests.push({ title: test.fullTitle(), state: 'skipped', error: `skipped: ${reason ?? 'no reason given'}` });
     });
     runner.on('fail', (test, err: unknown) => {
       report.failures++;

@@ -3,3 +3,4 @@ import './activation.host';
 import './editor.host';
 import './run.host';
 import './runFlows.host';
+import './slurm.host';

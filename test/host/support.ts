@@ -52,3 +52,13 @@ export function closed(controller: Controller, timeoutMs = 30_000): Promise<Trac
     });
   });
 }
+
+/** Why suites were skipped (this.skip() carries no reason): the runner reports it with each skipped test. */
+export const skipReasons = new WeakMap<Mocha.Suite, string>();
+
+/** Skip the suite of this hook or test visibly, with the reason in the in-host report. */
+export function skipBecause(context: Mocha.Context, reason: string): never {
+  const suite = context.test?.parent;
+  if (suite) skipReasons.set(suite, reason);
+  context.skip();
+}

@@ -2,6 +2,7 @@
 // (code-server) through the extension's environment-gated test hook, and
 // fails if the extension never activates or any in-host test fails.
 // Needs `npm run build && npm run package` first (npm test does both).
+// THETAEVOLVE_HOST_GREP=<pattern> runs only the tests whose full title matches.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,8 @@ import { launchBrowser, openWorkbench, REPO_ROOT, saveScreenshot, startCodeServe
 interface Report {
   passes: number;
   failures: number;
-  tests: { title: string; state: string; error?: string }[];
+  skipped?: number;
+  tests: { title: string; state: string; error?: string; durationMs?: number }[];
 }
 
 async function main(): Promise<number> {
@@ -44,10 +46,10 @@ async function main(): Promise<number> {
   }
   const report = JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
   for (const t of report.tests) {
-    console.log(`  ${t.state === 'passed' ? '✔' : '✘'} ${t.title}`);
+    console.log(`  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}${t.durationMs !== undefined && t.durationMs >= 1000 ? ` (${t.durationMs} ms)` : ''}`);
     if (t.error) console.log(`      ${t.error.split('\n').slice(0, 8).join('\n      ')}`);
   }
-  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed`);
+  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed${report.skipped ? `, ${report.skipped} skipped` : ''}`);
   return report.failures > 0 || report.passes === 0 ? 1 : 0;
 }
 

@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseSettings } from '../../src/engine/config';
-import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator } from '../../src/engine/evaluation';
+import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator, type SlurmQueueStats } from '../../src/engine/evaluation';
 import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/events';
 import { EvolutionRun } from '../../src/engine/loop';
 import { MutateSampler } from '../../src/engine/mutateSampler';
-import { type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
+import { shellQuote, type SlurmEvaluatorOptions } from '../../src/engine/evaluation/slurm';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
+import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
@@ -132,7 +133,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
   it('evaluates a program as a SLURM job with the same result as the local sandbox, and reports the node', async () => {
     // A long poll interval: results are picked up from done/ between polls, with no squeue at all.
-    const evaluator = await start('same-result', { pollSeconds: 30 });
+    let reportedAllDone: (queue: SlurmQueueStats) => void = () => undefined;
+    const allDone = new Promise<SlurmQueueStats>((r) => (reportedAllDone = r));
+    const evaluator = await start('same-result', { pollSeconds: 30, onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined) });
     const squeueAtStart = evaluator.calls.squeue;
     assert.equal(evaluator.kind, 'slurm');
     assert.equal(evaluator.isolation.kind, 'bwrap');
@@ -166,6 +169,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(new Set(jobIds.map((id) => id.split('_')[0])).size, 1, jobIds.join(' '));
     assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
     assert.equal(evaluator.calls.squeue, squeueAtStart, 'no squeue was needed to pick up the results');
+    // The status bar hears of results picked up between polls: nothing left running or pending.
+    const reported = await allDone;
+    assert.deepEqual([reported.pending, reported.running, reported.done], [0, 0, 3]);
     const stats = evaluator.queueStats();
     assert.equal(stats.done, 3);
     assert.equal(stats.lost, 0);
@@ -260,6 +266,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     for (const step of steps) assert.equal(step.counts.evaluation_failed, 0, stderr);
     assert.ok(steps.some((s) => (s.counts.valid ?? 0) > 0), stderr);
     assert.deepEqual(await cluster.queuedJobs(), [], 'no job left behind');
+  });
+
+  it('thetaevolve run --backend slurm on a terminal shows the queue while it runs and ends with its last line', async function () {
+    if (!findExecutable('script')) {
+      console.log('    skipped: script (util-linux) is not installed: no terminal to run the CLI on');
+      this.skip();
+    }
+    const work = await mkdtemp(join(staging, 'cli-tty-'));
+    const command = [
+      process.execPath, join(DIST, 'cli.js'), 'run', join(ROOT, 'test/fixtures/tasks/quadratic'), '--sampler', 'mutate', '--backend', 'slurm', '--steps', '1', '--batch', '2', '--samples', '2',
+      '--db', join(work, 'run.sqlite'), '--set', `slurm.partition=${cluster.partition}`, '--set', `slurm.nodeCommand=${process.execPath}`, '--set', 'slurm.pollSeconds=0.2',
+    ];
+    // script(1) gives the CLI a terminal, where its progress line rewrites itself.
+    const cli = spawn('script', ['-qec', command.map(shellQuote).join(' '), '/dev/null'], { cwd: work, env: cluster.env });
+    let output = '';
+    cli.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    cli.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise<number | null>((done) => cli.on('close', done));
+    assert.equal(code, 0, output);
+    const end = output.lastIndexOf('thetaevolve run: finished after step 1');
+    assert.ok(end > 0 && output.lastIndexOf('SLURM: ') > 0 && output.lastIndexOf('SLURM: ') < end, `the queue showed while the run went on, not after its end line:\n${JSON.stringify(output.slice(-300))}`);
+    assert.match(output.slice(end), /^[^\r\n]*\r?\n$/, 'nothing follows the end line');
   });
 
   it('cancelling mid-wave scancels the jobs and leaves none in the queue', async () => {
@@ -444,13 +472,24 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
 
   it('close() scancels queued and running jobs and removes the staging folder', async () => {
     const { options: extra, reached } = queueReaches({ maxJobs: 2 }, (running) => running === 2);
-    const evaluator = await start('close', { ...extra, runtimeLimitSec: 60 });
+    const reports: SlurmQueueStats[] = [];
+    const evaluator = await start('close', {
+      ...extra,
+      runtimeLimitSec: 60,
+      onQueue: (q) => {
+        reports.push(q);
+        extra.onQueue?.(q);
+      },
+    });
     const results = Promise.all([1, 2, 3].map((v) => evaluator.evaluate(sleeper(50, v))));
     await reached;
     assert.equal(evaluator.queueStats().pending, 1, 'maxJobs keeps the third candidate out of the queue');
     await evaluator.close();
     for (const r of await results) assert.equal(r.metrics.cancelled, true);
     assert.deepEqual(await cluster.queuedJobs(), []);
+    // The last report says so too (the dashboard keeps it after the run): nothing queued or running.
+    const last = reports.at(-1);
+    assert.deepEqual(last && [last.pending, last.running], [0, 0], JSON.stringify(last));
     assert.equal(existsSync(evaluator.stagingRoot), false);
     assert.equal(existsSync(join(staging, evaluator.jobName)), false);
   });

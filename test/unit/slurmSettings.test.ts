@@ -1,9 +1,11 @@
 // The thetaevolve.slurm.* settings as the SLURM backend reads them, and the
 // strict parsing of what SLURM's tools print.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { defaultSettings, parseSettings } from '../../src/engine/config';
 import { jobTimeLimitMinutes, shellQuote } from '../../src/engine/evaluation/slurm';
-import { jobNameOfRun, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
+import { jobNameOfRun, SlurmCli, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
+import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
 
 describe('SLURM settings', () => {
@@ -56,4 +58,16 @@ describe('SLURM settings', () => {
     const env = slurmToolEnvironment({ PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a', OPENAI_API_KEY: 'sk-x', HF_TOKEN: 't' });
     assert.deepEqual(env, { PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a' });
   });
+
+  it('says to set SLURM_CONF when SLURM\'s tools find no configuration', async function () {
+    if (!findExecutable('squeue')) return skipBecause(this, 'squeue is not installed (Debian: apt-get install slurm-client; scripts/setup.sh does)');
+    if (existsSync('/etc/slurm/slurm.conf')) return skipBecause(this, 'this machine has /etc/slurm/slurm.conf: squeue finds a configuration without SLURM_CONF');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    await assert.rejects(new SlurmCli(env).queue('thetaevolve-x'), /squeue found no SLURM configuration .*Set SLURM_CONF to the cluster's slurm\.conf/);
+  });
 });
+
+function skipBecause(context: Mocha.Context, reason: string): void {
+  console.log(`    skipped: ${reason}`);
+  context.skip();
+}

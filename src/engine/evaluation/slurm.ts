@@ -74,7 +74,7 @@ export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   gatherMs?: number;
   /** Start even when the compute node has no bubblewrap (its sandbox is the weaker fallback). Default false: refuse. */
   allowFallbackIsolation?: boolean;
-  /** Called after every poll with the queue as it stands (status bar, dashboard). */
+  /** Called after every poll, and when results were picked up between polls, with the queue as it stands (status bar, dashboard). */
   onQueue?: (queue: SlurmQueueStats) => void;
   /** Problems that do not end the run (squeue failing for a while, a resubmitted job). */
   onWarning?: (message: string) => void;
@@ -447,6 +447,8 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.warn(`cancelling the run's SLURM jobs failed: ${errorMessage(err)}`);
       }
       for (const c of [...this.submitted.values()]) this.finish(c, { ...cancelledResult(), reason: 'the evaluator is closed' });
+      // The last word on the queue: nothing of this run is queued or running any more (the dashboard keeps showing it).
+      this.options.onQueue?.(this.queueStats());
       await rm(this.staging.root, { recursive: true, force: true }).catch(() => undefined);
       // The run's folder too, once no other process of the run uses it.
       await rmdir(dirname(this.staging.root)).catch(() => undefined);
@@ -525,6 +527,8 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.finish(c, result.result);
       }
       if (this.pending.length > 0) await this.submitWave();
+      // Results picked up between polls change the queue too: the status bar must not go on showing them running.
+      this.options.onQueue?.(this.queueStats());
     }
     this.scheduleDoneCheck();
   }

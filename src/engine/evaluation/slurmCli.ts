@@ -15,6 +15,9 @@ const KEPT_PREFIXES = ['SLURM_', 'SBATCH_', 'SQUEUE_', 'SCANCEL_'];
 
 export class SlurmError extends Error {}
 
+/** What SLURM's tools say when they find no slurm.conf (no SLURM_CONF, no /etc/slurm/slurm.conf, no DNS SRV record). */
+const NO_CONFIGURATION = /Could not establish a configuration source/;
+
 /** Job states a job can be in while it is still in the queue and may yet run or finish. */
 const LIVE_STATES = new Set(['PENDING', 'CONFIGURING', 'RUNNING', 'COMPLETING', 'SUSPENDED', 'REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'RESIZING', 'SIGNALING', 'STAGE_OUT', 'STOPPED', 'RESV_DEL_HOLD', 'SPECIAL_EXIT']);
 
@@ -152,6 +155,11 @@ export class SlurmCli {
     if (run.timedOut) throw new SlurmError(`${file} did not answer within ${TOOL_TIMEOUT_MS / 1000} s (is slurmctld reachable?)`);
     if (run.exitCode !== 0) {
       const said = run.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
+      if (NO_CONFIGURATION.test(run.stderr)) {
+        throw new SlurmError(
+          `${file} found no SLURM configuration (${said}). Set SLURM_CONF to the cluster's slurm.conf in the environment ThetaEvolve starts with (for VS Code: the one its window or Remote-SSH server starts with), or run it where /etc/slurm/slurm.conf exists (a login node).`,
+        );
+      }
       throw new SlurmError(`${file} ${args.join(' ')} failed (${run.exitSignal ?? `exit ${String(run.exitCode)}`}): ${said || 'no message'}`);
     }
     return run.stdout;

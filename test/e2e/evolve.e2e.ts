@@ -154,6 +154,8 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     });
     assert.ok(spot, 'the line naming the output is on screen');
     await page.mouse.move(spot.x, spot.y);
+    // The terminal asks the link provider when the pointer rests: click once the link is there (its hover says so).
+    await page.getByText('Open the whole output').first().waitFor({ state: 'visible', timeout: 30_000 });
     await page.keyboard.down('Control');
     await page.mouse.click(spot.x, spot.y);
     await page.keyboard.up('Control');

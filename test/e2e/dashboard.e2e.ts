@@ -173,7 +173,10 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.match((await programFact.getAttribute('title')) ?? '', /program \w+$/);
     await frame.locator('.best-card').first().scrollIntoViewIfNeeded();
     await saveScreenshot(page, 'e2e-dashboard-1b-best-program');
-    await frame.locator('.run-header').first().scrollIntoViewIfNeeded();
+    // Back to the top (the header is sticky, so scrolling it into view would not move the page).
+    await frame.evaluate(() => {
+      for (const el of [document.scrollingElement, ...document.querySelectorAll('*')]) if (el && el.scrollTop > 0) el.scrollTop = 0;
+    });
     // A disabled button looks disabled (Start, while a run is in progress).
     const start = frame.locator('vscode-button', { hasText: 'Start' }).first();
     assert.equal(await start.getAttribute('aria-disabled'), 'true');
@@ -260,22 +263,28 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
   });
 
   it('comes back after a window reload with the run it showed (serializer, saved state)', async () => {
-    const stepBefore = await tileValue(frame, 'step');
-    const bestBefore = await tileValue(frame, 'best objective');
-    const programsBefore = await tileValue(frame, 'programs in database');
-    const elapsedBefore = await tileValue(frame, 'elapsed');
-    const factsBefore = await frame.locator('.best-facts').first().innerText();
-    const codeBefore = await frame.locator('.best-code').first().innerText();
+    // What a person reads before the reload: the numbers, the best program's facts (step, lineage depth) and its code.
+    const shown = async (): Promise<Record<string, string>> => ({
+      step: await tileValue(frame, 'step'),
+      best: await tileValue(frame, 'best objective'),
+      programs: await tileValue(frame, 'programs in database'),
+      elapsed: await tileValue(frame, 'elapsed'),
+      facts: await frame.locator('.best-facts').first().innerText(),
+      code: await frame.locator('.best-code').first().innerText(),
+    });
+    const before = await shown();
     await page.reload();
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
     frame = await dashboardFrame(page, 90_000);
-    await poll('restored step', () => tileValue(frame, 'step'), (v) => v === stepBefore, 60_000);
-    // The same numbers as before the reload (read back from the run's database by the new extension host).
-    assert.equal(await tileValue(frame, 'best objective'), bestBefore);
-    assert.equal(await tileValue(frame, 'programs in database'), programsBefore);
-    assert.equal(await tileValue(frame, 'elapsed'), elapsedBefore, 'elapsed time does not go down after a reload');
-    assert.equal(await frame.locator('.best-facts').first().innerText(), factsBefore, 'best program facts (step, lineage depth) unchanged');
-    assert.equal(await frame.locator('.best-code').first().innerText(), codeBefore);
+    // The same numbers as before the reload, read back from the run's database by the new extension host
+    // (each part arrives as its query answers: wait until all have, then compare all).
+    const after = await poll('restored dashboard', shown, (now) => JSON.stringify(now) === JSON.stringify(before), 60_000).catch(async () => shown());
+    assert.equal(after.step, before.step);
+    assert.equal(after.best, before.best);
+    assert.equal(after.programs, before.programs);
+    assert.equal(after.elapsed, before.elapsed, 'elapsed time does not go down after a reload');
+    assert.equal(after.facts, before.facts, 'best program facts (step, lineage depth) unchanged');
+    assert.equal(after.code, before.code);
     const histogramNote = await frame.locator('.chart-panel', { has: frame.locator('h2', { hasText: 'Score histogram' }) }).locator('.panel-note').first().innerText();
     assert.match(histogramNote, /valid programs in the database \(\d+\)/, 'the histogram shows the database\'s valid programs');
     // A stopped run can go on: Resume is offered.

@@ -10,6 +10,7 @@ import type { IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/config';
 import { errorMessage } from '../engine/errors';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
+import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
@@ -61,11 +62,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   try {
     const result = await evaluator.evaluate(code, { signal: io.signal });
     if (json) {
-      const { status, score, objective, metrics, reason, durationMs } = result;
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
-      const isProtected = task.evaluatorTrust === 'separate';
-      const unprotectedReason = isProtected ? null : IN_SANDBOX_TRUST_REASON;
-      io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason }) + '\n');
+      io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
     } else {
       const lines = [
         `status     ${result.status}`,
@@ -105,8 +103,12 @@ async function evaluateOnSlurm(task: Task, code: string, settings: Settings, tim
     const result = await backend.evaluate(code, { signal: io.signal, onSubmitted: (jobId) => io.stderr(`thetaevolve: SLURM job ${jobId}\n`) });
     const isProtected = task.evaluatorTrust === 'separate';
     if (json) {
-      const { status, score, objective, metrics, reason, durationMs } = result;
-      io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON }) + '\n');
+      if (result.status !== 'evaluation_failed') io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
+      else {
+        // The cluster, not the candidate, failed: no score (the run's outcome evaluation_failed).
+        const { status, score, objective, metrics, reason, durationMs } = result;
+        io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON }) + '\n');
+      }
     } else {
       const lines = [`status     ${result.status}`, `score      ${result.score ?? '-'}`, `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`, `time       ${(result.durationMs / 1000).toFixed(2)} s`];
       for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);

@@ -38,7 +38,10 @@ describe('cli: evaluate', function () {
     const { code, stdout } = await cli(['evaluate', 'tasks/hadamard-29', 'tasks/hadamard-29/initial.py', '--json']);
     assert.equal(code, 0);
     const out = JSON.parse(stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'protected', 'reason', 'score', 'status', 'unprotectedReason']);
+    // Beside product.md's fields: the candidate's kept output and a valid solution's text (a SLURM job's result carries them back).
+    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'protected', 'reason', 'score', 'solution', 'status', 'stderr', 'stdout', 'unprotectedReason']);
+    assert.equal(typeof out.stdout, 'string');
+    assert.equal((JSON.parse(out.solution as string) as { matrix: unknown[] }).matrix.length, 29);
     // Our task.json keeps the evaluator apart from the candidate.
     assert.equal(out.protected, true);
     assert.equal(out.unprotectedReason, null);
@@ -61,6 +64,20 @@ describe('cli: evaluate', function () {
     assert.equal(out.objective, null);
     assert.match(out.reason as string, /0\.5 s limit/);
     assert.ok(performance.now() - started < 5000);
+  });
+
+  it('--json carries the candidate output with every control character escaped (C1 too), the JSON exact', async () => {
+    const program = join(dir, 'loud.py');
+    await writeFile(program, 'import sys\nsys.stdout.write("A\\x1b[2J\\x9b31mB\\x7f")\nsys.stderr.write("boom\\n")\nraise SystemExit(2)\n');
+    const { code, stdout } = await cli(['evaluate', FIXTURE, program, '--json']);
+    assert.equal(code, 0);
+    // The line a terminal receives holds no control character at all.
+    // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+    assert.doesNotMatch(stdout.trimEnd(), /[\u0000-\u001f\u007f-\u009f]/);
+    const out = JSON.parse(stdout) as { status: string; stdout: string; stderr: string };
+    assert.equal(out.status, 'no_solution');
+    assert.equal(out.stdout, 'A\u001b[2J\u009b31mB\u007f');
+    assert.equal(out.stderr, 'boom\n');
   });
 
   it('prints a readable summary without --json', async () => {

@@ -157,7 +157,12 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
         assert.equal(slurm.objective, here.objective);
         assert.deepEqual(withoutRuntime(slurm.metrics), withoutRuntime(here.metrics));
         assert.equal(slurm.reason.replace(/\/\S+/g, 'PATH'), here.reason.replace(/\/\S+/g, 'PATH'));
+        // The candidate's output and a valid solution come back from the node too (full output, the dashboard's picture).
+        assert.equal(slurm.stdout, here.stdout);
+        assert.equal(slurm.stderr.replace(/\/\S+/g, 'PATH'), here.stderr.replace(/\/\S+/g, 'PATH'));
+        assert.equal(slurm.status !== 'evaluation_failed' && slurm.solution, here.status !== 'evaluation_failed' && here.solution);
       }
+      assert.ok(onSlurm[0]?.status === 'ok' && onSlurm[0].solution?.includes('"value"'), 'the valid solution travels back');
       assert.deepEqual(
         onSlurm.map((r) => r.status),
         ['ok', 'no_solution', 'invalid_solution'],
@@ -375,6 +380,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(said.status, 'no_solution', said.reason);
     // 1 KiB kept of 50 kB: the node's evaluate truncated the output (the end, with TAIL, is what a reason shows).
     assert.ok(said.reason.length < 4000, `${said.reason.length} characters`);
+    assert.ok(said.stderr.length > 0 && said.stderr.length < 2048, `${said.stderr.length} characters of stderr kept (1 KiB asked)`);
   });
 
   it("reports what ThetaEvolve's evaluate said when it failed on the node", async () => {

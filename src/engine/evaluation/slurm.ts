@@ -11,7 +11,6 @@ import { constants } from 'node:fs';
 import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { z } from 'zod';
 import { cancelledResult } from '../sandbox/evaluator';
 import type { IsolationKind } from '../sandbox/isolation';
 import { percentile } from '../stats';
@@ -20,6 +19,7 @@ import type { EvaluationResult, FailedEvaluationResult, ScoredEvaluationResult }
 import type { EvaluateOptions, EvaluationBackend } from './backend';
 import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
 import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
+import { EvaluateJsonSchema, resultOfEvaluateJson } from './evaluateJson';
 import type { SlurmClusterOptions } from './slurmSettings';
 import { errorMessage } from '../errors';
 
@@ -94,22 +94,6 @@ export interface SlurmQueueStats {
   queueWaitMsP50: number | null;
   calls: SchedulerCalls;
 }
-
-const MetricValueSchema = z.union([z.number().finite(), z.string(), z.boolean(), z.null()]);
-/** What `thetaevolve evaluate --json` prints (src/cli/evaluate.ts). */
-const NodeResultSchema = z
-  .object({
-    status: z.enum(['ok', 'invalid_solution', 'no_solution', 'timeout']),
-    score: z.number().finite(),
-    objective: z.number().finite().nullable(),
-    metrics: z.record(z.string(), MetricValueSchema),
-    reason: z.string(),
-    durationMs: z.number().finite().nonnegative(),
-    /** false for another system's task folder (its evaluator runs with the candidate). */
-    protected: z.boolean().optional(),
-    unprotectedReason: z.string().nullable().optional(),
-  })
-  .strict();
 
 interface Candidate {
   id: number;
@@ -682,7 +666,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     } catch {
       return { kind: 'broken', why: 'wrote a result file that is not JSON' };
     }
-    const parsed = NodeResultSchema.safeParse(raw);
+    const parsed = EvaluateJsonSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       return { kind: 'broken', why: `wrote a malformed result (${issue?.path.join('.') || 'top level'}: ${issue?.message ?? 'invalid'})` };
@@ -691,8 +675,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     // evaluate reports an interrupted evaluation as cancelled: here that is
     // SLURM stopping the job (time limit, preemption), not a candidate's result.
     if (r.metrics.cancelled === true) return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
-    const { protected: _protected, unprotectedReason: _why, ...result } = r;
-    return { kind: 'result', result: { ...result, stdout: '', stderr: '' } };
+    return { kind: 'result', result: resultOfEvaluateJson(r) };
   }
 
   /** A lost or failed job: submit the candidate again while resubmits are left, else end it as evaluation_failed. */

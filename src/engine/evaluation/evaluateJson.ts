@@ -1,0 +1,65 @@
+// The line `thetaevolve evaluate --json` prints (product.md's CLI contract),
+// defined once: the CLI writes it, and the SLURM backend reads it back from
+// each job (the node runs that same command), so a result from a compute node
+// carries what a local one does: the candidate's kept output (for "open the
+// full output") and a valid solution's text (for the dashboard's picture).
+import { z } from 'zod';
+import type { Task } from '../task/task';
+import { IN_SANDBOX_TRUST_REASON, SCORED_EVALUATION_STATUSES, type ScoredEvaluationResult } from '../types';
+
+const MetricValueSchema = z.union([z.number().finite(), z.string(), z.boolean(), z.null()]);
+
+export const EvaluateJsonSchema = z
+  .object({
+    status: z.enum(SCORED_EVALUATION_STATUSES),
+    score: z.number().finite(),
+    objective: z.number().finite().nullable(),
+    metrics: z.record(z.string(), MetricValueSchema),
+    reason: z.string(),
+    durationMs: z.number().finite().nonnegative(),
+    /** false for another system's task folder (its evaluator runs with the candidate). */
+    protected: z.boolean(),
+    unprotectedReason: z.string().nullable(),
+    /** The candidate's output as the sandbox kept it (each stream cut at thetaevolve.sandbox.outputLimitKb); never trusted. */
+    stdout: z.string(),
+    stderr: z.string(),
+    /** A valid result's solution file, when small enough to keep. */
+    solution: z.string().optional(),
+  })
+  .strict();
+
+export type EvaluateJson = z.infer<typeof EvaluateJsonSchema>;
+
+/** The --json object of a scored result. */
+export function evaluateJsonOf(result: ScoredEvaluationResult, task: Pick<Task, 'evaluatorTrust'>): EvaluateJson {
+  const isProtected = task.evaluatorTrust === 'separate';
+  return {
+    status: result.status,
+    score: result.score,
+    objective: result.objective,
+    metrics: result.metrics,
+    reason: result.reason,
+    durationMs: Math.round(result.durationMs),
+    protected: isProtected,
+    unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    ...(result.solution !== undefined ? { solution: result.solution } : {}),
+  };
+}
+
+/**
+ * One JSON line. JSON escapes C0 controls but not DEL and the C1 controls
+ * (U+007F-U+009F), which some terminals honour like ESC [: candidate text in
+ * stdout/stderr must not drive the terminal `evaluate --json` prints to, so
+ * those are escaped too (the JSON stays exact).
+ */
+export function evaluateJsonLine(json: EvaluateJson): string {
+  return JSON.stringify(json).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) + '\n';
+}
+
+/** A result read back from an evaluate --json line (a SLURM job's result file). */
+export function resultOfEvaluateJson(json: EvaluateJson): ScoredEvaluationResult {
+  const { protected: _protected, unprotectedReason: _why, ...result } = json;
+  return result;
+}

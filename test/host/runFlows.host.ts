@@ -545,24 +545,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.equal(onRuns.when, 'view == thetaevolve.runs && viewItem =~ /^thetaevolve\\.run/');
       // Prints 40 lines to stderr (escape sequences in them) and one to stdout, then raises: it and every child fail.
       const failing = vscode.Uri.file(join(dir, 'failing.py'));
-      writeFileSync(
-        failing.fsPath,
-        [
-          'import json, sys',
-          '',
-          '# EVOLVE-BLOCK-START',
-          'def choose():',
-          '    print("hello from stdout")',
-          '    for i in range(40):',
-          '        print(f"\\x1b[31mstderr line {i}\\x1b[0m", file=sys.stderr)',
-          '    raise ZeroDivisionError("the end of the traceback")',
-          '# EVOLVE-BLOCK-END',
-          '',
-          'with open("solution.json", "w") as f:',
-          '    json.dump({"x": choose()}, f)',
-          '',
-        ].join('\n'),
-      );
+      writeFileSync(failing.fsPath, readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'programs', 'loud-failure.py'), 'utf8'));
       await theta.rememberTaskFor(failing, join(dir, 'task.json'));
       const initialFinished = nextEvent(theta.controller, (e) => e.type === 'evaluation_finished' && e.jobKey === 'initial', 'the starting program\'s evaluation');
       const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');

@@ -3,7 +3,7 @@
 // than the evaluations terminal shows, and the step files' bounds.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -19,21 +19,7 @@ import { loadTask, type Task } from '../../src/engine/task/task';
 const FIXTURE = join(resolve(__dirname, '..', '..'), 'test', 'fixtures', 'tasks', 'quadratic');
 
 /** Prints 40 lines to stderr (with escape sequences) and one to stdout, then raises: every child of it fails the same way. */
-const FAILING = [
-  'import json, sys',
-  '',
-  '# EVOLVE-BLOCK-START',
-  'def choose():',
-  '    print("hello from stdout")',
-  '    for i in range(40):',
-  '        print(f"\\x1b[31mstderr line {i}\\x1b[0m", file=sys.stderr)',
-  '    raise ZeroDivisionError("the end of the traceback")',
-  '# EVOLVE-BLOCK-END',
-  '',
-  'with open("solution.json", "w") as f:',
-  '    json.dump({"x": choose()}, f)',
-  '',
-].join('\n');
+const FAILING = readFileSync(join(FIXTURE, '..', '..', 'programs', 'loud-failure.py'), 'utf8');
 
 describe('evaluation outputs kept beside the database', function () {
   this.timeout(120_000);

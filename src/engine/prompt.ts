@@ -6,6 +6,7 @@
 import type { Rng } from './rng';
 import { evolveRegionContents } from './diff';
 import type { ChatMessage } from './types';
+import { fillTemplate } from './task/task';
 
 export const SYSTEM_PROMPT =
   'You are an expert software developer and research mathematician who improves programs, one careful edit at a time, to beat the best known results on hard open problems.';
@@ -50,14 +51,6 @@ const FENCE_TAGS: Readonly<Record<string, string>> = {
 export function fenceTag(language: string): string {
   const ext = language.toLowerCase().replace(/^\./, '');
   return FENCE_TAGS[ext] ?? ext;
-}
-
-/** `{name}` placeholders filled from the task's variables; unknown ones are left as written. */
-export function fillTemplate(text: string, variables: Readonly<Record<string, string | number>>): string {
-  return text.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => {
-    const value = Object.prototype.hasOwnProperty.call(variables, name) ? variables[name] : undefined;
-    return value === undefined ? whole : String(value);
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { buildPrompt, fillTemplate, formatMetric, type PromptTask, SYSTEM_PROMPT } from '../../src/engine/prompt';
+import { buildPrompt, formatMetric, type PromptTask, SYSTEM_PROMPT } from '../../src/engine/prompt';
+import { fillTemplate } from '../../src/engine/task/task';
 import { Rng } from '../../src/engine/rng';
 
 const PROGRAM = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():', '    r = 0.1', '    return r', '# EVOLVE-BLOCK-END', '', 'print(pack())', ''].join('\n');
@@ -59,6 +60,8 @@ describe('prompt', () => {
 
   it('fills known placeholders and leaves unknown ones', () => {
     assert.equal(fillTemplate('{n_circles} in {MAX_RUNTIME}s {nope}', TASK.variables), '26 in 60s {nope}');
+    // Own variables only: an Object.prototype name stays as written.
+    assert.equal(fillTemplate('{constructor} {toString}', TASK.variables), '{constructor} {toString}');
     const rng = Rng.fromSeed(3);
     for (let i = 0; i < 20; i++) {
       const prompt = buildPrompt({ task: TASK, parent: PARENT, rng });

@@ -220,7 +220,8 @@ export function placeholdersOf(text: string): string[] {
  */
 export function fillTemplate(text: string, values: Readonly<Record<string, string | number>>): string {
   return text.replace(PLACEHOLDER, (whole, name: string) => {
-    const value = values[name];
+    // Own keys only: "{constructor}" in a text stays as written.
+    const value = Object.prototype.hasOwnProperty.call(values, name) ? values[name] : undefined;
     return value === undefined ? whole : String(value);
   });
 }

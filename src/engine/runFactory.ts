@@ -169,7 +169,7 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     evaluator,
     stepsThisInvocation: request.stepsThisInvocation,
     untilStep: request.untilStep,
-    isolation: isolationSummary(evaluator.isolation),
+    isolation: isolationSummary(evaluator.isolation, evaluator.kind),
     onEvent: request.onEvent,
     beforeCommit: (committed, stepSignal) => trainer.spoolStep(committed, stepSignal),
     afterCommit: async (committed, stepSignal) => {
@@ -194,10 +194,12 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
 }
 
 /** What people are shown of a backend's isolation (a SLURM backend reports the compute node's kind and warning only). */
-export function isolationSummary(report: EvaluationBackend['isolation'] & Partial<Pick<IsolationReport, 'summary' | 'missing' | 'weak'>>): IsolationSummary {
+export function isolationSummary(report: EvaluationBackend['isolation'] & Partial<Pick<IsolationReport, 'summary' | 'missing' | 'weak'>>, backend: EvaluationBackend['kind'] = 'local'): IsolationSummary {
+  const summary = report.summary ?? report.kind;
   return {
     kind: report.kind,
-    summary: report.summary ?? report.kind,
+    // Where candidates run is part of what protects this machine: on SLURM, not here at all.
+    summary: backend === 'slurm' ? `${summary} on the SLURM compute nodes` : summary,
     missing: [...(report.missing ?? [])],
     weak: report.weak ?? report.kind !== 'bwrap',
     warning: report.warning,

@@ -24,6 +24,8 @@ import {
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
+  bestPictureInk,
+  dashboardFrame,
 } from '../support/codeServer';
 
 interface CanvasInk {
@@ -31,19 +33,6 @@ interface CanvasInk {
   /** Pixels that are not fully transparent. */
   inked: number;
   colours: number;
-}
-
-/** The dashboard page's frame (the webview's inner iframe), found by the marker the page sets on its body. */
-async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const frame of page.frames()) {
-      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
-      if (marker === 'dashboard') return frame;
-    }
-    if (Date.now() > deadline) throw new Error('the dashboard webview never showed');
-    await page.waitForTimeout(500);
-  }
 }
 
 async function poll<T>(what: string, read: () => Promise<T>, until: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
@@ -153,19 +142,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     // The best program's EVOLVE-BLOCK is shown beside its score.
     await poll('best program code', () => frame.locator('.best-code').first().textContent(), (t) => (t ?? '').trim().length > 0, 60_000);
     // The best packing is drawn from its solution file: the canvas has ink.
-    await poll(
-      'best solution picture',
-      () => frame.evaluate(() => {
-        const canvas = document.querySelector<HTMLCanvasElement>('canvas.best-picture');
-        if (!canvas || canvas.hidden || canvas.width === 0) return 0;
-        const data = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
-        let inked = 0;
-        for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 0) > 0) inked++;
-        return inked;
-      }),
-      (inked) => inked > 500,
-      60_000,
-    );
+    await poll('best solution picture', () => bestPictureInk(frame), (inked) => inked > 500, 60_000);
     assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
     // The best is named by its step and rank there; its opaque id is in the tooltip.
     const programFact = frame.locator('.best-facts dd').last();

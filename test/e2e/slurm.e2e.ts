@@ -22,21 +22,10 @@ import {
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
+  bestPictureInk,
+  dashboardFrame,
 } from '../support/codeServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
-
-/** The dashboard page's frame (the webview's inner iframe), found by the marker the page sets on its body. */
-async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const frame of page.frames()) {
-      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
-      if (marker === 'dashboard') return frame;
-    }
-    if (Date.now() > deadline) throw new Error('the dashboard webview never showed');
-    await page.waitForTimeout(500);
-  }
-}
 
 describe('SLURM evaluation backend (code-server + Chromium, real single-node cluster, test inference server)', function () {
   let cluster: SlurmCluster | undefined;
@@ -116,6 +105,14 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
       text = await queue.innerText();
     }
     assert.match(text, /^SLURM: \d+ pending, \d+ running, [1-9]\d* done/);
+    // The header says where candidates run: not on this machine.
+    assert.match(await frame.locator('.run-header').first().innerText(), /sandbox: bwrap\S* .*on the SLURM compute nodes/);
+    // The best solution came back from the node with its result: the packing is drawn, as in a local run.
+    const drawDeadline = Date.now() + 60_000;
+    while ((await bestPictureInk(frame)) <= 500) {
+      if (Date.now() > drawDeadline) throw new Error('the best solution of a SLURM run was never drawn');
+      await page.waitForTimeout(500);
+    }
     await frame.locator('.panel.backend').first().scrollIntoViewIfNeeded();
     const shot = await saveScreenshot(page, 'e2e-slurm-2-dashboard-queue');
     assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);

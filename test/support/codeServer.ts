@@ -5,7 +5,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Frame, type Page } from 'playwright-core';
 import { freePort } from './freePort';
 
 export { freePort };
@@ -276,4 +276,29 @@ export async function waitForStatusBarText(page: Page, text: string, until: (val
     if (Date.now() > deadline) throw new Error(`status bar item "${text}" never satisfied the condition (last: "${value}")`);
     await page.waitForTimeout(500);
   }
+}
+
+/** The dashboard page's frame (the webview's inner iframe), found by the marker the page sets on its body. */
+export async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
+      if (marker === 'dashboard') return frame;
+    }
+    if (Date.now() > deadline) throw new Error('the dashboard webview never showed');
+    await page.waitForTimeout(500);
+  }
+}
+
+/** Pixels the best card's solution picture has drawn (0 while hidden or blank). */
+export function bestPictureInk(frame: Frame): Promise<number> {
+  return frame.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>('canvas.best-picture');
+    if (!canvas || canvas.hidden || canvas.width === 0) return 0;
+    const data = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
+    let inked = 0;
+    for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 0) > 0) inked++;
+    return inked;
+  });
 }

@@ -108,11 +108,8 @@ export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
     // and the trainer bridge needs to know whether the endpoint gives token ids.
     // A server that is loading or restarting is waited for (thetaevolve.serverRetrySeconds), and said so.
-    // (A pool sets a server that is away aside and uses the others; it has no waiting state of its own.)
-    const unsubscribe =
-      endpoint instanceof EndpointClient
-        ? endpoint.addStatusListener((status) => request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }))
-        : () => undefined;
+    // (A pool sets a server that is away aside and uses the others; it waits only when all are out.)
+    const unsubscribe = endpoint.addStatusListener((status) => request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }));
     await endpoint
       .check(signal, { waitForServer: true })
       .catch((err: unknown) => {

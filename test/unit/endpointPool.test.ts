@@ -240,6 +240,8 @@ describe('endpoint pool against two real test servers', function () {
         if (/is taken out/.test(w) && ++out === 2) bothOut();
       },
     });
+    const states: boolean[] = [];
+    source.addStatusListener((status) => states.push(status.waiting));
     try {
       const samples: Sample[] = [];
       const generated = source.generate(jobs(2, 2), new AbortController().signal, (s) => samples.push(s));
@@ -251,6 +253,41 @@ describe('endpoint pool against two real test servers', function () {
       assert.ok(samples.every((s) => s.ok), JSON.stringify(samples.filter((s) => !s.ok)));
       assert.ok(restarted.counters.chatRequests > 0);
       assert.ok(warnings.some((w) => w.includes(`127.0.0.1:${portB}/v1 answers again`)), warnings.join('\n'));
+      // The run says it waits (status bar, dashboard), then that a server answers again.
+      assert.deepEqual(states, [true, false]);
+    } finally {
+      source.dispose();
+      await restarted?.close();
+    }
+  });
+
+  it('check() with waitForServer waits for a server that comes up (a run started while its servers load)', async () => {
+    const [portA, portB] = [await deadPort(), await deadPort()];
+    let restarted: TestServer | null = null;
+    let bothOut: () => void = () => undefined;
+    const takenOut = new Promise<void>((resolveOut) => (bothOut = resolveOut));
+    let out = 0;
+    const messages: string[] = [];
+    const source = pool([`http://127.0.0.1:${portA}/v1`, `http://127.0.0.1:${portB}/v1`], {
+      retrySeconds: 60,
+      healthRetryMs: 50,
+      onWarning: (w) => {
+        if (/is taken out/.test(w) && ++out === 2) bothOut();
+      },
+    });
+    source.addStatusListener((status) => messages.push(status.message));
+    try {
+      const checked = source.check(new AbortController().signal, { waitForServer: true });
+      await takenOut;
+      restarted = await startTestServer({ port: portA });
+      await checked;
+      assert.equal(source.model, 'test-model');
+      assert.match(messages[0] ?? '', /^waiting for a server of thetaevolve\.endpoint: all 2 are out .*thetaevolve\.serverRetrySeconds/);
+      assert.match(messages[1] ?? '', /answers again/);
+      // Without waitForServer, none answering is an error at once.
+      const none = pool([`http://127.0.0.1:${portB}/v1`, `http://127.0.0.1:${await deadPort()}/v1`], { retrySeconds: 60 });
+      await assert.rejects(none.check(), /No server of thetaevolve\.endpoint answers: /);
+      none.dispose();
     } finally {
       source.dispose();
       await restarted?.close();

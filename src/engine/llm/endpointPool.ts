@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import type { EndpointServersEvent } from '../events';
 import { percentile } from '../stats';
-import type { GenerationJob, ResponseSource, Sample, SampleFailure } from '../types';
+import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../types';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
 import { DEFAULT_BACKOFF, backoffDelayMs, type BackoffOptions, sleep } from './retryPolicy';
 import { Semaphore } from './semaphore';
@@ -200,6 +200,9 @@ export class EndpointPool implements ResponseSource {
   private readonly servers: Server[];
   private readonly options: EndpointPoolOptions;
   private readonly backoff: BackoffOptions;
+  private readonly statusListeners = new Set<(status: SourceStatus) => void>();
+  /** Every server is out and requests wait for one to come back (the status bar and dashboard say so). */
+  private waiting = false;
 
   constructor(options: EndpointPoolOptions) {
     if (options.baseURLs.length === 0) throw new Error('EndpointPool needs at least one base URL');
@@ -209,6 +212,20 @@ export class EndpointPool implements ResponseSource {
     const { baseURLs: _all, healthRetryMs: _retry, ...common } = options;
     // Retries are the pool's (across servers), and so is waiting for a server that went away (it is set aside); the cap on requests in flight too.
     this.servers = options.baseURLs.map((baseURL) => new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, healthRetryMs));
+  }
+
+  addStatusListener(listener: (status: SourceStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  private setWaiting(waiting: boolean, reason = ''): void {
+    if (this.waiting === waiting) return;
+    this.waiting = waiting;
+    const message = waiting
+      ? `waiting for a server of thetaevolve.endpoint: all ${this.servers.length} are out (last: ${reason}); retrying for up to ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)`
+      : `a server of thetaevolve.endpoint answers again (${this.servers.filter((s) => s.healthy).map((s) => s.baseURL).join(', ')})`;
+    for (const listener of this.statusListeners) listener({ waiting, message });
   }
 
   get label(): string {
@@ -236,7 +253,12 @@ export class EndpointPool implements ResponseSource {
   }
 
   /** Every server is checked; failing ones are taken out. Throws only when none answers, or when they serve different models. */
-  async check(signal?: AbortSignal): Promise<void> {
+  /**
+   * Health check of every server: those that do not answer are taken out.
+   * None answering is an error, or with waitForServer (a run starting while
+   * its servers load) a wait of thetaevolve.serverRetrySeconds for one to come up.
+   */
+  async check(signal?: AbortSignal, options: { waitForServer?: boolean } = {}): Promise<void> {
     const results = await Promise.allSettled(this.servers.map((s) => s.client.check(signal)));
     const problems: string[] = [];
     results.forEach((result, i) => {
@@ -247,9 +269,33 @@ export class EndpointPool implements ResponseSource {
         server.takeOut(message, (m) => this.options.onWarning?.(m));
       }
     });
-    if (problems.length === this.servers.length) throw new Error(`No server of thetaevolve.endpoint answers: ${problems.join(' | ')}`);
+    if (problems.length === this.servers.length) {
+      const waitMs = options.waitForServer ? this.options.retrySeconds * 1000 : 0;
+      if (!(await this.waitForAnyServer(waitMs, problems[0] ?? 'no server answers', signal))) {
+        throw new Error(`No server of thetaevolve.endpoint answers${waitMs > 0 ? ` within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : ''}: ${problems.join(' | ')}`);
+      }
+    }
     const models = new Set(this.servers.map((s) => s.client.model).filter((m): m is string => m !== null));
     if (models.size > 1) throw new Error(`The servers of thetaevolve.endpoint serve different models (${[...models].join(', ')}): set thetaevolve.model to the one they all serve.`);
+  }
+
+  /** With every server out: wait up to `ms` for one to answer its health check again (said through the status listeners); whether one did. */
+  private async waitForAnyServer(ms: number, reason: string, signal?: AbortSignal, announce = true): Promise<boolean> {
+    if (ms <= 0) return false;
+    if (announce) this.setWaiting(true, reason);
+    // The wait ends when a server is back: its timer must not outlive it (a finished CLI run exits at once).
+    const waitDone = new AbortController();
+    const stopWaiting = (): void => waitDone.abort();
+    signal?.addEventListener('abort', stopWaiting, { once: true });
+    try {
+      await Promise.race([Promise.race(this.servers.map((s) => s.whenUp())), sleep(ms, waitDone.signal)]);
+    } finally {
+      waitDone.abort();
+      signal?.removeEventListener('abort', stopWaiting);
+    }
+    const back = this.servers.some((s) => s.healthy);
+    if (back) this.setWaiting(false);
+    return back && !signal?.aborted;
   }
 
   async generate(jobs: GenerationJob[], signal: AbortSignal, onSample: (sample: Sample) => void): Promise<EndpointGenerationStats> {
@@ -372,17 +418,13 @@ export class EndpointPool implements ResponseSource {
           retries++;
           totals.retries++;
         }
-        const back = Promise.race(this.servers.map((s) => s.whenUp()));
-        // The wait ends when a server is back: its timer must not outlive it (a finished CLI run exits at once).
-        const waitDone = new AbortController();
-        const stopWaiting = (): void => waitDone.abort();
-        signal.addEventListener('abort', stopWaiting, { once: true });
-        await Promise.race([back, sleep(Math.max(retryLeft ? backoffDelayMs(retries, this.backoff) : 0, waitLeftMs), waitDone.signal)]);
-        waitDone.abort();
-        signal.removeEventListener('abort', stopWaiting);
+        const reason = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
+        // Said as waiting only when it is the thetaevolve.serverRetrySeconds wait, not a retry's short backoff.
+        await this.waitForAnyServer(Math.max(retryLeft ? backoffDelayMs(retries, this.backoff) : 0, waitLeftMs), reason, signal, waitLeftMs > 0);
         if (signal.aborted) return;
         continue;
       }
+      this.setWaiting(false);
       let release: () => void;
       try {
         release = await semaphore.acquire(signal);

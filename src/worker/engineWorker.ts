@@ -196,8 +196,11 @@ async function answer(query: Query): Promise<unknown> {
         const program = db.get(query.programId);
         return program ? { ...program, stepRank: db.stepRank(program.id) } : null;
       }
-      case 'improvements':
-        return db.improvements().map((p) => ({ ...p, stepRank: db.stepRank(p.id) }));
+      case 'improvements': {
+        const improvements = db.improvements();
+        const ranks = db.stepRanks(improvements.map((p) => p.id));
+        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null }));
+      }
       case 'summary':
         return db.summary();
       case 'runInfo':

@@ -12,20 +12,20 @@ import { join } from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
 import {
+  bestPictureInk,
+  dashboardFrame,
   launchBrowser,
   openProgram,
   openWorkbench,
   pickQuickInputItem,
   REPO_ROOT,
-  runPaletteCommand,
   type RunningCodeServer,
+  runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
-  bestPictureInk,
-  dashboardFrame,
 } from '../support/codeServer';
 
 interface CanvasInk {

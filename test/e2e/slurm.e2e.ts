@@ -11,19 +11,19 @@ import { join } from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
+  bestPictureInk,
+  dashboardFrame,
   launchBrowser,
   openProgram,
   openWorkbench,
   pickQuickInputItem,
-  runPaletteCommand,
   type RunningCodeServer,
+  runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
   startCodeServer,
   taskWorkspace,
   waitForStatusBarText,
-  bestPictureInk,
-  dashboardFrame,
 } from '../support/codeServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 

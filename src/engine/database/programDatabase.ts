@@ -512,19 +512,48 @@ export class ProgramDatabase {
   }
 
   /**
-   * A program's place among its step's children by score (1: the step's best;
-   * ties: the earlier first), among those the database holds; null for an
-   * unknown id or a migration copy. Eviction takes the worst first, so a
-   * program's rank stays what it was when its step committed (`of` shrinks).
+   * Programs' places among their steps' children by score (1: the step's
+   * best; ties: the earlier first), among those the database holds; unknown
+   * ids and migration copies are left out. Eviction takes the worst first, so
+   * a rank stays what it was when its step committed (`of` shrinks). One
+   * pass over the steps asked about, however many ids (the Runs view asks
+   * for every improvement at once).
    */
-  stepRank(id: string): { rank: number; of: number } | null {
+  stepRanks(ids: readonly string[]): Map<string, { rank: number; of: number }> {
     this.assertOpen();
-    const program = this.get(id);
-    const seq = seqOfId(id);
-    if (!program || seq === null || program.migrantOf) return null;
-    const above = this.queryOne('SELECT COUNT(*) FROM programs WHERE step = ? AND migrant_of IS NULL AND (score > ? OR (score = ? AND seq < ?))', [program.step, program.score, program.score, seq]);
-    const of = this.queryOne('SELECT COUNT(*) FROM programs WHERE step = ? AND migrant_of IS NULL', [program.step]);
-    return { rank: Number(above) + 1, of: Number(of) };
+    const wanted = new Map<number, string>();
+    const steps = new Set<number>();
+    for (const id of ids) {
+      const program = this.get(id);
+      const seq = seqOfId(id);
+      if (!program || seq === null || program.migrantOf) continue;
+      wanted.set(seq, id);
+      steps.add(program.step);
+    }
+    const ranks = new Map<string, { rank: number; of: number }>();
+    if (steps.size === 0) return ranks;
+    const select = this.sqlDb.prepare(`SELECT seq, step FROM programs WHERE migrant_of IS NULL AND step IN (${[...steps].map(() => '?').join(', ')}) ORDER BY step, score DESC, seq`);
+    const placed: { id: string; step: number; rank: number }[] = [];
+    const children = new Map<number, number>();
+    try {
+      select.bind([...steps]);
+      while (select.step()) {
+        const [seq, step] = select.get() as [number, number];
+        const rank = (children.get(step) ?? 0) + 1;
+        children.set(step, rank);
+        const id = wanted.get(seq);
+        if (id !== undefined) placed.push({ id, step, rank });
+      }
+    } finally {
+      select.free();
+    }
+    for (const { id, step, rank } of placed) ranks.set(id, { rank, of: children.get(step) ?? rank });
+    return ranks;
+  }
+
+  /** One program's place among its step's children (stepRanks), or null for an unknown id or a migration copy. */
+  stepRank(id: string): { rank: number; of: number } | null {
+    return this.stepRanks([id]).get(id) ?? null;
   }
 
   /** Every program that was the new global best when it was added, oldest first (kept even when evicted). */

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { EndpointClient } from '../src/engine/llm/endpointClient';
-import type { GenerationJob } from '../src/engine/types';
+import type { GenerationJob } from '../src/engine/common/types';
 
 const LATENCY_MS = 1000;
 const PROGRAM = '# EVOLVE-BLOCK-START\ndef f(x):\n    return 0.5 * x + 3\n# EVOLVE-BLOCK-END\n';

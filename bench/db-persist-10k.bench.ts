@@ -5,8 +5,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Rng } from '../src/engine/rng';
-import { percentile } from '../src/engine/stats';
+import { Rng } from '../src/engine/common/rng';
+import { percentile } from '../src/engine/common/stats';
 import { largeConfig, openFull, stepChildren } from '../test/unit/fixtures/database/fill';
 
 const MEASURED_STEPS = 7;

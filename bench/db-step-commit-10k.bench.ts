@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { NewProgram } from '../src/engine/database/programDatabase';
-import { Rng } from '../src/engine/rng';
-import { percentile } from '../src/engine/stats';
+import { Rng } from '../src/engine/common/rng';
+import { percentile } from '../src/engine/common/stats';
 import { largeConfig, openFull, stepChildren } from '../test/unit/fixtures/database/fill';
 import { REALISTIC_SHAPE, syntheticProgram } from '../test/unit/fixtures/database/programs';
 

@@ -10,12 +10,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseSettings } from '../src/engine/config';
-import type { StepCommittedEvent } from '../src/engine/events';
+import { parseSettings } from '../src/engine/common/config';
+import type { StepCommittedEvent } from '../src/engine/common/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
 import { type CandidateEvaluator, EvolutionRun } from '../src/engine/loop';
 import { loadTask } from '../src/engine/task/task';
-import type { EvaluationResult } from '../src/engine/types';
+import type { EvaluationResult } from '../src/engine/common/types';
 import { startTestServer } from '../test/server/openaiTestServer';
 
 const B = 32;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { candidateEnvironment } from '../src/engine/sandbox/isolation';
 import { runProcess } from '../src/engine/sandbox/process';
-import { percentile } from '../src/engine/stats';
+import { percentile } from '../src/engine/common/stats';
 import { loadTask } from '../src/engine/task/task';
 
 const ROUNDS = 30;

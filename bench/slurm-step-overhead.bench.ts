@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
 import type { SchedulerCalls } from '../src/engine/evaluation/slurmCli';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
-import { percentile } from '../src/engine/stats';
+import { percentile } from '../src/engine/common/stats';
 import { loadTask } from '../src/engine/task/task';
-import type { EvaluationResult } from '../src/engine/types';
+import type { EvaluationResult } from '../src/engine/common/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../test/support/slurmCluster';
 
 const CANDIDATES = 16;

@@ -3,33 +3,42 @@
 // Chat's lint zones keep `common/` free of `vscode`). Each layer lists what
 // it may import; `vscode` itself only the VS Code adapters may import.
 //
+//   src/engine/common  browser-safe engine code (types, events, schemas,
+//                  scoring, diff): imports nothing but itself and zod, and
+//                  no Node.js module (the dashboard page compiles it too)
 //   src/engine     the engine: imports nothing above it
-//   src/protocol   message schemas: the engine's types only
+//   src/protocol   message schemas: the engine's common code only
 //   src/worker     the worker thread and its host-side client: engine + protocol
 //   src/dashboard  the dashboard's model and feed (host side, no vscode): engine + protocol
 //   src/cli        the command line: engine
-//   webview/src    the dashboard page: protocol
+//   webview/src    the dashboard page: protocol and the engine's common code
 //   src/vscode     the VS Code adapters: all of the above but the CLI
+import { builtinModules } from 'node:module';
 import { dirname, relative, resolve } from 'node:path';
 
 /** Layer name -> the layers it may import from (itself included). */
 export const LAYERS = {
-  'src/engine': ['src/engine'],
-  'src/protocol': ['src/protocol', 'src/engine'],
-  'src/worker': ['src/worker', 'src/protocol', 'src/engine'],
-  'src/dashboard': ['src/dashboard', 'src/protocol', 'src/engine'],
-  'src/cli': ['src/cli', 'src/engine'],
-  'webview/src': ['webview/src', 'src/protocol'],
-  'src/vscode': ['src/vscode', 'src/dashboard', 'src/worker', 'src/protocol', 'src/engine'],
+  'src/engine/common': ['src/engine/common'],
+  'src/engine': ['src/engine', 'src/engine/common'],
+  'src/protocol': ['src/protocol', 'src/engine/common'],
+  'src/worker': ['src/worker', 'src/protocol', 'src/engine', 'src/engine/common'],
+  'src/dashboard': ['src/dashboard', 'src/protocol', 'src/engine', 'src/engine/common'],
+  'src/cli': ['src/cli', 'src/engine', 'src/engine/common'],
+  'webview/src': ['webview/src', 'src/protocol', 'src/engine/common'],
+  'src/vscode': ['src/vscode', 'src/dashboard', 'src/worker', 'src/protocol', 'src/engine', 'src/engine/common'],
 };
 /** Files that belong to a layer without living in its folder. */
 const FILE_LAYERS = { 'src/cli.ts': 'src/cli', 'src/extension.ts': 'src/vscode' };
+/** Layers that must run in a browser: no Node.js module, under any name. */
+const BROWSER_SAFE = ['src/engine/common', 'webview/src'];
+const NODE_MODULES = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 /** Where `import 'vscode'` is allowed. */
 const VSCODE_ALLOWED = ['src/vscode', 'src/extension.ts', 'test/host'];
 
 /** @param {string} path repository-relative, forward slashes */
 function layerOf(path) {
   if (path in FILE_LAYERS) return FILE_LAYERS[/** @type {keyof typeof FILE_LAYERS} */ (path)];
+  // LAYERS lists a nested layer before its parent: the first match is the innermost.
   return Object.keys(LAYERS).find((layer) => path === layer || path.startsWith(`${layer}/`)) ?? null;
 }
 
@@ -41,6 +50,7 @@ const importRule = {
     schema: [],
     messages: {
       layer: "{{from}} may not import {{target}} ({{to}}): {{from}} imports only {{allowed}}. See scripts/eslint-layers.mjs.",
+      node: "{{from}} may not import '{{target}}': it is browser-safe code (the dashboard page compiles it), so no Node.js module. Move what needs Node.js to src/engine outside common/.",
       vscode: "{{from}} may not import 'vscode': only the VS Code adapters (src/vscode, src/extension.ts) do; the CLI and the engine worker run without VS Code.",
     },
   },
@@ -54,6 +64,10 @@ const importRule = {
       if (typeof source !== 'string') return;
       if (source === 'vscode') {
         if (!vscodeAllowed) context.report({ node, messageId: 'vscode', data: { from: from ?? file } });
+        return;
+      }
+      if (from && BROWSER_SAFE.includes(from) && NODE_MODULES.has(source)) {
+        context.report({ node, messageId: 'node', data: { from, target: source } });
         return;
       }
       if (!from || !source.startsWith('.')) return;

@@ -1,8 +1,8 @@
 // Writes package.json's contributes.configuration from the settings table in
-// src/engine/config.ts (the single source of truth). Run: npx tsx scripts/sync-settings.ts
+// src/engine/common/config.ts (the single source of truth). Run: npx tsx scripts/sync-settings.ts
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contributedConfiguration } from '../src/engine/config';
+import { contributedConfiguration } from '../src/engine/common/config';
 
 const file = join(__dirname, '..', 'package.json');
 const manifest = JSON.parse(readFileSync(file, 'utf8'));

@@ -9,7 +9,7 @@ import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
 import { convertCommand } from './cli/convert';
-import { errorMessage } from './engine/errors';
+import { errorMessage } from './engine/common/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
   run: runCommand,

@@ -3,7 +3,7 @@
 // does, and print the child. Exit 0 whenever it ran, whatever the status.
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyResponse, DEFAULT_MAX_CODE_LENGTH } from '../engine/diff';
+import { applyResponse, DEFAULT_MAX_CODE_LENGTH } from '../engine/common/diff';
 import { booleanFlag, type ParsedArgs } from './args';
 import { type CliIO, InputError } from './io';
 

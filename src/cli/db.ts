@@ -2,8 +2,8 @@
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDatabase';
-import { errorMessage } from '../engine/errors';
-import { formatScore } from '../engine/format';
+import { errorMessage } from '../engine/common/errors';
+import { formatScore } from '../engine/common/format';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 

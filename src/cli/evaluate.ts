@@ -4,15 +4,15 @@
 // Exit 1 without a sandbox unless weaker isolation is allowed.
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { forDisplay } from '../engine/displayText';
+import { forDisplay } from '../engine/common/displayText';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import type { IsolationReport } from '../engine/sandbox/isolation';
-import type { Settings } from '../engine/config';
-import { errorMessage } from '../engine/errors';
+import type { Settings } from '../engine/common/config';
+import { errorMessage } from '../engine/common/errors';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
-import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { settingsFromArgs } from './settingsSources';

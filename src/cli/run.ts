@@ -2,9 +2,9 @@
 // committed step on stdout with --json; progress for people on stderr.
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { evolveRegions } from '../engine/diff';
-import { errorMessage } from '../engine/errors';
-import type { EngineEvent, StepCommittedEvent } from '../engine/events';
+import { evolveRegions } from '../engine/common/diff';
+import { errorMessage } from '../engine/common/errors';
+import type { EngineEvent, StepCommittedEvent } from '../engine/common/events';
 import { apiKeyFromEnvironment } from '../engine/llm/endpointClient';
 import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
 import { newRunId, runDatabaseFile, runsDirectoryOf } from '../engine/runFiles';
@@ -15,7 +15,7 @@ import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, stepFailureLines } from './stepReport';
 import { settingsFromArgs, withFlagNames } from './settingsSources';
-import { formatScore } from '../engine/format';
+import { formatScore } from '../engine/common/format';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const settings = settingsFromArgs(args, io.cwd);

@@ -6,8 +6,8 @@
 // one line naming it.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settings } from '../engine/config';
-import { errorMessage } from '../engine/errors';
+import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settings } from '../engine/common/config';
+import { errorMessage } from '../engine/common/errors';
 import { listFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 
 const PREFIX = 'thetaevolve.';

@@ -1,7 +1,7 @@
 // What `thetaevolve run` prints beside a step's line: why its requests
 // failed (each reason once, with its count) and the server's comings and
 // goings. Kept apart from run.ts so any front end can print the same lines.
-import type { EndpointStateEvent, StepCommittedEvent } from '../engine/events';
+import type { EndpointStateEvent, StepCommittedEvent } from '../engine/common/events';
 
 /** A server's words go to a terminal: no control characters (escape sequences could rewrite what it shows), one line. */
 function printable(text: string): string {

@@ -3,16 +3,16 @@
 // database after a window reload. The extension feeds its DashboardHost
 // through this module, and the tests feed a DashboardModel through the same
 // code, so a wiring regression shows in both.
-import { evolveBlockContent } from '../engine/diff';
-import { forDisplay } from '../engine/displayText';
-import { errorMessage } from '../engine/errors';
-import type { EngineEvent, EvaluationQueueEvent } from '../engine/events';
-import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
-import type { RunMeta } from '../engine/runMeta';
+import { evolveBlockContent } from '../engine/common/diff';
+import { forDisplay } from '../engine/common/displayText';
+import { errorMessage } from '../engine/common/errors';
+import type { EngineEvent, EvaluationQueueEvent } from '../engine/common/events';
+import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
+import type { RunMeta } from '../engine/common/runMeta';
 import { loadTask } from '../engine/task/task';
-import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
-import { type BackendView, BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboard';
-import type { Query, QueryKind, QueryResult } from '../protocol/engineWorker';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
+import { type BackendView, BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboardMessages';
+import type { Query, QueryKind, QueryResult } from '../protocol/workerMessages';
 import { type DashboardModel, trainerView } from './dashboardModel';
 import { solutionPicture } from './solutionPicture';
 

@@ -25,11 +25,11 @@ import {
   type SeriesView,
   type SummaryView,
   type TrainerView,
-} from '../protocol/dashboard';
-import type { TrainerStateEvent } from '../engine/events';
-import { mean, percentileOfSorted } from '../engine/stats';
-import type { Direction } from '../engine/types';
-import { programName, programNameDetail } from '../engine/format';
+} from '../protocol/dashboardMessages';
+import type { TrainerStateEvent } from '../engine/common/events';
+import { mean, percentileOfSorted } from '../engine/common/stats';
+import type { Direction } from '../engine/common/types';
+import { programName, programNameDetail } from '../engine/common/format';
 
 /** Points kept per series before the bucket width doubles (1,000 steps draw as 250 points of 4 steps). */
 export const DEFAULT_MAX_POINTS = 300;

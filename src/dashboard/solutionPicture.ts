@@ -4,7 +4,7 @@
 // autoconvolution ({"heights": [...]}, the autocorrelation tasks), or a +-1
 // matrix ({"matrix": [[...], ...]}). Anything else, or anything malformed,
 // draws nothing.
-import type { SolutionPicture } from '../protocol/dashboard';
+import type { SolutionPicture } from '../protocol/dashboardMessages';
 
 /** Points of a step function (and of its autoconvolution) sent to the page at most. */
 export const MAX_STEP_POINTS = 2000;

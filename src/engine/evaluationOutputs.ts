@@ -10,9 +10,9 @@ import { appendFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { constants, gunzip, gzip } from 'node:zlib';
-import { errorMessage } from './errors';
+import { errorMessage } from './common/errors';
 import { evaluationOutputsDir } from './runFiles';
-import { type EvaluationOutput, EvaluationOutputSchema } from './evaluationOutputSchema';
+import { type EvaluationOutput, EvaluationOutputSchema } from './common/evaluationOutputSchema';
 
 export { type EvaluationOutput, EvaluationOutputSchema };
 

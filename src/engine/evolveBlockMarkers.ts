@@ -3,7 +3,7 @@
 // from the language configuration VS Code knows for the file (any
 // language an installed extension contributes); this module stays free of
 // vscode so the text work is tested directly.
-import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from './diff';
+import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from './common/diff';
 
 /** A language's comments: a line comment, and/or a block comment's open and close. */
 export interface CommentSyntax {

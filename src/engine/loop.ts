@@ -3,21 +3,22 @@
 // evaluates each child as soon as its response arrives (K at once, in the
 // evaluator), and commits the step's children after the step, one by one.
 // A stopped step is abandoned whole: nothing half-committed.
-import type { Settings } from './config';
+import type { Settings } from './common/config';
 import { databaseConfigFromSettings, type NewProgram, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
-import type { EngineEvent, IsolationSummary, RunFinishReason, StepStatistics } from './events';
+import type { EngineEvent, IsolationSummary, RunFinishReason, StepStatistics } from './common/events';
 import { buildPrompt } from './prompt';
-import { Rng, type RngState } from './rng';
-import { classifyChild, objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './scoring';
+import { Rng, type RngState } from './common/rng';
+import { classifyChild } from './classifyChild';
+import { objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './common/scoring';
 import { codeHash } from './codeHash';
 import { writeFileAtomic } from './database/atomicFile';
 import { bestSolutionFile } from './runFiles';
 import { EvaluationOutputWriter } from './evaluationOutputs';
-import { failureSummaryText, summarizeFailures } from './failureReasons';
+import { failureSummaryText, summarizeFailures } from './common/failureReasons';
 import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
-import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './types';
-import { errorMessage } from './errors';
+import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './common/types';
+import { errorMessage } from './common/errors';
 
 /** What the loop needs of an evaluation backend (src/engine/evaluation: local sandbox or SLURM). */
 export type CandidateEvaluator = Pick<EvaluationBackend, 'evaluate'>;

@@ -3,9 +3,9 @@
 // the rules of the answer with short worked examples of our own. The parent
 // is the only fenced block holding EVOLVE-BLOCK-START (the test server and
 // people reading logs find the program that way).
-import type { Rng } from './rng';
-import { evolveRegionContents } from './diff';
-import type { ChatMessage } from './types';
+import type { Rng } from './common/rng';
+import { evolveRegionContents } from './common/diff';
+import type { ChatMessage } from './common/types';
 import { fillTemplate } from './task/task';
 
 export const SYSTEM_PROMPT =

@@ -4,21 +4,21 @@
 // out. A new evaluation backend or setting is wired here, once.
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Settings } from './config';
-import { errorMessage } from './errors';
+import type { Settings } from './common/config';
+import { errorMessage } from './common/errors';
 import { ProgramDatabase } from './database/programDatabase';
-import type { EngineEvent, IsolationSummary } from './events';
+import type { EngineEvent, IsolationSummary } from './common/events';
 import { createEvaluationBackend, type EvaluationBackend, evaluationQueueEvent } from './evaluation';
 import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
 import { EndpointPool, endpointSource } from './llm/endpointPool';
 import { type CommittedStep, EvolutionRun } from './loop';
-import { MutateSampler } from './mutateSampler';
-import { parseRunMeta } from './runMeta';
+import { MutateSampler } from './llm/mutateSampler';
+import { parseRunMeta } from './common/runMeta';
 import { SandboxUnavailableError } from './sandbox/evaluator';
 import type { IsolationReport } from './sandbox/isolation';
 import type { Task } from './task/task';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
-import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './types';
+import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './common/types';
 
 /** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
 export class RunSetupError extends Error {

@@ -2,7 +2,7 @@
 // and the extension name a run and find its database.
 import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { defaultSettings, type Settings } from './config';
+import { defaultSettings, type Settings } from './common/config';
 
 /** `thetaevolve.runsDirectory`'s default, from the settings table. */
 export const DEFAULT_RUNS_DIRECTORY = defaultSettings().runsDirectory;

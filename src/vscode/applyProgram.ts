@@ -3,8 +3,8 @@
 // WorkspaceEdit (one Undo restores it). Everything outside the regions
 // (markers included) and the file's line endings stay.
 import * as vscode from 'vscode';
-import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/diff';
-import { errorMessage } from '../engine/errors';
+import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/common/diff';
+import { errorMessage } from '../engine/common/errors';
 
 export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
 

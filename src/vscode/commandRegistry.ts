@@ -1,6 +1,6 @@
 // Registering a command: every handler's failure is logged and shown, never lost.
 import * as vscode from 'vscode';
-import { errorMessage } from '../engine/errors';
+import { errorMessage } from '../engine/common/errors';
 import { log } from './log';
 
 export type CommandHandler = (...args: unknown[]) => unknown;

@@ -2,7 +2,7 @@
 // its concern.
 import type * as vscode from 'vscode';
 import { registerDashboardCommands } from './dashboardCommands';
-import { registerEvaluationOutputs } from './evaluationOutputs';
+import { registerEvaluationOutputs } from './evaluationOutputDocuments';
 import { LIVE_TERMINAL_NAME } from './evaluationTask';
 import { followBest } from './followBest';
 import { registerMarkEvolveBlock } from './markEvolveBlock';

@@ -5,7 +5,7 @@ import { stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { trainerViewOfSettings } from '../dashboard/dashboardModel';
 import { DashboardFeed, replayRunFromDisk } from '../dashboard/dashboardFeed';
-import type { Settings } from '../engine/config';
+import type { Settings } from '../engine/common/config';
 import { applyProgramToFile } from './applyProgram';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';

@@ -1,5 +1,5 @@
 // The dashboard webview panel: hosts dist/webview/dashboard.js under a strict
-// CSP (fresh nonce per render), talks the protocol of src/protocol/dashboard.ts
+// CSP (fresh nonce per render), talks the protocol of src/protocol/dashboardMessages.ts
 // (every incoming message validated), waits for the page's `ready` before its
 // first post and answers it with a full snapshot, restores after a window
 // reload through a WebviewPanelSerializer, and forwards the page's buttons to
@@ -19,9 +19,9 @@ import {
   parsePageMessage,
   type RunStateView,
   type TrainerView,
-} from '../protocol/dashboard';
+} from '../protocol/dashboardMessages';
 import { log } from './log';
-import { errorMessage } from '../engine/errors';
+import { errorMessage } from '../engine/common/errors';
 
 export const DASHBOARD_VIEW_TYPE = 'thetaevolve.dashboard';
 const TITLE = 'ThetaEvolve Dashboard';

@@ -2,7 +2,7 @@
 // and new on the right: parent <-> child ("Show Diff") and the file as it is
 // now <-> a program ("Compare with File", "Best so far").
 import * as vscode from 'vscode';
-import { formatScore, programName, type StepRank } from '../engine/format';
+import { formatScore, programName, type StepRank } from '../engine/common/format';
 import { findProgram, programUri } from './programDocuments';
 
 interface ProgramSummary {

@@ -6,7 +6,7 @@
 // decorations follow edits after a short debounce.
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START, type EvolveBlockLocation, locateEvolveBlocks } from '../engine/diff';
+import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START, type EvolveBlockLocation, locateEvolveBlocks } from '../engine/common/diff';
 
 const LENS_COMMANDS = {
   evolve: 'thetaevolve.startRun',

@@ -1,8 +1,8 @@
 // thetaevolve.followBest: each new best of the active run goes into its file
 // (non-interactive, undoable).
 import * as vscode from 'vscode';
-import { errorMessage } from '../engine/errors';
-import { formatScore } from '../engine/format';
+import { errorMessage } from '../engine/common/errors';
+import { formatScore } from '../engine/common/format';
 import { applyProgramToFile } from './applyProgram';
 import { fileName } from './commandRegistry';
 import { log } from './log';

@@ -2,7 +2,7 @@
 // CodeLens), and the Runs view's items (diff with the parent, compare with
 // the file, apply, open).
 import * as vscode from 'vscode';
-import { formatScore, programName } from '../engine/format';
+import { formatScore, programName } from '../engine/common/format';
 import { applyProgramToFile } from './applyProgram';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';

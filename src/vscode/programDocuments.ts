@@ -2,11 +2,11 @@
 // thetaevolve:/<runId>/<programId>/<label>.<ext>. The path ends in the
 // program's extension so VS Code picks the language (and highlighting) from it.
 import * as vscode from 'vscode';
-import { errorMessage } from '../engine/errors';
+import { errorMessage } from '../engine/common/errors';
 
 export const PROGRAM_SCHEME = 'thetaevolve';
 
-import type { StepRank } from '../engine/format';
+import type { StepRank } from '../engine/common/format';
 
 /** What a program document and its diff titles need of a program. */
 export interface ProgramDocumentSource {

@@ -4,13 +4,13 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
-import type { Settings } from '../engine/config';
-import { locateEvolveBlocks } from '../engine/diff';
-import { errorMessage } from '../engine/errors';
-import { formatScore } from '../engine/format';
-import { MUTATE_SAMPLER_LABEL } from '../engine/mutateSampler';
+import type { Settings } from '../engine/common/config';
+import { locateEvolveBlocks } from '../engine/common/diff';
+import { errorMessage } from '../engine/common/errors';
+import { formatScore } from '../engine/common/format';
+import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
-import type { RunInfo } from '../protocol/engineWorker';
+import type { RunInfo } from '../protocol/workerMessages';
 import { promptAndStoreApiKey, readApiKey } from './apiKey';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';

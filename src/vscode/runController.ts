@@ -5,17 +5,17 @@
 import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
-import type { Settings } from '../engine/config';
+import type { Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
-import type { RunMeta } from '../engine/runMeta';
-import type { EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/events';
-import type { Direction } from '../engine/types';
-import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/engineWorker';
+import type { RunMeta } from '../engine/common/runMeta';
+import type { EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';
+import type { Direction } from '../engine/common/types';
+import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/workerMessages';
 import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
-import { forDisplay } from '../engine/displayText';
-import { formatScore } from '../engine/format';
+import { forDisplay } from '../engine/common/displayText';
+import { formatScore } from '../engine/common/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
 export type RunState = 'starting' | 'running' | 'pausing' | 'paused' | 'stopping' | 'finished' | 'error';

@@ -4,13 +4,13 @@
 // Diff, Compare with File, Apply to File, Open Program). Everything is read
 // through the engine worker.
 import * as vscode from 'vscode';
-import type { Direction } from '../engine/types';
-import type { RunInfo } from '../protocol/engineWorker';
+import type { Direction } from '../engine/common/types';
+import type { RunInfo } from '../protocol/workerMessages';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin } from './runController';
-import { formatScore, programName, programNameDetail, type StepRank } from '../engine/format';
-import { IN_SANDBOX_TRUST_REASON } from '../engine/types';
-import { errorMessage } from '../engine/errors';
+import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
+import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
+import { errorMessage } from '../engine/common/errors';
 
 export interface RunNode {
   kind: 'run';

@@ -1,9 +1,9 @@
 // Every thetaevolve.* setting, read from VS Code and validated with the zod
-// schema of the settings table (src/engine/config.ts). A bad value is
+// schema of the settings table (src/engine/common/config.ts). A bad value is
 // reported by name, value and where it was set, never silently replaced.
 import * as vscode from 'vscode';
-import { parseSettings, SETTINGS, type Settings } from '../engine/config';
-import { errorMessage } from '../engine/errors';
+import { parseSettings, SETTINGS, type Settings } from '../engine/common/config';
+import { errorMessage } from '../engine/common/errors';
 
 const SECTION = 'thetaevolve';
 

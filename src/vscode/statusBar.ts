@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
-import { formatScore } from '../engine/format';
+import { formatScore } from '../engine/common/format';
 
 function score(value: number | null): string {
   return formatScore(value, 6);

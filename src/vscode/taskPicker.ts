@@ -9,7 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { detectForeignLayout, taskFilesBeside } from '../engine/task/foreignTasks';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
-import { errorMessage } from '../engine/errors';
+import { errorMessage } from '../engine/common/errors';
 
 export type TaskSource = 'bundled' | 'workspace';
 

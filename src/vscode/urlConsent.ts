@@ -4,7 +4,7 @@
 // (or folder's) settings is used only once the user allowed that very URL for
 // that workspace. The decision is kept in the workspace's state.
 import * as vscode from 'vscode';
-import type { Settings } from '../engine/config';
+import type { Settings } from '../engine/common/config';
 
 const GUARDED = [
   { key: 'endpoint', what: 'sends the model requests, with your API key,' },

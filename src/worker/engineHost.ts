@@ -1,9 +1,9 @@
 // The host side of the engine worker thread: spawns dist/engineWorker.js,
 // sends it typed messages, validates everything it sends back
-// (src/protocol/engineWorker.ts) and relays it to listeners. Queries are
+// (src/protocol/workerMessages.ts) and relays it to listeners. Queries are
 // request/response with ids. No vscode import: the unit tests drive it too.
 import { SHARE_ENV, Worker } from 'node:worker_threads';
-import type { EngineEvent } from '../engine/events';
+import type { EngineEvent } from '../engine/common/events';
 import {
   type HostToWorker,
   type LogLevel,
@@ -14,8 +14,8 @@ import {
   type QueryResult,
   type StartMessage,
   type WorkerToHost,
-} from '../protocol/engineWorker';
-import { errorMessage } from '../engine/errors';
+} from '../protocol/workerMessages';
+import { errorMessage } from '../engine/common/errors';
 
 export interface EngineHostOptions {
   /** dist/engineWorker.js, or the absolute path of src/worker/engineWorker.ts with execArgv ['--require', 'tsx/cjs']. */

@@ -1,7 +1,7 @@
 // The engine worker thread (bundled to dist/engineWorker.js): runs one
 // EvolutionRun at a time and answers read-only queries about run databases,
 // so the extension host never stalls on sql.js, sandboxes or parsing. Speaks
-// src/protocol/engineWorker.ts; every message from the host is validated,
+// src/protocol/workerMessages.ts; every message from the host is validated,
 // and a malformed one gets a protocolError reply, never a crash.
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -16,13 +16,13 @@ import {
   requestIdOf,
   type StartMessage,
   type WorkerToHost,
-} from '../protocol/engineWorker';
+} from '../protocol/workerMessages';
 import { ProgramDatabase } from '../engine/database/programDatabase';
-import { errorMessage } from '../engine/errors';
+import { errorMessage } from '../engine/common/errors';
 import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from '../engine/runFactory';
 import { bestSolutionFile } from '../engine/runFiles';
 import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
-import { parseRunMeta } from '../engine/runMeta';
+import { parseRunMeta } from '../engine/common/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';

@@ -1,7 +1,7 @@
 // Bundled into a blank Chromium page by chartTicks.e2e.ts: the dashboard's
 // own step chart (LiveChart with the dashboard's options, real chart.js) and
 // a probe that reports where its x-axis tick labels are drawn.
-import type { SeriesPoint } from '../../src/protocol/dashboard';
+import type { SeriesPoint } from '../../src/protocol/dashboardMessages';
 import { LiveChart } from '../../webview/src/charts/liveChart';
 import { applyChartDefaults, Chart } from '../../webview/src/charts/setup';
 import { readTheme } from '../../webview/src/theme';

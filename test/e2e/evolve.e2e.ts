@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { evolveBlockContent } from '../../src/engine/diff';
+import { evolveBlockContent } from '../../src/engine/common/diff';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
   launchBrowser,

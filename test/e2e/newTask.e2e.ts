@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { evolveBlockContent } from '../../src/engine/diff';
+import { evolveBlockContent } from '../../src/engine/common/diff';
 import {
   launchBrowser,
   openProgram,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import { contributedConfiguration } from '../../src/engine/config';
+import { contributedConfiguration } from '../../src/engine/common/config';
 import { api, EXTENSION_ID } from './support';
 
 

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { replaceEvolveBlock } from '../../src/engine/diff';
+import { replaceEvolveBlock } from '../../src/engine/common/diff';
 import { applyProgramToFile } from '../../src/vscode/applyProgram';
 import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
 import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import * as vscode from 'vscode';
-import type { EngineEvent } from '../../src/engine/events';
+import type { EngineEvent } from '../../src/engine/common/events';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { TrackedRun } from '../../src/vscode/runController';
 

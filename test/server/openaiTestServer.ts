@@ -27,7 +27,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/engine/common/rng';
 import { proposeAnswer, tokenId, tokenPieces, tokenize } from './testModel';
 
 export const FAULT_KINDS = [

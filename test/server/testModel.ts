@@ -2,7 +2,7 @@
 // one plausible SEARCH/REPLACE edit inside its EVOLVE-BLOCK (a perturbed
 // numeric literal), deterministically from a seed. Also the tokeniser: one
 // token per whitespace-led chunk, so the pieces concatenate back to the text.
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/engine/common/rng';
 
 export interface ProposedAnswer {
   /** The answer text (explanation + SEARCH/REPLACE block, or no block). */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { codeHash, sameCodeIgnoringComments, segmentCode, stripComments } from '../../src/engine/codeHash';
+import { codeHash } from '../../src/engine/codeHash';
+import { sameCodeIgnoringComments, segmentCode, stripComments } from '../../src/engine/common/codeText';
 
 describe('codeHash: comment stripping', () => {
   it('drops Python # comments but keeps # inside strings, triple-quoted strings included', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contributedConfiguration, defaultSettings, parseSettings } from '../../src/engine/config';
+import { contributedConfiguration, defaultSettings, parseSettings } from '../../src/engine/common/config';
 
 describe('settings', () => {
   it('package.json contributes exactly the settings of the settings table', () => {

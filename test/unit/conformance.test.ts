@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Evaluator, scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
-import type { EvaluationResult } from '../../src/engine/types';
+import type { EvaluationResult } from '../../src/engine/common/types';
 
 const REPO = join(__dirname, '../..');
 const TASKS = join(REPO, 'tasks');

@@ -17,8 +17,8 @@ import {
   runView,
 } from '../../src/dashboard/dashboardModel';
 import { DashboardFeed, modelSink } from '../../src/dashboard/dashboardFeed';
-import { percentile } from '../../src/engine/stats';
-import { IN_SANDBOX_TRUST_REASON, OUTCOMES } from '../../src/engine/types';
+import { percentile } from '../../src/engine/common/stats';
+import { IN_SANDBOX_TRUST_REASON, OUTCOMES } from '../../src/engine/common/types';
 import {
   type DashboardDatabaseInput,
   type DashboardStepInput,
@@ -30,7 +30,7 @@ import {
   parseHostMessage,
   reduceDashboardState,
   emptyDashboardState,
-} from '../../src/protocol/dashboard';
+} from '../../src/protocol/dashboardMessages';
 
 type Counts = DashboardStepInput['counts'];
 const zero = (): Counts => Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;

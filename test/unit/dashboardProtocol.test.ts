@@ -3,7 +3,7 @@
 // state the host holds.
 import assert from 'node:assert/strict';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
-import type { StepCommittedEvent } from '../../src/engine/events';
+import type { StepCommittedEvent } from '../../src/engine/common/events';
 import type { DatabaseSnapshot } from '../../src/engine/database/programDatabase';
 import {
   type DashboardDatabaseInput,
@@ -19,8 +19,8 @@ import {
   parseSavedState,
   pointRates,
   reduceDashboardState,
-} from '../../src/protocol/dashboard';
-import { OUTCOMES } from '../../src/engine/types';
+} from '../../src/protocol/dashboardMessages';
+import { OUTCOMES } from '../../src/engine/common/types';
 
 function counts(partial: Partial<Record<(typeof OUTCOMES)[number], number>>): DashboardStepInput['counts'] {
   return { ...(Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as DashboardStepInput['counts']), ...partial };

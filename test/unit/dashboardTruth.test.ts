@@ -9,9 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { defaultSettings } from '../../src/engine/config';
+import { defaultSettings } from '../../src/engine/common/config';
 import { bestCode, DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
-import { BEST_CODE_MAX_CHARS } from '../../src/protocol/dashboard';
+import { BEST_CODE_MAX_CHARS } from '../../src/protocol/dashboardMessages';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { EngineHost } from '../../src/worker/engineHost';
 

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
-import { defaultSettings, parseSettings } from '../../src/engine/config';
+import { defaultSettings, parseSettings } from '../../src/engine/common/config';
 import {
   type DatabaseConfig,
   databaseConfigFromSettings,
@@ -13,7 +13,7 @@ import {
   ProgramDatabase,
 } from '../../src/engine/database/programDatabase';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/engine/common/rng';
 import { programWith, REALISTIC_SHAPE, syntheticProgram, testConfig } from './fixtures/database/programs';
 
 let dir: string;

@@ -7,7 +7,7 @@ import {
   parseDiffBlocks,
   replaceEvolveBlock,
   stripReasoning,
-} from '../../src/engine/diff';
+} from '../../src/engine/common/diff';
 
 const PARENT = [
   'import math',

@@ -3,7 +3,7 @@
 // their licences: OpenEvolve, ShinkaEvolve, Aider and Cline are Apache-2.0).
 // The same cases run through `thetaevolve apply` in cliApply.test.ts.
 import assert from 'node:assert/strict';
-import { applyResponse, parseDiffBlocks, replaceEvolveBlock } from '../../src/engine/diff';
+import { applyResponse, parseDiffBlocks, replaceEvolveBlock } from '../../src/engine/common/diff';
 
 function block(search: string[], replace: string[]): string {
   return ['<<<<<<< SEARCH', ...search, '=======', ...replace, '>>>>>>> REPLACE'].join('\n');

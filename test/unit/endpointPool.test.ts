@@ -6,14 +6,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseSettings } from '../../src/engine/config';
+import { parseSettings } from '../../src/engine/common/config';
 import { EvolutionRun } from '../../src/engine/loop';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask } from '../../src/engine/task/task';
-import { EngineEventSchema, type StepCommittedEvent } from '../../src/engine/events';
+import { EngineEventSchema, type StepCommittedEvent } from '../../src/engine/common/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { EndpointPool, endpointSource, parseEndpointList } from '../../src/engine/llm/endpointPool';
-import type { GenerationJob, Sample } from '../../src/engine/types';
+import type { GenerationJob, Sample } from '../../src/engine/common/types';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 
 const PROGRAM = ['# EVOLVE-BLOCK-START', 'def f():', '    return 0.5', '# EVOLVE-BLOCK-END', ''].join('\n');

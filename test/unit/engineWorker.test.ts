@@ -7,9 +7,9 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { defaultSettings, type Settings } from '../../src/engine/config';
-import type { EngineEvent } from '../../src/engine/events';
-import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/engineWorker';
+import { defaultSettings, type Settings } from '../../src/engine/common/config';
+import type { EngineEvent } from '../../src/engine/common/events';
+import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/workerMessages';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 

@@ -7,11 +7,11 @@ import { appendFileSync, existsSync, readFileSync, mkdtempSync, readdirSync, rmS
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { parseSettings } from '../../src/engine/config';
-import type { EngineEvent, EvaluationFinishedEvent } from '../../src/engine/events';
+import { parseSettings } from '../../src/engine/common/config';
+import type { EngineEvent, EvaluationFinishedEvent } from '../../src/engine/common/events';
 import { EvaluationOutputWriter, listEvaluationOutputs, readEvaluationOutput, readStepOutputs } from '../../src/engine/evaluationOutputs';
 import { EvolutionRun } from '../../src/engine/loop';
-import { MutateSampler } from '../../src/engine/mutateSampler';
+import { MutateSampler } from '../../src/engine/llm/mutateSampler';
 import { evaluationOutputsDir } from '../../src/engine/runFiles';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';

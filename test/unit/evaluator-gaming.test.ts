@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
 import { loadTask } from '../../src/engine/task/task';
-import type { EvaluationResult } from '../../src/engine/types';
+import type { EvaluationResult } from '../../src/engine/common/types';
 
 const TASKS = join(__dirname, '../../tasks');
 

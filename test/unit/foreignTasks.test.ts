@@ -9,13 +9,13 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
-import { parseRunMeta } from '../../src/engine/runMeta';
+import { parseRunMeta } from '../../src/engine/common/runMeta';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
-import { scoreOfObjective } from '../../src/engine/scoring';
+import { scoreOfObjective } from '../../src/engine/common/scoring';
 import { detectForeignLayout, taskFilesBeside } from '../../src/engine/task/foreignTasks';
 import { leadingDocText } from '../../src/engine/task/scaffold';
 import { loadTask, TaskError } from '../../src/engine/task/task';
-import { OUTCOME_PENALTY } from '../../src/engine/types';
+import { OUTCOME_PENALTY } from '../../src/engine/common/types';
 import { runCli } from '../support/cli';
 
 const FIXTURES = resolve(__dirname, '../fixtures');

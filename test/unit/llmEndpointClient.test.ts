@@ -3,14 +3,14 @@
 // are bounded, stop aborts within a second, the cap on requests in flight holds.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { defaultSettings } from '../../src/engine/config';
+import { defaultSettings } from '../../src/engine/common/config';
 import {
   EndpointClient,
   apiKeyFromEnvironment,
   endpointOptionsFromSettings,
   type EndpointOptions,
 } from '../../src/engine/llm/endpointClient';
-import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/types';
+import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/common/types';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 
 const PROGRAM = [

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { applyResponse, parseDiffBlocks } from '../../src/engine/diff';
-import { guessLanguageFromMarker, MutateSampler, numericLiteralsInEvolveBlock } from '../../src/engine/mutateSampler';
-import type { GenerationJob, Sample, SampleResponse } from '../../src/engine/types';
+import { applyResponse, parseDiffBlocks } from '../../src/engine/common/diff';
+import { guessLanguageFromMarker, MutateSampler, numericLiteralsInEvolveBlock } from '../../src/engine/llm/mutateSampler';
+import type { GenerationJob, Sample, SampleResponse } from '../../src/engine/common/types';
 
 const FIXTURE = [
   'import math',

@@ -10,7 +10,7 @@ import { commentSyntaxFromLanguageConfiguration, markEvolveBlock } from '../../s
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
 import { draftTask } from '../../src/engine/task/scaffold';
 import { loadTask } from '../../src/engine/task/task';
-import { OUTCOME_PENALTY } from '../../src/engine/types';
+import { OUTCOME_PENALTY } from '../../src/engine/common/types';
 
 const CODE_SERVER_EXTENSIONS = join(__dirname, '../../tools/code-server/node_modules/code-server/lib/vscode/extensions');
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bestView } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
-import { programName, programNameDetail } from '../../src/engine/format';
+import { programName, programNameDetail } from '../../src/engine/common/format';
 import { programWith, testConfig } from './fixtures/database/programs';
 
 describe('program names (step and rank)', () => {

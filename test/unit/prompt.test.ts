@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { buildPrompt, formatMetric, type PromptTask, SYSTEM_PROMPT } from '../../src/engine/prompt';
 import { fillTemplate } from '../../src/engine/task/task';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/engine/common/rng';
 
 const PROGRAM = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():', '    r = 0.1', '    return r', '# EVOLVE-BLOCK-END', '', 'print(pack())', ''].join('\n');
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/engine/common/rng';
 
 describe('Rng', () => {
   it('is deterministic under a seed and resumes from its state', () => {

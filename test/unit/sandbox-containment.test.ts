@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { forDisplay } from '../../src/engine/displayText';
+import { forDisplay } from '../../src/engine/common/displayText';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
 import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { DENIED_SYSCALLS, hostSeccompArch, syscallNumber } from '../../src/engine/sandbox/seccomp';

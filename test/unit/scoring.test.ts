@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { defaultSettings } from '../../src/engine/config';
+import { defaultSettings } from '../../src/engine/common/config';
 import { codeHash } from '../../src/engine/codeHash';
-import { parseEngineEvent, StepStatisticsSchema } from '../../src/engine/events';
+import { classifyChild } from '../../src/engine/classifyChild';
+import { parseEngineEvent, StepStatisticsSchema } from '../../src/engine/common/events';
 import {
-  classifyChild,
   combinedScore,
   groupAdvantages,
   isValidScore,
@@ -13,7 +13,7 @@ import {
   type RewardShaping,
   shapeReward,
   stepStatistics,
-} from '../../src/engine/scoring';
+} from '../../src/engine/common/scoring';
 
 const close = (a: number, b: number, eps = 1e-12): void => assert.ok(Math.abs(a - b) <= eps, `${a} != ${b}`);
 

@@ -2,7 +2,7 @@
 // strict parsing of what SLURM's tools print.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { defaultSettings, parseSettings } from '../../src/engine/config';
+import { defaultSettings, parseSettings } from '../../src/engine/common/config';
 import { jobTimeLimitMinutes, shellQuote } from '../../src/engine/evaluation/slurm';
 import { jobNameOfRun, SlurmCli, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
 import { findExecutable } from '../../src/engine/sandbox/isolation';

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { autoconvolution, MAX_STEP_POINTS, solutionPicture } from '../../src/dashboard/solutionPicture';
 import { bestSolutionFile } from '../../src/engine/runFiles';
-import { SolutionPictureSchema } from '../../src/protocol/dashboard';
-import { BestSolutionSchema } from '../../src/protocol/engineWorker';
+import { SolutionPictureSchema } from '../../src/protocol/dashboardMessages';
+import { BestSolutionSchema } from '../../src/protocol/workerMessages';
 
 const ROOT = resolve(__dirname, '../..');
 

@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseSettings, type Settings } from '../../src/engine/config';
+import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge } from '../../src/engine/trainer/bridge';
-import { emptyOutcomeCounts } from '../../src/engine/types';
+import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
 
 const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');

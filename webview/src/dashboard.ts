@@ -16,7 +16,7 @@ import {
   parseSavedState,
   reduceDashboardState,
   type SummaryView,
-} from '../../src/protocol/dashboard';
+} from '../../src/protocol/dashboardMessages';
 import { BarChart, HeatMaps } from './charts/databaseCharts';
 import { SeriesCharts } from './charts/seriesCharts';
 import { applyChartDefaults } from './charts/setup';

@@ -1,5 +1,5 @@
 // The webview's handle to VS Code (acquireVsCodeApi may be called once per page).
-import type { DashboardState, PageMessage } from '../../src/protocol/dashboard';
+import type { DashboardState, PageMessage } from '../../src/protocol/dashboardMessages';
 
 export interface VsCodeApi {
   postMessage(message: PageMessage): void;

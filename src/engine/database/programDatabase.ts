@@ -13,9 +13,9 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Database as SqlDatabase, SqlValue, Statement } from 'sql.js';
 import { z } from 'zod';
-import { DATABASE_PRESETS, type Settings } from '../config';
-import { Rng, type RngState } from '../rng';
-import { OUTCOMES, type Outcome } from '../types';
+import { DATABASE_PRESETS, type Settings } from '../common/config';
+import { Rng, type RngState } from '../common/rng';
+import { OUTCOMES, type Outcome } from '../common/types';
 import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
 import { MinHeap } from './minHeap';
 import {
@@ -102,7 +102,7 @@ export interface CommitResult {
   fileBytes: number;
 }
 
-import type { DatabaseSnapshot } from './snapshot';
+import type { DatabaseSnapshot } from '../common/snapshot';
 export type { DatabaseSnapshot };
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */

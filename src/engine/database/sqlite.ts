@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import initSqlJs, { type SqlJsStatic } from 'sql.js';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 const WASM_FILE = 'sql-wasm.wasm';
 

@@ -3,7 +3,7 @@
 // (src/engine/sandbox/evaluator.ts), `slurm` runs the same sandbox as SLURM
 // jobs on a cluster (./slurm.ts). The loop sees only this shape.
 import type { IsolationKind } from '../sandbox/isolation';
-import type { EvaluationResult } from '../types';
+import type { EvaluationResult } from '../common/types';
 
 export type EvaluationBackendKind = 'local' | 'slurm';
 

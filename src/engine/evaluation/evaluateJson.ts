@@ -5,7 +5,7 @@
 // full output") and a valid solution's text (for the dashboard's picture).
 import { z } from 'zod';
 import type { Task } from '../task/task';
-import { IN_SANDBOX_TRUST_REASON, SCORED_EVALUATION_STATUSES, type ScoredEvaluationResult } from '../types';
+import { IN_SANDBOX_TRUST_REASON, SCORED_EVALUATION_STATUSES, type ScoredEvaluationResult } from '../common/types';
 
 const MetricValueSchema = z.union([z.number().finite(), z.string(), z.boolean(), z.null()]);
 

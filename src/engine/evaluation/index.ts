@@ -1,7 +1,7 @@
 // The evaluation backend a run uses, from its settings
 // (`thetaevolve.evaluation.backend`): the one place that picks local or SLURM.
-import type { Settings } from '../config';
-import type { EvaluationQueueEvent } from '../events';
+import type { Settings } from '../common/config';
+import type { EvaluationQueueEvent } from '../common/events';
 import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
 import type { Task } from '../task/task';
 import type { EvaluationBackend } from './backend';

@@ -13,15 +13,15 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { cancelledResult } from '../sandbox/evaluator';
 import type { IsolationKind } from '../sandbox/isolation';
-import { percentile } from '../stats';
+import { percentile } from '../common/stats';
 import type { Task } from '../task/task';
-import type { EvaluationResult, FailedEvaluationResult, ScoredEvaluationResult } from '../types';
+import type { EvaluationResult, FailedEvaluationResult, ScoredEvaluationResult } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from './backend';
 import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
 import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
 import { EvaluateJsonSchema, resultOfEvaluateJson } from './evaluateJson';
 import type { SlurmClusterOptions } from './slurmSettings';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 /** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
 export const BUNDLE_FILES = ['cli.js', 'nodeProbe.js'] as const;

@@ -2,8 +2,8 @@
 // validated: a bad setting fails the run's start with one clear message.
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { Settings } from '../config';
-import { errorMessage } from '../errors';
+import type { Settings } from '../common/config';
+import { errorMessage } from '../common/errors';
 
 export type SlurmSettings = Pick<
   Settings,

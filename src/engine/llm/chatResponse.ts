@@ -3,8 +3,8 @@
 // `token_ids`, `reasoning_content` / `reasoning`, SGLang's
 // `metadata.weight_version`), and splitting reasoning from the answer.
 import { z } from 'zod';
-import { splitLeadingReasoning } from '../diff';
-import type { TokenTrace } from '../types';
+import { splitLeadingReasoning } from '../common/diff';
+import type { TokenTrace } from '../common/types';
 
 const TokenIds = z.array(z.number().int().nonnegative());
 

@@ -8,9 +8,9 @@
 // accounting stay those of the single-server client.
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
-import type { EndpointServersEvent } from '../events';
-import { percentile } from '../stats';
-import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../types';
+import type { EndpointServersEvent } from '../common/events';
+import { percentile } from '../common/stats';
+import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../common/types';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
 import { DEFAULT_BACKOFF, backoffDelayMs, type BackoffOptions, sleep } from './retryPolicy';
 import { Semaphore } from './semaphore';

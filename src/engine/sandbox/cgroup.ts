@@ -3,7 +3,7 @@
 // whether one is delegated to us, and says why not when it is not.
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 export type CgroupSupport = { available: true; dir: string } | { available: false; why: string };
 

@@ -6,7 +6,7 @@
 // no link on the way is followed. A failure is reported, never swallowed.
 import { chmodSync, closeSync, constants, lstatSync, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 /** O_PATH (Linux, the same on x86_64 and aarch64): a handle on a directory that needs no permission on it. */
 const O_PATH = 0o10000000;

@@ -9,10 +9,10 @@ import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { Settings } from '../config';
-import { scoreOfObjective } from '../scoring';
+import type { Settings } from '../common/config';
+import { scoreOfObjective } from '../common/scoring';
 import { fillTemplate, type Task } from '../task/task';
-import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../types';
+import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
@@ -40,7 +40,7 @@ import {
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { type CgroupSupport, detectCgroup } from './cgroup';
 import { hostSeccompArch, type SeccompArch, seccompFilterBytes } from './seccomp';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 /** bwrap: the full sandbox; sandbox-exec: macOS's profile; fallback: limits and a private folder only; none: Windows. */
 export type IsolationKind = 'bwrap' | 'sandbox-exec' | 'fallback' | 'none';

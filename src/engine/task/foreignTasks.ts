@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
 

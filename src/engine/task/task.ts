@@ -4,10 +4,10 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { DirectionSchema } from '../events';
-import type { Direction, EvaluatorTrust } from '../types';
-import { locateEvolveBlocks } from '../diff';
-import { errorMessage } from '../errors';
+import { DirectionSchema } from '../common/events';
+import type { Direction, EvaluatorTrust } from '../common/types';
+import { locateEvolveBlocks } from '../common/diff';
+import { errorMessage } from '../common/errors';
 import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */

@@ -16,16 +16,16 @@
 // Synchronous mode (the paper's) holds the next step until the trainer took
 // a step; asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
-import type { Settings } from '../config';
+import type { Settings } from '../common/config';
 import type { TokenSupport } from '../llm/endpointClient';
 import { backoffDelayMs, type BackoffOptions, sleep } from '../llm/retryPolicy';
-import type { TrainerStateEvent } from '../events';
+import type { TrainerStateEvent } from '../common/events';
 import type { CommittedStep } from '../loop';
 import { AtroposClient } from './atropos';
 import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
 import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 export { TrainerConfigError } from './protocol';
 export type { TrainerProtocol } from './protocol';

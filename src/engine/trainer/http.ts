@@ -5,7 +5,7 @@
 // or surely did not (refused before anything was sent).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { errorMessage } from '../errors';
+import { errorMessage } from '../common/errors';
 
 export interface HttpReply {
   status: number;

@@ -1,7 +1,7 @@
 // Database state: island sizes, score histogram (chart.js bars) and the
 // MAP-Elites heat maps (plain canvases: one small grid per island).
 import type { ChartOptions } from 'chart.js';
-import { type DatabaseView, HEAT_EMPTY, HEAT_PENALTY, HEAT_SHADES, type RunView } from '../../../src/protocol/dashboard';
+import { type DatabaseView, HEAT_EMPTY, HEAT_PENALTY, HEAT_SHADES, type RunView } from '../../../src/protocol/dashboardMessages';
 import { formatCount, formatValue } from '../format';
 import { shadeColour, type ThemeColours, withAlpha } from '../theme';
 import { frameScheduler } from './frame';

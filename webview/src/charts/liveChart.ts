@@ -2,7 +2,7 @@
 // chart.update('none') (no animation, no rebuild). Datasets are specs that
 // read one number off a series point.
 import type { ChartDataset, ChartOptions } from 'chart.js';
-import type { SeriesPoint } from '../../../src/protocol/dashboard';
+import type { SeriesPoint } from '../../../src/protocol/dashboardMessages';
 import type { ThemeColours } from '../theme';
 import { frameScheduler } from './frame';
 import { baseOptions, Chart, type XY, xy } from './setup';

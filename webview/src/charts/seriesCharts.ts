@@ -1,7 +1,7 @@
 // The per-step charts: progress (best, best so far, mean, 10/50/90th
 // percentiles, target), outcomes (stacked), throughput, request latency,
 // step time (generation / evaluation).
-import { OUTCOME_GROUPS, pointRates, type RunView, type SeriesPoint, type SeriesView } from '../../../src/protocol/dashboard';
+import { OUTCOME_GROUPS, pointRates, type RunView, type SeriesPoint, type SeriesView } from '../../../src/protocol/dashboardMessages';
 import type { ThemeColours } from '../theme';
 import { withAlpha } from '../theme';
 import { type DatasetSpec, LiveChart } from './liveChart';

@@ -1,5 +1,5 @@
 // The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, Show Diff / Apply to File.
-import type { BestView, RunView } from '../../../src/protocol/dashboard';
+import type { BestView, RunView } from '../../../src/protocol/dashboardMessages';
 import { el } from '../dom';
 import { formatValue } from '../format';
 import type { ThemeColours } from '../theme';

@@ -1,6 +1,6 @@
 // Run header (task, source, direction), the run controls and the RL toggle
 // with the trainer's state.
-import type { DashboardAction, RunStateView, RunView, TrainerView } from '../../../src/protocol/dashboard';
+import type { DashboardAction, RunStateView, RunView, TrainerView } from '../../../src/protocol/dashboardMessages';
 import { el } from '../dom';
 import { formatCount, formatValue } from '../format';
 import { type ButtonControl, type CheckboxControl, createButton, createCheckbox, createTag, type TextControl } from './toolkit';

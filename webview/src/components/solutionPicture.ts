@@ -1,7 +1,7 @@
 // Draws the best program's solution (SolutionPicture of the protocol) on a
 // canvas, in the theme's colours: the packing's circles in the unit square,
 // the step function over its autoconvolution, or a +-1 matrix as a grid.
-import type { SolutionPicture } from '../../../src/protocol/dashboard';
+import type { SolutionPicture } from '../../../src/protocol/dashboardMessages';
 import type { ThemeColours } from '../theme';
 
 const SIZE = { circles: [240, 240], steps: [320, 200], matrix: [240, 240] } as const;

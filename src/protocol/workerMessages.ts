@@ -3,12 +3,12 @@
 // validates every message the host sends, the host every message the worker
 // sends (engine events with parseEngineEvent). Never imports vscode.
 import { z } from 'zod';
-import { SettingsSchema } from '../engine/config';
-import { DatabaseSnapshotSchema } from '../engine/database/snapshot';
-import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/events';
-import { RunMetaSchema } from '../engine/runMeta';
-import { EvaluationOutputSchema } from '../engine/evaluationOutputSchema';
-import { EVALUATION_STATUSES, OUTCOMES } from '../engine/types';
+import { SettingsSchema } from '../engine/common/config';
+import { DatabaseSnapshotSchema } from '../engine/common/snapshot';
+import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/common/events';
+import { RunMetaSchema } from '../engine/common/runMeta';
+import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
+import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);

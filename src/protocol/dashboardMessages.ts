@@ -8,9 +8,9 @@
 // its objective, not 1/objective); the host's model (src/dashboard/dashboardModel.ts)
 // converts before sending.
 import { z } from 'zod';
-import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/database/snapshot';
-import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema } from '../engine/events';
-import { OUTCOMES } from '../engine/types';
+import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/common/snapshot';
+import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema } from '../engine/common/events';
+import { OUTCOMES } from '../engine/common/types';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -279,7 +279,7 @@ export type DatabaseView = z.infer<typeof DatabaseViewSchema>;
 
 /** The best program card shows what the host gives it. */
 export const BestViewSchema = DashboardBestInputSchema.extend({
-  /** How people know it: "step 12 #1" (src/engine/format.ts programName); the id is in nameDetail, its tooltip. */
+  /** How people know it: "step 12 #1" (src/engine/common/format.ts programName); the id is in nameDetail, its tooltip. */
   name: z.string().optional(),
   nameDetail: z.string().optional(),
 });

@@ -1,7 +1,7 @@
 // EVOLVE-BLOCK regions and SEARCH/REPLACE diffs (algorithm.md section 3).
 // Unlike the release we ignore reasoning text, enforce the EVOLVE-BLOCK and
 // report every block we skip, with the reason.
-import { sameCodeIgnoringComments } from './codeHash';
+import { sameCodeIgnoringComments } from './codeText';
 
 export const EVOLVE_BLOCK_START = 'EVOLVE-BLOCK-START';
 export const EVOLVE_BLOCK_END = 'EVOLVE-BLOCK-END';

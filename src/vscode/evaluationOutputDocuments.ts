@@ -5,10 +5,10 @@
 // the evaluation (`s3-p1#2`), which is also a link there. The document is read
 // from the files beside the run's database, so it reopens after a reload.
 import * as vscode from 'vscode';
-import { forDisplay } from '../engine/displayText';
-import { errorMessage } from '../engine/errors';
+import { forDisplay } from '../engine/common/displayText';
+import { errorMessage } from '../engine/common/errors';
 import { evaluationKey } from '../engine/evaluationOutputs';
-import type { QueryResult } from '../protocol/engineWorker';
+import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { listRunFiles, type RunController } from './runController';

@@ -4,11 +4,11 @@
 // must use, so it goes through the same parser and checks as a model's
 // answer. It lets anyone run the whole pipeline, and validate a task,
 // without a GPU.
-import { segmentCode } from './codeHash';
-import { locateEvolveBlocks } from './diff';
-import { Rng } from './rng';
-import { percentile } from './stats';
-import type { GenerationJob, GenerationStats, ResponseSource, Sample } from './types';
+import { segmentCode } from '../common/codeText';
+import { locateEvolveBlocks } from '../common/diff';
+import { Rng } from '../common/rng';
+import { percentile } from '../common/stats';
+import type { GenerationJob, GenerationStats, ResponseSource, Sample } from '../common/types';
 
 export const MUTATE_SAMPLER_LABEL = 'offline mutate sampler (no model)';
 

@@ -1,14 +1,16 @@
 // Command-line parsing for `thetaevolve`: each command declares its
 // positionals and flags; anything else is a one-line usage error (exit 2).
 
-/** `list`: a string flag that may be given several times (e.g. --set). */
-export type FlagKind = 'string' | 'integer' | 'number' | 'boolean' | 'list';
+/** `list`: a string flag that may be given several times (e.g. --set). `url`: an http(s) URL. */
+export type FlagKind = 'string' | 'url' | 'integer' | 'number' | 'boolean' | 'list';
 
 export interface FlagSpec {
   kind: FlagKind;
   /** Shown in --help, e.g. "URL". */
   value?: string;
   help: string;
+  /** integer and number flags: the least value that means something (a negative step count runs nothing). */
+  minimum?: number;
 }
 
 export interface CommandSpec {
@@ -72,11 +74,26 @@ export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArg
   return { positionals, flags };
 }
 
+/**
+ * A flag's value as its kind says, or a usage error naming the flag: an empty
+ * value never stands for a default (`--db ""` is a mistake, not the runs folder).
+ */
 function convert(name: string, flag: FlagSpec, raw: string): string | number {
-  if (flag.kind === 'string' || flag.kind === 'list') return raw;
+  if (flag.kind === 'list') return raw;
+  if (raw.trim() === '') throw new UsageError(`--${name} needs a value (${flag.value ?? flag.kind}), got an empty one`);
+  if (flag.kind === 'string') return raw;
+  if (flag.kind === 'url') {
+    if (!/^https?:\/\/[^/\s]/i.test(raw.trim()) || !URL.canParse(raw.trim())) {
+      throw new UsageError(`--${name} needs an http:// or https:// URL, got '${raw}'`);
+    }
+    return raw.trim();
+  }
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n) || (flag.kind === 'integer' && !Number.isInteger(n))) {
+  if (!Number.isFinite(n) || (flag.kind === 'integer' && !Number.isInteger(n))) {
     throw new UsageError(`--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'}, got '${raw}'`);
+  }
+  if (flag.minimum !== undefined && n < flag.minimum) {
+    throw new UsageError(`--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'} of at least ${flag.minimum}, got '${raw}'`);
   }
   return n;
 }

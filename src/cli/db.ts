@@ -1,6 +1,7 @@
 // `thetaevolve db <db-file> [--json]`: summarise a run database, read-only.
-import { writeFile } from 'node:fs/promises';
+import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
+import { writeFileAtomic } from '../engine/database/atomicFile';
 import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDatabase';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
@@ -66,7 +67,7 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
   if (!best) throw new InputError(`${file} has no valid program yet`);
   const output = stringFlag(args, 'output');
   if (booleanFlag(args, 'json')) {
-    if (output !== undefined) await writeProgram(path.resolve(io.cwd, output), best.code);
+    if (output !== undefined) await writeProgram(path.resolve(io.cwd, output), best.code, file);
     io.stdout(JSON.stringify({ id: best.id, step: best.step, score: best.score, objective: best.objective, output: output === undefined ? null : path.resolve(io.cwd, output), code: best.code }) + '\n');
     return 0;
   }
@@ -75,13 +76,36 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
     return 0;
   }
   const target = path.resolve(io.cwd, output);
-  await writeProgram(target, best.code);
+  await writeProgram(target, best.code, file);
   io.stderr(`thetaevolve db: wrote the best program ${best.id} (step ${best.step}, score ${formatScore(best.score)}) to ${target}\n`);
   return 0;
 }
 
-async function writeProgram(target: string, code: string): Promise<void> {
-  await writeFile(target, code, 'utf8').catch((err: unknown) => {
+/** The first bytes of every SQLite database file. */
+const SQLITE_HEADER = 'SQLite format 3\u0000';
+
+/**
+ * Write the program atomically (a full disk leaves the old file whole), and
+ * never over a database: `--output RUN.sqlite` would replace a run with code.
+ */
+async function writeProgram(target: string, code: string, dbFile: string): Promise<void> {
+  const [targetPath, dbPath] = await Promise.all([realpath(target).catch(() => target), realpath(dbFile).catch(() => dbFile)]);
+  if (targetPath === dbPath || (await startsWithSqliteHeader(target))) {
+    throw new InputError(`refusing to write the program over ${target}: it is a SQLite database${targetPath === dbPath ? ' (the run being read)' : ''}; give --output another file`);
+  }
+  await writeFileAtomic(target, code).catch((err: unknown) => {
     throw new InputError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
   });
+}
+
+async function startsWithSqliteHeader(file: string): Promise<boolean> {
+  const handle = await open(file, 'r').catch(() => null);
+  if (!handle) return false;
+  try {
+    const header = Buffer.alloc(SQLITE_HEADER.length);
+    const { bytesRead } = await handle.read(header, 0, header.length, 0);
+    return bytesRead === header.length && header.toString('latin1') === SQLITE_HEADER;
+  } finally {
+    await handle.close();
+  }
 }

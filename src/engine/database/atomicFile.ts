@@ -1,6 +1,8 @@
 // Durable whole-file replacement: write a temporary file beside the target,
 // fsync it, rename it over the target, fsync the folder. A kill at any moment
-// leaves either the old file or the new one, never a torn one.
+// leaves either the old file or the new one, never a torn one. The new file
+// keeps the old one's permissions (a 0600 database stays private), and a
+// failed write (a full disk) takes its temporary file with it.
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
@@ -10,16 +12,22 @@ export function tempFileFor(file: string): string {
   return `${file}.${process.pid}.tmp`;
 }
 
-export async function writeFileAtomic(file: string, data: Uint8Array): Promise<void> {
+export async function writeFileAtomic(file: string, data: Uint8Array | string): Promise<void> {
   const temp = tempFileFor(file);
-  const handle = await fs.open(temp, 'w');
+  const mode = await fs.stat(file).then(
+    (st) => st.mode & 0o7777,
+    () => null,
+  );
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
+    const handle = await fs.open(temp, 'w', mode ?? 0o666);
+    try {
+      // open's mode passes through the umask; the old file's mode is kept exactly.
+      if (mode !== null) await handle.chmod(mode);
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await fs.rename(temp, file);
   } catch (err) {
     await fs.rm(temp, { force: true });

@@ -14,6 +14,7 @@ import { EndpointPool, endpointSource } from './llm/endpointPool';
 import { type CommittedStep, EvolutionRun } from './loop';
 import { MutateSampler } from './llm/mutateSampler';
 import { parseRunMeta } from './common/runMeta';
+import { acquireRunLock, type RunLock } from './runLock';
 import { SandboxUnavailableError } from './sandbox/evaluator';
 import type { IsolationReport } from './sandbox/isolation';
 import type { Task } from './task/task';
@@ -78,6 +79,32 @@ export interface AssembledRun {
  * Throws RunSetupError with the reason; nothing is left open then.
  */
 export async function assembleRun(request: RunRequest): Promise<AssembledRun> {
+  // One process runs a database at a time: a second run would overwrite the first one's steps.
+  let lock: RunLock;
+  try {
+    lock = await acquireRunLock(request.dbFile);
+  } catch (err) {
+    throw new RunSetupError(errorMessage(err), null, { cause: err });
+  }
+  try {
+    const assembled = await assembleLockedRun(request);
+    return {
+      ...assembled,
+      close: async () => {
+        try {
+          await assembled.close();
+        } finally {
+          await lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
   const { task, settings, dbFile, signal } = request;
   const exists = await stat(dbFile).then(
     () => true,

@@ -30,6 +30,11 @@ export function newRunId(taskName: string, runsDir: string, now = new Date()): s
   return runId;
 }
 
+/** The lock file of a run being run (src/engine/runLock.ts), beside its database. */
+export function runLockFile(dbFile: string): string {
+  return `${dbFile}.lock`;
+}
+
 /** The solution file of a run's best program, kept beside its database (what the dashboard draws). */
 export function bestSolutionFile(dbFile: string): string {
   return `${dbFile}.best-solution.json`;

@@ -119,6 +119,10 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
   let lastCommittedStep = -1;
   if (exists) {
     const info = await readResumeInfo(dbFile);
+    // Another task's programs would be scored by this task's evaluator and mixed into its population.
+    if (info.task !== task.name) {
+      throw new RunSetupError(`${dbFile} is a run of the task '${info.task}' (${info.taskDir}), not of '${task.name}': resume it with its own task, or give another database`);
+    }
     // A resumed run goes on from what it started with, whatever the caller sent.
     startCode = info.startCode;
     startPath = info.programPath;
@@ -231,7 +235,7 @@ export function isolationSummary(report: EvaluationBackend['isolation'] & Partia
 }
 
 /** What a resumed run needs of its database, read without keeping it open. */
-async function readResumeInfo(dbFile: string): Promise<{ startCode: string; programPath: string; lastStep: number }> {
+async function readResumeInfo(dbFile: string): Promise<{ startCode: string; programPath: string; lastStep: number; task: string; taskDir: string }> {
   let db: ProgramDatabase;
   try {
     db = await ProgramDatabase.openReadOnly(dbFile);
@@ -240,7 +244,7 @@ async function readResumeInfo(dbFile: string): Promise<{ startCode: string; prog
   }
   try {
     const meta = parseRunMeta(db.meta(), dbFile);
-    return { startCode: meta.startCode, programPath: meta.programPath, lastStep: db.lastStep };
+    return { startCode: meta.startCode, programPath: meta.programPath, lastStep: db.lastStep, task: meta.task, taskDir: meta.taskDir };
   } catch (err) {
     throw new RunSetupError(errorMessage(err), null, { cause: err });
   } finally {

@@ -44,6 +44,19 @@ describe('CLI input', () => {
     assert.match(stderr, /--timeout needs a number of at least/);
   });
 
+  it("run refuses to resume another task's database, which stays unchanged", async function () {
+    this.timeout(60_000);
+    const db = path.join(dir, 'run.sqlite');
+    const first = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', db], dir);
+    assert.equal(first.code, 0, first.stderr);
+    const before = fs.readFileSync(db);
+    const other = path.resolve(__dirname, '../../tasks/hadamard-29');
+    const { code, stderr } = await runCli(['run', other, '--sampler', 'mutate', '--steps', '1', '--db', db], dir);
+    assert.equal(code, 1);
+    assert.match(stderr, /run\.sqlite is a run of the task 'circle-packing' \(.*circle-packing\), not of 'hadamard-29': resume it with its own task, or give another database/);
+    assert.deepEqual(fs.readFileSync(db), before);
+  });
+
   describe('db --best --output', () => {
     let dbFile: string;
     beforeEach(async () => {

@@ -57,6 +57,19 @@ describe('CLI input', () => {
     assert.deepEqual(fs.readFileSync(db), before);
   });
 
+  it('a resumed run keeps its database private (0600 stays 0600)', async function () {
+    this.timeout(60_000);
+    const db = path.join(dir, 'run.sqlite');
+    const args = ['run', TASK, '--sampler', 'mutate', '--batch', '1', '--samples', '1', '--db', db];
+    const first = await runCli([...args, '--steps', '1'], dir);
+    assert.equal(first.code, 0, first.stderr);
+    fs.chmodSync(db, 0o600);
+    const resumed = await runCli([...args, '--steps', '1'], dir);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stderr + resumed.stdout, /step 2/);
+    assert.equal(fs.statSync(db).mode & 0o777, 0o600);
+  });
+
   describe('db --best --output', () => {
     let dbFile: string;
     beforeEach(async () => {

@@ -12,9 +12,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
-/** Where citations are checked: the source the product is built from, and package.json (setting descriptions). */
+/** Where citations are checked: the source the product is built from, package.json's setting descriptions and the task.json schema generated from src. */
 const CITING_ROOTS = ['src', 'webview/src'];
-const CITING_FILES = ['package.json'];
+const CITING_FILES = ['package.json', 'media/task.schema.json'];
 /** Document names that are only ever cited under docs/. */
 const DOC_NAMES = ['algorithm', 'product', 'architecture', 'contracts', 'testing'];
 
@@ -107,7 +107,7 @@ describe('docs the code cites', () => {
     for (let n = 1; n <= 7; n++) assert.ok(have.has(n), `docs/algorithm.md has no "## ${n}. ..." section`);
   });
 
-  it('every citation in src/ and package.json names an existing docs/ file, section and heading', () => {
+  it('every citation in src/, package.json and media/task.schema.json names an existing docs/ file, section and heading', () => {
     const found = citations();
     const problems = found.flatMap((c) => {
       const problem = problemOf(c);

@@ -101,6 +101,19 @@ function problemOf(citation: Citation): string | null {
   return null;
 }
 
+/** Each "## Title (src/file.ts)" section of docs/contracts.md with the declarations of its ts blocks. */
+function contractSections(): { file: string; exports: string[]; members: string[] }[] {
+  const text = readFileSync(join(ROOT, 'docs', 'contracts.md'), 'utf8');
+  return text.split(/^## /m).slice(1).flatMap((section) => {
+    const file = /^[^\n]*\((src\/[\w./-]+\.ts)\)/.exec(section)?.[1];
+    if (!file) return [];
+    const code = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string).join('\n');
+    const exports = [...code.matchAll(/^export (?:async )?(?:function|class|interface|type|const) (\w+)/gm)].map((m) => m[1] as string);
+    const members = [...code.matchAll(/^ {2}(?:static |readonly )?(?:async )?(\w+)[(:]/gm)].map((m) => m[1] as string);
+    return [{ file, exports, members }];
+  });
+}
+
 describe('docs the code cites', () => {
   it('has docs/algorithm.md with numbered sections 1 to 7 (the numbering comments cite)', () => {
     const have = sectionNumbers('algorithm.md');
@@ -141,5 +154,25 @@ describe('docs the code cites', () => {
       }
     }
     assert.ok(missing.length === 0, `paths named in the docs that do not exist:\n${missing.join('\n')}`);
+  });
+
+  it('docs/contracts.md declares only what its files export, and class members they have', () => {
+    const sections = contractSections();
+    assert.ok(sections.length >= 8, `docs/contracts.md has ${sections.length} sections naming a source file`);
+    const problems: string[] = [];
+    for (const { file, exports, members } of sections) {
+      if (!existsSync(join(ROOT, file))) {
+        problems.push(`${file} does not exist`);
+        continue;
+      }
+      const source = readFileSync(join(ROOT, file), 'utf8');
+      for (const name of exports) {
+        const declared = new RegExp(`export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:function|class|interface|type|const)\\s+${name}\\b`).test(source);
+        const reexported = new RegExp(`export\\s+(?:type\\s+)?\\{[^}]*\\b${name}\\b[^}]*\\}`).test(source);
+        if (!declared && !reexported) problems.push(`${file} does not export ${name}`);
+      }
+      for (const name of members) if (!new RegExp(`\\b${name}\\b`).test(source)) problems.push(`${file} has no member ${name}`);
+    }
+    assert.ok(problems.length === 0, `docs/contracts.md is out of date:\n${problems.join('\n')}`);
   });
 });

@@ -24,6 +24,7 @@ export const REQUIREMENTS = {
 /** @type {Record<string, (keyof typeof REQUIREMENTS)[]>} test/unit file -> what it needs */
 export const UNIT_TEST_NEEDS = {
   'bundles.test.ts': ['bubblewrap', 'python3'],
+  'cliInput.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'cliSettings.test.ts': ['bubblewrap', 'python3'],
   'conformance.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'dashboardTruth.test.ts': ['bubblewrap', 'python3'],
@@ -36,6 +37,7 @@ export const UNIT_TEST_NEEDS = {
   'loop.test.ts': ['bubblewrap', 'python3'],
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
+  'runLock.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox-containment.test.ts': ['bubblewrap', 'python3'],
   'sandbox-hostile.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],

@@ -6,15 +6,14 @@
 // /batch polls; slime: /start_rollout once, /get_rollout_data).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge } from '../../src/engine/trainer/bridge';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');
 const N = 3;
@@ -191,11 +190,10 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     python = found as string;
   });
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-real-trainers-'));
+    dir = tempDir('thetaevolve-real-trainers-');
   });
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   function bridge(settings: Settings, warnings: string[]): TrainerBridge {

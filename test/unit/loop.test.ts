@@ -16,6 +16,7 @@ import type { ResponseSource } from '../../src/engine/common/types';
 import { startTestServer } from '../server/openaiTestServer';
 import { settingsBuilder } from '../support/settings';
 import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
@@ -103,7 +104,8 @@ describe('evolution loop', function () {
       }
     };
     const metaBefore = await metaOf();
-    await new Promise((r) => setTimeout(r, 5));
+    // A resumed run that wrote its own creation time would now write a later one.
+    await waitFor(() => Date.now() > Number(metaBefore.createdAt), { what: 'the clock to pass the creation time' });
     const second = await runOnce(task, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
     // What the run was created with is kept on resume.
     const metaAfter = await metaOf();
@@ -155,7 +157,8 @@ describe('evolution loop', function () {
         if (e.type === 'step_committed' && e.step === 1) run.pause();
         if (e.type === 'paused') {
           paused = true;
-          setTimeout(() => run.resume(), 200);
+          // The run awaits its resume right after emitting paused: resume once it waits.
+          queueMicrotask(() => run.resume());
         }
       },
     });

@@ -154,7 +154,8 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     const db = join(dir, 'crash.sqlite');
     let child: ChildProcess | null = null;
     server.onScoredData = (index) => {
-      if (index === 2) setTimeout(() => child?.kill('SIGKILL'), 150);
+      // Stored, and its reply held for good: the CLI dies before it hears back.
+      if (index === 2) child?.kill('SIGKILL');
     };
     const args = ['--endpoint', endpoint.baseURL, '--trainer', server.url, '--trainer-protocol', 'atropos'];
     const first = await runCli([...args, ...common(db, 3)], (c) => (child = c));

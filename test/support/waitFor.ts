@@ -8,15 +8,17 @@ export interface WaitForOptions<T> {
   what: string;
   /** Give up after this long (default 60 s). */
   deadlineMs?: number;
-  /** Between checks (default 50 ms). */
+  /** Between checks (default 100 ms). */
   intervalMs?: number;
   /** When the checked value is good enough (default: it is truthy). */
   until?: (value: T) => boolean;
+  /** More to say when it fails (a server's output, say), asked for only then. */
+  detail?: () => string;
 }
 
 /** Resolves with the first value of `check` that passes `until`; rejects after the deadline with the last value seen. */
 export async function waitFor<T>(check: () => T | Promise<T>, options: WaitForOptions<T>): Promise<T> {
-  const { what, deadlineMs = 60_000, intervalMs = 50 } = options;
+  const { what, deadlineMs = 60_000, intervalMs = 100 } = options;
   const until = options.until ?? ((value: T) => Boolean(value));
   const deadline = performance.now() + deadlineMs;
   for (;;) {
@@ -24,7 +26,8 @@ export async function waitFor<T>(check: () => T | Promise<T>, options: WaitForOp
     if (until(value)) return value;
     if (performance.now() > deadline) {
       const last = typeof value === 'boolean' ? '' : ` (last: ${JSON.stringify(value)})`;
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${last}`);
+      const detail = options.detail ? `:\n${options.detail()}` : '';
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${last}${detail}`);
     }
     await delay(intervalMs);
   }

@@ -5,8 +5,7 @@
 // that test, once every afterEach hook of the test's suites has run (they may
 // still close databases or servers writing there). One made in a before hook
 // or a describe body is removed when its top-level describe has finished.
-// Elsewhere (playwright, the in-host suite) `TempDirs` does the same job
-// under the caller's own hooks.
+// Mocha only: playwright and the in-host suite have no such root hooks.
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,21 +34,6 @@ async function removeAll(dirs: string[]): Promise<void> {
   }
   // A warning, not a failure: a failing root hook would stop every later test.
   if (problems.length > 0) process.stderr.write(`test temp folders left behind: ${problems.join('; ')}\n`);
-}
-
-/** Folders made by one owner and removed together by its `removeAll()` (for suites outside mocha's unit run). */
-export class TempDirs {
-  private readonly made: string[] = [];
-
-  make(prefix: string, options: TempDirOptions = {}): string {
-    const dir = makeTempDir(prefix, options);
-    this.made.push(dir);
-    return dir;
-  }
-
-  removeAll(): Promise<void> {
-    return removeAll(this.made);
-  }
 }
 
 /** The top-level describe a test belongs to (the root suite's child). */

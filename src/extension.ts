@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { onDidFailCommand } from './vscode/commandRegistry';
+import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
@@ -26,6 +27,8 @@ export interface ThetaEvolveApi {
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
   /** A run could not start: the notification shown, whose buttons can be answered (choose). */
   onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
+  /** Following the best (thetaevolve.followBest) is done with a new best of the active run: what became of it. */
+  onDidHandleBest: vscode.Event<{ programId: string; outcome: FollowOutcome }>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -49,7 +52,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   );
   registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
-  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand, onDidOfferStartFailure };
+  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand, onDidOfferStartFailure, onDidHandleBest };
 }
 
 /** New or removed run databases (another window, the CLI) show up in the Runs view. */

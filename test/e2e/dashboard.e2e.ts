@@ -27,22 +27,13 @@ import {
   taskWorkspace,
   waitForStatusBarText,
 } from '../support/codeServer';
+import { waitFor } from '../support/waitFor';
 
 interface CanvasInk {
   label: string;
   /** Pixels that are not fully transparent. */
   inked: number;
   colours: number;
-}
-
-async function poll<T>(what: string, read: () => Promise<T>, until: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (until(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: condition never held (last: ${JSON.stringify(value)})`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 /** How much each chart canvas has drawn (a blank canvas is all transparent). */
@@ -126,13 +117,13 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     frame = await dashboardFrame(page);
     assert.equal(await runState(frame), 'running');
-    await poll('step tile', () => tileValue(frame, 'step'), (v) => Number(v) >= 3);
-    const ink = await poll(
-      'chart canvases',
-      () => canvasInk(frame),
-      (all) => all.length >= 6 && all.every((c) => c.inked > 500 && c.colours >= 3),
-      60_000,
-    );
+    await waitFor(() => tileValue(frame, 'step'), { what: 'step tile', until: (v) => Number(v) >= 3, deadlineMs: 120_000, intervalMs: 500 });
+    const ink = await waitFor(() => canvasInk(frame), {
+      what: 'chart canvases',
+      until: (all) => all.length >= 6 && all.every((c) => c.inked > 500 && c.colours >= 3),
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     for (const c of ink) assert.ok(c.inked > 500, `${c.label} looks blank: ${JSON.stringify(c)}`);
     // The task's target (tasks/circle-packing: 2.635983), in its own units.
     assert.match(await tileValue(frame, 'target'), /^2\.63598/);
@@ -140,9 +131,9 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     // MAP-Elites: at least one occupied cell drawn.
     assert.ok((await frame.locator('.heat-grid canvas, .heat-grid .heat-cell').count()) > 0, 'no MAP-Elites heat map');
     // The best program's EVOLVE-BLOCK is shown beside its score.
-    await poll('best program code', () => frame.locator('.best-code').first().textContent(), (t) => (t ?? '').trim().length > 0, 60_000);
+    await waitFor(() => frame.locator('.best-code').first().textContent(), { what: 'best program code', until: (t) => (t ?? '').trim().length > 0, deadlineMs: 60_000, intervalMs: 500 });
     // The best packing is drawn from its solution file: the canvas has ink.
-    await poll('best solution picture', () => bestPictureInk(frame), (inked) => inked > 500, 60_000);
+    await waitFor(() => bestPictureInk(frame), { what: 'best solution picture', until: (inked) => inked > 500, deadlineMs: 60_000, intervalMs: 500 });
     assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
     // The best is named by its step and rank there; its opaque id is in the tooltip.
     const programFact = frame.locator('.best-facts dd').last();
@@ -164,7 +155,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
 
   it('shows the step and best the run database holds (paused, read back with the CLI)', async () => {
     await clickButton(frame, 'Pause');
-    await poll('run state', () => runState(frame), (s) => s === 'paused', 120_000);
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'paused', deadlineMs: 120_000, intervalMs: 500 });
     const runsDir = join(workspace, '.thetaevolve', 'runs');
     const dbFile = join(runsDir, readdirSync(runsDir).find((f) => f.endsWith('.sqlite')) ?? 'missing');
     const db = JSON.parse(execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', dbFile, '--json'], { encoding: 'utf8' })) as {
@@ -182,16 +173,16 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     const status = await waitForStatusBarText(page, 'ThetaEvolve');
     assert.match(status, new RegExp(`step ${db.lastStep}\\b`), `status bar: ${status}`);
     await clickButton(frame, 'Resume');
-    await poll('run state', () => runState(frame), (s) => s === 'running', 60_000);
-    await poll('step tile', () => tileValue(frame, 'step'), (v) => Number(v) > step, 120_000);
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'running', deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => tileValue(frame, 'step'), { what: 'step tile', until: (v) => Number(v) > step, deadlineMs: 120_000, intervalMs: 500 });
   });
 
   it('turns the RL trainer on from the toggle: the state changes and the rollout buffer receives groups', async () => {
     assert.equal(await trainerState(frame), 'off');
     assert.equal(trainer.received.length, 0);
     await frame.locator('vscode-checkbox').first().click();
-    await poll('trainer state', () => trainerState(frame), (s) => s === 'ready' || s === 'waiting', 60_000);
-    await poll('rollouts received', async () => trainer.received.length, (n) => n >= 16, 120_000);
+    await waitFor(() => trainerState(frame), { what: 'trainer state', until: (s) => s === 'ready' || s === 'waiting', deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(async () => trainer.received.length, { what: 'rollouts received', until: (n) => n >= 16, deadlineMs: 120_000, intervalMs: 500 });
     const info = await frame.locator('.run-header .trainer-info').first().innerText();
     assert.match(info, /slime/);
     await saveScreenshot(page, 'e2e-dashboard-2-rl-on');
@@ -202,7 +193,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     const input = page.locator('.quick-input-widget input');
     await input.fill('Default Light Modern');
     await pickQuickInputItem(page, 'Default Light Modern');
-    await poll('light theme', () => frame.evaluate(() => document.body.classList.contains('vscode-light')), (light) => light, 60_000);
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), { what: 'light theme', until: (light) => light, deadlineMs: 60_000, intervalMs: 500 });
     await page.waitForTimeout(1500);
     const ink = await canvasInk(frame);
     for (const c of ink) assert.ok(c.inked > 500, `${c.label} blank after the theme change`);
@@ -217,7 +208,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'Preferences: Color Theme');
     await page.locator('.quick-input-widget input').fill('Default High Contrast');
     await pickQuickInputItem(page, 'Default High Contrast');
-    await poll('high-contrast theme', () => frame.evaluate(() => document.body.classList.contains('vscode-high-contrast')), (hc) => hc, 60_000);
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-high-contrast')), { what: 'high-contrast theme', until: (hc) => hc, deadlineMs: 60_000, intervalMs: 500 });
     await page.waitForTimeout(1500);
     for (const c of await canvasInk(frame)) assert.ok(c.inked > 500, `${c.label} blank in high contrast`);
     const shot = await saveScreenshot(page, 'e2e-dashboard-3b-high-contrast');
@@ -226,12 +217,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'Preferences: Color Theme');
     await page.locator('.quick-input-widget input').fill('Default Light Modern');
     await pickQuickInputItem(page, 'Default Light Modern');
-    await poll('light theme', () => frame.evaluate(() => document.body.classList.contains('vscode-light')), (light) => light, 60_000);
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), { what: 'light theme', until: (light) => light, deadlineMs: 60_000, intervalMs: 500 });
   });
 
   it('stops the run with Stop', async () => {
     await clickButton(frame, 'Stop');
-    await poll('run state', () => runState(frame), (s) => s === 'finished', 120_000);
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'finished', deadlineMs: 120_000, intervalMs: 500 });
     const stepAfterStop = Number(await tileValue(frame, 'step'));
     await page.waitForTimeout(4000);
     assert.equal(Number(await tileValue(frame, 'step')), stepAfterStop, 'no step commits after Stop');
@@ -255,7 +246,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     frame = await dashboardFrame(page, 90_000);
     // The same numbers as before the reload, read back from the run's database by the new extension host
     // (each part arrives as its query answers: wait until all have, then compare all).
-    const after = await poll('restored dashboard', shown, (now) => JSON.stringify(now) === JSON.stringify(before), 60_000).catch(async () => shown());
+    const after = await waitFor(shown, { what: 'restored dashboard', until: (now) => JSON.stringify(now) === JSON.stringify(before), deadlineMs: 60_000, intervalMs: 500 }).catch(async () => shown());
     assert.equal(after.step, before.step);
     assert.equal(after.best, before.best);
     assert.equal(after.programs, before.programs);
@@ -268,7 +259,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.equal(await frame.locator('vscode-button', { hasText: 'Resume' }).first().isVisible(), true);
     // The RL switch was turned on (thetaevolve.trainer.enabled): it stays on for the next run.
     assert.equal(await trainerState(frame), 'next_run');
-    const ink = await poll('restored charts', () => canvasInk(frame), (all) => all.length >= 6 && all.every((c) => c.inked > 500), 60_000);
+    const ink = await waitFor(() => canvasInk(frame), { what: 'restored charts', until: (all) => all.length >= 6 && all.every((c) => c.inked > 500), deadlineMs: 60_000, intervalMs: 500 });
     assert.ok(ink.length >= 6);
     await saveScreenshot(page, 'e2e-dashboard-5-restored');
   });

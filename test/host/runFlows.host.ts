@@ -14,21 +14,11 @@ import { OPEN_OUTPUT_TITLE, OUTPUT_SCHEME, outputUri } from '../../src/vscode/ev
 import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
+import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `condition` until it holds; fails with `what` after `timeoutMs`. */
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Stop the active run (if any) and wait until it closed. */
 async function stopRun(controller: Controller): Promise<TrackedRun | undefined> {
@@ -136,7 +126,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const run = theta.controller.active;
         assert.ok(run, 'a run is active after Start Run');
         assert.match(run.runId, /^flows-follow-/);
-        await until(() => bests.length >= 1 && texts.length >= 1, 'a new best went into the document');
+        await waitFor(() => bests.length >= 1 && texts.length >= 1, { what: 'a new best went into the document' });
         const finished = await stopRun(theta.controller);
         assert.ok(finished);
         const best = (await theta.controller.query({ kind: 'summary', dbFile: finished.dbFile })).best;
@@ -146,7 +136,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.notEqual(blockOf(bestProgram.code), blockOf(original), 'the best program differs from the starting one');
         // The last new best is applied asynchronously after its event.
         const document = await vscode.workspace.openTextDocument(program);
-        await until(() => blockOf(document.getText()) === blockOf(bestProgram.code), `the document holds the best program ${best.id}'s EVOLVE-BLOCK`, 10_000);
+        await waitFor(() => blockOf(document.getText()) === blockOf(bestProgram.code), { what: `the document holds the best program ${best.id}'s EVOLVE-BLOCK`, deadlineMs: 10_000 });
         assert.equal(outsideOf(document.getText()), outsideOf(original), 'only the EVOLVE-BLOCK changed');
         assert.equal(document.isDirty, true, 'followed, not saved');
         assert.equal(readFileSync(program.fsPath, 'utf8'), original, 'the file on disk is untouched');
@@ -175,20 +165,17 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const document = await vscode.workspace.openTextDocument(program);
       const original = document.getText();
       let changes = 0;
-      let bests = 0;
+      // Following is done with a new best once it says so: had it applied one, the document changed before.
+      const handled: string[] = [];
       const subs = [
         vscode.workspace.onDidChangeTextDocument((e) => {
           if (e.document.uri.toString() === program.toString() && e.contentChanges.length > 0) changes++;
         }),
-        theta.controller.onDidEngineEvent(({ event }) => {
-          if (event.type === 'new_best' && event.step > 0) bests++;
-        }),
+        theta.onDidHandleBest(({ outcome }) => handled.push(outcome)),
       ];
       try {
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        await until(() => bests >= 1, 'a new best');
-        // Give a follow (if any) the time to land.
-        await sleep(1500);
+        await waitFor(() => handled.length >= 1, { what: 'following to be done with a new best' });
         await stopRun(theta.controller);
         assert.equal(changes, 0);
         assert.equal(document.getText(), original);
@@ -232,16 +219,19 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.match(statusText(run), /paused/);
       assert.match(run.message, new RegExp(`paused after step ${pausedEvent.step}`));
 
-      // Nothing commits while paused, and Pause again changes nothing.
+      // Nothing commits while paused, and Pause again changes nothing: counted until the run says it resumed.
       let commitsWhilePaused = 0;
       const counting = theta.controller.onDidEngineEvent(({ event }) => {
-        if (event.type === 'step_committed' || event.type === 'step_started') commitsWhilePaused++;
+        if (event.type === 'resumed') counting.dispose();
+        else if (event.type === 'step_committed' || event.type === 'step_started') commitsWhilePaused++;
       });
       try {
         await vscode.commands.executeCommand('thetaevolve.pauseRun');
-        await sleep(3000);
-      } finally {
+        // The engine worker handles messages in order: once it answers this query, it has had the second Pause.
+        await theta.controller.query({ kind: 'summary', dbFile });
+      } catch (err) {
         counting.dispose();
+        throw err;
       }
       assert.equal(commitsWhilePaused, 0, 'no step started or committed while paused');
       assert.equal(run.lastStep, pausedEvent.step);
@@ -251,6 +241,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const nextCommit = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step after resuming');
       await vscode.commands.executeCommand('thetaevolve.resumeRun');
       await resumed;
+      assert.equal(commitsWhilePaused, 0, 'no step started or committed while paused');
       assert.equal(theta.controller.active?.state, 'running');
       assert.doesNotMatch(statusText(run), /paused/);
       const after = await nextCommit;
@@ -289,11 +280,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
 
       let done = false;
       const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
-      await until(async () => {
+      await waitFor(async () => {
         if (done) return true;
         await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
         return false;
-      }, 'Resume Run returned after its pick was closed', 30_000);
+      }, { what: 'Resume Run returned after its pick was closed', deadlineMs: 30_000 });
       await command;
       assert.equal(theta.controller.active, undefined, 'nothing was resumed');
     });
@@ -304,11 +295,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       let done = false;
       const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
       // The pick lists the newest run first: this one.
-      await until(async () => {
+      await waitFor(async () => {
         if (done || theta.controller.active) return true;
         await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
         return false;
-      }, 'a run was picked', 30_000);
+      }, { what: 'a run was picked', deadlineMs: 30_000 });
       await command;
       const run = theta.controller.active;
       assert.ok(run, 'a run is active after Resume Run');
@@ -390,22 +381,22 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       renameSync(taskFile, `${taskFile}.moved`);
       const isLive = (x: vscode.TaskExecution): boolean => x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
       // The stopped run's terminal is over before the resumed run's opens.
-      await until(() => !vscode.tasks.taskExecutions.some(isLive), 'the stopped run\'s evaluations terminal ended', 15_000);
+      await waitFor(() => !vscode.tasks.taskExecutions.some(isLive), { what: 'the stopped run\'s evaluations terminal ended', deadlineMs: 15_000 });
       const started: vscode.TaskExecution[] = [];
       const ended: vscode.TaskExecution[] = [];
       const subs = [vscode.tasks.onDidStartTask((e) => started.push(e.execution)), vscode.tasks.onDidEndTask((e) => ended.push(e.execution))];
       try {
         let done = false;
         const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
-        await until(async () => {
+        await waitFor(async () => {
           if (done) return true;
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
-        }, 'Resume Run returned', 30_000);
+        }, { what: 'Resume Run returned', deadlineMs: 30_000 });
         await command;
         assert.equal(theta.controller.active, undefined, 'nothing runs');
-        await until(() => started.some(isLive), 'the evaluations terminal of the resumed run started', 15_000);
-        await until(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), 'the evaluations terminal ended with the failed start', 15_000);
+        await waitFor(() => started.some(isLive), { what: 'the evaluations terminal of the resumed run started', deadlineMs: 15_000 });
+        await waitFor(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), { what: 'the evaluations terminal ended with the failed start', deadlineMs: 15_000 });
         assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
         assert.equal(theta.controller.latest?.state, 'finished');
       } finally {
@@ -508,16 +499,16 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         const run = theta.controller.active;
         assert.ok(run);
-        await until(() => starts.some(isLive), 'the evaluations task started');
+        await waitFor(() => starts.some(isLive), { what: 'the evaluations task started' });
         const live = starts.find(isLive) as vscode.TaskExecution;
         assert.equal(live.task.definition.task, 'flows-eval');
         assert.equal(live.task.definition.program, program.fsPath);
         assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
-        await until(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), 'a terminal named like "ThetaEvolve evaluations" opened');
+        await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), { what: 'a terminal named like "ThetaEvolve evaluations" opened' });
         await committed;
         await stopRun(theta.controller);
-        await until(() => ends.some(isLive), 'the evaluations task ended with the run', 15_000);
-        await until(() => processEnds.some((p) => isLive(p.execution)), 'the evaluations terminal reported its exit code', 15_000);
+        await waitFor(() => ends.some(isLive), { what: 'the evaluations task ended with the run', deadlineMs: 15_000 });
+        await waitFor(() => processEnds.some((p) => isLive(p.execution)), { what: 'the evaluations terminal reported its exit code', deadlineMs: 15_000 });
         assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
         assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
 
@@ -525,8 +516,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
         const startsBefore = starts.filter(isLive).length;
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        await until(() => starts.filter(isLive).length > startsBefore, 'the second run\'s evaluations task started');
-        await until(() => liveTerminals().length === 1, `one evaluations terminal (saw ${liveTerminals().length})`, 15_000);
+        await waitFor(() => starts.filter(isLive).length > startsBefore, { what: 'the second run\'s evaluations task started' });
+        await waitFor(() => liveTerminals().length === 1, { what: `one evaluations terminal (saw ${liveTerminals().length})`, deadlineMs: 15_000 });
         await stopRun(theta.controller);
       } finally {
         for (const s of subs) s.dispose();
@@ -564,11 +555,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       // From the palette: the window's last run, its failed evaluations newest first.
       let done = false;
       const opening = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput')).finally(() => (done = true));
-      await until(async () => {
+      await waitFor(async () => {
         if (done) return true;
         await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
         return false;
-      }, 'an evaluation was picked', 30_000);
+      }, { what: 'an evaluation was picked', deadlineMs: 30_000 });
       await opening;
       const shown = vscode.window.activeTextEditor?.document;
       assert.equal(shown?.uri.scheme, OUTPUT_SCHEME, `an output document is open (saw ${shown?.uri.toString() ?? 'none'})`);
@@ -582,11 +573,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.ok(runItem, 'the run is in the Runs view');
       done = false;
       const fromView = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', runItem)).finally(() => (done = true));
-      await until(async () => {
+      await waitFor(async () => {
         if (done) return true;
         await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
         return false;
-      }, 'an evaluation of the run was picked', 30_000);
+      }, { what: 'an evaluation of the run was picked', deadlineMs: 30_000 });
       await fromView;
       assert.equal(vscode.window.activeTextEditor?.document.uri.scheme, OUTPUT_SCHEME);
       assert.ok(vscode.window.activeTextEditor?.document.uri.path.startsWith(`/${run.runId}/`));
@@ -622,10 +613,10 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         ),
       );
       let tasks: vscode.Task[] = [];
-      await until(async () => {
+      await waitFor(async () => {
         tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
         return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
-      }, 'the tasks.json tasks are known', 30_000);
+      }, { what: 'the tasks.json tasks are known', deadlineMs: 30_000 });
       const invalid = tasks.find((t) => t.name === 'flows: evaluate invalid');
       assert.deepEqual(invalid?.definition, { type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/invalid.py' });
       const exitCodes: Record<string, number | undefined> = {};
@@ -638,7 +629,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         for (const name of ['flows: evaluate initial', 'flows: evaluate invalid', 'flows: evaluate missing']) {
           const task = tasks.find((t) => t.name === name) as vscode.Task;
           await vscode.tasks.executeTask(task);
-          await until(() => ended[name] === true, `${name} ended`, 30_000);
+          await waitFor(() => ended[name] === true, { what: `${name} ended`, deadlineMs: 30_000 });
         }
         // The initial and the invalid program are evaluated (the terminal reports the invalid one's status and reason);
         // a program that cannot be read ends the task with an error.

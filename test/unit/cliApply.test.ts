@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { tempDir } from '../support/tempDirs';
 
 const REPO = path.resolve(__dirname, '../..');
 const CLI = path.join(REPO, 'src/cli.ts');
@@ -41,7 +41,7 @@ describe('cli: thetaevolve apply', function () {
   let dir = '';
 
   before(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'thetaevolve-apply-'));
+    dir = tempDir('thetaevolve-apply-');
     writeFileSync(path.join(dir, 'parent.py'), PARENT);
     writeFileSync(path.join(dir, 'nomarkers.py'), 'x = 1\n');
     const responses: Record<string, string> = {
@@ -54,8 +54,6 @@ describe('cli: thetaevolve apply', function () {
     };
     for (const [name, text] of Object.entries(responses)) writeFileSync(path.join(dir, name), text);
   });
-
-  after(() => rmSync(dir, { recursive: true, force: true }));
 
   async function applyJson(parent: string, response: string): Promise<z.infer<typeof ApplyOutput>> {
     const run = await cli(['apply', parent, response, '--json'], dir);

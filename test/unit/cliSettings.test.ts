@@ -3,22 +3,21 @@
 // line naming it, stops at --until-step counting resumed steps, and writes the
 // best program with `db --best`. Driven through `main` as the binary is.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
 import { RUN_SPEC } from '../../src/cli/commands';
 import { settingsFromArgs, stripJsonComments, withFlagNames } from '../../src/cli/settingsSources';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
 
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
 
 
 describe('CLI settings: --config, --set, flags', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'thetaevolve-cli-settings-'))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  beforeEach(() => (dir = tempDir('thetaevolve-cli-settings-')));
 
   const settingsOf = (argv: string[]) => settingsFromArgs(parseArgs(RUN_SPEC, [TASK_DIR, ...argv]), dir);
 
@@ -80,8 +79,7 @@ describe('CLI: settings named with their flags', () => {
 describe('CLI run --until-step and db --best', function () {
   this.timeout(120_000);
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'thetaevolve-cli-until-'))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  beforeEach(() => (dir = tempDir('thetaevolve-cli-until-')));
 
   it('stops once step N is committed, counting the steps a resumed database already has', async () => {
     const common = ['run', TASK_DIR, '--sampler', 'mutate', '--batch', '2', '--samples', '2', '--eval-concurrency', '2', '--db', 'run.sqlite', '--json', '--set', 'database.preset=small'];

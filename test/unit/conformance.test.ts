@@ -4,12 +4,12 @@
 // evaluates ok in the sandbox near the paper's initial score.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Evaluator, scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/common/types';
+import { tempDir } from '../support/tempDirs';
 
 const REPO = join(__dirname, '../..');
 const TASKS = join(REPO, 'tasks');
@@ -80,13 +80,10 @@ describe('conformance: published reference solutions', function () {
       console.log(`      (skipped: no reference solutions at ${REFERENCE}; they come with the project's shared folder)`);
       this.skip();
     }
-    dir = await mkdtemp(join(tmpdir(), 'te-conformance-'));
+    dir = tempDir('te-conformance-');
     for (const name of ['circle-packing', 'circle-packing-strict', 'first-autocorrelation', 'second-autocorrelation', 'third-autocorrelation']) {
       tasks[name] = await loadTask(join(TASKS, name));
     }
-  });
-  after(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   async function score(task: Task, solution: unknown, file = 'solution.json'): Promise<EvaluationResult> {
@@ -171,11 +168,8 @@ describe('conformance: published reference solutions', function () {
 describe('conformance: evaluators reject what they must', function () {
   this.timeout(60000);
   let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-evaluators-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    dir = tempDir('te-evaluators-');
   });
 
   let files = 0;

@@ -6,14 +6,13 @@
 // window reload shows the same numbers.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/common/config';
 import { bestCode, DashboardFeed, modelSink, replayRunFromDisk } from '../../src/dashboard/dashboardFeed';
 import { BEST_CODE_MAX_CHARS } from '../../src/protocol/dashboardMessages';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { EngineHost } from '../../src/worker/engineHost';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '../..');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -37,11 +36,8 @@ describe('dashboard numbers match `run --json` for the same run', function () {
   this.timeout(180_000);
   let scratch: string;
 
-  before(async () => {
-    scratch = await mkdtemp(join(tmpdir(), 'thetaevolve-dashboard-truth-'));
-  });
-  after(async () => {
-    await rm(scratch, { recursive: true, force: true });
+  before(() => {
+    scratch = tempDir('thetaevolve-dashboard-truth-');
   });
 
   it('best, best so far, mean, percentiles, outcome counts, samples, tokens and database size per step', async () => {

@@ -1,6 +1,5 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { parseArgs } from '../../src/cli/args';
@@ -8,6 +7,7 @@ import { DB_SPEC } from '../../src/cli/commands';
 import { dbCommand } from '../../src/cli/db';
 import { type CliIO, InputError } from '../../src/cli/io';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
+import { tempDir } from '../support/tempDirs';
 import { programWith, testConfig } from './fixtures/database/programs';
 
 function captureIO(cwd: string): { io: CliIO; out: () => string } {
@@ -34,13 +34,12 @@ const SummarySchema = z.object({
 describe('thetaevolve db', () => {
   let dir: string;
   beforeEach(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-dbcli-'));
+    dir = tempDir('thetaevolve-dbcli-');
     const db = await ProgramDatabase.open(path.join(dir, 'run.sqlite'), { config: testConfig({ numIslands: 2 }) });
     const root = await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
     await db.commitStep({ step: 1, children: [programWith(0.75, 120, root.id, 1, 'better'), programWith(-0.2, 90, root.id, 1, 'crashed')], stats: {}, engineState: null });
     await db.close();
   });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('prints programs, steps, best, islands and archive as JSON', async () => {
     const { io, out } = captureIO(dir);

@@ -1,9 +1,9 @@
 import * as assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
+import { tempDir } from '../support/tempDirs';
 import { testConfig } from './fixtures/database/programs';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -18,10 +18,7 @@ describe('program database: SIGKILL at random moments', function () {
   let dir: string;
 
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-crash-'));
-  });
-  afterEach(() => {
-    fs.rmSync(dir, { recursive: true, force: true });
+    dir = tempDir('thetaevolve-crash-');
   });
 
   it('keeps every step a killed writer reported committed, and the file always opens', async () => {

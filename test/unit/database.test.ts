@@ -1,6 +1,5 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { defaultSettings, parseSettings } from '../../src/engine/common/config';
@@ -14,6 +13,7 @@ import {
 } from '../../src/engine/database/programDatabase';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { Rng } from '../../src/engine/common/rng';
+import { tempDir } from '../support/tempDirs';
 import { programWith, REALISTIC_SHAPE, syntheticProgram, testConfig } from './fixtures/database/programs';
 
 let dir: string;
@@ -46,11 +46,10 @@ async function evolve(db: ProgramDatabase, steps: number, rng: Rng, parents = 4,
 
 describe('program database', () => {
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-db-'));
+    dir = tempDir('thetaevolve-db-');
   });
   afterEach(async () => {
     for (const db of open.splice(0)) await db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   describe('configuration', () => {
@@ -583,7 +582,7 @@ describe('program database: lineage depth of a best', () => {
 
   it('is what the best had when it was added, also after its ancestors were evicted and after a reopen', async () => {
     const config = testConfig({ populationSize: 4, archiveSize: 1, numIslands: 1 });
-    const own = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-lineage-'));
+    const own = tempDir('thetaevolve-lineage-');
     const file = path.join(own, 'lineage.sqlite');
     const db = await ProgramDatabase.open(file, { config });
     open.push(db);

@@ -2,9 +2,7 @@
 // validated, requests spread by least outstanding requests over real test
 // servers, and a server that goes away mid-run is taken out while the run goes on.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings } from '../../src/engine/common/config';
 import { EvolutionRun } from '../../src/engine/loop';
@@ -15,6 +13,7 @@ import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/ll
 import { EndpointPool, endpointSource, parseEndpointList } from '../../src/engine/llm/endpointPool';
 import type { GenerationJob, Sample } from '../../src/engine/common/types';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
+import { tempDir } from '../support/tempDirs';
 
 const PROGRAM = ['# EVOLVE-BLOCK-START', 'def f():', '    return 0.5', '# EVOLVE-BLOCK-END', ''].join('\n');
 
@@ -146,7 +145,7 @@ describe('endpoint pool against two real test servers', function () {
     const source = endpointSource({ ...endpointOptionsFromSettings(settings, undefined), backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 50 } });
     assert.ok(source instanceof EndpointPool);
     const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
-    const dir = await mkdtemp(join(tmpdir(), 'te-pool-run-'));
+    const dir = tempDir('te-pool-run-');
     const committed: StepCommittedEvent[] = [];
     let closing: Promise<void> | null = null;
     try {
@@ -176,7 +175,6 @@ describe('endpoint pool against two real test servers', function () {
     } finally {
       source.dispose();
       await evaluator.close();
-      await rm(dir, { recursive: true, force: true });
     }
   });
 

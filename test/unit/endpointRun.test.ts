@@ -4,10 +4,8 @@
 // a run whose server context is smaller than thetaevolve.maxTokens evolves.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { defaultSettings, parseSettings, type Settings } from '../../src/engine/common/config';
+import { defaultSettings } from '../../src/engine/common/config';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
@@ -16,13 +14,13 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbo
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
+import { settingsBuilder } from '../support/settings';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
 
-function settings(overrides: Record<string, unknown>): Settings {
-  return parseSettings({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, 'database.preset': 'small', seed: 3, sampler: 'llm', maxRetries: 0, serverRetrySeconds: 1, ...overrides });
-}
+const settings = settingsBuilder({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, 'database.preset': 'small', seed: 3, sampler: 'llm', maxRetries: 0, serverRetrySeconds: 1 });
 
 async function lastStep(dbFile: string): Promise<number> {
   const db = await ProgramDatabase.openReadOnly(dbFile);
@@ -43,11 +41,10 @@ describe('runs against a failing or small-context server', function () {
     task = await loadTask(FIXTURE);
   });
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-endpoint-run-'));
+    dir = tempDir('thetaevolve-endpoint-run-');
   });
   afterEach(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const runLoop = async (serverOptions: TestServerOptions, overrides: Record<string, unknown>, steps: number) => {

@@ -2,9 +2,7 @@
 // through EngineHost (the extension's side of the protocol) and, for the
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/common/config';
@@ -12,6 +10,7 @@ import type { EngineEvent } from '../../src/engine/common/events';
 import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/workerMessages';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
+import { tempDir } from '../support/tempDirs';
 
 const WORKER = resolve(__dirname, '../../src/worker/engineWorker.ts');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -65,14 +64,13 @@ describe('engine worker thread', function () {
   const logs: string[] = [];
 
   before(async () => {
-    scratch = await mkdtemp(join(tmpdir(), 'thetaevolve-worker-'));
+    scratch = tempDir('thetaevolve-worker-');
     host = new EngineHost({ workerFile: WORKER, execArgv: EXEC_ARGV });
     host.on('log', (level, message) => logs.push(`${level}: ${message}`));
   });
 
   after(async () => {
     await host.dispose();
-    await rm(scratch, { recursive: true, force: true });
   });
 
   const dbFile = (): string => join(scratch, 'two-steps.sqlite');

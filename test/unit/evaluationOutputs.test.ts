@@ -3,8 +3,7 @@
 // than the evaluations terminal shows, and the step files' bounds.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parseSettings } from '../../src/engine/common/config';
@@ -15,6 +14,7 @@ import { MutateSampler } from '../../src/engine/llm/mutateSampler';
 import { evaluationOutputsDir } from '../../src/engine/runFiles';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURE = join(resolve(__dirname, '..', '..'), 'test', 'fixtures', 'tasks', 'quadratic');
 
@@ -30,9 +30,8 @@ describe('evaluation outputs kept beside the database', function () {
     task = await loadTask(FIXTURE);
   });
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-outputs-'));
+    dir = tempDir('thetaevolve-outputs-');
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   async function runSteps(startCode: string | undefined, steps: number): Promise<{ dbFile: string; finished: EvaluationFinishedEvent[] }> {
     const settings = parseSettings({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, 'database.preset': 'small', seed: 3 });

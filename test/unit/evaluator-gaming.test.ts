@@ -2,12 +2,12 @@
 // scaled down until the absolute tolerances matter, or one that leans on a
 // tolerance, never scores better than the honest solution it came from.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
 import { loadTask } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/common/types';
+import { tempDir } from '../support/tempDirs';
 
 const TASKS = join(__dirname, '../../tasks');
 
@@ -27,11 +27,8 @@ function rawC1(h: readonly number[]): number {
 describe('bundled evaluators: no scale or tolerance gaming', function () {
   this.timeout(30000);
   let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-gaming-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    dir = tempDir('te-gaming-');
   });
 
   async function score(task: string, solution: unknown): Promise<EvaluationResult> {

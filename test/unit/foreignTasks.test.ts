@@ -5,7 +5,7 @@
 // evaluator returns when python3 runs it directly, outside ThetaEvolve.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
@@ -17,6 +17,7 @@ import { leadingDocText } from '../../src/engine/task/scaffold';
 import { loadTask, TaskError } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/common/types';
 import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '../fixtures');
 const OPENEVOLVE = ['minimizing_max_min_dist/2', 'heilbronn_triangle', 'kissing_number'].map((p) => join(FIXTURES, 'openevolve', p));
@@ -83,11 +84,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     } catch {
       this.skip(); // Reason: needs python3 with numpy, scipy and yaml (scripts/setup.sh installs them; CI has them).
     }
-    scratch = mkdtempSync(join(tmpdir(), 'thetaevolve-foreign-'));
-    chmodSync(scratch, 0o755);
-  });
-  after(() => {
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
+    scratch = tempDir('thetaevolve-foreign-', { mode: 0o755 });
   });
 
   it('loads the layouts with no file changed: prompt from config.yaml, the evaluator timeout, not protected', async () => {

@@ -12,6 +12,7 @@ import {
 } from '../../src/engine/llm/endpointClient';
 import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/common/types';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
+import { waitFor } from '../support/waitFor';
 
 const PROGRAM = [
   'import numpy as np',
@@ -325,7 +326,7 @@ describe('EndpointClient against the test server', function () {
       const { sample } = await scripted(['stall', 'ok'], { requestTimeoutMs: 150 });
       assert.equal(sample.ok, true);
       assert.equal(sample.retries, 1);
-      await new Promise((r) => setTimeout(r, 30));
+      await waitFor(() => server.counters.clientAborts >= 1, { what: 'the server to see the stalled request abandoned', deadlineMs: 5000 });
       assert.equal(server.counters.clientAborts, 1);
     });
 
@@ -411,7 +412,7 @@ describe('EndpointClient against the test server', function () {
       assert.ok(afterStop < 1000, `stop took ${afterStop} ms`);
       assert.ok(samples.every((s) => !s.ok && /stopped/.test(s.error)));
       assert.equal(stats.aborted, true);
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor(() => server.counters.clientAborts >= 16 && server.counters.inFlight === 0, { what: 'the server to see every request abandoned', deadlineMs: 5000 });
       assert.equal(server.counters.clientAborts, 16, 'the server saw every request abandoned');
       assert.equal(server.counters.inFlight, 0);
     });

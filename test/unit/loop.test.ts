@@ -3,10 +3,8 @@
 // the offline sampler and the OpenAI-compatible test server over HTTP.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseSettings, type Settings } from '../../src/engine/common/config';
+import type { Settings } from '../../src/engine/common/config';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
@@ -16,13 +14,14 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbo
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { ResponseSource } from '../../src/engine/common/types';
 import { startTestServer } from '../server/openaiTestServer';
+import { settingsBuilder } from '../support/settings';
+import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
 
-function settings(overrides: Record<string, unknown>): Settings {
-  return parseSettings({ batchSize: 2, samplesPerPrompt: 3, evaluationConcurrency: 3, 'database.preset': 'small', seed: 7, ...overrides });
-}
+const settings = settingsBuilder({ batchSize: 2, samplesPerPrompt: 3, evaluationConcurrency: 3, 'database.preset': 'small', seed: 7 });
 
 async function runOnce(task: Task, s: Settings, dbFile: string, steps: number, source: ResponseSource, extra: { stopAt?: (e: EngineEvent, run: EvolutionRun) => void; afterCommit?: (c: CommittedStep) => void } = {}) {
   const events: EngineEvent[] = [];
@@ -55,9 +54,8 @@ describe('evolution loop', function () {
     task = await loadTask(FIXTURE);
   });
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-loop-'));
+    dir = tempDir('thetaevolve-loop-');
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('accounts for every one of the B x n samples of each step and improves on the initial program', async () => {
     const s = settings({});
@@ -106,7 +104,8 @@ describe('evolution loop', function () {
       }
     };
     const metaBefore = await metaOf();
-    await new Promise((r) => setTimeout(r, 5));
+    // A resumed run that wrote its own creation time would now write a later one.
+    await waitFor(() => Date.now() > Number(metaBefore.createdAt), { what: 'the clock to pass the creation time' });
     const second = await runOnce(task, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
     // What the run was created with is kept on resume.
     const metaAfter = await metaOf();
@@ -158,7 +157,8 @@ describe('evolution loop', function () {
         if (e.type === 'step_committed' && e.step === 1) run.pause();
         if (e.type === 'paused') {
           paused = true;
-          setTimeout(() => run.resume(), 200);
+          // The run awaits its resume right after emitting paused: resume once it waits.
+          queueMicrotask(() => run.resume());
         }
       },
     });

@@ -3,14 +3,14 @@
 // the task.json + evaluator template "New Task for This File" drafts, loaded
 // and run through the real sandbox.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commentSyntaxFromLanguageConfiguration, markEvolveBlock } from '../../src/engine/evolveBlockMarkers';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
 import { draftTask } from '../../src/engine/task/scaffold';
 import { loadTask } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/common/types';
+import { tempDir } from '../support/tempDirs';
 
 const CODE_SERVER_EXTENSIONS = join(__dirname, '../../tools/code-server/node_modules/code-server/lib/vscode/extensions');
 
@@ -56,10 +56,8 @@ describe('New Task for This File: the drafted task', function () {
   this.timeout(60_000);
   let dir: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-new-task-'));
-    chmodSync(dir, 0o755);
+    dir = tempDir('thetaevolve-new-task-', { mode: 0o755 });
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   async function evaluate(taskDir: string, code: string) {
     const evaluator = new Evaluator(await loadTask(taskDir), { concurrency: 1, memoryLimitMb: 2048, outputLimitBytes: 65536 });

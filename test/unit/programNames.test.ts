@@ -2,20 +2,18 @@
 // there by score (ProgramDatabase.stepRank on a real database file, read
 // back after reopening and after evictions), and the dashboard's best card.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bestView } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { programName, programNameDetail } from '../../src/engine/common/format';
+import { tempDir } from '../support/tempDirs';
 import { programWith, testConfig } from './fixtures/database/programs';
 
 describe('program names (step and rank)', () => {
   let dir: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-names-'));
+    dir = tempDir('thetaevolve-names-');
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('ranks each child by score among its step\'s children, ties by order, and keeps the rank after a reopen and after evictions', async () => {
     const file = join(dir, 'run.sqlite');

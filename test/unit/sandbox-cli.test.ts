@@ -1,10 +1,10 @@
 // `thetaevolve evaluate` as product.md specifies it.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { main } from '../../src/cli';
 import type { CliIO } from '../../src/cli/io';
+import { tempDir } from '../support/tempDirs';
 
 const REPO = join(__dirname, '../..');
 const FIXTURE = join(REPO, 'test/fixtures/hostile');
@@ -27,11 +27,8 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 describe('cli: evaluate', function () {
   this.timeout(30000);
   let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-cli-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    dir = tempDir('te-cli-');
   });
 
   it('prints status, score, objective, metrics, reason and durationMs with --json', async () => {

@@ -9,8 +9,7 @@
 // Kernel settings are only probed (opened for writing, never written).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { forDisplay } from '../../src/engine/common/displayText';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
@@ -18,6 +17,7 @@ import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { DENIED_SYSCALLS, hostSeccompArch, syscallNumber } from '../../src/engine/sandbox/seccomp';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
+import { tempDir } from '../support/tempDirs';
 
 const REPO = join(__dirname, '../..');
 const FIXTURE = join(REPO, 'test/fixtures/hostile');
@@ -73,15 +73,13 @@ describe('sandbox: containment on every host mode', function () {
     const fixture = await loadTask(FIXTURE);
     task = { ...fixture, candidateCommand: [...fixture.candidateCommand, MARKER] };
     evaluator = new Evaluator(task, OPTIONS);
-    dir = await mkdtemp(join(tmpdir(), 'te-containment-'));
+    dir = tempDir('te-containment-', { mode: 0o755 });
     programs = join(dir, 'programs');
     await mkdir(programs);
-    await chmod(dir, 0o755);
     await chmod(programs, 0o755);
   });
   after(async () => {
     await evaluator?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
   afterEach(() => {
     assert.deepEqual(processesMatching(MARKER), [], 'a candidate process outlived its evaluation');

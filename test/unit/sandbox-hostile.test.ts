@@ -3,13 +3,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURE = join(__dirname, '../fixtures/hostile');
 const REPO = join(__dirname, '../..');
@@ -82,17 +83,13 @@ describe('sandbox: hostile candidates', function () {
   });
 
   it('cannot write outside its working directory', async () => {
-    const hostDir = await mkdtemp(join(tmpdir(), 'te-hostile-host-'));
+    const hostDir = tempDir('te-hostile-host-');
     const targets = [join(hostDir, 'escaped.txt'), join(REPO, 'escaped-by-candidate.txt'), join(homedir(), 'escaped-by-candidate.txt'), '/usr/escaped-by-candidate.txt', '/etc/escaped-by-candidate.txt', join(FIXTURE, 'escaped.txt')];
-    try {
-      const result = await evaluator.evaluate(
-        `import os\nwritten = []\nfor path in ${JSON.stringify(targets)}:\n    try:\n        os.makedirs(os.path.dirname(path), exist_ok=True)\n        open(path, "w").write("escaped")\n        written.append(path)\n    except OSError as e:\n        print("refused:", path, e)\nprint("written inside the sandbox:", written)\nraise SystemExit(4)\n`,
-      );
-      assert.equal(result.status, 'no_solution');
-      for (const target of targets) assert.equal(existsSync(target), false, `${target} was written on the host`);
-    } finally {
-      await rm(hostDir, { recursive: true, force: true });
-    }
+    const result = await evaluator.evaluate(
+      `import os\nwritten = []\nfor path in ${JSON.stringify(targets)}:\n    try:\n        os.makedirs(os.path.dirname(path), exist_ok=True)\n        open(path, "w").write("escaped")\n        written.append(path)\n    except OSError as e:\n        print("refused:", path, e)\nprint("written inside the sandbox:", written)\nraise SystemExit(4)\n`,
+    );
+    assert.equal(result.status, 'no_solution');
+    for (const target of targets) assert.equal(existsSync(target), false, `${target} was written on the host`);
   });
 
   it("cannot read the user's home, the workspace or the evaluator", async () => {

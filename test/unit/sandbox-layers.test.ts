@@ -2,12 +2,12 @@
 // interpreter (every decision, both architectures), the macOS profile,
 // cgroup delegation detection, and the cleanup that no tree defeats.
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { detectCgroup } from '../../src/engine/sandbox/cgroup';
 import { removeTree } from '../../src/engine/sandbox/cleanup';
 import { pidNamespaceCommand, sandboxExecProfile } from '../../src/engine/sandbox/isolation';
+import { tempDir } from '../support/tempDirs';
 import {
   AUDIT_ARCH,
   type BpfInstruction,
@@ -131,60 +131,52 @@ describe('sandbox layers: cgroup delegation', () => {
   it('says why not: cgroup v1 only, hybrid without controllers, not delegated, not writable', async () => {
     const v1 = detectCgroup({ mountinfo: '25 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n', selfCgroup: '4:memory:/x\n' });
     assert.deepEqual(v1, { available: false, why: 'no cgroup v2 hierarchy is mounted (cgroup v1 only)' });
-    const root = await mkdtemp(join(tmpdir(), 'te-cgroup-'));
-    try {
-      await mkdir(join(root, 'user.slice'));
-      await writeFile(join(root, 'user.slice/cgroup.controllers'), 'cpu io memory pids\n');
-      await writeFile(join(root, 'user.slice/cgroup.subtree_control'), 'cpu\n');
-      const mountinfo = `30 1 0:26 / ${root} rw,nosuid shared:4 - cgroup2 cgroup2 rw\n`;
-      const notPassed = detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' });
-      assert.equal(notPassed.available, false);
-      assert.match(notPassed.available ? '' : notPassed.why, /does not pass the memory and pids controllers/);
-      await writeFile(join(root, 'user.slice/cgroup.subtree_control'), 'cpu memory pids\n');
-      assert.deepEqual(detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' }), { available: true, dir: join(root, 'user.slice') });
-      await writeFile(join(root, 'user.slice/cgroup.controllers'), 'cpu\n');
-      const hybrid = detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' });
-      assert.match(hybrid.available ? '' : hybrid.why, /memory and pids controllers are not available/);
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    const root = tempDir('te-cgroup-');
+    await mkdir(join(root, 'user.slice'));
+    await writeFile(join(root, 'user.slice/cgroup.controllers'), 'cpu io memory pids\n');
+    await writeFile(join(root, 'user.slice/cgroup.subtree_control'), 'cpu\n');
+    const mountinfo = `30 1 0:26 / ${root} rw,nosuid shared:4 - cgroup2 cgroup2 rw\n`;
+    const notPassed = detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' });
+    assert.equal(notPassed.available, false);
+    assert.match(notPassed.available ? '' : notPassed.why, /does not pass the memory and pids controllers/);
+    await writeFile(join(root, 'user.slice/cgroup.subtree_control'), 'cpu memory pids\n');
+    assert.deepEqual(detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' }), { available: true, dir: join(root, 'user.slice') });
+    await writeFile(join(root, 'user.slice/cgroup.controllers'), 'cpu\n');
+    const hybrid = detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' });
+    assert.match(hybrid.available ? '' : hybrid.why, /memory and pids controllers are not available/);
     assert.equal(detectCgroup({ mountinfo: v2Mount, selfCgroup: '1:name=systemd:/\n' }).available, false);
   });
 });
 
 describe('sandbox layers: cleanup', () => {
   it('removes a deep tree with permissions taken away, and never follows a link out of it', async () => {
-    const base = await mkdtemp(join(tmpdir(), 'te-cleanup-'));
-    try {
-      const victim = join(base, 'victim');
-      await mkdir(victim, { mode: 0o750 });
-      await writeFile(join(victim, 'keep.txt'), 'keep');
-      const tree = join(base, 'tree');
-      await mkdir(tree);
-      // As deep as Node can build by path (the containment test has a candidate go past PATH_MAX).
-      let path = tree;
-      const name = 'd'.repeat(200);
-      const levels: string[] = [];
-      for (let i = 0; i < 30; i++) {
-        if (path.length + name.length + 1 > 3800) break;
-        path = join(path, name);
-        await mkdir(path);
-        levels.push(path);
-      }
-      await symlink(victim, join(path, 'link-to-victim'));
-      await symlink(victim, join(tree, 'dir-link'));
-      await writeFile(join(path, 'leaf'), 'x');
-      for (const level of levels.reverse()) await chmod(level, 0o000);
-      assert.equal(await removeTree(tree), null);
-      await assert.rejects(stat(tree));
-      assert.deepEqual(await readdir(victim), ['keep.txt']);
-      assert.equal((await stat(victim)).mode & 0o777, 0o750, 'the link target was not chmod-ed');
-      // A plain file and a missing path are fine too.
-      await writeFile(join(base, 'file'), 'x');
-      assert.equal(await removeTree(join(base, 'file')), null);
-      assert.equal(await removeTree(join(base, 'missing')), null);
-    } finally {
-      await rm(base, { recursive: true, force: true });
+    const base = tempDir('te-cleanup-');
+    const victim = join(base, 'victim');
+    await mkdir(victim, { mode: 0o750 });
+    await writeFile(join(victim, 'keep.txt'), 'keep');
+    const tree = join(base, 'tree');
+    await mkdir(tree);
+    // As deep as Node can build by path (the containment test has a candidate go past PATH_MAX).
+    let path = tree;
+    const name = 'd'.repeat(200);
+    const levels: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      if (path.length + name.length + 1 > 3800) break;
+      path = join(path, name);
+      await mkdir(path);
+      levels.push(path);
     }
+    await symlink(victim, join(path, 'link-to-victim'));
+    await symlink(victim, join(tree, 'dir-link'));
+    await writeFile(join(path, 'leaf'), 'x');
+    for (const level of levels.reverse()) await chmod(level, 0o000);
+    assert.equal(await removeTree(tree), null);
+    await assert.rejects(stat(tree));
+    assert.deepEqual(await readdir(victim), ['keep.txt']);
+    assert.equal((await stat(victim)).mode & 0o777, 0o750, 'the link target was not chmod-ed');
+    // A plain file and a missing path are fine too.
+    await writeFile(join(base, 'file'), 'x');
+    assert.equal(await removeTree(join(base, 'file')), null);
+    assert.equal(await removeTree(join(base, 'missing')), null);
   });
 });

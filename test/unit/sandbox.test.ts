@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { link, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { link, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Evaluator, type EvaluatorOptions, parseEvaluatorReply, scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
 import { detectIsolation, findExecutable } from '../../src/engine/sandbox/isolation';
@@ -9,6 +8,8 @@ import { runProcess } from '../../src/engine/sandbox/process';
 import { readSolutionFile } from '../../src/engine/sandbox/solutionFile';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
+import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const FIXTURE = join(__dirname, '../fixtures/hostile');
 const BWRAP_EXPECTED = process.platform === 'linux' && findExecutable('bwrap') !== null;
@@ -136,19 +137,26 @@ describe('sandbox: evaluator', function () {
 
   it('cancels on abort and on close, and never throws', async () => {
     const one = new Evaluator(task, { ...OPTIONS, concurrency: 1 });
+    // Cancelled only once the candidate runs: its child process, marked on its command line, is up.
+    const sleeper = (marker: string): string => writesValue('1', `import subprocess\nsubprocess.run([sys.executable, "-c", "import time; time.sleep(30)", "${marker}"])`);
+    const whenRunning = (marker: string): Promise<unknown> => waitFor(() => processesMatching(marker).length > 0, { what: `the candidate's process ${marker} to run`, deadlineMs: 15_000 });
+    const abortMarker = `te-abort-${process.pid}-${Date.now()}`;
     const controller = new AbortController();
-    const running = one.evaluate(writesValue('1', 'time.sleep(30)'), { signal: controller.signal });
+    let abortedWhileRunning: Promise<void> | undefined;
+    const running = one.evaluate(sleeper(abortMarker), { signal: controller.signal, onStart: () => (abortedWhileRunning = whenRunning(abortMarker).then(() => controller.abort())) });
     const queued = one.evaluate(writesValue('1'));
-    setTimeout(() => controller.abort(), 300);
     const aborted = await running;
+    await abortedWhileRunning;
     assert.equal(aborted.status, 'no_solution');
     assert.equal(aborted.metrics.cancelled, true);
     assert.equal((await queued).status, 'ok');
 
-    const long = one.evaluate(writesValue('1', 'time.sleep(30)'));
+    let closedWhileRunning: Promise<void> | undefined;
+    const closeMarker = `te-close-${process.pid}-${Date.now()}`;
+    const long = one.evaluate(sleeper(closeMarker), { onStart: () => (closedWhileRunning = whenRunning(closeMarker).then(() => one.close())) });
     const behind = one.evaluate(writesValue('1'));
-    setTimeout(() => void one.close(), 300);
     assert.equal((await long).metrics.cancelled, true);
+    await closedWhileRunning;
     assert.equal((await behind).metrics.cancelled, true);
     assert.equal((await one.evaluate(writesValue('1'))).metrics.cancelled, true);
   });
@@ -168,37 +176,29 @@ describe('sandbox: evaluator', function () {
   });
 
   it('treats an evaluator failure or a malformed reply as an invalid solution', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'te-badeval-'));
-    try {
-      await writeFile(join(dir, 'crash.py'), 'import sys\nsys.stderr.write("evaluator bug")\nsys.exit(5)\n');
-      await writeFile(join(dir, 'liar.py'), 'print("score: 100")\n');
-      await writeFile(join(dir, 'shape.py'), 'print(\'{"valid": true, "objective": "high"}\')\n');
-      for (const [script, pattern] of [['crash.py', /exited with code 5[\s\S]*evaluator bug/], ['liar.py', /not JSON/], ['shape.py', /malformed at objective/]] as const) {
-        const broken = new Evaluator({ ...task, evaluatorCommand: ['/usr/bin/python3', join(dir, script), '{solution}'] }, OPTIONS);
-        try {
-          const result = await broken.evaluate(writesValue('2'));
-          assert.equal(result.status, 'invalid_solution', script);
-          assert.match(result.reason, pattern);
-          assert.equal(result.metrics.evaluator_failed, true);
-        } finally {
-          await broken.close();
-        }
+    const dir = tempDir('te-badeval-');
+    await writeFile(join(dir, 'crash.py'), 'import sys\nsys.stderr.write("evaluator bug")\nsys.exit(5)\n');
+    await writeFile(join(dir, 'liar.py'), 'print("score: 100")\n');
+    await writeFile(join(dir, 'shape.py'), 'print(\'{"valid": true, "objective": "high"}\')\n');
+    for (const [script, pattern] of [['crash.py', /exited with code 5[\s\S]*evaluator bug/], ['liar.py', /not JSON/], ['shape.py', /malformed at objective/]] as const) {
+      const broken = new Evaluator({ ...task, evaluatorCommand: ['/usr/bin/python3', join(dir, script), '{solution}'] }, OPTIONS);
+      try {
+        const result = await broken.evaluate(writesValue('2'));
+        assert.equal(result.status, 'invalid_solution', script);
+        assert.match(result.reason, pattern);
+        assert.equal(result.metrics.evaluator_failed, true);
+      } finally {
+        await broken.close();
       }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
     }
   });
 
   it('scores a solution file directly with the trusted evaluator', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'te-score-'));
-    try {
-      await writeFile(join(dir, 'solution.json'), '{"value": 7}');
-      const result = await scoreSolutionFile(task, join(dir, 'solution.json'));
-      assert.equal(result.status, 'ok');
-      assert.equal(result.objective, 7);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const dir = tempDir('te-score-');
+    await writeFile(join(dir, 'solution.json'), '{"value": 7}');
+    const result = await scoreSolutionFile(task, join(dir, 'solution.json'));
+    assert.equal(result.status, 'ok');
+    assert.equal(result.objective, 7);
   });
 });
 
@@ -239,7 +239,8 @@ describe('sandbox: fallback isolation', function () {
       `import subprocess, time\nsubprocess.Popen(["/bin/sleep", "300"], env={"M": "${marker}"})\nsubprocess.Popen(["/bin/sh", "-c", "sleep 301 # ${marker}"])\ntime.sleep(60)\n`,
     );
     assert.equal(result.status, 'timeout');
-    await new Promise((r) => setTimeout(r, 200));
+    // The group was sent SIGKILL; the kernel may take a moment to reap it.
+    await waitFor(() => processesMatching(marker).length === 0, { what: `no process marked ${marker} left`, deadlineMs: 5000 });
     assert.deepEqual(processesMatching(marker), []);
   });
 
@@ -258,11 +259,8 @@ describe('sandbox: fallback isolation', function () {
 describe('sandbox: process runner and solution reader', function () {
   this.timeout(20000);
   let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-reader-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    dir = tempDir('te-reader-');
   });
 
   it('reports exit codes, signals and timeouts', async () => {

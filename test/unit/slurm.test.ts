@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseSettings } from '../../src/engine/common/config';
@@ -19,6 +18,7 @@ import { findExecutable } from '../../src/engine/sandbox/isolation';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/common/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '../..');
 const DIST = join(ROOT, 'dist');
@@ -97,13 +97,12 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     }
     cluster = await startSlurmCluster();
     task = await loadTask(FIXTURE);
-    staging = await mkdtemp(join(tmpdir(), 'te-slurm-staging-'));
+    staging = tempDir('te-slurm-staging-');
   });
 
   after(async () => {
     for (const e of started) await e.close();
     if (cluster) await cluster.stop();
-    if (staging) await rm(staging, { recursive: true, force: true });
   });
 
   function options(runId: string, extra: Partial<SlurmEvaluatorOptions> = {}): SlurmEvaluatorOptions {

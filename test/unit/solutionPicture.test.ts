@@ -3,13 +3,13 @@
 // nothing for anything malformed (the candidate wrote that file).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { autoconvolution, MAX_STEP_POINTS, solutionPicture } from '../../src/dashboard/solutionPicture';
 import { bestSolutionFile } from '../../src/engine/runFiles';
 import { SolutionPictureSchema } from '../../src/protocol/dashboardMessages';
 import { BestSolutionSchema } from '../../src/protocol/workerMessages';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -32,23 +32,19 @@ describe('dashboard: the picture of the best solution', () => {
 
   it('the run keeps its best program\'s solution file beside the database (circle packing, offline sampler)', function () {
     this.timeout(120_000);
-    const dir = mkdtempSync(join(tmpdir(), 'thetaevolve-best-solution-'));
-    try {
-      const db = join(dir, 'run.sqlite');
-      const run = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', join(ROOT, 'tasks/circle-packing'), '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db, '--set', 'database.preset=small'], {
-        encoding: 'utf8',
-        cwd: ROOT,
-      });
-      assert.equal(run.status, 0, run.stderr);
-      assert.ok(existsSync(bestSolutionFile(db)), 'the best solution is kept');
-      const kept = BestSolutionSchema.parse(JSON.parse(readFileSync(bestSolutionFile(db), 'utf8')));
-      const picture = solutionPicture(kept.solution);
-      assert.equal(picture?.kind, 'circles');
-      assert.equal(picture?.kind === 'circles' && picture.circles.length, 26);
-      const best = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'db', db, '--json'], { encoding: 'utf8', cwd: ROOT });
-      assert.equal((JSON.parse(best.stdout) as { best: { id: string } }).best.id, kept.id, 'the kept solution is the best program\'s');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const dir = tempDir('thetaevolve-best-solution-');
+    const db = join(dir, 'run.sqlite');
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', join(ROOT, 'tasks/circle-packing'), '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db, '--set', 'database.preset=small'], {
+      encoding: 'utf8',
+      cwd: ROOT,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.ok(existsSync(bestSolutionFile(db)), 'the best solution is kept');
+    const kept = BestSolutionSchema.parse(JSON.parse(readFileSync(bestSolutionFile(db), 'utf8')));
+    const picture = solutionPicture(kept.solution);
+    assert.equal(picture?.kind, 'circles');
+    assert.equal(picture?.kind === 'circles' && picture.circles.length, 26);
+    const best = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'db', db, '--json'], { encoding: 'utf8', cwd: ROOT });
+    assert.equal((JSON.parse(best.stdout) as { best: { id: string } }).best.id, kept.id, 'the kept solution is the best program\'s');
   });
 });

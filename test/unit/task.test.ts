@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
 import { taskJsonSchema, taskJsonSchemaText } from '../../src/engine/task/schema';
 import { evolveBlockProblem, fillTemplate, listBundledTasks, loadTask, placeholdersOf, TaskError } from '../../src/engine/task/task';
+import { tempDir } from '../support/tempDirs';
 
 const REPO = join(__dirname, '../..');
 
@@ -23,11 +23,8 @@ const PROGRAM = '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n';
 
 describe('task format', () => {
   let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-task-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    dir = tempDir('te-task-');
   });
 
   let cases = 0;

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { programInPrompt, tokenPieces } from '../server/testModel';
+import { waitFor } from '../support/waitFor';
 
 const PROGRAM = [
   'import numpy as np',
@@ -225,7 +226,7 @@ describe('OpenAI-compatible test server', () => {
         signal: AbortSignal.timeout(150),
       }),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => server.counters.clientAborts >= 1 && server.counters.inFlight === 0, { what: 'the server to see the request abandoned', deadlineMs: 5000 });
     assert.equal(server.counters.clientAborts, 1);
     assert.equal(server.counters.inFlight, 0);
   });

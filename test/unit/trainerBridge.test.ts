@@ -3,11 +3,10 @@
 // delivery through outages, restarts and ambiguous failures, sync and async
 // holds, the toggle, refusals, and the spool's crash rules.
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseSettings, type Settings } from '../../src/engine/common/config';
+import type { Settings } from '../../src/engine/common/config';
 import { EngineEventSchema } from '../../src/engine/common/events';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent, trainerSummary } from '../../src/engine/trainer/bridge';
@@ -17,12 +16,13 @@ import { emptyOutcomeCounts, type Outcome } from '../../src/engine/common/types'
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import type { DataFault } from '../server/faultyTrainerServer';
 import { startSlimeTestServer, wholeSlimeGroups } from '../server/slimeTestServer';
+import { settingsBuilder } from '../support/settings';
+import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: null };
 
-function settings(overrides: Record<string, unknown>): Settings {
-  return parseSettings({ batchSize: 2, samplesPerPrompt: 3, 'trainer.enabled': true, ...overrides });
-}
+const settings = settingsBuilder({ batchSize: 2, samplesPerPrompt: 3, 'trainer.enabled': true });
 
 /** A committed step as the loop hands it over: B groups of n responses with token ids and logprobs. */
 function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: string | null; equalRewards?: boolean; badLogprob?: boolean; failed?: number[] } = {}): CommittedStep {
@@ -117,11 +117,10 @@ describe('RL trainer bridge', function () {
   const cleanups: (() => Promise<void>)[] = [];
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-trainer-'));
+    dir = tempDir('thetaevolve-trainer-');
   });
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function atropos(options: Parameters<typeof startAtroposTestServer>[0]) {
@@ -402,7 +401,7 @@ describe('RL trainer bridge', function () {
       await first.b.start(new AbortController().signal);
       const stop = new AbortController();
       const pending = first.b.afterCommit(committedStep(1), stop.signal);
-      while (server.received.length < 2) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(() => server.received.length >= 2, { what: 'the trainer to store both groups', deadlineMs: 20_000 });
       stop.abort();
       await pending;
       await first.b.close(); // as a crash: the second group is stored, its reply never came

@@ -4,13 +4,12 @@
 // restarts and a SIGKILL mid-run followed by a resume with the same --db.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { startSlimeTestServer, wholeSlimeGroups } from '../server/slimeTestServer';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
@@ -88,13 +87,12 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
   const closers: (() => Promise<void>)[] = [];
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-trainer-cli-'));
+    dir = tempDir('thetaevolve-trainer-cli-');
     endpoint = await startTestServer({});
     closers.push(() => endpoint.close());
   });
   afterEach(async () => {
     for (const c of closers.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const common = (db: string, steps: number) => ['--steps', String(steps), '--batch', '2', '--samples', '2', '--db', db, '--json'];
@@ -156,7 +154,8 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     const db = join(dir, 'crash.sqlite');
     let child: ChildProcess | null = null;
     server.onScoredData = (index) => {
-      if (index === 2) setTimeout(() => child?.kill('SIGKILL'), 150);
+      // Stored, and its reply held for good: the CLI dies before it hears back.
+      if (index === 2) child?.kill('SIGKILL');
     };
     const args = ['--endpoint', endpoint.baseURL, '--trainer', server.url, '--trainer-protocol', 'atropos'];
     const first = await runCli([...args, ...common(db, 3)], (c) => (child = c));

@@ -5,8 +5,6 @@
 // the loop asks again for the failed responses (trainer.resampleRounds), and
 // a group still short is dropped with a warning and a count.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings } from '../../src/engine/common/config';
 import type { EngineEvent } from '../../src/engine/common/events';
@@ -18,6 +16,7 @@ import { TrainerBridge } from '../../src/engine/trainer/bridge';
 import { startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer } from '../server/openaiTestServer';
 import { startSlimeTestServer } from '../server/slimeTestServer';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURE = resolve(__dirname, '..', 'fixtures', 'tasks', 'quadratic');
 const N = 3;
@@ -28,11 +27,10 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
   const cleanups: (() => Promise<void>)[] = [];
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-trainer-loop-'));
+    dir = tempDir('thetaevolve-trainer-loop-');
   });
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /** Three steps of B = 2 prompts x n = 3 against an endpoint failing 30% of requests, the groups going to `trainerUrl`. */

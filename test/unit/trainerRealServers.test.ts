@@ -6,15 +6,15 @@
 // /batch polls; slime: /start_rollout once, /get_rollout_data).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge } from '../../src/engine/trainer/bridge';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
+import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');
 const N = 3;
@@ -78,14 +78,11 @@ class PythonServer {
     child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
     const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${this.script} exited (${code}) before it answered:\n${this.output}`))));
     exited.catch(() => undefined);
-    const deadline = Date.now() + 20_000;
-    for (let attempt = 1; ; attempt++) {
-      const answered = await Promise.race([call(this.url, 'GET', '/').then(() => true, () => false), exited]);
-      if (answered) return;
-      if (Date.now() > deadline) throw new Error(`${this.script} did not answer on ${this.url} within 20 s:\n${this.output}`);
-      // Polling the endpoint until it answers: a short, growing pause between attempts.
-      await new Promise((r) => setTimeout(r, Math.min(25 * attempt, 200)));
-    }
+    await waitFor(() => Promise.race([call(this.url, 'GET', '/').then(() => true, () => false), exited]), {
+      what: `${this.script} to answer on ${this.url}`,
+      deadlineMs: 20_000,
+      detail: () => this.output,
+    });
   }
 
   async stop(): Promise<void> {
@@ -191,11 +188,10 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     python = found as string;
   });
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-real-trainers-'));
+    dir = tempDir('thetaevolve-real-trainers-');
   });
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   function bridge(settings: Settings, warnings: string[]): TrainerBridge {

@@ -3,11 +3,11 @@
 // atomically, keeping the file's mode.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../src/engine/database/atomicFile';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
 import { programWith, testConfig } from './fixtures/database/programs';
 
 const TASK = path.resolve(__dirname, '../../tasks/circle-packing');
@@ -15,9 +15,8 @@ const TASK = path.resolve(__dirname, '../../tasks/circle-packing');
 describe('CLI input', () => {
   let dir: string;
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-cliinput-'));
+    dir = tempDir('thetaevolve-cliinput-');
   });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   const refused: [string[], RegExp][] = [
     [['--steps', '-2'], /--steps needs an integer of at least 1, got '-2'/],

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { runLockFile } from '../../src/engine/runFiles';
 import { acquireRunLock, RunLockedError } from '../../src/engine/runLock';
 import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
 
 const HOLDER = path.resolve(__dirname, '../support/holdRunLock.ts');
 const TASK = path.resolve(__dirname, '../../tasks/circle-packing');
@@ -34,12 +35,11 @@ describe('run lock', () => {
   let dbFile: string;
   const children: ChildProcess[] = [];
   beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-lock-'));
+    dir = tempDir('thetaevolve-lock-');
     dbFile = path.join(dir, 'run.sqlite');
   });
   afterEach(() => {
     for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('refuses a second run of the same database in this process, and gives it back on release', async () => {

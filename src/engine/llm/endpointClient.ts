@@ -19,10 +19,9 @@ import { EndpointConnection, type EndpointOptions } from './endpointConnection';
 import { type CallState, RequestRunner, unitsOf } from './requestRunner';
 import { ServerProbe, type TokenSupport } from './serverProbe';
 
-export { PLACEHOLDER_API_KEY, type EndpointOptions } from './endpointConnection';
+// The option and token-support types callers name with the client.
+export type { EndpointOptions } from './endpointConnection';
 export type { TokenSupport } from './serverProbe';
-export { estimatePromptTokens } from './contextBudget';
-export { policyVersionOf } from './chatResponse';
 
 /** The API key from the environment (OPENAI_API_KEY), or undefined. */
 export function apiKeyFromEnvironment(env: Readonly<Record<string, string | undefined>>): string | undefined {

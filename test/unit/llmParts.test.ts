@@ -1,8 +1,10 @@
 // Pieces of the endpoint client: reasoning split, reply reading, retry timing, semaphore.
 import assert from 'node:assert/strict';
 import { ChatCompletionSchema, readChoice, splitEvenly, splitReasoning } from '../../src/engine/llm/chatResponse';
-import { backoffDelayMs, isRetryableStatus, retryAfterMs, sleep } from '../../src/engine/llm/retryPolicy';
-import { Semaphore } from '../../src/engine/llm/semaphore';
+import { backoffDelayMs } from '../../src/engine/async/retryBudget';
+import { Semaphore } from '../../src/engine/async/semaphore';
+import { sleep } from '../../src/engine/async/sleep';
+import { isRetryableStatus, retryAfterMs } from '../../src/engine/llm/retryPolicy';
 
 describe('llm: reasoning and answer', () => {
   it('takes the answer from content and the reasoning from the field', () => {

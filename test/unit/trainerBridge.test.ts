@@ -10,6 +10,7 @@ import type { Settings } from '../../src/engine/common/config';
 import { EngineEventSchema } from '../../src/engine/common/events';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent, trainerSummary } from '../../src/engine/trainer/bridge';
+import { rolloutGroupsOf, shortGroupWarning } from '../../src/engine/trainer/rolloutGroups';
 import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
 import type { TokenSupport } from '../../src/engine/llm/endpointClient';
 import { emptyOutcomeCounts, type Outcome } from '../../src/engine/common/types';
@@ -671,5 +672,39 @@ describe('RL trainer bridge', function () {
       assert.deepEqual(server.received.map((r) => r.problem !== null), [false, true, true]);
       assert.equal(server.groupSize, 16, 'the real default until /start_rollout');
     });
+  });
+});
+
+describe('trainer: rollout groups of a committed step', () => {
+  const options = { protocol: 'atropos' as const, groupSize: 3, filterEqualRewards: false, runPrefix: 'run1', samplingVersion: '7', now: 1000 };
+
+  it('spools whole groups, with the sampling version where the responses name none', () => {
+    const { groups, short } = rolloutGroupsOf(committedStep(2), options);
+    assert.deepEqual(short, []);
+    assert.deepEqual(groups.map((g) => [g.id, g.step, g.policyVersion, g.samples.length, g.spooledAt]), [
+      ['run1:s2-p0', 2, '7', 3, 1000],
+      ['run1:s2-p1', 2, '7', 3, 1000],
+    ]);
+    assert.equal(rolloutGroupsOf(committedStep(2, 1, 3, { policyVersion: '9' }), options).groups[0]?.policyVersion, '9');
+  });
+
+  it('leaves out groups short of n, and says why', () => {
+    const { groups, short } = rolloutGroupsOf(committedStep(1, 2, 3, { failed: [1] }), options);
+    assert.deepEqual(groups, []);
+    assert.deepEqual(short[0], { key: 's1-p0', usable: 2, responses: 2, failed: 1 });
+    assert.equal(
+      shortGroupWarning(short[0]!, options, 1),
+      'group s1-p0 has 2 of its 3 responses (1 request(s) failed after retries): not sent, since a short group stalls the trainer (atropos buffers it, slime never releases it); 1 group(s) dropped so far',
+    );
+    const noIds = committedStep(1, 1, 3);
+    noIds.groups[0]!.samples[0]!.response!.tokens = null;
+    const atropos = rolloutGroupsOf(noIds, options).short[0]!;
+    assert.match(shortGroupWarning(atropos, options, 2), /has 2 of its 3 responses with token ids: not sent/);
+    assert.equal(rolloutGroupsOf(noIds, { ...options, protocol: 'slime' }).groups.length, 1);
+  });
+
+  it('leaves out equal-reward groups only when asked', () => {
+    assert.equal(rolloutGroupsOf(committedStep(1, 2, 3, { equalRewards: true }), options).groups.length, 2);
+    assert.equal(rolloutGroupsOf(committedStep(1, 2, 3, { equalRewards: true }), { ...options, filterEqualRewards: true }).groups.length, 0);
   });
 });

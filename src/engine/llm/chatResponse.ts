@@ -102,3 +102,14 @@ export function splitEvenly(total: number, count: number): number[] {
   const rest = total - base * count;
   return Array.from({ length: count }, (_, i) => base + (i < rest ? 1 : 0));
 }
+
+/**
+ * The policy version a reply names: SGLang's metadata.weight_version, except
+ * its placeholder "default" (sent until a trainer tags an update), which
+ * names no version and must not stand in for the trainer's step.
+ */
+export function policyVersionOf(weightVersion: string | number | null | undefined): string | null {
+  if (weightVersion === undefined || weightVersion === null) return null;
+  const version = String(weightVersion);
+  return version === 'default' || version === '' ? null : version;
+}

@@ -12,8 +12,9 @@ import type { EndpointServersEvent } from '../common/events';
 import { percentile } from '../common/stats';
 import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../common/types';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
-import { DEFAULT_BACKOFF, backoffDelayMs, type BackoffOptions, sleep } from './retryPolicy';
-import { Semaphore } from './semaphore';
+import { DEFAULT_BACKOFF, RetryBudget, type BackoffOptions } from '../async/retryBudget';
+import { Semaphore } from '../async/semaphore';
+import { sleep } from '../async/sleep';
 
 /** First wait before a server that was taken out is health-checked again; doubles per failed check. */
 const DEFAULT_HEALTH_RETRY_MS = 5_000;
@@ -392,11 +393,10 @@ export class EndpointPool implements ResponseSource {
     deliver: (sample: Sample) => void,
   ): Promise<void> {
     const failedOn = new Set<Server>();
-    let retries = 0;
+    /** maxRetries across the servers; its window (thetaevolve.serverRetrySeconds) runs from when this unit first met a server that was down. */
+    const budget = new RetryBudget({ maxRetries: this.options.maxRetries, windowMs: this.options.retrySeconds * 1000, backoff: this.backoff });
     let lastError: string | null = null;
     let firstStart: number | null = null;
-    /** When this unit first met a server that was down: it waits for servers for thetaevolve.serverRetrySeconds from then. */
-    let unavailableSince: number | null = null;
     const subJob: GenerationJob = { ...unit.job, key: unit.job.key, n: unit.n, seed: unit.seed };
     for (;;) {
       let server = this.pick(failedOn);
@@ -404,23 +404,22 @@ export class EndpointPool implements ResponseSource {
         // Every server is out: as with one server, wait for one to come back
         // for thetaevolve.serverRetrySeconds (a restart, a reload), and at
         // least for the retry budget's backoffs.
-        unavailableSince ??= performance.now();
-        const waitLeftMs = this.options.retrySeconds * 1000 - (performance.now() - unavailableSince);
-        const retryLeft = retries < this.options.maxRetries;
+        const waitLeftMs = budget.windowLeftMs();
+        const retryLeft = budget.canRetry;
         if (!retryLeft && waitLeftMs <= 0) {
           const last = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
           const waited = this.options.retrySeconds > 0 ? `; none came back within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : '';
           const error = `every server of thetaevolve.endpoint is out (last: ${last})${waited}`;
-          for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries, error });
+          for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries: budget.retries, error });
           return;
         }
         if (retryLeft) {
-          retries++;
+          budget.take();
           totals.retries++;
         }
         const reason = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
         // Said as waiting only when it is the thetaevolve.serverRetrySeconds wait, not a retry's short backoff.
-        await this.waitForAnyServer(Math.max(retryLeft ? backoffDelayMs(retries, this.backoff) : 0, waitLeftMs), reason, signal, waitLeftMs > 0);
+        await this.waitForAnyServer(Math.max(retryLeft ? budget.delayMs() : 0, waitLeftMs), reason, signal, waitLeftMs > 0);
         if (signal.aborted) return;
         continue;
       }
@@ -460,7 +459,7 @@ export class EndpointPool implements ResponseSource {
           totals.completionTokens += stats.completionTokens;
           totals.latencies.push(stats.latencyMsP50);
         }
-        for (const s of samples) deliver({ ...s, jobKey: unit.job.key, index: unit.firstIndex + s.index, latencyMs, retries });
+        for (const s of samples) deliver({ ...s, jobKey: unit.job.key, index: unit.firstIndex + s.index, latencyMs, retries: budget.retries });
         return;
       }
       lastError = failure.error;
@@ -469,19 +468,19 @@ export class EndpointPool implements ResponseSource {
       failedOn.add(server);
       const kind = classify(failure.error);
       if (kind.serverDown || server.failuresInRow >= FAILURES_BEFORE_OUT) server.takeOut(failure.error, (m) => this.options.onWarning?.(m));
-      if (kind.serverDown) unavailableSince ??= performance.now();
       // A server that is down is waited for (above, when none is left) while thetaevolve.serverRetrySeconds lasts.
-      const waitingForServers = kind.serverDown && unavailableSince !== null && performance.now() - unavailableSince < this.options.retrySeconds * 1000;
-      if (!kind.retryable || (retries >= this.options.maxRetries && !waitingForServers)) {
+      const waitingForServers = kind.serverDown && budget.windowLeftMs() > 0;
+      if (!kind.retryable || (!budget.canRetry && !waitingForServers)) {
+        const retries = budget.retries;
         const error = retries > 0 ? `${failure.error} (gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'} across ${this.servers.length} servers)` : failure.error;
         for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error });
         return;
       }
-      retries++;
+      budget.take();
       totals.retries++;
       // Another healthy server takes the retry at once; the same one only after a backoff.
       const elsewhere = this.servers.some((s) => s.healthy && !failedOn.has(s));
-      if (!elsewhere && !(await sleep(backoffDelayMs(retries, this.backoff), signal))) return;
+      if (!elsewhere && !(await sleep(budget.delayMs(), signal))) return;
     }
   }
 }

@@ -1,23 +1,6 @@
-// When and how long to wait before retrying a request: jittered exponential
-// backoff, or the server's Retry-After when it gives one.
-
-export interface BackoffOptions {
-  baseMs: number; // first retry waits about this long
-  maxMs: number; // cap of the exponential part
-  maxRetryAfterMs: number; // cap on what a server may ask us to wait
-}
-
-export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 30_000, maxRetryAfterMs: 120_000 };
-
-/**
- * Delay before retry number `retry` (1-based): "equal jitter", half fixed and
- * half random, so retries of many failed requests spread out but never
- * come back at once.
- */
-export function backoffDelayMs(retry: number, options: BackoffOptions, random: () => number = Math.random): number {
-  const exp = Math.min(options.maxMs, options.baseMs * 2 ** Math.max(0, retry - 1));
-  return exp / 2 + random() * (exp / 2);
-}
+// Which HTTP replies of an LLM server are worth another attempt, and the
+// wait a reply asks for (Retry-After). The budgets and backoff are
+// async/retryBudget.ts's.
 
 /**
  * The wait a reply asks for, in ms: `retry-after-ms` (OpenAI's), else
@@ -44,18 +27,7 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
-/** Sleep that ends early (resolving false) when signal aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, Math.max(0, ms));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+/** HTTP statuses of a server that is there but cannot serve now (restarting, loading, behind a proxy that lost it). */
+export function isUnavailableStatus(status: number): boolean {
+  return status === 502 || status === 503 || status === 504;
 }

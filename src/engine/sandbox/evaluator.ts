@@ -14,6 +14,7 @@ import { scoreOfObjective } from '../common/scoring';
 import { fillTemplate, type Task } from '../task/task';
 import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
+import { Semaphore } from '../async/semaphore';
 import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
 import {
@@ -229,44 +230,6 @@ export function cancelledResult(): ScoredEvaluationResult {
   return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
-/** A slot queue for the K concurrent evaluations. */
-class Slots {
-  private running = 0;
-  private readonly waiting: { grant: () => void }[] = [];
-
-  constructor(private readonly size: number) {}
-
-  /** Resolves true when a slot is held, false when `signal` aborted first. */
-  acquire(signal: AbortSignal): Promise<boolean> {
-    if (signal.aborted) return Promise.resolve(false);
-    if (this.running < this.size) {
-      this.running++;
-      return Promise.resolve(true);
-    }
-    return new Promise<boolean>((resolvePromise) => {
-      const entry = {
-        grant: (): void => {
-          signal.removeEventListener('abort', onAbort);
-          resolvePromise(true);
-        },
-      };
-      const onAbort = (): void => {
-        const index = this.waiting.indexOf(entry);
-        if (index !== -1) this.waiting.splice(index, 1);
-        resolvePromise(false);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(entry);
-    });
-  }
-
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next.grant();
-    else this.running--;
-  }
-}
-
 /** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
 
@@ -282,7 +245,8 @@ export class Evaluator implements EvaluationBackend {
   private readonly scratchDir: string;
   private readonly seccompFilter: Buffer | null;
   private readonly onWarning: ((message: string) => void) | undefined;
-  private readonly slots: Slots;
+  /** The K concurrent evaluations. */
+  private readonly slots: Semaphore;
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<ScoredEvaluationResult>>();
 
@@ -313,7 +277,7 @@ export class Evaluator implements EvaluationBackend {
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
-    this.slots = new Slots(this.options.concurrency);
+    this.slots = new Semaphore(this.options.concurrency);
     // Every running evaluation listens on it: K of them, not a leak.
     setMaxListeners(0, this.closing.signal);
   }
@@ -345,7 +309,12 @@ export class Evaluator implements EvaluationBackend {
       return elapsed(penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`));
     }
     const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
-    if (!(await this.slots.acquire(signal))) return elapsed(cancelledResult());
+    let release: () => void;
+    try {
+      release = await this.slots.acquire(signal);
+    } catch {
+      return elapsed(cancelledResult()); // cancelled while queued
+    }
     try {
       options.onStart?.();
       return elapsed(await this.runAndScore(code, signal));
@@ -353,7 +322,7 @@ export class Evaluator implements EvaluationBackend {
       // Our own failure (disk full, temp folder gone): still a result, not a throw.
       return elapsed(penaltyResult('no_solution', `the sandbox failed: ${errorMessage(err)}`, { metrics: { sandbox_failed: true } }));
     } finally {
-      this.slots.release();
+      release();
     }
   }
 

@@ -18,44 +18,22 @@
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
 import type { Settings } from '../common/config';
 import type { TokenSupport } from '../llm/endpointClient';
-import { backoffDelayMs, type BackoffOptions, sleep } from '../llm/retryPolicy';
-import type { TrainerStateEvent } from '../common/events';
+import { Notifier } from '../async/notifier';
+import { RetryBudget, type BackoffOptions } from '../async/retryBudget';
+import { sleep } from '../async/sleep';
 import type { CommittedStep } from '../loop';
 import { AtroposClient } from './atropos';
 import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
-import { spoolDirOf, type SpooledGroup, type SpooledSample, TrainerSpool } from './spool';
+import { rolloutGroupsOf, shortGroupWarning } from './rolloutGroups';
+import { spoolDirOf, type SpooledGroup, TrainerSpool } from './spool';
+import type { TrainerState } from './trainerState';
 import { errorMessage } from '../common/errors';
 
 export { TrainerConfigError } from './protocol';
 export type { TrainerProtocol } from './protocol';
 export { spoolDirOf } from './spool';
-
-/** Plain JSON, for the dashboard, the CLI and the trainer_state event. */
-export interface TrainerState {
-  enabled: boolean;
-  protocol: TrainerProtocol;
-  url: string;
-  mode: 'sync' | 'async';
-  /** The last exchange with the trainer succeeded. */
-  connected: boolean;
-  /** The trainer's step (policy version) as last read; null when unknown. */
-  trainerStep: number | null;
-  lastAckedPolicyVersion: string | null;
-  /** Groups of committed steps in the spool not yet handed to the trainer. */
-  pendingGroups: number;
-  /** Groups handed over that wait in the trainer server's queue until its trainer pulls them (atropos); kept spooled, resent if the server loses them. */
-  queuedGroups: number;
-  /** Groups acknowledged since this bridge started. */
-  sentGroups: number;
-  /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
-  rejectedGroups: number;
-  /** Groups not sent because failed requests left them short of n responses. */
-  droppedGroups: number;
-  /** The run is waiting for the trainer (synchronous step or staleness bound). */
-  waiting: boolean;
-  lastError: string | null;
-}
+export { type TrainerState, trainerStateEvent, trainerStateLine, trainerSummary } from './trainerState';
 
 export interface TrainerBridgeOptions {
   settings: Settings;
@@ -86,30 +64,6 @@ export interface TrainerBridgeOptions {
   /** Per-request timeout (default 30 s). */
   requestTimeoutMs?: number;
 }
-
-/** Wakes waiters on any change (acknowledgement, trainer step, toggle). */
-class Notifier {
-  private waiters: (() => void)[] = [];
-  notify(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
-  }
-  wait(ms: number, signals: AbortSignal[]): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        for (const s of signals) s.removeEventListener('abort', done);
-        resolve();
-      };
-      if (signals.some((s) => s.aborted)) return resolve();
-      const timer = setTimeout(done, Math.max(0, ms));
-      for (const s of signals) s.addEventListener('abort', done, { once: true });
-      this.waiters.push(done);
-    });
-  }
-}
-
 
 export class TrainerBridge {
   private readonly options: TrainerBridgeOptions;
@@ -312,63 +266,22 @@ export class TrainerBridge {
     this.options.onWarning?.(message);
   }
 
-  /**
-   * The groups of a committed step as they are spooled: whole groups of n
-   * only (a failed request, or for atropos a response without token ids,
-   * leaves a group short: dropped, and counted when `countDrops`),
-   * equal-reward groups only when asked.
-   */
+  /** The groups of a committed step as they are spooled; groups short of n are dropped, and counted and told when `countDrops`. */
   private groupsOf(committed: CommittedStep, countDrops: boolean): SpooledGroup[] {
     const spool = this.spool as TrainerSpool;
-    const groups: SpooledGroup[] = [];
-    const now = Date.now();
-    for (const group of committed.groups) {
-      const samples: SpooledSample[] = [];
-      let version: string | null = null;
-      for (const s of group.samples) {
-        const r = s.response;
-        if (!r || s.reward === null || s.score === null) continue; // no response: not a rollout
-        version ??= r.policyVersion;
-        samples.push({
-          index: s.index,
-          outcome: s.outcome,
-          score: s.score,
-          objective: s.objective,
-          reward: s.reward,
-          finishReason: r.finishReason,
-          truncated: r.truncated,
-          content: r.content,
-          reasoning: r.reasoning,
-          childId: s.childId,
-          promptTokenIds: r.tokens?.promptTokenIds ?? null,
-          completionTokenIds: r.tokens?.completionTokenIds ?? null,
-          completionLogprobs: r.tokens?.completionLogprobs ?? null,
-        });
+    const { groups, short } = rolloutGroupsOf(committed, {
+      protocol: this.protocol,
+      groupSize: this.options.groupSize,
+      filterEqualRewards: this.settings['trainer.filterEqualRewards'],
+      runPrefix: spool.runPrefix,
+      samplingVersion: this.samplingVersion,
+      now: Date.now(),
+    });
+    if (countDrops) {
+      for (const group of short) {
+        this.droppedGroups++;
+        this.warn(shortGroupWarning(group, { protocol: this.protocol, groupSize: this.options.groupSize }, this.droppedGroups));
       }
-      const usable = this.protocol === 'atropos' ? samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null).length : samples.length;
-      if (usable < this.options.groupSize || group.samples.length < this.options.groupSize) {
-        if (countDrops) {
-          this.droppedGroups++;
-          const failed = group.samples.filter((s) => !s.response || s.reward === null).length;
-          this.warn(
-            `group ${group.key} has ${usable} of its ${this.options.groupSize} responses` +
-              (failed > 0 ? ` (${failed} request(s) failed after retries)` : this.protocol === 'atropos' && usable < samples.length ? ' with token ids' : '') +
-              `: not sent, since a short group stalls the trainer (atropos buffers it, slime never releases it); ${this.droppedGroups} group(s) dropped so far`,
-          );
-        }
-        continue;
-      }
-      if (this.settings['trainer.filterEqualRewards'] && samples.every((s) => s.reward === (samples[0] as SpooledSample).reward)) continue;
-      groups.push({
-        id: `${spool.runPrefix}:${group.key}`,
-        key: group.key,
-        step: group.step,
-        parentId: group.parentId,
-        policyVersion: version ?? this.samplingVersion,
-        messages: group.messages.map((m) => ({ role: m.role, content: m.content })),
-        samples,
-        spooledAt: now,
-      });
     }
     return groups;
   }
@@ -552,7 +465,7 @@ export class TrainerBridge {
   /** The worker: oldest pending group first, backoff on failure, until close(). */
   private async deliveryLoop(): Promise<void> {
     const signal = this.closing.signal;
-    let failures = 0;
+    const failures = new RetryBudget({ backoff: this.backoff });
     let settledAt = 0;
     while (!signal.aborted) {
       const spool = this.spool;
@@ -590,7 +503,7 @@ export class TrainerBridge {
           this.inDoubt.delete(next.id);
           if (held) {
             this.delivered(next);
-            failures = 0;
+            failures.reset();
             continue;
           }
         }
@@ -603,16 +516,16 @@ export class TrainerBridge {
         } else {
           this.delivered(next);
         }
-        failures = 0;
+        failures.reset();
         this.connected = true;
       } catch (error) {
         if (signal.aborted) break;
-        failures++;
+        failures.take();
         this.connected = false;
         this.lastError = errorMessage(error);
         if (error instanceof RetryableTrainerError && error.ambiguous) this.inDoubt.add(next.id);
         this.emitState();
-        await sleep(backoffDelayMs(failures, this.backoff), signal);
+        await sleep(failures.delayMs(), signal);
         continue;
       } finally {
         this.sending = null;
@@ -685,32 +598,4 @@ class UnconfiguredClient implements TrainerProtocolClient {
   }
   async disconnect(): Promise<void> {}
   close(): void {}
-}
-
-/** A line for people when something they should know about changed, else null. */
-export function trainerStateLine(previous: TrainerState | null, next: TrainerState): string | null {
-  const where = `${next.protocol} trainer at ${next.url}`;
-  if (previous === null || previous.enabled !== next.enabled) return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
-  if (previous.connected !== next.connected) {
-    return next.connected
-      ? `${where}: connected${next.trainerStep !== null ? `, trainer step ${next.trainerStep}` : ''}`
-      : `${where}: failing (${next.lastError ?? 'no reply'}); retrying with backoff, ${next.pendingGroups} group(s) spooled`;
-  }
-  if (next.lastError !== null && next.lastError !== previous.lastError && !next.connected) return `${where}: ${next.lastError}; retrying`;
-  return null;
-}
-
-/** One line after a step: where the trainer stands. */
-export function trainerSummary(state: TrainerState): string {
-  return (
-    `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
-    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
-    (state.queuedGroups > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
-    (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
-  );
-}
-
-/** The engine event that carries a bridge state across the worker boundary. */
-export function trainerStateEvent(state: TrainerState, time = Date.now()): TrainerStateEvent {
-  return { type: 'trainer_state', time, state: { ...state } };
 }

@@ -5,7 +5,7 @@
 // or surely did not (refused before anything was sent).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { errorMessage } from '../common/errors';
+import { describeNetworkError } from '../networkErrors';
 
 export interface HttpReply {
   status: number;
@@ -22,23 +22,6 @@ export class TransportError extends Error {
     super(message);
     this.ambiguous = ambiguous;
   }
-}
-
-const CODES: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  EPIPE: 'connection closed while sending',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'host name lookup failed',
-  ETIMEDOUT: 'connection timed out',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-};
-
-function describe(error: unknown): string {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && CODES[code]) return CODES[code] as string;
-  return errorMessage(error);
 }
 
 const MAX_REPLY_BYTES = 64 * 1024 * 1024;
@@ -111,7 +94,7 @@ export class JsonHttpClient {
           resolve(this.send(method, url, payload, signal, false));
           return;
         }
-        fail(describe(error));
+        fail(describeNetworkError(error));
       });
       req.on('response', (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
@@ -120,7 +103,7 @@ export class JsonHttpClient {
           size += chunk.length;
           if (size <= MAX_REPLY_BYTES) chunks.push(chunk);
         });
-        res.on('error', (error) => fail(`reply cut off: ${describe(error)}`));
+        res.on('error', (error) => fail(`reply cut off: ${describeNetworkError(error)}`));
         res.on('aborted', () => fail('reply cut off'));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');

@@ -1,5 +1,6 @@
-// A counting semaphore with a FIFO queue: caps the requests in flight across
-// all jobs of one generate() call. Waiting is abortable.
+// A counting semaphore with a FIFO queue: caps the work in flight (the
+// requests of one generate() call, the sandbox's K evaluations). Waiting is
+// abortable.
 
 export class Semaphore {
   private available: number;

@@ -1,0 +1,37 @@
+// What a failure below HTTP was, in a few words for people: one table of
+// the error codes Node's sockets, DNS and undici (fetch) give, shared by the
+// LLM endpoint client and the trainer's HTTP client.
+
+const NETWORK_ERROR_CODES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection closed while sending',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_SOCKET: 'connection closed by the server',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+};
+
+/** Wrapper messages that say nothing of the cause (undici's, the openai SDK's). */
+const UNTELLING_MESSAGES = new Set(['fetch failed', 'Connection error.']);
+
+/**
+ * The most telling words about a network failure: the words for the first
+ * known error code down its cause chain, else the innermost telling message,
+ * else "connection failed".
+ */
+export function describeNetworkError(error: unknown): string {
+  let current: unknown = error;
+  const messages: string[] = [];
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && Object.hasOwn(NETWORK_ERROR_CODES, code)) return NETWORK_ERROR_CODES[code] as string;
+    messages.push(current.message);
+    current = (current as { cause?: unknown }).cause;
+  }
+  const last = messages.filter((m) => m && !UNTELLING_MESSAGES.has(m)).pop();
+  return last ?? 'connection failed';
+}

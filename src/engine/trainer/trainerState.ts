@@ -1,0 +1,58 @@
+// Where the RL trainer bridge stands, as plain JSON (for the dashboard, the
+// CLI and the trainer_state event), and the lines people read about it.
+import type { TrainerStateEvent } from '../common/events';
+import type { TrainerProtocol } from './protocol';
+
+/** Plain JSON, for the dashboard, the CLI and the trainer_state event. */
+export interface TrainerState {
+  enabled: boolean;
+  protocol: TrainerProtocol;
+  url: string;
+  mode: 'sync' | 'async';
+  /** The last exchange with the trainer succeeded. */
+  connected: boolean;
+  /** The trainer's step (policy version) as last read; null when unknown. */
+  trainerStep: number | null;
+  lastAckedPolicyVersion: string | null;
+  /** Groups of committed steps in the spool not yet handed to the trainer. */
+  pendingGroups: number;
+  /** Groups handed over that wait in the trainer server's queue until its trainer pulls them (atropos); kept spooled, resent if the server loses them. */
+  queuedGroups: number;
+  /** Groups acknowledged since this bridge started. */
+  sentGroups: number;
+  /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
+  rejectedGroups: number;
+  /** Groups not sent because failed requests left them short of n responses. */
+  droppedGroups: number;
+  /** The run is waiting for the trainer (synchronous step or staleness bound). */
+  waiting: boolean;
+  lastError: string | null;
+}
+
+/** A line for people when something they should know about changed, else null. */
+export function trainerStateLine(previous: TrainerState | null, next: TrainerState): string | null {
+  const where = `${next.protocol} trainer at ${next.url}`;
+  if (previous === null || previous.enabled !== next.enabled) return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
+  if (previous.connected !== next.connected) {
+    return next.connected
+      ? `${where}: connected${next.trainerStep !== null ? `, trainer step ${next.trainerStep}` : ''}`
+      : `${where}: failing (${next.lastError ?? 'no reply'}); retrying with backoff, ${next.pendingGroups} group(s) spooled`;
+  }
+  if (next.lastError !== null && next.lastError !== previous.lastError && !next.connected) return `${where}: ${next.lastError}; retrying`;
+  return null;
+}
+
+/** One line after a step: where the trainer stands. */
+export function trainerSummary(state: TrainerState): string {
+  return (
+    `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
+    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
+    (state.queuedGroups > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
+    (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
+  );
+}
+
+/** The engine event that carries a bridge state across the worker boundary. */
+export function trainerStateEvent(state: TrainerState, time = Date.now()): TrainerStateEvent {
+  return { type: 'trainer_state', time, state: { ...state } };
+}

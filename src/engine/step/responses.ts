@@ -74,7 +74,7 @@ export class StepResponses {
     const onSample = (sample: Sample): void => this.onSample(sample);
     await source.generate(plan.jobs, this.stepAbort.signal, onSample);
     await this.resampleFailed(onSample);
-    if (this.rounds > 0 && !this.abandoned) this.ledger.announceUnrecovered();
+    if (!this.abandoned) this.ledger.announceUnrecovered();
     const generationDone = Math.max(this.lastResponseAt, stepStarted);
     // Evaluations may still be joining the list while earlier ones settle.
     for (let settled = 0; settled < this.evaluations.length; ) {
@@ -94,8 +94,8 @@ export class StepResponses {
   }
 
   /** Waits for the evaluations still running (a stopped step's, which end on the abort). */
-  async allSettled(): Promise<void> {
-    await Promise.allSettled(this.evaluations);
+  allSettled(): Promise<unknown> {
+    return Promise.allSettled(this.evaluations);
   }
 
   /** One evaluation_finished per response, when the ledger says what became of it. */

@@ -1,56 +1,28 @@
-// The batched ThetaEvolve loop (algorithm.md section 1). Each step samples B
-// parents from one database snapshot, asks for n responses per parent,
-// evaluates each child as soon as its response arrives (K at once, in the
+// The batched ThetaEvolve loop (algorithm.md section 1): runs steps until a
+// limit, a stop or an error. Each step (src/engine/step) plans B parents'
+// generation jobs from one database snapshot, collects n responses per parent
+// while their children are evaluated as they arrive (K at once, in the
 // evaluator), and commits the step's children after the step, one by one.
 // A stopped step is abandoned whole: nothing half-committed.
 import type { Settings } from './common/config';
-import { databaseConfigFromSettings, type NewProgram, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
-import type { EngineEvent, IsolationSummary, RunFinishReason, StepStatistics } from './common/events';
-import { buildPrompt } from './prompt';
-import { Rng, type RngState } from './common/rng';
-import { classifyChild } from './classifyChild';
-import { objectiveOfScore, type RewardShaping, resolveRewardShaping, rewardOfSample, stepStatistics } from './common/scoring';
+import { databaseConfigFromSettings, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
+import type { EngineEvent, IsolationSummary, RunFinishReason } from './common/events';
+import { Rng } from './common/rng';
+import { objectiveOfScore, type RewardShaping, resolveRewardShaping } from './common/scoring';
 import { codeHash } from './codeHash';
-import { writeFileAtomic } from './database/atomicFile';
-import { bestSolutionFile } from './runFiles';
 import { EvaluationOutputWriter } from './evaluationOutputs';
-import { failureSummaryText, summarizeFailures } from './common/failureReasons';
-import type { EvaluationBackend } from './evaluation/backend';
 import type { Task } from './task/task';
-import { type ChatMessage, type GenerationJob, type Outcome, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from './common/types';
+import { outcomeOfEvaluation, type ResponseSource } from './common/types';
 import { errorMessage } from './common/errors';
+import { FailedStep, StopSignal } from './step/abandoned';
+import { keepBestSolution } from './step/bestSolution';
+import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
+import { type EngineState, isEngineState } from './step/engineState';
+import { planStep } from './step/plan';
+import { type CandidateEvaluator, StepResponses } from './step/responses';
 
-/** What the loop needs of an evaluation backend (src/engine/evaluation: local sandbox or SLURM). */
-export type CandidateEvaluator = Pick<EvaluationBackend, 'evaluate'>;
-
-/** One scored response, as the RL trainer bridge receives it. */
-export interface ScoredSample {
-  index: number;
-  outcome: Outcome;
-  /** Combined score with penalties; null for request_failed and evaluation_failed. */
-  score: number | null;
-  objective: number | null;
-  /** Shaped reward (algorithm.md section 5); null for request_failed and evaluation_failed. */
-  reward: number | null;
-  childId: string | null;
-  response: SampleResponse | null;
-  error: string | null;
-}
-
-/** One prompt's group of n responses. */
-export interface ScoredGroup {
-  key: string;
-  step: number;
-  parentId: string;
-  messages: ChatMessage[];
-  samples: ScoredSample[];
-}
-
-export interface CommittedStep {
-  step: number;
-  stats: StepStatistics;
-  groups: ScoredGroup[];
-}
+export type { CandidateEvaluator } from './step/responses';
+export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
 
 export interface EvolutionRunSpec {
   runId: string;
@@ -80,34 +52,6 @@ export interface EvolutionRunSpec {
   afterCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
 }
 
-interface EngineState {
-  rng: RngState;
-  completionTokens: number;
-}
-
-function isEngineState(value: unknown): value is EngineState {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return Array.isArray(v.rng) && v.rng.length === 4 && v.rng.every((w) => typeof w === 'number') && typeof v.completionTokens === 'number';
-}
-
-interface SampleRecord {
-  outcome: Outcome;
-  score: number | null;
-  objective: number | null;
-  reason: string;
-  child: NewProgram | null;
-  response: SampleResponse | null;
-  error: string | null;
-  /** The solution file's text of a valid child (kept for the best). */
-  solution?: string;
-}
-
-class StopSignal extends Error {}
-
-/** A step in which no request succeeded: abandoned uncommitted, redone or ending the run (settings.maxFailedSteps). */
-class FailedStep extends Error {}
-
 export class EvolutionRun {
   private readonly spec: EvolutionRunSpec;
   private readonly stopController = new AbortController();
@@ -117,11 +61,13 @@ export class EvolutionRun {
   /** The whole output of each failed evaluation, beside the database. */
   private readonly outputs: EvaluationOutputWriter;
   private readonly shaping: RewardShaping;
-  private warnedNoTokenIds = false;
+  /** Says once per run when an atropos trainer gets responses without token ids. */
+  private readonly tokenIds: TokenIdsCheck;
 
   constructor(spec: EvolutionRunSpec) {
     this.spec = spec;
     this.shaping = resolveRewardShaping(spec.settings, spec.task.rewardShaping);
+    this.tokenIds = new TokenIdsCheck(spec.settings, (event) => this.emit(event));
     this.outputs = new EvaluationOutputWriter(spec.dbFile, (message) => this.emit({ type: 'error', time: Date.now(), fatal: false, message }));
   }
 
@@ -272,53 +218,6 @@ export class EvolutionRun {
     if (!this.stopController.signal.aborted) this.emit({ type: 'resumed', time: Date.now(), step });
   }
 
-  /**
-   * With the RL trainer on, ask the source again (trainer.resampleRounds
-   * rounds) for the responses whose requests failed after retries: GRPO
-   * trains on whole groups of n, and a short group is not sent. The new
-   * responses take the failed ones' places; seeds differ from the first
-   * round's (job.seed + n x round + i), and the step's random generator is
-   * not touched, so a redone step still draws the same parents.
-   */
-  private resampleRounds(): number {
-    const { settings } = this.spec;
-    return settings['trainer.enabled'] ? settings['trainer.resampleRounds'] : 0;
-  }
-
-  private async resampleFailed(jobs: GenerationJob[], failed: Map<string, Set<number>>, signal: AbortSignal, onSample: (sample: Sample) => void): Promise<void> {
-    const { source } = this.spec;
-    const rounds = this.resampleRounds();
-    for (let round = 1; round <= rounds && !signal.aborted; round++) {
-      const again: ResampleJob[] = [];
-      for (const job of jobs) {
-        const indices = [...(failed.get(job.key) ?? [])].sort((a, b) => a - b);
-        if (indices.length === 0) continue;
-        again.push({ job: { ...job, key: `${job.key}#resample${round}`, n: indices.length, seed: (job.seed + job.n * round) >>> 0 }, groupKey: job.key, indices });
-      }
-      if (again.length === 0) return;
-      const count = again.reduce((a, r) => a + r.indices.length, 0);
-      this.emit({ type: 'error', time: Date.now(), fatal: false, message: `asking again for ${count} response(s) of ${again.length} prompt(s) whose requests failed (round ${round} of ${rounds}): the RL trainer needs whole groups` });
-      const byKey = new Map(again.map((r) => [r.job.key, r]));
-      await source.generate(
-        again.map((r) => r.job),
-        signal,
-        (sample) => {
-          const target = byKey.get(sample.jobKey);
-          const index = target?.indices[sample.index];
-          if (!target || index === undefined) return;
-          onSample({ ...sample, jobKey: target.groupKey, index });
-        },
-      );
-    }
-  }
-
-  /** The best program's solution file, beside the database (the dashboard draws it); a failure to write it costs the picture only. */
-  private async keepBestSolution(id: string, solution: string): Promise<void> {
-    await writeFileAtomic(bestSolutionFile(this.spec.dbFile), Buffer.from(JSON.stringify({ id, solution }))).catch((err: unknown) =>
-      this.emit({ type: 'error', time: Date.now(), message: `could not keep the best program's solution for the dashboard: ${errorMessage(err)}`, fatal: false }),
-    );
-  }
-
   private async addInitialProgram(db: ProgramDatabase): Promise<void> {
     const { task } = this.spec;
     const code = this.spec.startCode ?? task.initialProgram;
@@ -363,7 +262,7 @@ export class EvolutionRun {
       completionTokens: 0,
     });
     if (outcome === 'valid') {
-      if (result.solution !== undefined) await this.keepBestSolution(record.id, result.solution);
+      if (result.solution !== undefined) await keepBestSolution(this.spec.dbFile, record.id, result.solution, (event) => this.emit(event));
       this.emit({ type: 'new_best', time: Date.now(), id: record.id, step: 0, score: record.score, objective: record.objective, parentId: null });
     } else {
       this.emit({
@@ -375,6 +274,7 @@ export class EvolutionRun {
     }
   }
 
+  /** One step: plan the jobs, collect the responses and their evaluations, commit (throws StopSignal or FailedStep, nothing committed). */
   private async runStep(db: ProgramDatabase, state: EngineState, runStarted: number): Promise<CommittedStep> {
     const { task, settings, source, evaluator } = this.spec;
     const step = db.lastStep + 1;
@@ -383,261 +283,34 @@ export class EvolutionRun {
     // Every random choice of the step comes from the persisted generator; a
     // step redone after a crash or stop draws the same parents and prompts.
     const rng = Rng.fromState(state.rng);
-    const parents = db.sampleParents(settings.batchSize);
-    const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
-    const n = settings.samplesPerPrompt;
-    const jobs: GenerationJob[] = [];
-    const metaInfo = new Map<string, string | null>();
-    const parentOf = new Map<string, ProgramRecord>();
-    for (const [i, parent] of parents.entries()) {
-      const prompt = buildPrompt({ task, parent, rng, topPrograms: top.filter((p) => p.id !== parent.id) });
-      const key = `s${step}-p${i}`;
-      metaInfo.set(key, prompt.metaInfoId);
-      parentOf.set(key, parent);
-      jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
-    }
-    this.emit({ type: 'step_started', time: Date.now(), step, parents: parents.map((p) => ({ id: p.id, score: p.score, island: p.island })) });
-
-    const stepAbort = new AbortController();
-    const onStop = (): void => stepAbort.abort();
-    this.stopController.signal.addEventListener('abort', onStop, { once: true });
-    const records = new Map<string, SampleRecord[]>(jobs.map((j) => [j.key, new Array<SampleRecord>(n)]));
-    const jobByKey = new Map(jobs.map((j) => [j.key, j]));
-    const evaluations: Promise<void>[] = [];
-    let firstEvalStart = Number.POSITIVE_INFINITY;
-    let lastEvalEnd = 0;
-    let lastResponseAt = stepStarted;
-
-    const record = (jobKey: string, index: number, r: SampleRecord, durationMs: number, announce = true, outputKept = false): void => {
-      const slot = records.get(jobKey);
-      if (slot) slot[index] = r;
-      if (!announce) return;
-      this.emit({
-        type: 'evaluation_finished',
-        time: Date.now(),
-        step,
-        jobKey,
-        sampleIndex: index,
-        childId: null,
-        outcome: r.outcome,
-        score: r.score,
-        objective: r.objective,
-        durationMs,
-        reason: r.reason,
-        ...(outputKept ? { outputKept } : {}),
-      });
-    };
-
-    /** Responses whose requests failed after retries, by job (asked for again when a trainer needs whole groups). */
-    const failed = new Map<string, Set<number>>();
-    // One evaluation_finished per response: a failure asked for again is announced only if it stays failed.
-    const resampling = this.resampleRounds() > 0;
-    const onSample = (sample: Sample): void => {
-      lastResponseAt = Date.now();
-      const job = jobByKey.get(sample.jobKey);
-      if (!job || stepAbort.signal.aborted) return;
-      if (!sample.ok) {
-        record(job.key, sample.index, { outcome: 'request_failed', score: null, objective: null, reason: sample.error, child: null, response: null, error: sample.error }, 0, !resampling);
-        failed.set(job.key, (failed.get(job.key) ?? new Set()).add(sample.index));
-        return;
-      }
-      failed.get(job.key)?.delete(sample.index);
-      const parent = parentOf.get(job.key) as ProgramRecord;
-      const classified = classifyChild({
-        parentCode: job.parentCode,
-        answer: sample.content,
-        language: task.language,
-        maxCodeLength: task.maxCodeLength,
-        seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) : undefined,
-      });
-      const base = {
-        parentId: parent.id,
-        step,
-        metaInfoId: metaInfo.get(job.key) ?? null,
-        response: sample.content,
-        reasoning: sample.reasoning,
-        generationMs: sample.latencyMs,
-        promptTokens: sample.promptTokens,
-        completionTokens: sample.completionTokens,
-      };
-      if (classified.kind === 'rejected') {
-        // An over-long child is a program that never ran: it is not stored.
-        record(job.key, sample.index, { outcome: classified.outcome, score: classified.score, objective: null, reason: classified.reason, child: null, response: sample, error: null }, 0);
-        return;
-      }
-      evaluations.push(
-        (async () => {
-          let schedulerJobId: string | null = null;
-          const result = await evaluator.evaluate(classified.child, {
-            signal: stepAbort.signal,
-            onSubmitted: (id) => {
-              schedulerJobId = id;
-            },
-            onStart: () => {
-              firstEvalStart = Math.min(firstEvalStart, Date.now());
-              this.emit({ type: 'evaluation_started', time: Date.now(), step, jobKey: job.key, sampleIndex: sample.index, ...(schedulerJobId !== null ? { schedulerJobId } : {}) });
-            },
-          });
-          lastEvalEnd = Math.max(lastEvalEnd, Date.now());
-          if (stepAbort.signal.aborted) return;
-          const outputKept = result.status !== 'ok';
-          if (outputKept) {
-            const kept = { step, jobKey: job.key, sampleIndex: sample.index, outcome: outcomeOfEvaluation(result.status), reason: result.reason, stdout: result.stdout, stderr: result.stderr };
-            await this.outputs.add(kept);
-            if (stepAbort.signal.aborted) return;
-          }
-          if (result.status === 'evaluation_failed') {
-            // Our machinery failed, not the model: no score, no database row, no rollout (like request_failed).
-            record(job.key, sample.index, { outcome: 'evaluation_failed', score: null, objective: null, reason: result.reason, child: null, response: sample, error: result.reason }, result.durationMs, true, outputKept);
-            return;
-          }
-          const outcome = outcomeOfEvaluation(result.status);
-          const child: NewProgram = {
-            ...base,
-            code: classified.child,
-            codeHash: classified.codeHash,
-            score: result.score,
-            objective: result.objective,
-            outcome,
-            metrics: result.metrics,
-            evaluationMs: result.durationMs,
-          };
-          record(
-            job.key,
-            sample.index,
-            { outcome, score: result.score, objective: result.objective, reason: result.reason, child, response: sample, error: null, ...(result.solution !== undefined ? { solution: result.solution } : {}) },
-            result.durationMs,
-            true,
-            outputKept,
-          );
-        })(),
-      );
-    };
-
+    const plan = planStep({ step, db, task, settings, rng });
+    this.emit({ type: 'step_started', time: Date.now(), step, parents: plan.parents.map((p) => ({ id: p.id, score: p.score, island: p.island })) });
+    const runSignal = this.stopController.signal;
+    const responses = new StepResponses({ plan, task, settings, db, source, evaluator, outputs: this.outputs, emit: (e) => this.emit(e), runSignal, stepStarted });
     try {
-      await source.generate(jobs, stepAbort.signal, onSample);
-      await this.resampleFailed(jobs, failed, stepAbort.signal, onSample);
-      if (resampling && !stepAbort.signal.aborted) {
-        for (const [jobKey, indices] of failed) for (const index of indices) record(jobKey, index, (records.get(jobKey) as SampleRecord[])[index] as SampleRecord, 0);
-      }
-      const generationDone = Math.max(lastResponseAt, stepStarted);
-      // Evaluations may still be joining the list while earlier ones settle.
-      for (let settled = 0; settled < evaluations.length; ) {
-        const batch = evaluations.slice(settled);
-        await Promise.all(batch);
-        settled += batch.length;
-      }
-      if (stepAbort.signal.aborted) throw new StopSignal();
-
-      const flat: SampleRecord[] = [];
-      for (const job of jobs) {
-        const slot = records.get(job.key) as SampleRecord[];
-        for (let i = 0; i < n; i++) {
-          slot[i] ??= { outcome: 'request_failed', score: null, objective: null, reason: 'no response delivered', child: null, response: null, error: 'no response delivered' };
-          flat.push(slot[i] as SampleRecord);
-        }
-      }
-      const failures = summarizeFailures(flat.flatMap((r) => (r.outcome === 'request_failed' ? [r.error ?? r.reason] : [])));
-      if (flat.length > 0 && flat.every((r) => r.outcome === 'request_failed')) {
-        throw new FailedStep(`no request of step ${step} succeeded (${flat.length} failed): ${failureSummaryText(failures)}`);
-      }
-      this.checkTokenIds(step, flat);
-      const finished = Date.now();
-      const stats: StepStatistics = stepStatistics({
-        step,
-        samples: flat.map((r) => ({ outcome: r.outcome, score: r.score, promptTokens: r.response?.promptTokens ?? 0, completionTokens: r.response?.completionTokens ?? 0, latencyMs: r.response?.latencyMs ?? null })),
-        generationMs: generationDone - stepStarted,
-        evaluationMs: Number.isFinite(firstEvalStart) ? Math.max(0, lastEvalEnd - firstEvalStart) : 0,
-        totalMs: finished - stepStarted,
+      const timings = await responses.collect();
+      return await commitStep({
+        plan,
+        ledger: responses.ledger,
+        timings,
+        stepStarted,
+        runStarted,
+        state,
+        rng,
+        db,
+        task,
+        dbFile: this.spec.dbFile,
+        shaping: this.shaping,
+        tokenIds: this.tokenIds,
+        emit: (e) => this.emit(e),
+        runSignal,
+        beforeCommit: this.spec.beforeCommit,
       });
-      // Recorded with the step, so a run read back from its database shows the time the live run showed.
-      stats.elapsedMs = finished - runStarted;
-      // Siblings never see each other: identical children of one step are all
-      // scored, but only the first enters the database.
-      const children: NewProgram[] = [];
-      const childSlot = new Map<NewProgram, SampleRecord>();
-      const hashes = new Set<string>();
-      for (const r of flat) {
-        if (!r.child || hashes.has(r.child.codeHash)) continue;
-        hashes.add(r.child.codeHash);
-        children.push(r.child);
-        childSlot.set(r.child, r);
-      }
-      const groupsWith = (ids: Map<SampleRecord, string>): ScoredGroup[] =>
-        jobs.map((job) => ({
-          key: job.key,
-          step,
-          parentId: job.parentId,
-          messages: job.messages,
-          samples: (records.get(job.key) as SampleRecord[]).map((r, index) => ({
-            index,
-            outcome: r.outcome,
-            score: r.score,
-            objective: r.objective,
-            reward: r.score === null ? null : rewardOfSample({ score: r.score, objective: r.objective }, task.direction, this.shaping),
-            childId: ids.get(r) ?? null,
-            response: r.response,
-            error: r.error,
-          })),
-        }));
-      if (this.spec.beforeCommit) await this.spec.beforeCommit({ step, stats, groups: groupsWith(new Map()) }, this.stopController.signal);
-      state.completionTokens += stats.tokens.completion;
-      state.rng = rng.state();
-      const previousBest = db.best();
-      const commit = await db.commitStep({ step, children, stats, engineState: state });
-      const ids = new Map<SampleRecord, string>();
-      commit.inserted.forEach((rec, i) => {
-        const source = childSlot.get(children[i] as NewProgram);
-        if (source) ids.set(source, rec.id);
-      });
-      const best = db.best();
-      const newBest = commit.newBest !== null && (previousBest === null || commit.newBest.score > previousBest.score);
-      this.emit({
-        type: 'step_committed',
-        time: Date.now(),
-        ...stats,
-        dbSize: db.size,
-        bestEver: best && best.outcome === 'valid' ? best.score : null,
-        newBest,
-        elapsedMs: finished - runStarted,
-        ...(failures.length > 0 ? { failures } : {}),
-      });
-      if (newBest && commit.newBest) {
-        const b = commit.newBest;
-        const source = [...ids].find(([, id]) => id === b.id)?.[0];
-        if (source?.solution !== undefined) await this.keepBestSolution(b.id, source.solution);
-        this.emit({ type: 'new_best', time: Date.now(), id: b.id, step, score: b.score, objective: b.objective, parentId: b.parentId });
-      }
-      return { step, stats, groups: groupsWith(ids) };
     } finally {
-      this.stopController.signal.removeEventListener('abort', onStop);
-      if (stepAbort.signal.aborted) await Promise.allSettled(evaluations);
+      responses.stopListening();
+      if (responses.abandoned) await responses.allSettled();
     }
   }
-
-  /** An atropos trainer needs token ids: say once when a step's responses carry none, or the trainer receives nothing. */
-  private checkTokenIds(step: number, samples: readonly SampleRecord[]): void {
-    const { settings } = this.spec;
-    if (this.warnedNoTokenIds || !settings['trainer.enabled'] || settings['trainer.protocol'] !== 'atropos') return;
-    const responses = samples.filter((r) => r.response !== null);
-    if (responses.length === 0 || responses.some((r) => r.response?.tokens)) return;
-    this.warnedNoTokenIds = true;
-    this.emit({
-      type: 'error',
-      time: Date.now(),
-      fatal: false,
-      message:
-        `no response of step ${step} carried token ids, so the atropos trainer receives nothing from it: ` +
-        'serve the model with vLLM >= 0.10.2 (return_token_ids) or SGLang, or use the slime trainer protocol, which re-tokenises',
-    });
-  }
-}
-
-/** A job asking again for some responses of a group: which of the group's indices its responses 0..k-1 stand for. */
-interface ResampleJob {
-  job: GenerationJob;
-  groupKey: string;
-  indices: number[];
 }
 
 function finishMessage(reason: RunFinishReason, lastStep: number): string {

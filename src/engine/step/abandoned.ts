@@ -1,0 +1,7 @@
+// Why a step ends uncommitted: nothing of an abandoned step reaches the database.
+
+/** The run was stopped: the in-flight step is abandoned and the run ends. */
+export class StopSignal extends Error {}
+
+/** A step in which no request succeeded: abandoned uncommitted, redone or ending the run (settings.maxFailedSteps). */
+export class FailedStep extends Error {}

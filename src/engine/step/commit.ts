@@ -1,0 +1,190 @@
+// A step's commit (algorithm.md section 1): the step's statistics, its
+// children deduplicated, the groups of n scored responses for the RL trainer
+// (beforeCommit sees them before the database commit, so a crash right after
+// it loses nothing), the database's step transaction, and the events that
+// say so (step_committed, then new_best).
+import type { Settings } from '../common/config';
+import type { EngineEvent, StepStatistics } from '../common/events';
+import { failureSummaryText, summarizeFailures } from '../common/failureReasons';
+import type { Rng } from '../common/rng';
+import { type RewardShaping, rewardOfSample, stepStatistics } from '../common/scoring';
+import type { ChatMessage, GenerationJob, Outcome, SampleResponse } from '../common/types';
+import type { NewProgram, ProgramDatabase } from '../database/programDatabase';
+import type { Task } from '../task/task';
+import { FailedStep } from './abandoned';
+import { keepBestSolution } from './bestSolution';
+import type { EngineState } from './engineState';
+import { type ScoredSlot, type SlotOutcome, type StepLedger, viewOfSlot } from './ledger';
+import type { StepPlan } from './plan';
+import type { StepTimings } from './responses';
+
+/** One scored response, as the RL trainer bridge receives it. */
+export interface ScoredSample {
+  index: number;
+  outcome: Outcome;
+  /** Combined score with penalties; null for request_failed and evaluation_failed. */
+  score: number | null;
+  objective: number | null;
+  /** Shaped reward (algorithm.md section 5); null for request_failed and evaluation_failed. */
+  reward: number | null;
+  childId: string | null;
+  response: SampleResponse | null;
+  error: string | null;
+}
+
+/** One prompt's group of n responses. */
+export interface ScoredGroup {
+  key: string;
+  step: number;
+  parentId: string;
+  messages: ChatMessage[];
+  samples: ScoredSample[];
+}
+
+export interface CommittedStep {
+  step: number;
+  stats: StepStatistics;
+  groups: ScoredGroup[];
+}
+
+export interface CommitInput {
+  plan: StepPlan;
+  ledger: StepLedger;
+  timings: StepTimings;
+  stepStarted: number;
+  runStarted: number;
+  /** Updated with the step's tokens and the generator's state, and committed with the step. */
+  state: EngineState;
+  /** The step's generator, as the plan left it. */
+  rng: Rng;
+  db: ProgramDatabase;
+  task: Task;
+  dbFile: string;
+  shaping: RewardShaping;
+  tokenIds: TokenIdsCheck;
+  emit: (event: EngineEvent) => void;
+  /** The run's stop, handed to beforeCommit. */
+  runSignal: AbortSignal;
+  beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
+}
+
+/** Commits the step, or throws FailedStep when none of its requests succeeded (nothing committed). */
+export async function commitStep(input: CommitInput): Promise<CommittedStep> {
+  const { plan, ledger, timings, stepStarted, runStarted, state, rng, db, emit } = input;
+  const { step } = plan;
+  const slots = ledger.allSlots();
+  const failures = summarizeFailures(slots.flatMap((slot) => (slot.kind === 'request_failed' ? [slot.error] : [])));
+  if (slots.length > 0 && slots.every((slot) => slot.kind === 'request_failed')) {
+    throw new FailedStep(`no request of step ${step} succeeded (${slots.length} failed): ${failureSummaryText(failures)}`);
+  }
+  const views = slots.map(viewOfSlot);
+  input.tokenIds.check(step, views.flatMap((v) => (v.response ? [v.response] : [])));
+  const finished = Date.now();
+  const stats: StepStatistics = stepStatistics({
+    step,
+    samples: views.map((v) => ({ outcome: v.outcome, score: v.score, promptTokens: v.response?.promptTokens ?? 0, completionTokens: v.response?.completionTokens ?? 0, latencyMs: v.response?.latencyMs ?? null })),
+    generationMs: timings.generationMs,
+    evaluationMs: timings.evaluationMs,
+    totalMs: finished - stepStarted,
+  });
+  // Recorded with the step, so a run read back from its database shows the time the live run showed.
+  stats.elapsedMs = finished - runStarted;
+  const { children, slotOfChild } = distinctChildren(slots);
+  if (input.beforeCommit) await input.beforeCommit({ step, stats, groups: scoredGroups(input, new Map()) }, input.runSignal);
+  state.completionTokens += stats.tokens.completion;
+  state.rng = rng.state();
+  const previousBest = db.best();
+  const commit = await db.commitStep({ step, children, stats, engineState: state });
+  const ids = new Map<SlotOutcome, string>();
+  commit.inserted.forEach((rec, i) => {
+    const slot = slotOfChild.get(children[i] as NewProgram);
+    if (slot) ids.set(slot, rec.id);
+  });
+  const best = db.best();
+  const newBest = commit.newBest !== null && (previousBest === null || commit.newBest.score > previousBest.score);
+  emit({
+    type: 'step_committed',
+    time: Date.now(),
+    ...stats,
+    dbSize: db.size,
+    bestEver: best && best.outcome === 'valid' ? best.score : null,
+    newBest,
+    elapsedMs: finished - runStarted,
+    ...(failures.length > 0 ? { failures } : {}),
+  });
+  if (newBest && commit.newBest) {
+    const b = commit.newBest;
+    const slot = [...ids].find(([, id]) => id === b.id)?.[0];
+    if (slot?.kind === 'scored' && slot.solution !== null) await keepBestSolution(input.dbFile, b.id, slot.solution, emit);
+    emit({ type: 'new_best', time: Date.now(), id: b.id, step, score: b.score, objective: b.objective, parentId: b.parentId });
+  }
+  return { step, stats, groups: scoredGroups(input, ids) };
+}
+
+/**
+ * The step's children for the database. Siblings never see each other:
+ * identical children of one step are all scored, but only the first enters
+ * the database.
+ */
+function distinctChildren(slots: readonly SlotOutcome[]): { children: NewProgram[]; slotOfChild: Map<NewProgram, ScoredSlot> } {
+  const children: NewProgram[] = [];
+  const slotOfChild = new Map<NewProgram, ScoredSlot>();
+  const hashes = new Set<string>();
+  for (const slot of slots) {
+    if (slot.kind !== 'scored' || hashes.has(slot.child.codeHash)) continue;
+    hashes.add(slot.child.codeHash);
+    children.push(slot.child);
+    slotOfChild.set(slot.child, slot);
+  }
+  return { children, slotOfChild };
+}
+
+/** The step's groups for the trainer, with the child ids the commit gave (none before it). */
+function scoredGroups(input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping'>, ids: ReadonlyMap<SlotOutcome, string>): ScoredGroup[] {
+  const { plan, ledger, task, shaping } = input;
+  return plan.jobs.map((job: GenerationJob) => ({
+    key: job.key,
+    step: plan.step,
+    parentId: job.parentId,
+    messages: job.messages,
+    samples: ledger.filledSlots(job.key).map((slot, index): ScoredSample => {
+      const v = viewOfSlot(slot);
+      return {
+        index,
+        outcome: v.outcome,
+        score: v.score,
+        objective: v.objective,
+        reward: v.score === null ? null : rewardOfSample({ score: v.score, objective: v.objective }, task.direction, shaping),
+        childId: ids.get(slot) ?? null,
+        response: v.response,
+        error: v.error,
+      };
+    }),
+  }));
+}
+
+/** An atropos trainer needs token ids: says once per run when a step's responses carry none, or the trainer receives nothing. */
+export class TokenIdsCheck {
+  private warned = false;
+  private readonly settings: Settings;
+  private readonly emit: (event: EngineEvent) => void;
+
+  constructor(settings: Settings, emit: (event: EngineEvent) => void) {
+    this.settings = settings;
+    this.emit = emit;
+  }
+
+  check(step: number, responses: readonly SampleResponse[]): void {
+    if (this.warned || !this.settings['trainer.enabled'] || this.settings['trainer.protocol'] !== 'atropos') return;
+    if (responses.length === 0 || responses.some((r) => r.tokens)) return;
+    this.warned = true;
+    this.emit({
+      type: 'error',
+      time: Date.now(),
+      fatal: false,
+      message:
+        `no response of step ${step} carried token ids, so the atropos trainer receives nothing from it: ` +
+        'serve the model with vLLM >= 0.10.2 (return_token_ids) or SGLang, or use the slime trainer protocol, which re-tokenises',
+    });
+  }
+}

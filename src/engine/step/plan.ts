@@ -1,0 +1,44 @@
+// A step's plan (algorithm.md section 1): B parents sampled from one database
+// snapshot, one prompt per parent, and the generation jobs asking n responses
+// of each prompt. Every random choice of the prompts comes from the step's
+// generator, in a fixed order, so a redone step plans the same jobs.
+import type { Settings } from '../common/config';
+import type { ProgramDatabase, ProgramRecord } from '../database/programDatabase';
+import { buildPrompt } from '../prompt';
+import type { Rng } from '../common/rng';
+import type { GenerationJob } from '../common/types';
+import type { Task } from '../task/task';
+
+export interface StepPlan {
+  step: number;
+  parents: ProgramRecord[];
+  /** One job per parent, in the parents' order: its key is `s<step>-p<i>`. */
+  jobs: GenerationJob[];
+  /** The meta-info id each job's prompt was built with (recorded with its children), by job key. */
+  metaInfoIds: Map<string, string | null>;
+}
+
+export interface PlanInput {
+  step: number;
+  db: ProgramDatabase;
+  task: Task;
+  settings: Settings;
+  /** The step's generator, restored from the engine state. */
+  rng: Rng;
+}
+
+export function planStep({ step, db, task, settings, rng }: PlanInput): StepPlan {
+  const parents = db.sampleParents(settings.batchSize);
+  const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
+  const n = settings.samplesPerPrompt;
+  const jobs: GenerationJob[] = [];
+  const metaInfoIds = new Map<string, string | null>();
+  for (const [i, parent] of parents.entries()) {
+    // The prompt draws from the generator before the job's seed does.
+    const prompt = buildPrompt({ task, parent, rng, topPrograms: top.filter((p) => p.id !== parent.id) });
+    const key = `s${step}-p${i}`;
+    metaInfoIds.set(key, prompt.metaInfoId);
+    jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
+  }
+  return { step, parents, jobs, metaInfoIds };
+}

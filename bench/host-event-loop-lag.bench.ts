@@ -28,7 +28,7 @@ import { pythonish } from '../test/unit/fixtures/database/programs';
 
 const ROOT = resolve(__dirname, '..');
 const TASK_DIR = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
-const WORKER = join(ROOT, 'src', 'engine', 'worker.ts');
+const WORKER = join(ROOT, 'src', 'worker', 'engineWorker.ts');
 // tsx's CommonJS hook: `--import tsx` does not reach a worker's entry file on Node 20.
 const WORKER_EXEC_ARGV = ['--require', 'tsx/cjs'];
 

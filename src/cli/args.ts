@@ -1,5 +1,6 @@
 // Command-line parsing for `thetaevolve`: each command declares its
 // positionals and flags; anything else is a one-line usage error (exit 2).
+import { ThetaEvolveError } from '../engine/common/errors';
 
 /** `list`: a string flag that may be given several times (e.g. --set). `url`: an http(s) URL. */
 export type FlagKind = 'string' | 'url' | 'integer' | 'number' | 'boolean' | 'list';
@@ -25,7 +26,9 @@ export interface ParsedArgs {
   flags: Record<string, string | number | boolean | string[]>;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends ThetaEvolveError {
+  override readonly name = 'UsageError';
+}
 
 export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArgs {
   const positionals: string[] = [];

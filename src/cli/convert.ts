@@ -14,7 +14,7 @@ export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<numbe
   try {
     converted = await convertForeignTask(resolve(io.cwd, folder));
   } catch (err) {
-    if (err instanceof TaskError) throw new InputError(err.message);
+    if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;
   }
   if (json) {

@@ -14,7 +14,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   try {
     db = await ProgramDatabase.openReadOnly(file);
   } catch (err) {
-    if (err instanceof DatabaseFileError) throw new InputError(err.message);
+    if (err instanceof DatabaseFileError) throw new InputError(err.message, { cause: err });
     throw err;
   }
   try {

@@ -27,7 +27,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   try {
     task = await loadTask(resolve(io.cwd, taskDir));
   } catch (err) {
-    if (err instanceof TaskError) throw new InputError(err.message);
+    if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;
   }
   let code: string;
@@ -53,7 +53,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
     });
   } catch (err) {
-    if (err instanceof SandboxUnavailableError) throw new InputError(err.message);
+    if (err instanceof SandboxUnavailableError) throw new InputError(err.message, { cause: err });
     throw err;
   }
   if (evaluator.isolation.warning) io.stderr(`thetaevolve: ${evaluator.isolation.warning}\n`);

@@ -1,5 +1,6 @@
 // What a CLI command may touch of the process: its streams and an abort
 // signal raised on SIGINT/SIGTERM. Tests pass their own.
+import { ThetaEvolveError } from '../engine/common/errors';
 
 export interface CliIO {
   stdout: (text: string) => void;
@@ -12,4 +13,6 @@ export interface CliIO {
 }
 
 /** Thrown for bad input (missing files, malformed task files): one line on stderr, exit 1. */
-export class InputError extends Error {}
+export class InputError extends ThetaEvolveError {
+  override readonly name = 'InputError';
+}

@@ -71,13 +71,13 @@ export function readConfigFile(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new UsageError(`--config: cannot read ${path}: ${errorMessage(err)}`);
+    throw new UsageError(`--config: cannot read ${path}: ${errorMessage(err)}`, { cause: err });
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(stripJsonComments(text));
   } catch (err) {
-    throw new UsageError(`--config: ${path} is not JSON: ${errorMessage(err)}`);
+    throw new UsageError(`--config: ${path} is not JSON: ${errorMessage(err)}`, { cause: err });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError(`--config: ${path} must hold a JSON object of "thetaevolve.*" settings`);
   const out: Record<string, unknown> = {};
@@ -147,6 +147,6 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
   try {
     return parseSettings(raw);
   } catch (err) {
-    throw new UsageError(errorMessage(err));
+    throw new UsageError(errorMessage(err), { cause: err });
   }
 }

@@ -110,7 +110,7 @@ export async function readStepOutputs(dbFile: string, step: number): Promise<Eva
     // Concatenated gzip members read as one stream; a member cut short by a crash yields what it holds (its line is skipped).
     text = (await gunzipAsync(bytes, { finishFlush: constants.Z_SYNC_FLUSH })).toString('utf8');
   } catch (err) {
-    throw new Error(`the kept outputs of step ${step} are unreadable: ${errorMessage(err)}`);
+    throw new Error(`the kept outputs of step ${step} are unreadable: ${errorMessage(err)}`, { cause: err });
   }
   return text.split('\n').flatMap((line) => {
     if (!line.trim()) return [];

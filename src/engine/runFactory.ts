@@ -5,7 +5,7 @@
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Settings } from './common/config';
-import { errorMessage } from './common/errors';
+import { errorMessage, ThetaEvolveError } from './common/errors';
 import { ProgramDatabase } from './database/programDatabase';
 import type { EngineEvent, IsolationSummary } from './common/events';
 import { createEvaluationBackend, type EvaluationBackend, evaluationQueueEvent } from './evaluation';
@@ -22,8 +22,8 @@ import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './common/types';
 
 /** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
-export class RunSetupError extends Error {
-  override name = 'RunSetupError';
+export class RunSetupError extends ThetaEvolveError {
+  override readonly name = 'RunSetupError';
   constructor(
     message: string,
     readonly setting: string | null = null,

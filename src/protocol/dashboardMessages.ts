@@ -8,6 +8,7 @@
 // its objective, not 1/objective); the host's model (src/dashboard/dashboardModel.ts)
 // converts before sending.
 import { z } from 'zod';
+import { zodIssueText } from '../engine/common/errors';
 import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/common/snapshot';
 import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema } from '../engine/common/events';
 import { OUTCOMES } from '../engine/common/types';
@@ -360,22 +361,17 @@ export const PageMessageSchema = z.discriminatedUnion('type', [
 ]);
 export type PageMessage = z.infer<typeof PageMessageSchema>;
 
-function firstIssue(error: z.ZodError): string {
-  const issue = error.issues[0];
-  return `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`;
-}
-
 /** Validate what the page sent; throws naming the first problem. */
 export function parsePageMessage(raw: unknown): PageMessage {
   const result = PageMessageSchema.safeParse(raw);
-  if (!result.success) throw new Error(`malformed dashboard message at ${firstIssue(result.error)}`);
+  if (!result.success) throw new Error(`malformed dashboard message at ${zodIssueText(result.error, '(root)')}`);
   return result.data;
 }
 
 /** Validate what the host sent; throws naming the first problem. */
 export function parseHostMessage(raw: unknown): HostMessage {
   const result = HostMessageSchema.safeParse(raw);
-  if (!result.success) throw new Error(`malformed host message at ${firstIssue(result.error)}`);
+  if (!result.success) throw new Error(`malformed host message at ${zodIssueText(result.error, '(root)')}`);
   return result.data;
 }
 

@@ -4,6 +4,7 @@
 // sends (engine events with parseEngineEvent). Never imports vscode.
 import { z } from 'zod';
 import { SettingsSchema } from '../engine/common/config';
+import { zodIssueText } from '../engine/common/errors';
 import { DatabaseSnapshotSchema } from '../engine/common/snapshot';
 import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/common/events';
 import { RunMetaSchema } from '../engine/common/runMeta';
@@ -189,17 +190,12 @@ export type WorkerToHost = z.infer<typeof WorkerToHostSchema>;
 
 // ----------------------------------------------------------------- parsing
 
-function firstIssue(error: z.ZodError): string {
-  const issue = error.issues[0];
-  return `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`;
-}
-
 /** Validate a message from the host (throws naming the first bad field; never echoes the API key). */
 export function parseHostToWorker(raw: unknown): HostToWorker {
   const result = HostToWorkerSchema.safeParse(raw);
   if (result.success) return result.data;
   const type = typeof raw === 'object' && raw !== null && 'type' in raw ? String((raw as { type: unknown }).type) : '(none)';
-  throw new Error(`malformed message from the host (type ${type}) at ${firstIssue(result.error)}`);
+  throw new Error(`malformed message from the host (type ${type}) at ${zodIssueText(result.error, '(root)')}`);
 }
 
 /** Validate a message from the worker; events are checked with parseEngineEvent. */
@@ -212,14 +208,14 @@ export function parseWorkerToHost(raw: unknown): WorkerToHost {
   }
   const result = WorkerToHostSchema.safeParse(raw);
   if (result.success) return result.data;
-  throw new Error(`malformed message from the engine worker at ${firstIssue(result.error)}`);
+  throw new Error(`malformed message from the engine worker at ${zodIssueText(result.error, '(root)')}`);
 }
 
 /** Validate a query's result against the schema of its kind. */
 export function parseQueryResult<K extends QueryKind>(kind: K, raw: unknown): QueryResult<K> {
   const result = QueryResultSchemas[kind].safeParse(raw);
   if (result.success) return result.data as QueryResult<K>;
-  throw new Error(`malformed ${kind} reply from the engine worker at ${firstIssue(result.error)}`);
+  throw new Error(`malformed ${kind} reply from the engine worker at ${zodIssueText(result.error, '(root)')}`);
 }
 
 /** Request ids for a query without one (a malformed query still gets an error reply when its id is readable). */

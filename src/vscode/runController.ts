@@ -15,6 +15,7 @@ import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
 import { forDisplay } from '../engine/common/displayText';
+import { ThetaEvolveError } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
@@ -132,8 +133,8 @@ export function runOrigin(meta: RunMeta): { fileUri: vscode.Uri; extension: stri
 }
 
 /** Why a run could not start, and the setting to change when one is the cause. */
-export class RunStartError extends Error {
-  override name = 'RunStartError';
+export class RunStartError extends ThetaEvolveError {
+  override readonly name = 'RunStartError';
   constructor(
     message: string,
     readonly setting: string | null,

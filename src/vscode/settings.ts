@@ -3,19 +3,20 @@
 // reported by name, value and where it was set, never silently replaced.
 import * as vscode from 'vscode';
 import { parseSettings, SETTINGS, type Settings } from '../engine/common/config';
-import { errorMessage } from '../engine/common/errors';
+import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 
 const SECTION = 'thetaevolve';
 
 /** A setting holds a value the schema rejects; the message names the setting, the value and where it is set. */
-export class SettingsError extends Error {
-  override name = 'SettingsError';
+export class SettingsError extends ThetaEvolveError {
+  override readonly name = 'SettingsError';
   constructor(
     message: string,
     /** Full key, e.g. `thetaevolve.batchSize` (for "Open Settings"). */
     readonly settingKey: string | undefined,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -48,7 +49,7 @@ export function readSettings(scope?: vscode.Uri): Settings {
     const message = errorMessage(err);
     const key = SETTINGS.map((s) => s.key).find((k) => message.includes(`${SECTION}.${k} `));
     const where = key ? whereSet(config, key) : undefined;
-    throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined);
+    throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined, { cause: err });
   }
 }
 

@@ -2,6 +2,7 @@
 // the VS Code settings (`thetaevolve.*`, mirrored in package.json and checked
 // by a unit test), the CLI defaults and the zod validation of both.
 import { z } from 'zod';
+import { firstZodIssue } from './errors';
 
 type SettingType = 'string' | 'number' | 'integer' | 'boolean';
 
@@ -141,9 +142,8 @@ export function contributedConfiguration(): Record<string, Record<string, unknow
 export function parseSettings(raw: Record<string, unknown>): Settings {
   const result = SettingsSchema.safeParse(raw);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const key = issue?.path.join('.') ?? '?';
-  throw new Error(`Setting thetaevolve.${key} is invalid: ${issue?.message ?? 'bad value'} (got ${JSON.stringify(raw[key])}).`);
+  const { path: key, message } = firstZodIssue(result.error, '');
+  throw new Error(`Setting thetaevolve.${key} is invalid: ${message} (got ${JSON.stringify(raw[key])}).`);
 }
 
 export const DATABASE_PRESETS = {

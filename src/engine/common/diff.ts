@@ -2,6 +2,7 @@
 // Unlike the release we ignore reasoning text, enforce the EVOLVE-BLOCK and
 // report every block we skip, with the reason.
 import { sameCodeIgnoringComments } from './codeText';
+import { ThetaEvolveError } from './errors';
 
 export const EVOLVE_BLOCK_START = 'EVOLVE-BLOCK-START';
 export const EVOLVE_BLOCK_END = 'EVOLVE-BLOCK-END';
@@ -148,7 +149,9 @@ export function locateEvolveBlocks(text: string): EvolveBlockLocation {
 }
 
 /** Thrown when a text lacks well-formed EVOLVE-BLOCK regions; the message says what is wrong. */
-export class EvolveBlockError extends Error {}
+export class EvolveBlockError extends ThetaEvolveError {
+  override readonly name = 'EvolveBlockError';
+}
 
 /** The regions of a text (one or more), or an EvolveBlockError naming the problem. */
 export function evolveRegions(text: string, what = 'the program'): EvolveRegion[] {

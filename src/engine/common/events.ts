@@ -3,6 +3,7 @@
 // boundary, so each has a zod schema and is validated on arrival. Every
 // number is finite or null (JSON has no NaN).
 import { z } from 'zod';
+import { zodIssueText } from './errors';
 import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
 
 const finite = z.number().finite();
@@ -271,8 +272,7 @@ export type EndpointStateEvent = EngineEventOf<'endpoint_state'>;
 export function parseEngineEvent(raw: unknown): EngineEvent {
   const result = EngineEventSchema.safeParse(raw);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new Error(`malformed engine event at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+  throw new Error(`malformed engine event at ${zodIssueText(result.error, '(root)')}`);
 }
 
 export type EngineEventListener = (event: EngineEvent) => void;

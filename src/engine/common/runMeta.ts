@@ -1,6 +1,7 @@
 // What a run database records about its run (the loop writes it when it
 // creates the database): one typed shape for everything that reads it back.
 import { z } from 'zod';
+import { zodIssueText } from './errors';
 import { DirectionSchema, EvaluatorTrustSchema } from './events';
 
 export const RunMetaSchema = z.object({
@@ -28,6 +29,5 @@ export type RunMeta = z.infer<typeof RunMetaSchema>;
 export function parseRunMeta(raw: unknown, dbFile: string): RunMeta {
   const result = RunMetaSchema.safeParse(raw);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new Error(`${dbFile}: the run meta is incomplete at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+  throw new Error(`${dbFile}: the run meta is incomplete at ${zodIssueText(result.error, '(root)')}`);
 }

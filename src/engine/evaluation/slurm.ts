@@ -6,59 +6,34 @@
 // CLI. One sbatch per wave, one squeue per poll for all jobs of the run.
 // A job that left the queue without a result file is lost, never "still
 // running"; lost jobs are resubmitted, then the sample ends as
-// evaluation_failed (no score: not the model's fault).
-import { constants } from 'node:fs';
-import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+// evaluation_failed (no score: not the model's fault). This file is the
+// evaluator (waves, polls, resubmits); the staged files and what jobs write
+// back are slurmStaging.ts, the shared queue calls slurmQueue.ts, the probe
+// job slurmProbe.ts.
+import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { cancelledResult } from '../sandbox/evaluator';
 import type { IsolationKind } from '../sandbox/isolation';
 import { percentile } from '../common/stats';
 import type { Task } from '../task/task';
-import type { EvaluationResult, FailedEvaluationResult, ScoredEvaluationResult } from '../common/types';
+import type { EvaluationResult, FailedEvaluationResult } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from './backend';
-import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
-import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
-import { EvaluateJsonSchema, resultOfEvaluateJson } from './evaluateJson';
+import type { NodeProbe } from './nodeProbe';
+import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli } from './slurmCli';
 import type { SlurmClusterOptions } from './slurmSettings';
 import { errorMessage } from '../common/errors';
+import { cancelRunJobs, commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, ORDINARY_PENDING_REASONS, waitUntilGone } from './slurmQueue';
+import { runProbe } from './slurmProbe';
+import { jobTimeLimitMinutes, readJobFile, readJobResult, removeStaleStaging, type SandboxLimits, stage, type Staging, tail } from './slurmStaging';
 
-/** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
-export const BUNDLE_FILES = ['cli.js', 'nodeProbe.js'] as const;
-/** The folder of Python files the CLI needs for other systems' task folders (src/engine/task/foreign, copied into dist/). */
-export const BUNDLE_FOREIGN_DIR = 'foreign';
-/** Seconds a job may take beyond the candidate's and the evaluator's limits (Node start, copying, scoring). */
-const JOB_TIME_MARGIN_SEC = 120;
-const PROBE_TIME_MINUTES = 5;
+export { cancelOrphans, findOrphans } from './slurmQueue';
+export { BUNDLE_FILES, BUNDLE_FOREIGN_DIR, jobTimeLimitMinutes, type SandboxLimits, sandboxLimitArguments, shellQuote } from './slurmStaging';
+
 /** SLURM's default MaxArraySize is 1001. */
 const MAX_ARRAY_TASKS = 1000;
-/** Polls a job must be missing from the queue, without a result, before it counts as lost (shared filesystems show files late). */
-const MISSING_POLLS_BEFORE_LOST = 2;
 const SUBMIT_FAILURES_BEFORE_GIVING_UP = 3;
-/** KillWait (30 s by default) plus a margin: a job that ignores SIGTERM is gone only after SIGKILL. */
-const GONE_TIMEOUT_MS = 45_000;
-const GONE_POLL_MS = 100;
-const RESULT_MAX_BYTES = 1024 * 1024;
 /** How often done/ is listed between polls. */
 const DONE_CHECK_MS = 250;
-const TAIL_CHARS = 400;
-const MIN_NODE_MAJOR = 20;
-/** Pending reasons that only mean "wait your turn"; any other is told once, it may never clear (ReqNodeNotAvail, a limit, ...). */
-const ORDINARY_PENDING_REASONS = new Set(['None', 'Priority', 'Resources', 'JobArrayTaskLimit', 'BeginTime', 'Dependency', 'Prolog']);
-/** Folders of a task folder that are never staged: runs, version control, dependencies. */
-const NOT_STAGED = new Set(['.thetaevolve', '.git', 'node_modules', '__pycache__']);
-
-/** The sandbox limits a compute node applies, as the settings name them. */
-export interface SandboxLimits {
-  memoryLimitMb: number;
-  outputLimitKb: number;
-}
-
-/** `--set` arguments that give the node's `evaluate` the run's sandbox limits. */
-export function sandboxLimitArguments(limits: SandboxLimits | undefined): string {
-  if (!limits) return '';
-  return ` --set sandbox.memoryLimitMb=${Math.floor(limits.memoryLimitMb)} --set sandbox.outputLimitKb=${Math.floor(limits.outputLimitKb)}`;
-}
 
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   runId: string;
@@ -115,159 +90,8 @@ interface Candidate {
   detach: () => void;
 }
 
-/** Quote one word for bash. */
-export function shellQuote(word: string): string {
-  return `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
-function tail(text: string): string {
-  const trimmed = text.trim();
-  return trimmed.length <= TAIL_CHARS ? trimmed : `...${trimmed.slice(-TAIL_CHARS)}`;
-}
-
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A small regular file written by a job, read without following links and capped. */
-async function readJobFile(path: string, maxBytes = RESULT_MAX_BYTES): Promise<string | null> {
-  let handle;
-  try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return null;
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return null;
-    const buffer = Buffer.alloc(Math.min(stat.size, maxBytes));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return buffer.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await handle.close();
-  }
-}
-
 function failedResult(reason: string, durationMs: number): FailedEvaluationResult {
   return { status: 'evaluation_failed', score: null, objective: null, metrics: {}, reason, durationMs, stdout: '', stderr: '' };
-}
-
-/** The time limit of one evaluation job: the candidate's and the evaluator's limits plus a margin, in whole minutes (SLURM rounds up anyway). */
-export function jobTimeLimitMinutes(runtimeLimitSec: number, evaluatorTimeLimitSec: number): number {
-  return Math.max(1, Math.ceil((runtimeLimitSec + evaluatorTimeLimitSec + JOB_TIME_MARGIN_SEC) / 60));
-}
-
-interface Staging {
-  root: string;
-  jobScript: string;
-  probeScript: string;
-}
-
-async function stage(task: Task, options: SlurmEvaluatorOptions, jobName: string, runtimeLimitSec: number): Promise<Staging> {
-  for (const file of BUNDLE_FILES) {
-    if (!(await exists(join(options.bundleDirectory, file)))) {
-      throw new SlurmError(`${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled CLI for its jobs (build it with npm run build).`);
-    }
-  }
-  // <staging>/<job name>/<one folder per process>: a run's folders, and only its, are under its job name.
-  const runDir = join(resolve(options.stagingDirectory), jobName);
-  await mkdir(runDir, { recursive: true });
-  const root = await mkdtemp(join(runDir, 'process-'));
-  try {
-    for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
-    for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
-    // The Python wrapper OpenEvolve and ShinkaEvolve folders are evaluated through (beside the bundled CLI, as in dist/).
-    await cp(join(options.bundleDirectory, BUNDLE_FOREIGN_DIR), join(root, 'bundle', BUNDLE_FOREIGN_DIR), { recursive: true, filter: (source) => !source.includes('__pycache__') });
-    const stagingRoot = resolve(options.stagingDirectory);
-    await cp(task.dir, join(root, 'task'), {
-      recursive: true,
-      filter: (source) => !NOT_STAGED.has(basename(source)) && resolve(source) !== stagingRoot,
-    });
-    const q = shellQuote(root);
-    const setup = options.setupCommands.length > 0 ? ['# slurm.setupCommands', ...options.setupCommands] : [];
-    const jobScript = join(root, 'job.sh');
-    await writeFile(
-      jobScript,
-      [
-        '#!/bin/bash',
-        '# ThetaEvolve evaluation job: array task i evaluates the candidate named on line i+1 of the list file ($1)',
-        "# with ThetaEvolve's own `evaluate`, so the sandbox applies on this node too.",
-        ...setup,
-        `stage=${q}`,
-        'id=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$1")',
-        'dir="$stage/candidates/$id"',
-        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}" --json --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
-        'code=$?',
-        'if [ "$code" -eq 0 ]; then mv -f "$dir/result.json.part" "$dir/result.json"; else echo "$code" > "$dir/failed"; fi',
-        '# One folder to list instead of a file per candidate to look at: results are picked up between two polls.',
-        'touch "$stage/done/$id"',
-        '',
-      ].join('\n'),
-      { mode: 0o755 },
-    );
-    const probeScript = join(root, 'probe.sh');
-    await writeFile(
-      probeScript,
-      [
-        '#!/bin/bash',
-        "# ThetaEvolve's probe job: which Node.js and which sandbox this compute node offers.",
-        ...setup,
-        `cd ${q} || exit 1`,
-        `${options.nodeCommand} --version > probe.version 2> probe.stderr`,
-        `${options.nodeCommand} bundle/nodeProbe.js > probe.json.part 2>> probe.stderr && mv -f probe.json.part probe.json`,
-        'touch probe.done',
-        '',
-      ].join('\n'),
-      { mode: 0o755 },
-    );
-    return { root, jobScript, probeScript };
-  } catch (err) {
-    await rm(root, { recursive: true, force: true });
-    throw err;
-  }
-}
-
-/** Jobs of a run left in the queue, e.g. by a ThetaEvolve that was killed: id, state and pending reason each. */
-export async function findOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<QueueEntry[]> {
-  const queue = await new SlurmCli(env).queue(jobNameOfRun(runId));
-  return [...queue.values()];
-}
-
-/** scancel every job of a run (resume after a crash) and wait until none is left; resolves with how many there were. SlurmEvaluator.start() does this itself. */
-export async function cancelOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return cancelRunJobs(new SlurmCli(env), jobNameOfRun(runId));
-}
-
-async function cancelRunJobs(cli: SlurmCli, name: string): Promise<number> {
-  const before = await cli.queue(name);
-  if (before.size === 0) return 0;
-  await cli.cancelByName(name);
-  await waitUntilGone(cli, name, null);
-  return before.size;
-}
-
-/** Staging folders of this run's earlier processes (their jobs are gone now). */
-async function removeStaleStaging(stagingDirectory: string, jobName: string): Promise<void> {
-  const runDir = join(resolve(stagingDirectory), jobName);
-  for (const name of await readdir(runDir).catch(() => [])) await rm(join(runDir, name), { recursive: true, force: true });
-}
-
-/** Poll until none of `ids` (null: no job of `name` at all) is in the queue; a cancelled job lingers briefly while it completes. */
-async function waitUntilGone(cli: SlurmCli, name: string, ids: readonly string[] | null): Promise<void> {
-  const deadline = Date.now() + GONE_TIMEOUT_MS;
-  for (;;) {
-    const queue = await cli.queue(name);
-    const left = ids === null ? [...queue.keys()] : ids.filter((id) => queue.has(id));
-    if (left.length === 0) return;
-    if (Date.now() > deadline) throw new SlurmError(`SLURM jobs ${left.slice(0, 10).join(', ')} were still in the queue ${GONE_TIMEOUT_MS / 1000} s after scancel`);
-    await delay(GONE_POLL_MS);
-  }
 }
 
 export class SlurmEvaluator implements EvaluationBackend {
@@ -504,7 +328,7 @@ export class SlurmEvaluator implements EvaluationBackend {
         await rm(join(doneDir, name), { force: true });
         const c = byId.get(name);
         if (!c) continue;
-        const result = await this.readResult(c);
+        const result = await readJobResult(c.dir);
         if (result.kind !== 'result') continue;
         this.markStarted(c, null);
         this.counts.done++;
@@ -597,7 +421,7 @@ export class SlurmEvaluator implements EvaluationBackend {
         }
         continue;
       }
-      const result = await this.readResult(c);
+      const result = await readJobResult(c.dir);
       if (result.kind === 'result') {
         this.markStarted(c, null);
         this.counts.done++;
@@ -657,26 +481,6 @@ export class SlurmEvaluator implements EvaluationBackend {
     c.startNotified = true;
   }
 
-  private async readResult(c: Candidate): Promise<{ kind: 'none' } | { kind: 'broken'; why: string } | { kind: 'result'; result: ScoredEvaluationResult }> {
-    const text = await readJobFile(join(c.dir, 'result.json'));
-    if (text === null) return { kind: 'none' };
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      return { kind: 'broken', why: 'wrote a result file that is not JSON' };
-    }
-    const parsed = EvaluateJsonSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      return { kind: 'broken', why: `wrote a malformed result (${issue?.path.join('.') || 'top level'}: ${issue?.message ?? 'invalid'})` };
-    }
-    const r = parsed.data;
-    // evaluate reports an interrupted evaluation as cancelled: here that is
-    // SLURM stopping the job (time limit, preemption), not a candidate's result.
-    if (r.metrics.cancelled === true) return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
-    return { kind: 'result', result: resultOfEvaluateJson(r) };
-  }
 
   /** A lost or failed job: submit the candidate again while resubmits are left, else end it as evaluation_failed. */
   private attemptFailed(c: Candidate, why: string): void {
@@ -744,74 +548,4 @@ export class SlurmEvaluator implements EvaluationBackend {
   private warn(message: string): void {
     this.options.onWarning?.(message);
   }
-}
-
-function commonSbatchArguments(options: SlurmEvaluatorOptions, jobName: string, root: string): string[] {
-  return [
-    // The job starts from the user's login environment on the node, not ours:
-    // no API key reaches a job or slurmd's spool (sbatch runs with a minimal
-    // environment besides, see slurmToolEnvironment).
-    '--export=NONE',
-    `--job-name=${jobName}`,
-    `--chdir=${root}`,
-    ...(options.partition ? [`--partition=${options.partition}`] : []),
-    ...(options.account ? [`--account=${options.account}`] : []),
-    ...options.sbatchArguments,
-  ];
-}
-
-/** The probe job: Node.js and the sandbox on a compute node, or a SlurmError saying what is missing. */
-async function runProbe(cli: SlurmCli, options: SlurmEvaluatorOptions, staging: Staging, jobName: string, signal: AbortSignal | undefined): Promise<NodeProbe> {
-  const jobId = await cli.submit([
-    ...commonSbatchArguments(options, jobName, staging.root),
-    `--time=${PROBE_TIME_MINUTES}`,
-    `--output=${join(staging.root, 'logs', 'probe-%j.log')}`,
-    staging.probeScript,
-  ]);
-  const done = join(staging.root, 'probe.done');
-  let missingPolls = 0;
-  let lastState: string | null = null;
-  const toldReasons = new Set<string>();
-  for (;;) {
-    if (signal?.aborted) {
-      await cli.cancel([jobId]).then(() => waitUntilGone(cli, jobName, [jobId])).catch(() => undefined);
-      throw new SlurmError('stopped while waiting for the SLURM probe job');
-    }
-    const queue = await cli.queue(jobName);
-    const entry = queue.get(jobId);
-    if (entry) lastState = entry.state;
-    if (entry?.state === 'PENDING' && !ORDINARY_PENDING_REASONS.has(entry.reason) && !toldReasons.has(entry.reason)) {
-      toldReasons.add(entry.reason);
-      options.onWarning?.(`the SLURM probe job ${jobId} is pending with reason ${entry.reason} (squeue); the run starts once it has run`);
-    }
-    if (await exists(done)) break;
-    if (entry?.live) missingPolls = 0;
-    else if (++missingPolls >= MISSING_POLLS_BEFORE_LOST) {
-      const log = (await readJobFile(join(staging.root, 'logs', `probe-${jobId}.log`))) ?? '';
-      throw new SlurmError(
-        `the SLURM probe job ${jobId} left the queue${lastState ? ` (last seen ${lastState})` : ''} without reporting back in ${staging.root}. ` +
-          `Is thetaevolve.slurm.stagingDirectory on a filesystem the compute nodes share?${log.trim() ? ` Its output ends with: ${tail(log)}` : ''}`,
-      );
-    }
-    await delay(Math.min(options.pollSeconds * 1000, 1000), undefined, signal ? { signal } : {}).catch(() => undefined);
-  }
-  const version = ((await readJobFile(join(staging.root, 'probe.version'), 200)) ?? '').trim();
-  const stderr = (await readJobFile(join(staging.root, 'probe.stderr'))) ?? '';
-  const how = `set thetaevolve.slurm.nodeCommand, or load Node.js with thetaevolve.slurm.setupCommands (e.g. module load nodejs/20)`;
-  const major = /^v(\d+)\./.exec(version);
-  if (!major) throw new SlurmError(`Node.js could not be started on the compute node with \`${options.nodeCommand}\`${stderr.trim() ? ` (${tail(stderr)})` : ''}: ${how}.`);
-  if (Number(major[1]) < MIN_NODE_MAJOR) throw new SlurmError(`the compute node runs Node.js ${version}; ThetaEvolve's jobs need Node.js ${MIN_NODE_MAJOR} or newer: ${how}.`);
-  const text = await readJobFile(join(staging.root, 'probe.json'));
-  let probe: NodeProbe;
-  try {
-    probe = NodeProbeSchema.parse(JSON.parse(text ?? ''));
-  } catch {
-    throw new SlurmError(`the probe on the compute node did not report its sandbox${stderr.trim() ? ` (${tail(stderr)})` : ''}`);
-  }
-  if (probe.isolation.kind !== 'bwrap' && !options.allowFallbackIsolation) {
-    throw new SlurmError(
-      `the compute node ${probe.host} has no working bubblewrap sandbox (${probe.isolation.warning ?? 'fallback'}). Install bubblewrap on the compute nodes, or pick nodes that have it with thetaevolve.slurm.partition or slurm.sbatchArguments.`,
-    );
-  }
-  return probe;
 }

@@ -6,6 +6,7 @@
 import { tmpdir, userInfo } from 'node:os';
 import { z } from 'zod';
 import { runProcess } from '../sandbox/process';
+import { ThetaEvolveError } from '../common/errors';
 
 const TOOL_TIMEOUT_MS = 60_000;
 const TOOL_OUTPUT_LIMIT = 4 * 1024 * 1024;
@@ -13,7 +14,9 @@ const TOOL_OUTPUT_LIMIT = 4 * 1024 * 1024;
 const KEPT_VARIABLES = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR']);
 const KEPT_PREFIXES = ['SLURM_', 'SBATCH_', 'SQUEUE_', 'SCANCEL_'];
 
-export class SlurmError extends Error {}
+export class SlurmError extends ThetaEvolveError {
+  override readonly name = 'SlurmError';
+}
 
 /** What SLURM's tools say when they find no slurm.conf (no SLURM_CONF, no /etc/slurm/slurm.conf, no DNS SRV record). */
 const NO_CONFIGURATION = /Could not establish a configuration source/;

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../common/config';
-import { errorMessage } from '../common/errors';
+import { errorMessage, firstZodIssue } from '../common/errors';
 
 export type SlurmSettings = Pick<
   Settings,
@@ -101,7 +101,7 @@ export function slurmOptionsFromSettings(settings: SlurmSettings, runFolder: str
   const field = <T>(key: keyof SlurmSettings, schema: z.ZodType<T>): T => {
     const parsed = schema.safeParse(settings[key]);
     if (parsed.success) return parsed.data;
-    throw new Error(`Setting thetaevolve.${key} ${parsed.error.issues[0]?.message ?? 'is invalid'} (got ${JSON.stringify(settings[key])}).`);
+    throw new Error(`Setting thetaevolve.${key} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(settings[key])}).`);
   };
   const staging = settings['slurm.stagingDirectory'].trim();
   return {

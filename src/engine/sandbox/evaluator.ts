@@ -41,7 +41,7 @@ import {
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
-import { errorMessage } from '../common/errors';
+import { errorMessage, ThetaEvolveError, zodIssueText } from '../common/errors';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -69,13 +69,13 @@ export interface EvaluatorOptions {
 }
 
 /** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
-export class SandboxUnavailableError extends Error {
+export class SandboxUnavailableError extends ThetaEvolveError {
+  override readonly name = 'SandboxUnavailableError';
   constructor(readonly isolation: IsolationReport) {
     super(
       `No sandbox for candidate programs here (${isolation.missing[0] ?? isolation.summary}). Model-written code is not run without isolation. ` +
         `${HOW_TO_GET_A_SANDBOX} ${HOW_TO_ALLOW_WEAK}`,
     );
-    this.name = 'SandboxUnavailableError';
   }
 }
 
@@ -162,8 +162,7 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
   }
   const parsed = EvaluatorReplySchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, problem: `the evaluator's reply is malformed at ${issue?.path.join('.') || '(top level)'}: ${issue?.message ?? 'invalid'}` };
+    return { ok: false, problem: `the evaluator's reply is malformed at ${zodIssueText(parsed.error, '(top level)')}` };
   }
   return { ok: true, reply: parsed.data };
 }

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { errorMessage } from '../common/errors';
+import { errorMessage, zodIssueText } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
 
@@ -154,7 +154,7 @@ export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConf
   const script = join(foreignRuntimeDir(), 'read_config.py');
   const text = await new Promise<string>((resolvePromise, reject) => {
     execFile(PYTHON, [script, file], { timeout: CONFIG_READ_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
-      if (err) reject(new TaskError(`${file}: cannot read it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`));
+      if (err) reject(new TaskError(`${file}: cannot read it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`, { cause: err }));
       else resolvePromise(stdout);
     });
   });
@@ -162,12 +162,11 @@ export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConf
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new TaskError(`${file}: the YAML reader gave no JSON: ${errorMessage(err)}`);
+    throw new TaskError(`${file}: the YAML reader gave no JSON: ${errorMessage(err)}`, { cause: err });
   }
   const parsed = OpenEvolveConfigSchema.safeParse(raw ?? {});
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new TaskError(`${file}: field ${issue?.path.join('.') || '(top level)'}: ${issue?.message ?? 'invalid'}`);
+  throw new TaskError(`${file}: field ${zodIssueText(parsed.error, '(top level)')}`);
 }
 
 /** A task name from the folder: lower-case, our characters; a bare number ("2") gets its parent's name. */

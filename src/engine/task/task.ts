@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
-import { errorMessage } from '../common/errors';
+import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
 import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -158,8 +158,8 @@ export interface Task {
 }
 
 /** A task file that cannot be used; the message names the file and the field. */
-export class TaskError extends Error {
-  override name = 'TaskError';
+export class TaskError extends ThetaEvolveError {
+  override readonly name = 'TaskError';
 }
 
 function describeValue(value: unknown): string {
@@ -176,12 +176,6 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
     node = (node as Record<PropertyKey, unknown>)[key];
   }
   return node;
-}
-
-function fieldName(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
-  return out === '' ? '(top level)' : out;
 }
 
 /**
@@ -206,7 +200,7 @@ export function parseTaskFile(raw: unknown, file: string): TaskFile {
 }
 
 function fail(file: string, path: readonly PropertyKey[], message: string): never {
-  throw new TaskError(`${file}: field ${fieldName(path)}: ${message}`);
+  throw new TaskError(`${file}: field ${fieldPathText(path, '(top level)', 'bracketed')}: ${message}`);
 }
 
 /** Names of the `{placeholders}` in a template text. */
@@ -265,7 +259,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new TaskError(`${file}: not valid JSON: ${errorMessage(err)}`);
+    throw new TaskError(`${file}: not valid JSON: ${errorMessage(err)}`, { cause: err });
   }
   const spec = parseTaskFile(raw, file);
 

@@ -1,0 +1,61 @@
+// The SLURM backend's dealings with the queue that the evaluator and the
+// probe job share: the sbatch options every job gets, pending reasons worth
+// telling, and cancelling a run's jobs until squeue no longer shows them.
+import { setTimeout as delay } from 'node:timers/promises';
+import { jobNameOfRun, type QueueEntry, SlurmCli, SlurmError } from './slurmCli';
+import type { SlurmClusterOptions } from './slurmSettings';
+
+/** Polls a job must be missing from the queue, without a result, before it counts as lost (shared filesystems show files late). */
+export const MISSING_POLLS_BEFORE_LOST = 2;
+/** KillWait (30 s by default) plus a margin: a job that ignores SIGTERM is gone only after SIGKILL. */
+const GONE_TIMEOUT_MS = 45_000;
+const GONE_POLL_MS = 100;
+/** Pending reasons that only mean "wait your turn"; any other is told once, it may never clear (ReqNodeNotAvail, a limit, ...). */
+export const ORDINARY_PENDING_REASONS = new Set(['None', 'Priority', 'Resources', 'JobArrayTaskLimit', 'BeginTime', 'Dependency', 'Prolog']);
+
+/** Jobs of a run left in the queue, e.g. by a ThetaEvolve that was killed: id, state and pending reason each. */
+export async function findOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<QueueEntry[]> {
+  const queue = await new SlurmCli(env).queue(jobNameOfRun(runId));
+  return [...queue.values()];
+}
+
+/** scancel every job of a run (resume after a crash) and wait until none is left; resolves with how many there were. SlurmEvaluator.start() does this itself. */
+export async function cancelOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return cancelRunJobs(new SlurmCli(env), jobNameOfRun(runId));
+}
+
+/** scancel every job named `name` and wait until squeue shows none; resolves with how many there were. */
+export async function cancelRunJobs(cli: SlurmCli, name: string): Promise<number> {
+  const before = await cli.queue(name);
+  if (before.size === 0) return 0;
+  await cli.cancelByName(name);
+  await waitUntilGone(cli, name, null);
+  return before.size;
+}
+
+/** Poll until none of `ids` (null: no job of `name` at all) is in the queue; a cancelled job lingers briefly while it completes. */
+export async function waitUntilGone(cli: SlurmCli, name: string, ids: readonly string[] | null): Promise<void> {
+  const deadline = Date.now() + GONE_TIMEOUT_MS;
+  for (;;) {
+    const queue = await cli.queue(name);
+    const left = ids === null ? [...queue.keys()] : ids.filter((id) => queue.has(id));
+    if (left.length === 0) return;
+    if (Date.now() > deadline) throw new SlurmError(`SLURM jobs ${left.slice(0, 10).join(', ')} were still in the queue ${GONE_TIMEOUT_MS / 1000} s after scancel`);
+    await delay(GONE_POLL_MS);
+  }
+}
+
+/** The sbatch options of every job of a run (evaluation arrays and the probe). */
+export function commonSbatchArguments(options: Pick<SlurmClusterOptions, 'partition' | 'account' | 'sbatchArguments'>, jobName: string, root: string): string[] {
+  return [
+    // The job starts from the user's login environment on the node, not ours:
+    // no API key reaches a job or slurmd's spool (sbatch runs with a minimal
+    // environment besides, see slurmToolEnvironment).
+    '--export=NONE',
+    `--job-name=${jobName}`,
+    `--chdir=${root}`,
+    ...(options.partition ? [`--partition=${options.partition}`] : []),
+    ...(options.account ? [`--account=${options.account}`] : []),
+    ...options.sbatchArguments,
+  ];
+}

@@ -156,7 +156,7 @@ export class EvolutionRun {
           break;
         }
         if (this.paused) await this.waitWhilePaused(db.lastStep);
-        if (this.stopController.signal.aborted) throw new StopSignal();
+        if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
         let committed: CommittedStep;
         try {
           committed = await this.runStep(db, state, started);
@@ -224,7 +224,7 @@ export class EvolutionRun {
     this.emit({ type: 'evaluation_started', time: Date.now(), step: 0, jobKey: 'initial', sampleIndex: 0 });
     await this.outputs.startStep(0);
     const result = await this.spec.evaluator.evaluate(code, { signal: this.stopController.signal });
-    if (this.stopController.signal.aborted) throw new StopSignal();
+    if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
     const outcome = outcomeOfEvaluation(result.status);
     const outputKept = result.status !== 'ok';
     if (outputKept) await this.outputs.add({ step: 0, jobKey: 'initial', sampleIndex: 0, outcome, reason: result.reason, stdout: result.stdout, stderr: result.stderr });

@@ -10,7 +10,7 @@ import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promis
 import { dirname } from 'node:path';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { errorMessage } from './common/errors';
+import { errorMessage, ThetaEvolveError } from './common/errors';
 import { runLockFile } from './runFiles';
 
 const LockFileSchema = z.object({
@@ -23,8 +23,8 @@ const LockFileSchema = z.object({
 type LockFile = z.infer<typeof LockFileSchema>;
 
 /** The run is held by another process (or another run of this one). */
-export class RunLockedError extends Error {
-  override name = 'RunLockedError';
+export class RunLockedError extends ThetaEvolveError {
+  override readonly name = 'RunLockedError';
 }
 
 export interface RunLock {

@@ -37,8 +37,8 @@ export function firstZodIssue(error: z.ZodError, root: string): { path: string; 
   return { path: fieldPathText(issue?.path ?? [], root), message: issue?.message ?? 'invalid' };
 }
 
-/** The first problem zod found as 'path: message' (e.g. 'steps.0.score: Expected number'). */
+/** The first problem zod found as 'path: message' (e.g. 'steps.0.score: Expected number'); the message alone at the root when `root` is ''. */
 export function zodIssueText(error: z.ZodError, root: string): string {
   const { path, message } = firstZodIssue(error, root);
-  return `${path}: ${message}`;
+  return path === '' ? message : `${path}: ${message}`;
 }

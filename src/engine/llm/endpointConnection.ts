@@ -91,10 +91,3 @@ export class EndpointConnection {
   }
 }
 
-/** The first problem zod found in a reply, for people. */
-export function firstIssue(error: { issues: { path: PropertyKey[]; message: string }[] }): string {
-  const issue = error.issues[0];
-  if (!issue) return 'unexpected shape';
-  const path = issue.path.map(String).join('.');
-  return path ? `${path}: ${issue.message}` : issue.message;
-}

@@ -8,6 +8,7 @@
 // accounting stay those of the single-server client.
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
+import { firstZodIssue } from '../common/errors';
 import type { EndpointServersEvent } from '../common/events';
 import { percentile } from '../common/stats';
 import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../common/types';
@@ -52,7 +53,7 @@ export function parseEndpointList(value: string): string[] {
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const which = issue && typeof issue.path[0] === 'number' ? ` (entry ${issue.path[0] + 1})` : '';
-  throw new Error(`Setting thetaevolve.endpoint${which} ${issue?.message ?? 'is invalid'} (got ${JSON.stringify(value)}); separate several base URLs with commas.`);
+  throw new Error(`Setting thetaevolve.endpoint${which} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(value)}); separate several base URLs with commas.`);
 }
 
 export interface EndpointPoolOptions extends Omit<EndpointOptions, 'baseURL'> {

@@ -13,7 +13,8 @@ import { sleep } from '../async/sleep';
 import { describeNetworkError } from '../networkErrors';
 import { ChatCompletionSchema, policyVersionOf, readChoice, splitEvenly } from './chatResponse';
 import { type ContextBudget, MAX_CONTEXT_RETRIES, type PromptCounts } from './contextBudget';
-import { type EndpointConnection, firstIssue } from './endpointConnection';
+import { zodIssueText } from '../common/errors';
+import { type EndpointConnection } from './endpointConnection';
 import { isRetryableStatus, isUnavailableStatus, retryAfterMs } from './retryPolicy';
 import { contextRejectionOf, rejectsTokenFields, type ContextRejection } from './serverErrors';
 import type { ServerProbe } from './serverProbe';
@@ -214,7 +215,7 @@ export class RequestRunner {
     }
     const parsed = ChatCompletionSchema.safeParse(json);
     if (!parsed.success) {
-      return { ok: false, kind: 'retry', error: `malformed reply: ${firstIssue(parsed.error)}`, retryAfterMs: null };
+      return { ok: false, kind: 'retry', error: `malformed reply: ${zodIssueText(parsed.error, '')}`, retryAfterMs: null };
     }
     const reply = parsed.data;
     if (reply.choices.length !== unit.n) {

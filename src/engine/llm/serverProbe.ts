@@ -11,7 +11,8 @@ import { RetryBudget, backoffDelayMs } from '../async/retryBudget';
 import { sleep } from '../async/sleep';
 import { describeNetworkError } from '../networkErrors';
 import { ChatCompletionSchema, ModelListSchema, type ChatCompletionReply } from './chatResponse';
-import { type EndpointConnection, PLACEHOLDER_API_KEY, firstIssue } from './endpointConnection';
+import { zodIssueText } from '../common/errors';
+import { type EndpointConnection, PLACEHOLDER_API_KEY } from './endpointConnection';
 import { isRetryableStatus, isUnavailableStatus } from './retryPolicy';
 import { rejectsTokenFields } from './serverErrors';
 
@@ -137,7 +138,7 @@ export class ServerProbe {
       }
       const parsed = ModelListSchema.safeParse(json);
       if (!parsed.success) {
-        throw new Error(`${baseURL}/models did not answer like an OpenAI-compatible server (${firstIssue(parsed.error)}).`);
+        throw new Error(`${baseURL}/models did not answer like an OpenAI-compatible server (${zodIssueText(parsed.error, '')}).`);
       }
       return parsed.data.data;
     }

@@ -82,7 +82,7 @@ export class StepResponses {
       await Promise.all(batch);
       settled += batch.length;
     }
-    if (this.abandoned) throw new StopSignal();
+    if (this.abandoned) throw new StopSignal('the run was stopped');
     return {
       generationMs: generationDone - stepStarted,
       evaluationMs: Number.isFinite(this.firstEvalStart) ? Math.max(0, this.lastEvalEnd - this.firstEvalStart) : 0,

@@ -6,6 +6,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { describeNetworkError } from '../networkErrors';
+import { ThetaEvolveError } from '../common/errors';
 
 export interface HttpReply {
   status: number;
@@ -15,11 +16,12 @@ export interface HttpReply {
 }
 
 /** The request failed below HTTP: refused, reset, timed out. */
-export class TransportError extends Error {
+export class TransportError extends ThetaEvolveError {
+  override readonly name = 'TransportError';
   /** True when the whole request was written before the failure: the server may have acted on it. */
   readonly ambiguous: boolean;
-  constructor(message: string, ambiguous: boolean) {
-    super(message);
+  constructor(message: string, ambiguous: boolean, options?: { cause?: unknown }) {
+    super(message, options);
     this.ambiguous = ambiguous;
   }
 }

@@ -1,18 +1,22 @@
 // What the bridge needs of a trainer protocol (atropos, slime), and the two
 // kinds of failure it tells apart: what retrying fixes and what it cannot.
+import { ThetaEvolveError } from '../common/errors';
 import type { TrainerSpool, SpooledGroup } from './spool';
 
 export type TrainerProtocol = 'atropos' | 'slime';
 
 /** Retrying cannot fix it (wrong URL, not that kind of server, no token ids): the run should not start. */
-export class TrainerConfigError extends Error {}
+export class TrainerConfigError extends ThetaEvolveError {
+  override readonly name = 'TrainerConfigError';
+}
 
 /** Worth another attempt after a backoff (outage, 5xx, reset, trainer not started yet). */
-export class RetryableTrainerError extends Error {
+export class RetryableTrainerError extends ThetaEvolveError {
+  override readonly name = 'RetryableTrainerError';
   /** The request may have reached the trainer: check before sending it again. */
   readonly ambiguous: boolean;
-  constructor(message: string, ambiguous = false) {
-    super(message);
+  constructor(message: string, ambiguous = false, options?: { cause?: unknown }) {
+    super(message, options);
     this.ambiguous = ambiguous;
   }
 }

@@ -16,6 +16,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { firstZodIssue } from '../common/errors';
 
 const finite = z.number().finite();
 
@@ -111,7 +112,7 @@ export class TrainerSpool {
     let meta: z.infer<typeof MetaSchema>;
     if (existsSync(metaPath)) {
       const parsed = MetaSchema.safeParse(JSON.parse(await readFile(metaPath, 'utf8')));
-      if (!parsed.success) throw new Error(`${metaPath} is not a trainer spool meta file: ${parsed.error.issues[0]?.message ?? 'bad shape'}`);
+      if (!parsed.success) throw new Error(`${metaPath} is not a trainer spool meta file: ${firstZodIssue(parsed.error, '').message}`);
       meta = parsed.data;
     } else {
       meta = { version: 1, runPrefix: runPrefix ?? `te-${randomBytes(6).toString('hex')}`, createdAt: Date.now() };
@@ -145,8 +146,8 @@ export class TrainerSpool {
     for (const line of groupLines.lines) {
       const parsed = SpooledGroupSchema.safeParse(safeJson(line));
       if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`${groupsPath}: a line is not a spooled group (${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'bad shape'})`);
+        const { path, message } = firstZodIssue(parsed.error, '');
+        throw new Error(`${groupsPath}: a line is not a spooled group (${path}: ${message})`);
       }
       if (!acked.has(parsed.data.id) && !pending.has(parsed.data.id)) pending.set(parsed.data.id, parsed.data);
       else ackedInLog++;

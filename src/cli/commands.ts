@@ -39,7 +39,7 @@ export const EVALUATE_SPEC: CommandSpec = {
     { name: 'program-file', help: 'Program to evaluate.' },
   ],
   flags: {
-    timeout: { kind: 'number', minimum: 0.001, value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
+    timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     backend: { kind: 'string', value: 'local|slurm', help: 'Evaluate here (local, default) or as a SLURM job (thetaevolve.slurm.* through --set/--config).' },

@@ -12,7 +12,7 @@ import { errorMessage } from '../engine/common/errors';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
-import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
+import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { settingsFromArgs } from './settingsSources';
@@ -67,7 +67,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     } else {
       const lines = [
         `status     ${result.status}`,
-        `score      ${result.score}`,
+        `score      ${result.score ?? '-'}`,
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
@@ -78,7 +78,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
       io.stdout(lines.join('\n') + '\n');
     }
-    return 0;
+    return exitCodeOf(result, io);
   } finally {
     await evaluator.close();
   }
@@ -101,14 +101,8 @@ async function evaluateOnSlurm(task: Task, code: string, settings: Settings, tim
   }
   try {
     const result = await backend.evaluate(code, { signal: io.signal, onSubmitted: (jobId) => io.stderr(`thetaevolve: SLURM job ${jobId}\n`) });
-    const isProtected = task.evaluatorTrust === 'separate';
     if (json) {
-      if (result.status !== 'evaluation_failed') io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
-      else {
-        // The cluster, not the candidate, failed: no score (the run's outcome evaluation_failed).
-        const { status, score, objective, metrics, reason, durationMs } = result;
-        io.stdout(JSON.stringify({ status, score, objective, metrics, reason, durationMs: Math.round(durationMs), protected: isProtected, unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON }) + '\n');
-      }
+      io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
     } else {
       const lines = [`status     ${result.status}`, `score      ${result.score ?? '-'}`, `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`, `time       ${(result.durationMs / 1000).toFixed(2)} s`];
       for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
@@ -116,10 +110,21 @@ async function evaluateOnSlurm(task: Task, code: string, settings: Settings, tim
       lines.push(`backend    ${backend.description}`, `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`);
       io.stdout(lines.join('\n') + '\n');
     }
-    return 0;
+    return exitCodeOf(result, io);
   } finally {
     await backend.close();
   }
+}
+
+/**
+ * 0 whenever the evaluation ran, whatever the program did; 1 when it could
+ * not run (the sandbox, the task's evaluator or the cluster failed), with the
+ * reason on stderr: that is no score of the program's.
+ */
+function exitCodeOf(result: EvaluationResult, io: CliIO): number {
+  if (result.status !== 'evaluation_failed') return 0;
+  io.stderr(`thetaevolve evaluate: the evaluation could not run (not the program's fault): ${forDisplay(result.reason)}\n`);
+  return 1;
 }
 
 export function isolationLines(isolation: IsolationReport): string[] {

@@ -119,7 +119,8 @@ export const QueryResultSchemas = {
     /** The sandbox the program got. */
     isolation: IsolationSummarySchema,
     status: z.enum(EVALUATION_STATUSES),
-    score: finite,
+    /** null: the evaluation could not run (evaluation_failed), not the program's score. */
+    score: finite.nullable(),
     objective: finite.nullable(),
     metrics: z.record(z.string(), z.union([finite, z.string(), z.boolean(), z.null()])),
     reason: z.string(),

@@ -40,7 +40,7 @@ describe('CLI input', () => {
   it('evaluate --timeout 0 is refused naming the flag', async () => {
     const { code, stderr } = await runCli(['evaluate', TASK, path.join(TASK, 'initial_program.py'), '--timeout', '0'], dir);
     assert.equal(code, 2);
-    assert.match(stderr, /--timeout needs a number of at least/);
+    assert.match(stderr, /--timeout needs a positive number/);
   });
 
   it("run refuses to resume another task's database, which stays unchanged", async function () {

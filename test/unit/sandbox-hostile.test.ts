@@ -206,7 +206,7 @@ describe('sandbox: hostile candidates', function () {
       'while True:\n    print("x" * 1000)\n',
     ];
     const results = await Promise.all([...hostile.map((code) => evaluator.evaluate(code)), evaluator.evaluate(VALID_SOLUTION)]);
-    for (const r of results.slice(0, 3)) assert.ok(r.score < 0, r.status);
+    for (const r of results.slice(0, 3)) assert.ok(r.score !== null && r.score < 0, r.status);
     const honest = results[3];
     assert.equal(honest?.status, 'ok', honest?.reason);
     assert.equal(honest?.objective, 100);

@@ -175,7 +175,7 @@ describe('sandbox: evaluator', function () {
     }
   });
 
-  it('treats an evaluator failure or a malformed reply as an invalid solution', async () => {
+  it("treats the task's evaluator crashing or replying malformed as an evaluation that could not run: no score, not the candidate's", async () => {
     const dir = tempDir('te-badeval-');
     await writeFile(join(dir, 'crash.py'), 'import sys\nsys.stderr.write("evaluator bug")\nsys.exit(5)\n');
     await writeFile(join(dir, 'liar.py'), 'print("score: 100")\n');
@@ -184,7 +184,8 @@ describe('sandbox: evaluator', function () {
       const broken = new Evaluator({ ...task, evaluatorCommand: ['/usr/bin/python3', join(dir, script), '{solution}'] }, OPTIONS);
       try {
         const result = await broken.evaluate(writesValue('2'));
-        assert.equal(result.status, 'invalid_solution', script);
+        assert.equal(result.status, 'evaluation_failed', script);
+        assert.equal(result.score, null);
         assert.match(result.reason, pattern);
         assert.equal(result.metrics.evaluator_failed, true);
       } finally {

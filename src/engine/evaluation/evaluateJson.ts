@@ -5,14 +5,15 @@
 // full output") and a valid solution's text (for the dashboard's picture).
 import { z } from 'zod';
 import type { Task } from '../task/task';
-import { IN_SANDBOX_TRUST_REASON, SCORED_EVALUATION_STATUSES, type ScoredEvaluationResult } from '../common/types';
+import { EVALUATION_STATUSES, type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../common/types';
 
 const MetricValueSchema = z.union([z.number().finite(), z.string(), z.boolean(), z.null()]);
 
 export const EvaluateJsonSchema = z
   .object({
-    status: z.enum(SCORED_EVALUATION_STATUSES),
-    score: z.number().finite(),
+    status: z.enum(EVALUATION_STATUSES),
+    /** null exactly when status is evaluation_failed: the evaluation could not run, no score. */
+    score: z.number().finite().nullable(),
     objective: z.number().finite().nullable(),
     metrics: z.record(z.string(), MetricValueSchema),
     reason: z.string(),
@@ -26,12 +27,13 @@ export const EvaluateJsonSchema = z
     /** A valid result's solution file, when small enough to keep. */
     solution: z.string().optional(),
   })
-  .strict();
+  .strict()
+  .refine((json) => (json.score === null) === (json.status === 'evaluation_failed'), { message: 'score is null exactly when status is evaluation_failed', path: ['score'] });
 
 export type EvaluateJson = z.infer<typeof EvaluateJsonSchema>;
 
-/** The --json object of a scored result. */
-export function evaluateJsonOf(result: ScoredEvaluationResult, task: Pick<Task, 'evaluatorTrust'>): EvaluateJson {
+/** The --json object of a result. */
+export function evaluateJsonOf(result: EvaluationResult, task: Pick<Task, 'evaluatorTrust'>): EvaluateJson {
   const isProtected = task.evaluatorTrust === 'separate';
   return {
     status: result.status,
@@ -44,7 +46,7 @@ export function evaluateJsonOf(result: ScoredEvaluationResult, task: Pick<Task, 
     unprotectedReason: isProtected ? null : IN_SANDBOX_TRUST_REASON,
     stdout: result.stdout,
     stderr: result.stderr,
-    ...(result.solution !== undefined ? { solution: result.solution } : {}),
+    ...(result.status !== 'evaluation_failed' && result.solution !== undefined ? { solution: result.solution } : {}),
   };
 }
 
@@ -59,7 +61,8 @@ export function evaluateJsonLine(json: EvaluateJson): string {
 }
 
 /** A result read back from an evaluate --json line (a SLURM job's result file). */
-export function resultOfEvaluateJson(json: EvaluateJson): ScoredEvaluationResult {
-  const { protected: _protected, unprotectedReason: _why, ...result } = json;
-  return result;
+export function resultOfEvaluateJson(json: EvaluateJson): EvaluationResult {
+  const { protected: _protected, unprotectedReason: _why, status, score, ...rest } = json;
+  if (status === 'evaluation_failed' || score === null) return { ...rest, status: 'evaluation_failed', score: null };
+  return { ...rest, status, score };
 }

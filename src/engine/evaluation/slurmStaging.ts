@@ -184,5 +184,8 @@ export async function readJobResult(dir: string): Promise<JobResult> {
   // evaluate reports an interrupted evaluation as cancelled: here that is
   // SLURM stopping the job (time limit, preemption), not a candidate's result.
   if (r.metrics.cancelled === true) return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
-  return { kind: 'result', result: resultOfEvaluateJson(r) };
+  // The node's sandbox or the task's evaluator failed there: not the candidate's result (another node may do).
+  const result = resultOfEvaluateJson(r);
+  if (result.status === 'evaluation_failed') return { kind: 'broken', why: `could not be evaluated on its node: ${result.reason}` };
+  return { kind: 'result', result };
 }

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { Settings } from '../common/config';
 import { scoreOfObjective } from '../common/scoring';
 import { fillTemplate, type Task } from '../task/task';
-import { type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../common/types';
+import { type EvaluationResult, type FailedEvaluationResult, type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { Semaphore } from '../async/semaphore';
 import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
@@ -33,6 +33,7 @@ import {
   pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
+  SANDBOX_STARTED_BYTE,
   SANDBOX_TMPFS_PATHS,
   SANDBOX_WORK_DIR,
   sandboxExecProfile,
@@ -124,6 +125,15 @@ export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
 
 type Metrics = ScoredEvaluationResult['metrics'];
 
+/**
+ * Our machinery failed, not the candidate: the sandbox could not be set up or
+ * start the program, the task's trusted evaluator crashed, timed out or gave
+ * no reply. No score: never ranked, never a reward (docs/algorithm.md section 4).
+ */
+function infrastructureFailure(reason: string, extra: Partial<Omit<FailedEvaluationResult, 'status' | 'score'>> = {}): FailedEvaluationResult {
+  return { status: 'evaluation_failed', score: null, objective: null, metrics: {}, reason, durationMs: 0, stdout: '', stderr: '', ...extra };
+}
+
 function penaltyResult(status: Exclude<ScoredEvaluationStatus, 'ok'>, reason: string, extra: Partial<ScoredEvaluationResult> = {}): ScoredEvaluationResult {
   return {
     status,
@@ -173,7 +183,7 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
  * under its own time limit, its reply validated. Never throws for a bad
  * solution; durationMs covers this step only.
  */
-export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<ScoredEvaluationResult> {
+export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<EvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
@@ -186,7 +196,7 @@ export async function scoreSolutionFile(task: Task, solutionPath: string, option
   }
 }
 
-async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<ScoredEvaluationResult> {
+async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<EvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
   const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
@@ -200,15 +210,16 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
     ...(signal ? { signal } : {}),
   });
   if (run.aborted) return cancelledResult();
+  // The task's own evaluator failing is the task's problem, not the candidate's: no score.
   const failed = { metrics: { evaluator_failed: true } satisfies Metrics };
-  if (run.spawnError) return penaltyResult('invalid_solution', `the evaluator could not start: ${run.spawnError}`, failed);
-  if (run.timedOut) return penaltyResult('invalid_solution', `the evaluator ran past its ${task.evaluatorTimeLimitSec} s limit on this solution`, failed);
+  if (run.spawnError) return infrastructureFailure(`the evaluator could not start: ${run.spawnError}`, failed);
+  if (run.timedOut) return infrastructureFailure(`the evaluator ran past its ${task.evaluatorTimeLimitSec} s limit on this solution`, failed);
   if (run.exitCode !== 0) {
     const how = run.exitSignal ? `was killed by ${run.exitSignal}` : `exited with code ${String(run.exitCode)}`;
-    return penaltyResult('invalid_solution', withOutput(`the evaluator ${how}`, run.stderr), failed);
+    return infrastructureFailure(withOutput(`the evaluator ${how}`, run.stderr), failed);
   }
   const parsed = parseEvaluatorReply(run.stdout);
-  if (!parsed.ok) return penaltyResult('invalid_solution', withOutput(parsed.problem, run.stderr), failed);
+  if (!parsed.ok) return infrastructureFailure(withOutput(parsed.problem, run.stderr), failed);
   const reply = parsed.reply;
   const objective = reply.objective ?? null;
   if (reply.unreadable) return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
@@ -229,6 +240,9 @@ export function cancelledResult(): ScoredEvaluationResult {
   return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
+/** A candidate's run: the process, whether the sandbox got as far as starting it, and the solution it handed over. */
+type SandboxRun = ProcessOutcome & { sandboxStarted: boolean; solution: SolutionRead };
+
 /** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
 
@@ -247,7 +261,7 @@ export class Evaluator implements EvaluationBackend {
   /** The K concurrent evaluations. */
   private readonly slots: Semaphore;
   private readonly closing = new AbortController();
-  private readonly inFlight = new Set<Promise<ScoredEvaluationResult>>();
+  private readonly inFlight = new Set<Promise<EvaluationResult>>();
 
   constructor(
     readonly task: Task,
@@ -282,7 +296,7 @@ export class Evaluator implements EvaluationBackend {
   }
 
   /** Queues behind the concurrency limit; never throws for candidate failures. A cancelled evaluation resolves as no_solution with metrics.cancelled. */
-  evaluate(code: string, options: EvaluateOptions = {}): Promise<ScoredEvaluationResult> {
+  evaluate(code: string, options: EvaluateOptions = {}): Promise<EvaluationResult> {
     const promise = this.evaluateNow(code, options);
     this.inFlight.add(promise);
     void promise.finally(() => this.inFlight.delete(promise));
@@ -300,9 +314,9 @@ export class Evaluator implements EvaluationBackend {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<ScoredEvaluationResult> {
+  private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
     const started = performance.now();
-    const elapsed = (result: ScoredEvaluationResult): ScoredEvaluationResult => ({ ...result, durationMs: performance.now() - started });
+    const elapsed = <R extends EvaluationResult>(result: R): R => ({ ...result, durationMs: performance.now() - started });
     if (this.closing.signal.aborted) return elapsed(penaltyResult('no_solution', 'the evaluator is closed', { metrics: { cancelled: true } }));
     if (code.length > this.task.maxCodeLength) {
       return elapsed(penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`));
@@ -318,8 +332,8 @@ export class Evaluator implements EvaluationBackend {
       options.onStart?.();
       return elapsed(await this.runAndScore(code, signal));
     } catch (err) {
-      // Our own failure (disk full, temp folder gone): still a result, not a throw.
-      return elapsed(penaltyResult('no_solution', `the sandbox failed: ${errorMessage(err)}`, { metrics: { sandbox_failed: true } }));
+      // Our own failure (disk full, temp folder gone): still a result, not a throw, and never the candidate's score.
+      return elapsed(infrastructureFailure(`the sandbox failed: ${errorMessage(err)}`, { metrics: { sandbox_failed: true } }));
     } finally {
       release();
     }
@@ -335,7 +349,7 @@ export class Evaluator implements EvaluationBackend {
     this.onWarning?.(`Sandbox cleanup: ${problem}`);
   }
 
-  private async runAndScore(code: string, signal: AbortSignal): Promise<ScoredEvaluationResult> {
+  private async runAndScore(code: string, signal: AbortSignal): Promise<EvaluationResult> {
     const root = await mkdtemp(join(this.scratchDir, 'thetaevolve-eval-'));
     try {
       const trustedDir = join(root, 'trusted');
@@ -346,7 +360,11 @@ export class Evaluator implements EvaluationBackend {
       // Another system's folder: its metrics are exactly what its evaluator returned (which times itself).
       const runtime: Metrics = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
       if (run.aborted) return { ...cancelledResult(), ...output };
-      if (run.spawnError) return penaltyResult('no_solution', `the sandbox could not start the program: ${run.spawnError}`, output);
+      if (run.spawnError) return infrastructureFailure(`the sandbox could not start the program: ${run.spawnError}`, { ...output, metrics: { sandbox_failed: true } });
+      if (!run.sandboxStarted && !run.timedOut) {
+        // bwrap gave up before the program ran (a folder it cannot bind, no user namespace): ours to fix, not the model's.
+        return infrastructureFailure(withOutput(`the sandbox failed to start (${this.describeExit(run)})`, run.stderr), { ...output, metrics: { sandbox_failed: true } });
+      }
       if (run.timedOut) {
         return penaltyResult('timeout', `the program ran past its ${this.options.runtimeLimitSec} s limit and was killed`, { ...output, metrics: runtime });
       }
@@ -410,7 +428,7 @@ export class Evaluator implements EvaluationBackend {
    * size-capped tmpfs, and the solution comes out on another descriptor
    * after everything else in the sandbox was killed.
    */
-  private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<ProcessOutcome & { solution: SolutionRead }> {
+  private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
     const processLimit = this.info.processLimit ? this.options.processLimit : null;
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true);
@@ -445,7 +463,7 @@ export class Evaluator implements EvaluationBackend {
         env: {},
         bwrapInfoFd: true,
         inputs: [...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []), { fd: BWRAP_FD.program, data: Buffer.from(code, 'utf8') }],
-        capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 2 },
+        capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 3 },
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
         // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
@@ -454,13 +472,14 @@ export class Evaluator implements EvaluationBackend {
         ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });
       const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
-      return { ...run, memoryExceeded, solution: this.copiedOut(run.captured) };
+      const sandboxStarted = run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
+      return { ...run, memoryExceeded, sandboxStarted, solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null) };
     } finally {
       if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
   }
 
-  /** What the copy-out wrapper sent: a tag byte, then the file's first maxBytes + 1 bytes. */
+  /** What the copy-out wrapper sent after its start byte: a tag byte, then the file's first maxBytes + 1 bytes. */
   private copiedOut(captured: Buffer | null): SolutionRead {
     const name = this.task.solutionFile;
     const tag = captured && captured.length > 0 ? String.fromCharCode(captured[0] as number) : 'N';
@@ -474,7 +493,7 @@ export class Evaluator implements EvaluationBackend {
   }
 
   /** Weaker isolation the user allowed: a folder on the host, limits, and every leftover process killed. */
-  private async runOnHost(root: string, code: string, programName: string, signal: AbortSignal): Promise<ProcessOutcome & { solution: SolutionRead }> {
+  private async runOnHost(root: string, code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     const programDir = join(root, 'program');
     const workDir = join(root, 'work');
     await mkdir(programDir);
@@ -521,6 +540,7 @@ export class Evaluator implements EvaluationBackend {
       killMarkedProcesses(`THETAEVOLVE_EVALUATION=${evaluationId}`, runAs ? runAs.uid : null);
     }
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
-    return { ...run, solution };
+    // Nothing is set up between the spawn and the program here: a failure to start is the spawn error.
+    return { ...run, sandboxStarted: true, solution };
   }
 }

@@ -200,15 +200,19 @@ export function bwrapArguments(options: {
 }
 
 /**
- * Inside bwrap: run the candidate ("$@", without the solution descriptor),
- * then kill whatever it left running in the sandbox (nothing can change the
- * file while it is read), then send one tag byte and the file on fd 6:
- * F + its first limit+1 bytes, N (no file), L (a symbolic link, not
- * followed), X (not a regular file); nothing when the candidate failed.
+ * Inside bwrap: say the sandbox is up (S on fd 6: bwrap failing to set it up,
+ * a bind it cannot make, never gets this far, and that failure is ours, not
+ * the candidate's), run the candidate ("$@", without the solution
+ * descriptor), then kill whatever it left running in the sandbox (nothing can
+ * change the file while it is read), then send one tag byte and the file on
+ * fd 6: F + its first limit+1 bytes, N (no file), L (a symbolic link, not
+ * followed), X (not a regular file); nothing more when the candidate failed.
  * Exits with the candidate's status.
  */
+export const SANDBOX_STARTED_BYTE = 'S';
 const COPY_OUT_SCRIPT = [
   'file="$1"; limit="$2"; shift 2',
+  `printf ${SANDBOX_STARTED_BYTE} >&6`,
   '"$@" 6>&-',
   'status=$?',
   'kill -KILL -1 2>/dev/null',
@@ -343,7 +347,7 @@ function probeBwrap(
     if (result.error) return result.error.message;
     const stdout = result.stdout.toString('utf8');
     const copied = result.output[BWRAP_FD.solution]?.toString('utf8') ?? '';
-    if (result.status === 0 && stdout.includes('sandbox-ok') && copied === 'Fsandbox-ok\n') return null;
+    if (result.status === 0 && stdout.includes('sandbox-ok') && copied === `${SANDBOX_STARTED_BYTE}Fsandbox-ok\n`) return null;
     const why = (result.stderr.toString('utf8') || stdout).trim().split('\n')[0] ?? '';
     return why || `exit status ${String(result.status ?? result.signal)}, copied out ${JSON.stringify(copied.slice(0, 40))}`;
   } catch (err) {

@@ -13,7 +13,7 @@ import { Rng, type RngState } from '../common/rng';
 import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
 import { MinHeap } from './minHeap';
-import { type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
+import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
 const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
@@ -413,7 +413,7 @@ export class Population {
       node.improvement = true;
       this.state.bestId = node.id;
       // Its lineage now, before later evictions delete ancestors' rows (parents are from earlier steps: they have rows).
-      (this.state.lineageDepths ??= {})[node.id] = node.parentId !== null && this.storedParentOf(node.parentId) ? 1 + this.storedAncestors(node.parentId) : 0;
+      (this.state.lineageDepths ??= {})[node.id] = node.parentId !== null && this.storedParentOf(node.parentId) ? 1 + ancestorsOf(node.parentId, (id) => this.storedParentOf(id)).length : 0;
     }
     this.placeInGrid(node);
     if (migrantOf === null) this.offerToArchive(node);
@@ -426,21 +426,6 @@ export class Population {
     const node = this.nodes.get(id);
     if (node) return node.isNew ? undefined : node;
     return this.formerBests.get(id);
-  }
-
-  /** How many ancestors of `id` still have rows (the walk `ProgramDatabase.ancestors` makes). */
-  private storedAncestors(id: string): number {
-    let count = 0;
-    const seen = new Set<string>([id]);
-    let parentId = this.storedParentOf(id)?.parentId ?? null;
-    while (parentId !== null && !seen.has(parentId)) {
-      seen.add(parentId);
-      const parent = this.storedParentOf(parentId);
-      if (!parent) break;
-      count++;
-      parentId = parent.parentId;
-    }
-    return count;
   }
 
   /** MAP-Elites: take an empty cell, or replace the occupant only with a higher score. */

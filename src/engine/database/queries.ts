@@ -4,7 +4,7 @@
 // changed by ProgramDatabase's commits.
 import type { DatabaseSnapshot } from '../common/snapshot';
 import { betterFirst, type Population, type PopulationNode } from './population';
-import { type ProgramRecord, seqOfId } from './records';
+import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
 import type { RunStore } from './runStore';
 
@@ -51,17 +51,7 @@ export class RunQueries {
 
   /** Parent, grandparent, ... up to the root, as far as the programs are still stored. */
   ancestors(id: string): ProgramRecord[] {
-    const out: ProgramRecord[] = [];
-    const seen = new Set<string>([id]);
-    let parentId = this.get(id)?.parentId ?? null;
-    while (parentId !== null && !seen.has(parentId)) {
-      seen.add(parentId);
-      const parent = this.get(parentId);
-      if (!parent) break;
-      out.push(parent);
-      parentId = parent.parentId;
-    }
-    return out;
+    return ancestorsOf(id, (other) => this.get(other));
   }
 
   /** How many ancestors a program has: as recorded when it became a best (stable), else those whose rows are still here. */

@@ -71,3 +71,21 @@ export function seqOfId(id: string): number | null {
   const seq = parseInt(id, 36);
   return Number.isSafeInteger(seq) && seq.toString(36) === id ? seq : null;
 }
+
+/**
+ * Parent, grandparent, ... of `id` up to the root, as far as `lookup` finds
+ * them (a cycle stops the walk).
+ */
+export function ancestorsOf<T extends { parentId: string | null }>(id: string, lookup: (id: string) => T | null | undefined): T[] {
+  const out: T[] = [];
+  const seen = new Set<string>([id]);
+  let parentId = lookup(id)?.parentId ?? null;
+  while (parentId !== null && !seen.has(parentId)) {
+    seen.add(parentId);
+    const parent = lookup(parentId);
+    if (!parent) break;
+    out.push(parent);
+    parentId = parent.parentId;
+  }
+  return out;
+}

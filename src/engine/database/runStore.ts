@@ -46,6 +46,7 @@ interface CopiedColumns {
 }
 
 const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROGRAM_COLUMNS.split(',').map(() => '?').join(', ')})`;
+/** id, parent_id, island of an evicted row. */
 const FORMER_BEST_ROW = z.tuple([z.string(), z.string().nullable(), z.number().int()]);
 
 function describe(err: unknown): string {
@@ -201,18 +202,22 @@ export class RunStore {
   /** Rebuild the population from the rows, in insertion order. */
   private restore(population: Population, refuse: (why: string) => DatabaseFileError): void {
     const numIslands = this.config.numIslands;
-    this.eachRow(`SELECT ${NODE_COLUMNS} FROM programs WHERE alive = 1 ORDER BY seq`, [], (row) => {
-      const parsed = NodeRowSchema.safeParse(row);
+    // One pass over the table: its rows are long (code, response), so each scan costs.
+    this.eachRow(`SELECT ${NODE_COLUMNS}, alive FROM programs ORDER BY seq`, [], (row) => {
+      const alive = row[row.length - 1];
+      if (alive === 0) {
+        // An evicted row is a past best: children of its own join its island, and lineages run through it.
+        // A malformed one is skipped, not refused: opening never checked past bests' rows.
+        const parsed = FORMER_BEST_ROW.safeParse(row.slice(1, 4));
+        if (parsed.success) population.restoreFormerBest(...parsed.data);
+        return;
+      }
+      if (alive !== 1) return;
+      const parsed = NodeRowSchema.safeParse(row.slice(0, -1));
       if (!parsed.success) throw refuse('a program row is malformed');
       const [seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive, eliteCell, improvement] = parsed.data;
       if (island < 0 || island >= numIslands) throw refuse(`program ${id} is on island ${island}, outside 0..${numIslands - 1}`);
       population.restoreNode({ seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive: inArchive === 1, eliteCell, improvement: improvement === 1 });
-    });
-    // Evicted rows are past bests: children of theirs join their island, and lineages run through them.
-    this.eachRow('SELECT id, parent_id, island FROM programs WHERE alive = 0', [], (row) => {
-      const parsed = FORMER_BEST_ROW.safeParse(row);
-      if (!parsed.success) throw refuse('a program row is malformed');
-      population.restoreFormerBest(...parsed.data);
     });
     this.eachRow('SELECT hash FROM code_hashes', [], (row) => {
       const hash = row[0];

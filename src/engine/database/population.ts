@@ -165,7 +165,23 @@ export class Population {
 
   /** A live program read back on open; call in sequence order. */
   restoreNode(stored: StoredNode): void {
-    const node: PopulationNode = { ...stored, alive: true, isNew: false };
+    // Field by field: an object spread is several times slower, and a reopen restores every live program.
+    const node: PopulationNode = {
+      seq: stored.seq,
+      id: stored.id,
+      parentId: stored.parentId,
+      island: stored.island,
+      step: stored.step,
+      score: stored.score,
+      codeLength: stored.codeLength,
+      codeHash: stored.codeHash,
+      migrantOf: stored.migrantOf,
+      alive: true,
+      inArchive: stored.inArchive,
+      eliteCell: stored.eliteCell,
+      improvement: stored.improvement,
+      isNew: false,
+    };
     this.nodes.set(node.id, node);
     this.all.push(node);
     (this.islandMembers[node.island] as PopulationNode[]).push(node);

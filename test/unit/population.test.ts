@@ -14,15 +14,16 @@ function population(overrides: Partial<DatabaseConfig> = {}): Population {
   return new Population(config, initialState(config), FIXED_CLOCK);
 }
 
-/** Decide a step and settle it, as a store that wrote the change set would. */
-function step(pop: Population, children: NewProgram[]): ReturnType<Population['addStep']> {
+/** Decide a step, take its change set and settle, as the database does once its store wrote the change set. */
+function step(pop: Population, children: NewProgram[]): ReturnType<Population['addStep']> & { changes: ChangeSet } {
   const result = pop.addStep(pop.state.lastStep + 1, children);
+  const changes = pop.changes();
   pop.settle();
-  return result;
+  return { ...result, changes };
 }
 
 function seed(pop: Population, program: NewProgram): string {
-  const { record } = pop.addInitial(program);
+  const record = pop.addInitial(program);
   pop.settle();
   return record.id;
 }
@@ -34,7 +35,8 @@ function kinds(changes: ChangeSet): string[] {
 describe('population rules (no SQLite)', () => {
   it('seeds every island with a copy of the initial program, each its island\'s first archive member', () => {
     const pop = population({ numIslands: 3 });
-    const { record, changes } = pop.addInitial(programWith(0.1, 100, null, 0, 'initial'));
+    const record = pop.addInitial(programWith(0.1, 100, null, 0, 'initial'));
+    const changes = pop.changes();
     assert.equal(record.id, '0');
     assert.equal(record.createdAt, FIXED_CLOCK());
     assert.deepEqual(kinds(changes), ['insert:0', 'insert:1', 'insert:2']);

@@ -303,7 +303,7 @@ export class Population {
   }
 
   /** The initial program (step 0) on island 0, and a copy (an archive member) seeding every other island. */
-  addInitial(program: NewProgram): { record: ProgramRecord; changes: ChangeSet } {
+  addInitial(program: NewProgram): ProgramRecord {
     const content = this.programContent(program);
     const node = this.insert(entryOf(program), 0, null, content);
     for (let island = 1; island < this.config.numIslands; island++) {
@@ -314,7 +314,7 @@ export class Population {
       if (seed.alive) this.offerToArchive(seed);
     }
     this.state.lastStep = 0;
-    return { record: recordOf(node, program, content.createdAt), changes: this.changes() };
+    return recordOf(node, program, content.createdAt);
   }
 
   /** Throws when a step cannot be added (before anything changes). */
@@ -330,7 +330,7 @@ export class Population {
    * A step's children one by one (each joins its parent's island; MAP-Elites,
    * archive and capacity rules per insert), then a migration when due.
    */
-  addStep(step: number, children: readonly NewProgram[]): { inserted: ProgramRecord[]; newBest: Readonly<PopulationNode> | null; changes: ChangeSet } {
+  addStep(step: number, children: readonly NewProgram[]): { inserted: ProgramRecord[]; newBest: Readonly<PopulationNode> | null } {
     if (this.pendingSample) {
       this.state.rng = this.pendingSample.rng;
       this.state.turn = this.pendingSample.turn;
@@ -351,7 +351,7 @@ export class Population {
     for (const island of grown) this.state.islandGenerations[island] = (this.state.islandGenerations[island] as number) + 1;
     if (this.migrationDue()) this.migrate(step);
     this.state.lastStep = step;
-    return { inserted, newBest: this.bestNode !== bestBefore ? this.bestNode : null, changes: this.changes() };
+    return { inserted, newBest: this.bestNode !== bestBefore ? this.bestNode : null };
   }
 
   /** After the store wrote the change set: forget the dead and the step's contents; keep every list in insertion order. */
@@ -373,8 +373,12 @@ export class Population {
     if (this.archiveHeap.length > 2 * this.config.archiveSize + 64) this.archiveHeap.retain((n) => n.inArchive);
   }
 
-  /** The rows the step changed, in sequence order. A program evicted in the step that added it never gets a row (unless it was a best). */
-  private changes(): ChangeSet {
+  /**
+   * What was decided since the last settle, for the store to write: the rows
+   * changed, in sequence order (a program evicted in the step that added it
+   * never gets a row, unless it was a best), new code hashes, the state.
+   */
+  changes(): ChangeSet {
     const rows: RowChange[] = [];
     for (const node of [...this.touched].sort((a, b) => a.seq - b.seq)) {
       if (node.isNew) {

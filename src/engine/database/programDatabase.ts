@@ -182,8 +182,8 @@ export class ProgramDatabase {
     this.population.checkInitial(program);
     this.busy = true;
     try {
-      const { record, changes } = this.population.addInitial(program);
-      this.store.apply(changes, null);
+      const record = this.population.addInitial(program);
+      this.store.apply(this.population.changes(), null);
       this.population.settle();
       await this.store.persist();
       return record;
@@ -206,9 +206,9 @@ export class ProgramDatabase {
     this.busy = true;
     try {
       const started = performance.now();
-      const { inserted, newBest: newBestNode, changes } = this.population.addStep(input.step, input.children);
+      const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children);
       const applied = performance.now();
-      this.store.apply(changes, { step: input.step, stats: input.stats, engineState: input.engineState });
+      this.store.apply(this.population.changes(), { step: input.step, stats: input.stats, engineState: input.engineState });
       this.population.settle();
       const written = performance.now();
       await this.store.persist();

@@ -1,0 +1,645 @@
+// The population rules of algorithm.md section 6 (OpenEvolve's design, scaled
+// up): islands taking turns, per-island MAP-Elites grids, an elite archive,
+// ring migration, capacity eviction, parent sampling and a code-hash index
+// over every program ever added (the lazy penalty).
+//
+// Pure: no SQLite, no files. Every rule runs on in-memory structures (arrays
+// in insertion order, heaps, maps) and a step's decisions come back as a
+// change set (rows to insert, update, delete; new code hashes; the state to
+// store) that the run store writes. Everything here is rebuilt from the rows
+// on open, in the same order, so a resumed run makes exactly the choices the
+// uninterrupted one would have.
+import { Rng, type RngState } from '../common/rng';
+import type { Outcome } from '../common/types';
+import type { DatabaseState } from './schema';
+import { MinHeap } from './minHeap';
+import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
+
+/** Outcomes whose programs enter the database (their code is new and was evaluated). */
+const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
+
+const FEATURE_DIMENSIONS = 2;
+
+/** Bins per feature dimension: max(10, ceil(archive^(1/d))). */
+export function featureBins(archiveSize: number, dimensions = FEATURE_DIMENSIONS): number {
+  const root = Math.pow(archiveSize, 1 / dimensions);
+  const nearest = Math.round(root);
+  const ceil = Math.abs(root - nearest) < 1e-9 ? nearest : Math.ceil(root);
+  return Math.max(10, ceil);
+}
+
+/** The state of a run before its initial program. */
+export function initialState(config: DatabaseConfig): DatabaseState {
+  return {
+    lastStep: -1,
+    nextSeq: 0,
+    rng: Rng.fromSeed(config.seed).state(),
+    turn: 0,
+    bestId: null,
+    ranges: { score: null, codeLength: null },
+    islandGenerations: new Array<number>(config.numIslands).fill(0),
+    lastMigrationGeneration: 0,
+    migrations: 0,
+    lastMigrationStep: null,
+  };
+}
+
+/** A live program as the rules see it; the text fields stay in the store. */
+export interface PopulationNode {
+  seq: number;
+  id: string;
+  parentId: string | null;
+  island: number;
+  step: number;
+  score: number;
+  codeLength: number;
+  codeHash: string;
+  migrantOf: string | null;
+  alive: boolean;
+  inArchive: boolean;
+  eliteCell: number | null;
+  improvement: boolean;
+  /** Added in the step being decided: it has no row yet. */
+  isNew: boolean;
+}
+
+/** A live program's row as read back on open. */
+export type StoredNode = Pick<PopulationNode, 'seq' | 'id' | 'parentId' | 'island' | 'step' | 'score' | 'codeLength' | 'codeHash' | 'migrantOf' | 'inArchive' | 'eliteCell' | 'improvement'>;
+
+/**
+ * What a new row holds besides its node: a program's own fields, or (a
+ * migration copy of a program from an earlier step) the code, objective,
+ * outcome and metrics of the stored row `sourceSeq`, as stored.
+ */
+export type RowContent =
+  | { kind: 'program'; program: NewProgram; createdAt: number }
+  | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
+
+/** One row a step changes; a node changed in several ways appears once, as it ended up. */
+export type RowChange =
+  | { kind: 'insert'; node: Readonly<PopulationNode>; content: RowContent }
+  | { kind: 'update'; node: Readonly<PopulationNode> }
+  | { kind: 'delete'; seq: number };
+
+/** Everything a step decided, for the store to write in one transaction. */
+export interface ChangeSet {
+  /** In sequence order. */
+  rows: RowChange[];
+  /** Code hashes never seen before. */
+  newHashes: readonly string[];
+  state: Readonly<DatabaseState>;
+}
+
+type Range = { min: number; max: number } | null;
+
+/** Total order for "worst first": lower score, then older. */
+function worseFirst(a: PopulationNode, b: PopulationNode): boolean {
+  return a.score < b.score || (a.score === b.score && a.seq < b.seq);
+}
+
+export function betterFirst(a: PopulationNode, b: PopulationNode): number {
+  return b.score - a.score || a.seq - b.seq;
+}
+
+function widen(range: Range, value: number): Range {
+  if (range === null) return { min: value, max: value };
+  if (value >= range.min && value <= range.max) return range;
+  return { min: Math.min(range.min, value), max: Math.max(range.max, value) };
+}
+
+function binOf(range: Range, value: number, bins: number): number {
+  if (range === null || !(range.max > range.min)) return 0;
+  const scaled = (value - range.min) / (range.max - range.min);
+  return Math.min(bins - 1, Math.max(0, Math.floor(scaled * bins)));
+}
+
+/** The fields of a new node that come from what is inserted. */
+interface Entry {
+  parentId: string | null;
+  step: number;
+  score: number;
+  codeHash: string;
+  codeLength: number;
+}
+
+export class Population {
+  readonly bins: number;
+  private readonly nodes = new Map<string, PopulationNode>();
+  /** Evicted programs whose rows stay (past bests): what parent placement and lineage need of them. */
+  private readonly formerBests = new Map<string, { parentId: string | null; island: number }>();
+  private all: PopulationNode[] = [];
+  private islandMembers: PopulationNode[][];
+  private archiveList: PopulationNode[] = [];
+  /** archiveList split by island, in the same order: exploitation draws from the turn's island. */
+  private islandArchives: PopulationNode[][];
+  private archiveCountValue = 0;
+  private readonly archiveHeap = new MinHeap<PopulationNode>(worseFirst);
+  private readonly evictionHeap = new MinHeap<PopulationNode>(worseFirst);
+  private readonly gridMaps: Map<number, PopulationNode>[];
+  private readonly islandSizeList: number[];
+  private readonly islandHashes: Map<string, number>[];
+  private readonly hashes = new Set<string>();
+  private aliveCount = 0;
+  private bestNode: PopulationNode | null = null;
+  private pendingSample: { rng: RngState; turn: number } | null = null;
+  private readonly touched = new Set<PopulationNode>();
+  private readonly contents = new Map<number, RowContent>();
+  private newHashes: string[] = [];
+
+  /** `state` is kept and changed in place: it is what the store writes with each step. */
+  constructor(
+    readonly config: DatabaseConfig,
+    readonly state: DatabaseState,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.bins = featureBins(config.archiveSize);
+    const n = config.numIslands;
+    this.islandMembers = Array.from({ length: n }, () => []);
+    this.islandArchives = Array.from({ length: n }, () => []);
+    this.gridMaps = Array.from({ length: n }, () => new Map<number, PopulationNode>());
+    this.islandSizeList = new Array<number>(n).fill(0);
+    this.islandHashes = Array.from({ length: n }, () => new Map<string, number>());
+  }
+
+  // ---------------------------------------------------------------- restoring
+
+  /** A live program read back on open; call in sequence order. */
+  restoreNode(stored: StoredNode): void {
+    // Field by field: an object spread is several times slower, and a reopen restores every live program.
+    const node: PopulationNode = {
+      seq: stored.seq,
+      id: stored.id,
+      parentId: stored.parentId,
+      island: stored.island,
+      step: stored.step,
+      score: stored.score,
+      codeLength: stored.codeLength,
+      codeHash: stored.codeHash,
+      migrantOf: stored.migrantOf,
+      alive: true,
+      inArchive: stored.inArchive,
+      eliteCell: stored.eliteCell,
+      improvement: stored.improvement,
+      isNew: false,
+    };
+    this.nodes.set(node.id, node);
+    this.all.push(node);
+    (this.islandMembers[node.island] as PopulationNode[]).push(node);
+    this.islandSizeList[node.island] = (this.islandSizeList[node.island] as number) + 1;
+    this.countHash(node.island, node.codeHash, 1);
+    this.evictionHeap.push(node);
+    this.aliveCount++;
+    if (node.inArchive) {
+      this.archiveList.push(node);
+      (this.islandArchives[node.island] as PopulationNode[]).push(node);
+      this.archiveHeap.push(node);
+      this.archiveCountValue++;
+    }
+    if (node.eliteCell !== null) (this.gridMaps[node.island] as Map<number, PopulationNode>).set(node.eliteCell, node);
+  }
+
+  /** An evicted past best whose row stays. */
+  restoreFormerBest(id: string, parentId: string | null, island: number): void {
+    this.formerBests.set(id, { parentId, island });
+  }
+
+  restoreHash(hash: string): void {
+    this.hashes.add(hash);
+  }
+
+  /** After every row: find the best the state names. The reason the rows and the state disagree, or null. */
+  finishRestore(): string | null {
+    if (this.state.bestId !== null) {
+      this.bestNode = this.nodes.get(this.state.bestId) ?? null;
+      if (!this.bestNode) return `the best program ${this.state.bestId} is missing`;
+    } else if (this.aliveCount > 0) {
+      return 'programs without a best program';
+    }
+    return null;
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  get size(): number {
+    return this.aliveCount;
+  }
+
+  get archiveCount(): number {
+    return this.archiveCountValue;
+  }
+
+  get hashCount(): number {
+    return this.hashes.size;
+  }
+
+  get best(): Readonly<PopulationNode> | null {
+    return this.bestNode;
+  }
+
+  get islandSizes(): readonly number[] {
+    return this.islandSizeList;
+  }
+
+  get islands(): readonly (readonly Readonly<PopulationNode>[])[] {
+    return this.islandMembers;
+  }
+
+  get grids(): readonly ReadonlyMap<number, Readonly<PopulationNode>>[] {
+    return this.gridMaps;
+  }
+
+  get archive(): readonly Readonly<PopulationNode>[] {
+    return this.archiveList;
+  }
+
+  hasCodeHash(hash: string): boolean {
+    return this.hashes.has(hash);
+  }
+
+  /** Live programs, migration copies left out, best first. */
+  ranked(): Readonly<PopulationNode>[] {
+    return this.all.filter((n) => n.alive && n.migrantOf === null).sort(betterFirst);
+  }
+
+  // ---------------------------------------------------------------- sampling
+
+  /**
+   * `count` parents, islands taking turns: with probability explorationRatio
+   * a uniform program of the island, exploitationRatio a uniform archive
+   * member of the island (of the whole archive only when the island has
+   * none: OpenEvolve's `_sample_exploitation_parent`; drawing from the whole
+   * archive lets the first island swallow the run), else a uniform program
+   * of the whole database. Drawn from the state of the last commit, so
+   * calling it again before the next step (or after a resume) gives the same
+   * parents; the next step adopts where this draw left the generator.
+   */
+  sampleParents(count: number): Readonly<PopulationNode>[] {
+    if (this.aliveCount === 0) throw new Error('sampleParents: the database is empty (add the initial program first)');
+    const rng = Rng.fromState(this.state.rng);
+    let turn = this.state.turn;
+    const { explorationRatio, exploitationRatio, numIslands } = this.config;
+    const chosen: PopulationNode[] = [];
+    for (let i = 0; i < count; i++) {
+      const island = this.islandMembers[turn] as PopulationNode[];
+      const islandArchive = this.islandArchives[turn] as PopulationNode[];
+      turn = (turn + 1) % numIslands;
+      const r = rng.next();
+      let pool: PopulationNode[];
+      if (r < explorationRatio && island.length > 0) pool = island;
+      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0) pool = islandArchive.length > 0 ? islandArchive : this.archiveList;
+      else pool = this.all;
+      chosen.push(rng.pick(pool));
+    }
+    this.pendingSample = { rng: rng.state(), turn };
+    return chosen;
+  }
+
+  // ---------------------------------------------------------------- deciding
+
+  /** Throws when the initial program cannot be added (before anything changes). */
+  checkInitial(program: NewProgram): void {
+    if (this.state.lastStep !== -1) throw new Error(`addInitial: the database already holds step ${this.state.lastStep}`);
+    validateProgram(program, 0);
+  }
+
+  /** The initial program (step 0) on island 0, and a copy (an archive member) seeding every other island. */
+  addInitial(program: NewProgram): ProgramRecord {
+    const content = this.programContent(program);
+    const node = this.insert(entryOf(program), 0, null, content);
+    for (let island = 1; island < this.config.numIslands; island++) {
+      // Each seed copy is its island's first archive member, so exploitation on that island's turn draws it
+      // rather than falling back to island 0's members (which would make island 0 swallow the first steps).
+      const copy = copyOf(program, node.id, 0);
+      const seed = this.insert(entryOf(copy), island, node.id, this.programContent(copy));
+      if (seed.alive) this.offerToArchive(seed);
+    }
+    this.state.lastStep = 0;
+    return recordOf(node, program, content.createdAt);
+  }
+
+  /** Throws when a step cannot be added (before anything changes). */
+  checkStep(step: number, children: readonly NewProgram[]): void {
+    if (this.state.lastStep < 0) throw new Error('commitStep: add the initial program first');
+    if (step !== this.state.lastStep + 1) {
+      throw new Error(`commitStep: expected step ${this.state.lastStep + 1} after step ${this.state.lastStep}, got ${step}`);
+    }
+    for (const child of children) validateProgram(child, step);
+  }
+
+  /**
+   * A step's children one by one (each joins its parent's island; MAP-Elites,
+   * archive and capacity rules per insert), then a migration when due.
+   */
+  addStep(step: number, children: readonly NewProgram[]): { inserted: ProgramRecord[]; newBest: Readonly<PopulationNode> | null } {
+    if (this.pendingSample) {
+      this.state.rng = this.pendingSample.rng;
+      this.state.turn = this.pendingSample.turn;
+      this.pendingSample = null;
+    }
+    const bestBefore = this.bestNode;
+    // Parents can be evicted by their siblings during the step: place every child first.
+    const targetIslands = children.map((child) => this.islandOfParent(child.parentId));
+    const inserted: ProgramRecord[] = [];
+    const grown = new Set<number>();
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i] as NewProgram;
+      const island = targetIslands[i] as number;
+      const content = this.programContent(child);
+      inserted.push(recordOf(this.insert(entryOf(child), island, null, content), child, content.createdAt));
+      grown.add(island);
+    }
+    for (const island of grown) this.state.islandGenerations[island] = (this.state.islandGenerations[island] as number) + 1;
+    if (this.migrationDue()) this.migrate(step);
+    this.state.lastStep = step;
+    return { inserted, newBest: this.bestNode !== bestBefore ? this.bestNode : null };
+  }
+
+  /** After the store wrote the change set: forget the dead and the step's contents; keep every list in insertion order. */
+  settle(): void {
+    for (const node of this.touched) {
+      node.isNew = false;
+      if (!node.alive) {
+        this.nodes.delete(node.id);
+        if (node.improvement) this.formerBests.set(node.id, { parentId: node.parentId, island: node.island });
+      }
+    }
+    this.touched.clear();
+    this.contents.clear();
+    this.newHashes = [];
+    this.all = this.all.filter((n) => n.alive);
+    this.islandMembers = this.islandMembers.map((nodes) => nodes.filter((n) => n.alive));
+    this.archiveList = this.archiveList.filter((n) => n.inArchive);
+    this.islandArchives = this.islandArchives.map((nodes) => nodes.filter((n) => n.inArchive));
+    if (this.archiveHeap.length > 2 * this.config.archiveSize + 64) this.archiveHeap.retain((n) => n.inArchive);
+  }
+
+  /**
+   * What was decided since the last settle, for the store to write: the rows
+   * changed, in sequence order (a program evicted in the step that added it
+   * never gets a row, unless it was a best), new code hashes, the state.
+   */
+  changes(): ChangeSet {
+    const rows: RowChange[] = [];
+    for (const node of [...this.touched].sort((a, b) => a.seq - b.seq)) {
+      if (node.isNew) {
+        if (!node.alive && !node.improvement) continue;
+        rows.push({ kind: 'insert', node, content: this.contents.get(node.seq) as RowContent });
+      } else if (!node.alive && !node.improvement) {
+        rows.push({ kind: 'delete', seq: node.seq });
+      } else {
+        rows.push({ kind: 'update', node });
+      }
+    }
+    return { rows, newHashes: this.newHashes, state: this.state };
+  }
+
+  private programContent(program: NewProgram): RowContent & { kind: 'program' } {
+    return { kind: 'program', program, createdAt: this.now() };
+  }
+
+  private insert(entry: Entry, island: number, migrantOf: string | null, content: RowContent): PopulationNode {
+    const seq = this.state.nextSeq++;
+    const node: PopulationNode = {
+      seq,
+      id: seq.toString(36),
+      parentId: entry.parentId,
+      island,
+      step: entry.step,
+      score: entry.score,
+      codeLength: entry.codeLength,
+      codeHash: entry.codeHash,
+      migrantOf,
+      alive: true,
+      inArchive: false,
+      eliteCell: null,
+      improvement: false,
+      isNew: true,
+    };
+    this.nodes.set(node.id, node);
+    this.contents.set(seq, content);
+    this.touched.add(node);
+    this.all.push(node);
+    (this.islandMembers[island] as PopulationNode[]).push(node);
+    this.islandSizeList[island] = (this.islandSizeList[island] as number) + 1;
+    this.countHash(island, node.codeHash, 1);
+    this.aliveCount++;
+    this.evictionHeap.push(node);
+    if (!this.hashes.has(node.codeHash)) {
+      this.hashes.add(node.codeHash);
+      this.newHashes.push(node.codeHash);
+    }
+    if (migrantOf === null && (this.bestNode === null || node.score > this.bestNode.score)) {
+      this.bestNode = node;
+      node.improvement = true;
+      this.state.bestId = node.id;
+      // Its lineage now, before later evictions delete ancestors' rows (parents are from earlier steps: they have rows).
+      (this.state.lineageDepths ??= {})[node.id] = node.parentId !== null && this.storedParentOf(node.parentId) ? 1 + ancestorsOf(node.parentId, (id) => this.storedParentOf(id)).length : 0;
+    }
+    this.placeInGrid(node);
+    if (migrantOf === null) this.offerToArchive(node);
+    this.enforceCapacity(node);
+    return node;
+  }
+
+  /** A program that has a row now (live from an earlier step, evicted this step, or a past best): its parent. */
+  private storedParentOf(id: string): { parentId: string | null } | undefined {
+    const node = this.nodes.get(id);
+    if (node) return node.isNew ? undefined : node;
+    return this.formerBests.get(id);
+  }
+
+  /** MAP-Elites: take an empty cell, or replace the occupant only with a higher score. */
+  private placeInGrid(node: PopulationNode): void {
+    const ranges = this.state.ranges;
+    ranges.score = widen(ranges.score, node.score);
+    ranges.codeLength = widen(ranges.codeLength, node.codeLength);
+    const cell = binOf(ranges.score, node.score, this.bins) * this.bins + binOf(ranges.codeLength, node.codeLength, this.bins);
+    const grid = this.gridMaps[node.island] as Map<number, PopulationNode>;
+    const occupant = grid.get(cell);
+    if (occupant && !(node.score > occupant.score)) return;
+    if (occupant) {
+      occupant.eliteCell = null;
+      this.touched.add(occupant);
+    }
+    grid.set(cell, node);
+    node.eliteCell = cell;
+  }
+
+  /** Archive: join while there is room, else replace the worst member when better. */
+  private offerToArchive(node: PopulationNode): void {
+    if (this.archiveCountValue >= this.config.archiveSize) {
+      let worst = this.archiveHeap.peek();
+      while (worst && !worst.inArchive) {
+        this.archiveHeap.pop();
+        worst = this.archiveHeap.peek();
+      }
+      if (!worst || !(node.score > worst.score)) return;
+      this.archiveHeap.pop();
+      worst.inArchive = false;
+      this.archiveCountValue--;
+      this.touched.add(worst);
+    }
+    node.inArchive = true;
+    this.archiveCountValue++;
+    this.archiveHeap.push(node);
+    this.archiveList.push(node);
+    (this.islandArchives[node.island] as PopulationNode[]).push(node);
+  }
+
+  /** Over capacity: evict the lowest scores, never the global best nor the newest program. */
+  private enforceCapacity(newest: PopulationNode): void {
+    const spared: PopulationNode[] = [];
+    while (this.aliveCount > this.config.populationSize) {
+      const victim = this.evictionHeap.pop();
+      if (!victim) break;
+      if (victim === this.bestNode || victim === newest) {
+        spared.push(victim);
+        continue;
+      }
+      this.evict(victim);
+    }
+    for (const node of spared) this.evictionHeap.push(node);
+  }
+
+  private evict(node: PopulationNode): void {
+    node.alive = false;
+    this.aliveCount--;
+    this.islandSizeList[node.island] = (this.islandSizeList[node.island] as number) - 1;
+    this.countHash(node.island, node.codeHash, -1);
+    if (node.inArchive) {
+      node.inArchive = false;
+      this.archiveCountValue--;
+    }
+    if (node.eliteCell !== null) {
+      const grid = this.gridMaps[node.island] as Map<number, PopulationNode>;
+      if (grid.get(node.eliteCell) === node) grid.delete(node.eliteCell);
+      node.eliteCell = null;
+    }
+    this.touched.add(node);
+  }
+
+  private migrationDue(): boolean {
+    const { numIslands, migrationRate, migrationInterval } = this.config;
+    if (numIslands < 2 || migrationRate <= 0) return false;
+    return Math.max(...this.state.islandGenerations) - this.state.lastMigrationGeneration >= migrationInterval;
+  }
+
+  /**
+   * Ring migration: each island's top migrationRate (at least one) of its own
+   * programs is copied to both neighbours, unless the neighbour already holds
+   * that code. Copies are not migrated again.
+   */
+  private migrate(step: number): void {
+    const n = this.config.numIslands;
+    const moves: { source: PopulationNode; target: number }[] = [];
+    for (let island = 0; island < n; island++) {
+      const own = (this.islandMembers[island] as PopulationNode[]).filter((node) => node.alive && node.migrantOf === null).sort(betterFirst);
+      if (own.length === 0) continue;
+      const k = Math.max(1, Math.floor((this.islandSizeList[island] as number) * this.config.migrationRate));
+      const targets = [...new Set([(island + 1) % n, (island - 1 + n) % n])].filter((t) => t !== island);
+      for (const source of own.slice(0, k)) for (const target of targets) moves.push({ source, target });
+    }
+    const copies = new Map<number, { entry: Entry; content: (createdAt: number) => RowContent }>();
+    for (const { source, target } of moves) {
+      if ((this.islandHashes[target] as Map<string, number>).has(source.codeHash)) continue;
+      let copy = copies.get(source.seq);
+      if (copy === undefined) {
+        copy = this.copySource(source, step);
+        copies.set(source.seq, copy);
+      }
+      this.insert(copy.entry, target, source.id, copy.content(this.now()));
+    }
+    this.state.lastMigrationGeneration = Math.max(...this.state.islandGenerations);
+    this.state.migrations++;
+    this.state.lastMigrationStep = step;
+  }
+
+  /** What a migration copy of `source` holds: this step's program, or (from an earlier step) its stored row's columns. */
+  private copySource(source: PopulationNode, step: number): { entry: Entry; content: (createdAt: number) => RowContent } {
+    const entry: Entry = { parentId: source.id, step, score: source.score, codeHash: source.codeHash, codeLength: source.codeLength };
+    const content = this.contents.get(source.seq);
+    if (content?.kind === 'program') {
+      const program = copyOf(content.program, source.id, step);
+      return { entry, content: (createdAt) => ({ kind: 'program', program, createdAt }) };
+    }
+    const sourceSeq = content?.kind === 'storedCopy' ? content.sourceSeq : source.seq;
+    return { entry, content: (createdAt) => ({ kind: 'storedCopy', sourceSeq, createdAt }) };
+  }
+
+  private islandOfParent(parentId: string | null): number {
+    if (parentId !== null) {
+      const parent = this.nodes.get(parentId);
+      if (parent) return parent.island;
+      const island = this.formerBests.get(parentId)?.island;
+      if (island !== undefined && island >= 0 && island < this.config.numIslands) return island;
+    }
+    // Unknown parent: the smallest island, so islands stay balanced.
+    let smallest = 0;
+    for (let i = 1; i < this.islandSizeList.length; i++) if ((this.islandSizeList[i] as number) < (this.islandSizeList[smallest] as number)) smallest = i;
+    return smallest;
+  }
+
+  private countHash(island: number, hash: string, delta: 1 | -1): void {
+    const counts = this.islandHashes[island] as Map<string, number>;
+    const next = (counts.get(hash) ?? 0) + delta;
+    if (next > 0) counts.set(hash, next);
+    else counts.delete(hash);
+  }
+}
+
+function entryOf(program: NewProgram): Entry {
+  return { parentId: program.parentId, step: program.step, score: program.score, codeHash: program.codeHash, codeLength: program.code.length };
+}
+
+/** The copy migration (or island seeding) makes: same code and score, no generation cost. */
+function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram {
+  return {
+    parentId: sourceId,
+    step,
+    code: program.code,
+    codeHash: program.codeHash,
+    score: program.score,
+    objective: program.objective,
+    outcome: program.outcome,
+    metrics: program.metrics,
+    ...NOT_GENERATED,
+  };
+}
+
+/** The record of a program just added, from what was handed in. */
+function recordOf(node: PopulationNode, program: NewProgram, createdAt: number): ProgramRecord {
+  // Field by field: an object spread is several times slower on this hot path.
+  return {
+    id: node.id,
+    parentId: program.parentId,
+    island: node.island,
+    step: program.step,
+    code: program.code,
+    codeHash: program.codeHash,
+    score: program.score,
+    objective: program.objective,
+    outcome: program.outcome,
+    metrics: program.metrics,
+    metaInfoId: program.metaInfoId,
+    response: program.response,
+    reasoning: program.reasoning,
+    generationMs: program.generationMs,
+    evaluationMs: program.evaluationMs,
+    promptTokens: program.promptTokens,
+    completionTokens: program.completionTokens,
+    createdAt,
+    migrantOf: node.migrantOf,
+  };
+}
+
+function validateProgram(program: NewProgram, step: number): void {
+  const fail = (why: string): never => {
+    throw new Error(`Program for step ${step} cannot enter the database: ${why}`);
+  };
+  if (program.step !== step) fail(`its step is ${program.step}`);
+  if (!STORED_OUTCOMES.has(program.outcome)) fail(`outcome '${program.outcome}' never enters the database (only evaluated new code does)`);
+  if (!Number.isFinite(program.score)) fail(`score ${program.score} is not finite`);
+  if (typeof program.codeHash !== 'string' || program.codeHash === '') fail('codeHash is empty');
+  if (typeof program.code !== 'string') fail('code is not text');
+  if (program.objective !== null && !Number.isFinite(program.objective)) fail('objective is not finite');
+}

@@ -1,0 +1,480 @@
+// The SQLite side of a run database: one file per run through sql.js. Opens
+// and validates a file (rebuilding the population from its rows), applies a
+// step's change set in one transaction, and replaces the file atomically.
+//
+// sql.js holds the whole database in memory and writes it whole, so a step
+// touches only the rows it changes and the file is then replaced at once.
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Database as SqlDatabase, SqlValue, Statement } from 'sql.js';
+import { z } from 'zod';
+import { OUTCOMES, type Outcome } from '../common/types';
+import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
+import { type ChangeSet, initialState, Population, type RowChange } from './population';
+import { type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
+import {
+  DatabaseConfigSchema,
+  DatabaseFileError,
+  DatabaseStateSchema,
+  MAGIC,
+  MetricsSchema,
+  NODE_COLUMNS,
+  NodeRowSchema,
+  PROGRAM_COLUMNS,
+  ProgramRowSchema,
+  SCHEMA_SQL,
+  SCHEMA_VERSION,
+  SQLITE_HEADER,
+} from './schema';
+import { loadSqlJs } from './sqlite';
+import { decodeText, encodeText, type StoredText } from './textCodec';
+
+type SqlJs = Awaited<ReturnType<typeof loadSqlJs>>;
+
+/** A run database opened: its file and the population its rows hold. */
+export interface OpenedRun {
+  store: RunStore;
+  population: Population;
+}
+
+/** The columns a migration copy takes from its source's row, as stored. */
+interface CopiedColumns {
+  code: StoredText;
+  objective: number | null;
+  outcome: Outcome;
+  metrics: string;
+}
+
+const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROGRAM_COLUMNS.split(',').map(() => '?').join(', ')})`;
+/** id, parent_id, island of an evicted row. */
+const FORMER_BEST_ROW = z.tuple([z.string(), z.string().nullable(), z.number().int()]);
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message.split('\n')[0] ?? err.message : String(err);
+}
+
+export class RunStore {
+  private readonly statements = new Map<string, Statement>();
+  private metaDirty = false;
+  private lastFileBytes = 0;
+  private closedValue = false;
+
+  private constructor(
+    private readonly sqlDb: SqlDatabase,
+    readonly file: string,
+    readonly readOnly: boolean,
+    readonly config: DatabaseConfig,
+    private runMeta: Record<string, unknown>,
+    private engineStateValue: unknown,
+    private stepCountValue: number,
+  ) {}
+
+  // ---------------------------------------------------------------- opening
+
+  /**
+   * Create the run database at `file`, or resume it when it exists. A resumed
+   * run keeps the configuration it was created with (`config` is then only
+   * used for new files); `meta` is stored with a new file, and on reopen
+   * only adds keys the stored run meta lacks (what the run was created with,
+   * such as createdAt and startCode, is never rewritten).
+   */
+  static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<OpenedRun> {
+    const configResult = DatabaseConfigSchema.safeParse(options.config);
+    if (!configResult.success) {
+      const issue = configResult.error.issues[0];
+      throw new Error(`Invalid database configuration: ${issue?.path.join('.') || 'config'}: ${issue?.message ?? 'bad value'}`);
+    }
+    const config: DatabaseConfig = configResult.data;
+    const absolute = path.resolve(file);
+    const bytes = await readIfExists(absolute);
+    const SQL = await loadSqlJs();
+    if (bytes === null) return RunStore.create(SQL, absolute, config, options.meta ?? {});
+    await removeStaleTempFiles(absolute);
+    const opened = RunStore.fromBytes(SQL, absolute, bytes, false);
+    if (options.meta) {
+      const store = opened.store;
+      const added = Object.keys(options.meta).filter((key) => !(key in store.runMeta));
+      if (added.length > 0) {
+        store.runMeta = { ...options.meta, ...store.runMeta };
+        store.metaDirty = true;
+      }
+    }
+    return opened;
+  }
+
+  /** Open an existing run database for reading only; nothing is ever written. */
+  static async openReadOnly(file: string): Promise<OpenedRun> {
+    const absolute = path.resolve(file);
+    const bytes = await readIfExists(absolute);
+    if (bytes === null) throw new DatabaseFileError(`${file}: no such run database`);
+    const SQL = await loadSqlJs();
+    return RunStore.fromBytes(SQL, absolute, bytes, true);
+  }
+
+  private static async create(SQL: SqlJs, file: string, config: DatabaseConfig, runMeta: Record<string, unknown>): Promise<OpenedRun> {
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    const sqlDb = new SQL.Database();
+    const state = initialState(config);
+    try {
+      sqlDb.run('PRAGMA journal_mode = MEMORY');
+      sqlDb.exec(SCHEMA_SQL);
+      const setMeta = sqlDb.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      for (const [key, value] of [
+        ['magic', MAGIC],
+        ['schema_version', String(SCHEMA_VERSION)],
+        ['config', JSON.stringify(config)],
+        ['run_meta', JSON.stringify(runMeta)],
+        ['state', JSON.stringify(state)],
+        ['engine_state', 'null'],
+      ] as const) {
+        setMeta.run([key, value]);
+      }
+      setMeta.free();
+    } catch (err) {
+      sqlDb.close();
+      throw err;
+    }
+    const store = new RunStore(sqlDb, file, false, config, runMeta, null, 0);
+    await store.persist();
+    return { store, population: new Population(config, state) };
+  }
+
+  private static fromBytes(SQL: SqlJs, file: string, bytes: Uint8Array, readOnly: boolean): OpenedRun {
+    const refuse = (why: string): DatabaseFileError =>
+      new DatabaseFileError(`${file} is not a usable ThetaEvolve run database (${why}); it was left untouched`);
+    const header = Buffer.from(bytes.subarray(0, SQLITE_HEADER.length)).toString('latin1');
+    if (header !== SQLITE_HEADER) throw refuse(bytes.length === 0 ? 'the file is empty' : 'not an SQLite file');
+    let sqlDb: SqlDatabase;
+    try {
+      sqlDb = new SQL.Database(bytes);
+    } catch (err) {
+      throw refuse(describe(err));
+    }
+    try {
+      const metaRows = new Map<string, string>();
+      let metaResult: ReturnType<SqlDatabase['exec']>;
+      try {
+        metaResult = sqlDb.exec('SELECT key, value FROM meta');
+      } catch (err) {
+        throw refuse(/no such table/.test(describe(err)) ? 'an SQLite file without a ThetaEvolve meta table' : describe(err));
+      }
+      for (const [key, value] of metaResult[0]?.values ?? []) {
+        if (typeof key === 'string' && typeof value === 'string') metaRows.set(key, value);
+      }
+      if (metaRows.get('magic') !== MAGIC) throw refuse('an SQLite file of another program: no ThetaEvolve magic row');
+      const version = Number(metaRows.get('schema_version'));
+      if (!Number.isInteger(version)) throw refuse('missing schema version');
+      if (version > SCHEMA_VERSION) throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
+      if (version < SCHEMA_VERSION) throw refuse(`schema version ${version} is older than ${SCHEMA_VERSION}`);
+      const parseJson = <T>(key: string, schema: z.ZodType<T>): T => {
+        const raw = metaRows.get(key);
+        if (raw === undefined) throw refuse(`meta row '${key}' is missing`);
+        let value: unknown;
+        try {
+          value = JSON.parse(raw);
+        } catch {
+          throw refuse(`meta row '${key}' is not JSON`);
+        }
+        const result = schema.safeParse(value);
+        if (!result.success) throw refuse(`meta row '${key}' is malformed: ${result.error.issues[0]?.message ?? ''}`);
+        return result.data;
+      };
+      const config: DatabaseConfig = parseJson('config', DatabaseConfigSchema);
+      const runMeta = parseJson('run_meta', z.record(z.string(), z.unknown()));
+      const state = parseJson('state', DatabaseStateSchema);
+      const engineState = parseJson('engine_state', z.unknown());
+      if (state.islandGenerations.length !== config.numIslands) throw refuse('island state does not match the configuration');
+      const stepCount = Number(sqlDb.exec('SELECT count(*) FROM steps')[0]?.values[0]?.[0] ?? 0);
+      // Rows change in memory only; a rollback journal in memory is all a failed transaction needs.
+      sqlDb.run('PRAGMA journal_mode = MEMORY');
+      const store = new RunStore(sqlDb, file, readOnly, config, runMeta, engineState ?? null, stepCount);
+      const population = new Population(config, state);
+      store.restore(population, refuse);
+      store.lastFileBytes = bytes.length;
+      return { store, population };
+    } catch (err) {
+      sqlDb.close();
+      if (err instanceof DatabaseFileError) throw err;
+      throw refuse(describe(err));
+    }
+  }
+
+  /** Rebuild the population from the rows, in insertion order. */
+  private restore(population: Population, refuse: (why: string) => DatabaseFileError): void {
+    const numIslands = this.config.numIslands;
+    // One pass over the table: its rows are long (code, response), so each scan costs.
+    this.eachRow(`SELECT ${NODE_COLUMNS}, alive FROM programs ORDER BY seq`, [], (row) => {
+      const alive = row[row.length - 1];
+      if (alive === 0) {
+        // An evicted row is a past best: children of its own join its island, and lineages run through it.
+        // A malformed one is skipped, not refused: opening never checked past bests' rows.
+        const parsed = FORMER_BEST_ROW.safeParse(row.slice(1, 4));
+        if (parsed.success) population.restoreFormerBest(...parsed.data);
+        return;
+      }
+      if (alive !== 1) return;
+      const parsed = NodeRowSchema.safeParse(row.slice(0, -1));
+      if (!parsed.success) throw refuse('a program row is malformed');
+      const [seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive, eliteCell, improvement] = parsed.data;
+      if (island < 0 || island >= numIslands) throw refuse(`program ${id} is on island ${island}, outside 0..${numIslands - 1}`);
+      population.restoreNode({ seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive: inArchive === 1, eliteCell, improvement: improvement === 1 });
+    });
+    this.eachRow('SELECT hash FROM code_hashes', [], (row) => {
+      const hash = row[0];
+      if (typeof hash !== 'string') throw refuse('a code hash row is malformed');
+      population.restoreHash(hash);
+    });
+    const problem = population.finishRestore();
+    if (problem !== null) throw refuse(problem);
+  }
+
+  // ---------------------------------------------------------------- state
+
+  get closed(): boolean {
+    return this.closedValue;
+  }
+
+  get stepCount(): number {
+    return this.stepCountValue;
+  }
+
+  /** Size in bytes of the file as last read or written. */
+  get fileBytes(): number {
+    return this.lastFileBytes;
+  }
+
+  meta(): Record<string, unknown> {
+    return { ...this.runMeta };
+  }
+
+  engineState(): unknown | null {
+    return this.engineStateValue ?? null;
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  /** Write a change set (and the step's row, unless it is the initial program) in one transaction. */
+  apply(changes: ChangeSet, step: { step: number; stats: unknown; engineState: unknown } | null): void {
+    if (step) this.engineStateValue = step.engineState ?? null;
+    // Before any row changes: a copied program may be evicted in the same step.
+    const copied = this.readCopiedColumns(changes.rows);
+    const db = this.sqlDb;
+    db.run('BEGIN');
+    try {
+      const insertRow = this.statement(INSERT_PROGRAM);
+      const deleteRow = this.statement('DELETE FROM programs WHERE seq = ?');
+      const updateRow = this.statement('UPDATE programs SET alive = ?, in_archive = ?, elite_cell = ? WHERE seq = ?');
+      for (const change of changes.rows) {
+        if (change.kind === 'delete') {
+          runStatement(deleteRow, [change.seq]);
+          continue;
+        }
+        const node = change.node;
+        if (change.kind === 'update') {
+          runStatement(updateRow, [node.alive ? 1 : 0, node.inArchive ? 1 : 0, node.eliteCell, node.seq]);
+          continue;
+        }
+        const content = change.content;
+        let code: StoredText | null;
+        let objective: number | null;
+        let outcome: Outcome;
+        let metrics: string;
+        let generated: Pick<NewProgram, keyof typeof NOT_GENERATED>;
+        if (content.kind === 'program') {
+          const program = content.program;
+          ({ objective, outcome } = program);
+          code = encodeText(program.code);
+          metrics = JSON.stringify(program.metrics);
+          generated = program;
+        } else {
+          ({ code, objective, outcome, metrics } = copied.get(content.sourceSeq) as CopiedColumns);
+          generated = NOT_GENERATED;
+        }
+        runStatement(insertRow, [
+          node.seq,
+          node.id,
+          node.parentId,
+          node.island,
+          node.step,
+          node.score,
+          objective,
+          outcome,
+          node.codeLength,
+          node.codeHash,
+          code,
+          metrics,
+          generated.metaInfoId,
+          encodeText(generated.response),
+          encodeText(generated.reasoning),
+          generated.generationMs,
+          generated.evaluationMs,
+          generated.promptTokens,
+          generated.completionTokens,
+          content.createdAt,
+          node.migrantOf,
+          node.alive ? 1 : 0,
+          node.inArchive ? 1 : 0,
+          node.eliteCell,
+          node.improvement ? 1 : 0,
+        ]);
+      }
+      const insertHash = this.statement('INSERT OR IGNORE INTO code_hashes (hash) VALUES (?)');
+      for (const hash of changes.newHashes) runStatement(insertHash, [hash]);
+      const setMeta = this.statement('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
+      runStatement(setMeta, ['state', JSON.stringify(changes.state)]);
+      if (step) {
+        runStatement(setMeta, ['engine_state', JSON.stringify(step.engineState ?? null)]);
+        runStatement(this.statement('INSERT INTO steps (step, committed_at, stats) VALUES (?, ?, ?)'), [
+          step.step,
+          Date.now(),
+          JSON.stringify(step.stats ?? null),
+        ]);
+      }
+      if (this.metaDirty) runStatement(setMeta, ['run_meta', JSON.stringify(this.runMeta)]);
+      db.run('COMMIT');
+    } catch (err) {
+      try {
+        db.run('ROLLBACK');
+      } catch {
+        // No transaction left to roll back.
+      }
+      throw err;
+    }
+    if (step) this.stepCountValue++;
+    this.metaDirty = false;
+  }
+
+  /** The stored columns of every program a migration copies from an earlier step, read once each. */
+  private readCopiedColumns(rows: readonly RowChange[]): Map<number, CopiedColumns> {
+    const copied = new Map<number, CopiedColumns>();
+    for (const change of rows) {
+      if (change.kind !== 'insert' || change.content.kind !== 'storedCopy' || copied.has(change.content.sourceSeq)) continue;
+      const sourceSeq = change.content.sourceSeq;
+      const malformed = (): DatabaseFileError => new DatabaseFileError(`${this.file}: program row ${sourceSeq.toString(36)} is malformed`);
+      const select = this.statement('SELECT code, objective, outcome, metrics FROM programs WHERE seq = ?');
+      try {
+        select.bind([sourceSeq]);
+        if (!select.step()) throw new DatabaseFileError(`${this.file}: program row ${sourceSeq.toString(36)} is missing`);
+        const [code, objective, outcome, metrics] = select.get();
+        if (!(typeof code === 'string' || code instanceof Uint8Array) || typeof outcome !== 'string' || typeof metrics !== 'string') throw malformed();
+        const parsedMetrics = MetricsSchema.safeParse(JSON.parse(metrics));
+        if (!parsedMetrics.success || !(OUTCOMES as readonly string[]).includes(outcome)) throw malformed();
+        copied.set(sourceSeq, { code, objective: typeof objective === 'number' ? objective : null, outcome: outcome as Outcome, metrics: JSON.stringify(parsedMetrics.data) });
+      } finally {
+        select.reset();
+      }
+    }
+    return copied;
+  }
+
+  async persist(): Promise<void> {
+    const data = this.sqlDb.export();
+    await writeFileAtomic(this.file, data);
+    this.lastFileBytes = data.length;
+  }
+
+  close(): void {
+    if (this.closedValue) return;
+    this.closedValue = true;
+    for (const statement of this.statements.values()) statement.free();
+    this.statements.clear();
+    this.sqlDb.close();
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  /** A program's full row: live, or evicted and kept as a past best. */
+  readProgram(seq: number): ProgramRecord | null {
+    const select = this.statement(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE seq = ?`);
+    try {
+      select.bind([seq]);
+      return select.step() ? this.decodeRow(select.get()) : null;
+    } finally {
+      select.reset();
+    }
+  }
+
+  /** Every program a query selecting PROGRAM_COLUMNS returns. */
+  readPrograms(sql: string): ProgramRecord[] {
+    const out: ProgramRecord[] = [];
+    this.eachRow(sql, [], (row) => void out.push(this.decodeRow(row)));
+    return out;
+  }
+
+  /** Run a one-off query and hand each row to `visit`. */
+  eachRow(sql: string, params: SqlValue[], visit: (row: SqlValue[]) => void): void {
+    const select = this.sqlDb.prepare(sql);
+    try {
+      if (params.length > 0) select.bind(params);
+      while (select.step()) visit(select.get());
+    } finally {
+      select.free();
+    }
+  }
+
+  private decodeRow(row: SqlValue[]): ProgramRecord {
+    const parsed = ProgramRowSchema.safeParse(row);
+    const bad = (why: string): DatabaseFileError => new DatabaseFileError(`${this.file}: program row ${String(row[1])} is malformed (${why})`);
+    if (!parsed.success) throw bad(parsed.error.issues[0]?.message ?? 'bad columns');
+    const [, id, parentId, island, step, score, objective, outcome, , codeHash, code, metrics, metaInfoId, response, reasoning,
+      generationMs, evaluationMs, promptTokens, completionTokens, createdAt, migrantOf] = parsed.data;
+    if (!(OUTCOMES as readonly string[]).includes(outcome)) throw bad(`unknown outcome '${outcome}'`);
+    let metricsValue: unknown;
+    try {
+      metricsValue = JSON.parse(metrics);
+    } catch {
+      throw bad('metrics are not JSON');
+    }
+    const metricsParsed = MetricsSchema.safeParse(metricsValue);
+    if (!metricsParsed.success) throw bad('metrics are not a flat object');
+    return {
+      id,
+      parentId,
+      island,
+      step,
+      code: decodeText(code) ?? '',
+      codeHash,
+      score,
+      objective,
+      outcome: outcome as Outcome,
+      metrics: metricsParsed.data,
+      metaInfoId,
+      response: decodeText(response),
+      reasoning: decodeText(reasoning),
+      generationMs,
+      evaluationMs,
+      promptTokens,
+      completionTokens,
+      createdAt,
+      migrantOf,
+    };
+  }
+
+  private statement(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.sqlDb.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+function runStatement(statement: Statement, params: SqlValue[]): void {
+  statement.bind(params);
+  try {
+    statement.step();
+  } finally {
+    statement.reset();
+  }
+}
+
+async function readIfExists(file: string): Promise<Uint8Array | null> {
+  try {
+    const data = await fs.readFile(file);
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new DatabaseFileError(`${file}: cannot read (${describe(err)})`);
+  }
+}

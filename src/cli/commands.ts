@@ -1,4 +1,4 @@
-// The command-line contract of product.md: one spec per command; the
+// The command-line contract of docs/architecture.md "Command line": one spec per command; the
 // handlers live in one file each and are looked up here.
 import type { CommandSpec, ParsedArgs } from './args';
 import type { CliIO } from './io';

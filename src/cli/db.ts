@@ -3,6 +3,7 @@ import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../engine/database/atomicFile';
 import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDatabase';
+import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
@@ -80,9 +81,6 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
   io.stderr(`thetaevolve db: wrote the best program ${best.id} (step ${best.step}, score ${formatScore(best.score)}) to ${target}\n`);
   return 0;
 }
-
-/** The first bytes of every SQLite database file. */
-const SQLITE_HEADER = 'SQLite format 3\u0000';
 
 /**
  * Write the program atomically (a full disk leaves the old file whole), and

@@ -163,7 +163,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
 }
 
 
-/** The `run --json` line of product.md: step, best, mean, counts, dbSize, elapsedMs and more. */
+/** The `run --json` line of docs/architecture.md "Command line": step, best, mean, counts, dbSize, elapsedMs and more. */
 export function stepLine(e: StepCommittedEvent): Record<string, unknown> {
   return {
     step: e.step,

@@ -1,4 +1,4 @@
-// The early checks of a child, before any evaluation (algorithm.md section 4):
+// The early checks of a child, before any evaluation (docs/algorithm.md section 4):
 // apply the model's diff, then reject what is no diff, no change, too long or
 // a duplicate up to comments. Engine-side (the duplicate check hashes with
 // node:crypto); the scores themselves live in common/scoring.ts.
@@ -35,7 +35,7 @@ export interface ClassifyChildInput {
 }
 
 /**
- * The early checks of algorithm.md section 4, in order: no diff block (-0.4),
+ * The early checks of docs/algorithm.md section 4, in order: no diff block (-0.4),
  * no valid change (-0.3), over-long child (no_solution, -0.2), equal up to
  * comments to a program already in the database (duplicate, -0.3); else
  * the child to evaluate, with its hash.

@@ -1,4 +1,4 @@
-// The hash of a program up to comments (algorithm.md section 4): the lazy
+// The hash of a program up to comments (docs/algorithm.md section 4): the lazy
 // penalty's key. Engine-side (node:crypto); the comment stripping it hashes is
 // browser-safe, in common/codeText.ts.
 import { createHash } from 'node:crypto';

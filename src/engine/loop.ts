@@ -1,4 +1,4 @@
-// The batched ThetaEvolve loop (algorithm.md section 1): runs steps until a
+// The batched ThetaEvolve loop (docs/algorithm.md section 1): runs steps until a
 // limit, a stop or an error. Each step (src/engine/step) plans B parents'
 // generation jobs from one database snapshot, collects n responses per parent
 // while their children are evaluated as they arrive (K at once, in the

@@ -1,4 +1,4 @@
-// The prompt of algorithm.md section 2: a fixed system line; one weighted
+// The prompt of docs/algorithm.md section 2: a fixed system line; one weighted
 // meta-information text; the parent in a fenced block under its metrics;
 // the rules of the answer with short worked examples of our own. The parent
 // is the only fenced block holding EVOLVE-BLOCK-START (the test server and

@@ -21,7 +21,7 @@ export { DirectionSchema };
 
 /**
  * Outcome groups drawn as stacked bars, in stacking order. Labels carry the
- * penalty of algorithm.md section 4.
+ * penalty of docs/algorithm.md section 4.
  */
 export const OUTCOME_GROUPS = [
   { id: 'no_diff', label: 'no diff (-0.4)', outcomes: ['no_diff'] },

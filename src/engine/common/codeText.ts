@@ -1,4 +1,4 @@
-// Language-aware comment stripping and hashing of programs (algorithm.md
+// Language-aware comment stripping and hashing of programs (docs/algorithm.md
 // section 4): two children that differ only in comments, trailing spaces or
 // blank lines are the same program for the no-change check and the lazy
 // penalty. String literals are kept: a `#` or `//` inside a string is code.

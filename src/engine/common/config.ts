@@ -60,7 +60,7 @@ export const SETTINGS = [
   { key: 'database.exploitationRatio', type: 'number', default: 0.6, minimum: 0, maximum: 1, description: 'Probability that a parent is a uniform member of the elite archive (the rest: uniform over the whole database).' },
   { key: 'topPrograms', type: 'integer', default: 0, minimum: 0, maximum: 32, description: 'Extra best programs from the database shown in each prompt (0: only the parent, as in the paper).' },
   { key: 'lazyPenalty', type: 'boolean', default: true, description: 'Give -0.3 without evaluation to a child equal (comments ignored) to any program ever in the database.' },
-  { key: 'rewardShaping.mode', type: 'string', default: 'task', enum: ['task', 'on', 'off'], enumDescriptions: ['As the task file says.', 'Always shape rewards (task parameters unless overridden below).', 'Never shape: reward = score.'], description: 'Reward shaping for RL rollouts (algorithm.md section 5).' },
+  { key: 'rewardShaping.mode', type: 'string', default: 'task', enum: ['task', 'on', 'off'], enumDescriptions: ['As the task file says.', 'Always shape rewards (task parameters unless overridden below).', 'Never shape: reward = score.'], description: 'Reward shaping for RL rollouts (docs/algorithm.md section 5).' },
   { key: 'rewardShaping.lower', type: 'number', default: 0, description: 'L of the shaping. Used only when rewardShaping.override is on.' },
   { key: 'rewardShaping.upper', type: 'number', default: 1, description: 'U of the shaping. Used only when rewardShaping.override is on.' },
   { key: 'rewardShaping.alpha', type: 'number', default: 1, minimum: 0, description: 'Exponent a of the shaping. Used only when rewardShaping.override is on.' },

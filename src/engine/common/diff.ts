@@ -1,4 +1,4 @@
-// EVOLVE-BLOCK regions and SEARCH/REPLACE diffs (algorithm.md section 3).
+// EVOLVE-BLOCK regions and SEARCH/REPLACE diffs (docs/algorithm.md section 3).
 // Unlike the release we ignore reasoning text, enforce the EVOLVE-BLOCK and
 // report every block we skip, with the reason.
 import { sameCodeIgnoringComments } from './codeText';
@@ -483,7 +483,7 @@ function applyBlock(text: EndedLines, frame: readonly (string | null)[], block: 
 }
 
 /**
- * Turn a parent and a model's answer into a child (algorithm.md section 3):
+ * Turn a parent and a model's answer into a child (docs/algorithm.md section 3):
  * blocks apply in order, each to the result of the ones before it, and may
  * edit any EVOLVE-BLOCK region of the parent. Every line the blocks do not
  * replace keeps its own line ending.

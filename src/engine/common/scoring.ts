@@ -1,5 +1,5 @@
 // Scores, reward shaping and per-step statistics
-// (algorithm.md sections 4 and 5).
+// (docs/algorithm.md sections 4 and 5).
 import type { Settings } from './config';
 import type { StepStatistics } from './events';
 import { mean, percentileOfSorted } from './stats';

@@ -3,7 +3,7 @@
 
 /**
  * How one sample (one model response) ended. Exactly one per sample.
- * Scores per algorithm.md section 4; `request_failed` (the endpoint never
+ * Scores per docs/algorithm.md section 4; `request_failed` (the endpoint never
  * answered) and `evaluation_failed` (our evaluation machinery, not the
  * candidate, failed) have no score, never enter the program database and
  * never reach the trainer.
@@ -76,7 +76,7 @@ interface EvaluationResultBase {
 /** An evaluation that ran: the candidate's own result. */
 export interface ScoredEvaluationResult extends EvaluationResultBase {
   status: ScoredEvaluationStatus;
-  /** Combined score with the penalties of algorithm.md: objective (max), 1/objective (min), or the penalty. */
+  /** Combined score with the penalties of docs/algorithm.md: objective (max), 1/objective (min), or the penalty. */
   score: number;
   /** The solution file's text of a valid result, when it is small enough to keep (the dashboard draws the best one). */
   solution?: string;

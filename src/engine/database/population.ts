@@ -1,4 +1,4 @@
-// The population rules of algorithm.md section 6 (OpenEvolve's design, scaled
+// The population rules of docs/algorithm.md section 6 (OpenEvolve's design, scaled
 // up): islands taking turns, per-island MAP-Elites grids, an elite archive,
 // ring migration, capacity eviction, parent sampling and a code-hash index
 // over every program ever added (the lazy penalty).

@@ -1,4 +1,4 @@
-// The program database of algorithm.md section 6: one SQLite file per run.
+// The program database of docs/algorithm.md section 6: one SQLite file per run.
 // A facade over three parts: the population rules (population.ts: islands,
 // MAP-Elites, archive, eviction, migration, parent sampling), which decide
 // each step as a change set; the run store (runStore.ts), which writes that

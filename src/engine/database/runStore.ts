@@ -8,6 +8,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Database as SqlDatabase, SqlValue, Statement } from 'sql.js';
 import { z } from 'zod';
+import { firstZodIssue } from '../common/errors';
 import { OUTCOMES, type Outcome } from '../common/types';
 import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
 import { type ChangeSet, initialState, Population, type RowChange } from './population';
@@ -81,8 +82,8 @@ export class RunStore {
   static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<OpenedRun> {
     const configResult = DatabaseConfigSchema.safeParse(options.config);
     if (!configResult.success) {
-      const issue = configResult.error.issues[0];
-      throw new Error(`Invalid database configuration: ${issue?.path.join('.') || 'config'}: ${issue?.message ?? 'bad value'}`);
+      const { path: field, message } = firstZodIssue(configResult.error, 'config');
+      throw new Error(`Invalid database configuration: ${field}: ${message}`);
     }
     const config: DatabaseConfig = configResult.data;
     const absolute = path.resolve(file);
@@ -176,7 +177,7 @@ export class RunStore {
           throw refuse(`meta row '${key}' is not JSON`);
         }
         const result = schema.safeParse(value);
-        if (!result.success) throw refuse(`meta row '${key}' is malformed: ${result.error.issues[0]?.message ?? ''}`);
+        if (!result.success) throw refuse(`meta row '${key}' is malformed: ${firstZodIssue(result.error, '').message}`);
         return result.data;
       };
       const config: DatabaseConfig = parseJson('config', DatabaseConfigSchema);
@@ -415,7 +416,7 @@ export class RunStore {
   private decodeRow(row: SqlValue[]): ProgramRecord {
     const parsed = ProgramRowSchema.safeParse(row);
     const bad = (why: string): DatabaseFileError => new DatabaseFileError(`${this.file}: program row ${String(row[1])} is malformed (${why})`);
-    if (!parsed.success) throw bad(parsed.error.issues[0]?.message ?? 'bad columns');
+    if (!parsed.success) throw bad(firstZodIssue(parsed.error, '').message);
     const [, id, parentId, island, step, score, objective, outcome, , codeHash, code, metrics, metaInfoId, response, reasoning,
       generationMs, evaluationMs, promptTokens, completionTokens, createdAt, migrantOf] = parsed.data;
     if (!(OUTCOMES as readonly string[]).includes(outcome)) throw bad(`unknown outcome '${outcome}'`);

@@ -1,13 +1,16 @@
 // The on-disk format of a run database: tables, the meta rows that identify
 // the file, and zod schemas for everything read back from it.
 import { z } from 'zod';
+import { ThetaEvolveError } from '../common/errors';
 
 export const MAGIC = 'thetaevolve-program-database';
 export const SCHEMA_VERSION = 1;
 export const SQLITE_HEADER = 'SQLite format 3\u0000';
 
 /** A run database that cannot be used: not SQLite, not ours, damaged or newer. Never overwritten. */
-export class DatabaseFileError extends Error {}
+export class DatabaseFileError extends ThetaEvolveError {
+  override readonly name = 'DatabaseFileError';
+}
 
 export const SCHEMA_SQL = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;

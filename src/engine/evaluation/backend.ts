@@ -1,5 +1,4 @@
-// The one interface every evaluation backend implements (product.md "Beyond
-// one machine"): `local` is the sandbox on this machine
+// The one interface every evaluation backend implements (docs/architecture.md "Evaluation backends"): `local` is the sandbox on this machine
 // (src/engine/sandbox/evaluator.ts), `slurm` runs the same sandbox as SLURM
 // jobs on a cluster (./slurm.ts). The loop sees only this shape.
 import type { IsolationKind } from '../sandbox/isolation';

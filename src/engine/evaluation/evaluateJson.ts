@@ -1,4 +1,4 @@
-// The line `thetaevolve evaluate --json` prints (product.md's CLI contract),
+// The line `thetaevolve evaluate --json` prints (docs/architecture.md "Command line"),
 // defined once: the CLI writes it, and the SLURM backend reads it back from
 // each job (the node runs that same command), so a result from a compute node
 // carries what a local one does: the candidate's kept output (for "open the

@@ -1,4 +1,4 @@
-// The `slurm` evaluation backend (product.md "Beyond one machine"): each
+// The `slurm` evaluation backend (docs/architecture.md "Evaluation backends"): each
 // candidate is one task of a SLURM job array that runs ThetaEvolve's own
 // `evaluate` on a compute node, so the sandbox (bubblewrap, limits, our
 // wall-clock limit) applies there too. Everything a job needs is staged on

@@ -1,5 +1,5 @@
-// SLURM's own command-line tools, the cluster's stable interface (product.md
-// "Beyond one machine"): sbatch --parsable, one squeue per poll for all jobs
+// SLURM's own command-line tools, the cluster's stable interface (docs/architecture.md
+// "Evaluation backends"): sbatch --parsable, one squeue per poll for all jobs
 // of a run, scancel. Every reply is parsed strictly; a line we do not
 // understand fails the call rather than being guessed at. The tools run with
 // a minimal environment: no API key of ours ever reaches SLURM.

@@ -57,7 +57,7 @@ export interface ReadChoice {
  * Separate reasoning from the answer: the server's reasoning field plus a
  * leading <think>...</think> (or a leading "...</think>" whose opening tag
  * was in the chat template, or an unclosed leading <think> of a truncated
- * reply). Any other <think> is part of the answer (algorithm.md section 3:
+ * reply). Any other <think> is part of the answer (docs/algorithm.md section 3:
  * inside a SEARCH/REPLACE section it is code).
  */
 export function splitReasoning(content: string, reasoningField: string | null): { content: string; reasoning: string | null } {

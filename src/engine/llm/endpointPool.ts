@@ -1,5 +1,5 @@
-// Several inference servers behind one `thetaevolve.endpoint` (product.md
-// "Beyond one machine"): base URLs separated by commas. Each request goes to
+// Several inference servers behind one `thetaevolve.endpoint` (docs/architecture.md
+// "Several inference servers"): base URLs separated by commas. Each request goes to
 // the healthy server with the fewest outstanding requests; a server whose
 // requests fail for connection reasons is taken out and health-checked
 // (/v1/models) again later; a failed request is retried on another server

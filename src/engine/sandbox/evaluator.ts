@@ -1,5 +1,5 @@
-// Sandboxed evaluation of candidate programs (algorithm.md section 4,
-// product.md "Sandbox"). The candidate runs isolated in an empty working
+// Sandboxed evaluation of candidate programs (docs/algorithm.md section 4,
+// docs/architecture.md "Sandbox"). The candidate runs isolated in an empty working
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.

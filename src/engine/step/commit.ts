@@ -1,4 +1,4 @@
-// A step's commit (algorithm.md section 1): the step's statistics, its
+// A step's commit (docs/algorithm.md section 1): the step's statistics, its
 // children deduplicated, the groups of n scored responses for the RL trainer
 // (beforeCommit sees them before the database commit, so a crash right after
 // it loses nothing), the database's step transaction, and the events that
@@ -25,7 +25,7 @@ export interface ScoredSample {
   /** Combined score with penalties; null for request_failed and evaluation_failed. */
   score: number | null;
   objective: number | null;
-  /** Shaped reward (algorithm.md section 5); null for request_failed and evaluation_failed. */
+  /** Shaped reward (docs/algorithm.md section 5); null for request_failed and evaluation_failed. */
   reward: number | null;
   childId: string | null;
   response: SampleResponse | null;

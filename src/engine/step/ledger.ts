@@ -1,7 +1,7 @@
 // The step's ledger: one slot per requested response (B jobs x n), saying what
 // became of it, and the requests that failed after retries. With the RL
 // trainer on, those are asked for again so that each group stays whole
-// (algorithm.md section 5); each slot is announced once (one
+// (docs/algorithm.md section 5); each slot is announced once (one
 // evaluation_finished per response), a failed request only once it stays failed.
 import type { Settings } from '../common/config';
 import type { EarlyOutcome } from '../classifyChild';

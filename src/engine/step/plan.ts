@@ -1,4 +1,4 @@
-// A step's plan (algorithm.md section 1): B parents sampled from one database
+// A step's plan (docs/algorithm.md section 1): B parents sampled from one database
 // snapshot, one prompt per parent, and the generation jobs asking n responses
 // of each prompt. Every random choice of the prompts comes from the step's
 // generator, in a fixed order, so a redone step plans the same jobs.

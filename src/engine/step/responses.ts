@@ -1,4 +1,4 @@
-// A step's responses (algorithm.md section 1): the plan's jobs go to the
+// A step's responses (docs/algorithm.md section 1): the plan's jobs go to the
 // source; each response is checked (classifyChild) and its child evaluated as
 // soon as it arrives (K at once, in the evaluator), while the others are still
 // being generated. What becomes of each goes to the step's ledger. A stop

@@ -1,5 +1,4 @@
-// Task folders written for other systems, read unchanged (product.md "Task
-// directories from other systems"):
+// Task folders written for other systems, read unchanged (docs/architecture.md "Foreign task folders"):
 //   OpenEvolve   initial_program.<ext> + evaluator.py (evaluate(program_path)
 //                -> dict | EvaluationResult, optional evaluate_stage1/2/3) +
 //                optional config.yaml (prompt.system_message, evaluator.timeout,

@@ -90,7 +90,7 @@ export const TaskFileSchema = z
     targetValue: z.number().finite().nullable().default(null).describe("Value to reach, in the task's own objective units (null: none)."),
     rewardShaping: z
       .strictObject({
-        enabled: z.boolean().default(false).describe('Shape rewards for RL (algorithm.md section 5).'),
+        enabled: z.boolean().default(false).describe('Shape rewards for RL (docs/algorithm.md section 5).'),
         lower: z.number().finite().default(0).describe('L: objective mapped to 0.'),
         upper: z.number().finite().default(1).describe('U: objective mapped to 1.'),
         alpha: z.number().finite().min(0).default(1).describe('Exponent a.'),
@@ -220,7 +220,7 @@ export function fillTemplate(text: string, values: Readonly<Record<string, strin
   });
 }
 
-/** What makes a program unusable for evolution (no region, unbalanced or nested markers), or null: a program may hold several regions (algorithm.md). */
+/** What makes a program unusable for evolution (no region, unbalanced or nested markers), or null: a program may hold several regions (docs/algorithm.md). */
 export function evolveBlockProblem(code: string): string | null {
   return locateEvolveBlocks(code).problems[0]?.message ?? null;
 }

@@ -62,9 +62,13 @@ async function main(): Promise<void> {
     const context = `fixed ${LATENCY_MS} ms server latency, separate server process`;
     console.log(`bench client-concurrency-1: ${serial.throughput.toFixed(2)} requests/s (concurrency 1, 6 requests, ${context})`);
     console.log(`bench client-concurrency-512: ${wide.throughput.toFixed(1)} requests/s (concurrency 512, 1024 requests, ${context})`);
-    console.log(`bench client-concurrency-ratio: ${(wide.throughput / serial.throughput).toFixed(1)} x (throughput at concurrency 512 vs 1; ideal 512)`);
+    console.log(
+      `bench client-concurrency-ratio: ${(wide.throughput / serial.throughput).toFixed(1)} x (throughput at concurrency 512 vs 1; ideal 512)`,
+    );
     console.log(`bench client-concurrency-max-in-flight: ${wide.stats.maxInFlight} requests (most in flight at once with a cap of 512)`);
-    console.log(`bench client-concurrency-p95-latency: ${wide.stats.latencyMsP95.toFixed(0)} ms (request latency p95 at concurrency 512; server adds ${LATENCY_MS} ms)`);
+    console.log(
+      `bench client-concurrency-p95-latency: ${wide.stats.latencyMsP95.toFixed(0)} ms (request latency p95 at concurrency 512; server adds ${LATENCY_MS} ms)`,
+    );
   } finally {
     server.kill('SIGTERM');
   }

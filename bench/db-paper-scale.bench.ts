@@ -51,10 +51,16 @@ async function main(): Promise<void> {
       await reopened.close();
       if (reopenedPrograms !== db.size) throw new Error(`the reopened file holds ${reopenedPrograms} programs, the open one ${db.size}`);
       const where = `step ${step}: ${added.toLocaleString('en-US')} programs added, ${db.size.toLocaleString('en-US')} alive, hash index ${snapshot.hashIndexSize.toLocaleString('en-US')}`;
-      console.log(`bench db-paper-scale-commit-${step}: ${percentile(commitMs.slice(-WINDOW), 50).toFixed(1)} ms (${window}, 512 children each; ${where}; target <= 50)`);
-      console.log(`bench db-paper-scale-persist-${step}: ${percentile(persistMs.slice(-WINDOW), 50).toFixed(0)} ms (${window}: compressed rows + whole-file export, fsync, rename; target <= 1000)`);
+      console.log(
+        `bench db-paper-scale-commit-${step}: ${percentile(commitMs.slice(-WINDOW), 50).toFixed(1)} ms (${window}, 512 children each; ${where}; target <= 50)`,
+      );
+      console.log(
+        `bench db-paper-scale-persist-${step}: ${percentile(persistMs.slice(-WINDOW), 50).toFixed(0)} ms (${window}: compressed rows + whole-file export, fsync, rename; target <= 1000)`,
+      );
       console.log(`bench db-paper-scale-file-${step}: ${mb(bytes)} MB (${where}; target <= 150)`);
-      console.log(`bench db-paper-scale-reopen-${step}: ${reopenMs.toFixed(0)} ms (open read-only and rebuild every in-memory index; target <= 3000)`);
+      console.log(
+        `bench db-paper-scale-reopen-${step}: ${reopenMs.toFixed(0)} ms (open read-only and rebuild every in-memory index; target <= 3000)`,
+      );
       if (step === TOTAL_STEPS) {
         console.log(
           `bench db-paper-scale-memory-${step}: ${mb(memory.rss)} MB (resident set of the process holding the open database at ${where}; ` +

@@ -37,7 +37,9 @@ async function main(): Promise<void> {
       `bench db-persist-10k: ${percentile(durable, 50).toFixed(0)} ms (median of ${MEASURED_STEPS} steps of 512 children at 10,000 programs: ` +
         `compressed rows ${percentile(rows, 50).toFixed(0)} ms + whole-file export, fsync, rename ${percentile(files, 50).toFixed(0)} ms; target <= 1000)`,
     );
-    console.log(`bench db-persist-10k-file-size: ${(bytes / 1e6).toFixed(1)} MB (10,000 programs of ~3 KB code + ~2 KB response, zlib level 1)`);
+    console.log(
+      `bench db-persist-10k-file-size: ${(bytes / 1e6).toFixed(1)} MB (10,000 programs of ~3 KB code + ~2 KB response, zlib level 1)`,
+    );
     console.log(`bench db-persist-10k-reopen: ${reopenMs.toFixed(0)} ms (open and rebuild every in-memory index from the file)`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,9 @@ const MEASURED_STEPS = 9;
 
 function children(population: Population, rng: Rng): NewProgram[] {
   const step = population.state.lastStep + 1;
-  return population.sampleParents(PARENTS_PER_STEP).flatMap((parent) => Array.from({ length: CHILDREN_PER_PARENT }, () => syntheticProgram(rng, step, parent.id, REALISTIC_SHAPE)));
+  return population
+    .sampleParents(PARENTS_PER_STEP)
+    .flatMap((parent) => Array.from({ length: CHILDREN_PER_PARENT }, () => syntheticProgram(rng, step, parent.id, REALISTIC_SHAPE)));
 }
 
 function main(): void {
@@ -42,7 +44,10 @@ function main(): void {
   }
   const context = `median of ${MEASURED_STEPS} steps of 512 children into a full ${population.size}-program population, 10 islands, archive 1000; rules only: eviction, MAP-Elites, archive, migration, hash index, and the change set a store writes; settling after the write unmeasured`;
   console.log(`bench db-population-10k: ${percentile(decided, 50).toFixed(2)} ms (${context})`);
-  if (migrationMs !== null) console.log(`bench db-population-10k-migration-step: ${migrationMs.toFixed(2)} ms (the measured step that also migrated 10% of each island to both neighbours)`);
+  if (migrationMs !== null)
+    console.log(
+      `bench db-population-10k-migration-step: ${migrationMs.toFixed(2)} ms (the measured step that also migrated 10% of each island to both neighbours)`,
+    );
 }
 
 main();

@@ -73,7 +73,8 @@ class NaiveOpenEvolveDatabase {
     const key = this.featureCoords(p).join('-');
     const map = this.featureMaps[island] as Map<string, string>;
     const occupant = map.get(key);
-    if (occupant === undefined || !this.programs.has(occupant) || fitness(p) > fitness(this.programs.get(occupant) as NaiveProgram)) map.set(key, p.id);
+    if (occupant === undefined || !this.programs.has(occupant) || fitness(p) > fitness(this.programs.get(occupant) as NaiveProgram))
+      map.set(key, p.id);
     (this.islands[island] as Set<string>).add(p.id);
     if (!migrant) this.updateArchive(p);
     this.updateBest(p, island);
@@ -94,7 +95,8 @@ class NaiveOpenEvolveDatabase {
       if (l < minLength) minLength = l;
       if (l > maxLength) maxLength = l;
     }
-    const bin = (v: number, lo: number, hi: number) => (hi > lo ? Math.min(this.bins - 1, Math.floor(((v - lo) / (hi - lo)) * this.bins)) : 0);
+    const bin = (v: number, lo: number, hi: number) =>
+      hi > lo ? Math.min(this.bins - 1, Math.floor(((v - lo) / (hi - lo)) * this.bins)) : 0;
     return [bin(fitness(p), minScore, maxScore), bin(p.code.length, minLength, maxLength)];
   }
 
@@ -127,7 +129,10 @@ class NaiveOpenEvolveDatabase {
     if (this.programs.size <= this.config.populationSize) return;
     const excess = this.programs.size - this.config.populationSize;
     // sorted(programs, key=fitness): one key per program, as Python computes it.
-    const sorted = [...this.programs.values()].map((p) => ({ p, key: fitness(p) })).sort((a, b) => a.key - b.key).map((e) => e.p);
+    const sorted = [...this.programs.values()]
+      .map((p) => ({ p, key: fitness(p) }))
+      .sort((a, b) => a.key - b.key)
+      .map((e) => e.p);
     let removed = 0;
     for (const q of sorted) {
       if (removed >= excess) break;
@@ -183,7 +188,12 @@ async function main(): Promise<void> {
 
     // Ours first, recording the island each child joined ...
     const islandsPerStep: number[][] = [];
-    const db = await openFull(path.join(dir, 'run.sqlite'), config, Rng.fromSeed(seed), (_children, islands) => void islandsPerStep.push(islands));
+    const db = await openFull(
+      path.join(dir, 'run.sqlite'),
+      config,
+      Rng.fromSeed(seed),
+      (_children, islands) => void islandsPerStep.push(islands),
+    );
     const fillSteps = islandsPerStep.length;
     const rng = Rng.fromSeed(seed);
     for (let i = 0; i < fillSteps; i++) for (let j = 0; j < islandsPerStep[i]!.length; j++) syntheticProgram(rng, i, null, REALISTIC_SHAPE);
@@ -218,16 +228,28 @@ async function main(): Promise<void> {
     const oursMs = percentile(ours, 50);
     const naiveMs = percentile(baseline, 50);
     const context = `median of ${MEASURED_STEPS} steps of 512 children into a full ${size}-program database, 10 islands, archive 1000`;
-    console.log(`bench db-step-commit-10k: ${oursMs.toFixed(1)} ms (${context}; eviction, MAP-Elites, archive, migration, hash index; target <= 50)`);
-    console.log(`bench db-step-commit-10k-naive: ${naiveMs.toFixed(0)} ms (median of the first ${NAIVE_MEASURED_STEPS} of those steps, same run, same children: naive OpenEvolve-style baseline rescanning per insert)`);
-    console.log(`bench db-step-commit-10k-speedup: ${(naiveMs / percentile(ours.slice(0, NAIVE_MEASURED_STEPS), 50)).toFixed(0)} x (naive baseline / ours over the same ${NAIVE_MEASURED_STEPS} steps, measured side by side)`);
-    console.log(`bench db-step-commit-10k-vs-anchor: ${(ANCHOR_MS / oursMs).toFixed(0)} x (reference figure from the issue, not measured here: OpenEvolve's ProgramDatabase ~${ANCHOR_MS} ms per such step / ours)`);
+    console.log(
+      `bench db-step-commit-10k: ${oursMs.toFixed(1)} ms (${context}; eviction, MAP-Elites, archive, migration, hash index; target <= 50)`,
+    );
+    console.log(
+      `bench db-step-commit-10k-naive: ${naiveMs.toFixed(0)} ms (median of the first ${NAIVE_MEASURED_STEPS} of those steps, same run, same children: naive OpenEvolve-style baseline rescanning per insert)`,
+    );
+    console.log(
+      `bench db-step-commit-10k-speedup: ${(naiveMs / percentile(ours.slice(0, NAIVE_MEASURED_STEPS), 50)).toFixed(0)} x (naive baseline / ours over the same ${NAIVE_MEASURED_STEPS} steps, measured side by side)`,
+    );
+    console.log(
+      `bench db-step-commit-10k-vs-anchor: ${(ANCHOR_MS / oursMs).toFixed(0)} x (reference figure from the issue, not measured here: OpenEvolve's ProgramDatabase ~${ANCHOR_MS} ms per such step / ours)`,
+    );
     const migrationIndex = migrationFlags.indexOf(true);
     if (migrationIndex >= 0) {
       const naiveNote = migrationIndex < baseline.length ? `; naive baseline ${baseline[migrationIndex]!.toFixed(0)} ms` : '';
-      console.log(`bench db-step-commit-10k-migration-step: ${ours[migrationIndex]!.toFixed(1)} ms (the measured step that also migrated 10% of each island to both neighbours${naiveNote})`);
+      console.log(
+        `bench db-step-commit-10k-migration-step: ${ours[migrationIndex]!.toFixed(1)} ms (the measured step that also migrated 10% of each island to both neighbours${naiveNote})`,
+      );
     }
-    console.log(`bench db-step-commit-10k-durable: ${percentile(totals, 50).toFixed(0)} ms (median whole commitStep: rules + compressed rows + atomic fsync'd file replacement; the last two are db-persist-10k)`);
+    console.log(
+      `bench db-step-commit-10k-durable: ${percentile(totals, 50).toFixed(0)} ms (median whole commitStep: rules + compressed rows + atomic fsync'd file replacement; the last two are db-persist-10k)`,
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

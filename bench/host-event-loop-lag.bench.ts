@@ -57,7 +57,15 @@ interface VariantResult {
 }
 
 function settingsFor(maxSteps: number): Settings {
-  return parseSettings({ sampler: 'mutate', batchSize: B, samplesPerPrompt: N, evaluationConcurrency: K, 'database.preset': 'large', seed: 1, maxSteps });
+  return parseSettings({
+    sampler: 'mutate',
+    batchSize: B,
+    samplesPerPrompt: N,
+    evaluationConcurrency: K,
+    'database.preset': 'large',
+    seed: 1,
+    maxSteps,
+  });
 }
 
 function lagOf(h: IntervalHistogram): Lag {
@@ -98,16 +106,29 @@ function paddedProgram(task: Task, rng: Rng, step: number, parentId: string | nu
 
 /** A run database of the large preset filled to its 10,000-program capacity; returns its last step. */
 async function prefill(file: string, task: Task, settings: Settings): Promise<number> {
-  if (!/return\s+1\b/.test(task.initialProgram)) throw new Error(`${TASK_DIR}: the initial program no longer returns 1; update paddedProgram`);
+  if (!/return\s+1\b/.test(task.initialProgram))
+    throw new Error(`${TASK_DIR}: the initial program no longer returns 1; update paddedProgram`);
   const config = databaseConfigFromSettings(settings);
-  const meta = { runId: 'bench-prefill', task: task.name, taskDir: task.dir, direction: task.direction, language: task.language, programPath: task.initialProgramPath, startCode: task.initialProgram, source: 'bench prefill', createdAt: Date.now() };
+  const meta = {
+    runId: 'bench-prefill',
+    task: task.name,
+    taskDir: task.dir,
+    direction: task.direction,
+    language: task.language,
+    programPath: task.initialProgramPath,
+    startCode: task.initialProgram,
+    source: 'bench prefill',
+    createdAt: Date.now(),
+  };
   const db = await ProgramDatabase.open(file, { config, meta });
   try {
     const rng = Rng.fromSeed(2024);
     await db.addInitial(paddedProgram(task, rng, 0, null));
     while (db.size < config.populationSize) {
       const step = db.lastStep + 1;
-      const children = db.sampleParents(FILL_PARENTS).flatMap((parent) => Array.from({ length: FILL_CHILDREN }, () => paddedProgram(task, rng, step, parent.id)));
+      const children = db
+        .sampleParents(FILL_PARENTS)
+        .flatMap((parent) => Array.from({ length: FILL_CHILDREN }, () => paddedProgram(task, rng, step, parent.id)));
       await db.commitStep({ step, children, stats: null, engineState: null });
     }
     return db.lastStep;
@@ -193,14 +214,24 @@ async function inWorker(file: string, settings: Settings): Promise<VariantResult
           if (err) reject(err);
           else resolvePromise();
         }
-        host.start({ runId: 'bench-worker', dbFile: file, taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: true });
+        host.start({
+          runId: 'bench-worker',
+          dbFile: file,
+          taskDir: TASK_DIR,
+          startCode: null,
+          startPath: null,
+          settings,
+          apiKey: null,
+          resume: true,
+        });
       });
       await Promise.all(queries);
     } finally {
       lag.disable();
       clearInterval(keepAlive);
     }
-    if (finishReason !== 'steps_done') throw new Error(`worker run ended with ${finishReason ?? 'no run_finished'}${fatal ? `: ${fatal}` : ''}`);
+    if (finishReason !== 'steps_done')
+      throw new Error(`worker run ended with ${finishReason ?? 'no run_finished'}${fatal ? `: ${fatal}` : ''}`);
     return { lag: lagOf(lag), wallMs: performance.now() - started, stepsCommitted, snapshots: queries.length };
   } finally {
     await host.dispose();
@@ -231,11 +262,19 @@ async function main(): Promise<void> {
     const b = await inWorker(fileB, settings);
 
     const workload = `resume 10,000 programs (${megabytes.toFixed(0)} MB, prefilled in ${fillSeconds.toFixed(0)} s) + ${STEPS} steps of B=${B} x n=${N}, K=${K}, mutate sampler; monitorEventLoopDelay resolution ${RESOLUTION_MS} ms, so ~${RESOLUTION_MS} ms is the floor`;
-    console.log(`bench host-event-loop-lag-in-process: ${a.lag.p99.toFixed(1)} ms p99 (engine on the host thread: ${describeLag(a)}; ${workload})`);
-    console.log(`bench host-event-loop-lag-worker: ${b.lag.p99.toFixed(1)} ms p99 (engine in the worker, host relays events + 1 snapshot query per step: ${describeLag(b)}; target <= ${TARGET_P99_MS})`);
-    console.log(`bench host-event-loop-lag-ratio: ${(a.lag.p99 / b.lag.p99).toFixed(1)} x (in-process p99 / worker p99, measured side by side in this run)`);
+    console.log(
+      `bench host-event-loop-lag-in-process: ${a.lag.p99.toFixed(1)} ms p99 (engine on the host thread: ${describeLag(a)}; ${workload})`,
+    );
+    console.log(
+      `bench host-event-loop-lag-worker: ${b.lag.p99.toFixed(1)} ms p99 (engine in the worker, host relays events + 1 snapshot query per step: ${describeLag(b)}; target <= ${TARGET_P99_MS})`,
+    );
+    console.log(
+      `bench host-event-loop-lag-ratio: ${(a.lag.p99 / b.lag.p99).toFixed(1)} x (in-process p99 / worker p99, measured side by side in this run)`,
+    );
     const pass = b.lag.p99 <= TARGET_P99_MS;
-    console.log(`bench host-event-loop-lag-target: ${pass ? 'PASS' : 'FAIL'} (worker p99 ${b.lag.p99.toFixed(1)} ms ${pass ? '<=' : '>'} ${TARGET_P99_MS} ms)`);
+    console.log(
+      `bench host-event-loop-lag-target: ${pass ? 'PASS' : 'FAIL'} (worker p99 ${b.lag.p99.toFixed(1)} ms ${pass ? '<=' : '>'} ${TARGET_P99_MS} ms)`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -50,7 +50,14 @@ async function main(): Promise<void> {
   const server = await startTestServer({ latencyMs: 0, latencyJitterMs: LATENCY_SPREAD_MS });
   const dir = mkdtempSync(join(tmpdir(), 'thetaevolve-bench-pipeline-'));
   try {
-    const settings = parseSettings({ endpoint: server.baseURL, batchSize: B, samplesPerPrompt: N, evaluationConcurrency: K, lazyPenalty: false, seed: 1 });
+    const settings = parseSettings({
+      endpoint: server.baseURL,
+      batchSize: B,
+      samplesPerPrompt: N,
+      evaluationConcurrency: K,
+      lazyPenalty: false,
+      seed: 1,
+    });
     // The response phase alone, measured side by side.
     const client = new EndpointClient(endpointOptionsFromSettings(settings, undefined));
     await client.check();
@@ -91,7 +98,9 @@ async function main(): Promise<void> {
     });
     const sorted = [...ratios].sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)] as number;
-    const measured = committed.map((c) => `${c.timings.totalMs} (gen ${c.timings.generationMs}, eval ${c.timings.evaluationMs})`).join(", ");
+    const measured = committed
+      .map((c) => `${c.timings.totalMs} (gen ${c.timings.generationMs}, eval ${c.timings.evaluationMs})`)
+      .join(', ');
     console.log(
       `bench pipeline-efficiency: ${median.toFixed(3)} ideal/measured (median of ${committed.length} steps, B=${B} n=${N} K=${K}, responses spread over ${LATENCY_SPREAD_MS} ms (response phase alone ${responsePhase} ms), ${EVAL_MS} ms evaluations, ~${evaluatedPerStep[0]} evaluated/step, steps took ${measured} ms; target >= 0.9)`,
     );

@@ -26,8 +26,22 @@ async function main(): Promise<void> {
   const env = candidateEnvironment(dir, dir);
   const bare = async (): Promise<number> => {
     const started = performance.now();
-    const run = await runProcess({ file: '/usr/bin/python3', args: [programPath], cwd: dir, env, timeoutMs: 10000, outputLimitBytes: 65536 });
-    const check = await runProcess({ file: '/usr/bin/python3', args: [join(task.dir, 'evaluate.py'), join(dir, 'solution.json')], cwd: dir, env, timeoutMs: 10000, outputLimitBytes: 65536 });
+    const run = await runProcess({
+      file: '/usr/bin/python3',
+      args: [programPath],
+      cwd: dir,
+      env,
+      timeoutMs: 10000,
+      outputLimitBytes: 65536,
+    });
+    const check = await runProcess({
+      file: '/usr/bin/python3',
+      args: [join(task.dir, 'evaluate.py'), join(dir, 'solution.json')],
+      cwd: dir,
+      env,
+      timeoutMs: 10000,
+      outputLimitBytes: 65536,
+    });
     if (run.exitCode !== 0 || !check.stdout.includes('"valid": true')) throw new Error(`bare run failed: ${run.stderr}${check.stderr}`);
     return performance.now() - started;
   };

@@ -45,7 +45,16 @@ async function noOpArray(cluster: SlurmCluster, folder: string, count: number, e
   const script = join(folder, 'job.sh');
   await writeFile(script, `#!/bin/bash\ntouch ${folder}/ran/$SLURM_ARRAY_TASK_ID\n`, { mode: 0o755 });
   const started = performance.now();
-  const submitted = await cluster.client('sbatch', ['--parsable', exportMode, `--partition=${cluster.partition}`, '--job-name=thetaevolve-bench-floor', `--chdir=${folder}`, `--array=0-${count - 1}`, '--output=/dev/null', script]);
+  const submitted = await cluster.client('sbatch', [
+    '--parsable',
+    exportMode,
+    `--partition=${cluster.partition}`,
+    '--job-name=thetaevolve-bench-floor',
+    `--chdir=${folder}`,
+    `--array=0-${count - 1}`,
+    '--output=/dev/null',
+    script,
+  ]);
   if (submitted.code !== 0) throw new Error(`sbatch failed: ${submitted.stderr}`);
   // A benchmark's own stopwatch: look every 10 ms until all have run.
   while ((await readdir(join(folder, 'ran'))).length < count) await new Promise((r) => setTimeout(r, 10));

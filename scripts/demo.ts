@@ -81,7 +81,11 @@ async function main(): Promise<void> {
 
   console.log('');
   console.log(`ThetaEvolve demo: open ${url}`);
-  console.log(server ? `  inference: the project's OpenAI-compatible test server at ${server.baseURL} (a stand-in for vLLM)` : '  inference: none started');
+  console.log(
+    server
+      ? `  inference: the project's OpenAI-compatible test server at ${server.baseURL} (a stand-in for vLLM)`
+      : '  inference: none started',
+  );
   console.log(`  workspace: ${workspace}`);
   console.log('  Try: open circle-packing/initial.py, click "Evolve" above its EVOLVE-BLOCK (or run ThetaEvolve: Start Run),');
   console.log('       watch the status bar and ThetaEvolve: Open Dashboard, review a child from the ThetaEvolve view, Apply to File.');

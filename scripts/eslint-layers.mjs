@@ -49,9 +49,10 @@ const importRule = {
     docs: { description: 'Imports follow the layering of the source tree (scripts/eslint-layers.mjs).' },
     schema: [],
     messages: {
-      layer: "{{from}} may not import {{target}} ({{to}}): {{from}} imports only {{allowed}}. See scripts/eslint-layers.mjs.",
+      layer: '{{from}} may not import {{target}} ({{to}}): {{from}} imports only {{allowed}}. See scripts/eslint-layers.mjs.',
       node: "{{from}} may not import '{{target}}': it is browser-safe code (the dashboard page compiles it), so no Node.js module. Move what needs Node.js to src/engine outside common/.",
-      vscode: "{{from}} may not import 'vscode': only the VS Code adapters (src/vscode, src/extension.ts) do; the CLI and the engine worker run without VS Code.",
+      vscode:
+        "{{from}} may not import 'vscode': only the VS Code adapters (src/vscode, src/extension.ts) do; the CLI and the engine worker run without VS Code.",
     },
   },
   create(context) {
@@ -71,11 +72,14 @@ const importRule = {
         return;
       }
       if (!from || !source.startsWith('.')) return;
-      const target = relative(root, resolve(dirname(resolve(root, file)), source)).split('\\').join('/');
+      const target = relative(root, resolve(dirname(resolve(root, file)), source))
+        .split('\\')
+        .join('/');
       const to = layerOf(target) ?? layerOf(`${target}.ts`);
       if (!to) return;
       const allowed = LAYERS[/** @type {keyof typeof LAYERS} */ (from)];
-      if (!allowed.includes(to)) context.report({ node, messageId: 'layer', data: { from, target: source, to, allowed: allowed.join(', ') } });
+      if (!allowed.includes(to))
+        context.report({ node, messageId: 'layer', data: { from, target: source, to, allowed: allowed.join(', ') } });
     };
     return {
       ImportDeclaration: (node) => check(node, node.source.value),
@@ -83,7 +87,8 @@ const importRule = {
       ExportAllDeclaration: (node) => check(node, node.source.value),
       ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value),
       CallExpression: (node) => {
-        if (node.callee.type === 'Identifier' && node.callee.name === 'require' && node.arguments[0]?.type === 'Literal') check(node, node.arguments[0].value);
+        if (node.callee.type === 'Identifier' && node.callee.name === 'require' && node.arguments[0]?.type === 'Literal')
+          check(node, node.arguments[0].value);
       },
     };
   },

@@ -8,8 +8,21 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 mkdirSync(join(root, 'out'), { recursive: true });
 const vsce = join(root, 'node_modules/@vscode/vsce/vsce');
-const result = spawnSync(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--no-rewrite-relative-links', '--out', 'out/thetaevolve.vsix'], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  [
+    vsce,
+    'package',
+    '--no-dependencies',
+    '--skip-license',
+    '--allow-missing-repository',
+    '--no-rewrite-relative-links',
+    '--out',
+    'out/thetaevolve.vsix',
+  ],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const vscodeExecutablePath = process.env.VSCODE_EXECUTABLE;
 if (!vscodeExecutablePath) {
-  console.error('test:electron: set VSCODE_EXECUTABLE to a desktop VS Code (>= 1.100) binary; on machines without one, npm run test:host runs the same suite in code-server.');
+  console.error(
+    'test:electron: set VSCODE_EXECUTABLE to a desktop VS Code (>= 1.100) binary; on machines without one, npm run test:host runs the same suite in code-server.',
+  );
   process.exit(2);
 }
 try {

@@ -26,9 +26,11 @@ function testFiles(dir) {
 const all = testFiles(unitDir).sort();
 const problems = [];
 for (const [file, needs] of Object.entries(UNIT_TEST_NEEDS)) {
-  if (!existsSync(join(unitDir, file))) problems.push(`${file} is listed but does not exist in test/unit (renamed? update scripts/unit-test-requirements.mjs)`);
+  if (!existsSync(join(unitDir, file)))
+    problems.push(`${file} is listed but does not exist in test/unit (renamed? update scripts/unit-test-requirements.mjs)`);
   if (needs.length === 0) problems.push(`${file} is listed with no requirement (remove its entry)`);
-  for (const need of needs) if (!(need in REQUIREMENTS)) problems.push(`${file}: unknown requirement '${need}' (known: ${Object.keys(REQUIREMENTS).join(', ')})`);
+  for (const need of needs)
+    if (!(need in REQUIREMENTS)) problems.push(`${file}: unknown requirement '${need}' (known: ${Object.keys(REQUIREMENTS).join(', ')})`);
 }
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test:unit:core: ${problem}`);
@@ -45,5 +47,8 @@ if (args.includes('--list')) {
 console.log(`test:unit:core: ${core.length} of ${all.length} unit test files; left out (npm test runs them):`);
 for (const file of leftOut) console.log(`  ${file}: needs ${(UNIT_TEST_NEEDS[file] ?? []).join(', ')}`);
 const ignore = leftOut.flatMap((file) => ['--ignore', `test/unit/${file}`]);
-const mocha = spawnSync(process.execPath, [join(root, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...ignore, ...args], { cwd: root, stdio: 'inherit' });
+const mocha = spawnSync(process.execPath, [join(root, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...ignore, ...args], {
+  cwd: root,
+  stdio: 'inherit',
+});
 process.exit(mocha.status ?? 1);

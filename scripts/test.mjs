@@ -1,11 +1,11 @@
 // npm test (after scripts/setup.sh): every layer of the pyramid in order,
 // stopping at the first failing layer, then one closing line with the totals.
-//   lint + typecheck -> build -> engine unit tests (mocha, plain Node)
+//   lint (eslint + prettier --check) + typecheck -> build -> engine unit tests (mocha, plain Node)
 //   -> package the .vsix -> in-host suite in code-server -> end-to-end in code-server + Chromium
 import { spawn } from 'node:child_process';
 
 const steps = [
-  ['lint', ['npx', 'eslint', '.']],
+  ['lint', ['npm', 'run', '--silent', 'lint']],
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['build', ['npm', 'run', '--silent', 'build']],
   ['unit', ['npx', 'mocha']],

@@ -55,7 +55,9 @@ export async function main(argv: readonly string[], io: CliIO): Promise<number> 
   const spec = COMMAND_SPECS.find((s) => s.name === command);
   const handler = HANDLERS[command];
   if (!spec || !handler) {
-    io.stderr(`thetaevolve: unknown command '${command}' (commands: ${COMMAND_SPECS.map((s) => s.name).join(', ')}; see thetaevolve --help)\n`);
+    io.stderr(
+      `thetaevolve: unknown command '${command}' (commands: ${COMMAND_SPECS.map((s) => s.name).join(', ')}; see thetaevolve --help)\n`,
+    );
     return 2;
   }
   if (rest.includes('--help') || rest.includes('-h')) {

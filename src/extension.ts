@@ -52,13 +52,24 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   );
   registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
-  return { controller, tree, rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile), onDidFailCommand, onDidOfferStartFailure, onDidHandleBest };
+  return {
+    controller,
+    tree,
+    rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
+    onDidFailCommand,
+    onDidOfferStartFailure,
+    onDidHandleBest,
+  };
 }
 
 /** New or removed run databases (another window, the CLI) show up in the Runs view. */
 function watchRunsDirectory(tree: RunsTreeProvider): vscode.Disposable {
   const watcher = vscode.workspace.createFileSystemWatcher('**/*.sqlite', false, true, false);
-  return vscode.Disposable.from(watcher, watcher.onDidCreate(() => tree.scheduleRefresh()), watcher.onDidDelete(() => tree.scheduleRefresh()));
+  return vscode.Disposable.from(
+    watcher,
+    watcher.onDidCreate(() => tree.scheduleRefresh()),
+    watcher.onDidDelete(() => tree.scheduleRefresh()),
+  );
 }
 
 export function deactivate(): void {}

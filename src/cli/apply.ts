@@ -27,7 +27,9 @@ export async function applyCommand(args: ParsedArgs, io: CliIO): Promise<number>
 
   if (booleanFlag(args, 'json')) {
     const skipped = result.skipped.map((s) => ({ index: s.index, reason: s.reason, search: s.search, detail: s.detail }));
-    io.stdout(`${JSON.stringify({ status: result.status, child: result.child, applied: result.applied, skipped, message: result.message })}\n`);
+    io.stdout(
+      `${JSON.stringify({ status: result.status, child: result.child, applied: result.applied, skipped, message: result.message })}\n`,
+    );
     return 0;
   }
   // People: the child on stdout (so `> child.py` works), what happened on stderr.

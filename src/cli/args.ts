@@ -96,7 +96,9 @@ function convert(name: string, flag: FlagSpec, raw: string): string | number {
     throw new UsageError(`--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'}, got '${raw}'`);
   }
   if (flag.minimum !== undefined && n < flag.minimum) {
-    throw new UsageError(`--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'} of at least ${flag.minimum}, got '${raw}'`);
+    throw new UsageError(
+      `--${name} needs ${flag.kind === 'integer' ? 'an integer' : 'a number'} of at least ${flag.minimum}, got '${raw}'`,
+    );
   }
   return n;
 }
@@ -104,7 +106,9 @@ function convert(name: string, flag: FlagSpec, raw: string): string | number {
 export function usageLine(spec: CommandSpec): string {
   const pos = spec.positionals.map((p) => (p.optional ? `[${p.name}]` : `<${p.name}>`)).join(' ');
   const flags = Object.entries(spec.flags)
-    .map(([name, f]) => (f.kind === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? f.kind.toUpperCase()}]${f.kind === 'list' ? '...' : ''}`))
+    .map(([name, f]) =>
+      f.kind === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? f.kind.toUpperCase()}]${f.kind === 'list' ? '...' : ''}`,
+    )
     .join(' ');
   return `thetaevolve ${spec.name} ${pos} ${flags}`.replace(/\s+/g, ' ').trim();
 }

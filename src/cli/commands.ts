@@ -7,10 +7,13 @@ export type CommandHandler = (args: ParsedArgs, io: CliIO) => Promise<number>;
 
 export const RUN_SPEC: CommandSpec = {
   name: 'run',
-  summary: 'Evolve the task\'s program (or --program FILE) step by step; one JSON object per committed step with --json. Re-running with the same --db resumes after the last committed step.',
-  positionals: [{ name: 'task-dir', help: 'Task folder: task.json (e.g. tasks/circle-packing), or an OpenEvolve or ShinkaEvolve folder as it is.' }],
+  summary:
+    "Evolve the task's program (or --program FILE) step by step; one JSON object per committed step with --json. Re-running with the same --db resumes after the last committed step.",
+  positionals: [
+    { name: 'task-dir', help: 'Task folder: task.json (e.g. tasks/circle-packing), or an OpenEvolve or ShinkaEvolve folder as it is.' },
+  ],
   flags: {
-    program: { kind: 'string', value: 'FILE', help: 'Program to start from (default: the task\'s initial program).' },
+    program: { kind: 'string', value: 'FILE', help: "Program to start from (default: the task's initial program)." },
     endpoint: { kind: 'string', value: 'URL', help: 'OpenAI-compatible base URL (default http://127.0.0.1:8000/v1).' },
     model: { kind: 'string', value: 'NAME', help: 'Model name (default: the only model the server lists).' },
     sampler: { kind: 'string', value: 'llm|mutate', help: 'llm (default) or mutate: the offline sampler, no model.' },
@@ -18,14 +21,31 @@ export const RUN_SPEC: CommandSpec = {
     batch: { kind: 'integer', minimum: 1, value: 'B', help: 'Parents (prompts) per step (default 32).' },
     samples: { kind: 'integer', minimum: 1, value: 'N', help: 'Responses per prompt (default 16).' },
     'eval-concurrency': { kind: 'integer', minimum: 1, value: 'K', help: 'Evaluations at once (default 16).' },
-    db: { kind: 'string', value: 'FILE', help: 'Run database (.sqlite); resumed when it exists (default .thetaevolve/runs/<run-id>.sqlite).' },
+    db: {
+      kind: 'string',
+      value: 'FILE',
+      help: 'Run database (.sqlite); resumed when it exists (default .thetaevolve/runs/<run-id>.sqlite).',
+    },
     seed: { kind: 'integer', minimum: 0, value: 'S', help: 'Seed of every random choice (default 0).' },
-    trainer: { kind: 'url', value: 'URL', help: 'Send each step\'s rollouts to this RL trainer.' },
+    trainer: { kind: 'url', value: 'URL', help: "Send each step's rollouts to this RL trainer." },
     'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
-    backend: { kind: 'string', value: 'local|slurm', help: 'Evaluate candidates here (local, default) or as SLURM jobs (thetaevolve.slurm.* through --set/--config).' },
-    'until-step': { kind: 'integer', minimum: 1, value: 'N', help: 'Stop once step N is committed, counting the steps a resumed --db already has (a requeued cluster job finishes the same work).' },
+    backend: {
+      kind: 'string',
+      value: 'local|slurm',
+      help: 'Evaluate candidates here (local, default) or as SLURM jobs (thetaevolve.slurm.* through --set/--config).',
+    },
+    'until-step': {
+      kind: 'integer',
+      minimum: 1,
+      value: 'N',
+      help: 'Stop once step N is committed, counting the steps a resumed --db already has (a requeued cluster job finishes the same work).',
+    },
     config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
-    set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable. Flags win over --set, which wins over --config.' },
+    set: {
+      kind: 'list',
+      value: 'KEY=VALUE',
+      help: 'One setting (KEY with or without "thetaevolve."); repeatable. Flags win over --set, which wins over --config.',
+    },
     json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run candidates even without the full sandbox (no bubblewrap, macOS, Windows).' },
   },
@@ -33,16 +53,21 @@ export const RUN_SPEC: CommandSpec = {
 
 export const EVALUATE_SPEC: CommandSpec = {
   name: 'evaluate',
-  summary: 'Evaluate one program in the sandbox with the task\'s evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.',
+  summary:
+    "Evaluate one program in the sandbox with the task's evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.",
   positionals: [
     { name: 'task-dir', help: 'Task folder: task.json, or an OpenEvolve or ShinkaEvolve folder as it is.' },
     { name: 'program-file', help: 'Program to evaluate.' },
   ],
   flags: {
-    timeout: { kind: 'number', value: 'SECONDS', help: 'Override the task\'s runtime limit.' },
+    timeout: { kind: 'number', value: 'SECONDS', help: "Override the task's runtime limit." },
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
-    backend: { kind: 'string', value: 'local|slurm', help: 'Evaluate here (local, default) or as a SLURM job (thetaevolve.slurm.* through --set/--config).' },
+    backend: {
+      kind: 'string',
+      value: 'local|slurm',
+      help: 'Evaluate here (local, default) or as a SLURM job (thetaevolve.slurm.* through --set/--config).',
+    },
     config: { kind: 'string', value: 'FILE', help: 'Settings from a JSON object like VS Code\'s settings.json ("thetaevolve.*" keys).' },
     set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting (KEY with or without "thetaevolve."); repeatable.' },
   },
@@ -50,10 +75,10 @@ export const EVALUATE_SPEC: CommandSpec = {
 
 export const APPLY_SPEC: CommandSpec = {
   name: 'apply',
-  summary: 'Apply a model response\'s SEARCH/REPLACE blocks to a parent program and print the child.',
+  summary: "Apply a model response's SEARCH/REPLACE blocks to a parent program and print the child.",
   positionals: [
     { name: 'parent-file', help: 'The parent program (with an EVOLVE-BLOCK).' },
-    { name: 'response-file', help: 'The model\'s response text.' },
+    { name: 'response-file', help: "The model's response text." },
   ],
   flags: {
     json: { kind: 'boolean', help: 'Print status, child, applied, skipped as JSON.' },
@@ -65,7 +90,7 @@ export const DB_SPEC: CommandSpec = {
   summary: 'Summarise a run database: programs, steps, best, islands, archive; or write its best program with --best.',
   positionals: [{ name: 'db-file', help: 'A run database (.sqlite).' }],
   flags: {
-    best: { kind: 'boolean', help: 'Print the best program\'s code (or write it to --output FILE) instead of the summary.' },
+    best: { kind: 'boolean', help: "Print the best program's code (or write it to --output FILE) instead of the summary." },
     output: { kind: 'string', value: 'FILE', help: 'With --best: write the program to FILE instead of stdout.' },
     json: { kind: 'boolean', help: 'Print the summary as JSON.' },
   },
@@ -73,7 +98,8 @@ export const DB_SPEC: CommandSpec = {
 
 export const CONVERT_SPEC: CommandSpec = {
   name: 'convert',
-  summary: 'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
+  summary:
+    'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
   positionals: [{ name: 'folder', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py).' }],
   flags: {
     json: { kind: 'boolean', help: 'Print the files written as JSON.' },

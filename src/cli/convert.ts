@@ -21,7 +21,9 @@ export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     io.stdout(JSON.stringify({ files: converted.files, name: converted.task.name }) + '\n');
   } else {
     io.stdout(`${converted.files.map((f) => `wrote ${f}`).join('\n')}\n`);
-    io.stderr(`thetaevolve: ${converted.task.name} now runs the program in the sandbox and its evaluator outside, on the program's values only (scores protected).\n`);
+    io.stderr(
+      `thetaevolve: ${converted.task.name} now runs the program in the sandbox and its evaluator outside, on the program's values only (scores protected).\n`,
+    );
   }
   return 0;
 }

@@ -48,7 +48,9 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       `  best          ${best}`,
       `  islands       ${summary.islands.join(' / ')}`,
       `  archive       ${summary.archive} of ${report.archiveCapacity}` +
-        (report.archiveScores ? `, scores ${formatScore(report.archiveScores.min)} .. ${formatScore(report.archiveScores.max ?? report.archiveScores.min)}` : ''),
+        (report.archiveScores
+          ? `, scores ${formatScore(report.archiveScores.min)} .. ${formatScore(report.archiveScores.max ?? report.archiveScores.min)}`
+          : ''),
       `  MAP-Elites    ${report.mapElitesOccupancy.join(' / ')} cells occupied of ${snapshot.mapElites.bins * snapshot.mapElites.bins} per island`,
       `  migrations    ${report.migrations}`,
       `  code hashes   ${report.codeHashes} (every program ever added)`,
@@ -69,7 +71,16 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
   const output = stringFlag(args, 'output');
   if (booleanFlag(args, 'json')) {
     if (output !== undefined) await writeProgram(path.resolve(io.cwd, output), best.code, file);
-    io.stdout(JSON.stringify({ id: best.id, step: best.step, score: best.score, objective: best.objective, output: output === undefined ? null : path.resolve(io.cwd, output), code: best.code }) + '\n');
+    io.stdout(
+      JSON.stringify({
+        id: best.id,
+        step: best.step,
+        score: best.score,
+        objective: best.objective,
+        output: output === undefined ? null : path.resolve(io.cwd, output),
+        code: best.code,
+      }) + '\n',
+    );
     return 0;
   }
   if (output === undefined) {
@@ -89,7 +100,9 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
 async function writeProgram(target: string, code: string, dbFile: string): Promise<void> {
   const [targetPath, dbPath] = await Promise.all([realpath(target).catch(() => target), realpath(dbFile).catch(() => dbFile)]);
   if (targetPath === dbPath || (await startsWithSqliteHeader(target))) {
-    throw new InputError(`refusing to write the program over ${target}: it is a SQLite database${targetPath === dbPath ? ' (the run being read)' : ''}; give --output another file`);
+    throw new InputError(
+      `refusing to write the program over ${target}: it is a SQLite database${targetPath === dbPath ? ' (the run being read)' : ''}; give --output another file`,
+    );
   }
   await writeFileAtomic(target, code).catch((err: unknown) => {
     throw new InputError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });

@@ -86,28 +86,51 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
 /** The isolation in lines: the summary, then each missing layer and why. */
 /** `evaluate --backend slurm`: one SLURM job running our own `evaluate` on a compute node (its sandbox applies there). */
-async function evaluateOnSlurm(task: Task, code: string, settings: Settings, timeout: number | undefined, json: boolean, io: CliIO, onWarning: (message: string) => void): Promise<number> {
+async function evaluateOnSlurm(
+  task: Task,
+  code: string,
+  settings: Settings,
+  timeout: number | undefined,
+  json: boolean,
+  io: CliIO,
+  onWarning: (message: string) => void,
+): Promise<number> {
   let backend: EvaluationBackend;
   try {
-    backend = await createEvaluationBackend(task, { ...settings, evaluationConcurrency: 1 }, {
-      runId: `evaluate-${process.pid}-${Date.now()}`,
-      runFolder: resolve(io.cwd, '.thetaevolve', 'evaluate'),
-      signal: io.signal,
-      onWarning,
-      ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
-    });
+    backend = await createEvaluationBackend(
+      task,
+      { ...settings, evaluationConcurrency: 1 },
+      {
+        runId: `evaluate-${process.pid}-${Date.now()}`,
+        runFolder: resolve(io.cwd, '.thetaevolve', 'evaluate'),
+        signal: io.signal,
+        onWarning,
+        ...(timeout !== undefined ? { runtimeLimitSec: timeout } : {}),
+      },
+    );
   } catch (err) {
     throw new InputError(`SLURM: ${errorMessage(err)}`, { cause: err });
   }
   try {
-    const result = await backend.evaluate(code, { signal: io.signal, onSubmitted: (jobId) => io.stderr(`thetaevolve: SLURM job ${jobId}\n`) });
+    const result = await backend.evaluate(code, {
+      signal: io.signal,
+      onSubmitted: (jobId) => io.stderr(`thetaevolve: SLURM job ${jobId}\n`),
+    });
     if (json) {
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
     } else {
-      const lines = [`status     ${result.status}`, `score      ${result.score ?? '-'}`, `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`, `time       ${(result.durationMs / 1000).toFixed(2)} s`];
+      const lines = [
+        `status     ${result.status}`,
+        `score      ${result.score ?? '-'}`,
+        `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
+        `time       ${(result.durationMs / 1000).toFixed(2)} s`,
+      ];
       for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
       if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
-      lines.push(`backend    ${backend.description}`, `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`);
+      lines.push(
+        `backend    ${backend.description}`,
+        `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`,
+      );
       io.stdout(lines.join('\n') + '\n');
     }
     return exitCodeOf(result, io);

@@ -21,7 +21,9 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const settings = settingsFromArgs(args, io.cwd);
   const taskDir = resolve(io.cwd, args.positionals[0] as string);
   const task = await loadTask(taskDir).catch((err: unknown) => {
-    throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${errorMessage(err)}`, { cause: err });
+    throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${errorMessage(err)}`, {
+      cause: err,
+    });
   });
 
   const programFlag = stringFlag(args, 'program');
@@ -95,7 +97,9 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         break;
       case 'evaluation_queue':
         if (runOver) break;
-        progress.update(`SLURM: ${event.pending} pending, ${event.running} running, ${event.done} done${event.lost > 0 ? `, ${event.lost} lost` : ''}${event.queueWaitMsP50 !== null ? `, queue wait ${(event.queueWaitMsP50 / 1000).toFixed(1)} s` : ''}`);
+        progress.update(
+          `SLURM: ${event.pending} pending, ${event.running} running, ${event.done} done${event.lost > 0 ? `, ${event.lost} lost` : ''}${event.queueWaitMsP50 !== null ? `, queue wait ${(event.queueWaitMsP50 / 1000).toFixed(1)} s` : ''}`,
+        );
         break;
       case 'endpoint_servers':
         for (const server of event.servers) {
@@ -105,7 +109,9 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       case 'run_finished':
         runOver = true;
         progress.clear();
-        io.stderr(`thetaevolve run: ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}; database ${dbFile}\n`);
+        io.stderr(
+          `thetaevolve run: ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}; database ${dbFile}\n`,
+        );
         break;
       default:
         break;
@@ -150,9 +156,12 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     const result = await run.run();
     if (trainer.state().pendingGroups > 0 && !io.signal.aborted) {
       const timeoutSeconds = settings['trainer.syncTimeoutSeconds'];
-      io.stderr(`thetaevolve run: waiting up to ${timeoutSeconds} s for the trainer to take ${trainer.state().pendingGroups} spooled group(s) (Ctrl-C keeps them for the next run of this database)\n`);
+      io.stderr(
+        `thetaevolve run: waiting up to ${timeoutSeconds} s for the trainer to take ${trainer.state().pendingGroups} spooled group(s) (Ctrl-C keeps them for the next run of this database)\n`,
+      );
       const left = await trainer.flush(io.signal, timeoutSeconds * 1000);
-      if (left > 0) warn(`${left} group(s) are still spooled beside ${dbFile}; they are sent when this database runs again with the trainer on`);
+      if (left > 0)
+        warn(`${left} group(s) are still spooled beside ${dbFile}; they are sent when this database runs again with the trainer on`);
     }
     if (result.reason === 'error') throw new InputError(fatal ?? 'the run failed');
     return 0;
@@ -161,7 +170,6 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     await assembled.close();
   }
 }
-
 
 /** The `run --json` line of docs/architecture.md "Command line": step, best, mean, counts, dbSize, elapsedMs and more. */
 export function stepLine(e: StepCommittedEvent): Record<string, unknown> {

@@ -19,7 +19,9 @@ function specOf(rawKey: string, where: string): SettingSpec {
   const spec = SPECS.get(key);
   if (spec) return spec;
   const near = [...SPECS.keys()].find((k) => k.toLowerCase() === key.toLowerCase() || k.toLowerCase().endsWith(`.${key.toLowerCase()}`));
-  throw new UsageError(`${where}: unknown setting '${rawKey}'${near ? ` (did you mean thetaevolve.${near}?)` : ''}; see package.json's contributes.configuration for the list`);
+  throw new UsageError(
+    `${where}: unknown setting '${rawKey}'${near ? ` (did you mean thetaevolve.${near}?)` : ''}; see package.json's contributes.configuration for the list`,
+  );
 }
 
 /** --set's text as the setting's type (the schema then checks ranges and enums). */
@@ -32,7 +34,8 @@ function valueOfText(spec: SettingSpec, text: string, where: string): unknown {
     case 'integer':
     case 'number': {
       const n = Number(text);
-      if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${where}: thetaevolve.${spec.key} takes a number, got '${text}'`);
+      if (text.trim() === '' || !Number.isFinite(n))
+        throw new UsageError(`${where}: thetaevolve.${spec.key} takes a number, got '${text}'`);
       return n;
     }
     case 'string':
@@ -79,7 +82,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
   } catch (err) {
     throw new UsageError(`--config: ${path} is not JSON: ${errorMessage(err)}`, { cause: err });
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError(`--config: ${path} must hold a JSON object of "thetaevolve.*" settings`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UsageError(`--config: ${path} must hold a JSON object of "thetaevolve.*" settings`);
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(parsed)) {
     if (!key.startsWith(PREFIX)) continue;
@@ -100,7 +104,11 @@ const FLAG_SETTINGS: Record<string, keyof Settings> = {
   backend: 'evaluation.backend',
 };
 
-const FLAG_OF_SETTING = new Map<string, string>([...Object.entries(FLAG_SETTINGS).map(([flag, key]): [string, string] => [key, `--${flag}`]), ['trainer.url', '--trainer URL'], ['trainer.protocol', '--trainer-protocol']]);
+const FLAG_OF_SETTING = new Map<string, string>([
+  ...Object.entries(FLAG_SETTINGS).map(([flag, key]): [string, string] => [key, `--${flag}`]),
+  ['trainer.url', '--trainer URL'],
+  ['trainer.protocol', '--trainer-protocol'],
+]);
 
 /**
  * The engine names settings (thetaevolve.model); on the command line each
@@ -127,16 +135,19 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
     raw[spec.key] = valueOfText(spec, assignment.slice(eq + 1), '--set');
   }
   const backend = stringFlag(args, 'backend');
-  if (backend !== undefined && backend !== 'local' && backend !== 'slurm') throw new UsageError(`--backend must be local or slurm, got '${backend}'`);
+  if (backend !== undefined && backend !== 'local' && backend !== 'slurm')
+    throw new UsageError(`--backend must be local or slurm, got '${backend}'`);
   const sampler = stringFlag(args, 'sampler');
-  if (sampler !== undefined && sampler !== 'llm' && sampler !== 'mutate') throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
+  if (sampler !== undefined && sampler !== 'llm' && sampler !== 'mutate')
+    throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
   for (const [flag, key] of Object.entries(FLAG_SETTINGS)) {
     const value = args.flags[flag];
     if (value !== undefined) raw[key] = value;
   }
   const trainer = stringFlag(args, 'trainer');
   const protocol = stringFlag(args, 'trainer-protocol');
-  if (protocol !== undefined && protocol !== 'atropos' && protocol !== 'slime') throw new UsageError(`--trainer-protocol must be atropos or slime, got '${protocol}'`);
+  if (protocol !== undefined && protocol !== 'atropos' && protocol !== 'slime')
+    throw new UsageError(`--trainer-protocol must be atropos or slime, got '${protocol}'`);
   if (protocol !== undefined && trainer === undefined) throw new UsageError('--trainer-protocol needs --trainer URL');
   if (trainer !== undefined) {
     raw['trainer.enabled'] = true;

@@ -11,7 +11,16 @@ import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import type { RunMeta } from '../engine/common/runMeta';
 import { loadTask } from '../engine/task/task';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
-import { type BackendView, BEST_CODE_MAX_CHARS, type DashboardBestInput, type DashboardDatabaseInput, type DashboardRunInput, type DashboardStepInput, type RunStateView, type TrainerView } from '../protocol/dashboardMessages';
+import {
+  type BackendView,
+  BEST_CODE_MAX_CHARS,
+  type DashboardBestInput,
+  type DashboardDatabaseInput,
+  type DashboardRunInput,
+  type DashboardStepInput,
+  type RunStateView,
+  type TrainerView,
+} from '../protocol/dashboardMessages';
 import type { Query, QueryKind, QueryResult } from '../protocol/workerMessages';
 import { type DashboardModel, trainerView } from './dashboardModel';
 import { solutionPicture } from './solutionPicture';
@@ -88,7 +97,10 @@ export class DashboardFeed {
           ...(event.isolation ? { isolation: event.isolation } : {}),
           ...(event.task.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
         });
-        sink.setRunState({ state: 'running', message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running' });
+        sink.setRunState({
+          state: 'running',
+          message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running',
+        });
         if (dbFile) this.refreshDatabase(dbFile);
         return;
       case 'evaluation_finished':
@@ -97,7 +109,8 @@ export class DashboardFeed {
       case 'step_committed':
         sink.addStep(event);
         // Why requests failed in the step: each distinct reason once, with its count.
-        for (const failure of event.failures ?? []) sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
+        for (const failure of event.failures ?? [])
+          sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
         sink.addValidScores(this.validScores.splice(0));
         if (dbFile) this.refreshDatabase(dbFile);
         return;
@@ -111,7 +124,13 @@ export class DashboardFeed {
             this.query({ kind: 'bestSolution', dbFile }),
           ]);
           const picture = solution?.id === event.id ? solutionPicture(solution.solution) : undefined;
-          sink.setBest({ ...best, lineageDepth, stepRank: program?.stepRank ?? null, code: program ? bestCode(program.code) : undefined, ...(picture ? { picture } : {}) });
+          sink.setBest({
+            ...best,
+            lineageDepth,
+            stepRank: program?.stepRank ?? null,
+            code: program ? bestCode(program.code) : undefined,
+            ...(picture ? { picture } : {}),
+          });
         });
         return;
       }
@@ -123,7 +142,11 @@ export class DashboardFeed {
         return;
       case 'run_finished':
         // Stopped or failed runs can go on from their last committed step; one that reached its target or limit is done.
-        sink.setRunState({ state: event.reason === 'error' ? 'error' : 'finished', message: event.message, resumable: event.reason === 'stopped' || event.reason === 'error' });
+        sink.setRunState({
+          state: event.reason === 'error' ? 'error' : 'finished',
+          message: event.message,
+          resumable: event.reason === 'stopped' || event.reason === 'error',
+        });
         return;
       case 'endpoint_state':
         sink.notify(event.waiting ? 'warning' : 'info', event.message);
@@ -180,7 +203,9 @@ export function bestCode(code: string): string {
 }
 
 /** The SLURM queue in one line (the dashboard and the status bar's tooltip). */
-export function queueText(queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'>): string {
+export function queueText(
+  queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'>,
+): string {
   return (
     `SLURM: ${queue.pending} pending, ${queue.running} running, ${queue.done} done` +
     (queue.lost > 0 ? `, ${queue.lost} lost` : '') +
@@ -203,7 +228,12 @@ export interface ReplayedRun {
  * once everything was read: true (a run started meanwhile) leaves the sink
  * untouched and returns null.
  */
-export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, run: { runId: string; dbFile: string }, isStale: () => boolean = () => false): Promise<ReplayedRun | null> {
+export async function replayRunFromDisk(
+  sink: DashboardSink,
+  query: RunQuery,
+  run: { runId: string; dbFile: string },
+  isStale: () => boolean = () => false,
+): Promise<ReplayedRun | null> {
   const { dbFile } = run;
   const [info, steps, snapshot, improvements, validScores] = await Promise.all([
     query({ kind: 'runInfo', dbFile }),
@@ -249,10 +279,24 @@ export async function replayRunFromDisk(sink: DashboardSink, query: RunQuery, ru
     model.setDatabase(snapshot, validScores);
     model.setBest(
       best
-        ? { id: best.id, step: best.step, score: best.score, objective: best.objective, parentId: best.parentId, lineageDepth, stepRank: best.stepRank ?? null, code: bestCode(best.code), ...(picture ? { picture } : {}) }
+        ? {
+            id: best.id,
+            step: best.step,
+            score: best.score,
+            objective: best.objective,
+            parentId: best.parentId,
+            lineageDepth,
+            stepRank: best.stepRank ?? null,
+            code: bestCode(best.code),
+            ...(picture ? { picture } : {}),
+          }
         : null,
     );
-    model.setRunState({ state: 'finished', message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`, resumable: true });
+    model.setRunState({
+      state: 'finished',
+      message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`,
+      resumable: true,
+    });
   });
   return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };
 }

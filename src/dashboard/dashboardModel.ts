@@ -400,7 +400,12 @@ export function runView(input: DashboardRunInput): RunView {
     details,
     ...(input.scoreUnprotected ? { scoreWarning: input.scoreUnprotected } : {}),
     ...(input.isolation
-      ? { isolation: { text: `sandbox: ${input.isolation.summary}${input.isolation.weak ? ` (weaker than the full sandbox: ${input.isolation.missing.join('; ')})` : ''}`, weak: input.isolation.weak } }
+      ? {
+          isolation: {
+            text: `sandbox: ${input.isolation.summary}${input.isolation.weak ? ` (weaker than the full sandbox: ${input.isolation.missing.join('; ')})` : ''}`,
+            weak: input.isolation.weak,
+          },
+        }
       : {}),
   };
 }
@@ -491,7 +496,10 @@ export class DashboardModel {
       }
       hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
     } else if (this.validObjectives.length > 0) {
-      hist = { label: `valid programs evaluated in this run (${this.validObjectives.length.toLocaleString('en-US')})`, values: this.validObjectives.view() };
+      hist = {
+        label: `valid programs evaluated in this run (${this.validObjectives.length.toLocaleString('en-US')})`,
+        values: this.validObjectives.view(),
+      };
     }
     this.state.database = databaseView(input, this.direction, hist, this.maxHeatBins);
     return { type: 'database', database: this.state.database };
@@ -559,29 +567,54 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
 
 /** The dashboard's RL card from the bridge's state (the trainer_state event); the page shows protocol, URL, policy version and groups sent itself. */
 export function trainerView(state: TrainerStateEvent['state']): TrainerView {
-  const view = { enabled: state.enabled, protocol: state.protocol, url: state.url, lastAckPolicyVersion: state.lastAckedPolicyVersion, groupsSent: state.sentGroups };
+  const view = {
+    enabled: state.enabled,
+    protocol: state.protocol,
+    url: state.url,
+    lastAckPolicyVersion: state.lastAckedPolicyVersion,
+    groupsSent: state.sentGroups,
+  };
   const queue =
     `${state.pendingGroups} pending` +
     ((state.queuedGroups ?? 0) > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
     (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : '') +
     ((state.droppedGroups ?? 0) > 0 ? `, ${state.droppedGroups} short group(s) dropped` : '');
   if (!state.url.trim()) {
-    return { ...view, state: state.enabled ? 'not_configured' : 'off', message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
+    return {
+      ...view,
+      state: state.enabled ? 'not_configured' : 'off',
+      message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
+    };
   }
   if (state.lastError !== null && (!state.connected || !state.enabled)) {
     return { ...view, state: 'error', message: `${state.lastError}${state.enabled ? `; retrying, rollouts are spooled (${queue})` : ''}` };
   }
-  if (!state.enabled) return { ...view, state: 'off', message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.` };
+  if (!state.enabled)
+    return {
+      ...view,
+      state: 'off',
+      message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.`,
+    };
   if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
-  if (state.connected) return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
+  if (state.connected)
+    return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
   return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.` };
 }
 
 /** The RL card while no run is in progress: what the settings will do to the next one. */
-export function trainerViewOfSettings(settings: { enabled: boolean; protocol: 'atropos' | 'slime'; url: string; mode: 'sync' | 'async' }): TrainerView {
+export function trainerViewOfSettings(settings: {
+  enabled: boolean;
+  protocol: 'atropos' | 'slime';
+  url: string;
+  mode: 'sync' | 'async';
+}): TrainerView {
   const view = { enabled: settings.enabled, protocol: settings.protocol, url: settings.url, lastAckPolicyVersion: null, groupsSent: 0 };
   if (!settings.url.trim()) {
-    return { ...view, state: settings.enabled ? 'not_configured' : 'off', message: 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).' };
+    return {
+      ...view,
+      state: settings.enabled ? 'not_configured' : 'off',
+      message: 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
+    };
   }
   if (!settings.enabled) return { ...view, state: 'off', message: 'Off: rollouts are not sent.' };
   return { ...view, state: 'next_run', message: `The next run sends its rollouts (${settings.mode} mode).` };

@@ -43,7 +43,13 @@ export interface ClassifyChildInput {
 export function classifyChild(input: ClassifyChildInput): ChildClassification {
   const apply = applyResponse(input.parentCode, input.answer, { language: input.language, maxLength: input.maxCodeLength });
   const reject = (outcome: EarlyOutcome, child: string | null, hash: string | null, reason: string): ChildClassification => ({
-    kind: 'rejected', outcome, score: OUTCOME_PENALTY[outcome], reason, child, codeHash: hash, apply,
+    kind: 'rejected',
+    outcome,
+    score: OUTCOME_PENALTY[outcome],
+    reason,
+    child,
+    codeHash: hash,
+    apply,
   });
   switch (apply.status) {
     case 'no_diff_blocks':
@@ -57,7 +63,8 @@ export function classifyChild(input: ClassifyChildInput): ChildClassification {
     case 'applied': {
       const child = apply.child as string;
       const hash = codeHash(child, input.language);
-      if (input.seen?.(hash)) return reject('duplicate', child, hash, 'the child equals, up to comments, a program already in the database');
+      if (input.seen?.(hash))
+        return reject('duplicate', child, hash, 'the child equals, up to comments, a program already in the database');
       return { kind: 'evaluate', child, codeHash: hash, apply };
     }
   }

@@ -95,7 +95,12 @@ async function stepFiles(dir: string): Promise<{ step: number; path: string; byt
       const m = STEP_FILE.exec(name);
       if (!m) return [];
       const path = join(dir, name);
-      return [stat(path).then((s) => ({ step: Number(m[1]), path, bytes: s.size }), () => null)];
+      return [
+        stat(path).then(
+          (s) => ({ step: Number(m[1]), path, bytes: s.size }),
+          () => null,
+        ),
+      ];
     }),
   );
   return files.filter((f): f is { step: number; path: string; bytes: number } => f !== null).sort((a, b) => a.step - b.step);
@@ -124,7 +129,12 @@ export async function readStepOutputs(dbFile: string, step: number): Promise<Eva
 }
 
 /** One kept output, or null when none is kept for it (not a failure, or dropped past the budget). */
-export async function readEvaluationOutput(dbFile: string, step: number, jobKey: string, sampleIndex: number): Promise<EvaluationOutput | null> {
+export async function readEvaluationOutput(
+  dbFile: string,
+  step: number,
+  jobKey: string,
+  sampleIndex: number,
+): Promise<EvaluationOutput | null> {
   const outputs = await readStepOutputs(dbFile, step);
   // A sample asked for again (RL resampling) keeps its last output.
   return outputs.filter((o) => o.jobKey === jobKey && o.sampleIndex === sampleIndex).at(-1) ?? null;

@@ -39,7 +39,8 @@ export function commentSyntaxFromLanguageConfiguration(text: string): CommentSyn
 
 /** The two marker lines in this syntax, indented like the code they wrap. */
 export function evolveBlockMarkerLines(syntax: CommentSyntax, indent: string): [string, string] {
-  const marker = (word: string): string => (syntax.line ? `${indent}${syntax.line} ${word}` : `${indent}${syntax.block?.[0] ?? '#'} ${word} ${syntax.block?.[1] ?? ''}`.trimEnd());
+  const marker = (word: string): string =>
+    syntax.line ? `${indent}${syntax.line} ${word}` : `${indent}${syntax.block?.[0] ?? '#'} ${word} ${syntax.block?.[1] ?? ''}`.trimEnd();
   return [marker(EVOLVE_BLOCK_START), marker(EVOLVE_BLOCK_END)];
 }
 
@@ -48,12 +49,22 @@ export function evolveBlockMarkerLines(syntax: CommentSyntax, indent: string): [
  * a problem instead when the text already has markers (one region per file)
  * or the lines are out of range. The line ending of the text is kept.
  */
-export function markEvolveBlock(text: string, first: number, last: number, syntax: CommentSyntax): { ok: true; text: string } | { ok: false; problem: string } {
+export function markEvolveBlock(
+  text: string,
+  first: number,
+  last: number,
+  syntax: CommentSyntax,
+): { ok: true; text: string } | { ok: false; problem: string } {
   const lines = text.split(/\r?\n/);
   const marked = lines.findIndex((l) => l.includes(EVOLVE_BLOCK_START) || l.includes(EVOLVE_BLOCK_END));
-  if (marked !== -1) return { ok: false, problem: `the file already has an EVOLVE-BLOCK marker (line ${marked + 1}); a file has one region: remove it first` };
+  if (marked !== -1)
+    return {
+      ok: false,
+      problem: `the file already has an EVOLVE-BLOCK marker (line ${marked + 1}); a file has one region: remove it first`,
+    };
   const eol = text.includes('\r\n') ? '\r\n' : '\n';
-  if (first < 0 || last < first || last >= lines.length) return { ok: false, problem: `lines ${first + 1}-${last + 1} are not in the file` };
+  if (first < 0 || last < first || last >= lines.length)
+    return { ok: false, problem: `lines ${first + 1}-${last + 1} are not in the file` };
   const indent = /^\s*/.exec(lines[first] as string)?.[0] ?? '';
   const [start, end] = evolveBlockMarkerLines(syntax, indent);
   return { ok: true, text: [...lines.slice(0, first), start, ...lines.slice(first, last + 1), end, ...lines.slice(last + 1)].join(eol) };

@@ -68,7 +68,9 @@ export class EvolutionRun {
     this.spec = spec;
     this.shaping = resolveRewardShaping(spec.settings, spec.task.rewardShaping);
     this.tokenIds = new TokenIdsCheck(spec.settings, (event) => this.emit(event));
-    this.outputs = new EvaluationOutputWriter(spec.dbFile, (message) => this.emit({ type: 'error', time: Date.now(), fatal: false, message }));
+    this.outputs = new EvaluationOutputWriter(spec.dbFile, (message) =>
+      this.emit({ type: 'error', time: Date.now(), fatal: false, message }),
+    );
   }
 
   /** The open database (null before start() opened it and after it finished). */
@@ -134,7 +136,14 @@ export class EvolutionRun {
         type: 'run_started',
         time: Date.now(),
         runId: this.spec.runId,
-        task: { name: task.name, title: task.title, direction: task.direction, dir: task.dir, targetValue: task.targetValue, evaluatorTrust: task.evaluatorTrust },
+        task: {
+          name: task.name,
+          title: task.title,
+          direction: task.direction,
+          dir: task.dir,
+          targetValue: task.targetValue,
+          evaluatorTrust: task.evaluatorTrust,
+        },
         dbFile: this.spec.dbFile,
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
         ...(this.spec.isolation ? { isolation: this.spec.isolation } : {}),
@@ -167,7 +176,12 @@ export class EvolutionRun {
             const tries = settings.maxFailedSteps > 1 ? ` (${failedInARow} tries in a row; thetaevolve.maxFailedSteps)` : '';
             throw new Error(`${err.message}${tries}; the run stops, every committed step is kept.`);
           }
-          this.emit({ type: 'error', time: Date.now(), fatal: false, message: `${err.message}; the step is redone (try ${failedInARow + 1} of ${settings.maxFailedSteps})` });
+          this.emit({
+            type: 'error',
+            time: Date.now(),
+            fatal: false,
+            message: `${err.message}; the step is redone (try ${failedInARow + 1} of ${settings.maxFailedSteps})`,
+          });
           continue;
         }
         failedInARow = 0;
@@ -189,7 +203,14 @@ export class EvolutionRun {
     const best = db?.best() ?? null;
     const lastStep = db?.lastStep ?? -1;
     if (!message) message = finishMessage(reason, lastStep);
-    this.emit({ type: 'run_finished', time: Date.now(), reason, lastStep, best: best ? { id: best.id, score: best.score } : null, message });
+    this.emit({
+      type: 'run_finished',
+      time: Date.now(),
+      reason,
+      lastStep,
+      best: best ? { id: best.id, score: best.score } : null,
+      message,
+    });
     if (db) await db.close();
     this.db = null;
     return { reason, lastStep, best };
@@ -227,7 +248,16 @@ export class EvolutionRun {
     if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
     const outcome = outcomeOfEvaluation(result.status);
     const outputKept = result.status !== 'ok';
-    if (outputKept) await this.outputs.add({ step: 0, jobKey: 'initial', sampleIndex: 0, outcome, reason: result.reason, stdout: result.stdout, stderr: result.stderr });
+    if (outputKept)
+      await this.outputs.add({
+        step: 0,
+        jobKey: 'initial',
+        sampleIndex: 0,
+        outcome,
+        reason: result.reason,
+        stdout: result.stdout,
+        stderr: result.stderr,
+      });
     this.emit({
       type: 'evaluation_finished',
       time: Date.now(),
@@ -263,7 +293,15 @@ export class EvolutionRun {
     });
     if (outcome === 'valid') {
       if (result.solution !== undefined) await keepBestSolution(this.spec.dbFile, record.id, result.solution, (event) => this.emit(event));
-      this.emit({ type: 'new_best', time: Date.now(), id: record.id, step: 0, score: record.score, objective: record.objective, parentId: null });
+      this.emit({
+        type: 'new_best',
+        time: Date.now(),
+        id: record.id,
+        step: 0,
+        score: record.score,
+        objective: record.objective,
+        parentId: null,
+      });
     } else {
       this.emit({
         type: 'error',
@@ -284,9 +322,25 @@ export class EvolutionRun {
     // step redone after a crash or stop draws the same parents and prompts.
     const rng = Rng.fromState(state.rng);
     const plan = planStep({ step, db, task, settings, rng });
-    this.emit({ type: 'step_started', time: Date.now(), step, parents: plan.parents.map((p) => ({ id: p.id, score: p.score, island: p.island })) });
+    this.emit({
+      type: 'step_started',
+      time: Date.now(),
+      step,
+      parents: plan.parents.map((p) => ({ id: p.id, score: p.score, island: p.island })),
+    });
     const runSignal = this.stopController.signal;
-    const responses = new StepResponses({ plan, task, settings, db, source, evaluator, outputs: this.outputs, emit: (e) => this.emit(e), runSignal, stepStarted });
+    const responses = new StepResponses({
+      plan,
+      task,
+      settings,
+      db,
+      source,
+      evaluator,
+      outputs: this.outputs,
+      emit: (e) => this.emit(e),
+      runSignal,
+      stepStarted,
+    });
     try {
       const timings = await responses.collect();
       return await commitStep({

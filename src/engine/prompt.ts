@@ -43,9 +43,25 @@ export interface BuiltPrompt {
 
 /** Markdown fence language tags for common extensions. */
 const FENCE_TAGS: Readonly<Record<string, string>> = {
-  py: 'python', pyw: 'python', js: 'javascript', mjs: 'javascript', cjs: 'javascript', ts: 'typescript',
-  rs: 'rust', rb: 'ruby', sh: 'bash', jl: 'julia', hs: 'haskell', kt: 'kotlin', cs: 'csharp', m: 'matlab',
-  h: 'c', hpp: 'cpp', cc: 'cpp', cxx: 'cpp', cu: 'cuda',
+  py: 'python',
+  pyw: 'python',
+  js: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  ts: 'typescript',
+  rs: 'rust',
+  rb: 'ruby',
+  sh: 'bash',
+  jl: 'julia',
+  hs: 'haskell',
+  kt: 'kotlin',
+  cs: 'csharp',
+  m: 'matlab',
+  h: 'c',
+  hpp: 'cpp',
+  cc: 'cpp',
+  cxx: 'cpp',
+  cu: 'cuda',
 };
 
 export function fenceTag(language: string): string {
@@ -93,13 +109,38 @@ function drawMetaInformation(task: PromptTask, rng: Rng): { id: string; text: st
   return chosen ? { id: chosen.id, text: fillTemplate(chosen.text, task.variables) } : null;
 }
 
-const C_LIKE_LANGUAGES = new Set(['c', 'h', 'cpp', 'cc', 'cxx', 'hpp', 'cu', 'java', 'js', 'mjs', 'cjs', 'ts', 'rs', 'go', 'cs', 'kt', 'swift', 'scala']);
+const C_LIKE_LANGUAGES = new Set([
+  'c',
+  'h',
+  'cpp',
+  'cc',
+  'cxx',
+  'hpp',
+  'cu',
+  'java',
+  'js',
+  'mjs',
+  'cjs',
+  'ts',
+  'rs',
+  'go',
+  'cs',
+  'kt',
+  'swift',
+  'scala',
+]);
 
 /** Our own two short worked examples, in the language family of the task. */
 function workedExamples(language: string): string {
   const cLike = C_LIKE_LANGUAGES.has(language.toLowerCase());
   const first = cLike
-    ? ['    double step = 0.1;', '    for (int it = 0; it < 200; it++) {', '=======', '    double step = 0.02;', '    for (int it = 0; it < 2000; it++) {']
+    ? [
+        '    double step = 0.1;',
+        '    for (int it = 0; it < 200; it++) {',
+        '=======',
+        '    double step = 0.02;',
+        '    for (int it = 0; it < 2000; it++) {',
+      ]
     : ['    step = 0.1', '    for _ in range(200):', '=======', '    step = 0.02', '    for _ in range(2000):'];
   const second = cLike
     ? ['    return best;', '=======', '    best = polish(best, 1e-9);', '    return best;']
@@ -146,9 +187,7 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const meta = drawMetaInformation(task, rng);
   const sections: string[] = [];
   if (meta) sections.push(meta.text.trim());
-  sections.push(
-    ['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'),
-  );
+  sections.push(['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'));
   const top = input.topPrograms ?? [];
   if (top.length > 0) {
     const shown = top.map((program, i) => {
@@ -157,10 +196,18 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
         regions = evolveRegionContents(program.code);
       } catch {
         // No usable region: show the code without marker lines, so the parent stays the only marked block.
-        regions = [program.code.split(/\r?\n/).filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l)).join('\n')];
+        regions = [
+          program.code
+            .split(/\r?\n/)
+            .filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l))
+            .join('\n'),
+        ];
       }
       // Several regions: each in its own fenced block, in file order.
-      const bodies = regions.length === 1 ? [fenced(regions[0] as string, tag)] : regions.map((body, r) => `Region ${r + 1} of ${regions.length}:\n${fenced(body, tag)}`);
+      const bodies =
+        regions.length === 1
+          ? [fenced(regions[0] as string, tag)]
+          : regions.map((body, r) => `Region ${r + 1} of ${regions.length}:\n${fenced(body, tag)}`);
       return [`## Program ${i + 1}`, `Metrics: ${metricsLine(program)}`, '', bodies.join('\n\n')].join('\n');
     });
     sections.push(

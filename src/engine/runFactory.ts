@@ -121,7 +121,9 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     const info = await readResumeInfo(dbFile);
     // Another task's programs would be scored by this task's evaluator and mixed into its population.
     if (info.task !== task.name) {
-      throw new RunSetupError(`${dbFile} is a run of the task '${info.task}' (${info.taskDir}), not of '${task.name}': resume it with its own task, or give another database`);
+      throw new RunSetupError(
+        `${dbFile} is a run of the task '${info.task}' (${info.taskDir}), not of '${task.name}': resume it with its own task, or give another database`,
+      );
     }
     // A resumed run goes on from what it started with, whatever the caller sent.
     startCode = info.startCode;
@@ -140,11 +142,17 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     // and the trainer bridge needs to know whether the endpoint gives token ids.
     // A server that is loading or restarting is waited for (thetaevolve.serverRetrySeconds), and said so.
     // (A pool sets a server that is away aside and uses the others; it waits only when all are out.)
-    const unsubscribe = endpoint.addStatusListener((status) => request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }));
+    const unsubscribe = endpoint.addStatusListener((status) =>
+      request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
+    );
     await endpoint
       .check(signal, { waitForServer: true })
       .catch((err: unknown) => {
-        throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`, 'thetaevolve.endpoint', { cause: err });
+        throw new RunSetupError(
+          signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`,
+          'thetaevolve.endpoint',
+          { cause: err },
+        );
       })
       .finally(unsubscribe);
   }
@@ -163,7 +171,11 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     await trainer.start(signal);
   } catch (err) {
     await trainer.close();
-    throw new RunSetupError(signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`, 'thetaevolve.trainer.url', { cause: err });
+    throw new RunSetupError(
+      signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`,
+      'thetaevolve.trainer.url',
+      { cause: err },
+    );
   }
 
   // The evaluation backend the settings choose (the local sandbox, or SLURM jobs whose probe runs now).
@@ -180,11 +192,17 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     await trainer.close();
     if (signal.aborted) throw new RunSetupError('stopped before the run started', null, { cause: err });
     // No sandbox here and weaker isolation not allowed: the message says how to get one, or which setting allows less.
-    const setting = err instanceof SandboxUnavailableError ? 'thetaevolve.sandbox.allowWeakIsolation' : settings['evaluation.backend'] === 'slurm' ? 'thetaevolve.slurm.partition' : null;
+    const setting =
+      err instanceof SandboxUnavailableError
+        ? 'thetaevolve.sandbox.allowWeakIsolation'
+        : settings['evaluation.backend'] === 'slurm'
+          ? 'thetaevolve.slurm.partition'
+          : null;
     throw new RunSetupError(errorMessage(err), setting, { cause: err });
   }
   if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
-  if (task.evaluatorTrust === 'in-sandbox') request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
+  if (task.evaluatorTrust === 'in-sandbox')
+    request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
 
   const run = new EvolutionRun({
     runId: request.runId,
@@ -222,7 +240,10 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
 }
 
 /** What people are shown of a backend's isolation (a SLURM backend reports the compute node's kind and warning only). */
-export function isolationSummary(report: EvaluationBackend['isolation'] & Partial<Pick<IsolationReport, 'summary' | 'missing' | 'weak'>>, backend: EvaluationBackend['kind'] = 'local'): IsolationSummary {
+export function isolationSummary(
+  report: EvaluationBackend['isolation'] & Partial<Pick<IsolationReport, 'summary' | 'missing' | 'weak'>>,
+  backend: EvaluationBackend['kind'] = 'local',
+): IsolationSummary {
   const summary = report.summary ?? report.kind;
   return {
     kind: report.kind,
@@ -235,7 +256,9 @@ export function isolationSummary(report: EvaluationBackend['isolation'] & Partia
 }
 
 /** What a resumed run needs of its database, read without keeping it open. */
-async function readResumeInfo(dbFile: string): Promise<{ startCode: string; programPath: string; lastStep: number; task: string; taskDir: string }> {
+async function readResumeInfo(
+  dbFile: string,
+): Promise<{ startCode: string; programPath: string; lastStep: number; task: string; taskDir: string }> {
   let db: ProgramDatabase;
   try {
     db = await ProgramDatabase.openReadOnly(dbFile);

@@ -40,7 +40,12 @@ const heldHere = new Set<string>();
 export async function acquireRunLock(dbFile: string): Promise<RunLock> {
   const file = runLockFile(dbFile);
   await mkdir(dirname(file), { recursive: true });
-  const mine: LockFile = { pid: process.pid, host: hostname(), startTicks: await startTicksOf(process.pid), since: new Date().toISOString() };
+  const mine: LockFile = {
+    pid: process.pid,
+    host: hostname(),
+    startTicks: await startTicksOf(process.pid),
+    since: new Date().toISOString(),
+  };
   const text = `${JSON.stringify(mine)}\n`;
   // Two tries: the second after a stale lock was moved aside.
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -136,7 +141,8 @@ async function moveAsideIfUnchanged(file: string, judged: LockFile | 'unreadable
     throw new RunLockedError(`cannot replace the stale lock ${file}: ${errorMessage(err)}`, { cause: err });
   }
   const moved = await readLock(aside);
-  const same = judged === 'unreadable' ? moved === 'unreadable' : typeof moved === 'object' && JSON.stringify(moved) === JSON.stringify(judged);
+  const same =
+    judged === 'unreadable' ? moved === 'unreadable' : typeof moved === 'object' && JSON.stringify(moved) === JSON.stringify(judged);
   if (!same) {
     // A live holder's fresh lock: put it back (if nobody locked meanwhile, link restores it exactly).
     await link(aside, file).catch(() => undefined);

@@ -126,10 +126,16 @@ export const DashboardBestInputSchema = z.object({
   /** Ancestors back to the initial program (ProgramDatabase.ancestors(id).length). */
   lineageDepth: count,
   /** Its rank by score among its step's children (ProgramDatabase.stepRank). */
-  stepRank: z.object({ rank: z.number().int().min(1), of: z.number().int().min(1) }).nullable().optional(),
+  stepRank: z
+    .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
+    .nullable()
+    .optional(),
   parentId: z.string().nullable(),
   /** The best program's EVOLVE-BLOCK content (shown as text, cut at BEST_CODE_MAX_CHARS). */
-  code: z.string().max(BEST_CODE_MAX_CHARS + 100).optional(),
+  code: z
+    .string()
+    .max(BEST_CODE_MAX_CHARS + 100)
+    .optional(),
   /** Its solution, drawn (bundled geometry, autocorrelation and matrix tasks). */
   picture: SolutionPictureSchema.optional(),
 });
@@ -262,19 +268,19 @@ export const DatabaseViewSchema = z.object({
      * 0..HEAT_SHADES of the cell's best score between the worst and best
      * valid cell of all islands. Dense small integers: ~3 bytes a cell.
      */
-    islands: z.array(
-      z.object({ island: count, occupied: count, grid: z.array(z.number().int().min(HEAT_PENALTY).max(HEAT_SHADES)) }),
-    ),
+    islands: z.array(z.object({ island: count, occupied: count, grid: z.array(z.number().int().min(HEAT_PENALTY).max(HEAT_SHADES)) })),
   }),
   archive: z.object({ size: count, capacity: count, worst: optionalFinite, best: optionalFinite }),
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
-  histogram: z.object({
-    /** What was counted, e.g. "valid programs evaluated (1,234)". */
-    label: z.string(),
-    min: finite,
-    max: finite,
-    counts: z.array(count),
-  }).nullable(),
+  histogram: z
+    .object({
+      /** What was counted, e.g. "valid programs evaluated (1,234)". */
+      label: z.string(),
+      min: finite,
+      max: finite,
+      counts: z.array(count),
+    })
+    .nullable(),
 });
 export type DatabaseView = z.infer<typeof DatabaseViewSchema>;
 

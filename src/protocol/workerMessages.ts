@@ -6,7 +6,14 @@ import { z } from 'zod';
 import { SettingsSchema } from '../engine/common/config';
 import { zodIssueText } from '../engine/common/errors';
 import { DatabaseSnapshotSchema } from '../engine/common/snapshot';
-import { DirectionSchema, EngineEventSchema, IsolationSummarySchema, type EngineEvent, parseEngineEvent, StepStatisticsSchema } from '../engine/common/events';
+import {
+  DirectionSchema,
+  EngineEventSchema,
+  IsolationSummarySchema,
+  type EngineEvent,
+  parseEngineEvent,
+  StepStatisticsSchema,
+} from '../engine/common/events';
 import { RunMetaSchema } from '../engine/common/runMeta';
 import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
@@ -37,7 +44,10 @@ export const ProgramRecordSchema = z.object({
   createdAt: finite,
   migrantOf: z.string().nullable().optional(),
   /** Its rank by score among its step's children (ProgramDatabase.stepRank): how it is named to people, with its step. */
-  stepRank: z.object({ rank: z.number().int().min(1), of: z.number().int().min(1) }).nullable().optional(),
+  stepRank: z
+    .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
+    .nullable()
+    .optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 
@@ -178,7 +188,12 @@ const WorkerNoticeSchema = z.discriminatedUnion('type', [
   /** An engine event of the active run (validated again with parseEngineEvent). */
   z.object({ type: z.literal('event'), runId: z.string(), event: EngineEventSchema }),
   /** The run could not start (task, settings, database); no run_started follows. */
-  z.object({ type: z.literal('startFailed'), runId: z.string(), message: z.string(), /** The setting to change, e.g. thetaevolve.endpoint. */ setting: z.string().nullable() }),
+  z.object({
+    type: z.literal('startFailed'),
+    runId: z.string(),
+    message: z.string(),
+    /** The setting to change, e.g. thetaevolve.endpoint. */ setting: z.string().nullable(),
+  }),
   /** The run is over and its sandbox closed: the worker is idle again. */
   z.object({ type: z.literal('runClosed'), runId: z.string() }),
   z.object({ type: z.literal('log'), level: z.enum(LOG_LEVELS), message: z.string() }),

@@ -21,7 +21,11 @@ function fileNameOf(uri: vscode.Uri): string {
  * different numbers of regions (the message says which). The file is
  * edited, not saved.
  */
-export async function applyProgramToFile(fileUri: vscode.Uri, programCode: string, options: { textAtRunStart?: string; interactive: boolean }): Promise<ApplyOutcome> {
+export async function applyProgramToFile(
+  fileUri: vscode.Uri,
+  programCode: string,
+  options: { textAtRunStart?: string; interactive: boolean },
+): Promise<ApplyOutcome> {
   const fileName = fileNameOf(fileUri);
   let document: vscode.TextDocument;
   try {
@@ -40,7 +44,8 @@ export async function applyProgramToFile(fileUri: vscode.Uri, programCode: strin
     return 'refused';
   }
   if (after === before) {
-    if (options.interactive) void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
+    if (options.interactive)
+      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
     return 'unchanged';
   }
 
@@ -54,7 +59,10 @@ export async function applyProgramToFile(fileUri: vscode.Uri, programCode: strin
     const replace = 'Replace EVOLVE-BLOCK';
     const answer = await vscode.window.showWarningMessage(
       `${fileName} changed since the run started.`,
-      { modal: true, detail: "Applying replaces the file's current EVOLVE-BLOCK content, edits in it included, with the program's. Undo restores it." },
+      {
+        modal: true,
+        detail: "Applying replaces the file's current EVOLVE-BLOCK content, edits in it included, with the program's. Undo restores it.",
+      },
       replace,
     );
     if (answer !== replace) return 'cancelled';

@@ -57,7 +57,13 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (!replayed) return;
       controller.registerRun(replayed.runId, replayed.dbFile);
       const origin = runOrigin(replayed.meta);
-      runFromDisk = { runId: replayed.runId, dbFile: replayed.dbFile, extension: origin.extension, fileUri: origin.fileUri, textAtRunStart: undefined };
+      runFromDisk = {
+        runId: replayed.runId,
+        dbFile: replayed.dbFile,
+        extension: origin.extension,
+        fileUri: origin.fileUri,
+        textAtRunStart: undefined,
+      };
     },
   });
 
@@ -90,7 +96,9 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
 /** The most recently written run database of the workspace. */
 async function latestRunFile(): Promise<{ runId: string; dbFile: string } | undefined> {
   const files = await listRunFiles();
-  const dated = await Promise.all(files.map(async (file) => ({ file, mtimeMs: (await stat(file.dbFile).catch(() => null))?.mtimeMs ?? 0 })));
+  const dated = await Promise.all(
+    files.map(async (file) => ({ file, mtimeMs: (await stat(file.dbFile).catch(() => null))?.mtimeMs ?? 0 })),
+  );
   return dated.sort((a, b) => b.mtimeMs - a.mtimeMs)[0]?.file;
 }
 
@@ -122,9 +130,14 @@ async function switchTrainer(controller: RunController, host: DashboardHost, ena
       // The active run's bridge was made with an empty URL: it cannot be pointed elsewhere mid-run.
       showTrainerSettings(host);
       host.notify('warning', 'The RL trainer needs thetaevolve.trainer.url: set it, then start or resume a run with RL on.');
-      void vscode.window.showWarningMessage('ThetaEvolve: the RL trainer needs thetaevolve.trainer.url; set it and restart the run to train while it evolves.', 'Open Settings').then((choice) => {
-        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
-      });
+      void vscode.window
+        .showWarningMessage(
+          'ThetaEvolve: the RL trainer needs thetaevolve.trainer.url; set it and restart the run to train while it evolves.',
+          'Open Settings',
+        )
+        .then((choice) => {
+          if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
+        });
       return false;
     }
     const url = await askTrainerUrl(settings['trainer.protocol']);
@@ -152,6 +165,11 @@ function showTrainerSettings(host: DashboardHost): void {
     return; // A bad setting is reported when a run starts.
   }
   host.setTrainer(
-    trainerViewOfSettings({ enabled: settings['trainer.enabled'], protocol: settings['trainer.protocol'], url: settings['trainer.url'], mode: settings['trainer.mode'] }),
+    trainerViewOfSettings({
+      enabled: settings['trainer.enabled'],
+      protocol: settings['trainer.protocol'],
+      url: settings['trainer.url'],
+      mode: settings['trainer.mode'],
+    }),
   );
 }

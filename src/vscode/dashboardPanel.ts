@@ -96,7 +96,9 @@ export class DashboardHost implements vscode.Disposable {
     );
     this.render();
     if (!this.model.hasRun) {
-      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) => log().warn(`dashboard: the latest run: ${errorMessage(err)}`));
+      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) =>
+        log().warn(`dashboard: the latest run: ${errorMessage(err)}`),
+      );
     }
   }
 

@@ -28,7 +28,13 @@ export interface EvaluationOutputRef {
 function isOutputRef(value: unknown): value is EvaluationOutputRef {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v.runId === 'string' && typeof v.dbFile === 'string' && typeof v.jobKey === 'string' && Number.isInteger(v.step) && Number.isInteger(v.sampleIndex);
+  return (
+    typeof v.runId === 'string' &&
+    typeof v.dbFile === 'string' &&
+    typeof v.jobKey === 'string' &&
+    Number.isInteger(v.step) &&
+    Number.isInteger(v.sampleIndex)
+  );
 }
 
 /** A Runs view run item (RunNode). */
@@ -99,7 +105,13 @@ class OutputContentProvider implements vscode.TextDocumentContentProvider {
     const ref = parseOutputUri(uri);
     if (!ref) return `ThetaEvolve: ${uri.toString()} does not name an evaluation's output.\n`;
     try {
-      const output = await this.controller.query({ kind: 'evaluationOutput', dbFile: ref.dbFile, step: ref.step, jobKey: ref.jobKey, sampleIndex: ref.sampleIndex });
+      const output = await this.controller.query({
+        kind: 'evaluationOutput',
+        dbFile: ref.dbFile,
+        step: ref.step,
+        jobKey: ref.jobKey,
+        sampleIndex: ref.sampleIndex,
+      });
       return outputDocumentText(ref, output);
     } catch (err) {
       return `ThetaEvolve: cannot read the output of ${evaluationKey(ref.jobKey, ref.sampleIndex)} of run ${ref.runId}: ${errorMessage(err)}\n`;
@@ -134,10 +146,18 @@ export function registerEvaluationOutputs(context: vscode.ExtensionContext, cont
         const key = m?.[1];
         const parsed = key ? parseEvaluationKey(key) : undefined;
         if (!m || !key || !parsed) return [];
-        return [{ startIndex: m.index + m[0].length - key.length, length: key.length, tooltip: 'Open the whole output', ref: { ...run, ...parsed } }];
+        return [
+          {
+            startIndex: m.index + m[0].length - key.length,
+            length: key.length,
+            tooltip: 'Open the whole output',
+            ref: { ...run, ...parsed },
+          },
+        ];
       },
       // Only links this provider made come back here.
-      handleTerminalLink: (link: vscode.TerminalLink) => void vscode.commands.executeCommand(COMMAND_IDS.openEvaluationOutput, (link as OutputLink).ref),
+      handleTerminalLink: (link: vscode.TerminalLink) =>
+        void vscode.commands.executeCommand(COMMAND_IDS.openEvaluationOutput, (link as OutputLink).ref),
     }),
   );
 
@@ -150,11 +170,15 @@ export function registerEvaluationOutputs(context: vscode.ExtensionContext, cont
 }
 
 /** The run (the window's active or last one, else a pick of the runs on disk), then one of its kept outputs. */
-async function pickOutput(controller: RunController, of: { runId: string; dbFile: string } | undefined): Promise<EvaluationOutputRef | undefined> {
+async function pickOutput(
+  controller: RunController,
+  of: { runId: string; dbFile: string } | undefined,
+): Promise<EvaluationOutputRef | undefined> {
   let run: { runId: string; dbFile: string } | undefined = of ?? controller.latest;
   if (!run) {
     const files = await listRunFiles();
-    if (files.length === 0) return void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
+    if (files.length === 0)
+      return void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
     const picked = await vscode.window.showQuickPick(
       files.map((f) => ({ label: f.runId, file: f })),
       { title: 'Which run?', placeHolder: 'the run whose failed evaluations to list' },
@@ -163,7 +187,8 @@ async function pickOutput(controller: RunController, of: { runId: string; dbFile
     run = picked.file;
   }
   const outputs = await controller.query({ kind: 'evaluationOutputs', dbFile: run.dbFile });
-  if (outputs.length === 0) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} has no failed evaluation with a kept output.`);
+  if (outputs.length === 0)
+    return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} has no failed evaluation with a kept output.`);
   const { runId, dbFile } = run;
   const picked = await vscode.window.showQuickPick(
     outputs.map((o) => ({
@@ -172,7 +197,11 @@ async function pickOutput(controller: RunController, of: { runId: string; dbFile
       detail: forDisplay(o.reason.split('\n')[0] ?? '').slice(0, 200),
       ref: { runId, dbFile, step: o.step, jobKey: o.jobKey, sampleIndex: o.sampleIndex },
     })),
-    { title: `Failed evaluations of ${runId}`, placeHolder: 'type the evaluation the terminal names, e.g. s3-p1#2', matchOnDescription: true },
+    {
+      title: `Failed evaluations of ${runId}`,
+      placeHolder: 'type the evaluation the terminal names, e.g. s3-p1#2',
+      matchOnDescription: true,
+    },
   );
   return picked?.ref;
 }

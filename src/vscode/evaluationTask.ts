@@ -30,9 +30,12 @@ export interface EvaluationTaskDefinition extends vscode.TaskDefinition {
 }
 
 function isEvaluationDefinition(definition: vscode.TaskDefinition): definition is EvaluationTaskDefinition {
-  return definition.type === EVALUATION_TASK_TYPE && typeof definition.task === 'string' && (definition.program === undefined || typeof definition.program === 'string');
+  return (
+    definition.type === EVALUATION_TASK_TYPE &&
+    typeof definition.task === 'string' &&
+    (definition.program === undefined || typeof definition.program === 'string')
+  );
 }
-
 
 /** Lines of a failure's output shown under its evaluation: the end, where the exception is. */
 const OUTPUT_TAIL_LINES = 8;
@@ -56,7 +59,10 @@ export function evaluationLines(event: EvaluationFinishedEvent): string[] {
   if (event.childId) parts.push(`child ${event.childId}`);
   const [headline = '', ...output] = forDisplay(event.reason).split('\n');
   if (headline.trim()) parts.push(`(${headline.trim()})`);
-  const shown = output.map((l) => l.trimEnd()).filter((l) => l.trim() !== '').slice(-OUTPUT_TAIL_LINES);
+  const shown = output
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '')
+    .slice(-OUTPUT_TAIL_LINES);
   const omitted = output.filter((l) => l.trim() !== '').length - shown.length;
   const open = event.outputKept ? [`      full output: ${OPEN_OUTPUT_TITLE} ${evaluationKey(event.jobKey, event.sampleIndex)}`] : [];
   return [parts.join('  '), ...(omitted > 0 ? [`      ... ${omitted} earlier line(s)`] : []), ...shown.map((l) => `      ${l}`), ...open];
@@ -65,7 +71,9 @@ export function evaluationLines(event: EvaluationFinishedEvent): string[] {
 /** The terminal line of an evaluation that started (exported for tests): on SLURM, which job evaluates which sample (squeue / sacct / the job's output name it); null when evaluated here. */
 export function evaluationStartedLine(event: EvaluationStartedEvent): string | null {
   if (!event.schedulerJobId) return null;
-  return `step ${event.step}`.padEnd(8) + `  ${`${event.jobKey}#${event.sampleIndex}`.padEnd(14)}  running as SLURM job ${event.schedulerJobId}`;
+  return (
+    `step ${event.step}`.padEnd(8) + `  ${`${event.jobKey}#${event.sampleIndex}`.padEnd(14)}  running as SLURM job ${event.schedulerJobId}`
+  );
 }
 
 const CRLF = '\r\n';
@@ -93,7 +101,9 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
         if (runId !== run.runId) return;
         switch (event.type) {
           case 'run_started':
-            this.line(`${event.task.title} with ${event.source.label}; ${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}`);
+            this.line(
+              `${event.task.title} with ${event.source.label}; ${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}`,
+            );
             break;
           case 'evaluation_started': {
             const line = evaluationStartedLine(event);
@@ -101,11 +111,15 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             break;
           }
           case 'evaluation_finished':
-            for (const [i, text] of evaluationLines(event).entries()) this.line(event.outcome === 'valid' ? text : colour(i === 0 ? 33 : 2, text));
+            for (const [i, text] of evaluationLines(event).entries())
+              this.line(event.outcome === 'valid' ? text : colour(i === 0 ? 33 : 2, text));
             break;
           case 'step_committed':
             this.line(
-              colour(36, `step ${event.step} committed: best ${formatScore(event.bestEver)}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`),
+              colour(
+                36,
+                `step ${event.step} committed: best ${formatScore(event.bestEver)}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
+              ),
             );
             break;
           case 'run_finished':
@@ -160,7 +174,11 @@ export async function startLiveEvaluationTerminal(controller: RunController, run
     if (terminal.name.includes(LIVE_TERMINAL_NAME)) terminal.dispose();
   }
   const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
-  const definition: EvaluationTaskDefinition = { type: EVALUATION_TASK_TYPE, task: run.taskName, ...(run.fileUri ? { program: run.fileUri.fsPath } : {}) };
+  const definition: EvaluationTaskDefinition = {
+    type: EVALUATION_TASK_TYPE,
+    task: run.taskName,
+    ...(run.fileUri ? { program: run.fileUri.fsPath } : {}),
+  };
   setTerminalRun(run);
   const terminal = new LiveEvaluationTerminal(controller, run);
   const task = new vscode.Task(
@@ -171,7 +189,13 @@ export async function startLiveEvaluationTerminal(controller: RunController, run
     new vscode.CustomExecution(async () => terminal),
   );
   task.isBackground = true;
-  task.presentationOptions = { reveal: vscode.TaskRevealKind.Silent, panel: vscode.TaskPanelKind.Dedicated, clear: true, echo: false, focus: false };
+  task.presentationOptions = {
+    reveal: vscode.TaskRevealKind.Silent,
+    panel: vscode.TaskPanelKind.Dedicated,
+    clear: true,
+    echo: false,
+    focus: false,
+  };
   await vscode.tasks.executeTask(task);
 }
 
@@ -223,7 +247,11 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     const folderPath = this.folder?.uri.fsPath;
     const taskDir = resolveTaskLocation(this.definition.task, this.extensionPath, folderPath);
     const task = await loadTask(taskDir);
-    const programPath = this.definition.program ? (isAbsolute(this.definition.program) ? this.definition.program : resolve(folderPath ?? process.cwd(), this.definition.program)) : task.initialProgramPath;
+    const programPath = this.definition.program
+      ? isAbsolute(this.definition.program)
+        ? this.definition.program
+        : resolve(folderPath ?? process.cwd(), this.definition.program)
+      : task.initialProgramPath;
     const code = await readFile(programPath, 'utf8');
     const settings = readSettings(vscode.Uri.file(programPath));
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
@@ -265,7 +293,10 @@ export function registerEvaluationTasks(extensionPath: string, controller: RunCo
         task.scope ?? vscode.TaskScope.Workspace,
         task.name || name,
         'ThetaEvolve',
-        new vscode.CustomExecution(async (resolved) => new EvaluateFileTerminal(isEvaluationDefinition(resolved) ? resolved : definition, extensionPath, folder, controller)),
+        new vscode.CustomExecution(
+          async (resolved) =>
+            new EvaluateFileTerminal(isEvaluationDefinition(resolved) ? resolved : definition, extensionPath, folder, controller),
+        ),
       );
     },
   });

@@ -41,7 +41,25 @@ export function evolveBlockLocationOf(document: vscode.TextDocument): EvolveBloc
 
 /** Line-comment prefix of common languages, for the "add markers" hint (and where no language configuration says). */
 export function commentPrefix(languageId: string): string {
-  if (['python', 'shellscript', 'r', 'julia', 'ruby', 'perl', 'yaml', 'toml', 'makefile', 'dockerfile', 'powershell', 'elixir', 'nim', 'coffeescript'].includes(languageId)) return '#';
+  if (
+    [
+      'python',
+      'shellscript',
+      'r',
+      'julia',
+      'ruby',
+      'perl',
+      'yaml',
+      'toml',
+      'makefile',
+      'dockerfile',
+      'powershell',
+      'elixir',
+      'nim',
+      'coffeescript',
+    ].includes(languageId)
+  )
+    return '#';
   if (['lua', 'haskell', 'sql', 'ada', 'elm', 'purescript'].includes(languageId)) return '--';
   if (['matlab', 'octave', 'latex', 'tex', 'erlang', 'prolog'].includes(languageId)) return '%';
   if (['fortran', 'fortran-modern', 'FortranFreeForm'].includes(languageId)) return '!';
@@ -79,9 +97,24 @@ class EvolveBlockLensProvider implements vscode.CodeLensProvider {
       const range = new vscode.Range(region.startLine, 0, region.endLine, 0);
       const args = [document.uri];
       lenses.push(
-        new vscode.CodeLens(range, { title: '$(play) Evolve', command: LENS_COMMANDS.evolve, arguments: args, tooltip: "Start a ThetaEvolve run on this file's EVOLVE-BLOCK" }),
-        new vscode.CodeLens(range, { title: '$(graph) Dashboard', command: LENS_COMMANDS.dashboard, arguments: args, tooltip: 'Open the ThetaEvolve dashboard' }),
-        new vscode.CodeLens(range, { title: '$(star) Best so far', command: LENS_COMMANDS.best, arguments: args, tooltip: 'Diff this file (left) against the best program found so far (right)' }),
+        new vscode.CodeLens(range, {
+          title: '$(play) Evolve',
+          command: LENS_COMMANDS.evolve,
+          arguments: args,
+          tooltip: "Start a ThetaEvolve run on this file's EVOLVE-BLOCK",
+        }),
+        new vscode.CodeLens(range, {
+          title: '$(graph) Dashboard',
+          command: LENS_COMMANDS.dashboard,
+          arguments: args,
+          tooltip: 'Open the ThetaEvolve dashboard',
+        }),
+        new vscode.CodeLens(range, {
+          title: '$(star) Best so far',
+          command: LENS_COMMANDS.best,
+          arguments: args,
+          tooltip: 'Diff this file (left) against the best program found so far (right)',
+        }),
       );
     }
     for (const problem of problems) {

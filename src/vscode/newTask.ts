@@ -34,7 +34,9 @@ export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFil
   const taskFile = join(dir, 'task.json');
   if (await exists(taskFile)) {
     await show(taskFile);
-    void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`);
+    void vscode.window.showInformationMessage(
+      `ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`,
+    );
     return { taskFile, evaluatorFile: null };
   }
   const taken = new Set(await readdir(dir));

@@ -21,7 +21,12 @@ interface RunRef {
 }
 
 function isProgramNode(value: unknown): value is ProgramNode {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'program' && typeof (value as { programId?: unknown }).programId === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'program' &&
+    typeof (value as { programId?: unknown }).programId === 'string'
+  );
 }
 
 export function registerProgramCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
@@ -29,7 +34,13 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
   const runFor = async (fileUri: vscode.Uri | undefined): Promise<RunRef | undefined> => {
     const latest = controller.latest;
     if (latest && (!fileUri || latest.fileUri?.toString() === fileUri.toString())) {
-      return { runId: latest.runId, dbFile: latest.dbFile, fileUri: latest.fileUri, extension: latest.extension, textAtRunStart: latest.textAtRunStart };
+      return {
+        runId: latest.runId,
+        dbFile: latest.dbFile,
+        fileUri: latest.fileUri,
+        extension: latest.extension,
+        textAtRunStart: latest.textAtRunStart,
+      };
     }
     let newest: { ref: RunRef; createdAt: number } | undefined;
     for (const file of await listRunFiles()) {
@@ -38,20 +49,31 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
       const origin = runOrigin(info.meta);
       if (fileUri && origin.fileUri.fsPath !== fileUri.fsPath) continue;
       if (!newest || info.meta.createdAt > newest.createdAt) {
-        newest = { ref: { runId: file.runId, dbFile: file.dbFile, fileUri: origin.fileUri, extension: origin.extension, textAtRunStart: origin.startCode }, createdAt: info.meta.createdAt };
+        newest = {
+          ref: {
+            runId: file.runId,
+            dbFile: file.dbFile,
+            fileUri: origin.fileUri,
+            extension: origin.extension,
+            textAtRunStart: origin.startCode,
+          },
+          createdAt: info.meta.createdAt,
+        };
       }
     }
     if (newest) controller.registerRun(newest.ref.runId, newest.ref.dbFile);
     return newest?.ref;
   };
 
-  const bestOf = async (ref: RunRef): Promise<{ id: string; score: number } | null> => (await controller.query({ kind: 'summary', dbFile: ref.dbFile })).best;
+  const bestOf = async (ref: RunRef): Promise<{ id: string; score: number } | null> =>
+    (await controller.query({ kind: 'summary', dbFile: ref.dbFile })).best;
 
   registerCommand(context, COMMAND_IDS.showBestDiff, async (arg?: unknown) => {
     const fileUri = arg instanceof vscode.Uri ? arg : undefined;
     const ref = await runFor(fileUri ?? vscode.window.activeTextEditor?.document.uri);
     const fallback = ref ?? (fileUri ? undefined : await runFor(undefined));
-    if (!fallback) return void vscode.window.showInformationMessage('ThetaEvolve: no run yet for this file: start one with "ThetaEvolve: Start Run".');
+    if (!fallback)
+      return void vscode.window.showInformationMessage('ThetaEvolve: no run yet for this file: start one with "ThetaEvolve: Start Run".');
     const best = await bestOf(fallback);
     if (!best) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${fallback.runId} has no valid program yet.`);
     const target = fileUri ?? fallback.fileUri;
@@ -72,7 +94,9 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
     const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
     if (outcome === 'applied') {
-      void vscode.window.showInformationMessage(`ThetaEvolve: applied ${programName(node)} (program ${node.programId}, score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`);
+      void vscode.window.showInformationMessage(
+        `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
+      );
     }
   };
 
@@ -88,7 +112,9 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
     const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
     if (outcome === 'applied') {
-      void vscode.window.showInformationMessage(`ThetaEvolve: applied ${programName(program)} (program ${best.id}, score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`);
+      void vscode.window.showInformationMessage(
+        `ThetaEvolve: applied ${programName(program)} (program ${best.id}, score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`,
+      );
     }
   });
 

@@ -16,7 +16,15 @@ import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
 import { log } from './log';
-import { guardWorkspaceTrust, listRunFiles, type RunController, RunStartError, runOrigin, runsDirectoryOfFolder, type StartSpec } from './runController';
+import {
+  guardWorkspaceTrust,
+  listRunFiles,
+  type RunController,
+  RunStartError,
+  runOrigin,
+  runsDirectoryOfFolder,
+  type StartSpec,
+} from './runController';
 import { showStartProgress } from './runProgress';
 import type { RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
@@ -44,7 +52,10 @@ async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise
   const allow = 'Allow Weaker Isolation in This Workspace';
   const choice = await vscode.window.showWarningMessage(
     'ThetaEvolve: no full sandbox for candidate programs here.',
-    { modal: true, detail: `${errorMessage(err)}\n\nWith weaker isolation, model-written programs run with limits and a private folder but can read your files.` },
+    {
+      modal: true,
+      detail: `${errorMessage(err)}\n\nWith weaker isolation, model-written programs run with limits and a private folder but can read your files.`,
+    },
     allow,
   );
   if (choice !== allow) return false;
@@ -93,8 +104,13 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     try {
       await started;
     } catch (err) {
-      if (err instanceof RunStartError && err.setting === 'thetaevolve.sandbox.allowWeakIsolation' && !spec.settings['sandbox.allowWeakIsolation']) {
-        if (await askIsolationConsent(err, context.workspaceState)) await startAndFollow({ ...spec, settings: { ...spec.settings, 'sandbox.allowWeakIsolation': true } });
+      if (
+        err instanceof RunStartError &&
+        err.setting === 'thetaevolve.sandbox.allowWeakIsolation' &&
+        !spec.settings['sandbox.allowWeakIsolation']
+      ) {
+        if (await askIsolationConsent(err, context.workspaceState))
+          await startAndFollow({ ...spec, settings: { ...spec.settings, 'sandbox.allowWeakIsolation': true } });
         return;
       }
       showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
@@ -113,7 +129,10 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!guardWorkspaceTrust()) return;
     if (controller.active) {
       const stop = 'Stop Run';
-      const choice = await vscode.window.showWarningMessage(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
+      const choice = await vscode.window.showWarningMessage(
+        `ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`,
+        stop,
+      );
       if (choice === stop) controller.stop();
       return;
     }
@@ -214,7 +233,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   };
 
   const pickRunToResume = async (): Promise<{ runId: string; info: RunInfo } | undefined> => {
-    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () => listRunFiles());
+    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () =>
+      listRunFiles(),
+    );
     if (files.length === 0) {
       void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
       return;
@@ -242,14 +263,21 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
             }
           : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
       );
-    const picked = await vscode.window.showQuickPick(items, { title: 'ThetaEvolve: Resume Run', placeHolder: 'Continue which run from its last committed step?', matchOnDescription: true });
+    const picked = await vscode.window.showQuickPick(items, {
+      title: 'ThetaEvolve: Resume Run',
+      placeHolder: 'Continue which run from its last committed step?',
+      matchOnDescription: true,
+    });
     return picked?.info && picked.runId ? { runId: picked.runId, info: picked.info } : undefined;
   };
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
     const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
     const task = await pickTask(context, fileUri, { forcePick: true });
-    if (task) void vscode.window.showInformationMessage(`ThetaEvolve: ${fileUri ? fileName(fileUri) : 'this workspace'} is evolved against ${task.title}.`);
+    if (task)
+      void vscode.window.showInformationMessage(
+        `ThetaEvolve: ${fileUri ? fileName(fileUri) : 'this workspace'} is evolved against ${task.title}.`,
+      );
   });
 
   registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));

@@ -129,7 +129,13 @@ export async function listRunFiles(): Promise<RunFile[]> {
 
 /** The file a run evolves and what it started from, from its database's meta. */
 export function runOrigin(meta: RunMeta): { fileUri: vscode.Uri; extension: string; startCode: string; taskDir: string; taskName: string } {
-  return { fileUri: vscode.Uri.file(meta.programPath), extension: meta.language, startCode: meta.startCode, taskDir: meta.taskDir, taskName: meta.task };
+  return {
+    fileUri: vscode.Uri.file(meta.programPath),
+    extension: meta.language,
+    startCode: meta.startCode,
+    taskDir: meta.taskDir,
+    taskName: meta.task,
+  };
 }
 
 /** Why a run could not start, and the setting to change when one is the cause. */
@@ -217,7 +223,9 @@ export class RunController implements vscode.Disposable {
       queue: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
-    log().info(`${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`);
+    log().info(
+      `${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`,
+    );
     const started = new Promise<void>((resolve, reject) => (this.pendingStart = { runId: spec.runId, resolve, reject }));
     try {
       this.engine.start({
@@ -363,7 +371,14 @@ export class RunController implements vscode.Disposable {
           run.message = event.message;
           break;
         case 'evaluation_queue':
-          run.queue = { pending: event.pending, running: event.running, done: event.done, lost: event.lost, failed: event.failed, queueWaitMsP50: event.queueWaitMsP50 };
+          run.queue = {
+            pending: event.pending,
+            running: event.running,
+            done: event.done,
+            lost: event.lost,
+            failed: event.failed,
+            queueWaitMsP50: event.queueWaitMsP50,
+          };
           break;
         default:
           break;
@@ -425,7 +440,6 @@ function logAt(level: LogLevel, message: string): void {
   }
 }
 
-
 /** Run events into the ThetaEvolve log, at levels people can filter. */
 function logEvent(runId: string, event: EngineEvent): void {
   const channel = log();
@@ -435,7 +449,11 @@ function logEvent(runId: string, event: EngineEvent): void {
         `[${runId}] ${event.task.title} (${event.task.direction}) with ${event.source.label}; ` +
           `${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}; database ${event.dbFile}`,
       );
-      if (event.isolation) (event.isolation.weak ? channel.warn : channel.info).call(channel, `[${runId}] sandbox: ${event.isolation.summary}${event.isolation.missing.length ? ` (missing: ${event.isolation.missing.join('; ')})` : ''}`);
+      if (event.isolation)
+        (event.isolation.weak ? channel.warn : channel.info).call(
+          channel,
+          `[${runId}] sandbox: ${event.isolation.summary}${event.isolation.missing.length ? ` (missing: ${event.isolation.missing.join('; ')})` : ''}`,
+        );
       return;
     case 'step_started':
       channel.debug(`[${runId}] step ${event.step}: ${event.parents.length} parents`);
@@ -453,7 +471,8 @@ function logEvent(runId: string, event: EngineEvent): void {
         `[${runId}] step ${event.step}: best ${formatScore(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${formatScore(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
       );
       // Why requests failed: each distinct reason once, with its count in the step.
-      for (const failure of event.failures ?? []) channel.warn(`[${runId}] step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
+      for (const failure of event.failures ?? [])
+        channel.warn(`[${runId}] step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
       return;
     case 'new_best':
       channel.info(`[${runId}] new best ${event.id} at step ${event.step}: score ${formatScore(event.score)}`);

@@ -16,7 +16,12 @@ export function showStartProgress(controller: RunController, run: TrackedRun): v
           for (const s of subscriptions) s.dispose();
           resolve();
         };
-        progress.report({ message: run.message === 'resuming' ? 'resuming: checking the endpoint, the trainer and the sandbox' : 'starting: checking the endpoint, the trainer and the sandbox' });
+        progress.report({
+          message:
+            run.message === 'resuming'
+              ? 'resuming: checking the endpoint, the trainer and the sandbox'
+              : 'starting: checking the endpoint, the trainer and the sandbox',
+        });
         subscriptions.push(
           token.onCancellationRequested(() => {
             if (controller.active?.runId === runId) controller.stop();

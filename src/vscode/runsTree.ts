@@ -267,7 +267,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   }
 
   private runItem(node: RunNode): vscode.TreeItem {
-    const item = new vscode.TreeItem(node.runId, node.active ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+    const item = new vscode.TreeItem(
+      node.runId,
+      node.active ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+    );
     item.id = `run:${node.dbFile}`;
     item.contextValue = node.active ? ACTIVE_RUN_CONTEXT : RUN_CONTEXT;
     if (!node.info) {

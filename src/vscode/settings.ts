@@ -49,7 +49,9 @@ export function readSettings(scope?: vscode.Uri): Settings {
     const message = errorMessage(err);
     const key = SETTINGS.map((s) => s.key).find((k) => message.includes(`${SECTION}.${k} `));
     const where = key ? whereSet(config, key) : undefined;
-    throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined, { cause: err });
+    throw new SettingsError(where ? `${message.replace(/\.$/, '')}, set in ${where}.` : message, key ? `${SECTION}.${key}` : undefined, {
+      cause: err,
+    });
   }
 }
 

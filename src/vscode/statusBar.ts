@@ -22,11 +22,25 @@ const STATE_SUFFIX: Record<TrackedRun['state'], string> = {
 
 /** The item's text for a run (exported for the in-host tests). Throughput only while the run samples. */
 export function statusText(run: TrackedRun): string {
-  const icon = run.state === 'paused' ? '$(debug-pause)' : run.state === 'finished' ? '$(check)' : run.state === 'error' ? '$(error)' : run.waitingForServer ? '$(watch)' : '$(sync~spin)';
+  const icon =
+    run.state === 'paused'
+      ? '$(debug-pause)'
+      : run.state === 'finished'
+        ? '$(check)'
+        : run.state === 'error'
+          ? '$(error)'
+          : run.waitingForServer
+            ? '$(watch)'
+            : '$(sync~spin)';
   const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
   const live = run.state === 'running' || run.state === 'pausing';
   const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
-  const state = run.state === 'finished' && run.finishReason === 'stopped' ? ' · stopped' : live && run.waitingForServer ? ' · waiting for the server' : STATE_SUFFIX[run.state];
+  const state =
+    run.state === 'finished' && run.finishReason === 'stopped'
+      ? ' · stopped'
+      : live && run.waitingForServer
+        ? ' · waiting for the server'
+        : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
   const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
   return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${queue}${state}${sandbox}`;
@@ -44,7 +58,11 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
     }
     item.text = statusText(run);
     const queue = run.queue ? `\n\n${queueText(run.queue)}` : '';
-    const sandbox = queue + (run.isolation ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}` : '');
+    const sandbox =
+      queue +
+      (run.isolation
+        ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}`
+        : '');
     const tooltip = new vscode.MarkdownString(
       `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}${sandbox}\n\nClick to open the dashboard.`,
     );

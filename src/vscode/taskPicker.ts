@@ -64,9 +64,14 @@ export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken)
     vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
   ]);
   const foreign = await Promise.all(
-    evaluators.filter((u) => u.scheme === 'file').map(async (u) => ((await detectForeignLayout(dirname(u.fsPath))) !== null ? u.fsPath : null)),
+    evaluators
+      .filter((u) => u.scheme === 'file')
+      .map(async (u) => ((await detectForeignLayout(dirname(u.fsPath))) !== null ? u.fsPath : null)),
   );
-  const files = [...taskFiles.filter((u) => u.scheme === 'file').map((u) => u.fsPath), ...foreign.filter((f): f is string => f !== null)].sort();
+  const files = [
+    ...taskFiles.filter((u) => u.scheme === 'file').map((u) => u.fsPath),
+    ...foreign.filter((f): f is string => f !== null),
+  ].sort();
   return Promise.all(files.map((f) => loadChoice('workspace', f)));
 }
 
@@ -77,8 +82,16 @@ export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Pr
 }
 
 /** Bundled tasks first, then the workspace's and those beside `forFile`; a task found twice is listed once. */
-export async function listTaskChoices(extensionPath: string, token?: vscode.CancellationToken, forFile?: vscode.Uri): Promise<TaskChoice[]> {
-  const [bundled, workspace, beside] = await Promise.all([listBundledTaskChoices(extensionPath), listWorkspaceTaskChoices(token), listTaskChoicesBeside(forFile)]);
+export async function listTaskChoices(
+  extensionPath: string,
+  token?: vscode.CancellationToken,
+  forFile?: vscode.Uri,
+): Promise<TaskChoice[]> {
+  const [bundled, workspace, beside] = await Promise.all([
+    listBundledTaskChoices(extensionPath),
+    listWorkspaceTaskChoices(token),
+    listTaskChoicesBeside(forFile),
+  ]);
   const seen = new Set<string>();
   const folderOf = (c: TaskChoice): string => resolve(c.task?.dir ?? dirname(c.taskFile));
   return [...bundled, ...workspace, ...beside].filter((c) => {
@@ -100,7 +113,11 @@ export function rememberedTaskFile(context: TaskPickerContext, forFile: vscode.U
 }
 
 /** Remember (or with undefined, forget) the task file of `forFile`. */
-export async function rememberTaskFile(context: TaskPickerContext, forFile: vscode.Uri | undefined, taskFile: string | undefined): Promise<void> {
+export async function rememberTaskFile(
+  context: TaskPickerContext,
+  forFile: vscode.Uri | undefined,
+  taskFile: string | undefined,
+): Promise<void> {
   await context.workspaceState.update(memoryKey(forFile), taskFile);
 }
 
@@ -120,7 +137,8 @@ function displayPath(taskFile: string): string {
 function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefined, remembered: string | undefined): TaskPickItem[] {
   const forPath = forFile?.scheme === 'file' ? forFile.fsPath : undefined;
   // The task whose initial program is this very file, then the remembered one, go first.
-  const rank = (c: TaskChoice): number => (c.task && forPath && sameFile(c.task.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2);
+  const rank = (c: TaskChoice): number =>
+    c.task && forPath && sameFile(c.task.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2;
   const items: TaskPickItem[] = [];
   // The file's own task heads the list, so Enter runs it.
   const groups = [
@@ -137,7 +155,9 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
       if (choice.task) {
         const notes = [
           choice.task.direction,
-          ...(choice.task.layout !== 'task.json' ? [`${choice.task.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`] : []),
+          ...(choice.task.layout !== 'task.json'
+            ? [`${choice.task.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`]
+            : []),
           ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : []),
         ];
         items.push({
@@ -160,7 +180,11 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
  * tasks, which is then remembered. Undefined when cancelled or when the
  * picked task file is malformed (its error is shown).
  */
-export async function pickTask(context: TaskPickerContext, forFile: vscode.Uri | undefined, options?: { forcePick?: boolean }): Promise<Task | undefined> {
+export async function pickTask(
+  context: TaskPickerContext,
+  forFile: vscode.Uri | undefined,
+  options?: { forcePick?: boolean },
+): Promise<Task | undefined> {
   const remembered = rememberedTaskFile(context, forFile);
   if (remembered && !options?.forcePick) {
     try {
@@ -175,7 +199,9 @@ export async function pickTask(context: TaskPickerContext, forFile: vscode.Uri |
     (_progress, token) => listTaskChoices(context.extensionPath, token, forFile),
   );
   if (choices.length === 0) {
-    void vscode.window.showErrorMessage('ThetaEvolve: no task found: neither bundled tasks nor a task folder in the workspace (run "ThetaEvolve: New Task for This File").');
+    void vscode.window.showErrorMessage(
+      'ThetaEvolve: no task found: neither bundled tasks nor a task folder in the workspace (run "ThetaEvolve: New Task for This File").',
+    );
     return undefined;
   }
   const fileName = forFile ? forFile.path.split('/').pop() : undefined;

@@ -145,7 +145,12 @@ export class EngineHost {
     if (this.disposed) throw new Error('the engine worker was shut down');
     if (this.worker) return this.worker;
     // The host's environment as it is when a run starts (SLURM_CONF, PATH for SLURM's tools), not a copy from when the thread was made.
-    const worker = new Worker(this.options.workerFile, { execArgv: this.options.execArgv ?? [], env: SHARE_ENV, stdout: false, stderr: false });
+    const worker = new Worker(this.options.workerFile, {
+      execArgv: this.options.execArgv ?? [],
+      env: SHARE_ENV,
+      stdout: false,
+      stderr: false,
+    });
     worker.on('message', (raw: unknown) => {
       if (this.worker === worker) this.receive(raw);
     });

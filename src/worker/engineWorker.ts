@@ -100,7 +100,12 @@ async function handle(message: HostToWorker): Promise<void> {
         toggleWhileStarting = message.enabled;
         return;
       }
-      if (!active) return send({ type: 'protocolError', message: 'setTrainerEnabled: no run is active (the setting thetaevolve.trainer.enabled applies to the next run)', requestId: null });
+      if (!active)
+        return send({
+          type: 'protocolError',
+          message: 'setTrainerEnabled: no run is active (the setting thetaevolve.trainer.enabled applies to the next run)',
+          requestId: null,
+        });
       return switchTrainer(active, message.enabled);
     case 'query':
       try {
@@ -125,7 +130,12 @@ function switchTrainer(run: ActiveRun, enabled: boolean): void {
 
 async function startRun(message: StartMessage): Promise<void> {
   if (active || starting) {
-    send({ type: 'startFailed', runId: message.runId, message: `run ${active?.runId ?? 'another'} is still ${active ? 'active' : 'starting'}: stop it first`, setting: null });
+    send({
+      type: 'startFailed',
+      runId: message.runId,
+      message: `run ${active?.runId ?? 'another'} is still ${active ? 'active' : 'starting'}: stop it first`,
+      setting: null,
+    });
     return;
   }
   const dbFile = resolve(message.dbFile);
@@ -159,7 +169,12 @@ async function startRun(message: StartMessage): Promise<void> {
       },
     });
   } catch (err) {
-    send({ type: 'startFailed', runId, message: startSignal.aborted ? 'stopped before the run started' : errorMessage(err), setting: err instanceof RunSetupError ? err.setting : null });
+    send({
+      type: 'startFailed',
+      runId,
+      message: startSignal.aborted ? 'stopped before the run started' : errorMessage(err),
+      setting: err instanceof RunSetupError ? err.setting : null,
+    });
     return;
   } finally {
     starting = null;
@@ -172,7 +187,11 @@ async function startRun(message: StartMessage): Promise<void> {
     await current.run.run();
     const pending = current.trainer.state().pendingGroups;
     // What the trainer has not taken stays in the spool beside the database and goes out when the run resumes.
-    if (pending > 0) log('warn', `RL trainer: ${pending} group(s) are still spooled beside ${dbFile}; they are sent when this run resumes with the trainer on`);
+    if (pending > 0)
+      log(
+        'warn',
+        `RL trainer: ${pending} group(s) are still spooled beside ${dbFile}; they are sent when this run resumes with the trainer on`,
+      );
   } catch (err) {
     log('error', `run ${runId} failed: ${errorMessage(err)}`);
   } finally {

@@ -19,7 +19,14 @@ describe('dashboard charts: step axis labels', function () {
   let page: Page;
 
   before(async () => {
-    const bundle = await build({ entryPoints: [join(REPO_ROOT, 'test', 'e2e', 'chartTicksPage.ts')], bundle: true, format: 'iife', platform: 'browser', write: false, logLevel: 'silent' });
+    const bundle = await build({
+      entryPoints: [join(REPO_ROOT, 'test', 'e2e', 'chartTicksPage.ts')],
+      bundle: true,
+      format: 'iife',
+      platform: 'browser',
+      write: false,
+      logLevel: 'silent',
+    });
     browser = await launchBrowser();
     page = await browser.newPage({ viewport: { width: 1000, height: 400 } });
     await page.setContent('<!DOCTYPE html><html><body></body></html>');
@@ -38,7 +45,10 @@ describe('dashboard charts: step axis labels', function () {
         assert.ok(labels.length >= 2, `width ${width}, last step ${lastStep}: ${labels.length} tick label(s)`);
         for (let i = 1; i < labels.length; i++) {
           const [a, b] = [labels[i - 1] as TickLabel, labels[i] as TickLabel];
-          if (b.left - a.right < MIN_GAP_PX) problems.push(`width ${width}, last step ${lastStep}: "${a.label}" and "${b.label}" are ${(b.left - a.right).toFixed(1)} px apart`);
+          if (b.left - a.right < MIN_GAP_PX)
+            problems.push(
+              `width ${width}, last step ${lastStep}: "${a.label}" and "${b.label}" are ${(b.left - a.right).toFixed(1)} px apart`,
+            );
         }
       }
     }

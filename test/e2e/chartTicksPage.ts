@@ -26,7 +26,13 @@ window.xTickLabels = async (width, lastStep) => {
   applyChartDefaults(theme);
   document.body.innerHTML = `<div style="position:relative;width:${width}px;height:220px"><canvas></canvas></div>`;
   const canvas = document.querySelector('canvas') as HTMLCanvasElement;
-  const chart = new LiveChart(canvas, [{ label: 'best', type: 'line', value: (p) => p.step, style: () => ({}) }], theme, () => undefined, 'score');
+  const chart = new LiveChart(
+    canvas,
+    [{ label: 'best', type: 'line', value: (p) => p.step, style: () => ({}) }],
+    theme,
+    () => undefined,
+    'score',
+  );
   // Only the step matters to this chart.
   const points = Array.from({ length: lastStep + 1 }, (_, step) => ({ step }) as SeriesPoint);
   chart.reset(points, 'step');

@@ -65,11 +65,19 @@ function tileValue(frame: Frame, label: string): Promise<string> {
 }
 
 function runState(frame: Frame): Promise<string> {
-  return frame.locator('.run-header .title-row .tag').first().getAttribute('data-state').then((s) => s ?? '');
+  return frame
+    .locator('.run-header .title-row .tag')
+    .first()
+    .getAttribute('data-state')
+    .then((s) => s ?? '');
 }
 
 function trainerState(frame: Frame): Promise<string> {
-  return frame.locator('.run-header .trainer .tag').first().getAttribute('data-state').then((s) => s ?? '');
+  return frame
+    .locator('.run-header .trainer .tag')
+    .first()
+    .getAttribute('data-state')
+    .then((s) => s ?? '');
 }
 
 function clickButton(frame: Frame, label: string): Promise<void> {
@@ -117,7 +125,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     frame = await dashboardFrame(page);
     assert.equal(await runState(frame), 'running');
-    await waitFor(() => tileValue(frame, 'step'), { what: 'step tile', until: (v) => Number(v) >= 3, deadlineMs: 120_000, intervalMs: 500 });
+    await waitFor(() => tileValue(frame, 'step'), {
+      what: 'step tile',
+      until: (v) => Number(v) >= 3,
+      deadlineMs: 120_000,
+      intervalMs: 500,
+    });
     const ink = await waitFor(() => canvasInk(frame), {
       what: 'chart canvases',
       until: (all) => all.length >= 6 && all.every((c) => c.inked > 500 && c.colours >= 3),
@@ -127,13 +140,26 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     for (const c of ink) assert.ok(c.inked > 500, `${c.label} looks blank: ${JSON.stringify(c)}`);
     // The task's target (tasks/circle-packing: 2.635983), in its own units.
     assert.match(await tileValue(frame, 'target'), /^2\.63598/);
-    assert.ok(ink.some((c) => c.label === 'Progress'), `charts: ${ink.map((c) => c.label).join(', ')}`);
+    assert.ok(
+      ink.some((c) => c.label === 'Progress'),
+      `charts: ${ink.map((c) => c.label).join(', ')}`,
+    );
     // MAP-Elites: at least one occupied cell drawn.
     assert.ok((await frame.locator('.heat-grid canvas, .heat-grid .heat-cell').count()) > 0, 'no MAP-Elites heat map');
     // The best program's EVOLVE-BLOCK is shown beside its score.
-    await waitFor(() => frame.locator('.best-code').first().textContent(), { what: 'best program code', until: (t) => (t ?? '').trim().length > 0, deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => frame.locator('.best-code').first().textContent(), {
+      what: 'best program code',
+      until: (t) => (t ?? '').trim().length > 0,
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     // The best packing is drawn from its solution file: the canvas has ink.
-    await waitFor(() => bestPictureInk(frame), { what: 'best solution picture', until: (inked) => inked > 500, deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => bestPictureInk(frame), {
+      what: 'best solution picture',
+      until: (inked) => inked > 500,
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     assert.match((await frame.locator('canvas.best-picture').getAttribute('aria-label')) ?? '', /26 circles/);
     // The best is named by its step and rank there; its opaque id is in the tooltip.
     const programFact = frame.locator('.best-facts dd').last();
@@ -158,7 +184,9 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'paused', deadlineMs: 120_000, intervalMs: 500 });
     const runsDir = join(workspace, '.thetaevolve', 'runs');
     const dbFile = join(runsDir, readdirSync(runsDir).find((f) => f.endsWith('.sqlite')) ?? 'missing');
-    const db = JSON.parse(execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', dbFile, '--json'], { encoding: 'utf8' })) as {
+    const db = JSON.parse(
+      execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', dbFile, '--json'], { encoding: 'utf8' }),
+    ) as {
       lastStep: number;
       programs: number;
       best: { score: number; id: string } | null;
@@ -174,15 +202,30 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.match(status, new RegExp(`step ${db.lastStep}\\b`), `status bar: ${status}`);
     await clickButton(frame, 'Resume');
     await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'running', deadlineMs: 60_000, intervalMs: 500 });
-    await waitFor(() => tileValue(frame, 'step'), { what: 'step tile', until: (v) => Number(v) > step, deadlineMs: 120_000, intervalMs: 500 });
+    await waitFor(() => tileValue(frame, 'step'), {
+      what: 'step tile',
+      until: (v) => Number(v) > step,
+      deadlineMs: 120_000,
+      intervalMs: 500,
+    });
   });
 
   it('turns the RL trainer on from the toggle: the state changes and the rollout buffer receives groups', async () => {
     assert.equal(await trainerState(frame), 'off');
     assert.equal(trainer.received.length, 0);
     await frame.locator('vscode-checkbox').first().click();
-    await waitFor(() => trainerState(frame), { what: 'trainer state', until: (s) => s === 'ready' || s === 'waiting', deadlineMs: 60_000, intervalMs: 500 });
-    await waitFor(async () => trainer.received.length, { what: 'rollouts received', until: (n) => n >= 16, deadlineMs: 120_000, intervalMs: 500 });
+    await waitFor(() => trainerState(frame), {
+      what: 'trainer state',
+      until: (s) => s === 'ready' || s === 'waiting',
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
+    await waitFor(async () => trainer.received.length, {
+      what: 'rollouts received',
+      until: (n) => n >= 16,
+      deadlineMs: 120_000,
+      intervalMs: 500,
+    });
     const info = await frame.locator('.run-header .trainer-info').first().innerText();
     assert.match(info, /slime/);
     await saveScreenshot(page, 'e2e-dashboard-2-rl-on');
@@ -193,7 +236,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     const input = page.locator('.quick-input-widget input');
     await input.fill('Default Light Modern');
     await pickQuickInputItem(page, 'Default Light Modern');
-    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), { what: 'light theme', until: (light) => light, deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), {
+      what: 'light theme',
+      until: (light) => light,
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     await page.waitForTimeout(1500);
     const ink = await canvasInk(frame);
     for (const c of ink) assert.ok(c.inked > 500, `${c.label} blank after the theme change`);
@@ -208,7 +256,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'Preferences: Color Theme');
     await page.locator('.quick-input-widget input').fill('Default High Contrast');
     await pickQuickInputItem(page, 'Default High Contrast');
-    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-high-contrast')), { what: 'high-contrast theme', until: (hc) => hc, deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-high-contrast')), {
+      what: 'high-contrast theme',
+      until: (hc) => hc,
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     await page.waitForTimeout(1500);
     for (const c of await canvasInk(frame)) assert.ok(c.inked > 500, `${c.label} blank in high contrast`);
     const shot = await saveScreenshot(page, 'e2e-dashboard-3b-high-contrast');
@@ -217,7 +270,12 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'Preferences: Color Theme');
     await page.locator('.quick-input-widget input').fill('Default Light Modern');
     await pickQuickInputItem(page, 'Default Light Modern');
-    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), { what: 'light theme', until: (light) => light, deadlineMs: 60_000, intervalMs: 500 });
+    await waitFor(() => frame.evaluate(() => document.body.classList.contains('vscode-light')), {
+      what: 'light theme',
+      until: (light) => light,
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
   });
 
   it('stops the run with Stop', async () => {
@@ -246,20 +304,34 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     frame = await dashboardFrame(page, 90_000);
     // The same numbers as before the reload, read back from the run's database by the new extension host
     // (each part arrives as its query answers: wait until all have, then compare all).
-    const after = await waitFor(shown, { what: 'restored dashboard', until: (now) => JSON.stringify(now) === JSON.stringify(before), deadlineMs: 60_000, intervalMs: 500 }).catch(async () => shown());
+    const after = await waitFor(shown, {
+      what: 'restored dashboard',
+      until: (now) => JSON.stringify(now) === JSON.stringify(before),
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    }).catch(async () => shown());
     assert.equal(after.step, before.step);
     assert.equal(after.best, before.best);
     assert.equal(after.programs, before.programs);
     assert.equal(after.elapsed, before.elapsed, 'elapsed time does not go down after a reload');
     assert.equal(after.facts, before.facts, 'best program facts (step, lineage depth) unchanged');
     assert.equal(after.code, before.code);
-    const histogramNote = await frame.locator('.chart-panel', { has: frame.locator('h2', { hasText: 'Score histogram' }) }).locator('.panel-note').first().innerText();
-    assert.match(histogramNote, /valid programs in the database \(\d+\)/, 'the histogram shows the database\'s valid programs');
+    const histogramNote = await frame
+      .locator('.chart-panel', { has: frame.locator('h2', { hasText: 'Score histogram' }) })
+      .locator('.panel-note')
+      .first()
+      .innerText();
+    assert.match(histogramNote, /valid programs in the database \(\d+\)/, "the histogram shows the database's valid programs");
     // A stopped run can go on: Resume is offered.
     assert.equal(await frame.locator('vscode-button', { hasText: 'Resume' }).first().isVisible(), true);
     // The RL switch was turned on (thetaevolve.trainer.enabled): it stays on for the next run.
     assert.equal(await trainerState(frame), 'next_run');
-    const ink = await waitFor(() => canvasInk(frame), { what: 'restored charts', until: (all) => all.length >= 6 && all.every((c) => c.inked > 500), deadlineMs: 60_000, intervalMs: 500 });
+    const ink = await waitFor(() => canvasInk(frame), {
+      what: 'restored charts',
+      until: (all) => all.length >= 6 && all.every((c) => c.inked > 500),
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     assert.ok(ink.length >= 6);
     await saveScreenshot(page, 'e2e-dashboard-5-restored');
   });

@@ -67,7 +67,10 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     // requests carrying the API key), so VS Code ignores it in a workspace's
     // settings.json: it goes into the user settings.
     // The DOM renderer (no GPU) keeps the terminal's text in the page, where the test reads it.
-    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.endpoint': model.baseURL, 'terminal.integrated.gpuAcceleration': 'off' } });
+    server = await startCodeServer({
+      workspace,
+      userSettings: { 'thetaevolve.endpoint': model.baseURL, 'terminal.integrated.gpuAcceleration': 'off' },
+    });
     browser = await launchBrowser();
     page = await openWorkbench(browser, server.url, workspace);
   });
@@ -121,7 +124,7 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await runPaletteCommand(page, 'View: Toggle Terminal');
   });
 
-  it('opens a failed evaluation\'s whole output from the evaluation its terminal line names (a link there)', async () => {
+  it("opens a failed evaluation's whole output from the evaluation its terminal line names (a link there)", async () => {
     await runPaletteCommand(page, 'View: Toggle Terminal');
     const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
     await terminal.waitFor({ state: 'visible', timeout: 30_000 });
@@ -136,7 +139,9 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);
     // Where the last named evaluation is drawn (the DOM renderer keeps the text in the page).
     const spot = await terminal.evaluate((rows) => {
-      const lines = [...rows.children].filter((row) => /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')));
+      const lines = [...rows.children].filter((row) =>
+        /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')),
+      );
       const row = lines.at(-1);
       if (!row) return null;
       const key = /s\d+-p\d+#\d+/.exec((row.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? '';
@@ -163,7 +168,10 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
     await tab.waitFor({ state: 'visible', timeout: 30_000 });
     const editor = page.locator('.editor-instance .view-lines').first();
-    await editor.locator('.view-line', { hasText: `Evaluation ${spot.key}` }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await editor
+      .locator('.view-line', { hasText: `Evaluation ${spot.key}` })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
     await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-evolve-3c-evaluation-output');
     await runPaletteCommand(page, 'View: Close Editor');
@@ -250,7 +258,10 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
       .waitFor({ state: 'visible', timeout: 60_000 });
     // The new run's own steps (the last run's status said "stopped" or "done").
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1 && !/stopped|done/.test(t));
-    assert.ok(model.counters.chatRequests > before, `the second run sent its requests to the User endpoint (${before} -> ${model.counters.chatRequests})`);
+    assert.ok(
+      model.counters.chatRequests > before,
+      `the second run sent its requests to the User endpoint (${before} -> ${model.counters.chatRequests})`,
+    );
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /stopped|done/.test(t), 60_000);
   });

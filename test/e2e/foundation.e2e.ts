@@ -4,7 +4,14 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, openWorkbench, paletteEntries, type RunningCodeServer, saveScreenshot, startCodeServer } from '../support/codeServer';
+import {
+  launchBrowser,
+  openWorkbench,
+  paletteEntries,
+  type RunningCodeServer,
+  saveScreenshot,
+  startCodeServer,
+} from '../support/codeServer';
 
 const COMMANDS = [
   'Start Run',
@@ -40,7 +47,8 @@ describe('foundation (code-server + Chromium)', () => {
   it('lists every ThetaEvolve command in the command palette', async () => {
     const labels = await paletteEntries(page, 'ThetaEvolve: ');
     await saveScreenshot(page, 'e2e-foundation-palette');
-    for (const title of COMMANDS) assert.ok(labels.includes(`ThetaEvolve: ${title}`), `missing "ThetaEvolve: ${title}" in ${labels.join(' | ')}`);
+    for (const title of COMMANDS)
+      assert.ok(labels.includes(`ThetaEvolve: ${title}`), `missing "ThetaEvolve: ${title}" in ${labels.join(' | ')}`);
     await page.keyboard.press('Escape');
   });
 

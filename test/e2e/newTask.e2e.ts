@@ -69,14 +69,17 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
     await server?.stop();
   });
 
-  it('marks the selected line as the EVOLVE-BLOCK in the file\'s comment syntax', async () => {
+  it("marks the selected line as the EVOLVE-BLOCK in the file's comment syntax", async () => {
     await quickOpenFile(page, 'value.py');
     await page.locator('.monaco-editor .view-lines', { hasText: 'value = 3.0' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.monaco-editor .view-line', { hasText: 'value = 3.0' }).first().click();
     await page.keyboard.press('Home');
     await page.keyboard.press('Shift+End');
     await runPaletteCommand(page, 'ThetaEvolve: Mark Selection as EVOLVE-BLOCK');
-    await page.locator('.monaco-editor .view-lines', { hasText: '# EVOLVE-BLOCK-END' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page
+      .locator('.monaco-editor .view-lines', { hasText: '# EVOLVE-BLOCK-END' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
     await page.keyboard.press('Control+S');
     await saveScreenshot(page, 'e2e-new-task-1-marked');
     const deadline = Date.now() + 15_000;
@@ -92,7 +95,11 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
     await page.locator('.tabs-container .tab', { hasText: 'task.json' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.tabs-container .tab', { hasText: 'evaluate.py' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-new-task-2-scaffold');
-    const task = JSON.parse(readFileSync(join(workspace, 'task.json'), 'utf8')) as { initialProgram: string; direction: string; metaInformation: { text: string }[] };
+    const task = JSON.parse(readFileSync(join(workspace, 'task.json'), 'utf8')) as {
+      initialProgram: string;
+      direction: string;
+      metaInformation: { text: string }[];
+    };
     assert.equal(task.initialProgram, 'value.py');
     assert.equal(task.direction, 'maximize');
     assert.match(task.metaInformation[0]?.text ?? '', /^Make the value as large as you can/);
@@ -116,7 +123,10 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
   it('applies the best program to the file', async () => {
     await openProgram(page, 'value.py');
     await runPaletteCommand(page, 'ThetaEvolve: Apply Program to File');
-    await page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page
+      .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
     await page.keyboard.press('Control+S');
     const deadline = Date.now() + 15_000;
     let block = evolveBlockContent(readFileSync(programFile, 'utf8')).trim();

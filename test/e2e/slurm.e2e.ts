@@ -86,7 +86,12 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     await openProgram(page, 'tasks/circle-packing/initial.py');
     await runPaletteCommand(page, 'ThetaEvolve: Start Run');
     await pickQuickInputItem(page, "this file's task");
-    const text = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /step [1-9]/.test(t) && /SLURM \d+ running, \d+ queued/.test(t), 120_000);
+    const text = await waitForStatusBarText(
+      page,
+      'ThetaEvolve step',
+      (t) => /step [1-9]/.test(t) && /SLURM \d+ running, \d+ queued/.test(t),
+      120_000,
+    );
     assert.match(text, /best [\d.]+/);
     await saveScreenshot(page, 'e2e-slurm-1-status-bar');
   });
@@ -136,10 +141,16 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('stopped'), 60_000);
     // The run closes (its terminal says so) once its evaluator scancel-ed its jobs and saw them leave the queue.
-    await page.locator('.terminal-wrapper .xterm-rows', { hasText: 'The run is over.' }).first().waitFor({ state: 'visible', timeout: 60_000 });
+    await page
+      .locator('.terminal-wrapper .xterm-rows', { hasText: 'The run is over.' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 60_000 });
     assert.deepEqual(await cluster?.queuedJobs(), []);
     // The dashboard keeps the queue's last word: nothing pending or running.
-    await frame.locator('.backend-queue', { hasText: /^SLURM: 0 pending, 0 running, \d+ done/ }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await frame
+      .locator('.backend-queue', { hasText: /^SLURM: 0 pending, 0 running, \d+ done/ })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-slurm-4-stopped');
   });
 });

@@ -3,7 +3,6 @@ import * as vscode from 'vscode';
 import { contributedConfiguration } from '../../src/engine/common/config';
 import { api, EXTENSION_ID } from './support';
 
-
 describe('activation', () => {
   it('the extension is installed and active', async () => {
     const ext = vscode.extensions.getExtension(EXTENSION_ID);

@@ -17,7 +17,6 @@ import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } f
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
 import { EXTENSION_ID } from './support';
 
-
 function extension(): vscode.Extension<unknown> {
   const ext = vscode.extensions.getExtension(EXTENSION_ID);
   assert.ok(ext, `${EXTENSION_ID} is not installed`);
@@ -34,15 +33,40 @@ function writeProgram(name: string, text: string): vscode.Uri {
   return vscode.Uri.file(path);
 }
 
-const PYTHON = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():', '    return 1', '# EVOLVE-BLOCK-END', '', 'print(pack())', ''].join('\n');
-const C_LIKE = ['#include <stdio.h>', '/* EVOLVE-BLOCK-START */', 'int f(void) {', '  return 1;', '}', '// EVOLVE-BLOCK-END', 'int main(void) { return f(); }', ''].join('\n');
+const PYTHON = [
+  'import numpy as np',
+  '',
+  '# EVOLVE-BLOCK-START',
+  'def pack():',
+  '    return 1',
+  '# EVOLVE-BLOCK-END',
+  '',
+  'print(pack())',
+  '',
+].join('\n');
+const C_LIKE = [
+  '#include <stdio.h>',
+  '/* EVOLVE-BLOCK-START */',
+  'int f(void) {',
+  '  return 1;',
+  '}',
+  '// EVOLVE-BLOCK-END',
+  'int main(void) { return f(); }',
+  '',
+].join('\n');
 
 /** Lenses of every provider, one per (command, start line, end line): the extension may register the same provider as this suite. */
 async function lensesOf(uri: vscode.Uri): Promise<{ command: string; title: string; tooltip: string; start: number; end: number }[]> {
   const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
   const seen = new Map<string, { command: string; title: string; tooltip: string; start: number; end: number }>();
   for (const lens of lenses) {
-    const entry = { command: lens.command?.command ?? '', title: lens.command?.title ?? '', tooltip: lens.command?.tooltip ?? '', start: lens.range.start.line, end: lens.range.end.line };
+    const entry = {
+      command: lens.command?.command ?? '',
+      title: lens.command?.title ?? '',
+      tooltip: lens.command?.tooltip ?? '',
+      start: lens.range.start.line,
+      end: lens.range.end.line,
+    };
     seen.set(`${entry.command}|${entry.title}|${entry.start}|${entry.end}`, entry);
   }
   return [...seen.values()].sort((a, b) => a.start - b.start || a.command.localeCompare(b.command));
@@ -94,7 +118,10 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     );
     assert.ok(commands.some((l) => l.title.includes('Evolve')));
     // Best so far diffs the file (left) against the best program (right), and says so.
-    assert.match(commands.find((l) => l.command === 'thetaevolve.showBestDiff')?.tooltip ?? '', /this file \(left\) against the best program/);
+    assert.match(
+      commands.find((l) => l.command === 'thetaevolve.showBestDiff')?.tooltip ?? '',
+      /this file \(left\) against the best program/,
+    );
     assert.equal(evolveBlockProblemOf(await vscode.workspace.openTextDocument(uri)), null);
   });
 
@@ -117,7 +144,10 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     assert.ok(await vscode.workspace.applyEdit(edit));
     const after = await lensesOf(document.uri);
     assert.equal(after.filter((l) => l.command === 'thetaevolve.startRun').length, 0);
-    assert.ok(after.some((l) => l.title.includes('EVOLVE-BLOCK-START on line 3 has no EVOLVE-BLOCK-END')), JSON.stringify(after));
+    assert.ok(
+      after.some((l) => l.title.includes('EVOLVE-BLOCK-START on line 3 has no EVOLVE-BLOCK-END')),
+      JSON.stringify(after),
+    );
     await document.save();
   });
 
@@ -140,17 +170,32 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
       await new Promise((r) => setTimeout(r, 100));
       diagnostics = vscode.languages.getDiagnostics(uri);
     }
-    assert.ok(diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'), JSON.stringify(diagnostics));
+    assert.ok(
+      diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'),
+      JSON.stringify(diagnostics),
+    );
   });
 
   it('offers the lenses over each of several regions, with no warning (algorithm.md section 3: a file may hold several)', async () => {
-    const text = ['// EVOLVE-BLOCK-START', 'a();', '// EVOLVE-BLOCK-END', '', '// EVOLVE-BLOCK-START', 'b();', '// EVOLVE-BLOCK-END', ''].join('\n');
+    const text = [
+      '// EVOLVE-BLOCK-START',
+      'a();',
+      '// EVOLVE-BLOCK-END',
+      '',
+      '// EVOLVE-BLOCK-START',
+      'b();',
+      '// EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
     const document = await scratch('js', text);
     assert.equal(evolveBlockProblemOf(document), null);
     const lenses = await lensesOf(document.uri);
     assert.deepEqual(
       lenses.filter((l) => l.command === 'thetaevolve.startRun').map((l) => [l.start, l.end]),
-      [[0, 2], [4, 6]],
+      [
+        [0, 2],
+        [4, 6],
+      ],
     );
     assert.equal(lenses.filter((l) => l.title.includes('$(warning)')).length, 0, JSON.stringify(lenses));
   });
@@ -191,7 +236,7 @@ describe('editor: program documents and diffs', () => {
     assert.match(document.getText(), /program zz of run .* is not available/);
   });
 
-  it('Show Diff opens parent <-> child with a title naming step, rank and score; the ids are in the documents\' paths', async () => {
+  it("Show Diff opens parent <-> child with a title naming step, rank and score; the ids are in the documents' paths", async () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
@@ -200,7 +245,10 @@ describe('editor: program documents and diffs', () => {
     assert.equal(tab.input.original.path.split('/')[2], '1v');
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
     // Programs are named by their step (and rank there when known); an unknown step falls back to the id.
-    assert.equal(programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'), 'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)');
+    assert.equal(
+      programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'),
+      'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)',
+    );
   });
 
   it('Compare with File diffs the program against the file', async () => {
@@ -246,8 +294,17 @@ describe('editor: Apply Program to File', () => {
     assert.equal(editor.document.isDirty, false);
   });
 
-  it('replaces each of several regions by the program\'s region of the same rank, keeping the code between', async () => {
-    const file = ['// EVOLVE-BLOCK-START', 'const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;', '// EVOLVE-BLOCK-END', ''].join('\n');
+  it("replaces each of several regions by the program's region of the same rank, keeping the code between", async () => {
+    const file = [
+      '// EVOLVE-BLOCK-START',
+      'const a = 1;',
+      '// EVOLVE-BLOCK-END',
+      'const fixed = 0;',
+      '// EVOLVE-BLOCK-START',
+      'const b = 2;',
+      '// EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
     const program = file.replace('const a = 1;', 'const a = 10;\nconst a2 = 11;').replace('const b = 2;', '');
     const uri = writeProgram('apply-two-regions.js', file);
     assert.equal(await applyProgramToFile(uri, program, { interactive: false }), 'applied');
@@ -285,13 +342,21 @@ describe('editor: settings', () => {
     await config().update('batchSize', -3, vscode.ConfigurationTarget.Workspace);
     assert.throws(
       () => readSettings(),
-      (err: unknown) => err instanceof SettingsError && /thetaevolve\.batchSize/.test(err.message) && /-3/.test(err.message) && /Workspace Settings/.test(err.message) && err.settingKey === 'thetaevolve.batchSize',
+      (err: unknown) =>
+        err instanceof SettingsError &&
+        /thetaevolve\.batchSize/.test(err.message) &&
+        /-3/.test(err.message) &&
+        /Workspace Settings/.test(err.message) &&
+        err.settingKey === 'thetaevolve.batchSize',
     );
   });
 
   it('names a bad enum value', async () => {
     await config().update('sampler', 'gpt', vscode.ConfigurationTarget.Workspace);
-    assert.throws(() => readSettings(), (err: unknown) => err instanceof SettingsError && /thetaevolve\.sampler/.test(err.message) && /"gpt"/.test(err.message));
+    assert.throws(
+      () => readSettings(),
+      (err: unknown) => err instanceof SettingsError && /thetaevolve\.sampler/.test(err.message) && /"gpt"/.test(err.message),
+    );
   });
 });
 
@@ -332,7 +397,7 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
     assert.equal(asked, 0);
   });
 
-  it('uses a workspace\'s endpoint only with consent, asked once per workspace and URL; otherwise the User value', async () => {
+  it("uses a workspace's endpoint only with consent, asked once per workspace and URL; otherwise the User value", async () => {
     await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
     await config().update('endpoint', 'http://elsewhere:9000/v1', vscode.ConfigurationTarget.Workspace);
     const settings = readSettings();
@@ -343,11 +408,19 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
       questions.push(`${q.key}: ${q.workspaceValue} vs ${q.userValue}`);
       return choice;
     };
-    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.endpoint, 'http://gpu-box:8000/v1', 'declined: the User value');
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.endpoint,
+      'http://gpu-box:8000/v1',
+      'declined: the User value',
+    );
     assert.equal(await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')), undefined, 'cancelled: no run');
     assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('workspace')))?.endpoint, 'http://elsewhere:9000/v1');
     assert.deepEqual(questions, Array(3).fill('endpoint: http://elsewhere:9000/v1 vs http://gpu-box:8000/v1'));
-    assert.equal((await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.endpoint, 'http://elsewhere:9000/v1', 'allowed once: not asked again');
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.endpoint,
+      'http://elsewhere:9000/v1',
+      'allowed once: not asked again',
+    );
     assert.equal(questions.length, 3);
     // Another URL in the workspace is asked about again; the trainer URL is guarded the same way.
     await config().update('trainer.url', 'http://trainer.example:8000', vscode.ConfigurationTarget.Workspace);
@@ -392,4 +465,3 @@ describe('editor: task picker', () => {
     assert.equal(task?.name, 'circle-packing');
   });
 });
-

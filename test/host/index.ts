@@ -33,7 +33,11 @@ export async function runAndReport(): Promise<HostTestReport> {
     });
     runner.on('fail', (test, err: unknown) => {
       report.failures++;
-      report.tests.push({ title: test.fullTitle(), state: 'failed', error: err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err) });
+      report.tests.push({
+        title: test.fullTitle(),
+        state: 'failed',
+        error: err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err),
+      });
     });
   });
   return report;

@@ -70,7 +70,13 @@ describe('runs (engine worker, commands, Runs view)', function () {
     assert.equal(active.isolation?.weak, false, JSON.stringify(active.isolation));
     assert.match(active.isolation?.summary ?? '', /bwrap/);
     assert.doesNotMatch(statusText(active), /weak sandbox/);
-    assert.match(statusText({ ...active, isolation: { ...(active.isolation ?? { kind: 'fallback', summary: '', missing: [], warning: null }), weak: true } }), /weak sandbox/);
+    assert.match(
+      statusText({
+        ...active,
+        isolation: { ...(active.isolation ?? { kind: 'fallback', summary: '', missing: [], warning: null }), weak: true },
+      }),
+      /weak sandbox/,
+    );
     const done = closed(theta.controller);
     await vscode.commands.executeCommand('thetaevolve.stopRun');
     const run = await done;

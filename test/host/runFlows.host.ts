@@ -136,7 +136,10 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.notEqual(blockOf(bestProgram.code), blockOf(original), 'the best program differs from the starting one');
         // The last new best is applied asynchronously after its event.
         const document = await vscode.workspace.openTextDocument(program);
-        await waitFor(() => blockOf(document.getText()) === blockOf(bestProgram.code), { what: `the document holds the best program ${best.id}'s EVOLVE-BLOCK`, deadlineMs: 10_000 });
+        await waitFor(() => blockOf(document.getText()) === blockOf(bestProgram.code), {
+          what: `the document holds the best program ${best.id}'s EVOLVE-BLOCK`,
+          deadlineMs: 10_000,
+        });
         assert.equal(outsideOf(document.getText()), outsideOf(original), 'only the EVOLVE-BLOCK changed');
         assert.equal(document.isDirty, true, 'followed, not saved');
         assert.equal(readFileSync(program.fsPath, 'utf8'), original, 'the file on disk is untouched');
@@ -280,11 +283,14 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
 
       let done = false;
       const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
-      await waitFor(async () => {
-        if (done) return true;
-        await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
-        return false;
-      }, { what: 'Resume Run returned after its pick was closed', deadlineMs: 30_000 });
+      await waitFor(
+        async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+          return false;
+        },
+        { what: 'Resume Run returned after its pick was closed', deadlineMs: 30_000 },
+      );
       await command;
       assert.equal(theta.controller.active, undefined, 'nothing was resumed');
     });
@@ -295,11 +301,14 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       let done = false;
       const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
       // The pick lists the newest run first: this one.
-      await waitFor(async () => {
-        if (done || theta.controller.active) return true;
-        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-        return false;
-      }, { what: 'a run was picked', deadlineMs: 30_000 });
+      await waitFor(
+        async () => {
+          if (done || theta.controller.active) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        },
+        { what: 'a run was picked', deadlineMs: 30_000 },
+      );
       await command;
       const run = theta.controller.active;
       assert.ok(run, 'a run is active after Resume Run');
@@ -379,24 +388,37 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await stopRun(theta.controller);
       const taskFile = join(dir, 'task.json');
       renameSync(taskFile, `${taskFile}.moved`);
-      const isLive = (x: vscode.TaskExecution): boolean => x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
+      const isLive = (x: vscode.TaskExecution): boolean =>
+        x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
       // The stopped run's terminal is over before the resumed run's opens.
-      await waitFor(() => !vscode.tasks.taskExecutions.some(isLive), { what: 'the stopped run\'s evaluations terminal ended', deadlineMs: 15_000 });
+      await waitFor(() => !vscode.tasks.taskExecutions.some(isLive), {
+        what: "the stopped run's evaluations terminal ended",
+        deadlineMs: 15_000,
+      });
       const started: vscode.TaskExecution[] = [];
       const ended: vscode.TaskExecution[] = [];
-      const subs = [vscode.tasks.onDidStartTask((e) => started.push(e.execution)), vscode.tasks.onDidEndTask((e) => ended.push(e.execution))];
+      const subs = [
+        vscode.tasks.onDidStartTask((e) => started.push(e.execution)),
+        vscode.tasks.onDidEndTask((e) => ended.push(e.execution)),
+      ];
       try {
         let done = false;
         const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
-        await waitFor(async () => {
-          if (done) return true;
-          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-          return false;
-        }, { what: 'Resume Run returned', deadlineMs: 30_000 });
+        await waitFor(
+          async () => {
+            if (done) return true;
+            await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+            return false;
+          },
+          { what: 'Resume Run returned', deadlineMs: 30_000 },
+        );
         await command;
         assert.equal(theta.controller.active, undefined, 'nothing runs');
         await waitFor(() => started.some(isLive), { what: 'the evaluations terminal of the resumed run started', deadlineMs: 15_000 });
-        await waitFor(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), { what: 'the evaluations terminal ended with the failed start', deadlineMs: 15_000 });
+        await waitFor(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), {
+          what: 'the evaluations terminal ended with the failed start',
+          deadlineMs: 15_000,
+        });
         assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
         assert.equal(theta.controller.latest?.state, 'finished');
       } finally {
@@ -434,7 +456,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const offer = offers[0] as StartFailureOffer;
         assert.match(offer.message, /could not start: the inference endpoint is not ready/);
         assert.deepEqual(offer.buttons, ['Open Settings', 'Run with the Offline Sampler']);
-        const ofThisTask = async (): Promise<string[]> => (await listRunFiles()).filter((f) => f.runId.startsWith('flows-offline-')).map((f) => f.runId);
+        const ofThisTask = async (): Promise<string[]> =>
+          (await listRunFiles()).filter((f) => f.runId.startsWith('flows-offline-')).map((f) => f.runId);
         assert.deepEqual(await ofThisTask(), [], 'the failed start left no database');
 
         const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run to start again');
@@ -471,14 +494,37 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await stopRun(theta.controller);
     });
 
-    it('shows the end of a failure\'s output (the exception), not its head', () => {
+    it("shows the end of a failure's output (the exception), not its head", () => {
       const frames = Array.from({ length: 30 }, (_, i) => `  File "/sandbox/program.py", line ${i + 1}, in f${i}`);
-      const reason = ['the program exited with code 1; stderr ends with:', 'Traceback (most recent call last):', ...frames, 'ZeroDivisionError: division by zero'].join('\n');
-      const lines = evaluationLines({ type: 'evaluation_finished', time: 0, step: 3, jobKey: 'p1', sampleIndex: 2, outcome: 'no_solution', score: -0.2, objective: null, durationMs: 1234, reason, childId: null });
+      const reason = [
+        'the program exited with code 1; stderr ends with:',
+        'Traceback (most recent call last):',
+        ...frames,
+        'ZeroDivisionError: division by zero',
+      ].join('\n');
+      const lines = evaluationLines({
+        type: 'evaluation_finished',
+        time: 0,
+        step: 3,
+        jobKey: 'p1',
+        sampleIndex: 2,
+        outcome: 'no_solution',
+        score: -0.2,
+        objective: null,
+        durationMs: 1234,
+        reason,
+        childId: null,
+      });
       assert.match(lines[0] ?? '', /no_solution .* \(the program exited with code 1; stderr ends with:\)/);
       assert.equal(lines.at(-1), '      ZeroDivisionError: division by zero', 'the exception line is shown');
-      assert.ok(lines.some((l) => l.includes('line 30, in f29')), 'with the frames nearest to it');
-      assert.ok(lines.some((l) => /\.\.\. \d+ earlier line\(s\)/.test(l)), 'and says what was left out');
+      assert.ok(
+        lines.some((l) => l.includes('line 30, in f29')),
+        'with the frames nearest to it',
+      );
+      assert.ok(
+        lines.some((l) => /\.\.\. \d+ earlier line\(s\)/.test(l)),
+        'and says what was left out',
+      );
     });
 
     it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {
@@ -494,7 +540,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       ];
       try {
         const isLive = (x: vscode.TaskExecution): boolean =>
-          x.task.name === LIVE_TERMINAL_NAME && x.task.definition.type === EVALUATION_TASK_TYPE && x.task.definition.program === program.fsPath;
+          x.task.name === LIVE_TERMINAL_NAME &&
+          x.task.definition.type === EVALUATION_TASK_TYPE &&
+          x.task.definition.program === program.fsPath;
         const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         const run = theta.controller.active;
@@ -504,11 +552,16 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(live.task.definition.task, 'flows-eval');
         assert.equal(live.task.definition.program, program.fsPath);
         assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
-        await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), { what: 'a terminal named like "ThetaEvolve evaluations" opened' });
+        await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
+          what: 'a terminal named like "ThetaEvolve evaluations" opened',
+        });
         await committed;
         await stopRun(theta.controller);
         await waitFor(() => ends.some(isLive), { what: 'the evaluations task ended with the run', deadlineMs: 15_000 });
-        await waitFor(() => processEnds.some((p) => isLive(p.execution)), { what: 'the evaluations terminal reported its exit code', deadlineMs: 15_000 });
+        await waitFor(() => processEnds.some((p) => isLive(p.execution)), {
+          what: 'the evaluations terminal reported its exit code',
+          deadlineMs: 15_000,
+        });
         assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
         assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
 
@@ -516,29 +569,38 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
         const startsBefore = starts.filter(isLive).length;
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        await waitFor(() => starts.filter(isLive).length > startsBefore, { what: 'the second run\'s evaluations task started' });
-        await waitFor(() => liveTerminals().length === 1, { what: `one evaluations terminal (saw ${liveTerminals().length})`, deadlineMs: 15_000 });
+        await waitFor(() => starts.filter(isLive).length > startsBefore, { what: "the second run's evaluations task started" });
+        await waitFor(() => liveTerminals().length === 1, {
+          what: `one evaluations terminal (saw ${liveTerminals().length})`,
+          deadlineMs: 15_000,
+        });
         await stopRun(theta.controller);
       } finally {
         for (const s of subs) s.dispose();
       }
     });
 
-    it('a failed evaluation\'s whole output opens from the command its terminal line names, and again from disk after the run', async () => {
+    it("a failed evaluation's whole output opens from the command its terminal line names, and again from disk after the run", async () => {
       // The palette shows "<category>: <title>": the name the terminal line gives.
-      const contributed: { command: string; title: string; category: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.commands ?? [];
+      const contributed: { command: string; title: string; category: string }[] =
+        vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.commands ?? [];
       const command = contributed.find((c) => c.command === 'thetaevolve.openEvaluationOutput');
       assert.equal(command && `${command.category}: ${command.title}`, OPEN_OUTPUT_TITLE);
       // And the Runs view offers it on a run (finished or active).
-      const menus: { command: string; when: string }[] = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.menus['view/item/context'] ?? [];
+      const menus: { command: string; when: string }[] =
+        vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON.contributes.menus['view/item/context'] ?? [];
       const onRuns = menus.find((m) => m.command === 'thetaevolve.openEvaluationOutput');
-      assert.ok(onRuns, 'in the Runs view\'s item menu');
+      assert.ok(onRuns, "in the Runs view's item menu");
       assert.equal(onRuns.when, 'view == thetaevolve.runs && viewItem =~ /^thetaevolve\\.run/');
       // Prints 40 lines to stderr (escape sequences in them) and one to stdout, then raises: it and every child fail.
       const failing = vscode.Uri.file(join(dir, 'failing.py'));
       writeFileSync(failing.fsPath, readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'programs', 'loud-failure.py'), 'utf8'));
       await theta.rememberTaskFor(failing, join(dir, 'task.json'));
-      const initialFinished = nextEvent(theta.controller, (e) => e.type === 'evaluation_finished' && e.jobKey === 'initial', 'the starting program\'s evaluation');
+      const initialFinished = nextEvent(
+        theta.controller,
+        (e) => e.type === 'evaluation_finished' && e.jobKey === 'initial',
+        "the starting program's evaluation",
+      );
       const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
       await vscode.commands.executeCommand('thetaevolve.startRun', failing);
       const run = theta.controller.active;
@@ -555,15 +617,22 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       // From the palette: the window's last run, its failed evaluations newest first.
       let done = false;
       const opening = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput')).finally(() => (done = true));
-      await waitFor(async () => {
-        if (done) return true;
-        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-        return false;
-      }, { what: 'an evaluation was picked', deadlineMs: 30_000 });
+      await waitFor(
+        async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        },
+        { what: 'an evaluation was picked', deadlineMs: 30_000 },
+      );
       await opening;
       const shown = vscode.window.activeTextEditor?.document;
       assert.equal(shown?.uri.scheme, OUTPUT_SCHEME, `an output document is open (saw ${shown?.uri.toString() ?? 'none'})`);
-      assert.match(shown.uri.path, new RegExp(`^/${run.runId}/step-[1-9]\\d*/s\\d+-p\\d+-\\d+ output\\.log$`), 'a child of a later step, newest first');
+      assert.match(
+        shown.uri.path,
+        new RegExp(`^/${run.runId}/step-[1-9]\\d*/s\\d+-p\\d+-\\d+ output\\.log$`),
+        'a child of a later step, newest first',
+      );
       assert.match(shown.getText(), /stderr line 0\b[\s\S]*ZeroDivisionError: the end of the traceback/);
       assert.ok(!shown.getText().includes('\x1b'), 'no control characters from the candidate');
 
@@ -572,23 +641,31 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const runItem = (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === run.runId);
       assert.ok(runItem, 'the run is in the Runs view');
       done = false;
-      const fromView = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', runItem)).finally(() => (done = true));
-      await waitFor(async () => {
-        if (done) return true;
-        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-        return false;
-      }, { what: 'an evaluation of the run was picked', deadlineMs: 30_000 });
+      const fromView = Promise.resolve(vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', runItem)).finally(
+        () => (done = true),
+      );
+      await waitFor(
+        async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        },
+        { what: 'an evaluation of the run was picked', deadlineMs: 30_000 },
+      );
       await fromView;
       assert.equal(vscode.window.activeTextEditor?.document.uri.scheme, OUTPUT_SCHEME);
       assert.ok(vscode.window.activeTextEditor?.document.uri.path.startsWith(`/${run.runId}/`));
 
       // After a reload the document is read again from the files beside the database.
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-      const reopened = await vscode.workspace.openTextDocument(outputUri({ runId: run.runId, dbFile: run.dbFile, step: 0, jobKey: 'initial', sampleIndex: 0 }));
+      const reopened = await vscode.workspace.openTextDocument(
+        outputUri({ runId: run.runId, dbFile: run.dbFile, step: 0, jobKey: 'initial', sampleIndex: 0 }),
+      );
       const text = reopened.getText();
       assert.match(text, /^Evaluation initial#0, step 0 of run .*: no_solution/);
       assert.match(text, /--- candidate stdout ---\nhello from stdout\n/);
-      for (let i = 0; i < 40; i++) assert.ok(text.includes(`[31mstderr line ${i}[0m`), `stderr line ${i} is there, its escape character removed`);
+      for (let i = 0; i < 40; i++)
+        assert.ok(text.includes(`[31mstderr line ${i}[0m`), `stderr line ${i} is there, its escape character removed`);
       // eslint-disable-next-line no-control-regex -- matching control characters is the point
       assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(text), 'no control characters');
       await vscode.window.showTextDocument(reopened, { preview: false });
@@ -613,10 +690,13 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         ),
       );
       let tasks: vscode.Task[] = [];
-      await waitFor(async () => {
-        tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
-        return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
-      }, { what: 'the tasks.json tasks are known', deadlineMs: 30_000 });
+      await waitFor(
+        async () => {
+          tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
+          return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
+        },
+        { what: 'the tasks.json tasks are known', deadlineMs: 30_000 },
+      );
       const invalid = tasks.find((t) => t.name === 'flows: evaluate invalid');
       assert.deepEqual(invalid?.definition, { type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/invalid.py' });
       const exitCodes: Record<string, number | undefined> = {};

@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { queueText } from '../../src/dashboard/dashboardFeed';
-import type { EngineEvent, EvaluationFinishedEvent, EvaluationQueueEvent, EvaluationStartedEvent, StepCommittedEvent } from '../../src/engine/common/events';
+import type {
+  EngineEvent,
+  EvaluationFinishedEvent,
+  EvaluationQueueEvent,
+  EvaluationStartedEvent,
+  StepCommittedEvent,
+} from '../../src/engine/common/events';
 import { jobNameOfRun } from '../../src/engine/evaluation/slurmCli';
 import { outcomeOfEvaluation } from '../../src/engine/common/types';
 import type { ThetaEvolveApi } from '../../src/extension';
@@ -73,7 +79,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
     taskDir = join(workspaceDir(), TASK);
     cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), taskDir, { recursive: true });
     const taskFile = join(taskDir, 'task.json');
-    writeFileSync(taskFile, JSON.stringify({ ...(JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>), name: TASK }, null, 2));
+    writeFileSync(
+      taskFile,
+      JSON.stringify({ ...(JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>), name: TASK }, null, 2),
+    );
     program = vscode.Uri.file(join(taskDir, 'initial.py'));
     await theta.rememberTaskFor(program, taskFile);
   });
@@ -138,7 +147,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       // Those jobs were the cluster's: its completion log lists them under the run's job name.
       const jobcomp = readFileSync(join(cluster?.dir ?? '', 'log', 'jobcomp.log'), 'utf8');
       const finishedJobs = jobcomp.split('\n').filter((l) => l.includes(`Name=${jobName} `));
-      assert.ok(finishedJobs.length >= 1 + evaluated.length, `the initial program and ${evaluated.length} children finished as jobs named ${jobName} (jobcomp lists ${finishedJobs.length})`);
+      assert.ok(
+        finishedJobs.length >= 1 + evaluated.length,
+        `the initial program and ${evaluated.length} children finished as jobs named ${jobName} (jobcomp lists ${finishedJobs.length})`,
+      );
 
       // The queue as the status bar and the dashboard show it.
       const queues = events.filter((e): e is EvaluationQueueEvent => e.type === 'evaluation_queue');
@@ -147,26 +159,46 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       const last = queues.at(-1) as EvaluationQueueEvent;
       assert.ok(last.done >= 1 && last.lost === 0 && last.failed === 0, JSON.stringify(last));
       assert.ok(last.schedulerCalls >= 2, 'sbatch and squeue were called');
-      assert.ok(statusTexts.some((t) => /SLURM \d+ running, \d+ queued/.test(t)), `the status bar shows the queue (saw ${JSON.stringify(statusTexts.slice(-3))})`);
+      assert.ok(
+        statusTexts.some((t) => /SLURM \d+ running, \d+ queued/.test(t)),
+        `the status bar shows the queue (saw ${JSON.stringify(statusTexts.slice(-3))})`,
+      );
       assert.deepEqual(run.queue && Object.keys(run.queue).sort(), ['done', 'failed', 'lost', 'pending', 'queueWaitMsP50', 'running']);
       assert.match(queueText(last), /^SLURM: \d+ pending, \d+ running, \d+ done/);
       // The queue wait is known once a poll saw a job running (a quick job may end between two polls): wait for one if need be.
-      const withWait = queues.find((q) => q.queueWaitMsP50 !== null) ?? (await nextEvent(theta.controller, (e) => e.type === 'evaluation_queue' && e.queueWaitMsP50 !== null, 'a queue wait', 60_000));
+      const withWait =
+        queues.find((q) => q.queueWaitMsP50 !== null) ??
+        (await nextEvent(theta.controller, (e) => e.type === 'evaluation_queue' && e.queueWaitMsP50 !== null, 'a queue wait', 60_000));
       assert.match(withWait.type === 'evaluation_queue' ? queueText(withWait) : '', /; queue wait [\d.]+ s$/);
 
       // Results identical in kind to a local run: every outcome is one a local run has (no infrastructure failure),
       // and the programs in the database score what the local sandbox gives them.
-      for (const e of finished) assert.ok(e.outcome !== 'evaluation_failed' && e.outcome !== 'request_failed', `${e.jobKey}#${e.sampleIndex}: ${e.outcome} (${e.reason})`);
+      for (const e of finished)
+        assert.ok(
+          e.outcome !== 'evaluation_failed' && e.outcome !== 'request_failed',
+          `${e.jobKey}#${e.sampleIndex}: ${e.outcome} (${e.reason})`,
+        );
       const commits = events.filter((e): e is StepCommittedEvent => e.type === 'step_committed' && e.step <= 2);
-      assert.deepEqual(commits.map((c) => c.step), [1, 2]);
+      assert.deepEqual(
+        commits.map((c) => c.step),
+        [1, 2],
+      );
       const summary = await theta.controller.query({ kind: 'summary', dbFile: run.dbFile });
       // (The run goes on meanwhile: later steps may have added more.)
       assert.ok(summary.programs > 1, `the database holds the initial program and evaluated children (${summary.programs})`);
       // The run's improving programs (the initial one first or last), each evaluated again here in the local sandbox.
       const improvements: ProgramRecordMessage[] = await theta.controller.query({ kind: 'improvements', dbFile: run.dbFile });
-      assert.ok(improvements.some((p) => p.parentId === null), 'the initial program is among them');
+      assert.ok(
+        improvements.some((p) => p.parentId === null),
+        'the initial program is among them',
+      );
       for (const program of improvements) {
-        const local: QueryResult<'evaluate'> = await theta.controller.query({ kind: 'evaluate', taskDir, code: program.code, settings: { ...settings, 'evaluation.backend': 'local' } });
+        const local: QueryResult<'evaluate'> = await theta.controller.query({
+          kind: 'evaluate',
+          taskDir,
+          code: program.code,
+          settings: { ...settings, 'evaluation.backend': 'local' },
+        });
         assert.equal(program.outcome, outcomeOfEvaluation(local.status), `${program.id}: the same outcome as in the local sandbox`);
         assert.equal(program.score, local.score, `${program.id}: the SLURM job's score is the local sandbox's`);
         assert.equal(program.objective, local.objective);

@@ -26,7 +26,12 @@ export async function api(): Promise<ThetaEvolveApi> {
 }
 
 /** Resolves with the first event of the run that satisfies `predicate`. */
-export function nextEvent(controller: Controller, predicate: (event: EngineEvent) => boolean, what = 'an engine event', timeoutMs = 60_000): Promise<EngineEvent> {
+export function nextEvent(
+  controller: Controller,
+  predicate: (event: EngineEvent) => boolean,
+  what = 'an engine event',
+  timeoutMs = 60_000,
+): Promise<EngineEvent> {
   return new Promise((resolvePromise, reject) => {
     const timer = setTimeout(() => {
       sub.dispose();

@@ -62,7 +62,8 @@ export function scoredDataProblem(data: ScoredData): { loc: (string | number)[];
   if (n === 0) return { loc: ['tokens'], msg: 'empty group' };
   if (data.masks.length !== n) return { loc: ['masks'], msg: `${data.masks.length} masks for ${n} sequences` };
   if (data.scores.length !== n) return { loc: ['scores'], msg: `${data.scores.length} scores for ${n} sequences` };
-  if (data.messages && data.messages.length !== n) return { loc: ['messages'], msg: `${data.messages.length} message lists for ${n} sequences` };
+  if (data.messages && data.messages.length !== n)
+    return { loc: ['messages'], msg: `${data.messages.length} message lists for ${n} sequences` };
   for (let i = 0; i < n; i++) {
     const tokens = data.tokens[i] as number[];
     const masks = data.masks[i] as number[];
@@ -77,17 +78,24 @@ export function scoredDataProblem(data: ScoredData): { loc: (string | number)[];
     if (trained === 0) return { loc: ['masks', i], msg: 'no completion token to train on' };
     // Prompt first, completion after: no masked position after a trained one.
     const firstTrained = masks.findIndex((m) => m !== -100);
-    if (masks.slice(firstTrained).some((m) => m === -100)) return { loc: ['masks', i], msg: 'a masked position after the completion started' };
+    if (masks.slice(firstTrained).some((m) => m === -100))
+      return { loc: ['masks', i], msg: 'a masked position after the completion started' };
     if (data.inference_logprobs) {
       const lp = data.inference_logprobs[i];
-      if (!lp || lp.length !== tokens.length) return { loc: ['inference_logprobs', i], msg: `logprob length ${lp?.length ?? 0} != token length ${tokens.length}` };
+      if (!lp || lp.length !== tokens.length)
+        return { loc: ['inference_logprobs', i], msg: `logprob length ${lp?.length ?? 0} != token length ${tokens.length}` };
       for (let j = 0; j < tokens.length; j++) {
         const v = lp[j] as number;
-        if (masks[j] === -100 ? v !== 1.0 : !(v <= 0)) return { loc: ['inference_logprobs', i, j], msg: `logprob ${v} at a ${masks[j] === -100 ? 'prompt (want 1.0)' : 'completion (want <= 0)'} position` };
+        if (masks[j] === -100 ? v !== 1.0 : !(v <= 0))
+          return {
+            loc: ['inference_logprobs', i, j],
+            msg: `logprob ${v} at a ${masks[j] === -100 ? 'prompt (want 1.0)' : 'completion (want <= 0)'} position`,
+          };
       }
     }
   }
-  if (data.inference_logprobs && data.inference_logprobs.length !== n) return { loc: ['inference_logprobs'], msg: 'one logprob list per sequence' };
+  if (data.inference_logprobs && data.inference_logprobs.length !== n)
+    return { loc: ['inference_logprobs'], msg: 'one logprob list per sequence' };
   return null;
 }
 
@@ -177,7 +185,22 @@ interface AppState {
 }
 
 function freshState(): AppState {
-  return { hasQueue: false, registered: false, started: false, batchSize: -1, maxTokenLen: -1, step: 0, numSteps: -1, checkpointDir: '', checkpointInterval: 0, queue: [], currBatch: [], buffer: new Map(), envs: null, latest: null };
+  return {
+    hasQueue: false,
+    registered: false,
+    started: false,
+    batchSize: -1,
+    maxTokenLen: -1,
+    step: 0,
+    numSteps: -1,
+    checkpointDir: '',
+    checkpointInterval: 0,
+    queue: [],
+    currBatch: [],
+    buffer: new Map(),
+    envs: null,
+    latest: null,
+  };
 }
 
 /** atropos' find_groups_summing_to_target: FIFO first, then any subset (earliest indices preferred). */
@@ -330,7 +353,16 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
     if (!trainer || server.isClosed) return;
     const begin = () => {
       if (server.isClosed) return;
-      registerTrainer({ wandb_group: 'test', wandb_project: 'test', batch_size: trainer.batchSize, max_token_len: 32768, checkpoint_dir: '', save_checkpoint_interval: 0, starting_step: lastTrainerStep, num_steps: 1000 });
+      registerTrainer({
+        wandb_group: 'test',
+        wandb_project: 'test',
+        batch_size: trainer.batchSize,
+        max_token_len: 32768,
+        checkpoint_dir: '',
+        save_checkpoint_interval: 0,
+        starting_step: lastTrainerStep,
+        num_steps: 1000,
+      });
       const poll = () => {
         if (!server.isUp) return;
         const before = state.step;
@@ -378,7 +410,15 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
         state.envs ??= [];
         const sameName = state.envs.filter((e) => e.desired_name === body.desired_name).length;
         const id = state.envs.length;
-        state.envs.push({ max_context_len: body.max_token_length, weight: body.weight, desired_name: body.desired_name, real_name: `${body.desired_name}_${sameName}`, registered_id: id, connected: true, group_size: body.group_size });
+        state.envs.push({
+          max_context_len: body.max_token_length,
+          weight: body.weight,
+          desired_name: body.desired_name,
+          real_name: `${body.desired_name}_${sameName}`,
+          registered_id: id,
+          connected: true,
+          group_size: body.group_size,
+        });
         return sendJson(res, 200, {
           status: 'success',
           env_id: id,
@@ -399,7 +439,11 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
         return sendJson(res, 200, { status: 'success' });
       }
       case 'GET /info':
-        return sendJson(res, 200, state.registered ? { batch_size: state.batchSize, max_token_len: state.maxTokenLen } : { batch_size: -1, max_token_len: -1 });
+        return sendJson(
+          res,
+          200,
+          state.registered ? { batch_size: state.batchSize, max_token_len: state.maxTokenLen } : { batch_size: -1, max_token_len: -1 },
+        );
       case 'GET /batch': {
         const b = batch();
         if (!b) return sendJson(res, 200, { status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
@@ -408,7 +452,21 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
       }
       case 'GET /latest_example':
         counters.latestExampleRequests++;
-        return sendJson(res, 200, state.latest ?? { tokens: [], masks: [], scores: [], advantages: [], ref_logprobs: [], generation_params: [], inference_logprobs: [], messages: [], images: [] });
+        return sendJson(
+          res,
+          200,
+          state.latest ?? {
+            tokens: [],
+            masks: [],
+            scores: [],
+            advantages: [],
+            ref_logprobs: [],
+            generation_params: [],
+            inference_logprobs: [],
+            messages: [],
+            images: [],
+          },
+        );
       case 'GET /status':
         return sendJson(res, 200, { current_step: state.registered ? state.step : 0, queue_size: state.queue.length });
       case 'GET /status-env': {
@@ -417,9 +475,9 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
         if (!body) return;
         const env = state.envs?.[body.env_id];
         // The real server raises AttributeError / IndexError (no envs, an unknown env, e.g. after a restart): 500.
-        if (!env || !state.envs) return res.writeHead(500, { 'content-type': 'text/plain' }), void res.end('Internal Server Error');
+        if (!env || !state.envs) return (res.writeHead(500, { 'content-type': 'text/plain' }), void res.end('Internal Server Error'));
         const total = state.envs.filter((e) => e.connected).reduce((a, e) => a + e.max_context_len * Math.max(0, e.weight), 0);
-        if (total === 0) return res.writeHead(500, { 'content-type': 'text/plain' }), void res.end('Internal Server Error');
+        if (total === 0) return (res.writeHead(500, { 'content-type': 'text/plain' }), void res.end('Internal Server Error'));
         let groupSize = env.group_size;
         let own = 0;
         let others = 0;
@@ -449,7 +507,14 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
       case 'POST /scored_data_list': {
         const body = parseBody(res, text, z.array(ScoredDataSchema));
         if (!body) return;
-        for (const data of body) received.push({ data, at: Date.now(), epoch: server.epoch, status: takeScored(data).status, problem: describeProblem(scoredDataProblem(data)) });
+        for (const data of body)
+          received.push({
+            data,
+            at: Date.now(),
+            epoch: server.epoch,
+            status: takeScored(data).status,
+            problem: describeProblem(scoredDataProblem(data)),
+          });
         return sendJson(res, 200, { status: 'received', groups_processed: body.length });
       }
       case 'POST /scored_data': {
@@ -459,9 +524,19 @@ export async function startAtroposTestServer(options: AtroposTestServerOptions =
         const data = parseBody(res, text, ScoredDataSchema, refused);
         if (!data) return;
         const taken = takeScored(data);
-        received.push({ data, at: Date.now(), epoch: server.epoch, status: taken.status, problem: describeProblem(scoredDataProblem(data)) });
+        received.push({
+          data,
+          at: Date.now(),
+          epoch: server.epoch,
+          status: taken.status,
+          problem: describeProblem(scoredDataProblem(data)),
+        });
         if (server.afterStore(fault, req, res)) return;
-        return sendJson(res, 200, taken.status === 'buffered' ? { status: 'buffered', buffer_size: taken.bufferSize } : { status: 'received' });
+        return sendJson(
+          res,
+          200,
+          taken.status === 'buffered' ? { status: 'buffered', buffer_size: taken.bufferSize } : { status: 'received' },
+        );
       }
       default:
         return sendJson(res, 404, { detail: 'Not Found' });

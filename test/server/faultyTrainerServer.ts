@@ -108,7 +108,11 @@ export function parseBody<T>(res: ServerResponse, text: string, schema: z.ZodTyp
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     refused?.push({ status: 422, body: json });
-    sendValidationError(res, (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))), issue?.message ?? 'invalid');
+    sendValidationError(
+      res,
+      (issue?.path ?? []).map((p) => (typeof p === 'number' ? p : String(p))),
+      issue?.message ?? 'invalid',
+    );
     return null;
   }
   return parsed.data;
@@ -291,7 +295,11 @@ export class FaultyTrainerServer {
    * and the outage methods; close() first runs `stopTimers` (the server's simulated trainer).
    */
   expose<T extends FaultyTrainerApi>(api: T, getters: { [K in keyof T]?: () => T[K] }, stopTimers: () => void): void {
-    const properties: PropertyDescriptorMap = { url: { get: () => this.url }, port: { get: () => this.port }, epoch: { get: () => this.epoch } };
+    const properties: PropertyDescriptorMap = {
+      url: { get: () => this.url },
+      port: { get: () => this.port },
+      epoch: { get: () => this.epoch },
+    };
     for (const [name, get] of Object.entries(getters)) properties[name] = { get: get as () => unknown };
     Object.defineProperties(api, properties);
     const methods: Pick<FaultyTrainerApi, 'goDown' | 'comeUp' | 'downFor' | 'restart' | 'close'> = {

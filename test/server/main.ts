@@ -2,7 +2,16 @@
 //   node --import tsx test/server/main.ts --port 8000 [--latency-ms N] [--fault-rate R] ...
 // Prints the base URL as the first line of stdout; stops on SIGINT / SIGTERM.
 import { parseArgs } from 'node:util';
-import { FAULT_KINDS, SERVER_MODES, startTestServer, type FaultKind, type ReasoningMode, type ScriptStep, type ServerMode, type TestServerOptions } from './openaiTestServer';
+import {
+  FAULT_KINDS,
+  SERVER_MODES,
+  startTestServer,
+  type FaultKind,
+  type ReasoningMode,
+  type ScriptStep,
+  type ServerMode,
+  type TestServerOptions,
+} from './openaiTestServer';
 
 const USAGE = `Usage: node --import tsx test/server/main.ts [options]
   --port N                 port (default 8000; 0: any free port)
@@ -37,7 +46,10 @@ function number(flag: string, value: string | undefined, fallback: number): numb
 function kinds(flag: string, value: string | undefined, allowOk: boolean): ScriptStep[] | undefined {
   if (value === undefined) return undefined;
   const allowed: readonly string[] = allowOk ? ['ok', ...FAULT_KINDS] : FAULT_KINDS;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) if (!allowed.includes(item)) fail(`${flag}: unknown kind "${item}" (one of ${allowed.join(', ')}).`);
   return items as ScriptStep[];
 }

@@ -132,9 +132,7 @@ export interface TestServer {
 const ContentPart = z.object({ type: z.string(), text: z.string().optional() });
 const ChatRequest = z.object({
   model: z.string(),
-  messages: z
-    .array(z.object({ role: z.string(), content: z.union([z.string(), z.array(ContentPart), z.null()]) }))
-    .min(1),
+  messages: z.array(z.object({ role: z.string(), content: z.union([z.string(), z.array(ContentPart), z.null()]) })).min(1),
   n: z.number().int().min(1).max(1024).nullish(),
   seed: z.number().int().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
@@ -203,11 +201,19 @@ function unavailableBody(mode: ServerMode): Record<string, unknown> {
 }
 
 /** The context-length 400 of each server, word for word; null when the request fits. */
-export function contextLengthError(mode: ServerMode, promptTokens: number, maxTokens: number | null, maxModelLen: number): { message: string; param: string | null } | null {
+export function contextLengthError(
+  mode: ServerMode,
+  promptTokens: number,
+  maxTokens: number | null,
+  maxModelLen: number,
+): { message: string; param: string | null } | null {
   if (mode === 'sglang') {
     // tokenizer_manager.py _validate_one_request: >= on both checks.
     if (promptTokens >= maxModelLen) {
-      return { message: `The input (${promptTokens} tokens) is longer than the model's context length (${maxModelLen} tokens).`, param: null };
+      return {
+        message: `The input (${promptTokens} tokens) is longer than the model's context length (${maxModelLen} tokens).`,
+        param: null,
+      };
     }
     if (maxTokens !== null && promptTokens + maxTokens >= maxModelLen) {
       return {
@@ -284,7 +290,15 @@ function buildChoice(
   lastUser: string,
   seed: number,
   maxTokens: number,
-  options: { mode: ServerMode; reasoning: ReasoningMode; truncate: boolean; noDiff: boolean; abort: boolean; tokenIds: boolean; logprobs: boolean },
+  options: {
+    mode: ServerMode;
+    reasoning: ReasoningMode;
+    truncate: boolean;
+    noDiff: boolean;
+    abort: boolean;
+    tokenIds: boolean;
+    logprobs: boolean;
+  },
 ): BuiltChoice {
   const proposal = proposeAnswer(options.noDiff ? '' : lastUser, seed);
   const answer = options.noDiff
@@ -318,7 +332,15 @@ function buildChoice(
       content = options.mode === 'sglang' ? '' : null;
     }
   }
-  const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [] };
+  const message: Record<string, unknown> = {
+    role: 'assistant',
+    content,
+    refusal: null,
+    annotations: null,
+    audio: null,
+    function_call: null,
+    tool_calls: [],
+  };
   if (options.reasoning === 'reasoning_content') message.reasoning_content = reasoning;
   if (options.reasoning === 'reasoning') message.reasoning = reasoning;
 
@@ -364,8 +386,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const timers = new Set<NodeJS.Timeout>();
   let closing = false;
 
-  const sendError = (res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}, param: string | null = null) =>
-    sendJson(res, status, errorBody(mode, status, type, message, param), headers);
+  const sendError = (
+    res: ServerResponse,
+    status: number,
+    type: string,
+    message: string,
+    headers: Record<string, string> = {},
+    param: string | null = null,
+  ) => sendJson(res, status, errorBody(mode, status, type, message, param), headers);
 
   const delay = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -396,7 +424,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const parsed = TokenizeRequest.safeParse(json);
     if (!parsed.success) return sendError(res, 400, 'BadRequestError', 'Invalid request: send {model, messages} or {model, prompt}.');
     const text =
-      'messages' in parsed.data ? renderPrompt(parsed.data.messages.map((m) => ({ role: m.role, content: textOf(m.content) }))) : parsed.data.prompt;
+      'messages' in parsed.data
+        ? renderPrompt(parsed.data.messages.map((m) => ({ role: m.role, content: textOf(m.content) })))
+        : parsed.data.prompt;
     const ids = tokenize(text);
     tokenizeRecords.push(ids.length);
     sendJson(res, 200, { count: ids.length, max_model_len: maxModelLen, tokens: ids, token_strs: null });
@@ -539,7 +569,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         prompt_tokens_details: null,
       },
     };
-    if (mode === 'vllm') Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
+    if (mode === 'vllm')
+      Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });
     if (mode === 'old-vllm') Object.assign(reply, { prompt_logprobs: null, kv_transfer_params: null });
     if (options.weightVersion !== undefined && options.weightVersion !== null) {
       reply.metadata = { weight_version: options.weightVersion };

@@ -145,19 +145,38 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
         group.push(item);
         data.set(key, group);
         const identity = `${key}\u0000${String(item.uid)}`;
-        received.push({ item, at: Date.now(), epoch: server.epoch, problem: checked.success ? null : (checked.error.issues[0]?.message ?? 'bad shape'), repeat: seenWrites.has(identity) });
+        received.push({
+          item,
+          at: Date.now(),
+          epoch: server.epoch,
+          problem: checked.success ? null : (checked.error.issues[0]?.message ?? 'bad shape'),
+          repeat: seenWrites.has(identity),
+        });
         seenWrites.add(identity);
         if (server.afterStore(fault, req, res)) return;
-        return sendJson(res, 200, { success: true, message: 'Data has been successfully written to buffer', data: { data: [item], meta_info: 'write to buffer' } });
+        return sendJson(res, 200, {
+          success: true,
+          message: 'Data has been successfully written to buffer',
+          data: { data: [item], meta_info: 'write to buffer' },
+        });
       }
       case 'POST /get_rollout_data': {
         const groups = read(false);
-        if (groups.length === 0) return sendJson(res, 200, { success: false, message: 'No data available to read', data: { data: [], meta_info: {} } });
+        if (groups.length === 0)
+          return sendJson(res, 200, { success: false, message: 'No data available to read', data: { data: [], meta_info: {} } });
         const items = groups.flat();
-        return sendJson(res, 200, { success: true, message: `Successfully read ${items.length} items`, data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } } });
+        return sendJson(res, 200, {
+          success: true,
+          message: `Successfully read ${items.length} items`,
+          data: { data: items, meta_info: { total_samples: items.length, num_groups: groups.length, finished_groups: [] } },
+        });
       }
       case 'POST /start_rollout': {
-        const body = parseBody(res, text, z.looseObject({ task_type: z.string(), num_repeat_per_sample: z.union([z.string(), z.number()]) }));
+        const body = parseBody(
+          res,
+          text,
+          z.looseObject({ task_type: z.string(), num_repeat_per_sample: z.union([z.string(), z.number()]) }),
+        );
         if (!body) return;
         // A background task in the real buffer: only a known generator replaces the buffer.
         if (options.generators?.includes(body.task_type)) {
@@ -168,7 +187,13 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
       }
       case 'GET /get_model_info':
         if (!options.trainer) return sendJson(res, 404, { detail: 'Not Found' });
-        return sendJson(res, 200, { model_path: 'test-model', tokenizer_path: 'test-model', is_generation: true, preferred_sampling_params: null, weight_version: String(weightVersion) });
+        return sendJson(res, 200, {
+          model_path: 'test-model',
+          tokenizer_path: 'test-model',
+          is_generation: true,
+          preferred_sampling_params: null,
+          weight_version: String(weightVersion),
+        });
       default:
         return sendJson(res, 404, { detail: 'Not Found' });
     }
@@ -187,7 +212,14 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
 
   server.expose(
     api,
-    { received: () => received, refused: () => refused, pulled: () => pulled, weightVersion: () => weightVersion, groupSize: () => groupSize, held: () => data },
+    {
+      received: () => received,
+      refused: () => refused,
+      pulled: () => pulled,
+      weightVersion: () => weightVersion,
+      groupSize: () => groupSize,
+      held: () => data,
+    },
     () => {
       if (trainerTimer) clearInterval(trainerTimer);
     },

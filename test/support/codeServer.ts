@@ -23,7 +23,6 @@ export function codeServerBinary(): string {
   return CODE_SERVER;
 }
 
-
 /** A fresh workspace holding a copy of tasks/<taskName> (at tasks/<taskName>) and these workspace settings. */
 export function taskWorkspace(prefix: string, taskName: string, settings: Record<string, unknown>): string {
   const workspace = mkdtempSync(join(tmpdir(), prefix));
@@ -87,15 +86,20 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
 
   const port = options.port ?? (await freePort());
   const args = [
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${port}`,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
     '--disable-getting-started-override',
-    '--config', join(stateDir, 'config.yaml'),
-    '--user-data-dir', userDataDir,
-    '--extensions-dir', extensionsDir,
+    '--config',
+    join(stateDir, 'config.yaml'),
+    '--user-data-dir',
+    userDataDir,
+    '--extensions-dir',
+    extensionsDir,
     '--ignore-last-opened',
     options.workspace,
   ];
@@ -240,7 +244,10 @@ export async function quickOpenFile(page: Page, relativePath: string): Promise<v
 /** Opens a program through Quick Open and waits until its EVOLVE-BLOCK is on screen. */
 export async function openProgram(page: Page, relativePath: string): Promise<void> {
   await quickOpenFile(page, relativePath);
-  await page.locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+  await page
+    .locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' })
+    .first()
+    .waitFor({ state: 'visible', timeout: 30_000 });
 }
 
 /** A mocha afterEach hook: a screenshot named after the failed test, to see what the page showed. */
@@ -267,7 +274,12 @@ export function stepOf(statusText: string): number {
   return match ? Number(match[1]) : -1;
 }
 
-export async function waitForStatusBarText(page: Page, text: string, until: (value: string) => boolean = () => true, timeoutMs = 120_000): Promise<string> {
+export async function waitForStatusBarText(
+  page: Page,
+  text: string,
+  until: (value: string) => boolean = () => true,
+  timeoutMs = 120_000,
+): Promise<string> {
   const item = page.locator('.statusbar-item', { hasText: text }).first();
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -46,10 +46,14 @@ async function main(): Promise<number> {
   }
   const report = JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
   for (const t of report.tests) {
-    console.log(`  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}${t.durationMs !== undefined && t.durationMs >= 1000 ? ` (${t.durationMs} ms)` : ''}`);
+    console.log(
+      `  ${t.state === 'passed' ? '✔' : t.state === 'skipped' ? '-' : '✘'} ${t.title}${t.durationMs !== undefined && t.durationMs >= 1000 ? ` (${t.durationMs} ms)` : ''}`,
+    );
     if (t.error) console.log(`      ${t.error.split('\n').slice(0, 8).join('\n      ')}`);
   }
-  console.log(`\nin-host (code-server): ${report.passes} passed, ${report.failures} failed${report.skipped ? `, ${report.skipped} skipped` : ''}`);
+  console.log(
+    `\nin-host (code-server): ${report.passes} passed, ${report.failures} failed${report.skipped ? `, ${report.skipped} skipped` : ''}`,
+  );
   return report.failures > 0 || report.passes === 0 ? 1 : 0;
 }
 

@@ -37,12 +37,12 @@ export interface SlurmCluster {
 /** Why no cluster can be started here, or null when it can. */
 export function slurmUnavailableReason(): string | null {
   for (const tool of [...DAEMONS, ...CLIENTS]) {
-    if (!findExecutable(tool, SBIN_PATH)) return `${tool} is not installed (Debian: apt-get install slurmctld slurmd slurm-client munge; scripts/setup.sh does)`;
+    if (!findExecutable(tool, SBIN_PATH))
+      return `${tool} is not installed (Debian: apt-get install slurmctld slurmd slurm-client munge; scripts/setup.sh does)`;
   }
   if (process.getuid?.() !== 0) return 'slurmd must run as root to start jobs (the test cluster runs its daemons as child processes)';
   return null;
 }
-
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
@@ -102,7 +102,18 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
     const made = await run('mungekey', ['-c', '-k', key], env);
     if (made.code !== 0) throw new Error(`mungekey failed: ${made.stderr.trim()}`);
     const socket = join(dir, 'munge', 'munge.socket');
-    started('munged', ['-F', `--socket=${socket}`, `--key-file=${key}`, `--pid-file=${join(dir, 'munge', 'munged.pid')}`, `--log-file=${join(logDir, 'munged.log')}`, `--seed-file=${join(dir, 'munge', 'seed')}`], 'munged.out');
+    started(
+      'munged',
+      [
+        '-F',
+        `--socket=${socket}`,
+        `--key-file=${key}`,
+        `--pid-file=${join(dir, 'munge', 'munged.pid')}`,
+        `--log-file=${join(logDir, 'munged.log')}`,
+        `--seed-file=${join(dir, 'munge', 'seed')}`,
+      ],
+      'munged.out',
+    );
 
     const host = hostname().split('.')[0] as string;
     const [ctldPort, slurmdPort] = [await freePort(), await freePort()];
@@ -153,14 +164,20 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
       if (dead) throw new Error(`${String(dead.spawnfile)} exited during start-up:\n${await logTail(logDir)}`);
       const info = await client('sinfo', ['-h', '-o', '%T']);
       if (info.code === 0 && info.stdout.trim() === 'idle') break;
-      if (Date.now() > deadline) throw new Error(`the SLURM test cluster was not idle within ${READY_TIMEOUT_MS / 1000} s (sinfo: ${info.stdout.trim() || info.stderr.trim()}):\n${await logTail(logDir)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the SLURM test cluster was not idle within ${READY_TIMEOUT_MS / 1000} s (sinfo: ${info.stdout.trim() || info.stderr.trim()}):\n${await logTail(logDir)}`,
+        );
       await delay(50);
     }
 
     const queuedJobs = async (): Promise<string[]> => {
       const out = await client('squeue', ['-h', '-r', '-o', '%i']);
       if (out.code !== 0) throw new Error(`squeue failed: ${out.stderr.trim()}`);
-      return out.stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+      return out.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
     };
     return {
       dir,

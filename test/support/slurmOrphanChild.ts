@@ -27,6 +27,8 @@ void (async () => {
     runtimeLimitSec: 120,
   });
   for (const value of [1, 2]) {
-    void evaluator.evaluate(`import time\ntime.sleep(100)\nprint(${value})\n`, { onSubmitted: (id) => process.stdout.write(`submitted ${id}\n`) });
+    void evaluator.evaluate(`import time\ntime.sleep(100)\nprint(${value})\n`, {
+      onSubmitted: (id) => process.stdout.write(`submitted ${id}\n`),
+    });
   }
 })();

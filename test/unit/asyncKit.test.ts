@@ -122,7 +122,10 @@ describe('async: retry budget', () => {
     const budget = new RetryBudget({ backoff, random: () => 0 });
     for (let i = 0; i < 50; i++) budget.take();
     assert.equal(budget.canRetry, true);
-    assert.equal(budget.delayMs(), backoffDelayMs(50, backoff, () => 0));
+    assert.equal(
+      budget.delayMs(),
+      backoffDelayMs(50, backoff, () => 0),
+    );
   });
 
   it('waits what the other side asked for, capped and jittered up to 10%, instead of the backoff', () => {
@@ -167,7 +170,10 @@ describe('network error descriptions', () => {
 
   it('falls back to the innermost telling message, then to "connection failed"', () => {
     const inner = withCode('certificate has expired', 'CERT_HAS_EXPIRED');
-    assert.equal(describeNetworkError(new Error('Connection error.', { cause: new TypeError('fetch failed', { cause: inner }) })), 'certificate has expired');
+    assert.equal(
+      describeNetworkError(new Error('Connection error.', { cause: new TypeError('fetch failed', { cause: inner }) })),
+      'certificate has expired',
+    );
     assert.equal(describeNetworkError(new Error('socket hang up')), 'socket hang up');
     assert.equal(describeNetworkError(new Error('Connection error.', { cause: new TypeError('fetch failed') })), 'connection failed');
     assert.equal(describeNetworkError('not an error'), 'connection failed');

@@ -33,7 +33,18 @@ function cli(args: string[], cwd: string): Promise<Run> {
   });
 }
 
-const PARENT = ['import sys', 'LIMIT = 5', '# EVOLVE-BLOCK-START', 'def f():', '    a = 1.5', '    b = 2', '    return a * b', '# EVOLVE-BLOCK-END', 'print(f())', ''].join('\n');
+const PARENT = [
+  'import sys',
+  'LIMIT = 5',
+  '# EVOLVE-BLOCK-START',
+  'def f():',
+  '    a = 1.5',
+  '    b = 2',
+  '    return a * b',
+  '# EVOLVE-BLOCK-END',
+  'print(f())',
+  '',
+].join('\n');
 const block = (s: string, r: string): string => `<<<<<<< SEARCH\n${s}\n=======\n${r}\n>>>>>>> REPLACE\n`;
 
 describe('cli: thetaevolve apply', function () {
@@ -73,7 +84,10 @@ describe('cli: thetaevolve apply', function () {
     assert.equal(applied.status, 'applied');
     assert.equal(applied.applied, 1);
     assert.equal(applied.child, PARENT.replace('a = 1.5', 'a = 1.75'), 'the block inside <think> is ignored');
-    assert.deepEqual(applied.skipped.map((s) => [s.index, s.reason, s.search]), [[1, 'no_match', '    c = 3']]);
+    assert.deepEqual(
+      applied.skipped.map((s) => [s.index, s.reason, s.search]),
+      [[1, 'no_match', '    c = 3']],
+    );
     assert.match(applied.skipped[0]?.detail ?? '', /matches no lines/);
 
     assert.deepEqual([nodiff.status, nodiff.child, nodiff.applied, nodiff.skipped], ['no_diff_blocks', null, 0, []]);
@@ -93,23 +107,68 @@ describe('cli: thetaevolve apply', function () {
   });
 
   it('applies the section 3 robustness cases byte for byte (diffRobustness.test.ts has them at unit level)', async () => {
-    const parser = ['# EVOLVE-BLOCK-START', 'def answer_of(text):', "    if '<think>' in text:", '        return text', '    return text.strip()', '# EVOLVE-BLOCK-END', ''].join('\n');
+    const parser = [
+      '# EVOLVE-BLOCK-START',
+      'def answer_of(text):',
+      "    if '<think>' in text:",
+      '        return text',
+      '    return text.strip()',
+      '# EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
     const readme = ['# Usage', '<!-- EVOLVE-BLOCK-START -->', '```bash', 'make run', '```', '<!-- EVOLVE-BLOCK-END -->', ''].join('\n');
     const mixed = 'import os\r\n# EVOLVE-BLOCK-START\nx = 1\r\ny = 2\n# EVOLVE-BLOCK-END\r\nprint(x)';
-    const twoRegions = ['// EVOLVE-BLOCK-START', 'const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;', '// EVOLVE-BLOCK-END', ''].join('\n');
+    const twoRegions = [
+      '// EVOLVE-BLOCK-START',
+      'const a = 1;',
+      '// EVOLVE-BLOCK-END',
+      'const fixed = 0;',
+      '// EVOLVE-BLOCK-START',
+      'const b = 2;',
+      '// EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
     const cases: { name: string; parent: [string, string]; response: string; child: string | null }[] = [
       {
         name: 'think-in-code',
         parent: ['parser.py', parser],
         response: `<think>plan</think>\n${block("    if '<think>' in text:\n        return text", "    if '</think>' in text:\n        return text.split('</think>')[-1]")}`,
-        child: parser.replace("    if '<think>' in text:\n        return text", "    if '</think>' in text:\n        return text.split('</think>')[-1]"),
+        child: parser.replace(
+          "    if '<think>' in text:\n        return text",
+          "    if '</think>' in text:\n        return text.split('</think>')[-1]",
+        ),
       },
-      { name: 'markdown-fences', parent: ['readme.md', readme], response: block('```bash\nmake run\n```', '```sh\nmake run\n```'), child: readme.replace('```bash', '```sh') },
+      {
+        name: 'markdown-fences',
+        parent: ['readme.md', readme],
+        response: block('```bash\nmake run\n```', '```sh\nmake run\n```'),
+        child: readme.replace('```bash', '```sh'),
+      },
       { name: 'mixed-endings', parent: ['mixed.py', mixed], response: block('y = 2', 'y = 3'), child: mixed.replace('y = 2', 'y = 3') },
-      { name: 'marker-context', parent: ['parent.py', PARENT], response: block('# EVOLVE-BLOCK-START\ndef f():', '# EVOLVE-BLOCK-START\ndef f(k=2):'), child: PARENT.replace('def f():', 'def f(k=2):') },
-      { name: 'two-regions', parent: ['two.js', twoRegions], response: `${block('const a = 1;', 'const a = 10;')}\n${block('const b = 2;', 'const b = 20;')}`, child: twoRegions.replace('a = 1', 'a = 10').replace('b = 2', 'b = 20') },
-      { name: 'blank-before-divider', parent: ['parent.py', PARENT], response: block('    a = 1.5\n', '    a = 2.5\n'), child: PARENT.replace('a = 1.5', 'a = 2.5') },
-      { name: 'unterminated', parent: ['parent.py', PARENT], response: `<<<<<<< SEARCH\n    a = 1.5\n=======\n    a = 0\n${block('    b = 2', '    b = 4')}`, child: PARENT.replace('b = 2', 'b = 4') },
+      {
+        name: 'marker-context',
+        parent: ['parent.py', PARENT],
+        response: block('# EVOLVE-BLOCK-START\ndef f():', '# EVOLVE-BLOCK-START\ndef f(k=2):'),
+        child: PARENT.replace('def f():', 'def f(k=2):'),
+      },
+      {
+        name: 'two-regions',
+        parent: ['two.js', twoRegions],
+        response: `${block('const a = 1;', 'const a = 10;')}\n${block('const b = 2;', 'const b = 20;')}`,
+        child: twoRegions.replace('a = 1', 'a = 10').replace('b = 2', 'b = 20'),
+      },
+      {
+        name: 'blank-before-divider',
+        parent: ['parent.py', PARENT],
+        response: block('    a = 1.5\n', '    a = 2.5\n'),
+        child: PARENT.replace('a = 1.5', 'a = 2.5'),
+      },
+      {
+        name: 'unterminated',
+        parent: ['parent.py', PARENT],
+        response: `<<<<<<< SEARCH\n    a = 1.5\n=======\n    a = 0\n${block('    b = 2', '    b = 4')}`,
+        child: PARENT.replace('b = 2', 'b = 4'),
+      },
     ];
     for (const c of cases) {
       writeFileSync(path.join(dir, c.parent[0]), c.parent[1]);

@@ -52,7 +52,10 @@ describe('CLI input', () => {
     const other = path.resolve(__dirname, '../../tasks/hadamard-29');
     const { code, stderr } = await runCli(['run', other, '--sampler', 'mutate', '--steps', '1', '--db', db], dir);
     assert.equal(code, 1);
-    assert.match(stderr, /run\.sqlite is a run of the task 'circle-packing' \(.*circle-packing\), not of 'hadamard-29': resume it with its own task, or give another database/);
+    assert.match(
+      stderr,
+      /run\.sqlite is a run of the task 'circle-packing' \(.*circle-packing\), not of 'hadamard-29': resume it with its own task, or give another database/,
+    );
     assert.deepEqual(fs.readFileSync(db), before);
   });
 

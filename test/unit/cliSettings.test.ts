@@ -14,7 +14,6 @@ import { tempDir } from '../support/tempDirs';
 
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
 
-
 describe('CLI settings: --config, --set, flags', () => {
   let dir: string;
   beforeEach(() => (dir = tempDir('thetaevolve-cli-settings-')));
@@ -22,7 +21,18 @@ describe('CLI settings: --config, --set, flags', () => {
   const settingsOf = (argv: string[]) => settingsFromArgs(parseArgs(RUN_SPEC, [TASK_DIR, ...argv]), dir);
 
   it('reaches settings that have no flag, with or without the thetaevolve. prefix', () => {
-    const s = settingsOf(['--set', 'temperature=0.7', '--set', 'thetaevolve.topP=0.9', '--set', 'database.preset=small', '--set', 'lazyPenalty=false', '--set', 'trainer.mode=async']);
+    const s = settingsOf([
+      '--set',
+      'temperature=0.7',
+      '--set',
+      'thetaevolve.topP=0.9',
+      '--set',
+      'database.preset=small',
+      '--set',
+      'lazyPenalty=false',
+      '--set',
+      'trainer.mode=async',
+    ]);
     assert.equal(s.temperature, 0.7);
     assert.equal(s.topP, 0.9);
     assert.equal(s['database.preset'], 'small');
@@ -30,7 +40,7 @@ describe('CLI settings: --config, --set, flags', () => {
     assert.equal(s['trainer.mode'], 'async');
   });
 
-  it('reads a settings.json-like --config (comments, trailing commas, other extensions\' keys ignored); flags win over --set, which wins over --config', () => {
+  it("reads a settings.json-like --config (comments, trailing commas, other extensions' keys ignored); flags win over --set, which wins over --config", () => {
     writeFileSync(
       join(dir, 'settings.json'),
       '{\n  // as in VS Code\n  "thetaevolve.batchSize": 4, /* B */\n  "thetaevolve.samplesPerPrompt": 3,\n  "thetaevolve.maxTokens": 2048,\n  "editor.fontSize": 14,\n  "thetaevolve.endpoint": "http://gpu:8000/v1",\n}\n',
@@ -82,14 +92,42 @@ describe('CLI run --until-step and db --best', function () {
   beforeEach(() => (dir = tempDir('thetaevolve-cli-until-')));
 
   it('stops once step N is committed, counting the steps a resumed database already has', async () => {
-    const common = ['run', TASK_DIR, '--sampler', 'mutate', '--batch', '2', '--samples', '2', '--eval-concurrency', '2', '--db', 'run.sqlite', '--json', '--set', 'database.preset=small'];
+    const common = [
+      'run',
+      TASK_DIR,
+      '--sampler',
+      'mutate',
+      '--batch',
+      '2',
+      '--samples',
+      '2',
+      '--eval-concurrency',
+      '2',
+      '--db',
+      'run.sqlite',
+      '--json',
+      '--set',
+      'database.preset=small',
+    ];
     const first = await runCli([...common, '--until-step', '2'], dir);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(first.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [1, 2]);
+    assert.deepEqual(
+      first.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { step: number }).step),
+      [1, 2],
+    );
     // A requeued job runs the same command again with a higher target: it finishes the work, not N more steps.
     const again = await runCli([...common, '--until-step', '3'], dir);
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(again.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [3]);
+    assert.deepEqual(
+      again.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { step: number }).step),
+      [3],
+    );
     const done = await runCli([...common, '--until-step', '3'], dir);
     assert.equal(done.code, 0, done.stderr);
     assert.equal(done.stdout, '', 'nothing left to do');
@@ -102,7 +140,25 @@ describe('CLI run --until-step and db --best', function () {
   });
 
   it('db --best writes the best program to stdout or --output FILE', async () => {
-    const run = await runCli(['run', TASK_DIR, '--sampler', 'mutate', '--steps', '2', '--batch', '2', '--samples', '2', '--db', 'run.sqlite', '--set', 'database.preset=small'], dir);
+    const run = await runCli(
+      [
+        'run',
+        TASK_DIR,
+        '--sampler',
+        'mutate',
+        '--steps',
+        '2',
+        '--batch',
+        '2',
+        '--samples',
+        '2',
+        '--db',
+        'run.sqlite',
+        '--set',
+        'database.preset=small',
+      ],
+      dir,
+    );
     assert.equal(run.code, 0, run.stderr);
     const db = await ProgramDatabase.openReadOnly(join(dir, 'run.sqlite'));
     const best = db.best();

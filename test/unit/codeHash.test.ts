@@ -18,7 +18,9 @@ describe('codeHash: comment stripping', () => {
     ].join('\n');
     assert.equal(
       stripComments(code, 'py'),
-      ['x = 1', 'url = "http://a.b/#frag"', "s = 'it\\'s # not a comment'", 'doc = """', '# kept: inside a docstring', '"""', 'y = 2'].join('\n'),
+      ['x = 1', 'url = "http://a.b/#frag"', "s = 'it\\'s # not a comment'", 'doc = """', '# kept: inside a docstring', '"""', 'y = 2'].join(
+        '\n',
+      ),
     );
   });
 

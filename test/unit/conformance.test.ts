@@ -81,7 +81,13 @@ describe('conformance: published reference solutions', function () {
       this.skip();
     }
     dir = tempDir('te-conformance-');
-    for (const name of ['circle-packing', 'circle-packing-strict', 'first-autocorrelation', 'second-autocorrelation', 'third-autocorrelation']) {
+    for (const name of [
+      'circle-packing',
+      'circle-packing-strict',
+      'first-autocorrelation',
+      'second-autocorrelation',
+      'third-autocorrelation',
+    ]) {
       tasks[name] = await loadTask(join(TASKS, name));
     }
   });
@@ -94,10 +100,19 @@ describe('conformance: published reference solutions', function () {
 
   it('the README lists every reference solution', () => {
     const expectations = readExpectations();
-    for (const file of ['CirclePacking', 'FirstAutoCorrIneq', 'SecondAutoCorrIneq', 'SecondAutoCorrIneq_alphaevolve_v2_50k', 'ThirdAutoCorrIneq']) {
+    for (const file of [
+      'CirclePacking',
+      'FirstAutoCorrIneq',
+      'SecondAutoCorrIneq',
+      'SecondAutoCorrIneq_alphaevolve_v2_50k',
+      'ThirdAutoCorrIneq',
+    ]) {
       const entries = JSON.parse(readFileSync(join(REFERENCE, `${file}.json`), 'utf8')) as ReferenceEntry[];
       for (const entry of entries) {
-        assert.ok(expectations.some((e) => e.file === file && e.name === entry.name), `${file} ${entry.name} is not in the README table`);
+        assert.ok(
+          expectations.some((e) => e.file === file && e.name === entry.name),
+          `${file} ${entry.name} is not in the README table`,
+        );
       }
     }
     assert.ok(expectations.length >= 21);
@@ -115,7 +130,11 @@ describe('conformance: published reference solutions', function () {
       assert.equal(solution.radii.length, expected.n);
       // Five evaluations of this solution side by side: three tolerances, then the two bundled tasks as they are.
       const [results, ownTask, ownStrict] = await Promise.all([
-        Promise.all(CIRCLE_TOLERANCES.map((tolerance, i) => score({ ...task, variables: { ...task.variables, tolerance } }, solution, `circles-${i}.json`))),
+        Promise.all(
+          CIRCLE_TOLERANCES.map((tolerance, i) =>
+            score({ ...task, variables: { ...task.variables, tolerance } }, solution, `circles-${i}.json`),
+          ),
+        ),
         score(task, solution, 'circles-task.json'),
         score(strict, solution, 'circles-strict.json'),
       ]);
@@ -125,7 +144,10 @@ describe('conformance: published reference solutions', function () {
         if (shouldBeValid === null) return; // the README does not say
         assert.equal(result.status, shouldBeValid ? 'ok' : 'invalid_solution', `${entry.name} at tolerance ${tolerance}: ${result.reason}`);
         if (shouldBeValid) {
-          assert.ok(relativeError(result.objective as number, expected.objective) <= 1e-9, `${entry.name}: ${result.objective} vs ${expected.objective}`);
+          assert.ok(
+            relativeError(result.objective as number, expected.objective) <= 1e-9,
+            `${entry.name}: ${result.objective} vs ${expected.objective}`,
+          );
           assert.equal(result.score, result.objective);
         } else {
           assert.equal(result.score, -0.1);
@@ -190,7 +212,12 @@ describe('conformance: evaluators reject what they must', function () {
       check('circle-packing', JSON.stringify({ centers: grid, radii }), 'ok', /^$/),
       check('circle-packing', JSON.stringify({ centers: grid.slice(1), radii }), 'invalid_solution', /26 \[x, y\] pairs/),
       check('circle-packing', JSON.stringify({ centers: grid, radii: [-0.01, ...radii.slice(1)] }), 'invalid_solution', /negative radius/),
-      check('circle-packing', JSON.stringify({ centers: grid, radii: [0.2, ...radii.slice(1)] }), 'invalid_solution', /not inside the unit square|overlap/),
+      check(
+        'circle-packing',
+        JSON.stringify({ centers: grid, radii: [0.2, ...radii.slice(1)] }),
+        'invalid_solution',
+        /not inside the unit square|overlap/,
+      ),
       check('circle-packing', JSON.stringify({ centers: grid, radii: [true, ...radii.slice(1)] }), 'invalid_solution', /not a number/),
       check('circle-packing', '[1, 2', 'no_solution', /not readable JSON/),
     ]);
@@ -221,8 +248,18 @@ describe('conformance: evaluators reject what they must', function () {
     const result = await check('hadamard-29', JSON.stringify({ matrix: jMinus2I }), 'ok', /^$/);
     assert.equal(result.metrics.abs_determinant, String(27n * 2n ** 28n));
     assert.equal(result.objective, 27 / (7 ** 12 * 342));
-    await check('hadamard-29', JSON.stringify({ matrix: Array.from({ length: n }, () => Array(n).fill(1)) }), 'invalid_solution', /singular/);
-    await check('hadamard-29', JSON.stringify({ matrix: [[2, ...Array(n - 1).fill(1)], ...jMinus2I.slice(1)] }), 'invalid_solution', /\+1 or -1/);
+    await check(
+      'hadamard-29',
+      JSON.stringify({ matrix: Array.from({ length: n }, () => Array(n).fill(1)) }),
+      'invalid_solution',
+      /singular/,
+    );
+    await check(
+      'hadamard-29',
+      JSON.stringify({ matrix: [[2, ...Array(n - 1).fill(1)], ...jMinus2I.slice(1)] }),
+      'invalid_solution',
+      /\+1 or -1/,
+    );
     await check('hadamard-29', JSON.stringify({ matrix: jMinus2I.slice(1) }), 'invalid_solution', /29 rows/);
   });
 });
@@ -242,7 +279,7 @@ describe('conformance: initial programs', function () {
     'hadamard-29': { objective: 0.1433, within: 0.001 },
   };
 
-  it('each evaluates ok in the sandbox, near the paper\'s initial score', async () => {
+  it("each evaluates ok in the sandbox, near the paper's initial score", async () => {
     const results = await Promise.all(
       Object.keys(expected).map(async (name) => {
         const task = await loadTask(join(TASKS, name));

@@ -95,15 +95,30 @@ describe('dashboard data: objective display', () => {
       max.add(stepFrom(i + 1, [o]));
     });
     const round = (v: number | null) => (v === null ? null : Number(v.toFixed(9)));
-    assert.deepEqual(min.view().points.map((p) => round(p.bestSoFar)), [2.0, 1.8, 1.8, 1.7, 1.7]);
-    assert.deepEqual(max.view().points.map((p) => p.bestSoFar), [2.0, 2.0, 2.0, 2.0, 2.5]);
+    assert.deepEqual(
+      min.view().points.map((p) => round(p.bestSoFar)),
+      [2.0, 1.8, 1.8, 1.7, 1.7],
+    );
+    assert.deepEqual(
+      max.view().points.map((p) => p.bestSoFar),
+      [2.0, 2.0, 2.0, 2.0, 2.5],
+    );
     assert.equal(min.best, 1.7);
   });
 });
 
 describe('dashboard data: per-step points', () => {
   it('groups outcomes into the stacked bars and counts evaluations', () => {
-    const input = stepFrom(3, [1, 2, 3], { no_diff: 1, no_change: 2, duplicate: 3, no_solution: 4, timeout: 5, invalid_solution: 6, request_failed: 7, evaluation_failed: 8 });
+    const input = stepFrom(3, [1, 2, 3], {
+      no_diff: 1,
+      no_change: 2,
+      duplicate: 3,
+      no_solution: 4,
+      timeout: 5,
+      invalid_solution: 6,
+      request_failed: 7,
+      evaluation_failed: 8,
+    });
     const point = stepPoint(input, 'maximize', null);
     assert.deepEqual(point.outcomes, [1, 5, 9, 6, 3, 7, 8]);
     assert.equal(point.outcomes.length, OUTCOME_GROUPS.length);
@@ -134,7 +149,11 @@ describe('dashboard data: per-step points', () => {
     assert.equal(m.samples, a.samples + b.samples);
     assert.equal(m.totalMs, 2000);
     assert.equal(m.completionTokens, a.completionTokens + b.completionTokens);
-    const minMerged = mergePoints(stepPoint(stepFrom(1, [1 / 2]), 'minimize', null), stepPoint(stepFrom(2, [1 / 3]), 'minimize', null), 'minimize');
+    const minMerged = mergePoints(
+      stepPoint(stepFrom(1, [1 / 2]), 'minimize', null),
+      stepPoint(stepFrom(2, [1 / 3]), 'minimize', null),
+      'minimize',
+    );
     assert.equal(minMerged.best, 2, 'the better objective of a minimise task is the lower');
   });
 });
@@ -155,9 +174,16 @@ describe('dashboard data: bucketing long runs', () => {
     assert.ok(view.points.length <= 100, `${view.points.length} points`);
     assert.ok(view.points.length > 50);
     assert.equal(view.bucketSteps, 16);
-    for (const p of view.points) assert.equal(Math.floor(p.step / 16), Math.floor(p.lastStep / 16), 'a bucket never crosses an aligned boundary');
-    assert.equal(view.points.reduce((a, p) => a + p.samples, 0), samples);
-    assert.equal(view.points.reduce((a, p) => a + p.steps, 0), 1000);
+    for (const p of view.points)
+      assert.equal(Math.floor(p.step / 16), Math.floor(p.lastStep / 16), 'a bucket never crosses an aligned boundary');
+    assert.equal(
+      view.points.reduce((a, p) => a + p.samples, 0),
+      samples,
+    );
+    assert.equal(
+      view.points.reduce((a, p) => a + p.steps, 0),
+      1000,
+    );
     assert.equal(view.points[view.points.length - 1]?.bestSoFar, best);
     assert.equal(Math.max(...view.points.map((p) => p.best ?? 0)), best);
   });
@@ -172,8 +198,15 @@ describe('dashboard data: bucketing long runs', () => {
   it('1,000 steps and 10,000 scores shape quickly', () => {
     const model = new DashboardModel();
     model.setRun({
-      runId: 'r', taskName: 't', taskTitle: 'T', direction: 'maximize', targetValue: 3,
-      source: { kind: 'llm', label: 'x' }, batchSize: 32, samplesPerPrompt: 16, resumedFromStep: null,
+      runId: 'r',
+      taskName: 't',
+      taskTitle: 'T',
+      direction: 'maximize',
+      targetValue: 3,
+      source: { kind: 'llm', label: 'x' },
+      batchSize: 32,
+      samplesPerPrompt: 16,
+      resumedFromStep: null,
     });
     const started = performance.now();
     const scores = Array.from({ length: 10 }, (_, i) => 1 + i / 10);
@@ -220,9 +253,15 @@ describe('dashboard data: heat maps and histogram', () => {
 
   it('database view: objective ranges for a minimise task, compact for 10 islands x 32 x 32 cells', () => {
     const cells: DashboardDatabaseInput['mapElites']['islands'][number]['cells'] = [];
-    for (let i = 0; i < 32 * 32; i++) cells.push({ cell: i, scoreBin: Math.floor(i / 32), lengthBin: i % 32, id: `c${i}`, score: 0.5 + (i % 97) / 200 });
+    for (let i = 0; i < 32 * 32; i++)
+      cells.push({ cell: i, scoreBin: Math.floor(i / 32), lengthBin: i % 32, id: `c${i}`, score: 0.5 + (i % 97) / 200 });
     const input: DashboardDatabaseInput = {
-      lastStep: 9, programs: 10000, populationSize: 10000, hashIndexSize: 12000, currentIsland: 3, best: { id: 'b', score: 0.98 },
+      lastStep: 9,
+      programs: 10000,
+      populationSize: 10000,
+      hashIndexSize: 12000,
+      currentIsland: 3,
+      best: { id: 'b', score: 0.98 },
       islands: Array.from({ length: 10 }, (_, island) => ({ island, size: 1000, generation: 9, best: { id: `b${island}`, score: 0.5 } })),
       mapElites: {
         features: ['score', 'codeLength'],
@@ -237,7 +276,10 @@ describe('dashboard data: heat maps and histogram', () => {
     assert.equal(view.islands[0]?.best, 2);
     assert.equal(view.archive.worst, 2);
     assert.ok(Math.abs((view.archive.best as number) - 1 / 0.98) < 1e-12);
-    assert.equal(view.histogram?.counts.reduce((a, b) => a + b, 0), 3);
+    assert.equal(
+      view.histogram?.counts.reduce((a, b) => a + b, 0),
+      3,
+    );
     const bytes = JSON.stringify({ type: 'database', database: view }).length;
     assert.ok(bytes < 40_000, `${bytes} bytes per database message`);
     assert.equal(parseHostMessage(JSON.parse(JSON.stringify({ type: 'database', database: view }))).type, 'database');
@@ -248,8 +290,15 @@ describe('dashboard data: the model', () => {
   it('labels the source, the direction and the run facts', () => {
     const model = new DashboardModel();
     const m = model.setRun({
-      runId: 'r', taskName: 'ac', taskTitle: 'Autocorrelation', direction: 'minimize', targetValue: 1.5029,
-      source: { kind: 'mutate', label: 'offline mutate sampler (no model)' }, batchSize: 8, samplesPerPrompt: 4, resumedFromStep: 40,
+      runId: 'r',
+      taskName: 'ac',
+      taskTitle: 'Autocorrelation',
+      direction: 'minimize',
+      targetValue: 1.5029,
+      source: { kind: 'mutate', label: 'offline mutate sampler (no model)' },
+      batchSize: 8,
+      samplesPerPrompt: 4,
+      resumedFromStep: 40,
     });
     assert.equal(m.type, 'snapshot');
     const run = model.snapshot().run;
@@ -261,8 +310,15 @@ describe('dashboard data: the model', () => {
   it('summary and best card in the objective; the histogram counts evaluated valid programs unless the database gives scores', () => {
     const model = new DashboardModel();
     model.setRun({
-      runId: 'r', taskName: 't', taskTitle: 'T', direction: 'minimize', targetValue: null,
-      source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null, resumedFromStep: null,
+      runId: 'r',
+      taskName: 't',
+      taskTitle: 'T',
+      direction: 'minimize',
+      targetValue: null,
+      source: { kind: 'llm', label: 'x' },
+      batchSize: null,
+      samplesPerPrompt: null,
+      resumedFromStep: null,
     });
     const msg = model.addStep({ ...stepFrom(1, [0.5, 0.25]), bestEver: 0.5 }) as Extract<HostMessage, { type: 'step' }>;
     assert.equal(msg.summary.bestEver, 2);
@@ -270,9 +326,19 @@ describe('dashboard data: the model', () => {
     assert.equal(msg.point.best, 2);
     model.addValidScores([0.5, 0.25, -0.2]);
     const db: DashboardDatabaseInput = {
-      lastStep: 1, programs: 2, populationSize: 70, hashIndexSize: 2, currentIsland: 0, best: { id: 'a', score: 0.5 },
+      lastStep: 1,
+      programs: 2,
+      populationSize: 70,
+      hashIndexSize: 2,
+      currentIsland: 0,
+      best: { id: 'a', score: 0.5 },
       islands: [{ island: 0, size: 2, generation: 1, best: { id: 'a', score: 0.5 } }],
-      mapElites: { features: ['score', 'codeLength'], bins: 10, ranges: { score: null, codeLength: null }, islands: [{ island: 0, occupied: 0, cells: [] }] },
+      mapElites: {
+        features: ['score', 'codeLength'],
+        bins: 10,
+        ranges: { score: null, codeLength: null },
+        islands: [{ island: 0, occupied: 0, cells: [] }],
+      },
       archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
       migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
     };
@@ -281,13 +347,31 @@ describe('dashboard data: the model', () => {
     assert.deepEqual([evaluated.database.histogram?.min, evaluated.database.histogram?.max], [2, 4]);
     const inDb = model.setDatabase(db, [0.5, -0.1]) as Extract<HostMessage, { type: 'database' }>;
     assert.match(inDb.database.histogram?.label ?? '', /in the database \(1\)/);
-    const best = model.setBest({ id: 'a', step: 1, score: 0.5, objective: null, lineageDepth: 3, parentId: null }) as Extract<HostMessage, { type: 'best' }>;
+    const best = model.setBest({ id: 'a', step: 1, score: 0.5, objective: null, lineageDepth: 3, parentId: null }) as Extract<
+      HostMessage,
+      { type: 'best' }
+    >;
     assert.equal(best.best?.objective, 2);
     // A new run clears the old one's data but keeps the trainer state.
-    model.setTrainer({ enabled: true, state: 'ready', protocol: 'atropos', url: 'u', lastAckPolicyVersion: '3', groupsSent: 1, message: '' });
+    model.setTrainer({
+      enabled: true,
+      state: 'ready',
+      protocol: 'atropos',
+      url: 'u',
+      lastAckPolicyVersion: '3',
+      groupsSent: 1,
+      message: '',
+    });
     model.setRun({
-      runId: 'r2', taskName: 't', taskTitle: 'T', direction: 'maximize', targetValue: null,
-      source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null, resumedFromStep: null,
+      runId: 'r2',
+      taskName: 't',
+      taskTitle: 'T',
+      direction: 'maximize',
+      targetValue: null,
+      source: { kind: 'llm', label: 'x' },
+      batchSize: null,
+      samplesPerPrompt: null,
+      resumedFromStep: null,
     });
     const snap = model.snapshot();
     assert.equal(snap.series.points.length, 0);
@@ -321,7 +405,10 @@ describe('dashboard data: the RL card', () => {
     assert.equal(ready.groupsSent, 40);
     assert.equal(ready.lastAckPolicyVersion, '3');
     assert.match(ready.message, /trainer step 3; 2 pending/);
-    assert.match(trainerView({ ...base, queuedGroups: 4, droppedGroups: 1 }).message, /2 pending, 4 queued for the trainer, 1 short group\(s\) dropped/);
+    assert.match(
+      trainerView({ ...base, queuedGroups: 4, droppedGroups: 1 }).message,
+      /2 pending, 4 queued for the trainer, 1 short group\(s\) dropped/,
+    );
     assert.equal(trainerView({ ...base, waiting: true }).state, 'waiting');
     const failing = trainerView({ ...base, connected: false, lastError: 'HTTP 503' });
     assert.equal(failing.state, 'error');
@@ -343,15 +430,31 @@ describe('dashboard data: the RL card', () => {
 });
 
 describe('dashboard data: the run card says what the score and the sandbox can be trusted for', () => {
-  const base = { runId: 'r', taskName: 't', taskTitle: 'T', direction: 'maximize' as const, targetValue: null, source: { kind: 'llm' as const, label: 'm at s' }, batchSize: 2, samplesPerPrompt: 2, resumedFromStep: null };
+  const base = {
+    runId: 'r',
+    taskName: 't',
+    taskTitle: 'T',
+    direction: 'maximize' as const,
+    targetValue: null,
+    source: { kind: 'llm' as const, label: 'm at s' },
+    batchSize: 2,
+    samplesPerPrompt: 2,
+    resumedFromStep: null,
+  };
 
-  it('a score from another system\'s folder is marked not protected; a weak sandbox is a warning', () => {
+  it("a score from another system's folder is marked not protected; a weak sandbox is a warning", () => {
     assert.equal(runView(base).scoreWarning, undefined);
     assert.equal(runView(base).isolation, undefined);
     assert.equal(runView({ ...base, scoreUnprotected: IN_SANDBOX_TRUST_REASON }).scoreWarning, IN_SANDBOX_TRUST_REASON);
-    const full = runView({ ...base, isolation: { kind: 'bwrap', summary: 'bwrap + seccomp + cgroup', missing: [], weak: false, warning: null } });
+    const full = runView({
+      ...base,
+      isolation: { kind: 'bwrap', summary: 'bwrap + seccomp + cgroup', missing: [], weak: false, warning: null },
+    });
     assert.deepEqual(full.isolation, { text: 'sandbox: bwrap + seccomp + cgroup', weak: false });
-    const weak = runView({ ...base, isolation: { kind: 'fallback', summary: 'fallback', missing: ['bwrap was not found'], weak: true, warning: 'w' } });
+    const weak = runView({
+      ...base,
+      isolation: { kind: 'fallback', summary: 'fallback', missing: ['bwrap was not found'], weak: true, warning: 'w' },
+    });
     assert.equal(weak.isolation?.weak, true);
     assert.match(weak.isolation?.text ?? '', /weaker than the full sandbox: bwrap was not found/);
   });
@@ -361,22 +464,64 @@ describe('dashboard data: the SLURM queue and the inference servers', () => {
   it('the feed turns evaluation_queue and endpoint_servers events into the backend view, each keeping the other', () => {
     const model = new DashboardModel();
     const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));
-    feed.handle({ type: 'evaluation_queue', time: 1, backend: 'slurm', pending: 12, running: 16, done: 480, lost: 1, failed: 0, queueWaitMsP50: 3200, schedulerCalls: 40 }, undefined);
+    feed.handle(
+      {
+        type: 'evaluation_queue',
+        time: 1,
+        backend: 'slurm',
+        pending: 12,
+        running: 16,
+        done: 480,
+        lost: 1,
+        failed: 0,
+        queueWaitMsP50: 3200,
+        schedulerCalls: 40,
+      },
+      undefined,
+    );
     assert.equal(model.snapshot().backend?.queue, 'SLURM: 12 pending, 16 running, 480 done, 1 lost; queue wait 3.2 s');
     feed.handle(
       {
         type: 'endpoint_servers',
         time: 2,
         servers: [
-          { baseURL: 'http://gpu1:8000/v1', healthy: true, outstanding: 3, requests: 100, failures: 0, samples: 100, completionTokens: 5000, tokensPerSecond: 250, latencyMsP50: 900, lastError: null },
-          { baseURL: 'http://gpu2:8000/v1', healthy: false, outstanding: 0, requests: 7, failures: 7, samples: 0, completionTokens: 0, tokensPerSecond: 0, latencyMsP50: null, lastError: 'connect ECONNREFUSED\u001b[31m' },
+          {
+            baseURL: 'http://gpu1:8000/v1',
+            healthy: true,
+            outstanding: 3,
+            requests: 100,
+            failures: 0,
+            samples: 100,
+            completionTokens: 5000,
+            tokensPerSecond: 250,
+            latencyMsP50: 900,
+            lastError: null,
+          },
+          {
+            baseURL: 'http://gpu2:8000/v1',
+            healthy: false,
+            outstanding: 0,
+            requests: 7,
+            failures: 7,
+            samples: 0,
+            completionTokens: 0,
+            tokensPerSecond: 0,
+            latencyMsP50: null,
+            lastError: 'connect ECONNREFUSED\u001b[31m',
+          },
         ],
       },
       undefined,
     );
     const backend = model.snapshot().backend;
     assert.equal(backend?.queue, 'SLURM: 12 pending, 16 running, 480 done, 1 lost; queue wait 3.2 s', 'the queue is kept');
-    assert.deepEqual(backend?.servers.map((s) => [s.url, s.healthy, s.tokensPerSecond]), [['http://gpu1:8000/v1', true, 250], ['http://gpu2:8000/v1', false, 0]]);
+    assert.deepEqual(
+      backend?.servers.map((s) => [s.url, s.healthy, s.tokensPerSecond]),
+      [
+        ['http://gpu1:8000/v1', true, 250],
+        ['http://gpu2:8000/v1', false, 0],
+      ],
+    );
     assert.equal(backend?.servers[1]?.lastError, 'connect ECONNREFUSED[31m', 'server errors are shown without control characters');
     // The page's reducer keeps what the messages say.
     const page = reduceDashboardState(emptyDashboardState(), model.setBackend({ queue: null }));

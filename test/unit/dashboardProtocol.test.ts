@@ -82,14 +82,29 @@ describe('dashboard protocol', () => {
     const model = new DashboardModel();
     const messages: HostMessage[] = [
       model.setRun({
-        runId: 'r1', taskName: 't', taskTitle: 'T', direction: 'minimize', targetValue: 1.5,
-        source: { kind: 'mutate', label: 'offline mutate sampler (no model)' }, batchSize: 2, samplesPerPrompt: 5, resumedFromStep: null,
+        runId: 'r1',
+        taskName: 't',
+        taskTitle: 'T',
+        direction: 'minimize',
+        targetValue: 1.5,
+        source: { kind: 'mutate', label: 'offline mutate sampler (no model)' },
+        batchSize: 2,
+        samplesPerPrompt: 5,
+        resumedFromStep: null,
       }),
       model.addStep(step(1, 0.5)),
       model.addStep(step(2, null)),
       model.setBest({ id: 'p', step: 1, score: 0.5, objective: 2, lineageDepth: 1, parentId: 'q' }),
       model.setRunState({ state: 'paused', message: 'paused after step 2' }),
-      model.setTrainer({ enabled: true, state: 'ready', protocol: 'slime', url: 'http://t', lastAckPolicyVersion: '7', groupsSent: 4, message: '' }),
+      model.setTrainer({
+        enabled: true,
+        state: 'ready',
+        protocol: 'slime',
+        url: 'http://t',
+        lastAckPolicyVersion: '7',
+        groupsSent: 4,
+        message: '',
+      }),
       model.snapshotMessage(),
     ];
     for (const m of messages) {
@@ -107,8 +122,15 @@ describe('dashboard protocol', () => {
     };
     apply(
       model.setRun({
-        runId: 'r', taskName: 't', taskTitle: 'T', direction: 'maximize', targetValue: null,
-        source: { kind: 'llm', label: 'm at http://x/v1' }, batchSize: null, samplesPerPrompt: null, resumedFromStep: null,
+        runId: 'r',
+        taskName: 't',
+        taskTitle: 'T',
+        direction: 'maximize',
+        targetValue: null,
+        source: { kind: 'llm', label: 'm at http://x/v1' },
+        batchSize: null,
+        samplesPerPrompt: null,
+        resumedFromStep: null,
       }),
     );
     const kinds = new Set<string>();
@@ -148,11 +170,16 @@ describe('dashboard protocol', () => {
     assert.equal(parsed.step, 3);
     assert.equal((parsed as Record<string, unknown>).type, undefined);
     const snapshot: DatabaseSnapshot = {
-      lastStep: 3, programs: 4, populationSize: 70, hashIndexSize: 5, currentIsland: 1,
+      lastStep: 3,
+      programs: 4,
+      populationSize: 70,
+      hashIndexSize: 5,
+      currentIsland: 1,
       best: { id: 'a', score: 2 },
       islands: [{ island: 0, size: 4, generation: 3, best: { id: 'a', score: 2 } }],
       mapElites: {
-        features: ['score', 'codeLength'], bins: 10,
+        features: ['score', 'codeLength'],
+        bins: 10,
         ranges: { score: { min: -0.1, max: 2 }, codeLength: { min: 100, max: 200 } },
         islands: [{ island: 0, occupied: 1, cells: [{ cell: 95, scoreBin: 9, lengthBin: 5, id: 'a', score: 2 }] }],
       },
@@ -165,9 +192,10 @@ describe('dashboard protocol', () => {
   it('outcome groups cover every outcome exactly once, in penalty order', () => {
     const covered = OUTCOME_GROUPS.flatMap((g) => [...g.outcomes]);
     assert.deepEqual([...covered].sort(), [...OUTCOMES].sort());
-    assert.deepEqual(OUTCOME_GROUPS.map((g) => g.label), [
-      'no diff (-0.4)', 'no change / lazy (-0.3)', 'no solution (-0.2)', 'invalid (-0.1)', 'valid', 'request failed', 'evaluation failed',
-    ]);
+    assert.deepEqual(
+      OUTCOME_GROUPS.map((g) => g.label),
+      ['no diff (-0.4)', 'no change / lazy (-0.3)', 'no solution (-0.2)', 'invalid (-0.1)', 'valid', 'request failed', 'evaluation failed'],
+    );
   });
 
   it('rates are per second of step wall time, null for a zero-length step', () => {

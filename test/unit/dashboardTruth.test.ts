@@ -43,11 +43,35 @@ describe('dashboard numbers match `run --json` for the same run', function () {
   it('best, best so far, mean, percentiles, outcome counts, samples, tokens and database size per step', async () => {
     const cli = spawnSync(
       process.execPath,
-      ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', TASK_DIR, '--sampler', 'mutate', '--steps', String(STEPS), '--batch', '3', '--samples', '3', '--eval-concurrency', '2', '--seed', '5', '--db', join(scratch, 'cli.sqlite'), '--json'],
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'src/cli.ts'),
+        'run',
+        TASK_DIR,
+        '--sampler',
+        'mutate',
+        '--steps',
+        String(STEPS),
+        '--batch',
+        '3',
+        '--samples',
+        '3',
+        '--eval-concurrency',
+        '2',
+        '--seed',
+        '5',
+        '--db',
+        join(scratch, 'cli.sqlite'),
+        '--json',
+      ],
       { encoding: 'utf8', cwd: ROOT },
     );
     assert.equal(cli.status, 0, cli.stderr);
-    const lines = cli.stdout.trim().split('\n').map((l) => JSON.parse(l) as JsonLine);
+    const lines = cli.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as JsonLine);
     assert.equal(lines.length, STEPS);
 
     const host = new EngineHost({ workerFile: join(ROOT, 'src/worker/engineWorker.ts'), execArgv: ['--require', 'tsx/cjs'] });
@@ -56,13 +80,25 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     const dbFile = join(scratch, 'worker.sqlite');
     const queryErrors: string[] = [];
     try {
-      const feed = new DashboardFeed(modelSink(model), (q) => host.query(q), (what, message) => queryErrors.push(`${what}: ${message}`));
+      const feed = new DashboardFeed(
+        modelSink(model),
+        (q) => host.query(q),
+        (what, message) => queryErrors.push(`${what}: ${message}`),
+      );
       const closed = new Promise<void>((done, fail) => {
         host.on('runClosed', () => done());
         host.on('startFailed', (_id, message) => fail(new Error(message)));
       });
       host.on('event', (_id, event) => feed.handle(event, dbFile));
-      const settings = { ...defaultSettings(), sampler: 'mutate' as const, batchSize: 3, samplesPerPrompt: 3, evaluationConcurrency: 2, seed: 5, maxSteps: STEPS };
+      const settings = {
+        ...defaultSettings(),
+        sampler: 'mutate' as const,
+        batchSize: 3,
+        samplesPerPrompt: 3,
+        evaluationConcurrency: 2,
+        seed: 5,
+        maxSteps: STEPS,
+      };
       host.start({ runId: 'truth', dbFile, taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
       await closed;
       await feed.settled();
@@ -90,7 +126,11 @@ describe('dashboard numbers match `run --json` for the same run', function () {
       assert.equal(point.p90, line.p90, at);
       assert.equal(point.samples, line.samples, at);
       assert.equal(point.valid, line.counts.valid, at);
-      assert.equal(point.outcomes.reduce((a, b) => a + b, 0), line.samples, at);
+      assert.equal(
+        point.outcomes.reduce((a, b) => a + b, 0),
+        line.samples,
+        at,
+      );
       assert.equal(point.completionTokens, line.tokens.completion, at);
       assert.equal(typeof point.latencyMsP50, 'number', `${at}: the request latency chart has a point`);
     }
@@ -98,7 +138,10 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     assert.equal(summary.lastStep, last.step);
     assert.equal(summary.bestEver, last.best);
     assert.equal(summary.dbSize, last.dbSize);
-    assert.equal(summary.samples, lines.reduce((a, l) => a + l.samples, 0));
+    assert.equal(
+      summary.samples,
+      lines.reduce((a, l) => a + l.samples, 0),
+    );
 
     // After a reload the same run comes back from its database with the same numbers.
     const again = replayed.snapshot();
@@ -108,18 +151,29 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     );
     assert.equal(again.summary.bestEver, summary.bestEver);
     assert.equal(again.summary.elapsedMs, summary.elapsedMs, 'elapsed time is the same after a reload');
-    assert.match(again.database?.histogram?.label ?? '', /valid programs in the database/, 'the histogram shows the database\'s valid programs');
+    assert.match(
+      again.database?.histogram?.label ?? '',
+      /valid programs in the database/,
+      "the histogram shows the database's valid programs",
+    );
     assert.equal(again.best?.id, live.best?.id);
-    assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, 'the best program\'s lineage depth is the same after a reload');
-    assert.ok((live.best?.code ?? '').trim().length > 0, 'the best program\'s EVOLVE-BLOCK is shown');
+    assert.equal(again.best?.lineageDepth, live.best?.lineageDepth, "the best program's lineage depth is the same after a reload");
+    assert.ok((live.best?.code ?? '').trim().length > 0, "the best program's EVOLVE-BLOCK is shown");
     assert.ok(!(live.best?.code ?? '').includes('EVOLVE-BLOCK'), 'its content, without the markers');
     assert.equal(again.best?.code, live.best?.code);
   });
 });
 
-describe('dashboard: the best program\'s code as the page gets it', () => {
+describe("dashboard: the best program's code as the page gets it", () => {
   it('is the EVOLVE-BLOCK content as plain text: control characters removed, newlines and tabs kept, cut when long', () => {
-    const program = ['import x', '# EVOLVE-BLOCK-START', 'def f():', '\treturn "\u001b[2J\u001b[31mok\u009b"', '# EVOLVE-BLOCK-END', ''].join('\n');
+    const program = [
+      'import x',
+      '# EVOLVE-BLOCK-START',
+      'def f():',
+      '\treturn "\u001b[2J\u001b[31mok\u009b"',
+      '# EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
     assert.equal(bestCode(program), 'def f():\n\treturn "[2J[31mok"');
     const long = `# EVOLVE-BLOCK-START\n${'x = 1\n'.repeat(5000)}# EVOLVE-BLOCK-END\n`;
     assert.ok(bestCode(long).length <= BEST_CODE_MAX_CHARS + 4);

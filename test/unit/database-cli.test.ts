@@ -37,7 +37,12 @@ describe('thetaevolve db', () => {
     dir = tempDir('thetaevolve-dbcli-');
     const db = await ProgramDatabase.open(path.join(dir, 'run.sqlite'), { config: testConfig({ numIslands: 2 }) });
     const root = await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
-    await db.commitStep({ step: 1, children: [programWith(0.75, 120, root.id, 1, 'better'), programWith(-0.2, 90, root.id, 1, 'crashed')], stats: {}, engineState: null });
+    await db.commitStep({
+      step: 1,
+      children: [programWith(0.75, 120, root.id, 1, 'better'), programWith(-0.2, 90, root.id, 1, 'crashed')],
+      stats: {},
+      engineState: null,
+    });
     await db.close();
   });
 
@@ -59,9 +64,15 @@ describe('thetaevolve db', () => {
 
   it('reports a missing or foreign file as bad input, leaving it untouched', async () => {
     const { io } = captureIO(dir);
-    await assert.rejects(dbCommand(parseArgs(DB_SPEC, ['missing.sqlite']), io), (err: unknown) => err instanceof InputError && /no such run database/.test(err.message));
+    await assert.rejects(
+      dbCommand(parseArgs(DB_SPEC, ['missing.sqlite']), io),
+      (err: unknown) => err instanceof InputError && /no such run database/.test(err.message),
+    );
     fs.writeFileSync(path.join(dir, 'notes.sqlite'), 'not a database');
-    await assert.rejects(dbCommand(parseArgs(DB_SPEC, ['notes.sqlite']), io), (err: unknown) => err instanceof InputError && /not an SQLite file/.test(err.message) && !err.message.includes('\n'));
+    await assert.rejects(
+      dbCommand(parseArgs(DB_SPEC, ['notes.sqlite']), io),
+      (err: unknown) => err instanceof InputError && /not an SQLite file/.test(err.message) && !err.message.includes('\n'),
+    );
     assert.equal(fs.readFileSync(path.join(dir, 'notes.sqlite'), 'utf8'), 'not a database');
   });
 });

@@ -70,7 +70,8 @@ describe('program database: SIGKILL at random moments', function () {
         const maxReported = reported.length > 0 ? Math.max(...reported) : -1;
         assert.ok(db.lastStep >= maxReported, `round ${round} (seed ${seed}): last step ${db.lastStep} < reported ${maxReported}`);
         const steps = new Set(db.steps().map((s) => s.step));
-        for (const step of reported) if (step > 0) assert.ok(steps.has(step), `round ${round} (seed ${seed}): step ${step} was reported committed but is missing`);
+        for (const step of reported)
+          if (step > 0) assert.ok(steps.has(step), `round ${round} (seed ${seed}): step ${step} was reported committed but is missing`);
         if (db.lastStep >= 0) assert.ok(db.best());
         assert.equal(db.summary().steps, Math.max(0, db.lastStep));
         assert.deepEqual(db.engineState(), db.lastStep > 0 ? { nextStep: db.lastStep + 1 } : null);

@@ -87,7 +87,7 @@ describe('program database', () => {
   });
 
   describe('islands', () => {
-    it('seeds every island with the initial program and puts each child on its parent\'s island', async () => {
+    it("seeds every island with the initial program and puts each child on its parent's island", async () => {
       const db = await fresh(testConfig({ numIslands: 3, explorationRatio: 1, exploitationRatio: 0 }));
       const initial = await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
       assert.equal(initial.island, 0);
@@ -95,9 +95,15 @@ describe('program database', () => {
       assert.deepEqual(db.summary().islands, [1, 1, 1]);
       // Exploration only: the parents are the islands' own programs, in turn.
       const parents = db.sampleParents(3);
-      assert.deepEqual(parents.map((p) => p.island), [0, 1, 2]);
+      assert.deepEqual(
+        parents.map((p) => p.island),
+        [0, 1, 2],
+      );
       assert.equal(parents[1]?.migrantOf, initial.id);
-      const children = parents.flatMap((p, i) => [programWith(0.2 + i / 10, 120, p.id, 1, `child-${i}-a`), programWith(0.05, 130, p.id, 1, `child-${i}-b`)]);
+      const children = parents.flatMap((p, i) => [
+        programWith(0.2 + i / 10, 120, p.id, 1, `child-${i}-a`),
+        programWith(0.05, 130, p.id, 1, `child-${i}-b`),
+      ]);
       const { inserted } = await commit(db, children);
       for (const child of inserted) {
         const parent = parents.find((p) => p.id === child.parentId);
@@ -110,9 +116,15 @@ describe('program database', () => {
     it('takes turns across islands, continuing where the last step stopped', async () => {
       const db = await fresh(testConfig({ numIslands: 4, explorationRatio: 1, exploitationRatio: 0 }));
       await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
-      assert.deepEqual(db.sampleParents(6).map((p) => p.island), [0, 1, 2, 3, 0, 1]);
+      assert.deepEqual(
+        db.sampleParents(6).map((p) => p.island),
+        [0, 1, 2, 3, 0, 1],
+      );
       await commit(db, []);
-      assert.deepEqual(db.sampleParents(3).map((p) => p.island), [2, 3, 0]);
+      assert.deepEqual(
+        db.sampleParents(3).map((p) => p.island),
+        [2, 3, 0],
+      );
     });
   });
 
@@ -123,20 +135,28 @@ describe('program database', () => {
       const initial = await db.addInitial(programWith(0, 100, null, 0, 'low'));
       await commit(db, [programWith(1, 1000, initial.id, 1, 'high')]);
       const cellOf = (id: string) => db.stateSnapshot().mapElites.islands[0]?.cells.find((c) => c.id === id);
-      const { inserted: [first] } = await commit(db, [programWith(0.5, 550, initial.id, 2, 'mid')]);
+      const {
+        inserted: [first],
+      } = await commit(db, [programWith(0.5, 550, initial.id, 2, 'mid')]);
       assert.ok(first);
       const cell = cellOf(first.id);
       assert.deepEqual(cell && [cell.scoreBin, cell.lengthBin], [5, 5]);
-      const { inserted: [worse] } = await commit(db, [programWith(0.51, 560, initial.id, 3, 'mid-worse-than-nothing')]);
+      const {
+        inserted: [worse],
+      } = await commit(db, [programWith(0.51, 560, initial.id, 3, 'mid-worse-than-nothing')]);
       assert.ok(worse);
       // 0.51 > 0.5: same cell (5, 5), higher score: it takes the cell.
       assert.equal(cellOf(worse.id)?.cell, cell?.cell);
       assert.equal(cellOf(first.id), undefined);
-      const { inserted: [lower] } = await commit(db, [programWith(0.505, 555, initial.id, 4, 'mid-lower')]);
+      const {
+        inserted: [lower],
+      } = await commit(db, [programWith(0.505, 555, initial.id, 4, 'mid-lower')]);
       assert.ok(lower);
       assert.equal(cellOf(lower.id), undefined, 'a lower score does not replace the occupant');
       assert.equal(cellOf(worse.id)?.cell, cell?.cell);
-      const { inserted: [elsewhere] } = await commit(db, [programWith(0.05, 950, initial.id, 5, 'empty-cell')]);
+      const {
+        inserted: [elsewhere],
+      } = await commit(db, [programWith(0.05, 950, initial.id, 5, 'empty-cell')]);
       assert.ok(elsewhere);
       const other = cellOf(elsewhere.id);
       assert.deepEqual(other && [other.scoreBin, other.lengthBin], [0, 9], 'a low score still takes an empty cell');
@@ -211,16 +231,31 @@ describe('program database', () => {
   });
 
   describe('migration', () => {
-    it('copies each island\'s top fraction to its ring neighbours every interval', async () => {
-      const db = await fresh(testConfig({ numIslands: 3, migrationInterval: 2, migrationRate: 0.5, populationSize: 1000, explorationRatio: 1, exploitationRatio: 0 }));
+    it("copies each island's top fraction to its ring neighbours every interval", async () => {
+      const db = await fresh(
+        testConfig({
+          numIslands: 3,
+          migrationInterval: 2,
+          migrationRate: 0.5,
+          populationSize: 1000,
+          explorationRatio: 1,
+          exploitationRatio: 0,
+        }),
+      );
       const initial = await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
       const parents = db.sampleParents(3);
       // Long code: the copies of these carry it compressed, as stored.
-      await commit(db, parents.map((p, i) => programWith(1 + i, 3000, p.id, 1, `island-${p.island}`)));
+      await commit(
+        db,
+        parents.map((p, i) => programWith(1 + i, 3000, p.id, 1, `island-${p.island}`)),
+      );
       assert.equal(db.stateSnapshot().migrations.count, 0);
       assert.deepEqual(db.summary().islands, [2, 2, 2]);
       const parents2 = db.sampleParents(3);
-      const step2 = await commit(db, parents2.map((p, i) => programWith(0.01 + i / 1000, 100, p.id, 2, `filler-${i}`)));
+      const step2 = await commit(
+        db,
+        parents2.map((p, i) => programWith(0.01 + i / 1000, 100, p.id, 2, `filler-${i}`)),
+      );
       assert.equal(step2.inserted.length, 3);
       const snapshot = db.stateSnapshot();
       assert.equal(snapshot.migrations.count, 1);
@@ -244,7 +279,7 @@ describe('program database', () => {
       assert.equal(db.best()?.migrantOf, null);
     });
 
-    it('reports island sizes (the dashboard\'s island view) equal to the live programs of each island in the file, across migrations', async () => {
+    it("reports island sizes (the dashboard's island view) equal to the live programs of each island in the file, across migrations", async () => {
       const config = testConfig({ populationSize: 120, archiveSize: 20, numIslands: 4, migrationInterval: 3, migrationRate: 0.2 });
       const db = await fresh(config);
       await db.addInitial(programWith(0.1, 100, null, 0, 'initial'));
@@ -257,15 +292,25 @@ describe('program database', () => {
       try {
         const rows = file.exec('SELECT island, count(*) FROM programs WHERE alive = 1 GROUP BY island ORDER BY island')[0]?.values ?? [];
         const inFile = Array.from({ length: config.numIslands }, (_, island) => Number(rows.find((r) => r[0] === island)?.[1] ?? 0));
-        assert.deepEqual(snapshot.islands.map((i) => i.size), inFile);
+        assert.deepEqual(
+          snapshot.islands.map((i) => i.size),
+          inFile,
+        );
         assert.deepEqual(db.summary().islands, inFile);
-        assert.equal(inFile.reduce((a, b) => a + b, 0), snapshot.programs);
+        assert.equal(
+          inFile.reduce((a, b) => a + b, 0),
+          snapshot.programs,
+        );
         // Every migration copy sits on a ring neighbour of its source's island.
-        const copies = file.exec('SELECT c.island, s.island FROM programs c JOIN programs s ON c.migrant_of = s.id WHERE c.step > 0')[0]?.values ?? [];
+        const copies =
+          file.exec('SELECT c.island, s.island FROM programs c JOIN programs s ON c.migrant_of = s.id WHERE c.step > 0')[0]?.values ?? [];
         assert.ok(copies.length > 0, 'some copies of this run are still alive');
         for (const [copyIsland, sourceIsland] of copies) {
           const distance = Math.abs(Number(copyIsland) - Number(sourceIsland));
-          assert.ok(distance === 1 || distance === config.numIslands - 1, `copy on island ${copyIsland} of a program on island ${sourceIsland}`);
+          assert.ok(
+            distance === 1 || distance === config.numIslands - 1,
+            `copy on island ${copyIsland} of a program on island ${sourceIsland}`,
+          );
         }
         // The per-island best the view shows is the best live program of that island.
         for (const island of snapshot.islands) {
@@ -322,7 +367,10 @@ describe('program database', () => {
       const check = (observed: number, p: number, label: string) => {
         const expected = p * island0Turns;
         const sigma = Math.sqrt(island0Turns * p * (1 - p));
-        assert.ok(Math.abs(observed - expected) < 4 * sigma, `${label}: ${observed} draws, expected ${expected.toFixed(0)} +- ${(4 * sigma).toFixed(0)}`);
+        assert.ok(
+          Math.abs(observed - expected) < 4 * sigma,
+          `${label}: ${observed} draws, expected ${expected.toFixed(0)} +- ${(4 * sigma).toFixed(0)}`,
+        );
       };
       check(fromIsland0, 0.2 + 0.2 * 0.5, 'island 0');
       check(fromArchive, 0.6 + 0.2 * 0.1, 'archive');
@@ -363,8 +411,14 @@ describe('program database', () => {
       for (const turn of [0, 1]) {
         const n = turns[turn] as number;
         const within4Sigma = (observed: number, p: number): boolean => Math.abs(observed - p * n) < 4 * Math.sqrt(n * p * (1 - p));
-        assert.ok(within4Sigma(otherElite[turn] as number, 0.2 * 2 / 40), `island ${turn}: ${otherElite[turn]} of ${n} parents were the other island's elites`);
-        assert.ok(within4Sigma(ownElite[turn] as number, 0.6 + 0.2 * 2 / 40 + 0.2 * 2 / 20), `island ${turn}: ${ownElite[turn]} of ${n} parents were its own elites`);
+        assert.ok(
+          within4Sigma(otherElite[turn] as number, (0.2 * 2) / 40),
+          `island ${turn}: ${otherElite[turn]} of ${n} parents were the other island's elites`,
+        );
+        assert.ok(
+          within4Sigma(ownElite[turn] as number, 0.6 + (0.2 * 2) / 40 + (0.2 * 2) / 20),
+          `island ${turn}: ${ownElite[turn]} of ${n} parents were its own elites`,
+        );
       }
     });
 
@@ -377,8 +431,14 @@ describe('program database', () => {
       // Islands take turns, so each island gets one parent per step and 2 children: 31 programs each (its seed copy
       // included) when parents stay on their island. Exploitation draws from the whole archive put them all on island 0.
       const shares = sizes.map((size) => size / total);
-      assert.ok(Math.max(...shares) < 0.2, `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.max(...shares)).toFixed(0)}%`);
-      assert.ok(Math.min(...shares) > 0.04, `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.min(...shares)).toFixed(0)}%`);
+      assert.ok(
+        Math.max(...shares) < 0.2,
+        `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.max(...shares)).toFixed(0)}%`,
+      );
+      assert.ok(
+        Math.min(...shares) > 0.04,
+        `island sizes ${JSON.stringify(sizes)}: one island holds ${(100 * Math.min(...shares)).toFixed(0)}%`,
+      );
     });
 
     it('gives the same parents when called again before the next commit', async () => {
@@ -434,7 +494,10 @@ describe('program database', () => {
     it('keeps every field of a program, compressing long text, and the file reads with plain SQLite', async () => {
       const file = path.join(dir, 'fields.sqlite');
       const db = await reopen(file, testConfig());
-      const program = { ...syntheticProgram(Rng.fromSeed(5), 0, null, { codeChars: 3000, responseChars: 2000, reasoningChars: 1000 }), metrics: { a: 1, b: 'x', c: true, d: null } };
+      const program = {
+        ...syntheticProgram(Rng.fromSeed(5), 0, null, { codeChars: 3000, responseChars: 2000, reasoningChars: 1000 }),
+        metrics: { a: 1, b: 'x', c: true, d: null },
+      };
       const initial = await db.addInitial(program);
       const back = db.get(initial.id);
       assert.ok(back);
@@ -463,7 +526,9 @@ describe('program database', () => {
       const rng = Rng.fromSeed(2);
       const added: NewProgram[] = [];
       for (let step = 1; step <= 6; step++) {
-        const children = db.sampleParents(4).flatMap((p) => Array.from({ length: 5 }, () => syntheticProgram(rng, step, p.id, REALISTIC_SHAPE)));
+        const children = db
+          .sampleParents(4)
+          .flatMap((p) => Array.from({ length: 5 }, () => syntheticProgram(rng, step, p.id, REALISTIC_SHAPE)));
         added.push(...children);
         await commit(db, children);
       }
@@ -483,11 +548,17 @@ describe('program database', () => {
     it('lists ancestors and improvements for the tree view', async () => {
       const db = await fresh(testConfig({ numIslands: 1 }));
       const root = await db.addInitial(programWith(0.1, 100, null, 0, 'root'));
-      const { inserted: [a] } = await commit(db, [programWith(0.2, 100, root.id, 1, 'a')]);
+      const {
+        inserted: [a],
+      } = await commit(db, [programWith(0.2, 100, root.id, 1, 'a')]);
       assert.ok(a);
-      const { inserted: [b] } = await commit(db, [programWith(0.15, 100, a.id, 2, 'b')]);
+      const {
+        inserted: [b],
+      } = await commit(db, [programWith(0.15, 100, a.id, 2, 'b')]);
       assert.ok(b);
-      const { inserted: [c] } = await commit(db, [programWith(0.3, 100, b.id, 3, 'c')]);
+      const {
+        inserted: [c],
+      } = await commit(db, [programWith(0.3, 100, b.id, 3, 'c')]);
       assert.ok(c);
       assert.deepEqual(
         db.ancestors(c.id).map((p) => p.id),
@@ -497,7 +568,10 @@ describe('program database', () => {
         db.improvements().map((p) => p.id),
         [root.id, a.id, c.id],
       );
-      assert.deepEqual(db.steps().map((s) => s.step), [1, 2, 3]);
+      assert.deepEqual(
+        db.steps().map((s) => s.step),
+        [1, 2, 3],
+      );
       assert.equal(db.summary().steps, 3);
     });
 
@@ -518,7 +592,10 @@ describe('program database', () => {
   describe('foreign and corrupt files', () => {
     const expectRefused = async (file: string, pattern: RegExp) => {
       const before = fs.readFileSync(file);
-      await assert.rejects(ProgramDatabase.open(file, { config: testConfig() }), (err: unknown) => err instanceof DatabaseFileError && pattern.test(err.message));
+      await assert.rejects(
+        ProgramDatabase.open(file, { config: testConfig() }),
+        (err: unknown) => err instanceof DatabaseFileError && pattern.test(err.message),
+      );
       await assert.rejects(ProgramDatabase.openReadOnly(file), DatabaseFileError);
       assert.deepEqual(fs.readFileSync(file), before, 'the file is left untouched');
     };
@@ -535,7 +612,7 @@ describe('program database', () => {
     it('refuses an SQLite file of another program', async () => {
       const SQL = await loadSqlJs();
       const other = new SQL.Database();
-      other.run('CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES (\'magic\', \'someone-else\')');
+      other.run("CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('magic', 'someone-else')");
       const file = path.join(dir, 'other.sqlite');
       fs.writeFileSync(file, other.export());
       other.close();
@@ -596,7 +673,10 @@ describe('program database: lineage depth of a best', () => {
     assert.equal(db.lineageDepth(best.id), 3, 'b, a, root');
     assert.equal(db.ancestors(best.id).length, 3);
     // Better programs than a and b push them out of the population (their rows go: they were never bests).
-    await commit(db, [0.6, 0.61, 0.62, 0.63].map((score, i) => programWith(score, 100, root.id, 4, `later${i}`)));
+    await commit(
+      db,
+      [0.6, 0.61, 0.62, 0.63].map((score, i) => programWith(score, 100, root.id, 4, `later${i}`)),
+    );
     assert.ok(db.ancestors(best.id).length < 3, 'the evicted ancestors can no longer be walked');
     assert.equal(db.lineageDepth(best.id), 3, 'the depth it had stays');
     const readOnly = await ProgramDatabase.openReadOnly(file);

@@ -64,14 +64,20 @@ describe('diff: EVOLVE-BLOCK regions', () => {
 
     // Algorithm.md section 3: a file may hold several EVOLVE-BLOCK regions.
     const two = locateEvolveBlocks('// EVOLVE-BLOCK-START\na\n// EVOLVE-BLOCK-END\nb\n// EVOLVE-BLOCK-START\nc\n// EVOLVE-BLOCK-END\n');
-    assert.deepEqual(two.regions, [{ startLine: 0, endLine: 2 }, { startLine: 4, endLine: 6 }]);
+    assert.deepEqual(two.regions, [
+      { startLine: 0, endLine: 2 },
+      { startLine: 4, endLine: 6 },
+    ]);
     assert.deepEqual(two.problems, []);
   });
 
-  it('replaces a file\'s EVOLVE-BLOCK content with a program\'s, keeping the rest and CRLF', () => {
+  it("replaces a file's EVOLVE-BLOCK content with a program's, keeping the rest and CRLF", () => {
     const file = ['header', '// EVOLVE-BLOCK-START', 'old();', '// EVOLVE-BLOCK-END', 'footer'].join('\r\n');
     const program = ['other header', '# EVOLVE-BLOCK-START', 'new1();', 'new2();', '# EVOLVE-BLOCK-END', ''].join('\n');
-    assert.equal(replaceEvolveBlock(file, program), ['header', '// EVOLVE-BLOCK-START', 'new1();', 'new2();', '// EVOLVE-BLOCK-END', 'footer'].join('\r\n'));
+    assert.equal(
+      replaceEvolveBlock(file, program),
+      ['header', '// EVOLVE-BLOCK-START', 'new1();', 'new2();', '// EVOLVE-BLOCK-END', 'footer'].join('\r\n'),
+    );
     assert.equal(evolveBlockContent(program), 'new1();\nnew2();');
     assert.throws(() => replaceEvolveBlock('no markers', program), EvolveBlockError);
     assert.throws(() => replaceEvolveBlock(file, 'x'), /the program: no EVOLVE-BLOCK-START/);
@@ -89,7 +95,10 @@ describe('diff: parsing responses', () => {
     assert.equal(stripReasoning('a<think>b</think>c'), 'a<think>b</think>c');
     assert.equal(stripReasoning('  <think>b</think>c'), 'c');
     const real = parseDiffBlocks(`<think>${fake}</think>\nHere:\n${block(['    count = 10'], ['    count = 20'])}`);
-    assert.deepEqual(real.blocks.map((b) => b.search), [['    count = 10']]);
+    assert.deepEqual(
+      real.blocks.map((b) => b.search),
+      [['    count = 10']],
+    );
   });
 
   it('tolerates markdown fences around and inside blocks, and CRLF', () => {
@@ -97,7 +106,17 @@ describe('diff: parsing responses', () => {
     const parsed = parseDiffBlocks(fencedAround);
     assert.deepEqual(parsed.blocks, [{ index: 0, search: ['    count = 10'], replace: ['    count = 11'] }]);
     // Sections are kept as written (a literal match comes first); the fences are stripped when applying.
-    const fencedInside = ['<<<<<<< SEARCH', '```python', '    count = 10', '```', '=======', '```python', '    count = 12', '```', '>>>>>>> REPLACE'].join('\n');
+    const fencedInside = [
+      '<<<<<<< SEARCH',
+      '```python',
+      '    count = 10',
+      '```',
+      '=======',
+      '```python',
+      '    count = 12',
+      '```',
+      '>>>>>>> REPLACE',
+    ].join('\n');
     assert.deepEqual(parseDiffBlocks(fencedInside).blocks[0]?.replace, ['```python', '    count = 12', '```']);
     assert.equal(applyResponse(PARENT, fencedInside, { language: 'py' }).child, PARENT.replace('count = 10', 'count = 12'));
   });
@@ -142,7 +161,10 @@ describe('diff: applying responses', () => {
     const result = applyResponse(PARENT, response, { language: 'py' });
     assert.equal(result.status, 'applied');
     assert.equal(result.applied, 1);
-    assert.deepEqual(result.skipped.map((s) => [s.index, s.reason, s.search]), [[0, 'no_match', '    step = 0.2']]);
+    assert.deepEqual(
+      result.skipped.map((s) => [s.index, s.reason, s.search]),
+      [[0, 'no_match', '    step = 0.2']],
+    );
   });
 
   it('matches whitespace exactly', () => {
@@ -163,16 +185,30 @@ describe('diff: applying responses', () => {
     assert.match(outside.skipped[0]?.detail ?? '', /lines 2-2/);
 
     // An unchanged marker line as context is allowed (section 3); changing lines across it is not.
-    const acrossMarker = applyResponse(PARENT, block(['', '# EVOLVE-BLOCK-START', 'def solve():'], ['SCALE = 3', '# EVOLVE-BLOCK-START', 'def solve(x=1):']), { language: 'py' });
+    const acrossMarker = applyResponse(
+      PARENT,
+      block(['', '# EVOLVE-BLOCK-START', 'def solve():'], ['SCALE = 3', '# EVOLVE-BLOCK-START', 'def solve(x=1):']),
+      { language: 'py' },
+    );
     assert.equal(acrossMarker.status, 'outside_evolve_block');
-    const markerEdited = applyResponse(PARENT, block(['# EVOLVE-BLOCK-START', 'def solve():'], ['# EVOLVE-BLOCK-START (edited)', 'def solve(x=1):']), { language: 'py' });
+    const markerEdited = applyResponse(
+      PARENT,
+      block(['# EVOLVE-BLOCK-START', 'def solve():'], ['# EVOLVE-BLOCK-START (edited)', 'def solve(x=1):']),
+      { language: 'py' },
+    );
     assert.equal(markerEdited.skipped[0]?.reason, 'marker_in_replace');
 
-    const markerInReplace = applyResponse(PARENT, block(['    count = 10'], ['    count = 10', '# EVOLVE-BLOCK-END', 'SCALE = 9']), { language: 'py' });
+    const markerInReplace = applyResponse(PARENT, block(['    count = 10'], ['    count = 10', '# EVOLVE-BLOCK-END', 'SCALE = 9']), {
+      language: 'py',
+    });
     assert.equal(markerInReplace.status, 'outside_evolve_block');
     assert.equal(markerInReplace.skipped[0]?.reason, 'marker_in_replace');
 
-    const mixed = applyResponse(PARENT, [block(['SCALE = 2.0'], ['SCALE = 3.0']), block(['    count = 10'], ['    count = 12'])].join('\n'), { language: 'py' });
+    const mixed = applyResponse(
+      PARENT,
+      [block(['SCALE = 2.0'], ['SCALE = 3.0']), block(['    count = 10'], ['    count = 12'])].join('\n'),
+      { language: 'py' },
+    );
     assert.equal(mixed.status, 'applied');
     assert.equal(mixed.applied, 1);
     assert.ok(mixed.child?.includes('SCALE = 2.0'));
@@ -192,7 +228,7 @@ describe('diff: applying responses', () => {
     assert.ok(!result.child?.includes('count = 10'));
   });
 
-  it('tolerates CRLF in the parent and the response, and keeps the parent\'s line ends', () => {
+  it("tolerates CRLF in the parent and the response, and keeps the parent's line ends", () => {
     const parentCrlf = PARENT.replace(/\n/g, '\r\n');
     const response = block(['    count = 10'], ['    count = 15']).replace(/\n/g, '\r\n');
     const result = applyResponse(parentCrlf, response, { language: 'py' });
@@ -201,7 +237,13 @@ describe('diff: applying responses', () => {
   });
 
   it('works with // and /* */ markers', () => {
-    const c = ['#include <stdio.h>', '/* EVOLVE-BLOCK-START */', 'double r = 0.5;', '/* EVOLVE-BLOCK-END */', 'int main(void) { return 0; }'].join('\n');
+    const c = [
+      '#include <stdio.h>',
+      '/* EVOLVE-BLOCK-START */',
+      'double r = 0.5;',
+      '/* EVOLVE-BLOCK-END */',
+      'int main(void) { return 0; }',
+    ].join('\n');
     assert.equal(applyResponse(c, block(['double r = 0.5;'], ['double r = 0.6;']), { language: 'c' }).status, 'applied');
     const js = c.replace('/* EVOLVE-BLOCK-START */', '// EVOLVE-BLOCK-START').replace('/* EVOLVE-BLOCK-END */', '// EVOLVE-BLOCK-END');
     assert.equal(applyResponse(js, block(['double r = 0.5;'], ['double r = 0.6;']), { language: 'js' }).status, 'applied');
@@ -218,7 +260,10 @@ describe('diff: applying responses', () => {
     assert.notEqual(commentOnly.child, null);
     const identical = applyResponse(PARENT, block(['    step = 0.1'], ['    step = 0.1']), { language: 'py' });
     assert.equal(identical.status, 'no_valid_change');
-    const long = applyResponse(PARENT, block(['    count = 10'], ['    count = 10', `    pad = "${'x'.repeat(200)}"`]), { language: 'py', maxLength: 250 });
+    const long = applyResponse(PARENT, block(['    count = 10'], ['    count = 10', `    pad = "${'x'.repeat(200)}"`]), {
+      language: 'py',
+      maxLength: 250,
+    });
     assert.equal(long.status, 'too_long');
     assert.equal(applyResponse(PARENT, block(['SCALE = 2.0'], ['SCALE = 1.0'])).status, 'outside_evolve_block');
     assert.equal(applyResponse(PARENT, block(['    count = 10'], ['    count = 9'])).status, 'applied');

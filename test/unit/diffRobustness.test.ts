@@ -11,7 +11,8 @@ function block(search: string[], replace: string[]): string {
 
 /** No line of a child may be a SEARCH/REPLACE syntax line. */
 function assertNoConflictMarkers(child: string | null): void {
-  for (const line of (child ?? '').split(/\r?\n/)) assert.doesNotMatch(line, /^\s*(<{5,}\s*SEARCH|={5,}|>{5,}\s*REPLACE)\s*$/, `conflict marker in the child: ${line}`);
+  for (const line of (child ?? '').split(/\r?\n/))
+    assert.doesNotMatch(line, /^\s*(<{5,}\s*SEARCH|={5,}|>{5,}\s*REPLACE)\s*$/, `conflict marker in the child: ${line}`);
 }
 
 const PARSER = [
@@ -28,8 +29,14 @@ const PARSER = [
 
 describe('diff: robustness rules (algorithm.md section 3)', () => {
   it('takes reasoning only from a leading <think>...</think>: <think> and </think> inside SEARCH or REPLACE are code', () => {
-    const edit = block(["    if '<think>' in text:", "        text = text.split('</think>')[-1]"], ["    if '</think>' in text:", "        text = text.rsplit('</think>', 1)[-1]"]);
-    const expected = PARSER.replace("    if '<think>' in text:", "    if '</think>' in text:").replace("text.split('</think>')[-1]", "text.rsplit('</think>', 1)[-1]");
+    const edit = block(
+      ["    if '<think>' in text:", "        text = text.split('</think>')[-1]"],
+      ["    if '</think>' in text:", "        text = text.rsplit('</think>', 1)[-1]"],
+    );
+    const expected = PARSER.replace("    if '<think>' in text:", "    if '</think>' in text:").replace(
+      "text.split('</think>')[-1]",
+      "text.rsplit('</think>', 1)[-1]",
+    );
     for (const response of [
       `I handle a reply whose tag was eaten.\n${edit}`,
       `<think>\nThe parser should look for the closing tag.\n</think>\nHere is the edit:\n${edit}`,
@@ -41,13 +48,25 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
     }
     // A draft block inside the leading reasoning is still ignored, even one the closing tag interrupts.
     const draft = block(['    return text.strip()'], ['    return text']);
-    const drafted = applyResponse(PARSER, `<think>\nmaybe:\n<<<<<<< SEARCH\n    return text.strip()\n</think>\nNo edit is needed.`, { language: 'py' });
+    const drafted = applyResponse(PARSER, `<think>\nmaybe:\n<<<<<<< SEARCH\n    return text.strip()\n</think>\nNo edit is needed.`, {
+      language: 'py',
+    });
     assert.equal(drafted.status, 'no_diff_blocks');
     assert.equal(applyResponse(PARSER, `<think>\n${draft}\n</think>\nNothing to change.`, { language: 'py' }).status, 'no_diff_blocks');
   });
 
-  it('tries a literal match before stripping fences: a Markdown program\'s own fence lines can be SEARCH text', () => {
-    const readme = ['# Usage', '<!-- EVOLVE-BLOCK-START -->', 'Run it:', '', '```bash', 'make run', '```', '<!-- EVOLVE-BLOCK-END -->', ''].join('\n');
+  it("tries a literal match before stripping fences: a Markdown program's own fence lines can be SEARCH text", () => {
+    const readme = [
+      '# Usage',
+      '<!-- EVOLVE-BLOCK-START -->',
+      'Run it:',
+      '',
+      '```bash',
+      'make run',
+      '```',
+      '<!-- EVOLVE-BLOCK-END -->',
+      '',
+    ].join('\n');
     // Stripping the fences first would turn this into 'make run' -> 'make run': no change.
     const result = applyResponse(readme, block(['```bash', 'make run', '```'], ['```sh', 'make run', '```']), { language: 'md' });
     assert.equal(result.status, 'applied', result.message);
@@ -63,7 +82,7 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
     assert.equal(replaceOnly.child, python.replace('x = 1', 'x = 3'));
   });
 
-  it('keeps every untouched line\'s own line ending (a parent with mixed endings and no final newline)', () => {
+  it("keeps every untouched line's own line ending (a parent with mixed endings and no final newline)", () => {
     const parent = 'import os\r\n# EVOLVE-BLOCK-START\nx = 1\r\ny = 2\nz = 3\r\n# EVOLVE-BLOCK-END\r\nprint(x)';
     const one = applyResponse(parent, block(['y = 2'], ['y = 20']), { language: 'py' });
     assert.equal(one.child, 'import os\r\n# EVOLVE-BLOCK-START\nx = 1\r\ny = 20\nz = 3\r\n# EVOLVE-BLOCK-END\r\nprint(x)');
@@ -75,23 +94,44 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
   });
 
   it('accepts an unchanged marker line used as context in both SEARCH and REPLACE', () => {
-    const parent = ['SCALE = 2', '# EVOLVE-BLOCK-START', 'def solve():', '    return 1', '# EVOLVE-BLOCK-END', 'print(solve())', ''].join('\n');
-    const start = applyResponse(parent, block(['# EVOLVE-BLOCK-START', 'def solve():'], ['# EVOLVE-BLOCK-START', 'def solve(k=3):']), { language: 'py' });
+    const parent = ['SCALE = 2', '# EVOLVE-BLOCK-START', 'def solve():', '    return 1', '# EVOLVE-BLOCK-END', 'print(solve())', ''].join(
+      '\n',
+    );
+    const start = applyResponse(parent, block(['# EVOLVE-BLOCK-START', 'def solve():'], ['# EVOLVE-BLOCK-START', 'def solve(k=3):']), {
+      language: 'py',
+    });
     assert.equal(start.status, 'applied', start.message);
     assert.equal(start.child, parent.replace('def solve():', 'def solve(k=3):'));
-    const end = applyResponse(parent, block(['    return 1', '# EVOLVE-BLOCK-END', 'print(solve())'], ['    return 2', '# EVOLVE-BLOCK-END', 'print(solve())']), { language: 'py' });
+    const end = applyResponse(
+      parent,
+      block(['    return 1', '# EVOLVE-BLOCK-END', 'print(solve())'], ['    return 2', '# EVOLVE-BLOCK-END', 'print(solve())']),
+      { language: 'py' },
+    );
     assert.equal(end.child, parent.replace('return 1', 'return 2'));
     // Context is only allowed unchanged: moving, dropping or editing a marker, or code outside, is not.
     const dropped = applyResponse(parent, block(['# EVOLVE-BLOCK-START', 'def solve():'], ['def solve(k=3):']), { language: 'py' });
     assert.equal(dropped.skipped[0]?.reason, 'marker_in_replace');
-    const outside = applyResponse(parent, block(['SCALE = 2', '# EVOLVE-BLOCK-START'], ['SCALE = 3', '# EVOLVE-BLOCK-START']), { language: 'py' });
+    const outside = applyResponse(parent, block(['SCALE = 2', '# EVOLVE-BLOCK-START'], ['SCALE = 3', '# EVOLVE-BLOCK-START']), {
+      language: 'py',
+    });
     assert.equal(outside.status, 'outside_evolve_block');
     assert.match(outside.skipped[0]?.detail ?? '', /lines 1-2/);
   });
 
   it('lets a file hold several EVOLVE-BLOCK regions and a block edit any of them (never the code between)', () => {
-    const parent = ['// EVOLVE-BLOCK-START', 'const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;', '// EVOLVE-BLOCK-END', ''].join('\n');
-    const both = applyResponse(parent, `${block(['const b = 2;'], ['const b = 20;'])}\n${block(['const a = 1;'], ['const a = 10;'])}`, { language: 'js' });
+    const parent = [
+      '// EVOLVE-BLOCK-START',
+      'const a = 1;',
+      '// EVOLVE-BLOCK-END',
+      'const fixed = 0;',
+      '// EVOLVE-BLOCK-START',
+      'const b = 2;',
+      '// EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
+    const both = applyResponse(parent, `${block(['const b = 2;'], ['const b = 20;'])}\n${block(['const a = 1;'], ['const a = 10;'])}`, {
+      language: 'js',
+    });
     assert.equal(both.status, 'applied', both.message);
     assert.equal(both.applied, 2);
     assert.equal(both.child, parent.replace('a = 1', 'a = 10').replace('b = 2', 'b = 20'));
@@ -99,12 +139,22 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
     assert.equal(between.status, 'outside_evolve_block');
     assert.match(between.skipped[0]?.detail ?? '', /lines 1-3, 5-7/);
     // A block across both regions that keeps the markers and the code between them applies.
-    const across = applyResponse(parent, block(['const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;'], ['const a = 3;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 4;']), { language: 'js' });
+    const across = applyResponse(
+      parent,
+      block(
+        ['const a = 1;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 2;'],
+        ['const a = 3;', '// EVOLVE-BLOCK-END', 'const fixed = 0;', '// EVOLVE-BLOCK-START', 'const b = 4;'],
+      ),
+      { language: 'js' },
+    );
     assert.equal(across.child, parent.replace('a = 1', 'a = 3').replace('b = 2', 'b = 4'));
     // Apply to File replaces region by region and refuses a different number of regions.
     const file = parent.replace(/\n/g, '\r\n');
     assert.equal(replaceEvolveBlock(file, both.child ?? ''), (both.child ?? '').replace(/\n/g, '\r\n'));
-    assert.throws(() => replaceEvolveBlock(file, ['// EVOLVE-BLOCK-START', 'x', '// EVOLVE-BLOCK-END'].join('\n')), /the file has 2 EVOLVE-BLOCK regions \(lines 1-3, 5-7\), the program 1/);
+    assert.throws(
+      () => replaceEvolveBlock(file, ['// EVOLVE-BLOCK-START', 'x', '// EVOLVE-BLOCK-END'].join('\n')),
+      /the file has 2 EVOLVE-BLOCK regions \(lines 1-3, 5-7\), the program 1/,
+    );
   });
 
   it('retries a SEARCH that matches nothing without its trailing blank lines (a blank line before =======)', () => {
@@ -114,15 +164,26 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
     assert.equal(result.child, parent.replace('a = 1', 'a = 2'), 'the REPLACE loses its trailing blank line too, as in the release');
     // A literal match comes first: a SEARCH whose blank line is really there keeps the REPLACE as written.
     const spaced = parent.replace('    a = 1\n', '    a = 1\n\n');
-    assert.equal(applyResponse(spaced, block(['    a = 1', ''], ['    a = 2', '']), { language: 'py' }).child, spaced.replace('a = 1', 'a = 2'));
+    assert.equal(
+      applyResponse(spaced, block(['    a = 1', ''], ['    a = 2', '']), { language: 'py' }).child,
+      spaced.replace('a = 1', 'a = 2'),
+    );
   });
 
   it('never puts conflict markers into the child from an unterminated or malformed block', () => {
     const parent = ['# EVOLVE-BLOCK-START', 'x = 1', 'y = 2', '# EVOLVE-BLOCK-END', ''].join('\n');
     const cases: [string, string, string | null][] = [
       // A block missing its REPLACE line, then a complete one: only the complete one applies.
-      ['missing REPLACE line', ['<<<<<<< SEARCH', 'x = 1', '=======', 'x = 5', block(['y = 2'], ['y = 6'])].join('\n'), parent.replace('y = 2', 'y = 6')],
-      ['missing divider', ['<<<<<<< SEARCH', 'x = 1', '>>>>>>> REPLACE', 'x = 7', block(['y = 2'], ['y = 6'])].join('\n'), parent.replace('y = 2', 'y = 6')],
+      [
+        'missing REPLACE line',
+        ['<<<<<<< SEARCH', 'x = 1', '=======', 'x = 5', block(['y = 2'], ['y = 6'])].join('\n'),
+        parent.replace('y = 2', 'y = 6'),
+      ],
+      [
+        'missing divider',
+        ['<<<<<<< SEARCH', 'x = 1', '>>>>>>> REPLACE', 'x = 7', block(['y = 2'], ['y = 6'])].join('\n'),
+        parent.replace('y = 2', 'y = 6'),
+      ],
       ['a second divider', ['<<<<<<< SEARCH', 'x = 1', '=======', 'x = 8', '=======', 'x = 9', '>>>>>>> REPLACE'].join('\n'), null],
       ['truncated in REPLACE', ['<<<<<<< SEARCH', 'x = 1', '=======', 'x = 8'].join('\n'), null],
       ['truncated in SEARCH', `${block(['y = 2'], ['y = 3'])}\n<<<<<<< SEARCH\nx = 1`, parent.replace('y = 2', 'y = 3')],
@@ -138,11 +199,21 @@ describe('diff: robustness rules (algorithm.md section 3)', () => {
   });
 });
 
-describe('diff: peers\' own test cases', () => {
+describe("diff: peers' own test cases", () => {
   // OpenEvolve tests/test_code_utils.py, test_apply_diff (codelion/openevolve, Apache-2.0): indented markers and
   // code, two blocks applied in order. The code sits in an EVOLVE-BLOCK here, which we enforce.
   it('OpenEvolve test_apply_diff: two indented blocks', () => {
-    const original = ['', '        # EVOLVE-BLOCK-START', '        def hello():', '            print("Hello")', '', '        x = 1', '        y = 2', '        # EVOLVE-BLOCK-END', '        '].join('\n');
+    const original = [
+      '',
+      '        # EVOLVE-BLOCK-START',
+      '        def hello():',
+      '            print("Hello")',
+      '',
+      '        x = 1',
+      '        y = 2',
+      '        # EVOLVE-BLOCK-END',
+      '        ',
+    ].join('\n');
     const diff = [
       '',
       '        <<<<<<< SEARCH',
@@ -195,11 +266,30 @@ describe('diff: peers\' own test cases', () => {
   // ShinkaEvolve tests/test_edit_base.py, test_enhanced_evolve_block_violation_error and
   // test_enhanced_search_not_found_error: an edit of immutable code is refused; a near miss is not found.
   it('ShinkaEvolve: editing immutable code is refused, a near-miss SEARCH is not found', () => {
-    const original = ['# Immutable header', 'import os', 'import sys', '', '# EVOLVE-BLOCK-START', 'def mutable_function():', '    return "editable"', '# EVOLVE-BLOCK-END', '', '# Immutable footer', 'if __name__ == "__main__":', '    main()'].join('\n');
+    const original = [
+      '# Immutable header',
+      'import os',
+      'import sys',
+      '',
+      '# EVOLVE-BLOCK-START',
+      'def mutable_function():',
+      '    return "editable"',
+      '# EVOLVE-BLOCK-END',
+      '',
+      '# Immutable footer',
+      'if __name__ == "__main__":',
+      '    main()',
+    ].join('\n');
     const violation = applyResponse(original, block(['import os'], ['import os', 'import json']), { language: 'py' });
     assert.equal(violation.status, 'outside_evolve_block');
     assert.equal(violation.applied, 0);
-    const calculate = ['# EVOLVE-BLOCK-START', 'def calculate():', '    centers = compute_centers()', '    radius = get_radius()', '# EVOLVE-BLOCK-END'].join('\n');
+    const calculate = [
+      '# EVOLVE-BLOCK-START',
+      'def calculate():',
+      '    centers = compute_centers()',
+      '    radius = get_radius()',
+      '# EVOLVE-BLOCK-END',
+    ].join('\n');
     const miss = applyResponse(calculate, block(['centers = compute_center()'], ['centers = compute_new_centers()']), { language: 'py' });
     assert.equal(miss.skipped[0]?.reason, 'no_match');
   });
@@ -208,7 +298,11 @@ describe('diff: peers\' own test cases', () => {
   // repeats the marker lines around the block (text outside any block for us).
   it('ShinkaEvolve: Markdown with HTML-comment markers', () => {
     const original = ['<!-- EVOLVE-BLOCK-START -->', '## Step 1', '', 'Run the old command.', '<!-- EVOLVE-BLOCK-END -->'].join('\n');
-    const patch = ['<!-- EVOLVE-BLOCK-START -->', block(['Run the old command.'], ['Run the new command.']), '<!-- EVOLVE-BLOCK-END -->'].join('\n');
+    const patch = [
+      '<!-- EVOLVE-BLOCK-START -->',
+      block(['Run the old command.'], ['Run the new command.']),
+      '<!-- EVOLVE-BLOCK-END -->',
+    ].join('\n');
     const result = applyResponse(original, patch, { language: 'md' });
     assert.equal(result.status, 'applied');
     assert.equal(result.child, original.replace('old command', 'new command'));
@@ -219,7 +313,8 @@ describe('diff: peers\' own test cases', () => {
   // (..._no_final_newline), and only the first of several matches replaced (test_replace_multiple_matches).
   it('Aider test_editblock: fenced block under a file name, unclosed block, no final newline, first match only', () => {
     const parent = ['# EVOLVE-BLOCK-START', 'One', 'Two', 'Three', '# EVOLVE-BLOCK-END', ''].join('\n');
-    const fenced = "\nHere's the change:\n\n```text\nfoo.txt\n<<<<<<< SEARCH\nTwo\n=======\nTooooo\n>>>>>>> REPLACE\n```\n\nHope you like it!\n";
+    const fenced =
+      "\nHere's the change:\n\n```text\nfoo.txt\n<<<<<<< SEARCH\nTwo\n=======\nTooooo\n>>>>>>> REPLACE\n```\n\nHope you like it!\n";
     assert.equal(applyResponse(parent, fenced).child, parent.replace('Two', 'Tooooo'));
     const unclosed = "\nHere's the change:\n\n```text\nfoo.txt\n<<<<<<< SEARCH\nTwo\n=======\nTooooo\n\n\noops!\n";
     const open = applyResponse(parent, unclosed);
@@ -236,12 +331,24 @@ describe('diff: peers\' own test cases', () => {
   // replace, and the malformed cases "missing separator" and "double replace markers" (no child).
   it('Cline diff.test.ts: ordered replacements, deletions, malformed blocks', () => {
     const wrap = (lines: string[]): string => ['# EVOLVE-BLOCK-START', ...lines, '# EVOLVE-BLOCK-END'].join('\n');
-    assert.equal(applyResponse(wrap(['First', 'Second', 'Third', 'Fourth']), `${block(['First'], ['1st'])}\n\n${block(['Third'], ['3rd'])}`).child, wrap(['1st', 'Second', '3rd', 'Fourth']));
-    assert.equal(applyResponse(wrap(['line1', 'line2', 'line3', 'line4']), `${block(['line2'], ['replaced'])}\n\n${block(['line4'], [])}`).child, wrap(['line1', 'replaced', 'line3']));
-    assert.equal(applyResponse(wrap(['line1', 'line2', 'line3', 'line4']), `${block(['line1'], [])}\n\n${block(['line3'], ['replaced'])}`).child, wrap(['line2', 'replaced', 'line4']));
+    assert.equal(
+      applyResponse(wrap(['First', 'Second', 'Third', 'Fourth']), `${block(['First'], ['1st'])}\n\n${block(['Third'], ['3rd'])}`).child,
+      wrap(['1st', 'Second', '3rd', 'Fourth']),
+    );
+    assert.equal(
+      applyResponse(wrap(['line1', 'line2', 'line3', 'line4']), `${block(['line2'], ['replaced'])}\n\n${block(['line4'], [])}`).child,
+      wrap(['line1', 'replaced', 'line3']),
+    );
+    assert.equal(
+      applyResponse(wrap(['line1', 'line2', 'line3', 'line4']), `${block(['line1'], [])}\n\n${block(['line3'], ['replaced'])}`).child,
+      wrap(['line2', 'replaced', 'line4']),
+    );
     const missingSeparator = applyResponse(wrap(['line1', 'line2', 'line3']), '<<<<<<< SEARCH\nline2\n>>>>>>> REPLACE\nreplaced');
     assert.deepEqual([missingSeparator.status, missingSeparator.child], ['no_diff_blocks', null]);
-    const doubleReplace = applyResponse(wrap(['line1', 'line2', 'line3']), '<<<<<<< SEARCH\nline2\n>>>>>>> REPLACE\nfirst replacement\n>>>>>>> REPLACE');
+    const doubleReplace = applyResponse(
+      wrap(['line1', 'line2', 'line3']),
+      '<<<<<<< SEARCH\nline2\n>>>>>>> REPLACE\nfirst replacement\n>>>>>>> REPLACE',
+    );
     assert.deepEqual([doubleReplace.status, doubleReplace.child], ['no_diff_blocks', null]);
   });
 });

@@ -60,7 +60,10 @@ function citingFiles(): string[] {
 /** Every mention of one of DOC_NAMES (with what follows it) in the citing files. */
 function citations(): Citation[] {
   const found: Citation[] = [];
-  const mention = new RegExp(`(?:[\\w./-]*/)?(?:${DOC_NAMES.join('|')})\\.md(?:'s)?(?:[ \\t]+(?:sections?[ \\t]+\\d+(?:(?:,[ \\t]*|[ \\t]+and[ \\t]+)\\d+)*|"[^"\\n]+"))?`, 'g');
+  const mention = new RegExp(
+    `(?:[\\w./-]*/)?(?:${DOC_NAMES.join('|')})\\.md(?:'s)?(?:[ \\t]+(?:sections?[ \\t]+\\d+(?:(?:,[ \\t]*|[ \\t]+and[ \\t]+)\\d+)*|"[^"\\n]+"))?`,
+    'g',
+  );
   for (const path of citingFiles()) {
     const { text, lineAt } = joined(readFileSync(path, 'utf8'));
     for (const m of text.matchAll(mention)) found.push({ file: relative(ROOT, path), line: lineAt(m.index ?? 0), text: m[0] });
@@ -78,10 +81,12 @@ function headingsOf(doc: string): string[] {
 }
 
 function sectionNumbers(doc: string): Set<number> {
-  return new Set(headingsOf(doc).flatMap((h) => {
-    const m = /^(\d+)\.\s/.exec(h);
-    return m ? [Number(m[1])] : [];
-  }));
+  return new Set(
+    headingsOf(doc).flatMap((h) => {
+      const m = /^(\d+)\.\s/.exec(h);
+      return m ? [Number(m[1])] : [];
+    }),
+  );
 }
 
 /** What is wrong with one citation, or null. */
@@ -89,29 +94,35 @@ function problemOf(citation: Citation): string | null {
   const m = /^(?:([\w./-]*)\/)?(\w+)\.md(?:'s)?(?:\s+sections?\s+([\d,\sand]+)|\s+"([^"]+)")?$/.exec(citation.text);
   if (!m) return `unreadable citation '${citation.text}'`;
   const [, folder, name, sections, heading] = m;
-  if (folder !== 'docs') return `cites '${name}.md' without docs/: write docs/${name === 'product' ? 'architecture' : name}.md (see test/unit/docs.test.ts)`;
+  if (folder !== 'docs')
+    return `cites '${name}.md' without docs/: write docs/${name === 'product' ? 'architecture' : name}.md (see test/unit/docs.test.ts)`;
   const doc = `${name}.md`;
   if (!existsSync(join(ROOT, 'docs', doc))) return `cites docs/${doc}, which does not exist`;
   if (sections !== undefined) {
     const have = sectionNumbers(doc);
     const missing = (sections.match(/\d+/g) ?? []).map(Number).filter((n) => !have.has(n));
-    if (missing.length > 0) return `cites docs/${doc} section ${missing.join(', ')}, which docs/${doc} does not have (it has ${[...have].join(', ')})`;
+    if (missing.length > 0)
+      return `cites docs/${doc} section ${missing.join(', ')}, which docs/${doc} does not have (it has ${[...have].join(', ')})`;
   }
-  if (heading !== undefined && !headingsOf(doc).includes(heading)) return `cites docs/${doc} "${heading}", which is not a heading of docs/${doc}`;
+  if (heading !== undefined && !headingsOf(doc).includes(heading))
+    return `cites docs/${doc} "${heading}", which is not a heading of docs/${doc}`;
   return null;
 }
 
 /** Each "## Title (src/file.ts)" section of docs/contracts.md with the declarations of its ts blocks. */
 function contractSections(): { file: string; exports: string[]; members: string[] }[] {
   const text = readFileSync(join(ROOT, 'docs', 'contracts.md'), 'utf8');
-  return text.split(/^## /m).slice(1).flatMap((section) => {
-    const file = /^[^\n]*\((src\/[\w./-]+\.ts)\)/.exec(section)?.[1];
-    if (!file) return [];
-    const code = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string).join('\n');
-    const exports = [...code.matchAll(/^export (?:async )?(?:function|class|interface|type|const) (\w+)/gm)].map((m) => m[1] as string);
-    const members = [...code.matchAll(/^ {2}(?:static |readonly )?(?:async )?(\w+)[(:]/gm)].map((m) => m[1] as string);
-    return [{ file, exports, members }];
-  });
+  return text
+    .split(/^## /m)
+    .slice(1)
+    .flatMap((section) => {
+      const file = /^[^\n]*\((src\/[\w./-]+\.ts)\)/.exec(section)?.[1];
+      if (!file) return [];
+      const code = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string).join('\n');
+      const exports = [...code.matchAll(/^export (?:async )?(?:function|class|interface|type|const) (\w+)/gm)].map((m) => m[1] as string);
+      const members = [...code.matchAll(/^ {2}(?:static |readonly )?(?:async )?(\w+)[(:]/gm)].map((m) => m[1] as string);
+      return [{ file, exports, members }];
+    });
 }
 
 describe('docs the code cites', () => {
@@ -143,7 +154,13 @@ describe('docs the code cites', () => {
   });
 
   it('every repository path the docs name in backticks exists', () => {
-    const docs = [...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join('docs', f)), 'CONTRIBUTING.md', 'README.md'];
+    const docs = [
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => join('docs', f)),
+      'CONTRIBUTING.md',
+      'README.md',
+    ];
     const missing: string[] = [];
     for (const doc of docs) {
       if (!existsSync(join(ROOT, doc))) continue;
@@ -167,7 +184,9 @@ describe('docs the code cites', () => {
       }
       const source = readFileSync(join(ROOT, file), 'utf8');
       for (const name of exports) {
-        const declared = new RegExp(`export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:function|class|interface|type|const)\\s+${name}\\b`).test(source);
+        const declared = new RegExp(
+          `export\\s+(?:declare\\s+)?(?:abstract\\s+)?(?:async\\s+)?(?:function|class|interface|type|const)\\s+${name}\\b`,
+        ).test(source);
         const reexported = new RegExp(`export\\s+(?:type\\s+)?\\{[^}]*\\b${name}\\b[^}]*\\}`).test(source);
         if (!declared && !reexported) problems.push(`${file} does not export ${name}`);
       }

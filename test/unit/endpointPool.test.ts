@@ -70,7 +70,19 @@ describe('endpoint list (thetaevolve.endpoint with several base URLs)', () => {
   });
 
   it('gives the single-server client for one URL and a pool for several', () => {
-    const options = { model: '', apiKey: undefined, temperature: 1, topP: 1, maxTokens: 8, maxInFlight: 0, useNParameter: false, requestTimeoutMs: 1000, maxRetries: 0, requestTokenIds: false, retrySeconds: 0 };
+    const options = {
+      model: '',
+      apiKey: undefined,
+      temperature: 1,
+      topP: 1,
+      maxTokens: 8,
+      maxInFlight: 0,
+      useNParameter: false,
+      requestTimeoutMs: 1000,
+      maxRetries: 0,
+      requestTokenIds: false,
+      retrySeconds: 0,
+    };
     assert.ok(endpointSource({ ...options, baseURL: 'http://a:1/v1' }) instanceof EndpointClient);
     const several = endpointSource({ ...options, baseURL: 'http://a:1/v1,http://b:2/v1' });
     assert.ok(several instanceof EndpointPool);
@@ -104,8 +116,14 @@ describe('endpoint pool against two real test servers', function () {
     // Least outstanding requests with equal servers: close to half each.
     for (const server of [a, b]) assert.ok(server.counters.chatRequests >= 12, `one server got only ${server.counters.chatRequests} of 40`);
     const perServer = source.serverStats();
-    assert.deepEqual(perServer.map((s) => s.baseURL), [a.baseURL, b.baseURL]);
-    assert.equal(perServer.reduce((n, s) => n + s.requests, 0), 40);
+    assert.deepEqual(
+      perServer.map((s) => s.baseURL),
+      [a.baseURL, b.baseURL],
+    );
+    assert.equal(
+      perServer.reduce((n, s) => n + s.requests, 0),
+      40,
+    );
     for (const s of perServer) {
       assert.equal(s.healthy, true);
       assert.equal(s.outstanding, 0);
@@ -135,14 +153,29 @@ describe('endpoint pool against two real test servers', function () {
     assert.equal(statsA?.healthy, true);
     assert.ok((statsA?.samples ?? 0) > (statsB?.samples ?? 0));
     assert.equal((statsA?.samples ?? 0) + (statsB?.samples ?? 0), 40);
-    assert.ok(warnings.some((w) => w.startsWith(`${b.baseURL} is taken out`)), warnings.join('\n'));
+    assert.ok(
+      warnings.some((w) => w.startsWith(`${b.baseURL} is taken out`)),
+      warnings.join('\n'),
+    );
     source.dispose();
   });
 
   it('an evolution run over both servers goes on when one of them is closed after its first step', async () => {
     const task = await loadTask(resolve(__dirname, '../fixtures/tasks/quadratic'));
-    const settings = parseSettings({ endpoint: `${a.baseURL},${b.baseURL}`, sampler: 'llm', batchSize: 2, samplesPerPrompt: 4, evaluationConcurrency: 8, 'database.preset': 'small', seed: 7, maxRetries: 3 });
-    const source = endpointSource({ ...endpointOptionsFromSettings(settings, undefined), backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 50 } });
+    const settings = parseSettings({
+      endpoint: `${a.baseURL},${b.baseURL}`,
+      sampler: 'llm',
+      batchSize: 2,
+      samplesPerPrompt: 4,
+      evaluationConcurrency: 8,
+      'database.preset': 'small',
+      seed: 7,
+      maxRetries: 3,
+    });
+    const source = endpointSource({
+      ...endpointOptionsFromSettings(settings, undefined),
+      backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 50 },
+    });
     assert.ok(source instanceof EndpointPool);
     const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(settings));
     const dir = tempDir('te-pool-run-');
@@ -166,7 +199,10 @@ describe('endpoint pool against two real test servers', function () {
       const result = await run.run();
       await closing;
       assert.equal(result.reason, 'steps_done');
-      assert.deepEqual(committed.map((c) => c.step), [1, 2, 3]);
+      assert.deepEqual(
+        committed.map((c) => c.step),
+        [1, 2, 3],
+      );
       for (const c of committed) assert.equal(c.counts.request_failed, 0, `step ${c.step}: ${JSON.stringify(c.counts)}`);
       const [statsA, statsB] = source.serverStats();
       assert.ok((statsB?.samples ?? 0) > 0, 'the second server served the first step');
@@ -188,10 +224,16 @@ describe('endpoint pool against two real test servers', function () {
       onWarning: (w) => (w.startsWith(`${b.baseURL} answers again`) ? back() : undefined),
     });
     await source.check();
-    assert.deepEqual(source.serverStats().map((s) => s.healthy), [true, false]);
+    assert.deepEqual(
+      source.serverStats().map((s) => s.healthy),
+      [true, false],
+    );
     b = await startTestServer({ latencyMs: 20, port });
     await answeredAgain;
-    assert.deepEqual(source.serverStats().map((s) => s.healthy), [true, true]);
+    assert.deepEqual(
+      source.serverStats().map((s) => s.healthy),
+      [true, true],
+    );
     const samples: Sample[] = [];
     await source.generate(jobs(4, 5), new AbortController().signal, (s) => samples.push(s));
     assert.ok(samples.length === 20 && samples.every((s) => s.ok));
@@ -204,7 +246,10 @@ describe('endpoint pool against two real test servers', function () {
     const warnings: string[] = [];
     const source = pool([dead, a.baseURL], { onWarning: (w) => warnings.push(w) });
     await source.check();
-    assert.deepEqual(source.serverStats().map((s) => s.healthy), [false, true]);
+    assert.deepEqual(
+      source.serverStats().map((s) => s.healthy),
+      [false, true],
+    );
     const samples: Sample[] = [];
     await source.generate(jobs(2, 3), new AbortController().signal, (s) => samples.push(s));
     assert.ok(samples.length === 6 && samples.every((s) => s.ok));
@@ -218,7 +263,8 @@ describe('endpoint pool against two real test servers', function () {
     const failures: Sample[] = [];
     await none.generate(jobs(1, 2), new AbortController().signal, (s) => failures.push(s));
     assert.equal(failures.length, 2);
-    for (const f of failures) assert.ok(!f.ok && /^every server of thetaevolve\.endpoint is out \(last: No server at/.test(f.error), JSON.stringify(f));
+    for (const f of failures)
+      assert.ok(!f.ok && /^every server of thetaevolve\.endpoint is out \(last: No server at/.test(f.error), JSON.stringify(f));
     none.dispose();
   });
 
@@ -248,9 +294,15 @@ describe('endpoint pool against two real test servers', function () {
       restarted = await startTestServer({ port: portB });
       await generated;
       assert.equal(samples.length, 4);
-      assert.ok(samples.every((s) => s.ok), JSON.stringify(samples.filter((s) => !s.ok)));
+      assert.ok(
+        samples.every((s) => s.ok),
+        JSON.stringify(samples.filter((s) => !s.ok)),
+      );
       assert.ok(restarted.counters.chatRequests > 0);
-      assert.ok(warnings.some((w) => w.includes(`127.0.0.1:${portB}/v1 answers again`)), warnings.join('\n'));
+      assert.ok(
+        warnings.some((w) => w.includes(`127.0.0.1:${portB}/v1 answers again`)),
+        warnings.join('\n'),
+      );
       // The run says it waits (status bar, dashboard), then that a server answers again.
       assert.deepEqual(states, [true, false]);
     } finally {

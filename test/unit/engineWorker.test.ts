@@ -30,7 +30,11 @@ function smallSettings(overrides: Partial<Settings> = {}): Settings {
 }
 
 /** Collects a run's events until it is closed (or the start failed). */
-function collectRun(host: EngineHost, runId: string, onEvent?: (event: EngineEvent) => void): Promise<{ events: EngineEvent[]; startFailed: string | null }> {
+function collectRun(
+  host: EngineHost,
+  runId: string,
+  onEvent?: (event: EngineEvent) => void,
+): Promise<{ events: EngineEvent[]; startFailed: string | null }> {
   const events: EngineEvent[] = [];
   return new Promise((resolvePromise) => {
     const offs = [
@@ -166,12 +170,30 @@ describe('engine worker thread', function () {
   it('refuses to start over an existing database, with a message', async () => {
     const { startFailed } = await (async () => {
       const done = collectRun(host, 'again');
-      host.start({ runId: 'again', dbFile: dbFile(), taskDir: TASK_DIR, startCode: null, startPath: null, settings: smallSettings(), apiKey: null, resume: false });
+      host.start({
+        runId: 'again',
+        dbFile: dbFile(),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings: smallSettings(),
+        apiKey: null,
+        resume: false,
+      });
       return done;
     })();
     assert.match(startFailed ?? '', /already exists/);
     const missingTask = collectRun(host, 'bad-task');
-    host.start({ runId: 'bad-task', dbFile: join(scratch, 'bad.sqlite'), taskDir: join(scratch, 'nowhere'), startCode: null, startPath: null, settings: smallSettings(), apiKey: null, resume: false });
+    host.start({
+      runId: 'bad-task',
+      dbFile: join(scratch, 'bad.sqlite'),
+      taskDir: join(scratch, 'nowhere'),
+      startCode: null,
+      startPath: null,
+      settings: smallSettings(),
+      apiKey: null,
+      resume: false,
+    });
     assert.ok((await missingTask).startFailed);
   });
 
@@ -184,12 +206,24 @@ describe('engine worker thread', function () {
       const done = collectRun(host, 'rl', (event) => {
         if (event.type === 'step_started' && event.step === 2) host.setTrainerEnabled(true);
       });
-      host.start({ runId: 'rl', dbFile: join(scratch, 'rl.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      host.start({
+        runId: 'rl',
+        dbFile: join(scratch, 'rl.sqlite'),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings,
+        apiKey: null,
+        resume: false,
+      });
       const { events, startFailed } = await done;
       assert.equal(startFailed, null);
       const states = events.filter((e) => e.type === 'trainer_state').map((e) => (e.type === 'trainer_state' ? e.state : null));
       assert.equal(states[0]?.enabled, false, 'off as the setting says');
-      assert.ok(states.some((s) => s?.enabled && s.connected), `never connected: ${JSON.stringify(states)}`);
+      assert.ok(
+        states.some((s) => s?.enabled && s.connected),
+        `never connected: ${JSON.stringify(states)}`,
+      );
       // Steps 2 and 3 (after the toggle): B=2 groups of n=2 each; step 1 was committed before it.
       assert.equal(trainer.received.filter((r) => !r.repeat).length, 2 * 2 * 2);
       assert.equal(events.at(-1)?.type, 'run_finished');
@@ -216,7 +250,16 @@ describe('engine worker thread', function () {
     try {
       const settings = smallSettings({ maxSteps: 2, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
       const done = collectRun(host, 'rl-early');
-      host.start({ runId: 'rl-early', dbFile: join(scratch, 'rl-early.sqlite'), taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume: false });
+      host.start({
+        runId: 'rl-early',
+        dbFile: join(scratch, 'rl-early.sqlite'),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings,
+        apiKey: null,
+        resume: false,
+      });
       host.setTrainerEnabled(true);
       const { events, startFailed } = await done;
       assert.equal(startFailed, null);
@@ -244,7 +287,12 @@ describe('engine worker thread', function () {
         taskDir: TASK_DIR,
         startCode: null,
         startPath: null,
-        settings: smallSettings({ sampler: 'llm', endpoint: `http://127.0.0.1:${port}/v1`, 'trainer.url': `http://127.0.0.1:${port}`, 'trainer.protocol': 'atropos' }),
+        settings: smallSettings({
+          sampler: 'llm',
+          endpoint: `http://127.0.0.1:${port}/v1`,
+          'trainer.url': `http://127.0.0.1:${port}`,
+          'trainer.protocol': 'atropos',
+        }),
         apiKey: null,
         resume: false,
       });

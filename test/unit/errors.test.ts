@@ -55,7 +55,7 @@ describe('errors kit', () => {
   describe('zod issue formatter', () => {
     const Schema = z.object({ name: z.string(), steps: z.array(z.object({ score: z.number() })) });
 
-    it('names the top level with the caller\'s word', () => {
+    it("names the top level with the caller's word", () => {
       const error = zodError(Schema, 42);
       assert.equal(firstZodIssue(error, '(root)').path, '(root)');
       assert.match(zodIssueText(error, '(top level)'), /^\(top level\): .+/);

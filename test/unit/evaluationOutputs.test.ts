@@ -63,10 +63,10 @@ describe('evaluation outputs kept beside the database', function () {
     assert.equal(initial.outcome, 'no_solution');
     assert.equal(initial.outputKept, true);
     const kept = await readEvaluationOutput(dbFile, 0, 'initial', 0);
-    assert.ok(kept, 'the starting program\'s output is kept');
+    assert.ok(kept, "the starting program's output is kept");
     assert.equal(kept.outcome, 'no_solution');
     assert.match(kept.stdout, /hello from stdout/);
-    assert.match(kept.stderr, /stderr line 0\b/, 'the first line, which the terminal\'s tail leaves out');
+    assert.match(kept.stderr, /stderr line 0\b/, "the first line, which the terminal's tail leaves out");
     assert.match(kept.stderr, /ZeroDivisionError: the end of the traceback/);
     assert.match(kept.reason, /exited with code 1/);
 
@@ -96,7 +96,15 @@ describe('evaluation outputs kept beside the database', function () {
   it('a redone step starts its file afresh, a member cut short by a crash is skipped, and the oldest steps go past the budget', async () => {
     const dbFile = join(dir, 'run.sqlite');
     const errors: string[] = [];
-    const output = (step: number, sampleIndex: number, size = 10) => ({ step, jobKey: `s${step}-p0`, sampleIndex, outcome: 'no_solution' as const, reason: 'r', stdout: '', stderr: 'x'.repeat(size) });
+    const output = (step: number, sampleIndex: number, size = 10) => ({
+      step,
+      jobKey: `s${step}-p0`,
+      sampleIndex,
+      outcome: 'no_solution' as const,
+      reason: 'r',
+      stdout: '',
+      stderr: 'x'.repeat(size),
+    });
     const writer = new EvaluationOutputWriter(dbFile, (m) => errors.push(m), 40_000);
     await writer.startStep(1);
     await writer.add(output(1, 0));
@@ -105,11 +113,17 @@ describe('evaluation outputs kept beside the database', function () {
     const stepFile = join(evaluationOutputsDir(dbFile), 'step-1.jsonl.gz');
     const member = gzipSync(`${JSON.stringify(output(1, 2))}\n`);
     appendFileSync(stepFile, member.subarray(0, Math.floor(member.length / 2)));
-    assert.deepEqual((await readStepOutputs(dbFile, 1)).map((o) => o.sampleIndex), [0, 1]);
+    assert.deepEqual(
+      (await readStepOutputs(dbFile, 1)).map((o) => o.sampleIndex),
+      [0, 1],
+    );
     // The step is redone (stopped, resumed): what its abandoned try kept goes.
     await writer.startStep(1);
     await writer.add(output(1, 5));
-    assert.deepEqual((await readStepOutputs(dbFile, 1)).map((o) => o.sampleIndex), [5]);
+    assert.deepEqual(
+      (await readStepOutputs(dbFile, 1)).map((o) => o.sampleIndex),
+      [5],
+    );
     // Incompressible output, about 30 KB per step, against a 40 KB budget: only the newest steps stay.
     for (const step of [2, 3, 4]) {
       await writer.startStep(step);

@@ -88,7 +88,10 @@ describe('bundled evaluators: no scale or tolerance gaming', function () {
     const strict = await score('circle-packing-strict', { centers, radii: radii.map((r) => r + 1e-12) });
     assert.equal(strict.status, 'invalid_solution');
     // Scaling the whole packing up leaves the square.
-    const scaledUp = await score('circle-packing', { centers: centers.map(([x, y]) => [(x as number) * 1.3, (y as number) * 1.3]), radii: radii.map((r) => r * 1.3) });
+    const scaledUp = await score('circle-packing', {
+      centers: centers.map(([x, y]) => [(x as number) * 1.3, (y as number) * 1.3]),
+      radii: radii.map((r) => r * 1.3),
+    });
     assert.equal(scaledUp.status, 'invalid_solution');
   });
 
@@ -97,6 +100,9 @@ describe('bundled evaluators: no scale or tolerance gaming', function () {
     const honest = await score('hadamard-29', { matrix: sylvesterLike });
     assert.equal(honest.status, 'ok', honest.reason);
     assert.equal((await score('hadamard-29', { matrix: sylvesterLike.map((row) => row.map((x) => 2 * x)) })).status, 'invalid_solution');
-    assert.equal((await score('hadamard-29', { matrix: sylvesterLike.map((row) => row.map((x) => x * 1.0000001)) })).status, 'invalid_solution');
+    assert.equal(
+      (await score('hadamard-29', { matrix: sylvesterLike.map((row) => row.map((x) => x * 1.0000001)) })).status,
+      'invalid_solution',
+    );
   });
 });

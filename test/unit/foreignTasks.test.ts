@@ -40,7 +40,10 @@ function directEvaluation(taskDir: string, code: string, scratch: string): Metri
   writeFileSync(program, code);
   const env = { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1', OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1' };
   if (taskDir === SHINKA || taskDir === SHINKA_CIRCLES) {
-    execFileSync(PYTHON, [join(taskDir, 'evaluate.py'), '--program_path', program, '--results_dir', join(dir, 'results')], { env: { ...env, PYTHONPATH: STAND_INS }, cwd: dir });
+    execFileSync(PYTHON, [join(taskDir, 'evaluate.py'), '--program_path', program, '--results_dir', join(dir, 'results')], {
+      env: { ...env, PYTHONPATH: STAND_INS },
+      cwd: dir,
+    });
     return JSON.parse(readFileSync(join(dir, 'results/metrics.json'), 'utf8')) as Metrics;
   }
   const script = [
@@ -60,7 +63,8 @@ function expectedMetrics(direct: Metrics): Metrics {
   for (const [name, value] of Object.entries(direct)) {
     if (name === 'combined_score' || TIMING_METRICS.has(name)) continue;
     if (typeof value === 'number') out[name] = value;
-    else if (value && typeof value === 'object') for (const [inner, v] of Object.entries(value)) if (typeof v === 'number') out[`${name}.${inner}`] = v;
+    else if (value && typeof value === 'object')
+      for (const [inner, v] of Object.entries(value)) if (typeof v === 'number') out[`${name}.${inner}`] = v;
   }
   return out;
 }
@@ -73,7 +77,6 @@ function numericTiming(direct: Metrics): Metrics {
 function withoutTiming(metrics: Metrics): Metrics {
   return Object.fromEntries(Object.entries(metrics).filter(([name]) => !TIMING_METRICS.has(name)));
 }
-
 
 describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', function () {
   this.timeout(120_000);
@@ -110,7 +113,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     assert.equal(shinka.layout, 'shinka');
     assert.equal(shinka.evaluatorTrust, 'in-sandbox');
     assert.equal(shinka.initialProgramPath, join(SHINKA, 'initial.py'));
-    assert.match(shinka.metaInformation[0]?.text ?? '', /^Spread 6 points in the unit square/, 'drafted from the docstring when the folder has no prompt');
+    assert.match(
+      shinka.metaInformation[0]?.text ?? '',
+      /^Spread 6 points in the unit square/,
+      'drafted from the docstring when the folder has no prompt',
+    );
 
     const ours = await loadTask(join(__dirname, '../../tasks/circle-packing'));
     assert.equal(ours.layout, 'task.json');
@@ -127,7 +134,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     mkdirSync(join(root, 'ours'));
     writeFileSync(join(root, 'ours', 'task.json'), '{}');
     mkdirSync(join(root, 'notes'));
-    assert.deepEqual(await taskFilesBeside(join(root, 'mine.py')), [join(root, 'kissing/evaluator.py'), join(root, 'ours/task.json'), join(root, 'points/evaluate.py')]);
+    assert.deepEqual(await taskFilesBeside(join(root, 'mine.py')), [
+      join(root, 'kissing/evaluator.py'),
+      join(root, 'ours/task.json'),
+      join(root, 'points/evaluate.py'),
+    ]);
     // Inside an OpenEvolve folder: the folder itself.
     assert.deepEqual(await taskFilesBeside(join(root, 'kissing', 'initial_program.py')), [join(root, 'kissing/evaluator.py')]);
   });
@@ -135,7 +146,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
   it('says what is missing in a folder that is none of the three layouts', async () => {
     const empty = mkdtempSync(join(scratch, 'empty-'));
     writeFileSync(join(empty, 'evaluator.py'), 'def evaluate(p):\n    return {}\n');
-    await assert.rejects(loadTask(empty), (err: unknown) => err instanceof TaskError && /no task\.json, nor an OpenEvolve layout \(initial_program\.\* \+ evaluator\.py\)/.test(err.message));
+    await assert.rejects(
+      loadTask(empty),
+      (err: unknown) =>
+        err instanceof TaskError && /no task\.json, nor an OpenEvolve layout \(initial_program\.\* \+ evaluator\.py\)/.test(err.message),
+    );
     writeFileSync(join(empty, 'initial_program.py'), 'def f():\n    return 1\n');
     await assert.rejects(loadTask(empty), /EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve/);
     writeFileSync(join(empty, 'initial_program.py'), '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n');
@@ -154,22 +169,53 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       const program = taskDir.includes('/shinka/') ? join(taskDir, 'initial.py') : join(taskDir, 'initial_program.py');
       const { code, stdout, stderr } = await runCli(['evaluate', taskDir, program, '--json'], scratch);
       assert.equal(code, 0, stderr);
-      const out = JSON.parse(stdout) as { status: string; score: number; objective: number; metrics: Metrics; protected: boolean; unprotectedReason: string };
+      const out = JSON.parse(stdout) as {
+        status: string;
+        score: number;
+        objective: number;
+        metrics: Metrics;
+        protected: boolean;
+        unprotectedReason: string;
+      };
       const direct = directEvaluation(taskDir, readFileSync(program, 'utf8'), scratch);
       assert.equal(out.status, 'ok', JSON.stringify(out));
       assert.equal(out.objective, direct.combined_score, 'exactly the combined_score');
       assert.deepEqual(withoutTiming(out.metrics), expectedMetrics(direct));
-      assert.deepEqual(Object.keys(out.metrics).sort(), Object.keys({ ...expectedMetrics(direct), ...numericTiming(direct) }).sort(), 'exactly its metrics, nothing of ours');
+      assert.deepEqual(
+        Object.keys(out.metrics).sort(),
+        Object.keys({ ...expectedMetrics(direct), ...numericTiming(direct) }).sort(),
+        'exactly its metrics, nothing of ours',
+      );
       assert.equal(out.protected, false);
       assert.match(out.unprotectedReason, /hostile candidate can fake its score/);
       if ((direct.combined_score as number) > 0) assert.equal(out.score, direct.combined_score);
     });
   }
 
-  it('run --sampler mutate: every valid program scored as the folder\'s own evaluator scores it, and the run meta says not protected', async () => {
+  it("run --sampler mutate: every valid program scored as the folder's own evaluator scores it, and the run meta says not protected", async () => {
     for (const taskDir of [OPENEVOLVE[0] as string, SHINKA]) {
       const dir = mkdtempSync(join(scratch, 'run-'));
-      const args = ['run', taskDir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--eval-concurrency', '2', '--seed', '3', '--db', 'run.sqlite', '--json', '--set', 'database.preset=small'];
+      const args = [
+        'run',
+        taskDir,
+        '--sampler',
+        'mutate',
+        '--steps',
+        '3',
+        '--batch',
+        '2',
+        '--samples',
+        '2',
+        '--eval-concurrency',
+        '2',
+        '--seed',
+        '3',
+        '--db',
+        'run.sqlite',
+        '--json',
+        '--set',
+        'database.preset=small',
+      ];
       const run = await runCli(args, dir);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /Scores are not protected from a hostile candidate/);
@@ -199,7 +245,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     }
   });
 
-  describe('how results map (a folder of our own per case, in OpenEvolve\'s layout)', () => {
+  describe("how results map (a folder of our own per case, in OpenEvolve's layout)", () => {
     const PROGRAM = '# EVOLVE-BLOCK-START\nVALUE = 1.5\n# EVOLVE-BLOCK-END\n';
     async function folder(evaluator: string, config?: string): Promise<string> {
       const dir = mkdtempSync(join(scratch, 'oe-'));
@@ -209,7 +255,8 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       if (config !== undefined) writeFileSync(join(dir, 'config.yaml'), config);
       return dir;
     }
-    const IMPORT = 'import importlib.util\ndef load(p):\n    s = importlib.util.spec_from_file_location("program", p)\n    m = importlib.util.module_from_spec(s)\n    s.loader.exec_module(m)\n    return m\n';
+    const IMPORT =
+      'import importlib.util\ndef load(p):\n    s = importlib.util.spec_from_file_location("program", p)\n    m = importlib.util.module_from_spec(s)\n    s.loader.exec_module(m)\n    return m\n';
 
     async function evaluateIn(dir: string, code = PROGRAM) {
       const evaluator = new Evaluator(await loadTask(dir), OPTIONS);
@@ -221,13 +268,18 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     }
 
     it('an "error" text is invalid_solution (-0.1) with the exact combined_score kept as objective; a crash is no_solution; no combined_score is invalid', async () => {
-      const failed = await evaluateIn(await folder('def evaluate(p):\n    return {"combined_score": 0.0, "error": "points outside the square"}\n'));
+      const failed = await evaluateIn(
+        await folder('def evaluate(p):\n    return {"combined_score": 0.0, "error": "points outside the square"}\n'),
+      );
       assert.equal(failed.status, 'invalid_solution');
       assert.equal(failed.score, OUTCOME_PENALTY.invalid_solution);
       assert.equal(failed.objective, 0);
       assert.match(failed.reason, /the evaluator reported an error: points outside the square/);
 
-      const crashed = await evaluateIn(await folder(`${IMPORT}def evaluate(p):\n    return {"combined_score": load(p).VALUE}\n`), '# EVOLVE-BLOCK-START\nraise RuntimeError("boom")\n# EVOLVE-BLOCK-END\n');
+      const crashed = await evaluateIn(
+        await folder(`${IMPORT}def evaluate(p):\n    return {"combined_score": load(p).VALUE}\n`),
+        '# EVOLVE-BLOCK-START\nraise RuntimeError("boom")\n# EVOLVE-BLOCK-END\n',
+      );
       assert.equal(crashed.status, 'no_solution');
       assert.equal(crashed.score, OUTCOME_PENALTY.no_solution);
       assert.match(crashed.reason, /RuntimeError: boom/);
@@ -283,8 +335,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal((await evaluateIn(await folder(child))).objective, 1);
     });
 
-    it('the evaluator\'s own timeout applies (config.yaml evaluator.timeout)', async () => {
-      const slow = await folder(`import time\ndef evaluate(p):\n    time.sleep(60)\n    return {"combined_score": 1.0}\n`, 'evaluator:\n  timeout: 0.5\n');
+    it("the evaluator's own timeout applies (config.yaml evaluator.timeout)", async () => {
+      const slow = await folder(
+        `import time\ndef evaluate(p):\n    time.sleep(60)\n    return {"combined_score": 1.0}\n`,
+        'evaluator:\n  timeout: 0.5\n',
+      );
       const started = performance.now();
       const result = await evaluateIn(slow);
       assert.equal(result.status, 'timeout');
@@ -319,22 +374,33 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     const copy = join(scratch, 'copy');
     mkdirSync(copy);
     cpSync(OPENEVOLVE[2] as string, join(copy, 'kissing_number'), { recursive: true });
-    const before = JSON.stringify(execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' }).split('\n').map((l) => l.split(/\s+/).pop()));
+    const before = JSON.stringify(
+      execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' })
+        .split('\n')
+        .map((l) => l.split(/\s+/).pop()),
+    );
     const { code } = await runCli(['evaluate', 'copy/kissing_number', 'copy/kissing_number/initial_program.py', '--json'], scratch);
     assert.equal(code, 0);
-    const after = JSON.stringify(execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' }).split('\n').map((l) => l.split(/\s+/).pop()));
+    const after = JSON.stringify(
+      execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' })
+        .split('\n')
+        .map((l) => l.split(/\s+/).pop()),
+    );
     assert.equal(after, before);
   });
 
   describe('thetaevolve convert', () => {
-    it('writes task.json: the program runs in the sandbox, the folder\'s own evaluator outside on its values, same scores, protected', async () => {
+    it("writes task.json: the program runs in the sandbox, the folder's own evaluator outside on its values, same scores, protected", async () => {
       for (const source of OPENEVOLVE) {
         const copy = mkdtempSync(join(scratch, 'convert-'));
         chmodSync(copy, 0o755);
         cpSync(source, copy, { recursive: true });
         const converted = await runCli(['convert', copy, '--json'], scratch);
         assert.equal(converted.code, 0, converted.stderr);
-        assert.deepEqual((JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)), ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json']);
+        assert.deepEqual(
+          (JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)),
+          ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json'],
+        );
         const task = await loadTask(copy);
         assert.equal(task.layout, 'task.json');
         assert.equal(task.evaluatorTrust, 'separate');
@@ -363,7 +429,10 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.match(shinka.stderr, /ShinkaEvolve folder's evaluate\.py runs the program itself/);
       const dir = mkdtempSync(join(scratch, 'args-'));
       writeFileSync(join(dir, 'initial_program.py'), '# EVOLVE-BLOCK-START\ndef solve(n):\n    return n\n# EVOLVE-BLOCK-END\n');
-      writeFileSync(join(dir, 'evaluator.py'), 'def evaluate(p):\n    program = __import__("program")\n    return {"combined_score": program.solve(3)}\n');
+      writeFileSync(
+        join(dir, 'evaluator.py'),
+        'def evaluate(p):\n    program = __import__("program")\n    return {"combined_score": program.solve(3)}\n',
+      );
       const withArgs = await runCli(['convert', dir], scratch);
       assert.equal(withArgs.code, 1);
       assert.match(withArgs.stderr, /calls program\.solve\(\.\.\.\) with arguments/);
@@ -372,7 +441,10 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
 
   it('drafts a meta-information text from a docstring or a leading comment', () => {
     assert.equal(leadingDocText('"""Pack circles.\n\n    More text.\n    """\nx = 1\n'), 'Pack circles.\n\nMore text.');
-    assert.equal(leadingDocText('#!/usr/bin/env python3\n# Find a matrix.\n# With a large determinant.\n# EVOLVE-BLOCK-START\n'), 'Find a matrix.\nWith a large determinant.');
+    assert.equal(
+      leadingDocText('#!/usr/bin/env python3\n# Find a matrix.\n# With a large determinant.\n# EVOLVE-BLOCK-START\n'),
+      'Find a matrix.\nWith a large determinant.',
+    );
     assert.equal(leadingDocText('// EVOLVE-BLOCK-START\n// Sort fast.\nint main() {}\n'), 'Sort fast.');
     assert.equal(leadingDocText('x = 1\n'), null);
   });

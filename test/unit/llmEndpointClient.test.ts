@@ -130,7 +130,10 @@ describe('EndpointClient against the test server', function () {
     it('says how to start a server when none answers', async () => {
       const port = await closedPort();
       server = await startTestServer(); // for afterEach
-      const client = new EndpointClient({ ...endpointOptionsFromSettings(defaultSettings(), undefined), baseURL: `http://127.0.0.1:${port}/v1` });
+      const client = new EndpointClient({
+        ...endpointOptionsFromSettings(defaultSettings(), undefined),
+        baseURL: `http://127.0.0.1:${port}/v1`,
+      });
       await assert.rejects(client.check(), (error: Error) => {
         assert.match(error.message, new RegExp(`^No server at http://127\\.0\\.0\\.1:${port}/v1 \\(connection refused\\)`));
         assert.match(error.message, /vllm serve MODEL/);
@@ -198,8 +201,14 @@ describe('EndpointClient against the test server', function () {
       assert.equal(stats.samples, 12);
       assert.equal(stats.retries, 0);
       assert.equal(stats.failures, 0);
-      assert.equal(stats.completionTokens, ok().reduce((n, s) => n + s.completionTokens, 0));
-      assert.equal(stats.promptTokens, ok().reduce((n, s) => n + s.promptTokens, 0));
+      assert.equal(
+        stats.completionTokens,
+        ok().reduce((n, s) => n + s.completionTokens, 0),
+      );
+      assert.equal(
+        stats.promptTokens,
+        ok().reduce((n, s) => n + s.promptTokens, 0),
+      );
       assert.ok(stats.latencyMsP50 > 0 && stats.latencyMsP95 >= stats.latencyMsP50);
       assert.ok(stats.tokensPerSecond > 0 && stats.wallMs > 0);
     });
@@ -212,7 +221,10 @@ describe('EndpointClient against the test server', function () {
       const together = await run(clientFor({ useNParameter: true }), work);
       together.assertComplete();
       assert.equal(together.stats.requests, 2);
-      assert.deepEqual(server.requests.map((r) => [r.n, r.seed]).sort(), [[3, 0], [3, 1000]]);
+      assert.deepEqual(server.requests.map((r) => [r.n, r.seed]).sort(), [
+        [3, 0],
+        [3, 1000],
+      ]);
       const byId = (s: SampleResponse[]) => new Map(s.map((x) => [`${x.jobKey}#${x.index}`, x.content]));
       assert.deepEqual(byId(together.ok()), byId(separate.ok()));
       const total = together.ok().reduce((n, s) => n + s.completionTokens, 0);
@@ -270,7 +282,12 @@ describe('EndpointClient against the test server', function () {
       const { ok } = await run(client, [job('k', 3, 9)]);
       assert.equal(client.tokenSupport.status, 'supported');
       // The first reply lacked prompt ids (not asked yet): no half traces.
-      assert.deepEqual(ok().sort((a, b) => a.index - b.index).map((s) => s.tokens !== null), [false, true, true]);
+      assert.deepEqual(
+        ok()
+          .sort((a, b) => a.index - b.index)
+          .map((s) => s.tokens !== null),
+        [false, true, true],
+      );
     });
 
     it('says once, clearly, when the server returns no token ids, and stops asking', async () => {
@@ -379,14 +396,20 @@ describe('EndpointClient against the test server', function () {
         assert.ok(performance.now() - started < 15_000);
         assert.equal(stats.requests, units + stats.retries, 'each retry is one more request');
         // A request the client timed out (300 ms) before the server read it is counted by the client only (seen on a loaded machine).
-        assert.ok(server.counters.chatRequests <= stats.requests && stats.requests <= server.counters.chatRequests + 3, `client ${stats.requests}, server ${server.counters.chatRequests}`);
+        assert.ok(
+          server.counters.chatRequests <= stats.requests && stats.requests <= server.counters.chatRequests + 3,
+          `client ${stats.requests}, server ${server.counters.chatRequests}`,
+        );
         assert.ok(stats.retries <= units * 8);
         assert.ok(stats.retries > 0, 'faults were injected and retried');
         assert.equal(stats.failures, samples.filter((s) => !s.ok).length);
         assert.ok(samples.filter((s) => s.ok).length >= 56, `${stats.failures} failures`);
         assert.ok(server.counters.maxInFlight <= 16);
         const retriesPerSample = samples.reduce((n, s) => n + s.retries, 0);
-        assert.equal(retriesPerSample, useNParameter ? samples.reduce((n, s) => n + (s.index === 0 ? s.retries : 0), 0) * 8 : stats.retries);
+        assert.equal(
+          retriesPerSample,
+          useNParameter ? samples.reduce((n, s) => n + (s.index === 0 ? s.retries : 0), 0) * 8 : stats.retries,
+        );
       });
     }
   });
@@ -412,7 +435,10 @@ describe('EndpointClient against the test server', function () {
       assert.ok(afterStop < 1000, `stop took ${afterStop} ms`);
       assert.ok(samples.every((s) => !s.ok && /stopped/.test(s.error)));
       assert.equal(stats.aborted, true);
-      await waitFor(() => server.counters.clientAborts >= 16 && server.counters.inFlight === 0, { what: 'the server to see every request abandoned', deadlineMs: 5000 });
+      await waitFor(() => server.counters.clientAborts >= 16 && server.counters.inFlight === 0, {
+        what: 'the server to see every request abandoned',
+        deadlineMs: 5000,
+      });
       assert.equal(server.counters.clientAborts, 16, 'the server saw every request abandoned');
       assert.equal(server.counters.inFlight, 0);
     });
@@ -483,7 +509,16 @@ describe('EndpointClient against the test server', function () {
       const settings = { ...defaultSettings(), requestTimeoutSeconds: 30, maxRequestsInFlight: 64 };
       const options = endpointOptionsFromSettings(settings, 'k');
       assert.deepEqual(
-        [options.baseURL, options.model, options.apiKey, options.temperature, options.maxTokens, options.requestTimeoutMs, options.maxInFlight, options.requestTokenIds],
+        [
+          options.baseURL,
+          options.model,
+          options.apiKey,
+          options.temperature,
+          options.maxTokens,
+          options.requestTimeoutMs,
+          options.maxInFlight,
+          options.requestTokenIds,
+        ],
         ['http://127.0.0.1:8000/v1', '', 'k', 1, 16384, 30_000, 64, false],
       );
       assert.equal(endpointOptionsFromSettings({ ...settings, 'trainer.enabled': true }, undefined).requestTokenIds, true);
@@ -506,7 +541,10 @@ describe('EndpointClient against the test server', function () {
       const { samples, stats } = await run(clientFor({ retrySeconds: 0.2 }), [job('k', 1, 1)]);
       const sample = samples[0] as Sample;
       assert.ok(!sample.ok);
-      assert.match(sample.error, /^HTTP 503: The model is currently scaling\. Please try again later\. \(the server did not come back within 0\.2 s: thetaevolve\.serverRetrySeconds\)$/);
+      assert.match(
+        sample.error,
+        /^HTTP 503: The model is currently scaling\. Please try again later\. \(the server did not come back within 0\.2 s: thetaevolve\.serverRetrySeconds\)$/,
+      );
       assert.ok(stats.requests > 2, 'retried within the window, not by maxRetries');
     });
 
@@ -571,7 +609,10 @@ describe('EndpointClient against the test server', function () {
       const { ok } = await run(client, [job('k', 2, 1)]);
       assert.equal(ok().length, 2);
       assert.ok(ok().every((x) => x.tokens === null));
-      assert.deepEqual(warnings.map((w) => /does not return token ids \(replies carry no token_ids\).*vLLM >= 0\.10\.2/.test(w)), [true]);
+      assert.deepEqual(
+        warnings.map((w) => /does not return token ids \(replies carry no token_ids\).*vLLM >= 0\.10\.2/.test(w)),
+        [true],
+      );
     });
 
     it('counts the end-of-sequence token the servers put in token_ids, logprobs and usage', async () => {
@@ -628,8 +669,14 @@ describe('EndpointClient against the test server', function () {
       const { ok, assertComplete } = await run(client, jobs(2, 2));
       assertComplete();
       assert.equal(ok().length, 4);
-      assert.deepEqual(statuses.map((s) => s.waiting), [true, false]);
-      assert.match(statuses[0]?.message ?? '', /^waiting for the server at .* \(connection failed: connection refused\); retrying for up to 30 s/);
+      assert.deepEqual(
+        statuses.map((s) => s.waiting),
+        [true, false],
+      );
+      assert.match(
+        statuses[0]?.message ?? '',
+        /^waiting for the server at .* \(connection failed: connection refused\); retrying for up to 30 s/,
+      );
     });
 
     it('waits through the loading phase at the start of a run', async () => {

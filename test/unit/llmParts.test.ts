@@ -17,7 +17,14 @@ describe('llm: reasoning and answer', () => {
     assert.deepEqual(splitReasoning('<think>\nplan\n</think>\n\nfinal', null), { content: 'final', reasoning: 'plan' });
     assert.deepEqual(splitReasoning('<think>a</think>x<think>b</think>y', 'f'), { content: 'x<think>b</think>y', reasoning: 'f\n\na' });
     // A literal <think> / </think> inside a SEARCH or REPLACE section is code, not reasoning.
-    const answer = ['Handle the tag:', '<<<<<<< SEARCH', "    if token == '<think>':", '=======', "    if token in ('<think>', '</think>'):", '>>>>>>> REPLACE'].join('\n');
+    const answer = [
+      'Handle the tag:',
+      '<<<<<<< SEARCH',
+      "    if token == '<think>':",
+      '=======',
+      "    if token in ('<think>', '</think>'):",
+      '>>>>>>> REPLACE',
+    ].join('\n');
     assert.deepEqual(splitReasoning(`<think>plan</think>\n${answer}`, null), { content: answer, reasoning: 'plan' });
     assert.deepEqual(splitReasoning(answer, null), { content: answer, reasoning: null });
   });
@@ -52,7 +59,15 @@ describe('llm: reasoning and answer', () => {
 
   it('reads SGLang prompt ids on the choice, drops misaligned logprobs, takes `reasoning` (vLLM >= 0.11)', () => {
     const reply = ChatCompletionSchema.parse({
-      choices: [{ message: { content: null, reasoning: 'why' }, finish_reason: 'stop', token_ids: [9], prompt_token_ids: [3], logprobs: { content: [] } }],
+      choices: [
+        {
+          message: { content: null, reasoning: 'why' },
+          finish_reason: 'stop',
+          token_ids: [9],
+          prompt_token_ids: [3],
+          logprobs: { content: [] },
+        },
+      ],
     });
     const read = readChoice(reply.choices[0] as (typeof reply.choices)[number], null);
     assert.equal(read.content, '');
@@ -88,10 +103,22 @@ describe('llm: retry timing', () => {
 
   it('backs off exponentially with jitter, capped', () => {
     const options = { baseMs: 100, maxMs: 1000, maxRetryAfterMs: 5000 };
-    assert.equal(backoffDelayMs(1, options, () => 0), 50);
-    assert.equal(backoffDelayMs(1, options, () => 1), 100);
-    assert.equal(backoffDelayMs(3, options, () => 1), 400);
-    assert.equal(backoffDelayMs(20, options, () => 1), 1000);
+    assert.equal(
+      backoffDelayMs(1, options, () => 0),
+      50,
+    );
+    assert.equal(
+      backoffDelayMs(1, options, () => 1),
+      100,
+    );
+    assert.equal(
+      backoffDelayMs(3, options, () => 1),
+      400,
+    );
+    assert.equal(
+      backoffDelayMs(20, options, () => 1),
+      1000,
+    );
     const draws = new Set(Array.from({ length: 20 }, () => backoffDelayMs(2, options)));
     assert.ok(draws.size > 1);
   });

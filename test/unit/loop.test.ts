@@ -23,7 +23,14 @@ const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
 
 const settings = settingsBuilder({ batchSize: 2, samplesPerPrompt: 3, evaluationConcurrency: 3, 'database.preset': 'small', seed: 7 });
 
-async function runOnce(task: Task, s: Settings, dbFile: string, steps: number, source: ResponseSource, extra: { stopAt?: (e: EngineEvent, run: EvolutionRun) => void; afterCommit?: (c: CommittedStep) => void } = {}) {
+async function runOnce(
+  task: Task,
+  s: Settings,
+  dbFile: string,
+  steps: number,
+  source: ResponseSource,
+  extra: { stopAt?: (e: EngineEvent, run: EvolutionRun) => void; afterCommit?: (c: CommittedStep) => void } = {},
+) {
   const events: EngineEvent[] = [];
   const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(s));
   const run: EvolutionRun = new EvolutionRun({
@@ -59,9 +66,18 @@ describe('evolution loop', function () {
 
   it('accounts for every one of the B x n samples of each step and improves on the initial program', async () => {
     const s = settings({});
-    const { result, committed, events } = await runOnce(task, s, join(dir, 'run.sqlite'), 4, new MutateSampler({ seed: 7, language: 'py' }));
+    const { result, committed, events } = await runOnce(
+      task,
+      s,
+      join(dir, 'run.sqlite'),
+      4,
+      new MutateSampler({ seed: 7, language: 'py' }),
+    );
     assert.equal(result.reason, 'steps_done');
-    assert.deepEqual(committed.map((c) => c.step), [1, 2, 3, 4]);
+    assert.deepEqual(
+      committed.map((c) => c.step),
+      [1, 2, 3, 4],
+    );
     for (const c of committed) {
       const total = Object.values(c.counts).reduce((a, b) => a + b, 0);
       assert.equal(total, 6, `step ${c.step} counts ${JSON.stringify(c.counts)}`);
@@ -76,7 +92,13 @@ describe('evolution loop', function () {
   });
 
   it('ends when the target value is reached', async () => {
-    const { result, committed } = await runOnce({ ...task, targetValue: 8 }, settings({}), join(dir, 'target.sqlite'), 50, new MutateSampler({ seed: 7, language: 'py' }));
+    const { result, committed } = await runOnce(
+      { ...task, targetValue: 8 },
+      settings({}),
+      join(dir, 'target.sqlite'),
+      50,
+      new MutateSampler({ seed: 7, language: 'py' }),
+    );
     assert.equal(result.reason, 'target_reached');
     assert.ok(committed.length < 50);
     assert.ok(result.best && result.best.score >= 8);
@@ -113,7 +135,10 @@ describe('evolution loop', function () {
     assert.equal(metaAfter.startCode, metaBefore.startCode);
     const started = second.events.find((e) => e.type === 'run_started');
     assert.ok(started && started.type === 'run_started' && started.resumedFromStep === 2);
-    assert.deepEqual(second.committed.map((c) => c.step), [3, 4]);
+    assert.deepEqual(
+      second.committed.map((c) => c.step),
+      [3, 4],
+    );
     const shape = (c: StepCommittedEvent[]) => c.map((e) => ({ counts: e.counts, best: e.best, dbSize: e.dbSize }));
     assert.deepEqual(shape(second.committed), shape(whole.committed).slice(2));
   });
@@ -124,8 +149,17 @@ describe('evolution loop', function () {
     const { committed } = await runOnce(task, s, join(dir, 'lazy.sqlite'), 5, new MutateSampler({ seed: 3, language: 'py' }));
     const duplicates = committed.reduce((a, c) => a + c.counts.duplicate, 0);
     assert.ok(duplicates > 0, `no duplicate in ${JSON.stringify(committed.map((c) => c.counts))}`);
-    const off = await runOnce(task, { ...s, lazyPenalty: false }, join(dir, 'lazy-off.sqlite'), 5, new MutateSampler({ seed: 3, language: 'py' }));
-    assert.equal(off.committed.reduce((a, c) => a + c.counts.duplicate, 0), 0);
+    const off = await runOnce(
+      task,
+      { ...s, lazyPenalty: false },
+      join(dir, 'lazy-off.sqlite'),
+      5,
+      new MutateSampler({ seed: 3, language: 'py' }),
+    );
+    assert.equal(
+      off.committed.reduce((a, c) => a + c.counts.duplicate, 0),
+      0,
+    );
   });
 
   it('stop abandons the in-flight step: nothing of it is committed', async () => {
@@ -144,7 +178,10 @@ describe('evolution loop', function () {
     const db = await ProgramDatabase.openReadOnly(file);
     try {
       assert.equal(db.lastStep, 2);
-      assert.deepEqual(db.steps().map((s) => s.step), [1, 2]);
+      assert.deepEqual(
+        db.steps().map((s) => s.step),
+        [1, 2],
+      );
     } finally {
       await db.close();
     }
@@ -152,16 +189,23 @@ describe('evolution loop', function () {
 
   it('pause waits after the step commits; resume goes on', async () => {
     let paused = false;
-    const { events, result } = await runOnce(task, settings({}), join(dir, 'pause.sqlite'), 3, new MutateSampler({ seed: 7, language: 'py' }), {
-      stopAt: (e, run) => {
-        if (e.type === 'step_committed' && e.step === 1) run.pause();
-        if (e.type === 'paused') {
-          paused = true;
-          // The run awaits its resume right after emitting paused: resume once it waits.
-          queueMicrotask(() => run.resume());
-        }
+    const { events, result } = await runOnce(
+      task,
+      settings({}),
+      join(dir, 'pause.sqlite'),
+      3,
+      new MutateSampler({ seed: 7, language: 'py' }),
+      {
+        stopAt: (e, run) => {
+          if (e.type === 'step_committed' && e.step === 1) run.pause();
+          if (e.type === 'paused') {
+            paused = true;
+            // The run awaits its resume right after emitting paused: resume once it waits.
+            queueMicrotask(() => run.resume());
+          }
+        },
       },
-    });
+    );
     assert.ok(paused);
     assert.equal(result.lastStep, 3);
     const types = events.map((e) => e.type);
@@ -170,7 +214,9 @@ describe('evolution loop', function () {
 
   it('hands each committed step to the trainer hook as B groups of n scored samples with shaped rewards', async () => {
     const groups: CommittedStep[] = [];
-    await runOnce(task, settings({}), join(dir, 'groups.sqlite'), 2, new MutateSampler({ seed: 7, language: 'py' }), { afterCommit: (c) => groups.push(c) });
+    await runOnce(task, settings({}), join(dir, 'groups.sqlite'), 2, new MutateSampler({ seed: 7, language: 'py' }), {
+      afterCommit: (c) => groups.push(c),
+    });
     assert.equal(groups.length, 2);
     for (const c of groups) {
       assert.equal(c.groups.length, 2);
@@ -213,17 +259,30 @@ describe('evolution loop', function () {
     try {
       const first = await runWith(async () => undefined);
       assert.equal(first.lastStep, 2);
-      assert.deepEqual(before.map((b) => [b.step, b.lastStepInDb]), [[1, 0], [2, 1]], 'called before the commit');
+      assert.deepEqual(
+        before.map((b) => [b.step, b.lastStepInDb]),
+        [
+          [1, 0],
+          [2, 1],
+        ],
+        'called before the commit',
+      );
       for (const [i, b] of before.entries()) {
         const a = after[i] as CommittedStep;
         assert.ok(b.committed.groups.every((g) => g.samples.every((x) => x.childId === null)));
-        assert.deepEqual(b.committed.groups.map((g) => g.key), a.groups.map((g) => g.key));
+        assert.deepEqual(
+          b.committed.groups.map((g) => g.key),
+          a.groups.map((g) => g.key),
+        );
         assert.deepEqual(
           b.committed.groups.map((g) => g.samples.map((x) => x.reward)),
           a.groups.map((g) => g.samples.map((x) => x.reward)),
         );
       }
-      assert.ok(after.some((a) => a.groups.some((g) => g.samples.some((x) => x.childId !== null))), 'afterCommit has the child ids');
+      assert.ok(
+        after.some((a) => a.groups.some((g) => g.samples.some((x) => x.childId !== null))),
+        'afterCommit has the child ids',
+      );
       const failed = await runWith(async (c) => {
         if (c.step === 3) throw new Error('spool full');
       });
@@ -236,14 +295,27 @@ describe('evolution loop', function () {
   });
 
   it('commits every step against the OpenAI-compatible test server with 30% mixed faults', async () => {
-    const server = await startTestServer({ latencyMs: 5, faultRate: 0.3, faultSeed: 11, faultKinds: ['rate_limit', 'server_error', 'reset', 'garbage', 'truncate', 'no_diff'], retryAfterSeconds: 0 });
+    const server = await startTestServer({
+      latencyMs: 5,
+      faultRate: 0.3,
+      faultSeed: 11,
+      faultKinds: ['rate_limit', 'server_error', 'reset', 'garbage', 'truncate', 'no_diff'],
+      retryAfterSeconds: 0,
+    });
     try {
       const s = settings({ endpoint: server.baseURL, sampler: 'llm', maxRetries: 2 });
       const client = new EndpointClient({ ...endpointOptionsFromSettings(s, undefined), backoff: { baseMs: 1, maxMs: 5 } });
       const { committed, result } = await runOnce(task, s, join(dir, 'llm.sqlite'), 3, client);
       assert.equal(result.reason, 'steps_done');
-      assert.deepEqual(committed.map((c) => c.step), [1, 2, 3]);
-      for (const c of committed) assert.equal(Object.values(c.counts).reduce((a, b) => a + b, 0), 6);
+      assert.deepEqual(
+        committed.map((c) => c.step),
+        [1, 2, 3],
+      );
+      for (const c of committed)
+        assert.equal(
+          Object.values(c.counts).reduce((a, b) => a + b, 0),
+          6,
+        );
       assert.ok(committed.some((c) => c.counts.no_diff > 0 || c.counts.request_failed > 0 || c.counts.valid > 0));
     } finally {
       await server.close();
@@ -253,16 +325,44 @@ describe('evolution loop', function () {
   it('the CLI run prints one JSON line per committed step and resumes with the same --db', () => {
     const db = join(dir, 'cli.sqlite');
     const cli = (steps: number) =>
-      spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', FIXTURE, '--sampler', 'mutate', '--steps', String(steps), '--batch', '2', '--samples', '2', '--db', db, '--json'], {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: 90_000,
-      });
+      spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(ROOT, 'src/cli.ts'),
+          'run',
+          FIXTURE,
+          '--sampler',
+          'mutate',
+          '--steps',
+          String(steps),
+          '--batch',
+          '2',
+          '--samples',
+          '2',
+          '--db',
+          db,
+          '--json',
+        ],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 90_000,
+        },
+      );
     const first = cli(2);
     assert.equal(first.status, 0, first.stderr);
-    const lines = first.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.deepEqual(lines.map((l) => l.step), [1, 2]);
-    for (const l of lines) for (const key of ['step', 'best', 'mean', 'counts', 'dbSize', 'elapsedMs']) assert.ok(key in l, `${key} missing`);
+    const lines = first.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      lines.map((l) => l.step),
+      [1, 2],
+    );
+    for (const l of lines)
+      for (const key of ['step', 'best', 'mean', 'counts', 'dbSize', 'elapsedMs']) assert.ok(key in l, `${key} missing`);
     const second = cli(1);
     assert.equal(second.status, 0, second.stderr);
     assert.equal((JSON.parse(second.stdout.trim()) as { step: number }).step, 3);

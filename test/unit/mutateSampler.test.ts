@@ -42,7 +42,10 @@ async function collect(sampler: MutateSampler, jobs: GenerationJob[]): Promise<S
 /** Initial programs of the bundled tasks, once they exist (files holding the start marker under tasks/). */
 /** The children parse as Python (python3's ast); without python3 the test is skipped, saying so (CI has python3). */
 function assertPython(test: Mocha.Context, children: string[]): void {
-  const check = spawnSync('python3', ['-c', 'import ast, json, sys\nfor c in json.load(sys.stdin): ast.parse(c)\nprint("ok")'], { input: JSON.stringify(children), encoding: 'utf8' });
+  const check = spawnSync('python3', ['-c', 'import ast, json, sys\nfor c in json.load(sys.stdin): ast.parse(c)\nprint("ok")'], {
+    input: JSON.stringify(children),
+    encoding: 'utf8',
+  });
   if (check.error !== undefined) {
     console.warn(`      skipped: python3 is not installed, so the children could not be parsed as Python (${check.error.message})`);
     test.skip();
@@ -64,7 +67,11 @@ function bundledPrograms(): string[] {
       const full = path.join(dir, name);
       if (statSync(full).isDirectory()) {
         if (depth < 3) walk(full, depth + 1);
-      } else if (/\.(py|c|cpp|js|ts)$/.test(name) && statSync(full).size < 200_000 && readFileSync(full, 'utf8').includes('EVOLVE-BLOCK-START')) {
+      } else if (
+        /\.(py|c|cpp|js|ts)$/.test(name) &&
+        statSync(full).size < 200_000 &&
+        readFileSync(full, 'utf8').includes('EVOLVE-BLOCK-START')
+      ) {
         found.push(full);
       }
     }
@@ -105,7 +112,10 @@ describe('MutateSampler', () => {
     assert.equal(seen.length, 5);
     assert.equal(stats.requests, 5);
     assert.equal(stats.completionTokens, 0);
-    assert.deepEqual(seen.map((s) => `${s.jobKey}#${s.index}`), ['s1-p0#0', 's1-p0#1', 's1-p0#2', 's1-p1#0', 's1-p1#1']);
+    assert.deepEqual(
+      seen.map((s) => `${s.jobKey}#${s.index}`),
+      ['s1-p0#0', 's1-p0#1', 's1-p0#2', 's1-p1#0', 's1-p1#1'],
+    );
     for (const s of seen) {
       assert.ok(s.ok);
       assert.equal(s.finishReason, 'stop');
@@ -156,7 +166,11 @@ describe('MutateSampler', () => {
       assert.equal(result.status, 'applied', `${result.message}\n${s.content}`);
       assert.deepEqual(result.skipped, []);
       const child = result.child as string;
-      assert.equal(child.split('\n').slice(0, 4).join('\n'), FIXTURE.split('\n').slice(0, 4).join('\n'), 'lines before the block unchanged');
+      assert.equal(
+        child.split('\n').slice(0, 4).join('\n'),
+        FIXTURE.split('\n').slice(0, 4).join('\n'),
+        'lines before the block unchanged',
+      );
       assert.equal(child.split('\n').slice(-4).join('\n'), FIXTURE.split('\n').slice(-4).join('\n'), 'lines after the block unchanged');
       assert.ok(child.includes('# a comment with 3.5 in it is not code'));
       assert.ok(child.includes('label = "x1 0.75"'));
@@ -170,7 +184,15 @@ describe('MutateSampler', () => {
   });
 
   it('works on CRLF and //-marked programs', async () => {
-    const c = ['#include <stdio.h>', '// EVOLVE-BLOCK-START', 'double r = 0.5; // 9.9 in a comment', 'int iters = 100;', '// EVOLVE-BLOCK-END', 'int main(void) { return 0; }', ''].join('\r\n');
+    const c = [
+      '#include <stdio.h>',
+      '// EVOLVE-BLOCK-START',
+      'double r = 0.5; // 9.9 in a comment',
+      'int iters = 100;',
+      '// EVOLVE-BLOCK-END',
+      'int main(void) { return 0; }',
+      '',
+    ].join('\r\n');
     for (const s of await collect(new MutateSampler({ seed: 2 }), [job('c', 0, 40, c)])) {
       const result = applyResponse(c, s.content, { language: 'c' });
       assert.equal(result.status, 'applied', s.content);
@@ -184,7 +206,7 @@ describe('MutateSampler', () => {
     assert.equal(applyResponse('# EVOLVE-BLOCK-START\nx = y\n# EVOLVE-BLOCK-END\n', sample?.content ?? '').status, 'no_diff_blocks');
   });
 
-  it('applies cleanly to the bundled tasks\' initial programs (when present)', async function () {
+  it("applies cleanly to the bundled tasks' initial programs (when present)", async function () {
     const pythonChildren: string[] = [];
     for (const file of bundledPrograms()) {
       const code = readFileSync(file, 'utf8');

@@ -16,20 +16,34 @@ const CODE_SERVER_EXTENSIONS = join(__dirname, '../../tools/code-server/node_mod
 
 describe('Mark Selection as EVOLVE-BLOCK: comment syntax and markers', () => {
   it('reads line and block comments from language configuration files (comments, trailing commas, escapes, the object form)', () => {
-    assert.deepEqual(commentSyntaxFromLanguageConfiguration('{"comments":{"lineComment":"#","blockComment":["\\"\\"\\"","\\"\\"\\""]}}'), { line: '#', block: ['"""', '"""'] });
-    assert.deepEqual(commentSyntaxFromLanguageConfiguration('{\n  // HTML\n  "comments": { "blockComment": ["<!--", "-->"], },\n}'), { line: null, block: ['<!--', '-->'] });
-    assert.deepEqual(commentSyntaxFromLanguageConfiguration('{"comments": {"lineComment": {"comment": "//", "noIndent": false}, "blockComment": ["/*", "*/"]}}'), { line: '//', block: ['/*', '*/'] });
+    assert.deepEqual(commentSyntaxFromLanguageConfiguration('{"comments":{"lineComment":"#","blockComment":["\\"\\"\\"","\\"\\"\\""]}}'), {
+      line: '#',
+      block: ['"""', '"""'],
+    });
+    assert.deepEqual(commentSyntaxFromLanguageConfiguration('{\n  // HTML\n  "comments": { "blockComment": ["<!--", "-->"], },\n}'), {
+      line: null,
+      block: ['<!--', '-->'],
+    });
+    assert.deepEqual(
+      commentSyntaxFromLanguageConfiguration(
+        '{"comments": {"lineComment": {"comment": "//", "noIndent": false}, "blockComment": ["/*", "*/"]}}',
+      ),
+      { line: '//', block: ['/*', '*/'] },
+    );
     assert.equal(commentSyntaxFromLanguageConfiguration('{"brackets": [["{", "}"]]}'), null);
   });
 
   it("reads the language configurations VS Code's own extensions ship", function () {
     if (!existsSync(CODE_SERVER_EXTENSIONS)) this.skip(); // Reason: code-server is not installed (scripts/setup.sh installs it; CI has it).
-    const syntaxOf = (ext: string) => commentSyntaxFromLanguageConfiguration(readFileSync(join(CODE_SERVER_EXTENSIONS, ext, 'language-configuration.json'), 'utf8'));
+    const syntaxOf = (ext: string) =>
+      commentSyntaxFromLanguageConfiguration(readFileSync(join(CODE_SERVER_EXTENSIONS, ext, 'language-configuration.json'), 'utf8'));
     assert.equal(syntaxOf('python')?.line, '#');
     assert.equal(syntaxOf('cpp')?.line, '//');
     assert.deepEqual(syntaxOf('html'), { line: null, block: ['<!--', '-->'] });
     assert.equal(syntaxOf('lua')?.line, '--');
-    const all = readdirSync(CODE_SERVER_EXTENSIONS).filter((e) => existsSync(join(CODE_SERVER_EXTENSIONS, e, 'language-configuration.json')));
+    const all = readdirSync(CODE_SERVER_EXTENSIONS).filter((e) =>
+      existsSync(join(CODE_SERVER_EXTENSIONS, e, 'language-configuration.json')),
+    );
     const unread = all.filter((e) => syntaxOf(e) === null);
     // A few languages have no comments at all (JSON lines, plain text...); every other one is read.
     assert.ok(unread.length <= all.length / 5, `unread: ${unread.join(', ')}`);
@@ -39,14 +53,20 @@ describe('Mark Selection as EVOLVE-BLOCK: comment syntax and markers', () => {
     const python = markEvolveBlock('import math\n\ndef f():\n    return 1\n', 2, 3, { line: '#', block: null });
     assert.deepEqual(python, { ok: true, text: 'import math\n\n# EVOLVE-BLOCK-START\ndef f():\n    return 1\n# EVOLVE-BLOCK-END\n' });
     const indented = markEvolveBlock('int main() {\r\n  int x = 1;\r\n  return x;\r\n}\r\n', 1, 1, { line: '//', block: ['/*', '*/'] });
-    assert.deepEqual(indented, { ok: true, text: 'int main() {\r\n  // EVOLVE-BLOCK-START\r\n  int x = 1;\r\n  // EVOLVE-BLOCK-END\r\n  return x;\r\n}\r\n' });
+    assert.deepEqual(indented, {
+      ok: true,
+      text: 'int main() {\r\n  // EVOLVE-BLOCK-START\r\n  int x = 1;\r\n  // EVOLVE-BLOCK-END\r\n  return x;\r\n}\r\n',
+    });
     const html = markEvolveBlock('<p>a</p>', 0, 0, { line: null, block: ['<!--', '-->'] });
     assert.deepEqual(html, { ok: true, text: '<!-- EVOLVE-BLOCK-START -->\n<p>a</p>\n<!-- EVOLVE-BLOCK-END -->' });
   });
 
   it('refuses a second region and lines outside the file, saying why', () => {
     const twice = markEvolveBlock('# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\ny = 2\n', 3, 3, { line: '#', block: null });
-    assert.deepEqual(twice, { ok: false, problem: 'the file already has an EVOLVE-BLOCK marker (line 1); a file has one region: remove it first' });
+    assert.deepEqual(twice, {
+      ok: false,
+      problem: 'the file already has an EVOLVE-BLOCK marker (line 1); a file has one region: remove it first',
+    });
     const outside = markEvolveBlock('x = 1\n', 4, 5, { line: '#', block: null });
     assert.equal(outside.ok, false);
   });
@@ -91,7 +111,10 @@ describe('New Task for This File: the drafted task', function () {
     assert.equal(task.initialProgramPath, join(dir, 'product.py'));
     assert.equal(task.runtimeLimitSec, 60);
     assert.doesNotMatch(task.metaInformation[0]?.text ?? '', /EVOLVE-BLOCK/, 'markers in task.json would read as a region there');
-    assert.match(task.metaInformation[0]?.text ?? '', /^Find a large \{value\} of x \* \(10 - x\)\.\n\nImprove the marked region of the py program/);
+    assert.match(
+      task.metaInformation[0]?.text ?? '',
+      /^Find a large \{value\} of x \* \(10 - x\)\.\n\nImprove the marked region of the py program/,
+    );
     const ok = await evaluate(dir, program);
     assert.equal(ok.status, 'ok', ok.reason);
     assert.equal(ok.objective, 21);
@@ -101,11 +124,15 @@ describe('New Task for This File: the drafted task', function () {
     const none = await evaluate(dir, program.replace(/json\.dump.*/, 'pass'));
     assert.equal(none.score, OUTCOME_PENALTY.no_solution);
     // A second draft in the same folder does not take the first one's evaluator name.
-    assert.equal(draftTask({ programFile: 'product.py', code: program, taken: (n) => existsSync(join(dir, n)) }).evaluatorFile, 'evaluate_product.py');
+    assert.equal(
+      draftTask({ programFile: 'product.py', code: program, taken: (n) => existsSync(join(dir, n)) }).evaluatorFile,
+      'evaluate_product.py',
+    );
   });
 
   it('a JavaScript file: node runs the program and the template evaluator', async () => {
-    const program = '// Make value large.\nconst fs = require("fs");\n// EVOLVE-BLOCK-START\nconst value = 4;\n// EVOLVE-BLOCK-END\nfs.writeFileSync("solution.json", JSON.stringify({ value }));\n';
+    const program =
+      '// Make value large.\nconst fs = require("fs");\n// EVOLVE-BLOCK-START\nconst value = 4;\n// EVOLVE-BLOCK-END\nfs.writeFileSync("solution.json", JSON.stringify({ value }));\n';
     writeFileSync(join(dir, 'big.js'), program);
     const draft = draftTask({ programFile: 'big.js', code: program });
     assert.equal(draft.evaluatorFile, 'evaluate.cjs');

@@ -15,24 +15,38 @@ describe('program names (step and rank)', () => {
     dir = tempDir('thetaevolve-names-');
   });
 
-  it('ranks each child by score among its step\'s children, ties by order, and keeps the rank after a reopen and after evictions', async () => {
+  it("ranks each child by score among its step's children, ties by order, and keeps the rank after a reopen and after evictions", async () => {
     const file = join(dir, 'run.sqlite');
     const config = testConfig({ populationSize: 6, numIslands: 1, archiveSize: 2 });
     const db = await ProgramDatabase.open(file, { config });
     const initial = await db.addInitial(programWith(1, 40, null, 0, 'initial'));
     const step1 = await db.commitStep({
       step: 1,
-      children: [programWith(2, 40, initial.id, 1, 'a'), programWith(5, 40, initial.id, 1, 'b'), programWith(-0.2, 40, initial.id, 1, 'c'), programWith(5, 40, initial.id, 1, 'd')],
+      children: [
+        programWith(2, 40, initial.id, 1, 'a'),
+        programWith(5, 40, initial.id, 1, 'b'),
+        programWith(-0.2, 40, initial.id, 1, 'c'),
+        programWith(5, 40, initial.id, 1, 'd'),
+      ],
       stats: null,
       engineState: null,
     });
     const [a, b, c, d] = step1.inserted.map((p) => p.id);
-    assert.deepEqual([a, b, c, d].map((id) => db.stepRank(id as string)?.rank), [3, 1, 4, 2], 'by score, the earlier of equal scores first');
+    assert.deepEqual(
+      [a, b, c, d].map((id) => db.stepRank(id as string)?.rank),
+      [3, 1, 4, 2],
+      'by score, the earlier of equal scores first',
+    );
     assert.deepEqual(db.stepRank(b as string), { rank: 1, of: 4 });
     assert.deepEqual(db.stepRank(initial.id), { rank: 1, of: 1 });
     assert.equal(db.stepRank('zzzz'), null);
     // Step 2 fills the population past its size: the worst (step 1's c, then a) go.
-    await db.commitStep({ step: 2, children: [programWith(6, 40, b as string, 2, 'e'), programWith(7, 40, b as string, 2, 'f')], stats: null, engineState: null });
+    await db.commitStep({
+      step: 2,
+      children: [programWith(6, 40, b as string, 2, 'e'), programWith(7, 40, b as string, 2, 'f')],
+      stats: null,
+      engineState: null,
+    });
     assert.equal(db.get(c as string)?.score, undefined, 'the worst of step 1 was evicted');
     await db.close();
     const reopened = await ProgramDatabase.openReadOnly(file);
@@ -51,9 +65,15 @@ describe('program names (step and rank)', () => {
     assert.equal(programName({ step: 12, stepRank: { rank: 1, of: 8 } }), 'step 12 #1');
     assert.equal(programName({ step: 12, stepRank: null }), 'step 12');
     assert.equal(programName({ step: 0, stepRank: { rank: 1, of: 1 } }), 'initial');
-    assert.equal(programNameDetail({ id: '3k', step: 12, stepRank: { rank: 2, of: 8 } }), 'rank 2 by score of the 8 children of step 12 in the database; program 3k');
+    assert.equal(
+      programNameDetail({ id: '3k', step: 12, stepRank: { rank: 2, of: 8 } }),
+      'rank 2 by score of the 8 children of step 12 in the database; program 3k',
+    );
     assert.equal(programNameDetail({ id: '0', step: 0, stepRank: { rank: 1, of: 1 } }), 'program 0');
-    const view = bestView({ id: '3k', step: 12, score: 2.5, objective: 2.5, lineageDepth: 4, parentId: '1v', stepRank: { rank: 1, of: 8 } }, 'maximize');
+    const view = bestView(
+      { id: '3k', step: 12, score: 2.5, objective: 2.5, lineageDepth: 4, parentId: '1v', stepRank: { rank: 1, of: 8 } },
+      'maximize',
+    );
     assert.equal(view.name, 'step 12 #1');
     assert.match(view.nameDetail ?? '', /program 3k$/);
   });

@@ -3,7 +3,18 @@ import { buildPrompt, formatMetric, type PromptTask, SYSTEM_PROMPT } from '../..
 import { fillTemplate } from '../../src/engine/task/task';
 import { Rng } from '../../src/engine/common/rng';
 
-const PROGRAM = ['import numpy as np', '', '# EVOLVE-BLOCK-START', 'def pack():', '    r = 0.1', '    return r', '# EVOLVE-BLOCK-END', '', 'print(pack())', ''].join('\n');
+const PROGRAM = [
+  'import numpy as np',
+  '',
+  '# EVOLVE-BLOCK-START',
+  'def pack():',
+  '    r = 0.1',
+  '    return r',
+  '# EVOLVE-BLOCK-END',
+  '',
+  'print(pack())',
+  '',
+].join('\n');
 
 const TASK: PromptTask = {
   language: 'py',
@@ -14,7 +25,7 @@ const TASK: PromptTask = {
   variables: { n_circles: 26, MAX_RUNTIME: 60, target_value: 2.635983 },
 };
 
-const PARENT = { code: PROGRAM, score: 2.6359830, objective: 2.6359830, metrics: { sum_radii: 2.6359830, valid: true } };
+const PARENT = { code: PROGRAM, score: 2.635983, objective: 2.635983, metrics: { sum_radii: 2.635983, valid: true } };
 
 function userText(prompt: ReturnType<typeof buildPrompt>): string {
   return prompt.messages.find((m) => m.role === 'user')?.content ?? '';
@@ -66,7 +77,8 @@ describe('prompt', () => {
     for (let i = 0; i < 20; i++) {
       const prompt = buildPrompt({ task: TASK, parent: PARENT, rng });
       const text = userText(prompt);
-      if (prompt.metaInfoId === 'constructor') assert.ok(text.includes('Place 26 circles by hand within 60 s; keep {unknown_thing} as is.'));
+      if (prompt.metaInfoId === 'constructor')
+        assert.ok(text.includes('Place 26 circles by hand within 60 s; keep {unknown_thing} as is.'));
       else assert.ok(text.includes('Beat 2.635983 with an optimizer.'));
     }
   });
@@ -87,7 +99,17 @@ describe('prompt', () => {
   it('works without meta-information and ignores zero weights', () => {
     const none = buildPrompt({ task: { ...TASK, metaInformation: [] }, parent: PARENT, rng: Rng.fromSeed(1) });
     assert.equal(none.metaInfoId, null);
-    const zero = buildPrompt({ task: { ...TASK, metaInformation: [{ id: 'a', weight: 0, text: 'A' }, { id: 'b', weight: 1, text: 'B' }] }, parent: PARENT, rng: Rng.fromSeed(1) });
+    const zero = buildPrompt({
+      task: {
+        ...TASK,
+        metaInformation: [
+          { id: 'a', weight: 0, text: 'A' },
+          { id: 'b', weight: 1, text: 'B' },
+        ],
+      },
+      parent: PARENT,
+      rng: Rng.fromSeed(1),
+    });
     assert.equal(zero.metaInfoId, 'b');
   });
 
@@ -112,13 +134,32 @@ describe('prompt', () => {
   });
 
   it('shows each EVOLVE-BLOCK region of a strong program with several, in order and without markers', () => {
-    const code = ['import math', '# EVOLVE-BLOCK-START', 'a = 1', '# EVOLVE-BLOCK-END', 'fixed = 0', '# EVOLVE-BLOCK-START', 'b = 2', 'c = 3', '# EVOLVE-BLOCK-END', ''].join('\n');
-    const text = userText(buildPrompt({ task: TASK, parent: PARENT, rng: Rng.fromSeed(1), topPrograms: [{ ...PARENT, code, score: 2.8 }] }));
+    const code = [
+      'import math',
+      '# EVOLVE-BLOCK-START',
+      'a = 1',
+      '# EVOLVE-BLOCK-END',
+      'fixed = 0',
+      '# EVOLVE-BLOCK-START',
+      'b = 2',
+      'c = 3',
+      '# EVOLVE-BLOCK-END',
+      '',
+    ].join('\n');
+    const text = userText(
+      buildPrompt({ task: TASK, parent: PARENT, rng: Rng.fromSeed(1), topPrograms: [{ ...PARENT, code, score: 2.8 }] }),
+    );
     const shown = text.slice(text.indexOf('Strong programs'));
     assert.ok(shown.indexOf('Region 1 of 2:') < shown.indexOf('Region 2 of 2:'));
     const blocks = fencedBlocks(shown);
-    assert.ok(blocks.some((b) => b.includes('a = 1') && !b.includes('b = 2')), JSON.stringify(blocks));
-    assert.ok(blocks.some((b) => b.includes('b = 2\nc = 3') && !b.includes('a = 1')), JSON.stringify(blocks));
+    assert.ok(
+      blocks.some((b) => b.includes('a = 1') && !b.includes('b = 2')),
+      JSON.stringify(blocks),
+    );
+    assert.ok(
+      blocks.some((b) => b.includes('b = 2\nc = 3') && !b.includes('a = 1')),
+      JSON.stringify(blocks),
+    );
     assert.ok(!shown.includes('fixed = 0') && !shown.includes('import math'), 'only region content is shown');
     assert.equal(fencedBlocks(text).filter((b) => b.includes('EVOLVE-BLOCK-START')).length, 1);
   });

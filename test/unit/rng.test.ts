@@ -6,11 +6,17 @@ describe('Rng', () => {
     const a = Rng.fromSeed(42);
     const b = Rng.fromSeed(42);
     const first = Array.from({ length: 5 }, () => a.next());
-    assert.deepEqual(first, Array.from({ length: 5 }, () => b.next()));
+    assert.deepEqual(
+      first,
+      Array.from({ length: 5 }, () => b.next()),
+    );
     const saved = a.state();
     const expected = Array.from({ length: 5 }, () => a.next());
     const resumed = Rng.fromState(JSON.parse(JSON.stringify(saved)));
-    assert.deepEqual(Array.from({ length: 5 }, () => resumed.next()), expected);
+    assert.deepEqual(
+      Array.from({ length: 5 }, () => resumed.next()),
+      expected,
+    );
   });
 
   it('differs between seeds and stays in [0, 1)', () => {

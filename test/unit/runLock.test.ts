@@ -45,7 +45,10 @@ describe('run lock', () => {
   it('refuses a second run of the same database in this process, and gives it back on release', async () => {
     const lock = await acquireRunLock(dbFile);
     assert.ok(fs.existsSync(runLockFile(dbFile)));
-    await assert.rejects(acquireRunLock(dbFile), (err: unknown) => err instanceof RunLockedError && /already being run by this process/.test(err.message));
+    await assert.rejects(
+      acquireRunLock(dbFile),
+      (err: unknown) => err instanceof RunLockedError && /already being run by this process/.test(err.message),
+    );
     await lock.release();
     assert.equal(fs.existsSync(runLockFile(dbFile)), false);
     const again = await acquireRunLock(dbFile);
@@ -55,7 +58,10 @@ describe('run lock', () => {
   it('refuses while another process holds it, naming that process; takes it over after kill -9', async () => {
     const child = await holdInAnotherProcess(dbFile);
     children.push(child);
-    await assert.rejects(acquireRunLock(dbFile), (err: unknown) => err instanceof RunLockedError && err.message.includes(`is being run by process ${child.pid} since `));
+    await assert.rejects(
+      acquireRunLock(dbFile),
+      (err: unknown) => err instanceof RunLockedError && err.message.includes(`is being run by process ${child.pid} since `),
+    );
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
@@ -67,15 +73,24 @@ describe('run lock', () => {
   it('the CLI refuses a second run on one --db (exit 1 naming the holder) and writes nothing', async () => {
     const child = await holdInAnotherProcess(dbFile);
     children.push(child);
-    const { code, stderr } = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', dbFile], dir);
+    const { code, stderr } = await runCli(
+      ['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', dbFile],
+      dir,
+    );
     assert.equal(code, 1, stderr);
-    assert.match(stderr, new RegExp(`run\\.sqlite is being run by process ${child.pid} since .*: stop that run first, or give another --db`));
+    assert.match(
+      stderr,
+      new RegExp(`run\\.sqlite is being run by process ${child.pid} since .*: stop that run first, or give another --db`),
+    );
     assert.equal(fs.existsSync(dbFile), false);
   });
 
   it('takes over a lock whose pid now belongs to another, later process', async () => {
     // pid 1 runs, but it is not the holder this lock names (its start time differs).
-    fs.writeFileSync(runLockFile(dbFile), JSON.stringify({ pid: 1, host: os.hostname(), startTicks: -5, since: '2026-01-01T00:00:00.000Z' }));
+    fs.writeFileSync(
+      runLockFile(dbFile),
+      JSON.stringify({ pid: 1, host: os.hostname(), startTicks: -5, since: '2026-01-01T00:00:00.000Z' }),
+    );
     const lock = await acquireRunLock(dbFile);
     await lock.release();
   });
@@ -87,7 +102,16 @@ describe('run lock', () => {
   });
 
   it("never guesses about another host's lock: refused, saying which file to delete", async () => {
-    fs.writeFileSync(runLockFile(dbFile), JSON.stringify({ pid: 4242, host: 'gpu-node-7', startTicks: 1, since: '2026-01-01T00:00:00.000Z' }));
-    await assert.rejects(acquireRunLock(dbFile), (err: unknown) => err instanceof RunLockedError && err.message.includes('process 4242 on gpu-node-7') && err.message.includes(`delete ${runLockFile(dbFile)}`));
+    fs.writeFileSync(
+      runLockFile(dbFile),
+      JSON.stringify({ pid: 4242, host: 'gpu-node-7', startTicks: 1, since: '2026-01-01T00:00:00.000Z' }),
+    );
+    await assert.rejects(
+      acquireRunLock(dbFile),
+      (err: unknown) =>
+        err instanceof RunLockedError &&
+        err.message.includes('process 4242 on gpu-node-7') &&
+        err.message.includes(`delete ${runLockFile(dbFile)}`),
+    );
   });
 });

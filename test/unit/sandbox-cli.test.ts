@@ -36,7 +36,19 @@ describe('cli: evaluate', function () {
     assert.equal(code, 0);
     const out = JSON.parse(stdout) as Record<string, unknown>;
     // Beside product.md's fields: the candidate's kept output and a valid solution's text (a SLURM job's result carries them back).
-    assert.deepEqual(Object.keys(out).sort(), ['durationMs', 'metrics', 'objective', 'protected', 'reason', 'score', 'solution', 'status', 'stderr', 'stdout', 'unprotectedReason']);
+    assert.deepEqual(Object.keys(out).sort(), [
+      'durationMs',
+      'metrics',
+      'objective',
+      'protected',
+      'reason',
+      'score',
+      'solution',
+      'status',
+      'stderr',
+      'stdout',
+      'unprotectedReason',
+    ]);
     assert.equal(typeof out.stdout, 'string');
     assert.equal((JSON.parse(out.solution as string) as { matrix: unknown[] }).matrix.length, 29);
     // Our task.json keeps the evaluator apart from the candidate.

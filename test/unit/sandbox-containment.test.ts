@@ -99,7 +99,11 @@ describe('sandbox: containment on every host mode', function () {
     assert.equal(isolation.layers.noCapabilities, true);
     assert.equal(isolation.layers.seccomp, hostSeccompArch() !== null);
     assert.match(isolation.summary, /^bwrap \+ seccomp/);
-    if (!isolation.layers.cgroup) assert.ok(isolation.missing.some((why) => why.startsWith('cgroup: ')), 'a missing cgroup is said, with why');
+    if (!isolation.layers.cgroup)
+      assert.ok(
+        isolation.missing.some((why) => why.startsWith('cgroup: ')),
+        'a missing cgroup is said, with why',
+      );
   });
 
   const CAPABILITY_PROBE =
@@ -141,7 +145,8 @@ describe('sandbox: containment on every host mode', function () {
       'import ctypes, json, subprocess, sys\n' +
         'libc = ctypes.CDLL(None, use_errno=True)\n' +
         'L = ctypes.c_long\n' +
-        'SYS_add_key, SYS_keyctl = ' + `${syscallNumber('add_key', hostSeccompArch() ?? 'x86_64')}, ${syscallNumber('keyctl', hostSeccompArch() ?? 'x86_64')}\n` +
+        'SYS_add_key, SYS_keyctl = ' +
+        `${syscallNumber('add_key', hostSeccompArch() ?? 'x86_64')}, ${syscallNumber('keyctl', hostSeccompArch() ?? 'x86_64')}\n` +
         '# KEYCTL_JOIN_SESSION_KEYRING: this process (and the CLI it starts) gets a fresh session keyring.\n' +
         'if libc.syscall(L(SYS_keyctl), L(1), b"te-containment") < 0:\n' +
         '    print(json.dumps({"unavailable": ctypes.get_errno()}))\n' +
@@ -177,10 +182,14 @@ describe('sandbox: containment on every host mode', function () {
     );
     const python = '/usr/bin/python3';
     const run = await new Promise<CliRun>((resolvePromise, reject) => {
-      const child = spawn(python, [holder, process.execPath, '--import', 'tsx', join(REPO, 'src/cli.ts'), 'evaluate', FIXTURE, candidate, '--json'], {
-        cwd: REPO,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
-      });
+      const child = spawn(
+        python,
+        [holder, process.execPath, '--import', 'tsx', join(REPO, 'src/cli.ts'), 'evaluate', FIXTURE, candidate, '--json'],
+        {
+          cwd: REPO,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+        },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -190,7 +199,9 @@ describe('sandbox: containment on every host mode', function () {
     });
     const report = JSON.parse(run.stdout.trim()) as { unavailable?: number; code: number; stdout: string; stderr: string; payload: string };
     if (report.unavailable !== undefined) {
-      console.log(`      (skipped: this host refuses keyctl to the test itself, errno ${report.unavailable}, so there is no session keyring to attack)`);
+      console.log(
+        `      (skipped: this host refuses keyctl to the test itself, errno ${report.unavailable}, so there is no session keyring to attack)`,
+      );
       this.skip();
     }
     const result = jsonResult({ code: report.code, stdout: report.stdout, stderr: report.stderr });
@@ -331,7 +342,11 @@ describe('sandbox: containment on every host mode', function () {
         ESCAPED +
         WRITE_VALUE,
     );
-    const run = await runCli(['evaluate', FIXTURE, reader, '--json', '--allow-weak-isolation'], { THETAEVOLVE_ISOLATION: 'fallback', OPENAI_API_KEY: secret, HOME: dir });
+    const run = await runCli(['evaluate', FIXTURE, reader, '--json', '--allow-weak-isolation'], {
+      THETAEVOLVE_ISOLATION: 'fallback',
+      OPENAI_API_KEY: secret,
+      HOME: dir,
+    });
     const result = jsonResult(run);
     assert.equal(result.status, 'ok', result.reason);
     assert.match(run.stderr, /can still read your files/, 'the weaker isolation is said');
@@ -356,7 +371,9 @@ describe('sandbox: containment on every host mode', function () {
       );
       assert.equal(daemon.status, 'ok', daemon.reason);
       assert.deepEqual(processesMatching(MARKER), [], 'the daemon outlived its run');
-      const honest = await weak.evaluate('import time\ntime.sleep(0.3)\nwith open("solution.json", "w") as f:\n    f.write(\'{"value": 2.5}\')\n');
+      const honest = await weak.evaluate(
+        'import time\ntime.sleep(0.3)\nwith open("solution.json", "w") as f:\n    f.write(\'{"value": 2.5}\')\n',
+      );
       assert.equal(honest.score, 2.5);
     } finally {
       await weak.close();
@@ -366,7 +383,10 @@ describe('sandbox: containment on every host mode', function () {
   it('refuses to run anything without a sandbox unless allowed, and says how to get one (also as a non-root user)', async () => {
     const marker = join(dir, 'ran-without-consent');
     const writer = await program('writer.py', `open(${JSON.stringify(marker)}, "w").write("ran")\n${WRITE_VALUE}`);
-    assert.throws(() => new Evaluator(task, { ...OPTIONS, isolation: 'fallback' }), /No sandbox for candidate programs here[\s\S]*apt install bubblewrap[\s\S]*--allow-weak-isolation/);
+    assert.throws(
+      () => new Evaluator(task, { ...OPTIONS, isolation: 'fallback' }),
+      /No sandbox for candidate programs here[\s\S]*apt install bubblewrap[\s\S]*--allow-weak-isolation/,
+    );
     const refused = await runCli(['evaluate', FIXTURE, writer, '--json'], { THETAEVOLVE_ISOLATION: 'fallback', HOME: dir });
     assert.equal(refused.code, 1, refused.stdout + refused.stderr);
     assert.equal(refused.stdout, '');
@@ -374,11 +394,18 @@ describe('sandbox: containment on every host mode', function () {
     const setpriv = findExecutable('setpriv');
     if (IS_ROOT && setpriv) {
       const asUser = [setpriv, '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
-      const userRefused = await runCli(['evaluate', FIXTURE, writer, '--json'], { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' }, asUser);
+      const userRefused = await runCli(
+        ['evaluate', FIXTURE, writer, '--json'],
+        { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' },
+        asUser,
+      );
       assert.equal(userRefused.code, 1, userRefused.stdout + userRefused.stderr);
       // As a user, with bwrap: the sandbox works and the CLI's own environment stays out of reach.
       const secret = `sk-te-user-${process.pid}`;
-      const reader = await program('user-environ.py', `import glob\ngot = [p for p in glob.glob("/proc/*/environ") if b"${secret}" in open(p, "rb").read()]\nimport sys\n${ESCAPED}${WRITE_VALUE}`);
+      const reader = await program(
+        'user-environ.py',
+        `import glob\ngot = [p for p in glob.glob("/proc/*/environ") if b"${secret}" in open(p, "rb").read()]\nimport sys\n${ESCAPED}${WRITE_VALUE}`,
+      );
       const user = await runCli(['evaluate', FIXTURE, reader, '--json'], { OPENAI_API_KEY: secret, HOME: '/tmp', TMPDIR: '/tmp' }, asUser);
       assert.equal(jsonResult(user).status, 'ok', user.stdout + user.stderr);
     }
@@ -402,9 +429,11 @@ describe('sandbox: containment on every host mode', function () {
         '    os._exit(0)\n' +
         WRITE_VALUE,
     );
-    const run = await runCli(['evaluate', FIXTURE, daemon, '--json', '--allow-weak-isolation'], { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' }, [
-      setpriv as string, '--reuid=65534', '--regid=65534', '--clear-groups', '--',
-    ]);
+    const run = await runCli(
+      ['evaluate', FIXTURE, daemon, '--json', '--allow-weak-isolation'],
+      { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' },
+      [setpriv as string, '--reuid=65534', '--regid=65534', '--clear-groups', '--'],
+    );
     assert.equal(jsonResult(run).status, 'ok', run.stdout + run.stderr);
     assert.match(run.stderr, /read the environment of your other processes/);
     assert.deepEqual(processesMatching(daemonMarker), [], 'the daemon outlived its run');

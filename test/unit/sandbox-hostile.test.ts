@@ -27,7 +27,13 @@ describe('sandbox: hostile candidates', function () {
   before(async function () {
     const fixture = await loadTask(FIXTURE);
     task = { ...fixture, candidateCommand: [...fixture.candidateCommand, MARKER] };
-    evaluator = new Evaluator(task, { concurrency: 4, memoryLimitMb: 512, outputLimitBytes: 64 * 1024, runtimeLimitSec: 3, processLimit: 64 });
+    evaluator = new Evaluator(task, {
+      concurrency: 4,
+      memoryLimitMb: 512,
+      outputLimitBytes: 64 * 1024,
+      runtimeLimitSec: 3,
+      processLimit: 64,
+    });
     if (evaluator.isolation.kind !== 'bwrap') {
       console.log(`      (skipped: no bubblewrap sandbox here: ${evaluator.isolation.warning})`);
       this.skip();
@@ -84,7 +90,14 @@ describe('sandbox: hostile candidates', function () {
 
   it('cannot write outside its working directory', async () => {
     const hostDir = tempDir('te-hostile-host-');
-    const targets = [join(hostDir, 'escaped.txt'), join(REPO, 'escaped-by-candidate.txt'), join(homedir(), 'escaped-by-candidate.txt'), '/usr/escaped-by-candidate.txt', '/etc/escaped-by-candidate.txt', join(FIXTURE, 'escaped.txt')];
+    const targets = [
+      join(hostDir, 'escaped.txt'),
+      join(REPO, 'escaped-by-candidate.txt'),
+      join(homedir(), 'escaped-by-candidate.txt'),
+      '/usr/escaped-by-candidate.txt',
+      '/etc/escaped-by-candidate.txt',
+      join(FIXTURE, 'escaped.txt'),
+    ];
     const result = await evaluator.evaluate(
       `import os\nwritten = []\nfor path in ${JSON.stringify(targets)}:\n    try:\n        os.makedirs(os.path.dirname(path), exist_ok=True)\n        open(path, "w").write("escaped")\n        written.append(path)\n    except OSError as e:\n        print("refused:", path, e)\nprint("written inside the sandbox:", written)\nraise SystemExit(4)\n`,
     );
@@ -96,7 +109,14 @@ describe('sandbox: hostile candidates', function () {
     const secret = `home-secret-${process.pid}-${Date.now()}`;
     const homeFile = join(homedir(), `.thetaevolve-hostile-${process.pid}`);
     await writeFile(homeFile, secret);
-    const targets = [homeFile, join(REPO, 'package.json'), join(FIXTURE, 'evaluate.py'), join(FIXTURE, 'task.json'), '/etc/shadow', '/etc/passwd'];
+    const targets = [
+      homeFile,
+      join(REPO, 'package.json'),
+      join(FIXTURE, 'evaluate.py'),
+      join(FIXTURE, 'task.json'),
+      '/etc/shadow',
+      '/etc/passwd',
+    ];
     try {
       const result = await evaluator.evaluate(
         `stolen = []\nfor path in ${JSON.stringify(targets)}:\n    try:\n        stolen.append(open(path).read())\n    except OSError as e:\n        print("refused:", path, type(e).__name__)\nprint("STOLEN", stolen)\nraise SystemExit(5 if not stolen else 0)\n`,
@@ -138,7 +158,9 @@ describe('sandbox: hostile candidates', function () {
   });
 
   it('truncates an output flood and stops it at the time limit', async () => {
-    const result = await evaluator.evaluate('import sys\nwhile True:\n    sys.stdout.write("flood " * 10000)\n    sys.stderr.write("err " * 10000)\n');
+    const result = await evaluator.evaluate(
+      'import sys\nwhile True:\n    sys.stdout.write("flood " * 10000)\n    sys.stderr.write("err " * 10000)\n',
+    );
     assert.equal(result.status, 'timeout');
     assert.ok(result.stdout.length <= 64 * 1024 + 100, `kept ${result.stdout.length} characters`);
     assert.ok(result.stderr.length <= 64 * 1024 + 100);
@@ -155,21 +177,30 @@ describe('sandbox: hostile candidates', function () {
   });
 
   it('ignores fake scores: only the evaluator scores, and it cannot be touched', async () => {
-    const evaluatorHash = createHash('sha256').update(await readFile(join(FIXTURE, 'evaluate.py'))).digest('hex');
+    const evaluatorHash = createHash('sha256')
+      .update(await readFile(join(FIXTURE, 'evaluate.py')))
+      .digest('hex');
     const result = await evaluator.evaluate(
       `import json\nprint(json.dumps({"valid": True, "objective": 1e9, "metrics": {}, "reason": ""}))\nfor name in ["score.json", "metrics.json", "result.json"]:\n    open(name, "w").write('{"score": 1e9, "valid": true}')\nopen("solution.json", "w").write(json.dumps({"value": -1, "score": 1e9, "objective": 1e9, "valid": True}))\nprint(json.dumps({"valid": True, "objective": 1e9, "metrics": {}, "reason": ""}))\n`,
     );
     assert.equal(result.status, 'invalid_solution');
     assert.equal(result.score, -0.1);
     assert.equal(result.objective, null);
-    assert.equal(createHash('sha256').update(await readFile(join(FIXTURE, 'evaluate.py'))).digest('hex'), evaluatorHash);
+    assert.equal(
+      createHash('sha256')
+        .update(await readFile(join(FIXTURE, 'evaluate.py')))
+        .digest('hex'),
+      evaluatorHash,
+    );
   });
 
   it('does not follow a symlinked solution file, nor wait on a FIFO', async () => {
     const toSystem = await evaluator.evaluate('import os\nos.symlink("/etc/passwd", "solution.json")\n');
     assert.equal(toSystem.status, 'no_solution');
     assert.match(toSystem.reason, /symbolic link/);
-    const toOwn = await evaluator.evaluate(`${VALID_SOLUTION.replace('solution.json', 'real.json')}import os\nos.symlink("real.json", "solution.json")\n`);
+    const toOwn = await evaluator.evaluate(
+      `${VALID_SOLUTION.replace('solution.json', 'real.json')}import os\nos.symlink("real.json", "solution.json")\n`,
+    );
     assert.equal(toOwn.status, 'no_solution');
     assert.match(toOwn.reason, /symbolic link/);
     const fifo = await evaluator.evaluate('import os\nos.mkfifo("solution.json")\n');
@@ -178,7 +209,9 @@ describe('sandbox: hostile candidates', function () {
   });
 
   it('refuses huge solution files without reading them', async () => {
-    const big = await evaluator.evaluate('with open("solution.json", "w") as f:\n    f.write(\'{"value": 1, "pad": "\' + "x" * (3 * 1024 * 1024) + \'"}\')\n');
+    const big = await evaluator.evaluate(
+      'with open("solution.json", "w") as f:\n    f.write(\'{"value": 1, "pad": "\' + "x" * (3 * 1024 * 1024) + \'"}\')\n',
+    );
     assert.equal(big.status, 'no_solution');
     assert.match(big.reason, /over the 1 MiB limit/);
     const sparse = await evaluator.evaluate('with open("solution.json", "w") as f:\n    f.truncate(50 * 1024**3)\n');
@@ -189,7 +222,11 @@ describe('sandbox: hostile candidates', function () {
     const result = await evaluator.evaluate('import json\njson.dump({"value": float("nan")}, open("solution.json", "w"))\n');
     assert.equal(result.status, 'invalid_solution');
     assert.equal(result.score, -0.1);
-    const c3 = new Evaluator(await loadTask(join(REPO, 'tasks/third-autocorrelation')), { concurrency: 1, memoryLimitMb: 2048, outputLimitBytes: 65536 });
+    const c3 = new Evaluator(await loadTask(join(REPO, 'tasks/third-autocorrelation')), {
+      concurrency: 1,
+      memoryLimitMb: 2048,
+      outputLimitBytes: 65536,
+    });
     try {
       const heights = await c3.evaluate('import json\njson.dump({"heights": [1.0, float("nan"), 2.0]}, open("solution.json", "w"))\n');
       assert.equal(heights.status, 'invalid_solution');

@@ -33,7 +33,7 @@ function runFilter(program: readonly BpfInstruction[], data: { nr: number; arch:
     return (data.args?.[index] ?? 0) >>> 0;
   };
   let accumulator = 0;
-  for (let pc = 0; pc < program.length; ) {
+  for (let pc = 0; pc < program.length;) {
     const ins = program[pc] as BpfInstruction;
     switch (ins.code) {
       case 0x20:
@@ -73,22 +73,44 @@ describe('sandbox layers: seccomp filter', () => {
         checked++;
       }
       assert.ok(checked > 50);
-      for (const name of ['keyctl', 'add_key', 'request_key', 'unshare', 'setns', 'mount', 'umount2', 'pivot_root', 'ptrace', 'bpf', 'perf_event_open', 'userfaultfd', 'kexec_load', 'init_module', 'clock_settime'] as const) {
+      for (const name of [
+        'keyctl',
+        'add_key',
+        'request_key',
+        'unshare',
+        'setns',
+        'mount',
+        'umount2',
+        'pivot_root',
+        'ptrace',
+        'bpf',
+        'perf_event_open',
+        'userfaultfd',
+        'kexec_load',
+        'init_module',
+        'clock_settime',
+      ] as const) {
         assert.ok(DENIED_SYSCALLS.includes(name), `${name} is on the list`);
       }
       const clone = syscallNumber('clone', arch) as number;
       assert.equal(decide(clone, [0x11]), SECCOMP_RET_ALLOW, 'fork-like clone');
-      assert.equal(decide(clone, [0x003d0f00]), SECCOMP_RET_ALLOW, 'thread-like clone (CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID)');
+      assert.equal(
+        decide(clone, [0x003d0f00]),
+        SECCOMP_RET_ALLOW,
+        'thread-like clone (CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID)',
+      );
       for (let bit = 0; bit < 32; bit++) {
         const flag = (1 << bit) >>> 0;
-        if ((CLONE_NAMESPACE_FLAGS & flag) !== 0) assert.equal(decide(clone, [flag | 0x11]), errno(EPERM), `clone with ${flag.toString(16)}`);
+        if ((CLONE_NAMESPACE_FLAGS & flag) !== 0)
+          assert.equal(decide(clone, [flag | 0x11]), errno(EPERM), `clone with ${flag.toString(16)}`);
       }
       assert.equal(decide(syscallNumber('clone3', arch) as number), errno(ENOSYS));
       const ioctl = syscallNumber('ioctl', arch) as number;
       assert.equal(decide(ioctl, [1, 0x5412]), errno(EPERM), 'TIOCSTI');
       assert.equal(decide(ioctl, [1, 0x541c]), errno(EPERM), 'TIOCLINUX');
       assert.equal(decide(ioctl, [1, 0x5401]), SECCOMP_RET_ALLOW, 'TCGETS');
-      for (const nr of arch === 'x86_64' ? [0, 1, 39, 57, 59, 60, 231] : [63, 64, 172, 220 + 1, 93, 94]) assert.equal(decide(nr), SECCOMP_RET_ALLOW, `syscall ${nr}`);
+      for (const nr of arch === 'x86_64' ? [0, 1, 39, 57, 59, 60, 231] : [63, 64, 172, 220 + 1, 93, 94])
+        assert.equal(decide(nr), SECCOMP_RET_ALLOW, `syscall ${nr}`);
       // Another ABI (i386 on x86_64, arm32 on aarch64) gets nothing.
       assert.equal(runFilter(program, { nr: 20, arch: 0x40000003 }), errno(EPERM));
       if (arch === 'x86_64') assert.equal(decide((X32_SYSCALL_BIT | 39) >>> 0), errno(EPERM), 'x32 getpid');
@@ -108,7 +130,11 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
     const writes = profile.split('\n').filter((line) => line.includes('file-write'));
     assert.deepEqual(writes, ['(allow file-write* (subpath (param "WORK_DIR")) (literal "/dev/null"))']);
     assert.doesNotMatch(profile, /network-outbound|network\* \(allow|\(allow network/);
-    assert.doesNotMatch(profile, /"\/Users|"\/home"|"\/private\/tmp|"\/private\/var\/folders|"\/Volumes/, 'no user or temp folder is readable');
+    assert.doesNotMatch(
+      profile,
+      /"\/Users|"\/home"|"\/private\/tmp|"\/private\/var\/folders|"\/Volumes/,
+      'no user or temp folder is readable',
+    );
     let depth = 0;
     for (const char of profile) {
       if (char === '(') depth++;
@@ -121,7 +147,8 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
   it('fallback as root: a PID namespace and the drop to nobody with no capabilities', () => {
     const command = pidNamespaceCommand(['/usr/bin/python3', 'p.py'], { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' });
     assert.deepEqual(command.slice(0, 5), ['/usr/bin/unshare', '--pid', '--fork', '--kill-child', '--mount-proc']);
-    for (const arg of ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs']) assert.ok(command.includes(arg), arg);
+    for (const arg of ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'])
+      assert.ok(command.includes(arg), arg);
     assert.deepEqual(command.slice(-2), ['/usr/bin/python3', 'p.py']);
   });
 });

@@ -124,8 +124,13 @@ describe('sandbox: evaluator', function () {
     try {
       const starts: number[] = [];
       const program = writesValue('1', 'time.sleep(0.5)');
-      const results = await Promise.all(Array.from({ length: 5 }, () => two.evaluate(program, { onStart: () => starts.push(performance.now()) })));
-      assert.deepEqual(results.map((r) => r.status), ['ok', 'ok', 'ok', 'ok', 'ok']);
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => two.evaluate(program, { onStart: () => starts.push(performance.now()) })),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['ok', 'ok', 'ok', 'ok', 'ok'],
+      );
       const [first, second, third] = starts as [number, number, number];
       // Two start at once; each later one waits for a slot (a run sleeps 0.5 s).
       assert.ok(second - first < 300, `second started ${second - first} ms after the first`);
@@ -138,12 +143,17 @@ describe('sandbox: evaluator', function () {
   it('cancels on abort and on close, and never throws', async () => {
     const one = new Evaluator(task, { ...OPTIONS, concurrency: 1 });
     // Cancelled only once the candidate runs: its child process, marked on its command line, is up.
-    const sleeper = (marker: string): string => writesValue('1', `import subprocess\nsubprocess.run([sys.executable, "-c", "import time; time.sleep(30)", "${marker}"])`);
-    const whenRunning = (marker: string): Promise<unknown> => waitFor(() => processesMatching(marker).length > 0, { what: `the candidate's process ${marker} to run`, deadlineMs: 15_000 });
+    const sleeper = (marker: string): string =>
+      writesValue('1', `import subprocess\nsubprocess.run([sys.executable, "-c", "import time; time.sleep(30)", "${marker}"])`);
+    const whenRunning = (marker: string): Promise<unknown> =>
+      waitFor(() => processesMatching(marker).length > 0, { what: `the candidate's process ${marker} to run`, deadlineMs: 15_000 });
     const abortMarker = `te-abort-${process.pid}-${Date.now()}`;
     const controller = new AbortController();
     let abortedWhileRunning: Promise<void> | undefined;
-    const running = one.evaluate(sleeper(abortMarker), { signal: controller.signal, onStart: () => (abortedWhileRunning = whenRunning(abortMarker).then(() => controller.abort())) });
+    const running = one.evaluate(sleeper(abortMarker), {
+      signal: controller.signal,
+      onStart: () => (abortedWhileRunning = whenRunning(abortMarker).then(() => controller.abort())),
+    });
     const queued = one.evaluate(writesValue('1'));
     const aborted = await running;
     await abortedWhileRunning;
@@ -153,7 +163,9 @@ describe('sandbox: evaluator', function () {
 
     let closedWhileRunning: Promise<void> | undefined;
     const closeMarker = `te-close-${process.pid}-${Date.now()}`;
-    const long = one.evaluate(sleeper(closeMarker), { onStart: () => (closedWhileRunning = whenRunning(closeMarker).then(() => one.close())) });
+    const long = one.evaluate(sleeper(closeMarker), {
+      onStart: () => (closedWhileRunning = whenRunning(closeMarker).then(() => one.close())),
+    });
     const behind = one.evaluate(writesValue('1'));
     assert.equal((await long).metrics.cancelled, true);
     await closedWhileRunning;
@@ -180,7 +192,11 @@ describe('sandbox: evaluator', function () {
     await writeFile(join(dir, 'crash.py'), 'import sys\nsys.stderr.write("evaluator bug")\nsys.exit(5)\n');
     await writeFile(join(dir, 'liar.py'), 'print("score: 100")\n');
     await writeFile(join(dir, 'shape.py'), 'print(\'{"valid": true, "objective": "high"}\')\n');
-    for (const [script, pattern] of [['crash.py', /exited with code 5[\s\S]*evaluator bug/], ['liar.py', /not JSON/], ['shape.py', /malformed at objective/]] as const) {
+    for (const [script, pattern] of [
+      ['crash.py', /exited with code 5[\s\S]*evaluator bug/],
+      ['liar.py', /not JSON/],
+      ['shape.py', /malformed at objective/],
+    ] as const) {
       const broken = new Evaluator({ ...task, evaluatorCommand: ['/usr/bin/python3', join(dir, script), '{solution}'] }, OPTIONS);
       try {
         const result = await broken.evaluate(writesValue('2'));

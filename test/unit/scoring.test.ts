@@ -24,7 +24,7 @@ describe('scoring: combined score', () => {
   it('is the objective when maximising and 1/objective when minimising', () => {
     assert.equal(combinedScore(2.5, 'maximize'), 2.5);
     close(combinedScore(1.5, 'minimize'), 1 / 1.5);
-    close(objectiveOfScore(combinedScore(1.4930, 'minimize'), 'minimize'), 1.4930);
+    close(objectiveOfScore(combinedScore(1.493, 'minimize'), 'minimize'), 1.493);
     assert.ok(isValidScore(0.5));
     assert.ok(!isValidScore(-0.1));
     assert.ok(!isValidScore(Number.POSITIVE_INFINITY));
@@ -36,7 +36,10 @@ describe('scoring: early checks', () => {
 
   it('gives no_diff, no_change, too long as no_solution, duplicate, then evaluate', () => {
     const noDiff = classifyChild({ ...input, answer: 'no blocks here' });
-    assert.deepEqual([noDiff.kind, noDiff.kind === 'rejected' && noDiff.outcome, noDiff.kind === 'rejected' && noDiff.score], ['rejected', 'no_diff', -0.4]);
+    assert.deepEqual(
+      [noDiff.kind, noDiff.kind === 'rejected' && noDiff.outcome, noDiff.kind === 'rejected' && noDiff.score],
+      ['rejected', 'no_diff', -0.4],
+    );
 
     const commentOnly = classifyChild({ ...input, answer: block('x = 1.0', 'x = 1.0  # same') });
     assert.equal(commentOnly.kind === 'rejected' && commentOnly.outcome, 'no_change');
@@ -52,7 +55,11 @@ describe('scoring: early checks', () => {
 
     const child = PARENT.replace('x = 1.0', 'x = 1.5');
     const seen = new Set([codeHash(PARENT, 'py'), codeHash(child, 'py')]);
-    const duplicate = classifyChild({ ...input, answer: block('x = 1.0', 'x = 1.5  # a comment does not make it new'), seen: (h) => seen.has(h) });
+    const duplicate = classifyChild({
+      ...input,
+      answer: block('x = 1.0', 'x = 1.5  # a comment does not make it new'),
+      seen: (h) => seen.has(h),
+    });
     assert.equal(duplicate.kind === 'rejected' && duplicate.outcome, 'duplicate');
     assert.equal(duplicate.kind === 'rejected' && duplicate.score, -0.3);
 
@@ -88,7 +95,7 @@ describe('scoring: reward shaping', () => {
     assert.throws(() => shapeReward(1, 'maximize', { ...c2, upper: c2.lower }), RangeError);
   });
 
-  it('takes a sample\'s objective when shaping, its score otherwise', () => {
+  it("takes a sample's objective when shaping, its score otherwise", () => {
     close(rewardOfSample({ score: 1 / 1.6, objective: 1.6 }, 'minimize', c3), shapeReward(1.6, 'minimize', c3));
     assert.equal(rewardOfSample({ score: 1 / 1.6, objective: 1.6 }, 'minimize', { ...c3, enabled: false }), 1 / 1.6);
     assert.equal(rewardOfSample({ score: -0.2, objective: null }, 'minimize', c3), -0.2);
@@ -100,7 +107,17 @@ describe('scoring: reward shaping', () => {
     assert.deepEqual(resolveRewardShaping(settings, task), task);
     assert.deepEqual(resolveRewardShaping({ ...settings, 'rewardShaping.mode': 'on' }, task), { ...task, enabled: true });
     assert.equal(resolveRewardShaping({ ...settings, 'rewardShaping.mode': 'off' }, { ...task, enabled: true }).enabled, false);
-    const overridden = resolveRewardShaping({ ...settings, 'rewardShaping.override': true, 'rewardShaping.lower': 1, 'rewardShaping.upper': 4, 'rewardShaping.alpha': 2, 'rewardShaping.scale': 7 }, task);
+    const overridden = resolveRewardShaping(
+      {
+        ...settings,
+        'rewardShaping.override': true,
+        'rewardShaping.lower': 1,
+        'rewardShaping.upper': 4,
+        'rewardShaping.alpha': 2,
+        'rewardShaping.scale': 7,
+      },
+      task,
+    );
     assert.deepEqual(overridden, { enabled: false, lower: 1, upper: 4, alpha: 2, k: 7 });
   });
 
@@ -108,7 +125,11 @@ describe('scoring: reward shaping', () => {
     const adv = groupAdvantages([1, 2, 3, 4]);
     const std = Math.sqrt(((1.5 ** 2 + 0.5 ** 2) * 2) / 3);
     close(adv[0] as number, -1.5 / (std + 1e-6));
-    close(adv.reduce((a, b) => a + b, 0), 0, 1e-9);
+    close(
+      adv.reduce((a, b) => a + b, 0),
+      0,
+      1e-9,
+    );
     const population = groupAdvantages([1, 3], { unbiasedStd: false });
     close(population[1] as number, 1 / (1 + 1e-6));
     assert.deepEqual(groupAdvantages([0.5, 0.5, 0.5]), [0, 0, 0]);
@@ -120,7 +141,13 @@ describe('scoring: reward shaping', () => {
 describe('scoring: per-step statistics', () => {
   it('counts outcomes, summarises valid scores and validates against the event schema', () => {
     const samples = [
-      ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((s) => ({ outcome: 'valid' as const, score: s, promptTokens: 100, completionTokens: 50, latencyMs: 100 * s })),
+      ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((s) => ({
+        outcome: 'valid' as const,
+        score: s,
+        promptTokens: 100,
+        completionTokens: 50,
+        latencyMs: 100 * s,
+      })),
       { outcome: 'no_diff' as const, score: -0.4, promptTokens: 100, completionTokens: 10, latencyMs: 1100 },
       { outcome: 'duplicate' as const, score: -0.3, promptTokens: 100, completionTokens: 10, latencyMs: 1200 },
       { outcome: 'request_failed' as const, score: null, promptTokens: 0, completionTokens: 0, latencyMs: null },
@@ -144,12 +171,20 @@ describe('scoring: per-step statistics', () => {
     close(stats.latencyMsP50 as number, 650);
     close(stats.latencyMsP95 as number, 1145);
     StepStatisticsSchema.parse(stats);
-    const event = parseEngineEvent(JSON.parse(JSON.stringify({ ...stats, type: 'step_committed', time: 1, dbSize: 40, bestEver: 10, newBest: true, elapsedMs: 5000 })));
+    const event = parseEngineEvent(
+      JSON.parse(JSON.stringify({ ...stats, type: 'step_committed', time: 1, dbSize: 40, bestEver: 10, newBest: true, elapsedMs: 5000 })),
+    );
     assert.equal(event.type, 'step_committed');
   });
 
   it('gives nulls, not NaN, when nothing was valid', () => {
-    const stats = stepStatistics({ step: 1, samples: [{ outcome: 'no_change', score: -0.3, promptTokens: 1, completionTokens: 1, latencyMs: null }], generationMs: 0, evaluationMs: 0, totalMs: 0 });
+    const stats = stepStatistics({
+      step: 1,
+      samples: [{ outcome: 'no_change', score: -0.3, promptTokens: 1, completionTokens: 1, latencyMs: null }],
+      generationMs: 0,
+      evaluationMs: 0,
+      totalMs: 0,
+    });
     assert.equal(stats.best, null);
     assert.equal(stats.mean, null);
     assert.equal(stats.p50, null);
@@ -161,12 +196,50 @@ describe('scoring: per-step statistics', () => {
 
 describe('events', () => {
   it('accepts well-formed events and rejects malformed ones with the path', () => {
-    const finished = parseEngineEvent({ type: 'evaluation_finished', time: 1, step: 2, jobKey: 's2-p0', sampleIndex: 3, childId: null, outcome: 'timeout', score: -0.2, objective: null, durationMs: 70_000, reason: 'ran past 60 s' });
+    const finished = parseEngineEvent({
+      type: 'evaluation_finished',
+      time: 1,
+      step: 2,
+      jobKey: 's2-p0',
+      sampleIndex: 3,
+      childId: null,
+      outcome: 'timeout',
+      score: -0.2,
+      objective: null,
+      durationMs: 70_000,
+      reason: 'ran past 60 s',
+    });
     assert.equal(finished.type, 'evaluation_finished');
-    parseEngineEvent({ type: 'run_finished', time: 1, reason: 'target_reached', lastStep: 12, best: { id: 'p1', score: 2.63 }, message: '' });
+    parseEngineEvent({
+      type: 'run_finished',
+      time: 1,
+      reason: 'target_reached',
+      lastStep: 12,
+      best: { id: 'p1', score: 2.63 },
+      message: '',
+    });
     parseEngineEvent({ type: 'error', time: 1, message: 'endpoint down', fatal: true });
-    assert.throws(() => parseEngineEvent({ type: 'evaluation_finished', time: 1, step: 2, jobKey: 'k', sampleIndex: 0, childId: null, outcome: 'great', score: 1, objective: 1, durationMs: 1, reason: '' }), /outcome/);
-    assert.throws(() => parseEngineEvent({ type: 'run_finished', time: 1, reason: 'bored', lastStep: 1, best: null, message: '' }), /reason/);
+    assert.throws(
+      () =>
+        parseEngineEvent({
+          type: 'evaluation_finished',
+          time: 1,
+          step: 2,
+          jobKey: 'k',
+          sampleIndex: 0,
+          childId: null,
+          outcome: 'great',
+          score: 1,
+          objective: 1,
+          durationMs: 1,
+          reason: '',
+        }),
+      /outcome/,
+    );
+    assert.throws(
+      () => parseEngineEvent({ type: 'run_finished', time: 1, reason: 'bored', lastStep: 1, best: null, message: '' }),
+      /reason/,
+    );
     assert.throws(() => parseEngineEvent({ type: 'nope', time: 1 }));
   });
 });

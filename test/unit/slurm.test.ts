@@ -8,7 +8,14 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseSettings } from '../../src/engine/common/config';
-import { cancelOrphans, createEvaluationBackend, evaluationQueueEvent, findOrphans, SlurmEvaluator, type SlurmQueueStats } from '../../src/engine/evaluation';
+import {
+  cancelOrphans,
+  createEvaluationBackend,
+  evaluationQueueEvent,
+  findOrphans,
+  SlurmEvaluator,
+  type SlurmQueueStats,
+} from '../../src/engine/evaluation';
 import { type EngineEvent, EngineEventSchema, type EvaluationStartedEvent, type StepCommittedEvent } from '../../src/engine/common/events';
 import { EvolutionRun } from '../../src/engine/loop';
 import { MutateSampler } from '../../src/engine/llm/mutateSampler';
@@ -70,7 +77,10 @@ async function jobEnvironments(jobName: string, count: number): Promise<string[]
 }
 
 /** Resolves when `predicate` holds for the evaluator's queue, checked after each poll. */
-function queueReaches(options: Partial<SlurmEvaluatorOptions>, predicate: (running: number) => boolean): { options: Partial<SlurmEvaluatorOptions>; reached: Promise<void> } {
+function queueReaches(
+  options: Partial<SlurmEvaluatorOptions>,
+  predicate: (running: number) => boolean,
+): { options: Partial<SlurmEvaluatorOptions>; reached: Promise<void> } {
   let done: () => void = () => undefined;
   const reached = new Promise<void>((r) => (done = r));
   return {
@@ -196,7 +206,9 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       'slurm.nodeCommand': process.execPath,
       'slurm.pollSeconds': 0.2,
     });
-    const evolve = async (backend: 'local' | 'slurm'): Promise<{ committed: StepCommittedEvent[]; started: EvaluationStartedEvent[]; jobs: number }> => {
+    const evolve = async (
+      backend: 'local' | 'slurm',
+    ): Promise<{ committed: StepCommittedEvent[]; started: EvaluationStartedEvent[]; jobs: number }> => {
       const runFolder = await mkdtemp(join(staging, `${backend}-`));
       const evaluator =
         backend === 'local'
@@ -238,7 +250,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.ok(slurm.jobs >= 1, 'evaluations ran as SLURM jobs');
     assert.equal(local.jobs, 0);
     // The evaluations terminal shows each SLURM evaluation's job id.
-    assert.ok(slurm.started.length > 0 && slurm.started.every((e) => /^\d+_\d+$/.test(e.schedulerJobId ?? '')), JSON.stringify(slurm.started.slice(0, 2)));
+    assert.ok(
+      slurm.started.length > 0 && slurm.started.every((e) => /^\d+_\d+$/.test(e.schedulerJobId ?? '')),
+      JSON.stringify(slurm.started.slice(0, 2)),
+    );
     assert.ok(local.started.every((e) => e.schedulerJobId === undefined));
     for (const [i, step] of slurm.committed.entries()) {
       const here = local.committed[i] as StepCommittedEvent;
@@ -254,8 +269,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const cli = spawn(
       process.execPath,
       [
-        join(DIST, 'cli.js'), 'run', join(ROOT, 'test/fixtures/tasks/quadratic'), '--sampler', 'mutate', '--backend', 'slurm', '--steps', '2', '--batch', '2', '--samples', '2',
-        '--db', join(work, 'run.sqlite'), '--json', '--set', `slurm.partition=${cluster.partition}`, '--set', `slurm.nodeCommand=${process.execPath}`, '--set', 'slurm.pollSeconds=0.2',
+        join(DIST, 'cli.js'),
+        'run',
+        join(ROOT, 'test/fixtures/tasks/quadratic'),
+        '--sampler',
+        'mutate',
+        '--backend',
+        'slurm',
+        '--steps',
+        '2',
+        '--batch',
+        '2',
+        '--samples',
+        '2',
+        '--db',
+        join(work, 'run.sqlite'),
+        '--json',
+        '--set',
+        `slurm.partition=${cluster.partition}`,
+        '--set',
+        `slurm.nodeCommand=${process.execPath}`,
+        '--set',
+        'slurm.pollSeconds=0.2',
       ],
       { cwd: work, env: { ...cluster.env, OPENAI_API_KEY: 'sk-never-in-a-job' } },
     );
@@ -265,10 +300,19 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     cli.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((done) => cli.on('close', done));
     assert.equal(code, 0, stderr);
-    const steps = stdout.trim().split('\n').map((l) => JSON.parse(l) as { step: number; samples: number; counts: Record<string, number> });
-    assert.deepEqual(steps.map((s) => s.step), [1, 2]);
+    const steps = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: number; samples: number; counts: Record<string, number> });
+    assert.deepEqual(
+      steps.map((s) => s.step),
+      [1, 2],
+    );
     for (const step of steps) assert.equal(step.counts.evaluation_failed, 0, stderr);
-    assert.ok(steps.some((s) => (s.counts.valid ?? 0) > 0), stderr);
+    assert.ok(
+      steps.some((s) => (s.counts.valid ?? 0) > 0),
+      stderr,
+    );
     assert.deepEqual(await cluster.queuedJobs(), [], 'no job left behind');
   });
 
@@ -279,8 +323,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     }
     const work = await mkdtemp(join(staging, 'cli-tty-'));
     const command = [
-      process.execPath, join(DIST, 'cli.js'), 'run', join(ROOT, 'test/fixtures/tasks/quadratic'), '--sampler', 'mutate', '--backend', 'slurm', '--steps', '1', '--batch', '2', '--samples', '2',
-      '--db', join(work, 'run.sqlite'), '--set', `slurm.partition=${cluster.partition}`, '--set', `slurm.nodeCommand=${process.execPath}`, '--set', 'slurm.pollSeconds=0.2',
+      process.execPath,
+      join(DIST, 'cli.js'),
+      'run',
+      join(ROOT, 'test/fixtures/tasks/quadratic'),
+      '--sampler',
+      'mutate',
+      '--backend',
+      'slurm',
+      '--steps',
+      '1',
+      '--batch',
+      '2',
+      '--samples',
+      '2',
+      '--db',
+      join(work, 'run.sqlite'),
+      '--set',
+      `slurm.partition=${cluster.partition}`,
+      '--set',
+      `slurm.nodeCommand=${process.execPath}`,
+      '--set',
+      'slurm.pollSeconds=0.2',
     ];
     // script(1) gives the CLI a terminal, where its progress line rewrites itself.
     const cli = spawn('script', ['-qec', command.map(shellQuote).join(' '), '/dev/null'], { cwd: work, env: cluster.env });
@@ -290,7 +354,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const code = await new Promise<number | null>((done) => cli.on('close', done));
     assert.equal(code, 0, output);
     const end = output.lastIndexOf('thetaevolve run: finished after step 1');
-    assert.ok(end > 0 && output.lastIndexOf('SLURM: ') > 0 && output.lastIndexOf('SLURM: ') < end, `the queue showed while the run went on, not after its end line:\n${JSON.stringify(output.slice(-300))}`);
+    assert.ok(
+      end > 0 && output.lastIndexOf('SLURM: ') > 0 && output.lastIndexOf('SLURM: ') < end,
+      `the queue showed while the run went on, not after its end line:\n${JSON.stringify(output.slice(-300))}`,
+    );
     assert.match(output.slice(end), /^[^\r\n]*\r?\n$/, 'nothing follows the end line');
   });
 
@@ -328,7 +395,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(evaluator.queueStats().lost, 1);
     // This cluster keeps no accounting: sacct was asked once, then never again.
     assert.equal(evaluator.calls.sacct, 1);
-    assert.ok(warnings.some((w) => w.includes(`${jobIds[0]}`) && /resubmitting/.test(w)), warnings.join('\n'));
+    assert.ok(
+      warnings.some((w) => w.includes(`${jobIds[0]}`) && /resubmitting/.test(w)),
+      warnings.join('\n'),
+    );
   });
 
   it('ends a sample as evaluation_failed (no score) once the resubmits are used up', async () => {
@@ -365,7 +435,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(result.status, 'ok', result.reason);
     assert.equal(result.objective, 5);
     assert.equal(evaluator.queueStats().lost, 0);
-    assert.ok(warnings.some((w) => /squeue failed 1 time\(s\) in a row \(will retry\).*Unable to contact slurm controller/.test(w)), warnings.join('\n'));
+    assert.ok(
+      warnings.some((w) => /squeue failed 1 time\(s\) in a row \(will retry\).*Unable to contact slurm controller/.test(w)),
+      warnings.join('\n'),
+    );
   });
 
   it("applies the run's thetaevolve.sandbox.* limits on the node (memory and kept output)", async () => {
@@ -389,7 +462,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const result = await evaluator.evaluate(task.initialProgram);
     assert.equal(result.status, 'evaluation_failed');
     // (Without task.json the folder is read as another system's layout, which it is not either: evaluate says so.)
-    assert.match(result.reason, /ended without a result once \(last: job \d+_0 ThetaEvolve's evaluate exited with code 1 on the compute node: thetaevolve evaluate: /s);
+    assert.match(
+      result.reason,
+      /ended without a result once \(last: job \d+_0 ThetaEvolve's evaluate exited with code 1 on the compute node: thetaevolve evaluate: /s,
+    );
   });
 
   for (const exportMode of ['default (--export=NONE)', '--export=ALL in slurm.sbatchArguments']) {
@@ -397,7 +473,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       const saved = process.env.OPENAI_API_KEY;
       process.env.OPENAI_API_KEY = SECRET;
       try {
-        const { options: extra, reached } = queueReaches({ env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET } }, (running) => running === 2);
+        const { options: extra, reached } = queueReaches(
+          { env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET } },
+          (running) => running === 2,
+        );
         const sbatchArguments = exportMode.startsWith('--export=ALL') ? ['--export=ALL'] : [];
         const evaluator = await start(`no-secrets-${sbatchArguments.length}`, { ...extra, sbatchArguments, runtimeLimitSec: 60 });
         const controller = new AbortController();
@@ -405,7 +484,8 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
         await reached;
         const environments = await jobEnvironments(evaluator.jobName, 2);
         for (const environ of environments) assert.ok(!environ.includes(SECRET), 'the API key reached a job');
-        for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot]) assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
+        for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot])
+          assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
         controller.abort();
         await results;
       } finally {
@@ -442,8 +522,14 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     const warnings: string[] = [];
     const resumed = await start(runId, { onWarning: (w) => warnings.push(w) });
     // (Its own probe job may still be leaving the queue.)
-    assert.deepEqual((await findOrphans(runId, cluster.env)).filter((o) => submitted.includes(o.id)), []);
-    assert.ok(warnings.some((w) => w.startsWith(`cancelled 2 SLURM job(s) of run ${runId}`)), warnings.join('\n'));
+    assert.deepEqual(
+      (await findOrphans(runId, cluster.env)).filter((o) => submitted.includes(o.id)),
+      [],
+    );
+    assert.ok(
+      warnings.some((w) => w.startsWith(`cancelled 2 SLURM job(s) of run ${runId}`)),
+      warnings.join('\n'),
+    );
     assert.deepEqual(await readdir(runStaging), [resumed.stagingRoot.split('/').pop()]);
     await resumed.close();
     assert.equal(await cancelOrphans(runId, cluster.env), 0);

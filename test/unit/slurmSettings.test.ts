@@ -32,8 +32,14 @@ describe('SLURM settings', () => {
   });
 
   it('names the bad setting and what is wrong', () => {
-    const bad = (raw: Record<string, unknown>): (() => unknown) => () => slurmOptionsFromSettings(parseSettings(raw), '/r');
-    assert.throws(bad({ 'slurm.sbatchArguments': '--array=0-3' }), /thetaevolve\.slurm\.sbatchArguments names an option ThetaEvolve sets itself/);
+    const bad =
+      (raw: Record<string, unknown>): (() => unknown) =>
+      () =>
+        slurmOptionsFromSettings(parseSettings(raw), '/r');
+    assert.throws(
+      bad({ 'slurm.sbatchArguments': '--array=0-3' }),
+      /thetaevolve\.slurm\.sbatchArguments names an option ThetaEvolve sets itself/,
+    );
     assert.throws(bad({ 'slurm.sbatchArguments': '-J other' }), /slurm\.sbatchArguments names an option/);
     assert.throws(bad({ 'slurm.sbatchArguments': '--comment="open' }), /slurm\.sbatchArguments unclosed " quote/);
     assert.throws(bad({ 'slurm.partition': 'gpu; rm -rf /' }), /thetaevolve\.slurm\.partition may hold only letters/);
@@ -55,15 +61,27 @@ describe('SLURM settings', () => {
   });
 
   it('starts SLURM tools with SLURM variables and the basics only, never an API key', () => {
-    const env = slurmToolEnvironment({ PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a', OPENAI_API_KEY: 'sk-x', HF_TOKEN: 't' });
+    const env = slurmToolEnvironment({
+      PATH: '/usr/bin',
+      HOME: '/h',
+      SLURM_CONF: '/c',
+      SBATCH_ACCOUNT: 'a',
+      OPENAI_API_KEY: 'sk-x',
+      HF_TOKEN: 't',
+    });
     assert.deepEqual(env, { PATH: '/usr/bin', HOME: '/h', SLURM_CONF: '/c', SBATCH_ACCOUNT: 'a' });
   });
 
-  it('says to set SLURM_CONF when SLURM\'s tools find no configuration', async function () {
-    if (!findExecutable('squeue')) return skipBecause(this, 'squeue is not installed (Debian: apt-get install slurm-client; scripts/setup.sh does)');
-    if (existsSync('/etc/slurm/slurm.conf')) return skipBecause(this, 'this machine has /etc/slurm/slurm.conf: squeue finds a configuration without SLURM_CONF');
+  it("says to set SLURM_CONF when SLURM's tools find no configuration", async function () {
+    if (!findExecutable('squeue'))
+      return skipBecause(this, 'squeue is not installed (Debian: apt-get install slurm-client; scripts/setup.sh does)');
+    if (existsSync('/etc/slurm/slurm.conf'))
+      return skipBecause(this, 'this machine has /etc/slurm/slurm.conf: squeue finds a configuration without SLURM_CONF');
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    await assert.rejects(new SlurmCli(env).queue('thetaevolve-x'), /squeue found no SLURM configuration .*Set SLURM_CONF to the cluster's slurm\.conf/);
+    await assert.rejects(
+      new SlurmCli(env).queue('thetaevolve-x'),
+      /squeue found no SLURM configuration .*Set SLURM_CONF to the cluster's slurm\.conf/,
+    );
   });
 });
 

@@ -40,8 +40,21 @@ describe('step plan and ledger', function () {
     db = await ProgramDatabase.open(join(dir, 'run.sqlite'), { config: databaseConfigFromSettings(settings()) });
     const code = task.initialProgram;
     await db.addInitial({
-      parentId: null, step: 0, code, codeHash: codeHash(code, task.language), score: 6, objective: 6, outcome: 'valid', metrics: {},
-      metaInfoId: null, response: null, reasoning: null, generationMs: 0, evaluationMs: 0, promptTokens: 0, completionTokens: 0,
+      parentId: null,
+      step: 0,
+      code,
+      codeHash: codeHash(code, task.language),
+      score: 6,
+      objective: 6,
+      outcome: 'valid',
+      metrics: {},
+      metaInfoId: null,
+      response: null,
+      reasoning: null,
+      generationMs: 0,
+      evaluationMs: 0,
+      promptTokens: 0,
+      completionTokens: 0,
     });
   });
   afterEach(async () => {
@@ -57,7 +70,21 @@ describe('step plan and ledger', function () {
   /** A real response to a planned job: the offline sampler's answer. */
   function response(job: GenerationJob, index: number): SampleResponse {
     const content = new MutateSampler({ seed: 3, language: task.language }).propose(job, index);
-    return { ok: true, jobKey: job.key, index, latencyMs: 5, retries: 0, content, reasoning: null, finishReason: 'stop', truncated: false, promptTokens: 11, completionTokens: 22, tokens: null, policyVersion: null };
+    return {
+      ok: true,
+      jobKey: job.key,
+      index,
+      latencyMs: 5,
+      retries: 0,
+      content,
+      reasoning: null,
+      finishReason: 'stop',
+      truncated: false,
+      promptTokens: 11,
+      completionTokens: 22,
+      tokens: null,
+      policyVersion: null,
+    };
   }
 
   function ledgerFor(jobs: GenerationJob[], resampling: boolean): { ledger: StepLedger; announced: Announced } {
@@ -69,41 +96,114 @@ describe('step plan and ledger', function () {
   it('plans one job of n responses per sampled parent, the same jobs from the same generator state', () => {
     const first = plan();
     assert.equal(first.jobs.length, 3);
-    assert.deepEqual(first.jobs.map((j) => j.key), ['s1-p0', 's1-p1', 's1-p2']);
+    assert.deepEqual(
+      first.jobs.map((j) => j.key),
+      ['s1-p0', 's1-p1', 's1-p2'],
+    );
     for (const [i, job] of first.jobs.entries()) {
       assert.equal(job.n, 4);
       assert.equal(job.parentId, first.parents[i]?.id);
       assert.ok(first.metaInfoIds.has(job.key));
     }
     const again = planStep({ step: 1, db, task, settings: settings(), rng: Rng.fromSeed(42) });
-    assert.deepEqual(again.jobs.map((j) => j.seed), first.jobs.map((j) => j.seed));
-    assert.deepEqual(again.jobs.map((j) => j.messages), first.jobs.map((j) => j.messages));
+    assert.deepEqual(
+      again.jobs.map((j) => j.seed),
+      first.jobs.map((j) => j.seed),
+    );
+    assert.deepEqual(
+      again.jobs.map((j) => j.messages),
+      first.jobs.map((j) => j.messages),
+    );
   });
 
   it('names each outcome kind: what the events and the trainer see of it, and whether its output was kept', () => {
     const job = plan().jobs[0] as GenerationJob;
     const sample = response(job, 0);
-    const classified = classifyChild({ parentCode: job.parentCode, answer: 'no diff here', language: task.language, maxCodeLength: task.maxCodeLength });
+    const classified = classifyChild({
+      parentCode: job.parentCode,
+      answer: 'no diff here',
+      language: task.language,
+      maxCodeLength: task.maxCodeLength,
+    });
     assert.equal(classified.kind, 'rejected');
     if (classified.kind !== 'rejected') return;
-    const rejected: SlotOutcome = { kind: 'rejected_early', outcome: classified.outcome, score: classified.score, reason: classified.reason, response: sample };
-    assert.deepEqual(viewOfSlot(rejected), { outcome: 'no_diff', score: -0.4, objective: null, reason: classified.reason, response: sample, error: null, durationMs: 0 });
+    const rejected: SlotOutcome = {
+      kind: 'rejected_early',
+      outcome: classified.outcome,
+      score: classified.score,
+      reason: classified.reason,
+      response: sample,
+    };
+    assert.deepEqual(viewOfSlot(rejected), {
+      outcome: 'no_diff',
+      score: -0.4,
+      objective: null,
+      reason: classified.reason,
+      response: sample,
+      error: null,
+      durationMs: 0,
+    });
     assert.equal(outputKeptOf(rejected), false);
 
     const failed: SlotOutcome = { kind: 'request_failed', error: 'HTTP 500' };
-    assert.deepEqual(viewOfSlot(failed), { outcome: 'request_failed', score: null, objective: null, reason: 'HTTP 500', response: null, error: 'HTTP 500', durationMs: 0 });
+    assert.deepEqual(viewOfSlot(failed), {
+      outcome: 'request_failed',
+      score: null,
+      objective: null,
+      reason: 'HTTP 500',
+      response: null,
+      error: 'HTTP 500',
+      durationMs: 0,
+    });
 
     const lost: SlotOutcome = { kind: 'evaluation_failed', reason: 'job lost', response: sample, durationMs: 40, outputKept: true };
-    assert.deepEqual(viewOfSlot(lost), { outcome: 'evaluation_failed', score: null, objective: null, reason: 'job lost', response: sample, error: 'job lost', durationMs: 40 });
+    assert.deepEqual(viewOfSlot(lost), {
+      outcome: 'evaluation_failed',
+      score: null,
+      objective: null,
+      reason: 'job lost',
+      response: sample,
+      error: 'job lost',
+      durationMs: 40,
+    });
     assert.equal(outputKeptOf(lost), true);
 
     const code = task.initialProgram;
     const child = {
-      parentId: job.parentId, step: 1, code, codeHash: codeHash(code, task.language), score: -0.1, objective: 3, outcome: 'invalid_solution' as const, metrics: {},
-      metaInfoId: null, response: sample.content, reasoning: null, generationMs: 5, evaluationMs: 30, promptTokens: 11, completionTokens: 22,
+      parentId: job.parentId,
+      step: 1,
+      code,
+      codeHash: codeHash(code, task.language),
+      score: -0.1,
+      objective: 3,
+      outcome: 'invalid_solution' as const,
+      metrics: {},
+      metaInfoId: null,
+      response: sample.content,
+      reasoning: null,
+      generationMs: 5,
+      evaluationMs: 30,
+      promptTokens: 11,
+      completionTokens: 22,
     };
-    const scored: SlotOutcome = { kind: 'scored', child, reason: 'not valid', response: sample, durationMs: 30, outputKept: true, solution: null };
-    assert.deepEqual(viewOfSlot(scored), { outcome: 'invalid_solution', score: -0.1, objective: 3, reason: 'not valid', response: sample, error: null, durationMs: 30 });
+    const scored: SlotOutcome = {
+      kind: 'scored',
+      child,
+      reason: 'not valid',
+      response: sample,
+      durationMs: 30,
+      outputKept: true,
+      solution: null,
+    };
+    assert.deepEqual(viewOfSlot(scored), {
+      outcome: 'invalid_solution',
+      score: -0.1,
+      objective: 3,
+      reason: 'not valid',
+      response: sample,
+      error: null,
+      durationMs: 30,
+    });
     assert.equal(outputKeptOf(scored), true);
   });
 
@@ -119,7 +219,13 @@ describe('step plan and ledger', function () {
     const [a, b] = jobs as [GenerationJob, GenerationJob];
     ledger.requestFailed(a.key, 2, 'HTTP 503');
     ledger.settle(b.key, 0, { kind: 'rejected_early', outcome: 'no_diff', score: -0.4, reason: 'no diff', response: response(b, 0) });
-    assert.deepEqual(announced.map((x) => [x.jobKey, x.index, x.slot.kind]), [[a.key, 2, 'request_failed'], [b.key, 0, 'rejected_early']]);
+    assert.deepEqual(
+      announced.map((x) => [x.jobKey, x.index, x.slot.kind]),
+      [
+        [a.key, 2, 'request_failed'],
+        [b.key, 0, 'rejected_early'],
+      ],
+    );
     ledger.announceUnrecovered();
     assert.equal(announced.length, 2, 'already announced');
 
@@ -139,15 +245,23 @@ describe('step plan and ledger', function () {
     ledger.requestFailed(b.key, 3, 'timeout');
     ledger.requestFailed(b.key, 1, 'timeout');
     ledger.requestFailed(a.key, 0, 'HTTP 500');
-    for (const i of [1, 2, 3]) ledger.settle(a.key, i, { kind: 'rejected_early', outcome: 'no_diff', score: -0.4, reason: 'no diff', response: response(a, i) });
-    assert.deepEqual(announced.map((x) => x.slot.kind), ['rejected_early', 'rejected_early', 'rejected_early'], 'failures wait');
+    for (const i of [1, 2, 3])
+      ledger.settle(a.key, i, { kind: 'rejected_early', outcome: 'no_diff', score: -0.4, reason: 'no diff', response: response(a, i) });
+    assert.deepEqual(
+      announced.map((x) => x.slot.kind),
+      ['rejected_early', 'rejected_early', 'rejected_early'],
+      'failures wait',
+    );
 
     const round1 = ledger.resampleJobs(1);
     // In the plan's job order, indices ascending; seeds job.seed + n x round.
-    assert.deepEqual(round1.map((r) => [r.job.key, r.groupKey, r.indices, r.job.n, r.job.seed]), [
-      [`${a.key}#resample1`, a.key, [0], 1, (a.seed + 4) >>> 0],
-      [`${b.key}#resample1`, b.key, [1, 3], 2, (b.seed + 4) >>> 0],
-    ]);
+    assert.deepEqual(
+      round1.map((r) => [r.job.key, r.groupKey, r.indices, r.job.n, r.job.seed]),
+      [
+        [`${a.key}#resample1`, a.key, [0], 1, (a.seed + 4) >>> 0],
+        [`${b.key}#resample1`, b.key, [1, 3], 2, (b.seed + 4) >>> 0],
+      ],
+    );
     assert.deepEqual(round1[1]?.job.messages, b.messages);
     assert.equal(round1[1]?.job.parentCode, b.parentCode);
 
@@ -156,16 +270,28 @@ describe('step plan and ledger', function () {
     ledger.settle(b.key, 3, { kind: 'rejected_early', outcome: 'no_change', score: -0.3, reason: 'same', response: response(b, 3) });
     ledger.requestFailed(a.key, 0, 'HTTP 502');
     const round2 = ledger.resampleJobs(2);
-    assert.deepEqual(round2.map((r) => [r.job.key, r.indices, r.job.seed]), [
-      [`${a.key}#resample2`, [0], (a.seed + 8) >>> 0],
-      [`${b.key}#resample2`, [1], (b.seed + 8) >>> 0],
-    ]);
-    assert.equal(round2.some((r) => r.groupKey === c.key), false);
+    assert.deepEqual(
+      round2.map((r) => [r.job.key, r.indices, r.job.seed]),
+      [
+        [`${a.key}#resample2`, [0], (a.seed + 8) >>> 0],
+        [`${b.key}#resample2`, [1], (b.seed + 8) >>> 0],
+      ],
+    );
+    assert.equal(
+      round2.some((r) => r.groupKey === c.key),
+      false,
+    );
 
     announced.length = 0;
     ledger.announceUnrecovered();
     // In the order the groups first failed, each failure's last error.
-    assert.deepEqual(announced.map((x) => [x.jobKey, x.index, viewOfSlot(x.slot).error]), [[b.key, 1, 'timeout'], [a.key, 0, 'HTTP 502']]);
+    assert.deepEqual(
+      announced.map((x) => [x.jobKey, x.index, viewOfSlot(x.slot).error]),
+      [
+        [b.key, 1, 'timeout'],
+        [a.key, 0, 'HTTP 502'],
+      ],
+    );
   });
 
   it('keeps the seed of a re-sampled job an unsigned 32-bit integer', () => {

@@ -72,12 +72,21 @@ describe('task format', () => {
     const { direction: _direction, ...noDirection } = MINIMAL;
     assert.match(await loadError(noDirection), /field direction: .*got nothing/);
     assert.match(await loadError({ ...MINIMAL, direction: 'up' }), /field direction: .*"maximize".*"minimize".*got "up"/);
-    assert.match(await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, runtimeLimitSec: -1 } }), /field candidate\.runtimeLimitSec: .*got -1/);
+    assert.match(
+      await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, runtimeLimitSec: -1 } }),
+      /field candidate\.runtimeLimitSec: .*got -1/,
+    );
     assert.match(await loadError({ ...MINIMAL, colour: 'blue' }), /field colour: unknown field/);
     assert.match(await loadError({ ...MINIMAL, metaInformation: [] }), /field metaInformation: needs at least one text/);
-    assert.match(await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 0, text: 'x' }] }), /field metaInformation\[0\]\.weight/);
+    assert.match(
+      await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 0, text: 'x' }] }),
+      /field metaInformation\[0\]\.weight/,
+    );
     assert.match(await loadError({ ...MINIMAL, name: 'Has Spaces' }), /field name: must be lower-case/);
-    assert.match(await loadError({ ...MINIMAL, rewardShaping: { enabled: true, lower: 2, upper: 1 } }), /field rewardShaping\.upper: upper must be greater than lower/);
+    assert.match(
+      await loadError({ ...MINIMAL, rewardShaping: { enabled: true, lower: 2, upper: 1 } }),
+      /field rewardShaping\.upper: upper must be greater than lower/,
+    );
     assert.match(await loadError('{"name": "tiny",'), /not valid JSON/);
   });
 
@@ -86,11 +95,23 @@ describe('task format', () => {
       await loadError({ ...MINIMAL, metaInformation: [{ id: 'a', weight: 1, text: 'Pack {n_circles} circles' }] }),
       /field metaInformation\[0\]\.text: uses \{n_circles\}, which is not a variable/,
     );
-    assert.match(await loadError(MINIMAL, 'x = 1\n'), /field initialProgram: initial\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
-    assert.match(await loadError(MINIMAL, '# EVOLVE-BLOCK-START\nx = 1\n'), /field initialProgram: initial\.py: EVOLVE-BLOCK-START on line 1 has no EVOLVE-BLOCK-END after it/);
+    assert.match(
+      await loadError(MINIMAL, 'x = 1\n'),
+      /field initialProgram: initial\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/,
+    );
+    assert.match(
+      await loadError(MINIMAL, '# EVOLVE-BLOCK-START\nx = 1\n'),
+      /field initialProgram: initial\.py: EVOLVE-BLOCK-START on line 1 has no EVOLVE-BLOCK-END after it/,
+    );
     assert.match(await loadError({ ...MINIMAL, initialProgram: 'missing.py' }), /field initialProgram: cannot read/);
-    assert.match(await loadError({ ...MINIMAL, initialProgram: '../outside.py' }), /field initialProgram: must stay inside the task folder/);
-    assert.match(await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, command: ['/usr/bin/python3', 'x.py'] } }), /field candidate\.command: must pass the program with \{program\}/);
+    assert.match(
+      await loadError({ ...MINIMAL, initialProgram: '../outside.py' }),
+      /field initialProgram: must stay inside the task folder/,
+    );
+    assert.match(
+      await loadError({ ...MINIMAL, candidate: { ...MINIMAL.candidate, command: ['/usr/bin/python3', 'x.py'] } }),
+      /field candidate\.command: must pass the program with \{program\}/,
+    );
     assert.match(
       await loadError({ ...MINIMAL, evaluator: { ...MINIMAL.evaluator, command: ['/usr/bin/python3', '{program}', '{solution}'] } }),
       /field evaluator\.command\[1\]: uses \{program\}, which is not a placeholder here/,
@@ -102,18 +123,58 @@ describe('task format', () => {
   it('loads and evolves a task whose initial program holds two EVOLVE-BLOCK regions (thetaevolve run against a test server)', async function () {
     this.timeout(60_000);
     const folder = await taskFolder(
-      { ...MINIMAL, evaluator: { ...MINIMAL.evaluator, command: ['/usr/bin/python3', `${REPO}/test/fixtures/hostile/evaluate.py`, '{solution}'] } },
-      ['import json', '# EVOLVE-BLOCK-START', 'A = 1.5', '# EVOLVE-BLOCK-END', 'x = 0', '# EVOLVE-BLOCK-START', 'B = 2.0', '# EVOLVE-BLOCK-END', 'json.dump({"value": A + B}, open("solution.json", "w"))', ''].join('\n'),
+      {
+        ...MINIMAL,
+        evaluator: { ...MINIMAL.evaluator, command: ['/usr/bin/python3', `${REPO}/test/fixtures/hostile/evaluate.py`, '{solution}'] },
+      },
+      [
+        'import json',
+        '# EVOLVE-BLOCK-START',
+        'A = 1.5',
+        '# EVOLVE-BLOCK-END',
+        'x = 0',
+        '# EVOLVE-BLOCK-START',
+        'B = 2.0',
+        '# EVOLVE-BLOCK-END',
+        'json.dump({"value": A + B}, open("solution.json", "w"))',
+        '',
+      ].join('\n'),
     );
     const task = await loadTask(folder);
     assert.equal(evolveBlockProblem(task.initialProgram), null);
     const server = await startTestServer();
     try {
-      const run = await runCli(['run', folder, '--endpoint', server.baseURL, '--steps', '2', '--batch', '2', '--samples', '2', '--db', join(folder, 'run.sqlite'), '--json'], folder);
+      const run = await runCli(
+        [
+          'run',
+          folder,
+          '--endpoint',
+          server.baseURL,
+          '--steps',
+          '2',
+          '--batch',
+          '2',
+          '--samples',
+          '2',
+          '--db',
+          join(folder, 'run.sqlite'),
+          '--json',
+        ],
+        folder,
+      );
       assert.equal(run.code, 0, run.stderr);
-      const steps = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { step: number; best: number; counts: Record<string, number> });
-      assert.deepEqual(steps.map((s) => s.step), [1, 2]);
-      assert.ok(steps.every((s) => (s.counts.valid ?? 0) > 0), run.stdout);
+      const steps = run.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { step: number; best: number; counts: Record<string, number> });
+      assert.deepEqual(
+        steps.map((s) => s.step),
+        [1, 2],
+      );
+      assert.ok(
+        steps.every((s) => (s.counts.valid ?? 0) > 0),
+        run.stdout,
+      );
       assert.ok((steps[0]?.best ?? 0) > 3.5, 'an improved program: the sum of both regions grew');
     } finally {
       await server.close();
@@ -121,9 +182,15 @@ describe('task format', () => {
   });
 
   it('fills template variables, leaving other braces alone', () => {
-    assert.deepEqual(placeholdersOf('write {"centers": ...} for {n_circles} circles in {MAX_RUNTIME} s; c_{m-1}'), ['n_circles', 'MAX_RUNTIME']);
+    assert.deepEqual(placeholdersOf('write {"centers": ...} for {n_circles} circles in {MAX_RUNTIME} s; c_{m-1}'), [
+      'n_circles',
+      'MAX_RUNTIME',
+    ]);
     assert.equal(fillTemplate('{n} of {n}, {"x": 1}, {unknown}', { n: 26 }), '26 of 26, {"x": 1}, {unknown}');
-    assert.match(evolveBlockProblem('# EVOLVE-BLOCK-END\n# EVOLVE-BLOCK-START\n') ?? '', /EVOLVE-BLOCK-END on line 1 without an EVOLVE-BLOCK-START before it/);
+    assert.match(
+      evolveBlockProblem('# EVOLVE-BLOCK-END\n# EVOLVE-BLOCK-START\n') ?? '',
+      /EVOLVE-BLOCK-END on line 1 without an EVOLVE-BLOCK-START before it/,
+    );
     assert.equal(evolveBlockProblem(PROGRAM), null);
     // A program may hold several regions (algorithm.md): a task's initial program too.
     assert.equal(evolveBlockProblem(`${PROGRAM}\nx = 2\n${PROGRAM}`), null);
@@ -136,7 +203,7 @@ describe('task format', () => {
 });
 
 describe('bundled tasks', () => {
-  it('are the six tasks with the paper\'s limits, directions and shaping', async () => {
+  it("are the six tasks with the paper's limits, directions and shaping", async () => {
     const tasks = await listBundledTasks(join(REPO, 'tasks'));
     const byName = Object.fromEntries(tasks.map((t) => [t.name, t]));
     assert.deepEqual(Object.keys(byName).sort(), [
@@ -185,7 +252,11 @@ describe('bundled tasks', () => {
   });
 
   it('the JSON Schema knows every field the bundled task files use', async () => {
-    const schema = taskJsonSchema() as { properties: Record<string, { properties?: Record<string, unknown> }>; required: string[]; additionalProperties: boolean };
+    const schema = taskJsonSchema() as {
+      properties: Record<string, { properties?: Record<string, unknown> }>;
+      required: string[];
+      additionalProperties: boolean;
+    };
     assert.equal(schema.additionalProperties, false);
     assert.deepEqual(schema.required.sort(), ['candidate', 'direction', 'evaluator', 'initialProgram', 'metaInformation', 'name', 'title']);
     for (const task of await listBundledTasks(join(REPO, 'tasks'))) {
@@ -200,7 +271,9 @@ describe('bundled tasks', () => {
       // No relative $schema path to break when a task is copied: the extension validates every task.json (jsonValidation).
       assert.equal(raw.$schema, undefined, `${task.name}: $schema`);
     }
-    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { contributes: { jsonValidation: { fileMatch: string; url: string }[] } };
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      contributes: { jsonValidation: { fileMatch: string; url: string }[] };
+    };
     assert.deepEqual(pkg.contributes.jsonValidation, [{ fileMatch: '**/task.json', url: './media/task.schema.json' }]);
   });
 });

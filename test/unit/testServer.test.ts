@@ -91,7 +91,10 @@ describe('OpenAI-compatible test server', () => {
     const response = await fetch(`${server.baseURL}/models`);
     const body = (await response.json()) as { object: string; data: { id: string; object: string; owned_by: string }[] };
     assert.equal(body.object, 'list');
-    assert.deepEqual(body.data.map((m) => m.id), ['a', 'b']);
+    assert.deepEqual(
+      body.data.map((m) => m.id),
+      ['a', 'b'],
+    );
     assert.equal(body.data[0]?.object, 'model');
     assert.equal(server.counters.modelsRequests, 1);
   });
@@ -100,11 +103,18 @@ describe('OpenAI-compatible test server', () => {
     await start();
     const reply = await post(server, chat({ n: 3, return_token_ids: true, logprobs: true }));
     assert.equal(reply.status, 200);
-    const body = reply.json as { object: string; usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number }; prompt_token_ids: number[] };
+    const body = reply.json as {
+      object: string;
+      usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+      prompt_token_ids: number[];
+    };
     assert.equal(body.object, 'chat.completion');
     const choices = choicesOf(reply);
     assert.equal(choices.length, 3);
-    assert.deepEqual(choices.map((c) => c.index), [0, 1, 2]);
+    assert.deepEqual(
+      choices.map((c) => c.index),
+      [0, 1, 2],
+    );
     let completion = 0;
     for (const choice of choices) {
       assert.equal(choice.finish_reason, 'stop');
@@ -138,7 +148,10 @@ describe('OpenAI-compatible test server', () => {
     const a = await post(server, chat({ seed: 42, n: 2 }));
     const b = await post(server, chat({ seed: 42, n: 2 }));
     const c = await post(server, chat({ seed: 43 }));
-    assert.deepEqual(choicesOf(a).map((x) => x.message.content), choicesOf(b).map((x) => x.message.content));
+    assert.deepEqual(
+      choicesOf(a).map((x) => x.message.content),
+      choicesOf(b).map((x) => x.message.content),
+    );
     assert.equal(choicesOf(a)[1]?.message.content, choicesOf(c)[0]?.message.content);
     const contents = new Set<string>();
     for (let seed = 0; seed < 20; seed++) contents.add(choicesOf(await post(server, chat({ seed })))[0]?.message.content ?? '');
@@ -195,7 +208,11 @@ describe('OpenAI-compatible test server', () => {
   });
 
   it('injects each scripted fault as what it claims to be, and counts them', async () => {
-    await start({ script: ['rate_limit', 'server_error', 'reset', 'garbage', 'truncate', 'no_diff', 'ok'], retryAfterSeconds: 2, retryAfterMs: 1500 });
+    await start({
+      script: ['rate_limit', 'server_error', 'reset', 'garbage', 'truncate', 'no_diff', 'ok'],
+      retryAfterSeconds: 2,
+      retryAfterMs: 1500,
+    });
     const limited = await post(server, chat());
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('retry-after'), '2');
@@ -205,7 +222,11 @@ describe('OpenAI-compatible test server', () => {
     await assert.rejects(post(server, chat()));
     const garbage = await post(server, chat());
     assert.equal(garbage.status, 200);
-    assert.ok(garbage.json === null || !Array.isArray((garbage.json as { choices?: unknown }).choices) || typeof choicesOf(garbage)[0]?.message.content !== 'string');
+    assert.ok(
+      garbage.json === null ||
+        !Array.isArray((garbage.json as { choices?: unknown }).choices) ||
+        typeof choicesOf(garbage)[0]?.message.content !== 'string',
+    );
     const truncated = choicesOf(await post(server, chat()))[0] as Choice;
     assert.equal(truncated.finish_reason, 'length');
     assert.doesNotMatch(choicesOf(await post(server, chat()))[0]?.message.content ?? '', /SEARCH/);
@@ -226,7 +247,10 @@ describe('OpenAI-compatible test server', () => {
         signal: AbortSignal.timeout(150),
       }),
     );
-    await waitFor(() => server.counters.clientAborts >= 1 && server.counters.inFlight === 0, { what: 'the server to see the request abandoned', deadlineMs: 5000 });
+    await waitFor(() => server.counters.clientAborts >= 1 && server.counters.inFlight === 0, {
+      what: 'the server to see the request abandoned',
+      deadlineMs: 5000,
+    });
     assert.equal(server.counters.clientAborts, 1);
     assert.equal(server.counters.inFlight, 0);
   });
@@ -262,9 +286,13 @@ describe('OpenAI-compatible test server', () => {
 
   it('runs from the command line and prints its base URL', async function () {
     this.timeout(20_000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/server/main.ts', '--port', '0', '--latency-ms', '1', '--model', 'cli-model'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/server/main.ts', '--port', '0', '--latency-ms', '1', '--model', 'cli-model'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const lines = createInterface({ input: child.stdout });
       const baseURL = await new Promise<string>((resolve, reject) => {
@@ -273,7 +301,10 @@ describe('OpenAI-compatible test server', () => {
       });
       assert.match(baseURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
       const models = (await (await fetch(`${baseURL}/models`)).json()) as { data: { id: string }[] };
-      assert.deepEqual(models.data.map((m) => m.id), ['cli-model']);
+      assert.deepEqual(
+        models.data.map((m) => m.id),
+        ['cli-model'],
+      );
     } finally {
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -324,8 +355,10 @@ describe('OpenAI-compatible test server', () => {
     it("enforces max_model_len with each server's context-length 400, SGLang one token stricter", async () => {
       const expected = {
         vllm: /^This model's maximum context length is 300 tokens\. However, you requested \d+ output tokens and your prompt contains at least \d+ input tokens, for a total of at least 301 tokens\. .*\(parameter=input_tokens, value=\d+\)$/,
-        'old-vllm': /^This model's maximum context length is 300 tokens\. However, you requested 301 tokens \(\d+ in the messages, \d+ in the completion\)\. Please reduce the length of the messages or completion\.$/,
-        sglang: /^Requested token count exceeds the model's maximum context length of 300 tokens\. You requested a total of 300 tokens: \d+ tokens from the input messages and \d+ tokens for the completion\./,
+        'old-vllm':
+          /^This model's maximum context length is 300 tokens\. However, you requested 301 tokens \(\d+ in the messages, \d+ in the completion\)\. Please reduce the length of the messages or completion\.$/,
+        sglang:
+          /^Requested token count exceeds the model's maximum context length of 300 tokens\. You requested a total of 300 tokens: \d+ tokens from the input messages and \d+ tokens for the completion\./,
       } as const;
       for (const mode of ['vllm', 'sglang', 'old-vllm'] as const) {
         await start({ mode, maxModelLen: 300 });
@@ -347,7 +380,10 @@ describe('OpenAI-compatible test server', () => {
       await start({ maxModelLen: 1234 });
       const listed = (await (await fetch(`${server.baseURL}/models`)).json()) as { data: { max_model_len?: number }[] };
       assert.equal(listed.data[0]?.max_model_len, 1234);
-      const counted = await fetch(server.baseURL.replace(/\/v1$/, '/tokenize'), { method: 'POST', body: JSON.stringify({ model: 'test-model', messages: chat().messages }) });
+      const counted = await fetch(server.baseURL.replace(/\/v1$/, '/tokenize'), {
+        method: 'POST',
+        body: JSON.stringify({ model: 'test-model', messages: chat().messages }),
+      });
       const count = ((await counted.json()) as { count: number; max_model_len: number }).count;
       assert.equal(count, await promptTokens(server));
       await server.close();

@@ -26,13 +26,27 @@ const TOKENS: TokenSupport = { status: 'supported', logprobs: true, message: nul
 const settings = settingsBuilder({ batchSize: 2, samplesPerPrompt: 3, 'trainer.enabled': true });
 
 /** A committed step as the loop hands it over: B groups of n responses with token ids and logprobs. */
-function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: string | null; equalRewards?: boolean; badLogprob?: boolean; failed?: number[] } = {}): CommittedStep {
+function committedStep(
+  step: number,
+  b = 2,
+  n = 3,
+  options: { policyVersion?: string | null; equalRewards?: boolean; badLogprob?: boolean; failed?: number[] } = {},
+): CommittedStep {
   const groups = [];
   for (let p = 0; p < b; p++) {
     const samples: ScoredSample[] = [];
     for (let i = 0; i < n; i++) {
       if (options.failed?.includes(i)) {
-        samples.push({ index: i, outcome: 'request_failed', score: null, objective: null, reward: null, childId: null, response: null, error: 'HTTP 500' });
+        samples.push({
+          index: i,
+          outcome: 'request_failed',
+          score: null,
+          objective: null,
+          reward: null,
+          childId: null,
+          response: null,
+          error: 'HTTP 500',
+        });
         continue;
       }
       const score = options.equalRewards ? -0.4 : 5 + step + p + i / 10;
@@ -59,12 +73,25 @@ function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: st
           truncated: i === n - 1,
           promptTokens: prompt.length,
           completionTokens: completion.length,
-          tokens: { promptTokenIds: prompt, completionTokenIds: completion, completionLogprobs: completion.map((_, k) => (options.badLogprob && k === 0 ? 0.5 : -0.1 * (k + 1))) },
+          tokens: {
+            promptTokenIds: prompt,
+            completionTokenIds: completion,
+            completionLogprobs: completion.map((_, k) => (options.badLogprob && k === 0 ? 0.5 : -0.1 * (k + 1))),
+          },
           policyVersion: options.policyVersion ?? null,
         },
       });
     }
-    groups.push({ key: `s${step}-p${p}`, step, parentId: `parent-${p}`, messages: [{ role: 'system' as const, content: 'sys' }, { role: 'user' as const, content: `improve ${p}` }], samples });
+    groups.push({
+      key: `s${step}-p${p}`,
+      step,
+      parentId: `parent-${p}`,
+      messages: [
+        { role: 'system' as const, content: 'sys' },
+        { role: 'user' as const, content: `improve ${p}` },
+      ],
+      samples,
+    });
   }
   const stats = {
     step,
@@ -85,7 +112,10 @@ function committedStep(step: number, b = 2, n = 3, options: { policyVersion?: st
 
 /** The step as the loop hands it to beforeCommit: the children have no ids yet. */
 function withoutChildIds(committed: CommittedStep): CommittedStep {
-  return { ...committed, groups: committed.groups.map((g) => ({ ...g, samples: g.samples.map((sample) => ({ ...sample, childId: null })) })) };
+  return {
+    ...committed,
+    groups: committed.groups.map((g) => ({ ...g, samples: g.samples.map((sample) => ({ ...sample, childId: null })) })),
+  };
 }
 
 function groupUids(server: AtroposTestServer): string[] {
@@ -97,9 +127,11 @@ function groupUids(server: AtroposTestServer): string[] {
 
 /** Group keys of what atropos' trainer pulled, in order within each batch. */
 function pulledKeys(server: AtroposTestServer): string[] {
-  return server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key)).sort();
+  return server.batches
+    .flat()
+    .map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key))
+    .sort();
 }
-
 
 function postRaw(url: string, path: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -165,7 +197,16 @@ describe('RL trainer bridge', function () {
       const spoolDir = join(dir, 'spool');
       const spool = await TrainerSpool.open(spoolDir);
       const prefix = spool.runPrefix;
-      const g = (key: string, step: number) => ({ id: `${prefix}:${key}`, key, step, parentId: 'p', policyVersion: '3', messages: [{ role: 'user' as const, content: 'x' }], samples: [], spooledAt: 1 });
+      const g = (key: string, step: number) => ({
+        id: `${prefix}:${key}`,
+        key,
+        step,
+        parentId: 'p',
+        policyVersion: '3',
+        messages: [{ role: 'user' as const, content: 'x' }],
+        samples: [],
+        spooledAt: 1,
+      });
       await spool.append([g('s1-p0', 1), g('s1-p1', 1)]);
       await spool.append([g('s1-p0', 1)]); // already there: skipped
       await spool.ack([`${prefix}:s1-p0`], { sync: true });
@@ -174,9 +215,15 @@ describe('RL trainer bridge', function () {
 
       const again = await TrainerSpool.open(spoolDir);
       assert.equal(again.runPrefix, prefix, 'the id prefix is stable across resumes');
-      assert.deepEqual(again.pending().map((x) => x.key), ['s1-p1']);
+      assert.deepEqual(
+        again.pending().map((x) => x.key),
+        ['s1-p1'],
+      );
       await again.append([g('s2-p0', 2)]);
-      assert.deepEqual(again.pending().map((x) => x.key), ['s1-p1', 's2-p0']);
+      assert.deepEqual(
+        again.pending().map((x) => x.key),
+        ['s1-p1', 's2-p0'],
+      );
       await again.ack([`${prefix}:s1-p1`, `${prefix}:s2-p0`], { sync: true });
       assert.equal(again.pendingCount, 0);
       assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8'), '', 'drained: truncated');
@@ -187,18 +234,39 @@ describe('RL trainer bridge', function () {
     it('compacts the logs while groups are pending, keeping the acknowledged responses of a partly sent group', async () => {
       const spoolDir = join(dir, 'compact');
       const spool = await TrainerSpool.open(spoolDir, 'run', { compactAfter: 2 });
-      const g = (key: string) => ({ id: `run:${key}`, key, step: 1, parentId: 'p', policyVersion: null, messages: [], samples: [], spooledAt: 1 });
+      const g = (key: string) => ({
+        id: `run:${key}`,
+        key,
+        step: 1,
+        parentId: 'p',
+        policyVersion: null,
+        messages: [],
+        samples: [],
+        spooledAt: 1,
+      });
       await spool.append([g('a'), g('b'), g('c'), g('d')]);
       await spool.ack(['run:c:0'], { sync: false }); // one response of c went out (slime)
       await spool.ack(['run:a'], { sync: true });
       await spool.ack(['run:b'], { sync: true }); // two acknowledged groups in the log: rewrite
       const lines = readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8').trim().split('\n');
-      assert.deepEqual(lines.map((l) => (JSON.parse(l) as { key: string }).key), ['c', 'd']);
-      assert.deepEqual(readFileSync(join(spoolDir, 'acks.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { ack: string }).ack), ['run:c:0']);
+      assert.deepEqual(
+        lines.map((l) => (JSON.parse(l) as { key: string }).key),
+        ['c', 'd'],
+      );
+      assert.deepEqual(
+        readFileSync(join(spoolDir, 'acks.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as { ack: string }).ack),
+        ['run:c:0'],
+      );
       await spool.append([g('e')]); // appends go to the new file
       await spool.close();
       const again = await TrainerSpool.open(spoolDir);
-      assert.deepEqual(again.pending().map((x) => x.key), ['c', 'd', 'e']);
+      assert.deepEqual(
+        again.pending().map((x) => x.key),
+        ['c', 'd', 'e'],
+      );
       assert.ok(again.isAcked('run:c:0'));
       await again.close();
     });
@@ -206,7 +274,16 @@ describe('RL trainer bridge', function () {
     it('keeps which env id a posted group waits under across compaction and reopen; a lost group is unmarked; an acknowledged one forgotten', async () => {
       const spoolDir = join(dir, 'posted');
       const spool = await TrainerSpool.open(spoolDir, 'run', { compactAfter: 1 });
-      const g = (key: string) => ({ id: `run:${key}`, key, step: 1, parentId: 'p', policyVersion: null, messages: [], samples: [], spooledAt: 1 });
+      const g = (key: string) => ({
+        id: `run:${key}`,
+        key,
+        step: 1,
+        parentId: 'p',
+        policyVersion: null,
+        messages: [],
+        samples: [],
+        spooledAt: 1,
+      });
       await spool.append([g('a'), g('b'), g('c')]);
       await spool.markPosted('run:a', 0);
       await spool.markPosted('run:b', 0);
@@ -216,7 +293,13 @@ describe('RL trainer bridge', function () {
       assert.equal(spool.postedEnv('run:a'), undefined);
       await spool.close();
       const again = await TrainerSpool.open(spoolDir);
-      assert.deepEqual(again.pending().map((x) => [x.key, again.postedEnv(x.id)]), [['b', undefined], ['c', 1]]);
+      assert.deepEqual(
+        again.pending().map((x) => [x.key, again.postedEnv(x.id)]),
+        [
+          ['b', undefined],
+          ['c', 1],
+        ],
+      );
       await again.close();
     });
   });
@@ -228,7 +311,12 @@ describe('RL trainer bridge', function () {
       const { b, states } = bridge(s);
       await b.start(new AbortController().signal);
       assert.equal(server.registrations.length, 1);
-      assert.deepEqual(server.registrations[0], { max_token_length: s.maxTokens, desired_name: 'thetaevolve-test', weight: 1, group_size: 3 });
+      assert.deepEqual(server.registrations[0], {
+        max_token_length: s.maxTokens,
+        desired_name: 'thetaevolve-test',
+        weight: 1,
+        group_size: 3,
+      });
       await b.afterCommit(committedStep(1, 2, 3, { failed: [] }), new AbortController().signal);
       assert.equal(server.received.length, 2);
       assert.equal(server.currentStep, 1, 'sync: afterCommit returned after the trainer stepped');
@@ -296,7 +384,10 @@ describe('RL trainer bridge', function () {
       assert.ok(!warnings.some((w) => w.includes('did not take step')), warnings.join('\n'));
       assert.ok(Date.now() - started < 6_000);
       assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
-      assert.ok(server.received.every((r) => r.data.env_id !== null && r.data.generation_params?.temperature === 0.7), 'generation_params.temperature goes along');
+      assert.ok(
+        server.received.every((r) => r.data.env_id !== null && r.data.generation_params?.temperature === 0.7),
+        'generation_params.temperature goes along',
+      );
       await b.close();
       assert.deepEqual(server.disconnects, [0], '/disconnect-env at the end, with the env id of the restarted server');
     });
@@ -313,11 +404,21 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
       assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
-      assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
-      assert.equal(new Set(server.received.map((r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key)).size, 4);
+      assert.ok(
+        warnings.some((w) => w.includes('lost 2 queued group(s)')),
+        warnings.join('\n'),
+      );
+      assert.equal(
+        new Set(
+          server.received.map(
+            (r) => r.data.group_overrides?.thetaevolve && (r.data.group_overrides.thetaevolve as Record<string, unknown>).group_key,
+          ),
+        ).size,
+        4,
+      );
     });
 
-    it('a server restarted the instant its trainer pulled our groups: the trainer\'s step tells what it pulled, so nothing is sent twice', async () => {
+    it("a server restarted the instant its trainer pulled our groups: the trainer's step tells what it pulled, so nothing is sent twice", async () => {
       const server = await atropos({ trainer: { batchSize: 6 } });
       let restarted = false;
       server.onTrainerStep = (step) => {
@@ -337,15 +438,18 @@ describe('RL trainer bridge', function () {
       assert.ok(!warnings.some((w) => w.includes('lost')), warnings.join('\n'));
     });
 
-    it('tags the first step with the trainer\'s starting step when the trainer came up late', async () => {
+    it("tags the first step with the trainer's starting step when the trainer came up late", async () => {
       const server = await atropos({ trainer: { batchSize: 6, startDelayMs: 400 } });
       const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));
       await b.start(new AbortController().signal);
       assert.equal(b.state().connected, false);
       const started = Date.now();
       await b.afterCommit(committedStep(1), new AbortController().signal);
-      assert.deepEqual(server.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version), ['0', '0']);
-      assert.ok(Date.now() - started < 6_000, 'the trainer\'s first step counts: no wait for the sync timeout');
+      assert.deepEqual(
+        server.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version),
+        ['0', '0'],
+      );
+      assert.ok(Date.now() - started < 6_000, "the trainer's first step counts: no wait for the sync timeout");
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
@@ -356,8 +460,14 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.ok(Date.now() - started >= 900);
       assert.equal(server.received.length, 2);
-      assert.ok(warnings.some((w) => w.includes('did not take step 1') && w.includes('trainer step is still 0')), warnings.join('\n'));
-      assert.ok(warnings.some((w) => w.includes('takes a step every 1000 sequences')), 'warned at start that the batch needs more than a step gives');
+      assert.ok(
+        warnings.some((w) => w.includes('did not take step 1') && w.includes('trainer step is still 0')),
+        warnings.join('\n'),
+      );
+      assert.ok(
+        warnings.some((w) => w.includes('takes a step every 1000 sequences')),
+        'warned at start that the batch needs more than a step gives',
+      );
     });
 
     it('async mode runs at most trainer.maxStaleness steps ahead of the trainer', async () => {
@@ -392,7 +502,10 @@ describe('RL trainer bridge', function () {
       assert.equal(b.state().pendingGroups, 2, 'the spool is kept');
       b.setEnabled(true);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
-      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1']);
+      assert.deepEqual(
+        groupUids(server).map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1'],
+      );
     });
 
     it('resends what a closed bridge left in the spool, checking first whether the trainer already holds the oldest', async () => {
@@ -409,7 +522,11 @@ describe('RL trainer bridge', function () {
       const second = bridge(s);
       await second.b.start(new AbortController().signal);
       assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
-      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'no duplicate');
+      assert.deepEqual(
+        groupUids(server).map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1'],
+        'no duplicate',
+      );
     });
 
     it('a step spooled before its commit and never committed (a crash in between) is discarded for good on reopen and never sent; its redo is sent once', async () => {
@@ -424,13 +541,20 @@ describe('RL trainer bridge', function () {
       assert.equal(await first.b.flush(new AbortController().signal, 300), 0);
       await first.b.whenIdle();
       await first.b.close(); // killed before step 2's database commit
-      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'the held step was never sent');
+      assert.deepEqual(
+        groupUids(server).map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1'],
+        'the held step was never sent',
+      );
       const spoolDir = spoolDirOf(join(dir, 'run.sqlite'));
       assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8').trim().split('\n').length, 2, 'step 2 was spooled durably');
 
       const second = bridge(s, { lastCommittedStep: 1 });
       await second.b.start(new AbortController().signal);
-      assert.ok(second.warnings.some((w) => w.includes('discarded 2 spooled group(s) of step(s) 2')), second.warnings.join('\n'));
+      assert.ok(
+        second.warnings.some((w) => w.includes('discarded 2 spooled group(s) of step(s) 2')),
+        second.warnings.join('\n'),
+      );
       assert.equal(await second.b.flush(new AbortController().signal, 1_000), 0);
       await second.b.close();
       assert.equal(readFileSync(join(spoolDir, 'groups.jsonl'), 'utf8'), '', 'the discard rewrote the log');
@@ -448,7 +572,10 @@ describe('RL trainer bridge', function () {
       await third.b.afterCommit(redo, new AbortController().signal);
       assert.equal(await third.b.flush(new AbortController().signal, 5_000), 0);
       const uids = groupUids(server);
-      assert.deepEqual(uids.map((u) => u.split(':')[1]), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+      assert.deepEqual(
+        uids.map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1', 's2-p0', 's2-p1'],
+      );
       assert.ok((server.received[2]?.data.scores[0] ?? 0) > 100, 'the redone content, not the discarded one');
     });
 
@@ -467,11 +594,18 @@ describe('RL trainer bridge', function () {
       await first.stateWhere((st) => (st.queuedGroups ?? 0) === 0);
       await first.b.whenIdle();
       await first.b.close(); // the database committed step 2; the process died before afterCommit
-      assert.deepEqual(groupUids(server).map((u) => u.split(':')[1]), ['s1-p0', 's1-p1'], 'step 2 held until released');
+      assert.deepEqual(
+        groupUids(server).map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1'],
+        'step 2 held until released',
+      );
 
       const second = bridge(s, { lastCommittedStep: 2 });
       await second.b.start(new AbortController().signal);
-      assert.ok(second.warnings.some((w) => w.includes('2 group(s) from an earlier run')), second.warnings.join('\n'));
+      assert.ok(
+        second.warnings.some((w) => w.includes('2 group(s) from an earlier run')),
+        second.warnings.join('\n'),
+      );
       assert.ok(!second.warnings.some((w) => w.includes('discarded')));
       assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
       await second.b.spoolStep(withoutChildIds(committedStep(3)), new AbortController().signal);
@@ -484,22 +618,38 @@ describe('RL trainer bridge', function () {
       await third.b.whenIdle();
       const uids = groupUids(server);
       assert.equal(new Set(uids).size, uids.length, `duplicates: ${uids.join(' ')}`);
-      assert.deepEqual(uids.map((u) => u.split(':')[1]), ['s1-p0', 's1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1']);
+      assert.deepEqual(
+        uids.map((u) => u.split(':')[1]),
+        ['s1-p0', 's1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1'],
+      );
     });
 
     it('refuses to start without token ids (offline sampler, or an endpoint that does not return them)', async () => {
       const server = await atropos({ trainer: { batchSize: 6 } });
       const s = settings({ 'trainer.url': server.url });
-      await assert.rejects(bridge(s, { tokenSupport: null }).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /mutate sampler/.test(e.message));
-      const missing: TokenSupport = { status: 'missing', logprobs: false, message: 'http://x/v1 does not return token ids (replies carry no token_ids)' };
-      await assert.rejects(bridge(s, { tokenSupport: missing }).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /made-up tokens/.test(e.message));
+      await assert.rejects(
+        bridge(s, { tokenSupport: null }).b.start(new AbortController().signal),
+        (e: unknown) => e instanceof TrainerConfigError && /mutate sampler/.test(e.message),
+      );
+      const missing: TokenSupport = {
+        status: 'missing',
+        logprobs: false,
+        message: 'http://x/v1 does not return token ids (replies carry no token_ids)',
+      };
+      await assert.rejects(
+        bridge(s, { tokenSupport: missing }).b.start(new AbortController().signal),
+        (e: unknown) => e instanceof TrainerConfigError && /made-up tokens/.test(e.message),
+      );
       assert.equal(server.registrations.length, 0);
     });
 
     it('refuses a URL that is not an atropos server', async () => {
       const slime = await startSlimeTestServer({});
       cleanups.push(() => slime.close());
-      await assert.rejects(bridge(settings({ 'trainer.url': slime.url })).b.start(new AbortController().signal), (e: unknown) => e instanceof TrainerConfigError && /atropos API server/.test(e.message));
+      await assert.rejects(
+        bridge(settings({ 'trainer.url': slime.url })).b.start(new AbortController().signal),
+        (e: unknown) => e instanceof TrainerConfigError && /atropos API server/.test(e.message),
+      );
     });
 
     it('the test server takes wrong shapes as the real one does (recording the problem) and refuses only what its model cannot parse; the bridge keeps a refused group aside and goes on', async () => {
@@ -508,13 +658,19 @@ describe('RL trainer bridge', function () {
       assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,3]], "scores": [1]}'), 200);
       assert.equal(await postRaw(server.url, '/scored_data', '{"tokens": [[1,2]], "masks": [[-100,2]]}'), 422);
       assert.equal(await postRaw(server.url, '/scored_data', 'not json'), 422);
-      assert.deepEqual(server.received.map((r) => r.problem), ['masks.0: mask length 1 != token length 2', 'masks.0.1: mask 3 is neither -100 nor the token 2']);
+      assert.deepEqual(
+        server.received.map((r) => r.problem),
+        ['masks.0: mask length 1 != token length 2', 'masks.0.1: mask 3 is neither -100 nor the token 2'],
+      );
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }));
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1, 1, 3), new AbortController().signal);
       await b.afterCommit(committedStep(2, 1, 3), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
-      assert.ok(server.received.slice(2).every((r) => r.problem === null), 'what the bridge sends is well formed');
+      assert.ok(
+        server.received.slice(2).every((r) => r.problem === null),
+        'what the bridge sends is well formed',
+      );
       assert.equal(b.state().rejectedGroups, 1);
       assert.ok(warnings.some((w) => w.includes('refused group s1-p0')));
       assert.ok(readFileSync(join(spoolDirOf(join(dir, 'run.sqlite')), 'rejected.jsonl'), 'utf8').includes('s1-p0'));
@@ -528,11 +684,21 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1, 1, 3, { failed: [1] }), new AbortController().signal);
       await b.afterCommit(committedStep(2, 1, 3, { equalRewards: true }), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
-      assert.deepEqual(server.received.map((r) => r.data.tokens.length), [3], 'only the whole group; equal-reward groups are sent by default');
+      assert.deepEqual(
+        server.received.map((r) => r.data.tokens.length),
+        [3],
+        'only the whole group; equal-reward groups are sent by default',
+      );
       assert.equal(b.state().droppedGroups, 1);
-      assert.ok(warnings.some((w) => w.includes('group s1-p0 has 2 of its 3 responses (1 request(s) failed after retries): not sent')), warnings.join('\n'));
+      assert.ok(
+        warnings.some((w) => w.includes('group s1-p0 has 2 of its 3 responses (1 request(s) failed after retries): not sent')),
+        warnings.join('\n'),
+      );
       assert.match(trainerSummary(b.state()), /1 dropped \(short of n\)/);
-      const filtered = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9, 'trainer.filterEqualRewards': true }), { dbFile: join(dir, 'other.sqlite') });
+      const filtered = bridge(
+        settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 9, 'trainer.filterEqualRewards': true }),
+        { dbFile: join(dir, 'other.sqlite') },
+      );
       await filtered.b.start(new AbortController().signal);
       await filtered.b.afterCommit(committedStep(3, 1, 3, { equalRewards: true }), new AbortController().signal);
       assert.equal(await filtered.b.flush(new AbortController().signal, 5_000), 0);
@@ -544,7 +710,9 @@ describe('RL trainer bridge', function () {
     it('writes one item per response with a stable uid, a numeric instance_id per attempt, the reply with its reasoning, reward and extra_info; through faults every group ends up whole in the buffer exactly once', async () => {
       const server = await startSlimeTestServer({ groupSize: 3, script: ['unavailable', 'ok', 'reset', 'reset_after_store', 'ok'] });
       cleanups.push(() => server.close());
-      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate' }), { tokenSupport: null });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate' }), {
+        tokenSupport: null,
+      });
       await b.start(new AbortController().signal);
       assert.ok(warnings.some((w) => w.includes('no step counter')));
       await b.afterCommit(committedStep(1), new AbortController().signal);
@@ -552,11 +720,17 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(2), new AbortController().signal);
       // An attempt a failure cut stays short under its own instance_id (never released); every group is whole once.
       assert.deepEqual(wholeSlimeGroups(server, 3), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
-      assert.ok(server.received.every((r) => r.problem === null && typeof r.item.instance_id === 'number'), 'slime reads instance_id into an int');
+      assert.ok(
+        server.received.every((r) => r.problem === null && typeof r.item.instance_id === 'number'),
+        'slime reads instance_id into an int',
+      );
       const item = [...server.held.values()].flat().find((i) => i.uid.endsWith(':s1-p0:0'));
       assert.ok(item);
       assert.equal(item.extra_info.group_uid, item.uid.replace(/:0$/, ''));
-      assert.deepEqual(item.messages.map((m) => m.role), ['system', 'user', 'assistant']);
+      assert.deepEqual(
+        item.messages.map((m) => m.role),
+        ['system', 'user', 'assistant'],
+      );
       assert.equal(item.messages[2]?.content, '<think>\nthinking first\n</think>\n\nanswer 0');
       assert.equal(item.reward, 0.6);
       assert.equal(item.extra_info.raw_score, 6);
@@ -570,7 +744,16 @@ describe('RL trainer bridge', function () {
     it('tells exactly what to configure while the buffer keeps its default group size of 16 (or is back at it after a restart)', async () => {
       const server = await startSlimeTestServer({});
       cleanups.push(() => server.close());
-      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      const { b, warnings } = bridge(
+        settings({
+          'trainer.url': server.url,
+          'trainer.protocol': 'slime',
+          sampler: 'mutate',
+          'trainer.mode': 'async',
+          'trainer.maxStaleness': 5,
+        }),
+        { tokenSupport: null },
+      );
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
@@ -585,12 +768,24 @@ describe('RL trainer bridge', function () {
     it('the test buffer keeps group size 16 for an unknown task_type; a known one replaces the buffer, dropping earlier writes; a restart is back at 16', async () => {
       const server = await startSlimeTestServer({ generators: ['thetaevolve'] });
       cleanups.push(() => server.close());
-      const item = { uid: 'u', instance_id: 1, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      const item = {
+        uid: 'u',
+        instance_id: 1,
+        messages: [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: 'a' },
+        ],
+        reward: 1,
+        extra_info: {},
+      };
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(item)), 200);
       assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'math', num_repeat_per_sample: '3' })), 200);
       assert.equal(server.groupSize, 16);
       assert.equal(server.held.size, 1);
-      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.equal(
+        await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })),
+        200,
+      );
       assert.equal(server.groupSize, 3);
       assert.equal(server.held.size, 0, 'the earlier write is gone');
       await server.restart(0);
@@ -600,33 +795,62 @@ describe('RL trainer bridge', function () {
     it('a buffer killed in the middle of a group gets the whole group again under a new instance_id; a write answered 500 again and again is refused and reported', async () => {
       const server = await startSlimeTestServer({ groupSize: 3, script: ['ok', 'restart'] });
       cleanups.push(() => server.close());
-      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null });
+      const { b, warnings } = bridge(
+        settings({
+          'trainer.url': server.url,
+          'trainer.protocol': 'slime',
+          sampler: 'mutate',
+          'trainer.mode': 'async',
+          'trainer.maxStaleness': 5,
+        }),
+        { tokenSupport: null },
+      );
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
       assert.equal(server.epoch, 1);
       // The restarted buffer is back at 16: as slime's trainer would after its restart, set it again.
-      assert.equal(await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })), 200);
+      assert.equal(
+        await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })),
+        200,
+      );
       assert.deepEqual(wholeSlimeGroups(server, 3), ['s1-p0', 's1-p1']);
-      assert.ok([...server.held.values()].every((items) => items.length === 3), 'no short group in the restarted buffer');
+      assert.ok(
+        [...server.held.values()].every((items) => items.length === 3),
+        'no short group in the restarted buffer',
+      );
 
       const failing = await startSlimeTestServer({ groupSize: 3, script: ['error', 'error', 'error', 'error', 'error'] });
       cleanups.push(() => failing.close());
-      const other = bridge(settings({ 'trainer.url': failing.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), { tokenSupport: null, dbFile: join(dir, 'other.sqlite') });
+      const other = bridge(
+        settings({
+          'trainer.url': failing.url,
+          'trainer.protocol': 'slime',
+          sampler: 'mutate',
+          'trainer.mode': 'async',
+          'trainer.maxStaleness': 5,
+        }),
+        { tokenSupport: null, dbFile: join(dir, 'other.sqlite') },
+      );
       await other.b.start(new AbortController().signal);
       await other.b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await other.b.flush(new AbortController().signal, 5_000), 0);
       assert.equal(other.b.state().rejectedGroups, 1);
-      assert.ok(other.warnings.some((w) => w.includes('answered HTTP 500 5 times in a row')), other.warnings.join('\n'));
+      assert.ok(
+        other.warnings.some((w) => w.includes('answered HTTP 500 5 times in a row')),
+        other.warnings.join('\n'),
+      );
       assert.deepEqual(wholeSlimeGroups(failing, 3), ['s1-p1']);
       void warnings;
     });
 
-    it('sync mode follows the inference server\'s weight_version when it reports one', async () => {
+    it("sync mode follows the inference server's weight_version when it reports one", async () => {
       const server = await startSlimeTestServer({ groupSize: 3, trainer: { batchGroups: 2, pollMs: 50 } });
       cleanups.push(() => server.close());
       // The model-info probe goes to the endpoint's root; here the test buffer plays SGLang's /get_model_info.
-      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', endpoint: `${server.url}/v1` }), { tokenSupport: { status: 'not_requested', logprobs: false, message: null } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', endpoint: `${server.url}/v1` }), {
+        tokenSupport: { status: 'not_requested', logprobs: false, message: null },
+      });
       await b.start(new AbortController().signal);
       assert.ok(!warnings.some((w) => w.includes('no step counter')), warnings.join('\n'));
       await b.afterCommit(committedStep(1), new AbortController().signal);
@@ -641,7 +865,13 @@ describe('RL trainer bridge', function () {
     it('groups spooled before the commit go out with the child ids the commit gave them, also after a reopen', async () => {
       const server = await startSlimeTestServer({ groupSize: 3 });
       cleanups.push(() => server.close());
-      const s = settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 });
+      const s = settings({
+        'trainer.url': server.url,
+        'trainer.protocol': 'slime',
+        sampler: 'mutate',
+        'trainer.mode': 'async',
+        'trainer.maxStaleness': 5,
+      });
       const first = bridge(s, { tokenSupport: null, lastCommittedStep: 0 });
       await first.b.start(new AbortController().signal);
       await server.goDown();
@@ -663,28 +893,50 @@ describe('RL trainer bridge', function () {
     it('the test buffer takes any write with an instance_id (recording what is wrong with it) and answers 500 without one, as the real buffer', async () => {
       const server = await startSlimeTestServer({});
       cleanups.push(() => server.close());
-      const ok = { uid: 'u', instance_id: 7, messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }], reward: 1, extra_info: {} };
+      const ok = {
+        uid: 'u',
+        instance_id: 7,
+        messages: [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: 'a' },
+        ],
+        reward: 1,
+        extra_info: {},
+      };
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify(ok)), 200);
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, uid: undefined })), 200);
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, reward: 'high' })), 200);
       assert.equal(await postRaw(server.url, '/buffer/write', JSON.stringify({ ...ok, instance_id: undefined })), 500);
       assert.equal(await postRaw(server.url, '/buffer/write', '{'), 500);
-      assert.deepEqual(server.received.map((r) => r.problem !== null), [false, true, true]);
+      assert.deepEqual(
+        server.received.map((r) => r.problem !== null),
+        [false, true, true],
+      );
       assert.equal(server.groupSize, 16, 'the real default until /start_rollout');
     });
   });
 });
 
 describe('trainer: rollout groups of a committed step', () => {
-  const options = { protocol: 'atropos' as const, groupSize: 3, filterEqualRewards: false, runPrefix: 'run1', samplingVersion: '7', now: 1000 };
+  const options = {
+    protocol: 'atropos' as const,
+    groupSize: 3,
+    filterEqualRewards: false,
+    runPrefix: 'run1',
+    samplingVersion: '7',
+    now: 1000,
+  };
 
   it('spools whole groups, with the sampling version where the responses name none', () => {
     const { groups, short } = rolloutGroupsOf(committedStep(2), options);
     assert.deepEqual(short, []);
-    assert.deepEqual(groups.map((g) => [g.id, g.step, g.policyVersion, g.samples.length, g.spooledAt]), [
-      ['run1:s2-p0', 2, '7', 3, 1000],
-      ['run1:s2-p1', 2, '7', 3, 1000],
-    ]);
+    assert.deepEqual(
+      groups.map((g) => [g.id, g.step, g.policyVersion, g.samples.length, g.spooledAt]),
+      [
+        ['run1:s2-p0', 2, '7', 3, 1000],
+        ['run1:s2-p1', 2, '7', 3, 1000],
+      ],
+    );
     assert.equal(rolloutGroupsOf(committedStep(2, 1, 3, { policyVersion: '9' }), options).groups[0]?.policyVersion, '9');
   });
 
@@ -705,6 +957,9 @@ describe('trainer: rollout groups of a committed step', () => {
 
   it('leaves out equal-reward groups only when asked', () => {
     assert.equal(rolloutGroupsOf(committedStep(1, 2, 3, { equalRewards: true }), options).groups.length, 2);
-    assert.equal(rolloutGroupsOf(committedStep(1, 2, 3, { equalRewards: true }), { ...options, filterEqualRewards: true }).groups.length, 0);
+    assert.equal(
+      rolloutGroupsOf(committedStep(1, 2, 3, { equalRewards: true }), { ...options, filterEqualRewards: true }).groups.length,
+      0,
+    );
   });
 });

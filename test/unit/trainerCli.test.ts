@@ -24,7 +24,10 @@ interface CliResult {
 /** The CLI as a child process (async: the servers live in this process). */
 function runCli(args: string[], onStart?: (child: ChildProcess) => void): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', FIXTURE, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'run', FIXTURE, ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -52,14 +55,16 @@ function atroposGroupKeys(server: AtroposTestServer): string[] {
   return server.received.map((r) => String((r.data.group_overrides?.thetaevolve as Record<string, unknown>).group_key));
 }
 
-
 function expectedKeys(steps: number[], b: number): string[] {
   return steps.flatMap((s) => Array.from({ length: b }, (_, p) => `s${s}-p${p}`)).sort();
 }
 
 /** Each group exactly once, n sequences each, masks and logprobs aligned with the tokens. */
 function assertAtroposGroups(server: AtroposTestServer, steps: number[], n: number, what: 'received' | 'pulled' = 'received'): void {
-  const keys = what === 'received' ? atroposGroupKeys(server) : server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key));
+  const keys =
+    what === 'received'
+      ? atroposGroupKeys(server)
+      : server.batches.flat().map((g) => String((g.group_overrides?.thetaevolve as Record<string, unknown>).group_key));
   assert.deepEqual([...keys].sort(), expectedKeys(steps, 2), `groups ${what}: ${keys.join(' ')}`);
   for (const { data } of server.received) {
     assert.equal(data.tokens.length, n);
@@ -98,24 +103,46 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
   const common = (db: string, steps: number) => ['--steps', String(steps), '--batch', '2', '--samples', '2', '--db', db, '--json'];
 
   it('atropos: every group delivered exactly once through 503s, resets, a down window and a restart; group sizes, masks and logprobs right', async () => {
-    const server = await startAtroposTestServer({ trainer: { batchSize: 4 }, script: ['unavailable', 'reset', 'ok', 'reset_after_store', 'ok', 'down'] });
+    const server = await startAtroposTestServer({
+      trainer: { batchSize: 4 },
+      script: ['unavailable', 'reset', 'ok', 'reset_after_store', 'ok', 'down'],
+    });
     closers.push(() => server.close());
     let restarted = false;
     // Restart while the first group of step 2 waits in the server's queue (the trainer pulls only whole batches of 4): it is lost and must be sent again.
     server.onScoredData = () => {
-      const queued = server.received.filter((r) => r.epoch === 0 && String((r.data.group_overrides?.thetaevolve as Record<string, unknown>).group_key).startsWith('s2-'));
+      const queued = server.received.filter(
+        (r) => r.epoch === 0 && String((r.data.group_overrides?.thetaevolve as Record<string, unknown>).group_key).startsWith('s2-'),
+      );
       if (!restarted && server.currentStep === 1 && queued.length === 1) {
         restarted = true;
         void server.restart(200);
       }
     };
     const db = join(dir, 'atropos.sqlite');
-    const result = await runCli(['--endpoint', endpoint.baseURL, '--trainer', server.url, '--trainer-protocol', 'atropos', ...common(db, 3)]);
+    const result = await runCli([
+      '--endpoint',
+      endpoint.baseURL,
+      '--trainer',
+      server.url,
+      '--trainer-protocol',
+      'atropos',
+      ...common(db, 3),
+    ]);
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(result.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [1, 2, 3]);
+    assert.deepEqual(
+      result.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { step: number }).step),
+      [1, 2, 3],
+    );
     assert.ok(restarted, 'the trainer restarted mid-run');
     assert.ok(server.registrations.length >= 2, 'the environment registered again after the restart');
-    assert.ok(server.received.some((r) => r.epoch === 1), 'groups went to the restarted server');
+    assert.ok(
+      server.received.some((r) => r.epoch === 1),
+      'groups went to the restarted server',
+    );
     assertAtroposGroups(server, await committedSteps(db), 2, 'pulled');
     assert.match(result.stderr, /lost 1 queued group\(s\) the trainer had not pulled; sending them again/);
     assert.match(result.stderr, /trainer: atropos connected, step \d+, 7 group\(s\) sent, 0 pending/);
@@ -133,7 +160,9 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     const expected = expectedKeys(await committedSteps(db), 2);
     const written = new Map<unknown, Set<string>>();
     for (const { item } of server.received) written.set(item.instance_id, (written.get(item.instance_id) ?? new Set()).add(item.uid));
-    const wholeWritten = [...written.entries()].filter(([, uids]) => uids.size === 2).map(([id]) => String(server.received.find((r) => r.item.instance_id === id)?.item.extra_info.group_key));
+    const wholeWritten = [...written.entries()]
+      .filter(([, uids]) => uids.size === 2)
+      .map(([id]) => String(server.received.find((r) => r.item.instance_id === id)?.item.extra_info.group_key));
     assert.deepEqual([...new Set(wholeWritten)].sort(), expected);
     // The trainer got whole groups only, none twice; what the restarted buffer held unpulled is gone with it (slime cannot say what it handed out).
     const got = wholeSlimeGroups(server, 2);
@@ -147,7 +176,7 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     }
   });
 
-  it('atropos: SIGKILL mid-run, rerun with the same --db: the trainer holds every committed step\'s groups exactly once', async () => {
+  it("atropos: SIGKILL mid-run, rerun with the same --db: the trainer holds every committed step's groups exactly once", async () => {
     // The first group of step 2 is stored, its reply held; the CLI dies before it hears back.
     const server = await startAtroposTestServer({ trainer: { batchSize: 4 }, script: ['ok', 'ok', 'hold_after_store'] });
     closers.push(() => server.close());
@@ -169,7 +198,7 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     assertAtroposGroups(server, [1, 2, 3], 2);
   });
 
-  it('slime: SIGKILL mid-run, rerun with the same --db: every committed step\'s responses exactly once', async () => {
+  it("slime: SIGKILL mid-run, rerun with the same --db: every committed step's responses exactly once", async () => {
     const server = await startSlimeTestServer({ groupSize: 2 });
     closers.push(() => server.close());
     const db = join(dir, 'crash-slime.sqlite');
@@ -194,7 +223,15 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
   it('refuses atropos without token ids (the offline sampler, an endpoint without return_token_ids); slime with the offline sampler runs', async () => {
     const server = await startAtroposTestServer({ trainer: { batchSize: 4 } });
     closers.push(() => server.close());
-    const mutate = await runCli(['--sampler', 'mutate', '--trainer', server.url, '--trainer-protocol', 'atropos', ...common(join(dir, 'a.sqlite'), 1)]);
+    const mutate = await runCli([
+      '--sampler',
+      'mutate',
+      '--trainer',
+      server.url,
+      '--trainer-protocol',
+      'atropos',
+      ...common(join(dir, 'a.sqlite'), 1),
+    ]);
     assert.equal(mutate.code, 1);
     assert.match(mutate.stderr, /atropos trainer needs the token ids .* offline mutate sampler has none.*--trainer-protocol slime/);
     const noTokens = await startTestServer({ supportsTokenIds: false });
@@ -207,7 +244,15 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
 
     const slime = await startSlimeTestServer({ groupSize: 2 });
     closers.push(() => slime.close());
-    const ok = await runCli(['--sampler', 'mutate', '--trainer', slime.url, '--trainer-protocol', 'slime', ...common(join(dir, 'c.sqlite'), 1)]);
+    const ok = await runCli([
+      '--sampler',
+      'mutate',
+      '--trainer',
+      slime.url,
+      '--trainer-protocol',
+      'slime',
+      ...common(join(dir, 'c.sqlite'), 1),
+    ]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.equal(slime.received.filter((r) => !r.repeat).length, 4);
   });

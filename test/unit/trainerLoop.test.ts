@@ -100,7 +100,10 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
     cleanups.push(() => server.close());
     const resampled = await evolve('atropos', server.url, 10);
     assert.equal(await resampled.bridge.flush(new AbortController().signal, 10_000, { pulled: true }), 0);
-    assert.ok(resampled.events.some((e) => e.type === 'error' && e.message.includes('asking again for')), 'the loop asked again');
+    assert.ok(
+      resampled.events.some((e) => e.type === 'error' && e.message.includes('asking again for')),
+      'the loop asked again',
+    );
     assert.equal(resampled.bridge.state().droppedGroups, 0);
     assert.equal(server.received.length, 6);
     assert.ok(server.received.every((r) => r.data.tokens.length === N && r.status === 'received' && r.problem === null));
@@ -110,9 +113,15 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
     assert.equal(await plain.bridge.flush(new AbortController().signal, 10_000), 0);
     const dropped = plain.bridge.state().droppedGroups;
     assert.ok(dropped > 0, 'some group was left short');
-    assert.ok(plain.warnings.some((w) => w.includes(`${dropped} group(s) dropped so far`)), plain.warnings.join('\n'));
+    assert.ok(
+      plain.warnings.some((w) => w.includes(`${dropped} group(s) dropped so far`)),
+      plain.warnings.join('\n'),
+    );
     assert.equal(server.received.length, 6 + 6 - dropped);
-    assert.ok(server.received.every((r) => r.data.tokens.length === N && r.status === 'received'), 'no short group reached atropos');
+    assert.ok(
+      server.received.every((r) => r.data.tokens.length === N && r.status === 'received'),
+      'no short group reached atropos',
+    );
   });
 
   it('slime: only whole groups reach the buffer, re-sampled or not', async () => {
@@ -127,6 +136,9 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
     assert.ok(dropped > 0);
     const held = [...server.held.values()];
     assert.equal(held.length, 12 - dropped);
-    assert.ok(held.every((items) => items.length === N && new Set(items.map((i) => i.uid)).size === N), 'every group in the buffer is whole');
+    assert.ok(
+      held.every((items) => items.length === N && new Set(items.map((i) => i.uid)).size === N),
+      'every group in the buffer is whole',
+    );
   });
 });

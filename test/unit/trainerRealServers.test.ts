@@ -28,7 +28,6 @@ function serverPython(): string | null {
   return null;
 }
 
-
 interface Reply {
   status: number;
   json: unknown;
@@ -38,19 +37,23 @@ interface Reply {
 function call(url: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply> {
   return new Promise((resolveReply, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(new URL(path, url), { method, headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {} }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => {
-        let json: unknown = null;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = text;
-        }
-        resolveReply({ status: res.statusCode ?? 0, json });
-      });
-    });
+    const req = request(
+      new URL(path, url),
+      { method, headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {} },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          let json: unknown = null;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = text;
+          }
+          resolveReply({ status: res.statusCode ?? 0, json });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -76,13 +79,25 @@ class PythonServer {
     this.child = child;
     child.stdout?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
     child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
-    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${this.script} exited (${code}) before it answered:\n${this.output}`))));
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`${this.script} exited (${code}) before it answered:\n${this.output}`))),
+    );
     exited.catch(() => undefined);
-    await waitFor(() => Promise.race([call(this.url, 'GET', '/').then(() => true, () => false), exited]), {
-      what: `${this.script} to answer on ${this.url}`,
-      deadlineMs: 20_000,
-      detail: () => this.output,
-    });
+    await waitFor(
+      () =>
+        Promise.race([
+          call(this.url, 'GET', '/').then(
+            () => true,
+            () => false,
+          ),
+          exited,
+        ]),
+      {
+        what: `${this.script} to answer on ${this.url}`,
+        deadlineMs: 20_000,
+        detail: () => this.output,
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -114,7 +129,16 @@ class AtroposTrainer {
   ) {}
 
   async register(): Promise<void> {
-    await call(this.url, 'POST', '/register', { wandb_group: 'g', wandb_project: 'p', batch_size: this.batchSize, max_token_len: 4096, checkpoint_dir: '', save_checkpoint_interval: 0, starting_step: this.step, num_steps: 1000 });
+    await call(this.url, 'POST', '/register', {
+      wandb_group: 'g',
+      wandb_project: 'p',
+      batch_size: this.batchSize,
+      max_token_len: 4096,
+      checkpoint_dir: '',
+      save_checkpoint_interval: 0,
+      starting_step: this.step,
+      num_steps: 1000,
+    });
     this.timer = setInterval(() => void this.poll(), 20);
   }
 
@@ -134,7 +158,10 @@ class AtroposTrainer {
   }
 
   keys(): string[] {
-    return this.batches.flat().map((g) => String(g.group_overrides?.thetaevolve?.group_key)).sort();
+    return this.batches
+      .flat()
+      .map((g) => String(g.group_overrides?.thetaevolve?.group_key))
+      .sort();
   }
 }
 
@@ -167,9 +194,28 @@ function committedStep(step: number): CommittedStep {
         },
       };
     });
-    return { key: `s${step}-p${p}`, step, parentId: `parent-${p}`, messages: [{ role: 'user' as const, content: `improve ${p}` }], samples };
+    return {
+      key: `s${step}-p${p}`,
+      step,
+      parentId: `parent-${p}`,
+      messages: [{ role: 'user' as const, content: `improve ${p}` }],
+      samples,
+    };
   });
-  const stats = { step, samples: 2 * N, counts: emptyOutcomeCounts(), best: null, mean: null, p10: null, p50: null, p90: null, meanAll: null, tokens: { prompt: 0, completion: 0 }, timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 }, samplesPerSecond: 0 };
+  const stats = {
+    step,
+    samples: 2 * N,
+    counts: emptyOutcomeCounts(),
+    best: null,
+    mean: null,
+    p10: null,
+    p50: null,
+    p90: null,
+    meanAll: null,
+    tokens: { prompt: 0, completion: 0 },
+    timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 },
+    samplesPerSecond: 0,
+  };
   return { step, stats, groups };
 }
 
@@ -182,7 +228,9 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
   before(function () {
     const found = serverPython();
     if (!found) {
-      console.log('      (skipped: no python3 with fastapi, uvicorn and pydantic here; scripts/setup.sh installs Debian\'s python3-fastapi python3-uvicorn python3-pydantic)');
+      console.log(
+        "      (skipped: no python3 with fastapi, uvicorn and pydantic here; scripts/setup.sh installs Debian's python3-fastapi python3-uvicorn python3-pydantic)",
+      );
       this.skip();
     }
     python = found as string;
@@ -214,12 +262,26 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
-    assert.deepEqual((await call(server.url, 'GET', '/batch')).json, { status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
+    assert.deepEqual((await call(server.url, 'GET', '/batch')).json, {
+      status: 'error',
+      message: 'Trainer not registered. Call /register first.',
+      batch: [],
+    });
     let trainer = new AtroposTrainer(server.url, 4 * N); // two steps per trainer batch: step 1 waits in the queue
     cleanups.push(() => trainer.stop());
     await trainer.register();
     const warnings: string[] = [];
-    const b = bridge(parseSettings({ batchSize: 2, samplesPerPrompt: N, 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 3 }), warnings);
+    const b = bridge(
+      parseSettings({
+        batchSize: 2,
+        samplesPerPrompt: N,
+        'trainer.enabled': true,
+        'trainer.url': server.url,
+        'trainer.mode': 'async',
+        'trainer.maxStaleness': 3,
+      }),
+      warnings,
+    );
     await b.start(new AbortController().signal);
     await b.afterCommit(committedStep(1), new AbortController().signal);
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
@@ -233,11 +295,18 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     const comeBack = setTimeout(() => void late.register(), 500);
     cleanups.push(() => clearTimeout(comeBack));
     await b.afterCommit(committedStep(2), new AbortController().signal);
-    assert.equal(await b.flush(new AbortController().signal, 15_000, { pulled: true }), 0, JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }));
+    assert.equal(
+      await b.flush(new AbortController().signal, 15_000, { pulled: true }),
+      0,
+      JSON.stringify({ warnings, state: b.state(), batches: late.keys(), errors: late.notRegisteredAfterRegister }),
+    );
     trainer = late;
     assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
     assert.equal(trainer.notRegisteredAfterRegister, 0, 'the server was never wedged');
-    assert.ok(warnings.some((w) => w.includes('lost 2 queued group(s)')), warnings.join('\n'));
+    assert.ok(
+      warnings.some((w) => w.includes('lost 2 queued group(s)')),
+      warnings.join('\n'),
+    );
   });
 
   it('slime: says what to configure while the group size is 16; after /start_rollout with the ThetaEvolve generator the trainer gets whole groups with numeric instance ids', async () => {
@@ -245,29 +314,63 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     cleanups.push(() => server.stop());
     await server.start();
     const warnings: string[] = [];
-    const b = bridge(parseSettings({ batchSize: 2, samplesPerPrompt: N, sampler: 'mutate', 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.protocol': 'slime', 'trainer.mode': 'async', 'trainer.maxStaleness': 5 }), warnings);
+    const b = bridge(
+      parseSettings({
+        batchSize: 2,
+        samplesPerPrompt: N,
+        sampler: 'mutate',
+        'trainer.enabled': true,
+        'trainer.url': server.url,
+        'trainer.protocol': 'slime',
+        'trainer.mode': 'async',
+        'trainer.maxStaleness': 5,
+      }),
+      warnings,
+    );
     await b.start(new AbortController().signal);
     await b.afterCommit(committedStep(1), new AbortController().signal);
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
-    assert.ok(warnings.some((w) => w.includes('releases none') && w.includes('--n-samples-per-prompt 3 --rollout-task-type thetaevolve')), warnings.join('\n'));
+    assert.ok(
+      warnings.some((w) => w.includes('releases none') && w.includes('--n-samples-per-prompt 3 --rollout-task-type thetaevolve')),
+      warnings.join('\n'),
+    );
 
     // What slime's trainer does once: /start_rollout (this replaces the buffer: step 1's writes are gone).
-    assert.equal((await call(server.url, 'POST', '/start_rollout', { task_type: 'thetaevolve', num_repeat_per_sample: String(N) })).status, 200);
+    assert.equal(
+      (await call(server.url, 'POST', '/start_rollout', { task_type: 'thetaevolve', num_repeat_per_sample: String(N) })).status,
+      200,
+    );
     // It takes effect in a background task after the reply: wait until a group of N written now comes out.
     for (let attempt = 0; ; attempt++) {
       assert.ok(attempt < 200, '/start_rollout never took effect');
-      for (let i = 0; i < N; i++) await call(server.url, 'POST', '/buffer/write', { uid: `probe-${attempt}-${i}`, instance_id: -1 - attempt, messages: [], reward: 0, extra_info: {} });
+      for (let i = 0; i < N; i++)
+        await call(server.url, 'POST', '/buffer/write', {
+          uid: `probe-${attempt}-${i}`,
+          instance_id: -1 - attempt,
+          messages: [],
+          reward: 0,
+          extra_info: {},
+        });
       const probe = (await call(server.url, 'POST', '/get_rollout_data', {})).json as { success: boolean };
       if (probe.success) break;
     }
     await b.afterCommit(committedStep(2), new AbortController().signal);
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
-    const read = (await call(server.url, 'POST', '/get_rollout_data', {})).json as { success: boolean; data: { data: { uid: string; instance_id: unknown; extra_info: { group_key: string } }[] } };
+    const read = (await call(server.url, 'POST', '/get_rollout_data', {})).json as {
+      success: boolean;
+      data: { data: { uid: string; instance_id: unknown; extra_info: { group_key: string } }[] };
+    };
     assert.equal(read.success, true);
     const byInstance = new Map<unknown, string[]>();
     for (const item of read.data.data) byInstance.set(item.instance_id, [...(byInstance.get(item.instance_id) ?? []), item.uid]);
-    assert.ok([...byInstance.keys()].every((id) => typeof id === 'number'), 'slime reads instance_id into an int');
-    assert.deepEqual([...byInstance.values()].map((uids) => new Set(uids).size), [N, N]);
+    assert.ok(
+      [...byInstance.keys()].every((id) => typeof id === 'number'),
+      'slime reads instance_id into an int',
+    );
+    assert.deepEqual(
+      [...byInstance.values()].map((uids) => new Set(uids).size),
+      [N, N],
+    );
     assert.deepEqual([...new Set(read.data.data.map((i) => i.extra_info.group_key))].sort(), ['s2-p0', 's2-p1']);
   });
 });

@@ -141,7 +141,13 @@ throughput.note.textContent = 'Rates per second of step wall time.';
 stepTime.note.textContent = 'Where each step’s time went (generation and evaluation may overlap).';
 
 const seriesCharts = new SeriesCharts(
-  { progress: progress.canvas, outcomes: outcomes.canvas, throughput: throughput.canvas, latency: latency.canvas, stepTime: stepTime.canvas },
+  {
+    progress: progress.canvas,
+    outcomes: outcomes.canvas,
+    throughput: throughput.canvas,
+    latency: latency.canvas,
+    stepTime: stepTime.canvas,
+  },
   theme,
 );
 const islandChart = new BarChart(islands.canvas, theme, { x: 'island', y: 'programs' }, (t) => t.blue);
@@ -155,7 +161,11 @@ function renderLatencyNote(): void {
   const reported = state.series.points.some((p) => p.latencyMsP95 !== null || p.latencyMsP50 !== null);
   const offline = state.run?.source.kind === 'mutate';
   latency.note.textContent =
-    reported || state.series.points.length === 0 ? LATENCY_NOTE : offline ? 'No requests: the offline mutate sampler uses no model.' : 'No latency reported yet.';
+    reported || state.series.points.length === 0
+      ? LATENCY_NOTE
+      : offline
+        ? 'No requests: the offline mutate sampler uses no model.'
+        : 'No latency reported yet.';
 }
 
 function renderSummary(s: SummaryView): void {
@@ -190,10 +200,16 @@ function renderDatabase(db: DatabaseView | null): void {
   }
   fact('programs', `${formatCount(db.programs)} of ${formatCount(db.populationSize)}`);
   fact('archive', `${formatCount(db.archive.size)} of ${formatCount(db.archive.capacity)}`);
-  fact('archive objective range', db.archive.worst === null ? '–' : `${formatValue(db.archive.worst)} … ${formatValue(db.archive.best)} (worst … best)`);
+  fact(
+    'archive objective range',
+    db.archive.worst === null ? '–' : `${formatValue(db.archive.worst)} … ${formatValue(db.archive.best)} (worst … best)`,
+  );
   fact('islands', `${db.islands.length} (sampling island ${db.currentIsland} next)`);
   const m = db.migrations;
-  fact('migrations', `${formatCount(m.count)}${m.lastStep !== null ? `, last at step ${m.lastStep}` : ''} (every ${m.interval} generations, rate ${m.rate})`);
+  fact(
+    'migrations',
+    `${formatCount(m.count)}${m.lastStep !== null ? `, last at step ${m.lastStep}` : ''} (every ${m.interval} generations, rate ${m.rate})`,
+  );
   islandChart.set(
     db.islands.map((i) => String(i.island)),
     db.islands.map((i) => i.size),

@@ -21,12 +21,15 @@ function cssVar(name: string, fallback: string): string {
 }
 
 export function readTheme(): ThemeColours {
-  const highContrast = document.body.classList.contains('vscode-high-contrast') || document.body.classList.contains('vscode-high-contrast-light');
+  const highContrast =
+    document.body.classList.contains('vscode-high-contrast') || document.body.classList.contains('vscode-high-contrast-light');
   const foreground = cssVar('--vscode-foreground', '#cccccc');
   return {
     foreground,
     muted: cssVar('--vscode-descriptionForeground', foreground),
-    grid: highContrast ? withAlpha(cssVar('--vscode-contrastBorder', foreground), 0.55) : withAlpha(cssVar('--vscode-charts-lines', foreground), 0.25),
+    grid: highContrast
+      ? withAlpha(cssVar('--vscode-contrastBorder', foreground), 0.55)
+      : withAlpha(cssVar('--vscode-charts-lines', foreground), 0.25),
     background: cssVar('--vscode-editor-background', '#1e1e1e'),
     red: cssVar('--vscode-charts-red', '#f14c4c'),
     orange: cssVar('--vscode-charts-orange', '#d18616'),
@@ -64,7 +67,10 @@ export function withAlpha(colour: string, alpha: number): string {
 
 /** Calls back when VS Code switches theme. */
 export function onThemeChange(callback: () => void): void {
-  new MutationObserver(() => callback()).observe(document.body, { attributes: true, attributeFilter: ['class', 'data-vscode-theme-kind', 'style'] });
+  new MutationObserver(() => callback()).observe(document.body, {
+    attributes: true,
+    attributeFilter: ['class', 'data-vscode-theme-kind', 'style'],
+  });
 }
 
 /** Sequential colour scale (viridis stops), readable on light and dark backgrounds. */

@@ -39,24 +39,78 @@ const JULIA: CommentSyntax = { line: ['#'], block: [['#=', '=#']], strings: PY_S
 const LUA: CommentSyntax = { line: ['--'], block: [['--[[', ']]']], strings: C_STRINGS };
 const SQL: CommentSyntax = { line: ['--'], block: [['/*', '*/']], strings: C_STRINGS };
 const HASKELL: CommentSyntax = { line: ['--'], block: [['{-', '-}']], strings: [{ quote: '"', multiline: false, escapes: true }] };
-const PERCENT: CommentSyntax = { line: ['%'], block: [], strings: [{ quote: "'", multiline: false, escapes: false }, { quote: '"', multiline: false, escapes: false }] };
+const PERCENT: CommentSyntax = {
+  line: ['%'],
+  block: [],
+  strings: [
+    { quote: "'", multiline: false, escapes: false },
+    { quote: '"', multiline: false, escapes: false },
+  ],
+};
 const SEMICOLON: CommentSyntax = { line: [';'], block: [], strings: [{ quote: '"', multiline: false, escapes: true }] };
 const NONE: CommentSyntax = { line: [], block: [], strings: [] };
 
 const SYNTAX_BY_LANGUAGE: Readonly<Record<string, CommentSyntax>> = {
-  py: PYTHON, python: PYTHON, pyw: PYTHON, pyi: PYTHON,
-  sh: HASH, bash: HASH, zsh: HASH, r: HASH, rb: HASH, ruby: HASH, pl: HASH, perl: HASH, yaml: HASH, yml: HASH, toml: HASH,
-  jl: JULIA, julia: JULIA,
-  c: C_LIKE, h: C_LIKE, cpp: C_LIKE, cc: C_LIKE, cxx: C_LIKE, hpp: C_LIKE, hh: C_LIKE, cu: C_LIKE, cuh: C_LIKE,
-  java: C_LIKE, cs: C_LIKE, rs: C_LIKE, rust: C_LIKE, swift: C_LIKE, kt: C_LIKE, scala: C_LIKE, dart: C_LIKE, php: C_LIKE,
-  js: JS_LIKE, mjs: JS_LIKE, cjs: JS_LIKE, jsx: JS_LIKE, ts: JS_LIKE, tsx: JS_LIKE, mts: JS_LIKE, cts: JS_LIKE,
-  javascript: JS_LIKE, typescript: JS_LIKE,
+  py: PYTHON,
+  python: PYTHON,
+  pyw: PYTHON,
+  pyi: PYTHON,
+  sh: HASH,
+  bash: HASH,
+  zsh: HASH,
+  r: HASH,
+  rb: HASH,
+  ruby: HASH,
+  pl: HASH,
+  perl: HASH,
+  yaml: HASH,
+  yml: HASH,
+  toml: HASH,
+  jl: JULIA,
+  julia: JULIA,
+  c: C_LIKE,
+  h: C_LIKE,
+  cpp: C_LIKE,
+  cc: C_LIKE,
+  cxx: C_LIKE,
+  hpp: C_LIKE,
+  hh: C_LIKE,
+  cu: C_LIKE,
+  cuh: C_LIKE,
+  java: C_LIKE,
+  cs: C_LIKE,
+  rs: C_LIKE,
+  rust: C_LIKE,
+  swift: C_LIKE,
+  kt: C_LIKE,
+  scala: C_LIKE,
+  dart: C_LIKE,
+  php: C_LIKE,
+  js: JS_LIKE,
+  mjs: JS_LIKE,
+  cjs: JS_LIKE,
+  jsx: JS_LIKE,
+  ts: JS_LIKE,
+  tsx: JS_LIKE,
+  mts: JS_LIKE,
+  cts: JS_LIKE,
+  javascript: JS_LIKE,
+  typescript: JS_LIKE,
   go: GO,
   lua: LUA,
   sql: SQL,
-  hs: HASKELL, haskell: HASKELL,
-  m: PERCENT, matlab: PERCENT, tex: PERCENT, erl: PERCENT,
-  lisp: SEMICOLON, clj: SEMICOLON, scm: SEMICOLON, el: SEMICOLON, asm: SEMICOLON, s: SEMICOLON,
+  hs: HASKELL,
+  haskell: HASKELL,
+  m: PERCENT,
+  matlab: PERCENT,
+  tex: PERCENT,
+  erl: PERCENT,
+  lisp: SEMICOLON,
+  clj: SEMICOLON,
+  scm: SEMICOLON,
+  el: SEMICOLON,
+  asm: SEMICOLON,
+  s: SEMICOLON,
 };
 
 function syntaxOf(language: string): CommentSyntax {
@@ -158,7 +212,6 @@ export function stripComments(code: string, language: string): string {
     .filter((line) => line.length > 0)
     .join('\n');
 }
-
 
 /** Whether two programs are the same up to comments, trailing spaces and blank lines. */
 export function sameCodeIgnoringComments(a: string, b: string, language: string): boolean {

@@ -117,11 +117,19 @@ function locateInLines(lines: readonly string[]): EvolveBlockLocation {
     const marker = markerOf(line);
     if (marker === 'start') {
       if (open !== null) {
-        problems.push({ kind: 'unbalanced', message: `${EVOLVE_BLOCK_START} on line ${n + 1} inside the region opened on line ${open + 1} (nested markers)`, lines: [open, n] });
+        problems.push({
+          kind: 'unbalanced',
+          message: `${EVOLVE_BLOCK_START} on line ${n + 1} inside the region opened on line ${open + 1} (nested markers)`,
+          lines: [open, n],
+        });
       } else open = n;
     } else if (marker === 'end') {
       if (open === null) {
-        problems.push({ kind: 'unbalanced', message: `${EVOLVE_BLOCK_END} on line ${n + 1} without an ${EVOLVE_BLOCK_START} before it`, lines: [n] });
+        problems.push({
+          kind: 'unbalanced',
+          message: `${EVOLVE_BLOCK_END} on line ${n + 1} without an ${EVOLVE_BLOCK_START} before it`,
+          lines: [n],
+        });
       } else {
         regions.push({ startLine: open, endLine: n });
         open = null;
@@ -129,7 +137,11 @@ function locateInLines(lines: readonly string[]): EvolveBlockLocation {
     }
   });
   if (open !== null) {
-    problems.push({ kind: 'unbalanced', message: `${EVOLVE_BLOCK_START} on line ${open + 1} has no ${EVOLVE_BLOCK_END} after it`, lines: [open] });
+    problems.push({
+      kind: 'unbalanced',
+      message: `${EVOLVE_BLOCK_START} on line ${open + 1} has no ${EVOLVE_BLOCK_END} after it`,
+      lines: [open],
+    });
   }
   if (regions.length === 0 && problems.length === 0) {
     problems.push({ kind: 'no_region', message: `no ${EVOLVE_BLOCK_START} / ${EVOLVE_BLOCK_END} markers`, lines: [] });
@@ -192,7 +204,9 @@ export function replaceEvolveBlock(fileText: string, programText: string): strin
   const targets = evolveRegions(fileText, 'the file');
   const sources = evolveRegions(programText, 'the program');
   if (targets.length !== sources.length) {
-    throw new EvolveBlockError(`the file has ${targets.length} EVOLVE-BLOCK region${targets.length === 1 ? '' : 's'} (lines ${describeRegions(targets)}), the program ${sources.length}`);
+    throw new EvolveBlockError(
+      `the file has ${targets.length} EVOLVE-BLOCK region${targets.length === 1 ? '' : 's'} (lines ${describeRegions(targets)}), the program ${sources.length}`,
+    );
   }
   const programLines = splitLines(programText);
   let file = splitKeepingEnds(fileText);
@@ -205,7 +219,10 @@ export function replaceEvolveBlock(fileText: string, programText: string): strin
     const interior = target.endLine - target.startLine - 1;
     // New lines take the ending of the marker line before them when the region was empty.
     const at = target.startLine + 1;
-    file = interior > 0 ? spliceLines(file, at, interior, content, fallbackEnd) : insertLines(file, at, content, (file.ends[target.startLine] as string) || fallbackEnd);
+    file =
+      interior > 0
+        ? spliceLines(file, at, interior, content, fallbackEnd)
+        : insertLines(file, at, content, (file.ends[target.startLine] as string) || fallbackEnd);
   }
   return joinKeepingEnds(file);
 }
@@ -249,7 +266,10 @@ type BlockState = 'outside' | 'search' | 'replace';
  * divider or a second divider means the block so far was never finished
  * ('abandon'), so no marker line ever becomes content of a child.
  */
-function blockStep(state: BlockState, line: string): { next: BlockState; event: 'open' | 'divide' | 'finish' | 'abandon_and_open' | 'abandon' | 'content' | 'none' } {
+function blockStep(
+  state: BlockState,
+  line: string,
+): { next: BlockState; event: 'open' | 'divide' | 'finish' | 'abandon_and_open' | 'abandon' | 'content' | 'none' } {
   if (state === 'outside') return SEARCH_LINE.test(line) ? { next: 'search', event: 'open' } : { next: 'outside', event: 'none' };
   if (SEARCH_LINE.test(line)) return { next: 'search', event: 'abandon_and_open' };
   if (state === 'search') {
@@ -394,7 +414,8 @@ function indexOfLines(haystack: readonly string[], needle: readonly string[], fr
 
 /** A markdown fence pair wrapped around a SEARCH or REPLACE section by the model, stripped; null when there is none. */
 function unfenced(lines: readonly string[]): string[] | null {
-  if (lines.length >= 2 && FENCE_LINE.test(lines[0] as string) && FENCE_LINE.test(lines[lines.length - 1] as string)) return lines.slice(1, -1);
+  if (lines.length >= 2 && FENCE_LINE.test(lines[0] as string) && FENCE_LINE.test(lines[lines.length - 1] as string))
+    return lines.slice(1, -1);
   return null;
 }
 
@@ -420,7 +441,8 @@ function readingsOf(block: DiffBlock, parentHasFences: boolean): { search: strin
   if (search) readings.push({ search, replace: unfenced(block.replace) ?? block.replace });
   for (const reading of [...readings]) {
     const search = withoutTrailingBlankLines(reading.search);
-    if (search.length < reading.search.length && search.length > 0) readings.push({ search, replace: withoutTrailingBlankLines(reading.replace) });
+    if (search.length < reading.search.length && search.length > 0)
+      readings.push({ search, replace: withoutTrailingBlankLines(reading.replace) });
   }
   return readings;
 }
@@ -455,7 +477,13 @@ function markerLines(lines: readonly string[]): string[] {
  * replacement that adds, drops or alters a marker line is rejected, as is a
  * match whose replacement would change a line outside the regions.
  */
-function applyBlock(text: EndedLines, frame: readonly (string | null)[], block: DiffBlock, parentHasFences: boolean, fallbackEnd: string): { text: EndedLines } | { reason: SkipReason; detail: string } {
+function applyBlock(
+  text: EndedLines,
+  frame: readonly (string | null)[],
+  block: DiffBlock,
+  parentHasFences: boolean,
+  fallbackEnd: string,
+): { text: EndedLines } | { reason: SkipReason; detail: string } {
   if (block.search.every((l) => l.trim() === '')) return { reason: 'empty_search', detail: 'the SEARCH section is empty' };
   let outside: { at: number; length: number } | null = null;
   let markerChange = false;
@@ -471,7 +499,8 @@ function applyBlock(text: EndedLines, frame: readonly (string | null)[], block: 
       outside ??= { at, length: reading.search.length };
     }
   }
-  if (markerChange && outside === null) return { reason: 'marker_in_replace', detail: 'the replacement adds, drops or alters an EVOLVE-BLOCK marker line' };
+  if (markerChange && outside === null)
+    return { reason: 'marker_in_replace', detail: 'the replacement adds, drops or alters an EVOLVE-BLOCK marker line' };
   if (outside !== null) {
     const regions = locateInLines(text.lines).regions;
     return {
@@ -494,12 +523,23 @@ export function applyResponse(parent: string, response: string, options: ApplyOp
   const parsed = parseDiffBlocks(response);
   const location = locateEvolveBlocks(parent);
   const result = (status: ApplyStatus, child: string | null, applied: number, skipped: SkippedBlock[], message: string): ApplyResult => ({
-    status, child, applied, skipped, blocks: parsed.blocks.length, message,
+    status,
+    child,
+    applied,
+    skipped,
+    blocks: parsed.blocks.length,
+    message,
   });
   const brokenRegion = location.problems[0];
   if (brokenRegion) return result('no_evolve_block', null, 0, [], `the parent has no usable EVOLVE-BLOCK: ${brokenRegion.message}`);
   if (parsed.blocks.length === 0) {
-    return result('no_diff_blocks', null, 0, [], parsed.unterminated ? 'the answer has an unterminated SEARCH/REPLACE block only' : 'the answer has no SEARCH/REPLACE block');
+    return result(
+      'no_diff_blocks',
+      null,
+      0,
+      [],
+      parsed.unterminated ? 'the answer has an unterminated SEARCH/REPLACE block only' : 'the answer has no SEARCH/REPLACE block',
+    );
   }
 
   let text = splitKeepingEnds(parent);

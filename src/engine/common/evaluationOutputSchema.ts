@@ -15,4 +15,3 @@ export const EvaluationOutputSchema = z.object({
   stderr: z.string(),
 });
 export type EvaluationOutput = z.infer<typeof EvaluationOutputSchema>;
-

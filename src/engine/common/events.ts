@@ -69,7 +69,14 @@ export const RunStartedEventSchema = z.object({
   runId: z.string(),
   /** targetValue: in the task's own objective units (null: none). */
   /** evaluatorTrust: 'in-sandbox' when the score is not protected from a hostile candidate (absent: 'separate'). */
-  task: z.object({ name: z.string(), title: z.string(), direction: DirectionSchema, dir: z.string(), targetValue: finite.nullable(), evaluatorTrust: EvaluatorTrustSchema.optional() }),
+  task: z.object({
+    name: z.string(),
+    title: z.string(),
+    direction: DirectionSchema,
+    dir: z.string(),
+    targetValue: finite.nullable(),
+    evaluatorTrust: EvaluatorTrustSchema.optional(),
+  }),
   dbFile: z.string(),
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
   /** The sandbox the run's candidates get. */

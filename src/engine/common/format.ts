@@ -21,7 +21,10 @@ export function programName(program: { step: number; stepRank?: StepRank | null 
 
 /** What a program's name stands for, for a tooltip: "rank 1 by score of the 8 children of step 12 in the database; program 3k". */
 export function programNameDetail(program: { id: string; step: number; stepRank?: StepRank | null }): string {
-  const rank = program.step > 0 && program.stepRank ? `rank ${program.stepRank.rank} by score of the ${program.stepRank.of} children of step ${program.step} in the database; ` : '';
+  const rank =
+    program.step > 0 && program.stepRank
+      ? `rank ${program.stepRank.rank} by score of the ${program.stepRank.of} children of step ${program.step} in the database; `
+      : '';
   return `${rank}program ${program.id}`;
 }
 

@@ -74,7 +74,15 @@ export function rewardOfSample(sample: { score: number; objective: number | null
 
 /** The shaping a run uses: the task's, switched on/off by `rewardShaping.mode`, parameters overridden on request. */
 export function resolveRewardShaping(
-  settings: Pick<Settings, 'rewardShaping.mode' | 'rewardShaping.lower' | 'rewardShaping.upper' | 'rewardShaping.alpha' | 'rewardShaping.scale' | 'rewardShaping.override'>,
+  settings: Pick<
+    Settings,
+    | 'rewardShaping.mode'
+    | 'rewardShaping.lower'
+    | 'rewardShaping.upper'
+    | 'rewardShaping.alpha'
+    | 'rewardShaping.scale'
+    | 'rewardShaping.override'
+  >,
   task: RewardShaping,
 ): RewardShaping {
   const mode = settings['rewardShaping.mode'];
@@ -146,7 +154,9 @@ export function stepStatistics(input: {
     }
   }
   const sorted = [...valid].sort((a, b) => a - b);
-  const latencies = input.samples.flatMap((s) => (s.latencyMs !== null && Number.isFinite(s.latencyMs) ? [s.latencyMs] : [])).sort((a, b) => a - b);
+  const latencies = input.samples
+    .flatMap((s) => (s.latencyMs !== null && Number.isFinite(s.latencyMs) ? [s.latencyMs] : []))
+    .sort((a, b) => a - b);
   const totalMs = Math.max(0, input.totalMs);
   return {
     step: input.step,

@@ -64,7 +64,21 @@ export interface PopulationNode {
 }
 
 /** A live program's row as read back on open. */
-export type StoredNode = Pick<PopulationNode, 'seq' | 'id' | 'parentId' | 'island' | 'step' | 'score' | 'codeLength' | 'codeHash' | 'migrantOf' | 'inArchive' | 'eliteCell' | 'improvement'>;
+export type StoredNode = Pick<
+  PopulationNode,
+  | 'seq'
+  | 'id'
+  | 'parentId'
+  | 'island'
+  | 'step'
+  | 'score'
+  | 'codeLength'
+  | 'codeHash'
+  | 'migrantOf'
+  | 'inArchive'
+  | 'eliteCell'
+  | 'improvement'
+>;
 
 /**
  * What a new row holds besides its node: a program's own fields, or (a
@@ -72,8 +86,7 @@ export type StoredNode = Pick<PopulationNode, 'seq' | 'id' | 'parentId' | 'islan
  * outcome and metrics of the stored row `sourceSeq`, as stored.
  */
 export type RowContent =
-  | { kind: 'program'; program: NewProgram; createdAt: number }
-  | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
+  { kind: 'program'; program: NewProgram; createdAt: number } | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
 
 /** One row a step changes; a node changed in several ways appears once, as it ended up. */
 export type RowChange =
@@ -286,7 +299,8 @@ export class Population {
       const r = rng.next();
       let pool: PopulationNode[];
       if (r < explorationRatio && island.length > 0) pool = island;
-      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0) pool = islandArchive.length > 0 ? islandArchive : this.archiveList;
+      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0)
+        pool = islandArchive.length > 0 ? islandArchive : this.archiveList;
       else pool = this.all;
       chosen.push(rng.pick(pool));
     }
@@ -433,7 +447,10 @@ export class Population {
       node.improvement = true;
       this.state.bestId = node.id;
       // Its lineage now, before later evictions delete ancestors' rows (parents are from earlier steps: they have rows).
-      (this.state.lineageDepths ??= {})[node.id] = node.parentId !== null && this.storedParentOf(node.parentId) ? 1 + ancestorsOf(node.parentId, (id) => this.storedParentOf(id)).length : 0;
+      (this.state.lineageDepths ??= {})[node.id] =
+        node.parentId !== null && this.storedParentOf(node.parentId)
+          ? 1 + ancestorsOf(node.parentId, (id) => this.storedParentOf(id)).length
+          : 0;
     }
     this.placeInGrid(node);
     if (migrantOf === null) this.offerToArchive(node);
@@ -533,7 +550,9 @@ export class Population {
     const n = this.config.numIslands;
     const moves: { source: PopulationNode; target: number }[] = [];
     for (let island = 0; island < n; island++) {
-      const own = (this.islandMembers[island] as PopulationNode[]).filter((node) => node.alive && node.migrantOf === null).sort(betterFirst);
+      const own = (this.islandMembers[island] as PopulationNode[])
+        .filter((node) => node.alive && node.migrantOf === null)
+        .sort(betterFirst);
       if (own.length === 0) continue;
       const k = Math.max(1, Math.floor((this.islandSizeList[island] as number) * this.config.migrationRate));
       const targets = [...new Set([(island + 1) % n, (island - 1 + n) % n])].filter((t) => t !== island);
@@ -575,7 +594,8 @@ export class Population {
     }
     // Unknown parent: the smallest island, so islands stay balanced.
     let smallest = 0;
-    for (let i = 1; i < this.islandSizeList.length; i++) if ((this.islandSizeList[i] as number) < (this.islandSizeList[smallest] as number)) smallest = i;
+    for (let i = 1; i < this.islandSizeList.length; i++)
+      if ((this.islandSizeList[i] as number) < (this.islandSizeList[smallest] as number)) smallest = i;
     return smallest;
   }
 
@@ -588,7 +608,13 @@ export class Population {
 }
 
 function entryOf(program: NewProgram): Entry {
-  return { parentId: program.parentId, step: program.step, score: program.score, codeHash: program.codeHash, codeLength: program.code.length };
+  return {
+    parentId: program.parentId,
+    step: program.step,
+    score: program.score,
+    codeHash: program.codeHash,
+    codeLength: program.code.length,
+  };
 }
 
 /** The copy migration (or island seeding) makes: same code and score, no generation cost. */

@@ -29,7 +29,7 @@ export interface CommitResult {
 }
 
 function describe(err: unknown): string {
-  return err instanceof Error ? err.message.split('\n')[0] ?? err.message : String(err);
+  return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
 }
 
 export class ProgramDatabase {
@@ -240,6 +240,7 @@ export class ProgramDatabase {
     this.assertOpen();
     if (this.readOnly) throw new Error(`${this.file} was opened read-only`);
     if (this.busy) throw new Error(`${this.file}: another write is in progress (await each commit)`);
-    if (this.broken !== null) throw new Error(`${this.file}: a write failed (${this.broken}); reopen the database to resume from the last committed step`);
+    if (this.broken !== null)
+      throw new Error(`${this.file}: a write failed (${this.broken}); reopen the database to resume from the last committed step`);
   }
 }

@@ -110,7 +110,8 @@ export class RunQueries {
   steps(): { step: number; stats: unknown }[] {
     const out: { step: number; stats: unknown }[] = [];
     this.store.eachRow('SELECT step, stats FROM steps ORDER BY step', [], ([step, stats]) => {
-      if (typeof step !== 'number' || typeof stats !== 'string') throw new DatabaseFileError(`${this.store.file}: a steps row is malformed`);
+      if (typeof step !== 'number' || typeof stats !== 'string')
+        throw new DatabaseFileError(`${this.store.file}: a steps row is malformed`);
       out.push({ step, stats: JSON.parse(stats) as unknown });
     });
     return out;

@@ -46,12 +46,14 @@ interface CopiedColumns {
   metrics: string;
 }
 
-const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROGRAM_COLUMNS.split(',').map(() => '?').join(', ')})`;
+const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROGRAM_COLUMNS.split(',')
+  .map(() => '?')
+  .join(', ')})`;
 /** id, parent_id, island of an evicted row. */
 const FORMER_BEST_ROW = z.tuple([z.string(), z.string().nullable(), z.number().int()]);
 
 function describe(err: unknown): string {
-  return err instanceof Error ? err.message.split('\n')[0] ?? err.message : String(err);
+  return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
 }
 
 export class RunStore {
@@ -165,7 +167,8 @@ export class RunStore {
       if (metaRows.get('magic') !== MAGIC) throw refuse('an SQLite file of another program: no ThetaEvolve magic row');
       const version = Number(metaRows.get('schema_version'));
       if (!Number.isInteger(version)) throw refuse('missing schema version');
-      if (version > SCHEMA_VERSION) throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
+      if (version > SCHEMA_VERSION)
+        throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
       if (version < SCHEMA_VERSION) throw refuse(`schema version ${version} is older than ${SCHEMA_VERSION}`);
       const parseJson = <T>(key: string, schema: z.ZodType<T>): T => {
         const raw = metaRows.get(key);
@@ -218,7 +221,20 @@ export class RunStore {
       if (!parsed.success) throw refuse('a program row is malformed');
       const [seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive, eliteCell, improvement] = parsed.data;
       if (island < 0 || island >= numIslands) throw refuse(`program ${id} is on island ${island}, outside 0..${numIslands - 1}`);
-      population.restoreNode({ seq, id, parentId, island, step, score, codeLength, codeHash, migrantOf, inArchive: inArchive === 1, eliteCell, improvement: improvement === 1 });
+      population.restoreNode({
+        seq,
+        id,
+        parentId,
+        island,
+        step,
+        score,
+        codeLength,
+        codeHash,
+        migrantOf,
+        inArchive: inArchive === 1,
+        eliteCell,
+        improvement: improvement === 1,
+      });
     });
     this.eachRow('SELECT hash FROM code_hashes', [], (row) => {
       const hash = row[0];
@@ -357,10 +373,16 @@ export class RunStore {
         select.bind([sourceSeq]);
         if (!select.step()) throw new DatabaseFileError(`${this.file}: program row ${sourceSeq.toString(36)} is missing`);
         const [code, objective, outcome, metrics] = select.get();
-        if (!(typeof code === 'string' || code instanceof Uint8Array) || typeof outcome !== 'string' || typeof metrics !== 'string') throw malformed();
+        if (!(typeof code === 'string' || code instanceof Uint8Array) || typeof outcome !== 'string' || typeof metrics !== 'string')
+          throw malformed();
         const parsedMetrics = MetricsSchema.safeParse(JSON.parse(metrics));
         if (!parsedMetrics.success || !(OUTCOMES as readonly string[]).includes(outcome)) throw malformed();
-        copied.set(sourceSeq, { code, objective: typeof objective === 'number' ? objective : null, outcome: outcome as Outcome, metrics: JSON.stringify(parsedMetrics.data) });
+        copied.set(sourceSeq, {
+          code,
+          objective: typeof objective === 'number' ? objective : null,
+          outcome: outcome as Outcome,
+          metrics: JSON.stringify(parsedMetrics.data),
+        });
       } finally {
         select.reset();
       }
@@ -415,10 +437,32 @@ export class RunStore {
 
   private decodeRow(row: SqlValue[]): ProgramRecord {
     const parsed = ProgramRowSchema.safeParse(row);
-    const bad = (why: string): DatabaseFileError => new DatabaseFileError(`${this.file}: program row ${String(row[1])} is malformed (${why})`);
+    const bad = (why: string): DatabaseFileError =>
+      new DatabaseFileError(`${this.file}: program row ${String(row[1])} is malformed (${why})`);
     if (!parsed.success) throw bad(firstZodIssue(parsed.error, '').message);
-    const [, id, parentId, island, step, score, objective, outcome, , codeHash, code, metrics, metaInfoId, response, reasoning,
-      generationMs, evaluationMs, promptTokens, completionTokens, createdAt, migrantOf] = parsed.data;
+    const [
+      ,
+      id,
+      parentId,
+      island,
+      step,
+      score,
+      objective,
+      outcome,
+      ,
+      codeHash,
+      code,
+      metrics,
+      metaInfoId,
+      response,
+      reasoning,
+      generationMs,
+      evaluationMs,
+      promptTokens,
+      completionTokens,
+      createdAt,
+      migrantOf,
+    ] = parsed.data;
     if (!(OUTCOMES as readonly string[]).includes(outcome)) throw bad(`unknown outcome '${outcome}'`);
     let metricsValue: unknown;
     try {

@@ -121,7 +121,8 @@ export const ProgramRowSchema = z.tuple([
 ]);
 
 /** The light columns loaded for every live program on open. */
-export const NODE_COLUMNS = 'seq, id, parent_id, island, step, score, code_length, code_hash, migrant_of, in_archive, elite_cell, improvement';
+export const NODE_COLUMNS =
+  'seq, id, parent_id, island, step, score, code_length, code_hash, migrant_of, in_archive, elite_cell, improvement';
 export const NodeRowSchema = z.tuple([
   int,
   z.string(),

@@ -28,7 +28,10 @@ export const EvaluateJsonSchema = z
     solution: z.string().optional(),
   })
   .strict()
-  .refine((json) => (json.score === null) === (json.status === 'evaluation_failed'), { message: 'score is null exactly when status is evaluation_failed', path: ['score'] });
+  .refine((json) => (json.score === null) === (json.status === 'evaluation_failed'), {
+    message: 'score is null exactly when status is evaluation_failed',
+    path: ['score'],
+  });
 
 export type EvaluateJson = z.infer<typeof EvaluateJsonSchema>;
 

@@ -27,11 +27,23 @@ export interface EvaluationBackendContext {
   onWarning?: (message: string) => void;
 }
 
-type BackendSettings = Pick<Settings, 'evaluation.backend' | 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb' | 'sandbox.allowWeakIsolation'> & SlurmSettings;
+type BackendSettings = Pick<
+  Settings,
+  'evaluation.backend' | 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb' | 'sandbox.allowWeakIsolation'
+> &
+  SlurmSettings;
 
 /** Start the backend the settings choose; SLURM's probe job runs before this resolves (and throws a clear error when the nodes cannot evaluate). */
-export async function createEvaluationBackend(task: Task, settings: BackendSettings, context: EvaluationBackendContext): Promise<EvaluationBackend> {
-  if (settings['evaluation.backend'] === 'local') return new Evaluator(task, { ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec), ...(context.onWarning ? { onWarning: context.onWarning } : {}) });
+export async function createEvaluationBackend(
+  task: Task,
+  settings: BackendSettings,
+  context: EvaluationBackendContext,
+): Promise<EvaluationBackend> {
+  if (settings['evaluation.backend'] === 'local')
+    return new Evaluator(task, {
+      ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec),
+      ...(context.onWarning ? { onWarning: context.onWarning } : {}),
+    });
   return SlurmEvaluator.start(
     task,
     {
@@ -52,5 +64,11 @@ export async function createEvaluationBackend(task: Task, settings: BackendSetti
 /** The engine event a SLURM backend's onQueue becomes (status bar, dashboard). */
 export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()): EvaluationQueueEvent {
   const { calls, ...counts } = queue;
-  return { type: 'evaluation_queue', time, backend: 'slurm', ...counts, schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct };
+  return {
+    type: 'evaluation_queue',
+    time,
+    backend: 'slurm',
+    ...counts,
+    schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct,
+  };
 }

@@ -19,4 +19,3 @@ export function probeThisNode(): NodeProbe {
   const isolation = detectIsolation();
   return { node: process.version, host: hostname(), isolation: { kind: isolation.kind, warning: isolation.warning } };
 }
-

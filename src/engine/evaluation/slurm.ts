@@ -24,10 +24,26 @@ import type { SlurmClusterOptions } from './slurmSettings';
 import { errorMessage } from '../common/errors';
 import { cancelRunJobs, commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, ORDINARY_PENDING_REASONS, waitUntilGone } from './slurmQueue';
 import { runProbe } from './slurmProbe';
-import { jobTimeLimitMinutes, readJobFile, readJobResult, removeStaleStaging, type SandboxLimits, stage, type Staging, tail } from './slurmStaging';
+import {
+  jobTimeLimitMinutes,
+  readJobFile,
+  readJobResult,
+  removeStaleStaging,
+  type SandboxLimits,
+  stage,
+  type Staging,
+  tail,
+} from './slurmStaging';
 
 export { cancelOrphans, findOrphans } from './slurmQueue';
-export { BUNDLE_FILES, BUNDLE_FOREIGN_DIR, jobTimeLimitMinutes, type SandboxLimits, sandboxLimitArguments, shellQuote } from './slurmStaging';
+export {
+  BUNDLE_FILES,
+  BUNDLE_FOREIGN_DIR,
+  jobTimeLimitMinutes,
+  type SandboxLimits,
+  sandboxLimitArguments,
+  shellQuote,
+} from './slurmStaging';
 
 /** SLURM's default MaxArraySize is 1001. */
 const MAX_ARRAY_TASKS = 1000;
@@ -159,7 +175,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     // A run has one SLURM backend at a time: jobs and staging folders of this
     // run still around were left by a ThetaEvolve that died (resume after a crash).
     const orphans = await cancelRunJobs(cli, jobName);
-    if (orphans > 0) options.onWarning?.(`cancelled ${orphans} SLURM job(s) of run ${options.runId} that an earlier ThetaEvolve left in the queue`);
+    if (orphans > 0)
+      options.onWarning?.(`cancelled ${orphans} SLURM job(s) of run ${options.runId} that an earlier ThetaEvolve left in the queue`);
     await removeStaleStaging(options.stagingDirectory, jobName);
     const runtimeLimitSec = options.runtimeLimitSec ?? task.runtimeLimitSec;
     const staging = await stage(task, options, jobName, runtimeLimitSec);
@@ -231,7 +248,10 @@ export class SlurmEvaluator implements EvaluationBackend {
           await mkdir(dir);
           await writeFile(join(dir, `program.${this.task.language}`), code, { mode: 0o644 });
         } catch (err) {
-          this.finish(candidate, failedResult(`the candidate could not be staged in ${dir}: ${errorMessage(err)}`, performance.now() - calledAt));
+          this.finish(
+            candidate,
+            failedResult(`the candidate could not be staged in ${dir}: ${errorMessage(err)}`, performance.now() - calledAt),
+          );
           return;
         }
         if (candidate.cancelRequested || this.closing) {
@@ -347,7 +367,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     // Cancelled while waiting: never submitted (cancelRequested() resolves them).
     const room = Math.min(this.options.maxJobs - this.submitted.size, MAX_ARRAY_TASKS);
     const wave: Candidate[] = [];
-    for (let i = 0; i < this.pending.length && wave.length < room; ) {
+    for (let i = 0; i < this.pending.length && wave.length < room;) {
       const c = this.pending[i] as Candidate;
       if (c.cancelRequested) i++;
       else wave.push(...this.pending.splice(i, 1));
@@ -370,7 +390,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     } catch (err) {
       this.submitFailures++;
       if (this.submitFailures >= SUBMIT_FAILURES_BEFORE_GIVING_UP) {
-        for (const c of wave) this.endAsFailed(c, `sbatch refused the evaluation job ${this.submitFailures} times in a row: ${errorMessage(err)}`);
+        for (const c of wave)
+          this.endAsFailed(c, `sbatch refused the evaluation job ${this.submitFailures} times in a row: ${errorMessage(err)}`);
         this.submitFailures = 0;
       } else {
         this.pending.unshift(...wave);
@@ -403,7 +424,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     } catch (err) {
       // Never guess: without the queue no job counts as lost.
       this.squeueFailures++;
-      if (this.squeueFailures === 1 || this.squeueFailures % 10 === 0) this.warn(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorMessage(err)}`);
+      if (this.squeueFailures === 1 || this.squeueFailures % 10 === 0)
+        this.warn(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorMessage(err)}`);
       this.schedulePoll();
       return;
     }
@@ -417,7 +439,9 @@ export class SlurmEvaluator implements EvaluationBackend {
         c.missingPolls = 0;
         if (!ORDINARY_PENDING_REASONS.has(entry.reason) && !this.toldReasons.has(entry.reason)) {
           this.toldReasons.add(entry.reason);
-          this.warn(`SLURM job ${entry.id} of this run is pending with reason ${entry.reason} (squeue); it may not start until that changes`);
+          this.warn(
+            `SLURM job ${entry.id} of this run is pending with reason ${entry.reason} (squeue); it may not start until that changes`,
+          );
         }
         continue;
       }
@@ -451,7 +475,11 @@ export class SlurmEvaluator implements EvaluationBackend {
       const ended = await this.howJobsEnded(lost.map((c) => c.jobId as string));
       for (const c of lost) {
         const account = ended.get(c.jobId as string);
-        const how = account ? ` (sacct: ${account.state}, exit ${account.exitCode})` : c.lastState && c.lastState !== 'RUNNING' ? ` (last seen ${c.lastState})` : '';
+        const how = account
+          ? ` (sacct: ${account.state}, exit ${account.exitCode})`
+          : c.lastState && c.lastState !== 'RUNNING'
+            ? ` (last seen ${c.lastState})`
+            : '';
         this.attemptFailed(c, `left the queue without a result file${how}`);
       }
     }
@@ -480,7 +508,6 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (!c.startNotified) c.options.onStart?.();
     c.startNotified = true;
   }
-
 
   /** A lost or failed job: submit the candidate again while resubmits are left, else end it as evaluation_failed. */
   private attemptFailed(c: Candidate, why: string): void {

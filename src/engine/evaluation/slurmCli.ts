@@ -22,7 +22,22 @@ export class SlurmError extends ThetaEvolveError {
 const NO_CONFIGURATION = /Could not establish a configuration source/;
 
 /** Job states a job can be in while it is still in the queue and may yet run or finish. */
-const LIVE_STATES = new Set(['PENDING', 'CONFIGURING', 'RUNNING', 'COMPLETING', 'SUSPENDED', 'REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'RESIZING', 'SIGNALING', 'STAGE_OUT', 'STOPPED', 'RESV_DEL_HOLD', 'SPECIAL_EXIT']);
+const LIVE_STATES = new Set([
+  'PENDING',
+  'CONFIGURING',
+  'RUNNING',
+  'COMPLETING',
+  'SUSPENDED',
+  'REQUEUED',
+  'REQUEUE_FED',
+  'REQUEUE_HOLD',
+  'RESIZING',
+  'SIGNALING',
+  'STAGE_OUT',
+  'STOPPED',
+  'RESV_DEL_HOLD',
+  'SPECIAL_EXIT',
+]);
 
 export interface QueueEntry {
   /** `123_4` for array task 4 of array job 123, `123` for a plain job. */
@@ -149,7 +164,14 @@ export class SlurmCli {
   }
 
   private async tool(file: string, args: string[]): Promise<string> {
-    const run = await runProcess({ file, args, cwd: tmpdir(), env: this.env, timeoutMs: TOOL_TIMEOUT_MS, outputLimitBytes: TOOL_OUTPUT_LIMIT });
+    const run = await runProcess({
+      file,
+      args,
+      cwd: tmpdir(),
+      env: this.env,
+      timeoutMs: TOOL_TIMEOUT_MS,
+      outputLimitBytes: TOOL_OUTPUT_LIMIT,
+    });
     if (run.spawnError) {
       throw new SlurmError(
         `${file} could not be started (${run.spawnError}). The SLURM backend uses SLURM's own tools: run ThetaEvolve on a machine that can submit jobs (a login node) with ${file} on PATH.`,
@@ -163,7 +185,9 @@ export class SlurmCli {
           `${file} found no SLURM configuration (${said}). Set SLURM_CONF to the cluster's slurm.conf in the environment ThetaEvolve starts with (for VS Code: the one its window or Remote-SSH server starts with), or run it where /etc/slurm/slurm.conf exists (a login node).`,
         );
       }
-      throw new SlurmError(`${file} ${args.join(' ')} failed (${run.exitSignal ?? `exit ${String(run.exitCode)}`}): ${said || 'no message'}`);
+      throw new SlurmError(
+        `${file} ${args.join(' ')} failed (${run.exitSignal ?? `exit ${String(run.exitCode)}`}): ${said || 'no message'}`,
+      );
     }
     return run.stdout;
   }

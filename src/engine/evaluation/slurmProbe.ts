@@ -12,13 +12,22 @@ const PROBE_TIME_MINUTES = 5;
 const MIN_NODE_MAJOR = 20;
 
 /** What the probe needs of the backend's options. */
-export interface ProbeOptions extends Pick<SlurmClusterOptions, 'partition' | 'account' | 'sbatchArguments' | 'nodeCommand' | 'pollSeconds'> {
+export interface ProbeOptions extends Pick<
+  SlurmClusterOptions,
+  'partition' | 'account' | 'sbatchArguments' | 'nodeCommand' | 'pollSeconds'
+> {
   allowFallbackIsolation?: boolean;
   onWarning?: (message: string) => void;
 }
 
 /** The probe job: Node.js and the sandbox on a compute node, or a SlurmError saying what is missing. */
-export async function runProbe(cli: SlurmCli, options: ProbeOptions, staging: Staging, jobName: string, signal: AbortSignal | undefined): Promise<NodeProbe> {
+export async function runProbe(
+  cli: SlurmCli,
+  options: ProbeOptions,
+  staging: Staging,
+  jobName: string,
+  signal: AbortSignal | undefined,
+): Promise<NodeProbe> {
   const jobId = await cli.submit([
     ...commonSbatchArguments(options, jobName, staging.root),
     `--time=${PROBE_TIME_MINUTES}`,
@@ -31,7 +40,10 @@ export async function runProbe(cli: SlurmCli, options: ProbeOptions, staging: St
   const toldReasons = new Set<string>();
   for (;;) {
     if (signal?.aborted) {
-      await cli.cancel([jobId]).then(() => waitUntilGone(cli, jobName, [jobId])).catch(() => undefined);
+      await cli
+        .cancel([jobId])
+        .then(() => waitUntilGone(cli, jobName, [jobId]))
+        .catch(() => undefined);
       throw new SlurmError('stopped while waiting for the SLURM probe job');
     }
     const queue = await cli.queue(jobName);
@@ -56,8 +68,12 @@ export async function runProbe(cli: SlurmCli, options: ProbeOptions, staging: St
   const stderr = (await readJobFile(join(staging.root, 'probe.stderr'))) ?? '';
   const how = `set thetaevolve.slurm.nodeCommand, or load Node.js with thetaevolve.slurm.setupCommands (e.g. module load nodejs/20)`;
   const major = /^v(\d+)\./.exec(version);
-  if (!major) throw new SlurmError(`Node.js could not be started on the compute node with \`${options.nodeCommand}\`${stderr.trim() ? ` (${tail(stderr)})` : ''}: ${how}.`);
-  if (Number(major[1]) < MIN_NODE_MAJOR) throw new SlurmError(`the compute node runs Node.js ${version}; ThetaEvolve's jobs need Node.js ${MIN_NODE_MAJOR} or newer: ${how}.`);
+  if (!major)
+    throw new SlurmError(
+      `Node.js could not be started on the compute node with \`${options.nodeCommand}\`${stderr.trim() ? ` (${tail(stderr)})` : ''}: ${how}.`,
+    );
+  if (Number(major[1]) < MIN_NODE_MAJOR)
+    throw new SlurmError(`the compute node runs Node.js ${version}; ThetaEvolve's jobs need Node.js ${MIN_NODE_MAJOR} or newer: ${how}.`);
   const text = await readJobFile(join(staging.root, 'probe.json'));
   let probe: NodeProbe;
   try {

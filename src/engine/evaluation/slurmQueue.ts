@@ -11,7 +11,15 @@ export const MISSING_POLLS_BEFORE_LOST = 2;
 const GONE_TIMEOUT_MS = 45_000;
 const GONE_POLL_MS = 100;
 /** Pending reasons that only mean "wait your turn"; any other is told once, it may never clear (ReqNodeNotAvail, a limit, ...). */
-export const ORDINARY_PENDING_REASONS = new Set(['None', 'Priority', 'Resources', 'JobArrayTaskLimit', 'BeginTime', 'Dependency', 'Prolog']);
+export const ORDINARY_PENDING_REASONS = new Set([
+  'None',
+  'Priority',
+  'Resources',
+  'JobArrayTaskLimit',
+  'BeginTime',
+  'Dependency',
+  'Prolog',
+]);
 
 /** Jobs of a run left in the queue, e.g. by a ThetaEvolve that was killed: id, state and pending reason each. */
 export async function findOrphans(runId: string, env: NodeJS.ProcessEnv = process.env): Promise<QueueEntry[]> {
@@ -40,13 +48,18 @@ export async function waitUntilGone(cli: SlurmCli, name: string, ids: readonly s
     const queue = await cli.queue(name);
     const left = ids === null ? [...queue.keys()] : ids.filter((id) => queue.has(id));
     if (left.length === 0) return;
-    if (Date.now() > deadline) throw new SlurmError(`SLURM jobs ${left.slice(0, 10).join(', ')} were still in the queue ${GONE_TIMEOUT_MS / 1000} s after scancel`);
+    if (Date.now() > deadline)
+      throw new SlurmError(`SLURM jobs ${left.slice(0, 10).join(', ')} were still in the queue ${GONE_TIMEOUT_MS / 1000} s after scancel`);
     await delay(GONE_POLL_MS);
   }
 }
 
 /** The sbatch options of every job of a run (evaluation arrays and the probe). */
-export function commonSbatchArguments(options: Pick<SlurmClusterOptions, 'partition' | 'account' | 'sbatchArguments'>, jobName: string, root: string): string[] {
+export function commonSbatchArguments(
+  options: Pick<SlurmClusterOptions, 'partition' | 'account' | 'sbatchArguments'>,
+  jobName: string,
+  root: string,
+): string[] {
   return [
     // The job starts from the user's login environment on the node, not ours:
     // no API key reaches a job or slurmd's spool (sbatch runs with a minimal

@@ -90,8 +90,15 @@ const SbatchArgumentsSchema = z
     ),
   );
 
-const NodeCommandSchema = z.string().trim().min(1, 'is empty: say how a job starts Node.js, e.g. node or /opt/node20/bin/node').refine((s) => !/[\n\r]/.test(s), 'must be one line');
-const SlurmNameSchema = z.string().trim().refine((s) => /^[A-Za-z0-9_.,+-]*$/.test(s), 'may hold only letters, digits and _ . , + -');
+const NodeCommandSchema = z
+  .string()
+  .trim()
+  .min(1, 'is empty: say how a job starts Node.js, e.g. node or /opt/node20/bin/node')
+  .refine((s) => !/[\n\r]/.test(s), 'must be one line');
+const SlurmNameSchema = z
+  .string()
+  .trim()
+  .refine((s) => /^[A-Za-z0-9_.,+-]*$/.test(s), 'may hold only letters, digits and _ . , + -');
 
 /**
  * Validate the SLURM settings; `runFolder` is where the run keeps its files

@@ -96,7 +96,9 @@ export interface Staging {
 export async function stage(task: Task, options: StagingOptions, jobName: string, runtimeLimitSec: number): Promise<Staging> {
   for (const file of BUNDLE_FILES) {
     if (!(await exists(join(options.bundleDirectory, file)))) {
-      throw new SlurmError(`${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled CLI for its jobs (build it with npm run build).`);
+      throw new SlurmError(
+        `${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled CLI for its jobs (build it with npm run build).`,
+      );
     }
   }
   // <staging>/<job name>/<one folder per process>: a run's folders, and only its, are under its job name.
@@ -107,7 +109,10 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
     for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
     for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
     // The Python wrapper OpenEvolve and ShinkaEvolve folders are evaluated through (beside the bundled CLI, as in dist/).
-    await cp(join(options.bundleDirectory, BUNDLE_FOREIGN_DIR), join(root, 'bundle', BUNDLE_FOREIGN_DIR), { recursive: true, filter: (source) => !source.includes('__pycache__') });
+    await cp(join(options.bundleDirectory, BUNDLE_FOREIGN_DIR), join(root, 'bundle', BUNDLE_FOREIGN_DIR), {
+      recursive: true,
+      filter: (source) => !source.includes('__pycache__'),
+    });
     const stagingRoot = resolve(options.stagingDirectory);
     await cp(task.dir, join(root, 'task'), {
       recursive: true,
@@ -183,7 +188,8 @@ export async function readJobResult(dir: string): Promise<JobResult> {
   const r = parsed.data;
   // evaluate reports an interrupted evaluation as cancelled: here that is
   // SLURM stopping the job (time limit, preemption), not a candidate's result.
-  if (r.metrics.cancelled === true) return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
+  if (r.metrics.cancelled === true)
+    return { kind: 'broken', why: 'was stopped on the node before the evaluation finished (time limit or preemption)' };
   // The node's sandbox or the task's evaluator failed there: not the candidate's result (another node may do).
   const result = resultOfEvaluateJson(r);
   if (result.status === 'evaluation_failed') return { kind: 'broken', why: `could not be evaluated on its node: ${result.reason}` };

@@ -19,9 +19,7 @@ const ChoiceSchema = z.object({
   token_ids: TokenIds.nullish(),
   // SGLang puts the prompt ids on each choice; vLLM on the response.
   prompt_token_ids: TokenIds.nullish(),
-  logprobs: z
-    .object({ content: z.array(z.object({ logprob: z.number() })).nullish() })
-    .nullish(),
+  logprobs: z.object({ content: z.array(z.object({ logprob: z.number() })).nullish() }).nullish(),
 });
 
 export const ChatCompletionSchema = z.object({

@@ -60,7 +60,12 @@ export class ContextBudget {
    * token spare covers SGLang, which refuses prompt + max_tokens == context).
    * An error when the prompt alone fills the context.
    */
-  async maxTokensFor(job: GenerationJob, model: string, counts: PromptCounts, signal: AbortSignal): Promise<{ maxTokens: number | null; error: string | null }> {
+  async maxTokensFor(
+    job: GenerationJob,
+    model: string,
+    counts: PromptCounts,
+    signal: AbortSignal,
+  ): Promise<{ maxTokens: number | null; error: string | null }> {
     const wanted = this.connection.options.maxTokens;
     const context = this.contextLength;
     if (context === null) return { maxTokens: wanted, error: null };
@@ -68,9 +73,9 @@ export class ContextBudget {
     if (!count) {
       const estimate = estimatePromptTokens(job.messages);
       if (estimate + wanted < context) return { maxTokens: wanted, error: null }; // fits even by the upper estimate
-      count = this.probe.countPromptTokens(job.messages, model, signal).then((exact) =>
-        exact === null ? { tokens: estimate, exact: false } : { tokens: exact, exact: true },
-      );
+      count = this.probe
+        .countPromptTokens(job.messages, model, signal)
+        .then((exact) => (exact === null ? { tokens: estimate, exact: false } : { tokens: exact, exact: true }));
       counts.set(job.key, count);
     }
     const prompt = await count;
@@ -124,7 +129,12 @@ export class ContextBudget {
   }
 
   /** What a context-length refusal teaches: the context, the prompt's exact count, and the max_tokens to try next (null: no better guess). */
-  private learnFromRefusal(job: GenerationJob, counts: PromptCounts, rejection: ContextRejection, sent: number): { maxTokens: number | null; room: number | null } {
+  private learnFromRefusal(
+    job: GenerationJob,
+    counts: PromptCounts,
+    rejection: ContextRejection,
+    sent: number,
+  ): { maxTokens: number | null; room: number | null } {
     if (rejection.contextLength !== null) this.contextLength = rejection.contextLength;
     const context = this.contextLength;
     if (rejection.promptTokens !== null) {

@@ -166,7 +166,14 @@ export class EndpointClient implements ResponseSource {
           const units = unitsOf(jobs, this.options.useNParameter);
           const capacity = this.options.maxInFlight > 0 ? Math.min(this.options.maxInFlight, units.length) : units.length;
           const semaphore = new Semaphore(Math.max(1, capacity));
-          const state: CallState = { stats, signal: internal.signal, semaphore, model: this.resolvedModel as string, deliver, promptCounts: new Map() };
+          const state: CallState = {
+            stats,
+            signal: internal.signal,
+            semaphore,
+            model: this.resolvedModel as string,
+            deliver,
+            promptCounts: new Map(),
+          };
           const stopped = new Promise<void>((resolve) => {
             if (internal.signal.aborted) resolve();
             else internal.signal.addEventListener('abort', () => resolve(), { once: true });

@@ -90,4 +90,3 @@ export class EndpointConnection {
     this.options.onWarning?.(message);
   }
 }
-

@@ -39,7 +39,12 @@ const BaseUrlSchema = z
 /** `thetaevolve.endpoint`: one base URL, or several separated by commas. */
 export const EndpointListSchema = z
   .string()
-  .transform((s) => s.split(',').map((part) => part.trim()).filter((part) => part !== ''))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== ''),
+  )
   .pipe(
     z
       .array(BaseUrlSchema)
@@ -53,7 +58,9 @@ export function parseEndpointList(value: string): string[] {
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const which = issue && typeof issue.path[0] === 'number' ? ` (entry ${issue.path[0] + 1})` : '';
-  throw new Error(`Setting thetaevolve.endpoint${which} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(value)}); separate several base URLs with commas.`);
+  throw new Error(
+    `Setting thetaevolve.endpoint${which} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(value)}); separate several base URLs with commas.`,
+  );
 }
 
 export interface EndpointPoolOptions extends Omit<EndpointOptions, 'baseURL'> {
@@ -88,8 +95,10 @@ function classify(error: string): { retryable: boolean; serverDown: boolean } {
     if (status >= 500) return { retryable: true, serverDown: true };
     return { retryable: status === 408 || status === 409 || status === 429, serverDown: false };
   }
-  if (/^(connection failed|reply cut off|No server at|The server at .* failed its health check)/.test(error)) return { retryable: true, serverDown: true };
-  if (/^(no reply within|malformed reply|request aborted|unexpected client error)/.test(error)) return { retryable: true, serverDown: false };
+  if (/^(connection failed|reply cut off|No server at|The server at .* failed its health check)/.test(error))
+    return { retryable: true, serverDown: true };
+  if (/^(no reply within|malformed reply|request aborted|unexpected client error)/.test(error))
+    return { retryable: true, serverDown: false };
   // Errors that no other server would answer differently (API key, unknown model).
   return { retryable: false, serverDown: false };
 }
@@ -151,7 +160,9 @@ class Server {
     if (!this.healthy) return;
     this.healthy = false;
     this.checkDelayMs = this.healthRetryMs;
-    onChange(`${this.baseURL} is taken out of the endpoint list (${error}); checking it again in ${Math.round(this.checkDelayMs / 1000)} s`);
+    onChange(
+      `${this.baseURL} is taken out of the endpoint list (${error}); checking it again in ${Math.round(this.checkDelayMs / 1000)} s`,
+    );
     this.scheduleCheck(onChange);
   }
 
@@ -213,7 +224,9 @@ export class EndpointPool implements ResponseSource {
     const healthRetryMs = options.healthRetryMs ?? DEFAULT_HEALTH_RETRY_MS;
     const { baseURLs: _all, healthRetryMs: _retry, ...common } = options;
     // Retries are the pool's (across servers), and so is waiting for a server that went away (it is set aside); the cap on requests in flight too.
-    this.servers = options.baseURLs.map((baseURL) => new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, healthRetryMs));
+    this.servers = options.baseURLs.map(
+      (baseURL) => new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, healthRetryMs),
+    );
   }
 
   addStatusListener(listener: (status: SourceStatus) => void): () => void {
@@ -226,7 +239,10 @@ export class EndpointPool implements ResponseSource {
     this.waiting = waiting;
     const message = waiting
       ? `waiting for a server of thetaevolve.endpoint: all ${this.servers.length} are out (last: ${reason}); retrying for up to ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)`
-      : `a server of thetaevolve.endpoint answers again (${this.servers.filter((s) => s.healthy).map((s) => s.baseURL).join(', ')})`;
+      : `a server of thetaevolve.endpoint answers again (${this.servers
+          .filter((s) => s.healthy)
+          .map((s) => s.baseURL)
+          .join(', ')})`;
     for (const listener of this.statusListeners) listener({ waiting, message });
   }
 
@@ -274,11 +290,16 @@ export class EndpointPool implements ResponseSource {
     if (problems.length === this.servers.length) {
       const waitMs = options.waitForServer ? this.options.retrySeconds * 1000 : 0;
       if (!(await this.waitForAnyServer(waitMs, problems[0] ?? 'no server answers', signal))) {
-        throw new Error(`No server of thetaevolve.endpoint answers${waitMs > 0 ? ` within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : ''}: ${problems.join(' | ')}`);
+        throw new Error(
+          `No server of thetaevolve.endpoint answers${waitMs > 0 ? ` within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : ''}: ${problems.join(' | ')}`,
+        );
       }
     }
     const models = new Set(this.servers.map((s) => s.client.model).filter((m): m is string => m !== null));
-    if (models.size > 1) throw new Error(`The servers of thetaevolve.endpoint serve different models (${[...models].join(', ')}): set thetaevolve.model to the one they all serve.`);
+    if (models.size > 1)
+      throw new Error(
+        `The servers of thetaevolve.endpoint serve different models (${[...models].join(', ')}): set thetaevolve.model to the one they all serve.`,
+      );
   }
 
   /** With every server out: wait up to `ms` for one to answer its health check again (said through the status listeners); whether one did. */
@@ -332,7 +353,14 @@ export class EndpointPool implements ResponseSource {
       if (internal.signal.aborted && callbackError === null) {
         for (const unit of units) {
           for (let k = 0; k < unit.n; k++) {
-            deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries: 0, error: 'aborted: the run was stopped before the endpoint answered' });
+            deliver({
+              ok: false,
+              jobKey: unit.job.key,
+              index: unit.firstIndex + k,
+              latencyMs: 0,
+              retries: 0,
+              error: 'aborted: the run was stopped before the endpoint answered',
+            });
           }
         }
       }
@@ -395,7 +423,11 @@ export class EndpointPool implements ResponseSource {
   ): Promise<void> {
     const failedOn = new Set<Server>();
     /** maxRetries across the servers; its window (thetaevolve.serverRetrySeconds) runs from when this unit first met a server that was down. */
-    const budget = new RetryBudget({ maxRetries: this.options.maxRetries, windowMs: this.options.retrySeconds * 1000, backoff: this.backoff });
+    const budget = new RetryBudget({
+      maxRetries: this.options.maxRetries,
+      windowMs: this.options.retrySeconds * 1000,
+      backoff: this.backoff,
+    });
     let lastError: string | null = null;
     let firstStart: number | null = null;
     const subJob: GenerationJob = { ...unit.job, key: unit.job.key, n: unit.n, seed: unit.seed };
@@ -409,9 +441,11 @@ export class EndpointPool implements ResponseSource {
         const retryLeft = budget.canRetry;
         if (!retryLeft && waitLeftMs <= 0) {
           const last = lastError ?? this.servers.map((s) => s.lastError).find((e) => e !== null) ?? 'no server answers';
-          const waited = this.options.retrySeconds > 0 ? `; none came back within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : '';
+          const waited =
+            this.options.retrySeconds > 0 ? `; none came back within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : '';
           const error = `every server of thetaevolve.endpoint is out (last: ${last})${waited}`;
-          for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries: budget.retries, error });
+          for (let k = 0; k < unit.n; k++)
+            deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs: 0, retries: budget.retries, error });
           return;
         }
         if (retryLeft) {
@@ -442,14 +476,32 @@ export class EndpointPool implements ResponseSource {
         stats = await server.client.generate([subJob], signal, (s) => void samples.push(s));
       } catch (error) {
         samples.length = 0;
-        samples.push({ ok: false, jobKey: subJob.key, index: 0, latencyMs: 0, retries: 0, error: `unexpected client error: ${(error as Error).message}` });
+        samples.push({
+          ok: false,
+          jobKey: subJob.key,
+          index: 0,
+          latencyMs: 0,
+          retries: 0,
+          error: `unexpected client error: ${(error as Error).message}`,
+        });
       } finally {
         server.end();
         release();
       }
       if (signal.aborted) return;
       const latencyMs = performance.now() - firstStart;
-      const failure = samples.find((s): s is SampleFailure => !s.ok) ?? (samples.length < unit.n ? { ok: false as const, jobKey: subJob.key, index: 0, latencyMs: 0, retries: 0, error: 'unexpected client error: a response was missing' } : null);
+      const failure =
+        samples.find((s): s is SampleFailure => !s.ok) ??
+        (samples.length < unit.n
+          ? {
+              ok: false as const,
+              jobKey: subJob.key,
+              index: 0,
+              latencyMs: 0,
+              retries: 0,
+              error: 'unexpected client error: a response was missing',
+            }
+          : null);
       if (failure === null) {
         server.failuresInRow = 0;
         server.samples += samples.length;
@@ -460,7 +512,8 @@ export class EndpointPool implements ResponseSource {
           totals.completionTokens += stats.completionTokens;
           totals.latencies.push(stats.latencyMsP50);
         }
-        for (const s of samples) deliver({ ...s, jobKey: unit.job.key, index: unit.firstIndex + s.index, latencyMs, retries: budget.retries });
+        for (const s of samples)
+          deliver({ ...s, jobKey: unit.job.key, index: unit.firstIndex + s.index, latencyMs, retries: budget.retries });
         return;
       }
       lastError = failure.error;
@@ -473,8 +526,12 @@ export class EndpointPool implements ResponseSource {
       const waitingForServers = kind.serverDown && budget.windowLeftMs() > 0;
       if (!kind.retryable || (!budget.canRetry && !waitingForServers)) {
         const retries = budget.retries;
-        const error = retries > 0 ? `${failure.error} (gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'} across ${this.servers.length} servers)` : failure.error;
-        for (let k = 0; k < unit.n; k++) deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error });
+        const error =
+          retries > 0
+            ? `${failure.error} (gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'} across ${this.servers.length} servers)`
+            : failure.error;
+        for (let k = 0; k < unit.n; k++)
+          deliver({ ok: false, jobKey: unit.job.key, index: unit.firstIndex + k, latencyMs, retries, error });
         return;
       }
       budget.take();

@@ -33,7 +33,11 @@ const NUMBER = /(?<![\w.])(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?![\w.])/g;
 
 /** The comment syntax a program's start-marker line is written in. */
 export function guessLanguageFromMarker(code: string): string {
-  const line = code.split(/\r?\n/).find((l) => l.includes('EVOLVE-BLOCK-START'))?.trim() ?? '';
+  const line =
+    code
+      .split(/\r?\n/)
+      .find((l) => l.includes('EVOLVE-BLOCK-START'))
+      ?.trim() ?? '';
   if (line.startsWith('#')) return 'py';
   if (line.startsWith('//') || line.startsWith('/*')) return 'c';
   if (line.startsWith('--')) return 'sql';
@@ -132,7 +136,11 @@ export function proposeMutation(parentCode: string, seed: number, language: stri
   const byLine = new Map<number, Literal[]>();
   for (const literal of literals) byLine.set(literal.line, [...(byLine.get(literal.line) ?? []), literal]);
   // Floats are the tunable constants; integers are often sizes and indices, so they are picked less.
-  const candidates = [...byLine.entries()].map(([line, lits]) => ({ line, lits, weight: lits.reduce((w, l) => w + (l.isFloat ? 4 : 1), 0) }));
+  const candidates = [...byLine.entries()].map(([line, lits]) => ({
+    line,
+    lits,
+    weight: lits.reduce((w, l) => w + (l.isFloat ? 4 : 1), 0),
+  }));
   const wanted = Math.min(candidates.length, 1 + rng.int(3));
   const notes: string[] = [];
   const blocks: string[] = [];
@@ -194,7 +202,11 @@ export class MutateSampler implements ResponseSource {
 
   /** The response for sample `index` of a job (what generate delivers). */
   propose(job: Pick<GenerationJob, 'parentCode' | 'seed'>, index: number): string {
-    return proposeMutation(job.parentCode, sampleSeed(this.seed, job.seed, index), this.language ?? guessLanguageFromMarker(job.parentCode));
+    return proposeMutation(
+      job.parentCode,
+      sampleSeed(this.seed, job.seed, index),
+      this.language ?? guessLanguageFromMarker(job.parentCode),
+    );
   }
 
   async generate(jobs: GenerationJob[], signal: AbortSignal, onSample: (sample: Sample) => void): Promise<GenerationStats> {

@@ -97,7 +97,10 @@ export class RequestRunner {
       try {
         const budget = await this.context.maxTokensFor(unit.job, state.model, state.promptCounts, state.signal);
         sentMaxTokens = Math.min(budget.maxTokens ?? options.maxTokens, maxTokensCap);
-        result = budget.error !== null ? { ok: false, kind: 'fatal', error: budget.error, retryAfterMs: null } : await this.attempt(unit, state, sentMaxTokens);
+        result =
+          budget.error !== null
+            ? { ok: false, kind: 'fatal', error: budget.error, retryAfterMs: null }
+            : await this.attempt(unit, state, sentMaxTokens);
       } catch (error) {
         result = { ok: false, kind: 'retry', error: `unexpected client error: ${(error as Error).message}`, retryAfterMs: null };
       } finally {
@@ -125,7 +128,10 @@ export class RequestRunner {
       } else if (result.kind === 'unavailable') {
         const left = serverAway.windowLeftMs();
         if (left <= 0) {
-          return fail(`${result.error} (the server did not come back within ${options.retrySeconds} s: thetaevolve.serverRetrySeconds)`, latencyMs);
+          return fail(
+            `${result.error} (the server did not come back within ${options.retrySeconds} s: thetaevolve.serverRetrySeconds)`,
+            latencyMs,
+          );
         }
         // One failed attempt in a busy step is no outage worth a line; a second in a row is.
         if (serverAway.retries >= 1) this.connection.setWaiting(true, result.error);
@@ -180,7 +186,8 @@ export class RequestRunner {
       text = await response.text();
     } catch (error) {
       if (state.signal.aborted) return { ok: false, kind: 'fatal', error: 'aborted', retryAfterMs: null };
-      if (timedOut || error instanceof APIConnectionTimeoutError) return { ok: false, kind: 'retry', error: timeoutText, retryAfterMs: null };
+      if (timedOut || error instanceof APIConnectionTimeoutError)
+        return { ok: false, kind: 'retry', error: timeoutText, retryAfterMs: null };
       if (error instanceof APIUserAbortError) return { ok: false, kind: 'retry', error: 'request aborted', retryAfterMs: null };
       if (error instanceof APIConnectionError) {
         return { ok: false, kind: 'unavailable', error: `connection failed: ${describeNetworkError(error)}`, retryAfterMs: null };
@@ -189,7 +196,12 @@ export class RequestRunner {
         const status = error.status;
         const message = error.message.replace(/^\d{3}\s*/, '');
         const described = `HTTP ${status}: ${message}`;
-        if (sentTokenFields && this.probe.tokenSupport.status === 'unknown' && (status === 400 || status === 422) && rejectsTokenFields(message)) {
+        if (
+          sentTokenFields &&
+          this.probe.tokenSupport.status === 'unknown' &&
+          (status === 400 || status === 422) &&
+          rejectsTokenFields(message)
+        ) {
           // A server that refuses the extra fields by name: drop them and try again.
           this.probe.markTokensMissing(`it rejected return_token_ids: HTTP ${status}`);
           return { ok: false, kind: 'retry', error: described, retryAfterMs: 0 };
@@ -197,7 +209,12 @@ export class RequestRunner {
         const context = status === 400 ? contextRejectionOf(message) : null;
         if (context) return { ok: false, kind: 'context', error: described, retryAfterMs: null, context };
         if (isUnavailableStatus(status)) return { ok: false, kind: 'unavailable', error: described, retryAfterMs: null };
-        return { ok: false, kind: isRetryableStatus(status) ? 'retry' : 'fatal', error: described, retryAfterMs: retryAfterMs(error.headers) };
+        return {
+          ok: false,
+          kind: isRetryableStatus(status) ? 'retry' : 'fatal',
+          error: described,
+          retryAfterMs: retryAfterMs(error.headers),
+        };
       }
       return { ok: false, kind: 'unavailable', error: `reply cut off: ${describeNetworkError(error)}`, retryAfterMs: null };
     } finally {
@@ -223,7 +240,12 @@ export class RequestRunner {
     }
     if (reply.choices.some((c) => c.finish_reason === 'abort')) {
       // SGLang aborts requests in flight when it pauses for a weight update: not the model's answer.
-      return { ok: false, kind: 'unavailable', error: 'the server aborted the generation (finish_reason "abort", as during a weight update)', retryAfterMs: null };
+      return {
+        ok: false,
+        kind: 'unavailable',
+        error: 'the server aborted the generation (finish_reason "abort", as during a weight update)',
+        retryAfterMs: null,
+      };
     }
     if (sentTokenFields) this.probe.learnTokenSupport(reply);
 

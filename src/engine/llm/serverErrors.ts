@@ -31,7 +31,8 @@ export function serverErrorOf(body: unknown): ServerErrorInfo | null {
   const plain = StringError.safeParse(body);
   if (plain.success) return { message: plain.data.error, type: null, code: null, param: null };
   const flat = FlatError.safeParse(body);
-  if (flat.success) return { message: flat.data.message, type: flat.data.type ?? null, code: flat.data.code ?? null, param: flat.data.param ?? null };
+  if (flat.success)
+    return { message: flat.data.message, type: flat.data.type ?? null, code: flat.data.code ?? null, param: flat.data.param ?? null };
   const detail = DetailError.safeParse(body);
   if (detail.success) {
     const d = detail.data.detail;

@@ -114,10 +114,14 @@ export class ServerProbe {
         if (error instanceof APIError && error.status !== undefined) {
           const status = error.status;
           if (status === 401 || status === 403) {
-            throw new Error(`The server at ${baseURL} refused the API key (HTTP ${status}): set it with "ThetaEvolve: Set API Key" or OPENAI_API_KEY.`);
+            throw new Error(
+              `The server at ${baseURL} refused the API key (HTTP ${status}): set it with "ThetaEvolve: Set API Key" or OPENAI_API_KEY.`,
+            );
           }
           if (status === 404) {
-            throw new Error(`${baseURL}/models was not found (HTTP 404): is the base URL right? It usually ends in /v1 (e.g. http://127.0.0.1:8000/v1).`);
+            throw new Error(
+              `${baseURL}/models was not found (HTTP 404): is the base URL right? It usually ends in /v1 (e.g. http://127.0.0.1:8000/v1).`,
+            );
           }
           if (isRetryableStatus(status) && attempt < 2) {
             await sleep(backoffDelayMs(attempt + 1, this.connection.backoff), signal);
@@ -125,7 +129,8 @@ export class ServerProbe {
           }
           throw new Error(this.connection.redact(`The server at ${baseURL} failed its health check (HTTP ${status}): ${error.message}`));
         }
-        const reason = error instanceof APIConnectionTimeoutError ? `no answer within ${Math.round(timeout / 1000)} s` : describeNetworkError(error);
+        const reason =
+          error instanceof APIConnectionTimeoutError ? `no answer within ${Math.round(timeout / 1000)} s` : describeNetworkError(error);
         if (await waitForIt(reason)) continue;
         throw noServer(this.connection.redact(reason));
       }
@@ -134,7 +139,9 @@ export class ServerProbe {
       try {
         json = JSON.parse(text);
       } catch {
-        throw new Error(`${baseURL}/models did not answer like an OpenAI-compatible server (the reply is not JSON): is the base URL right?`);
+        throw new Error(
+          `${baseURL}/models did not answer like an OpenAI-compatible server (the reply is not JSON): is the base URL right?`,
+        );
       }
       const parsed = ModelListSchema.safeParse(json);
       if (!parsed.success) {
@@ -207,7 +214,11 @@ export class ServerProbe {
       return this.markTokensMissing('replies carry no prompt_token_ids');
     }
     const logprobs = Array.isArray(choice.logprobs?.content);
-    this.tokenState = { status: 'supported', logprobs, message: logprobs ? null : `${this.connection.baseURL} returns token ids but no logprobs.` };
+    this.tokenState = {
+      status: 'supported',
+      logprobs,
+      message: logprobs ? null : `${this.connection.baseURL} returns token ids but no logprobs.`,
+    };
     if (!logprobs) this.connection.warn(this.tokenState.message as string);
   }
 

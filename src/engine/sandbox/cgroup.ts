@@ -51,7 +51,10 @@ export function detectCgroup(files: { mountinfo?: string; selfCgroup?: string } 
   const absent = needed.filter((c) => !controllers.includes(c));
   if (absent.length > 0) {
     const hybrid = mount !== '/sys/fs/cgroup' ? ' (a hybrid cgroup v1/v2 host: the controllers are on v1)' : '';
-    return { available: false, why: `the ${absent.join(' and ')} controller${absent.length > 1 ? 's are' : ' is'} not available in ${dir}${hybrid}` };
+    return {
+      available: false,
+      why: `the ${absent.join(' and ')} controller${absent.length > 1 ? 's are' : ' is'} not available in ${dir}${hybrid}`,
+    };
   }
   const notDelegated = needed.filter((c) => !subtree.includes(c));
   if (notDelegated.length > 0) {
@@ -94,7 +97,11 @@ export function createSandboxCgroup(parent: string, limits: { memoryBytes: numbe
  * anything of the sandbox exists (so no process can start outside it),
  * then, when ThetaEvolve is root, drops to the unprivileged user.
  */
-export function inCgroupCommand(path: string, command: readonly string[], drop: { setpriv: string; uid: number; gid: number } | null): string[] {
+export function inCgroupCommand(
+  path: string,
+  command: readonly string[],
+  drop: { setpriv: string; uid: number; gid: number } | null,
+): string[] {
   const dropArgs = drop ? [drop.setpriv, `--reuid=${drop.uid}`, `--regid=${drop.gid}`, '--clear-groups', '--'] : [];
   return ['/bin/sh', '-c', 'echo 0 > "$1/cgroup.procs" || exit 125\nshift\nexec "$@"', 'sh', path, ...dropArgs, ...command];
 }

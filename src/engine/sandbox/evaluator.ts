@@ -12,7 +12,13 @@ import { z } from 'zod';
 import type { Settings } from '../common/config';
 import { scoreOfObjective } from '../common/scoring';
 import { fillTemplate, type Task } from '../task/task';
-import { type EvaluationResult, type FailedEvaluationResult, type ScoredEvaluationResult, type ScoredEvaluationStatus, OUTCOME_PENALTY } from '../common/types';
+import {
+  type EvaluationResult,
+  type FailedEvaluationResult,
+  type ScoredEvaluationResult,
+  type ScoredEvaluationStatus,
+  OUTCOME_PENALTY,
+} from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { Semaphore } from '../async/semaphore';
 import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
@@ -130,11 +136,28 @@ type Metrics = ScoredEvaluationResult['metrics'];
  * start the program, the task's trusted evaluator crashed, timed out or gave
  * no reply. No score: never ranked, never a reward (docs/algorithm.md section 4).
  */
-function infrastructureFailure(reason: string, extra: Partial<Omit<FailedEvaluationResult, 'status' | 'score'>> = {}): FailedEvaluationResult {
-  return { status: 'evaluation_failed', score: null, objective: null, metrics: {}, reason, durationMs: 0, stdout: '', stderr: '', ...extra };
+function infrastructureFailure(
+  reason: string,
+  extra: Partial<Omit<FailedEvaluationResult, 'status' | 'score'>> = {},
+): FailedEvaluationResult {
+  return {
+    status: 'evaluation_failed',
+    score: null,
+    objective: null,
+    metrics: {},
+    reason,
+    durationMs: 0,
+    stdout: '',
+    stderr: '',
+    ...extra,
+  };
 }
 
-function penaltyResult(status: Exclude<ScoredEvaluationStatus, 'ok'>, reason: string, extra: Partial<ScoredEvaluationResult> = {}): ScoredEvaluationResult {
+function penaltyResult(
+  status: Exclude<ScoredEvaluationStatus, 'ok'>,
+  reason: string,
+  extra: Partial<ScoredEvaluationResult> = {},
+): ScoredEvaluationResult {
   return {
     status,
     score: OUTCOME_PENALTY[status],
@@ -161,7 +184,10 @@ function withOutput(reason: string, stderr: string): string {
 
 /** Parse the evaluator's reply: the last non-empty line of its stdout. */
 export function parseEvaluatorReply(stdout: string): { ok: true; reply: EvaluatorReply } | { ok: false; problem: string } {
-  const lines = stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const last = lines[lines.length - 1];
   if (last === undefined) return { ok: false, problem: 'the evaluator printed nothing' };
   let raw: unknown;
@@ -183,7 +209,11 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
  * under its own time limit, its reply validated. Never throws for a bad
  * solution; durationMs covers this step only.
  */
-export async function scoreSolutionFile(task: Task, solutionPath: string, options: { signal?: AbortSignal } = {}): Promise<EvaluationResult> {
+export async function scoreSolutionFile(
+  task: Task,
+  solutionPath: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<EvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
@@ -196,7 +226,12 @@ export async function scoreSolutionFile(task: Task, solutionPath: string, option
   }
 }
 
-async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string, signal: AbortSignal | undefined): Promise<EvaluationResult> {
+async function scoreSolutionBytes(
+  task: Task,
+  bytes: Buffer,
+  trustedDir: string,
+  signal: AbortSignal | undefined,
+): Promise<EvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
   const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
@@ -213,7 +248,8 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   // The task's own evaluator failing is the task's problem, not the candidate's: no score.
   const failed = { metrics: { evaluator_failed: true } satisfies Metrics };
   if (run.spawnError) return infrastructureFailure(`the evaluator could not start: ${run.spawnError}`, failed);
-  if (run.timedOut) return infrastructureFailure(`the evaluator ran past its ${task.evaluatorTimeLimitSec} s limit on this solution`, failed);
+  if (run.timedOut)
+    return infrastructureFailure(`the evaluator ran past its ${task.evaluatorTimeLimitSec} s limit on this solution`, failed);
   if (run.exitCode !== 0) {
     const how = run.exitSignal ? `was killed by ${run.exitSignal}` : `exited with code ${String(run.exitCode)}`;
     return infrastructureFailure(withOutput(`the evaluator ${how}`, run.stderr), failed);
@@ -222,17 +258,34 @@ async function scoreSolutionBytes(task: Task, bytes: Buffer, trustedDir: string,
   if (!parsed.ok) return infrastructureFailure(withOutput(parsed.problem, run.stderr), failed);
   const reply = parsed.reply;
   const objective = reply.objective ?? null;
-  if (reply.unreadable) return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
+  if (reply.unreadable)
+    return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
   if (!reply.valid) {
-    return penaltyResult('invalid_solution', reply.reason || 'the solution failed the validity check', { metrics: reply.metrics, objective });
+    return penaltyResult('invalid_solution', reply.reason || 'the solution failed the validity check', {
+      metrics: reply.metrics,
+      objective,
+    });
   }
   if (objective === null || (task.scoreRule === 'direction' && !(objective > 0))) {
-    return penaltyResult('invalid_solution', `the objective must be a positive number (the evaluator gave ${String(objective)})`, { metrics: reply.metrics });
+    return penaltyResult('invalid_solution', `the objective must be a positive number (the evaluator gave ${String(objective)})`, {
+      metrics: reply.metrics,
+    });
   }
   const score = scoreOfObjective(objective, task);
-  if (!Number.isFinite(score)) return penaltyResult('invalid_solution', `the objective ${objective} gives no finite score`, { metrics: reply.metrics });
+  if (!Number.isFinite(score))
+    return penaltyResult('invalid_solution', `the objective ${objective} gives no finite score`, { metrics: reply.metrics });
   const solution = bytes.length <= SOLUTION_KEPT_BYTES ? bytes.toString('utf8') : undefined;
-  return { status: 'ok', score, objective, metrics: reply.metrics, reason: '', durationMs: 0, stdout: '', stderr: '', ...(solution !== undefined ? { solution } : {}) };
+  return {
+    status: 'ok',
+    score,
+    objective,
+    metrics: reply.metrics,
+    reason: '',
+    durationMs: 0,
+    stdout: '',
+    stderr: '',
+    ...(solution !== undefined ? { solution } : {}),
+  };
 }
 
 /** The result of an evaluation cancelled before it finished (every backend gives the same). */
@@ -268,7 +321,8 @@ export class Evaluator implements EvaluationBackend {
     options: EvaluatorOptions,
   ) {
     const check = (name: string, value: number, min: number): void => {
-      if (!Number.isFinite(value) || value < min) throw new RangeError(`Evaluator option ${name} must be a number >= ${min} (got ${value})`);
+      if (!Number.isFinite(value) || value < min)
+        throw new RangeError(`Evaluator option ${name} must be a number >= ${min} (got ${value})`);
     };
     check('concurrency', options.concurrency, 1);
     check('memoryLimitMb', options.memoryLimitMb, 16);
@@ -317,9 +371,12 @@ export class Evaluator implements EvaluationBackend {
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
     const started = performance.now();
     const elapsed = <R extends EvaluationResult>(result: R): R => ({ ...result, durationMs: performance.now() - started });
-    if (this.closing.signal.aborted) return elapsed(penaltyResult('no_solution', 'the evaluator is closed', { metrics: { cancelled: true } }));
+    if (this.closing.signal.aborted)
+      return elapsed(penaltyResult('no_solution', 'the evaluator is closed', { metrics: { cancelled: true } }));
     if (code.length > this.task.maxCodeLength) {
-      return elapsed(penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`));
+      return elapsed(
+        penaltyResult('no_solution', `the program is ${code.length} characters, over the task's limit of ${this.task.maxCodeLength}`),
+      );
     }
     const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     let release: () => void;
@@ -355,18 +412,31 @@ export class Evaluator implements EvaluationBackend {
       const trustedDir = join(root, 'trusted');
       await mkdir(trustedDir, { mode: 0o700 });
       const programName = `program.${this.task.language}`;
-      const run = this.info.kind === 'bwrap' ? await this.runInBwrap(code, programName, signal) : await this.runOnHost(root, code, programName, signal);
+      const run =
+        this.info.kind === 'bwrap'
+          ? await this.runInBwrap(code, programName, signal)
+          : await this.runOnHost(root, code, programName, signal);
       const output = { stdout: run.stdout, stderr: run.stderr };
       // Another system's folder: its metrics are exactly what its evaluator returned (which times itself).
       const runtime: Metrics = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
       if (run.aborted) return { ...cancelledResult(), ...output };
-      if (run.spawnError) return infrastructureFailure(`the sandbox could not start the program: ${run.spawnError}`, { ...output, metrics: { sandbox_failed: true } });
+      if (run.spawnError)
+        return infrastructureFailure(`the sandbox could not start the program: ${run.spawnError}`, {
+          ...output,
+          metrics: { sandbox_failed: true },
+        });
       if (!run.sandboxStarted && !run.timedOut) {
         // bwrap gave up before the program ran (a folder it cannot bind, no user namespace): ours to fix, not the model's.
-        return infrastructureFailure(withOutput(`the sandbox failed to start (${this.describeExit(run)})`, run.stderr), { ...output, metrics: { sandbox_failed: true } });
+        return infrastructureFailure(withOutput(`the sandbox failed to start (${this.describeExit(run)})`, run.stderr), {
+          ...output,
+          metrics: { sandbox_failed: true },
+        });
       }
       if (run.timedOut) {
-        return penaltyResult('timeout', `the program ran past its ${this.options.runtimeLimitSec} s limit and was killed`, { ...output, metrics: runtime });
+        return penaltyResult('timeout', `the program ran past its ${this.options.runtimeLimitSec} s limit and was killed`, {
+          ...output,
+          metrics: runtime,
+        });
       }
       if (run.memoryExceeded) {
         const reason = `the program's processes together held more than ${this.options.memoryLimitMb} MiB of memory and were killed`;
@@ -387,7 +457,8 @@ export class Evaluator implements EvaluationBackend {
   private describeExit(run: ProcessOutcome): string {
     if (run.exitSignal === 'SIGXFSZ') return 'the program was killed for writing a file over the size limit';
     if (run.exitSignal) return `the program was killed by ${run.exitSignal}`;
-    if (this.info.kind === 'bwrap' && run.exitCode === 1 && run.stderr.startsWith('bwrap:')) return 'the sandbox failed to start the program';
+    if (this.info.kind === 'bwrap' && run.exitCode === 1 && run.stderr.startsWith('bwrap:'))
+      return 'the sandbox failed to start the program';
     // bwrap and the shell report a signal as 128 + its number.
     const signalName = run.exitCode !== null && run.exitCode > 128 ? SIGNAL_NAMES.get(run.exitCode - 128) : undefined;
     if (this.info.kind === 'bwrap' && signalName === 'SIGXFSZ') return 'the program was killed for writing a file over the size limit';
@@ -402,13 +473,19 @@ export class Evaluator implements EvaluationBackend {
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
   private readOnlyDirs(): { name: string; hostDir: string; sandboxDir: string }[] {
-    return Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({ name, hostDir, sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}` }));
+    return Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({
+      name,
+      hostDir,
+      sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}`,
+    }));
   }
 
   /** The candidate's command with the task's variables (and read-only folders, by where the candidate sees them), under the resource limits. */
   private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
     const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
-    const command = this.task.candidateCommand.map((arg) => fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }));
+    const command = this.task.candidateCommand.map((arg) =>
+      fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
+    );
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
     return limitedCommand(
@@ -449,7 +526,10 @@ export class Evaluator implements EvaluationBackend {
     const runAs = this.info.runAs;
     const cgroupParent = this.info.layers.cgroup && this.info.cgroup?.available ? this.info.cgroup.dir : null;
     const cgroup = cgroupParent
-      ? createSandboxCgroup(cgroupParent, { memoryBytes: this.options.memoryLimitMb * 1024 * 1024, pids: this.info.processLimit ? this.options.processLimit : null })
+      ? createSandboxCgroup(cgroupParent, {
+          memoryBytes: this.options.memoryLimitMb * 1024 * 1024,
+          pids: this.info.processLimit ? this.options.processLimit : null,
+        })
       : null;
     try {
       const bwrap = [this.info.bwrapPath as string, ...args];
@@ -472,8 +552,14 @@ export class Evaluator implements EvaluationBackend {
         ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });
       const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
-      const sandboxStarted = run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
-      return { ...run, memoryExceeded, sandboxStarted, solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null) };
+      const sandboxStarted =
+        run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
+      return {
+        ...run,
+        memoryExceeded,
+        sandboxStarted,
+        solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
+      };
     } finally {
       if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
@@ -487,7 +573,8 @@ export class Evaluator implements EvaluationBackend {
     if (tag === 'X') return { ok: false, reason: solutionReadProblem('not_regular', name) };
     if (tag !== 'F' || !captured) return { ok: false, reason: solutionReadProblem('missing', name) };
     const bytes = captured.subarray(1);
-    if (bytes.length > this.task.solutionMaxBytes) return { ok: false, reason: solutionReadProblem('too_large', name, this.task.solutionMaxBytes) };
+    if (bytes.length > this.task.solutionMaxBytes)
+      return { ok: false, reason: solutionReadProblem('too_large', name, this.task.solutionMaxBytes) };
     if (bytes.length === 0) return { ok: false, reason: solutionReadProblem('empty', name) };
     return { ok: true, bytes: Buffer.from(bytes) };
   }
@@ -516,7 +603,16 @@ export class Evaluator implements EvaluationBackend {
     let command = limited;
     let asUser = runAs;
     if (this.info.kind === 'sandbox-exec' && this.info.sandboxExecPath) {
-      command = [this.info.sandboxExecPath, '-D', `WORK_DIR=${workDir}`, '-D', `PROGRAM_DIR=${programDir}`, '-p', sandboxExecProfile(), ...limited];
+      command = [
+        this.info.sandboxExecPath,
+        '-D',
+        `WORK_DIR=${workDir}`,
+        '-D',
+        `PROGRAM_DIR=${programDir}`,
+        '-p',
+        sandboxExecProfile(),
+        ...limited,
+      ];
     } else if (this.info.pidNamespaceTools) {
       // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
       command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);

@@ -98,7 +98,14 @@ export interface ResourceLimits {
 
 /** Find an executable in the system folders first, then on PATH. */
 export function findExecutable(name: string, pathVariable = process.env.PATH ?? ''): string | null {
-  const dirs = ['/usr/bin', '/bin', '/usr/local/bin', '/usr/sbin', '/sbin', ...pathVariable.split(delimiter).filter((d) => d.startsWith('/'))];
+  const dirs = [
+    '/usr/bin',
+    '/bin',
+    '/usr/local/bin',
+    '/usr/sbin',
+    '/sbin',
+    ...pathVariable.split(delimiter).filter((d) => d.startsWith('/')),
+  ];
   for (const dir of dirs) {
     const candidate = join(dir, name);
     try {
@@ -177,21 +184,36 @@ export function bwrapArguments(options: {
     '--unshare-all',
     '--unshare-user',
     ...(options.disableUsernsOption ? ['--disable-userns'] : []),
-    '--cap-drop', 'ALL',
+    '--cap-drop',
+    'ALL',
     '--die-with-parent',
     '--new-session',
-    '--hostname', 'sandbox',
+    '--hostname',
+    'sandbox',
     ...systemMounts(),
-    '--proc', '/proc',
-    '--dev', '/dev',
-    ...sized(SANDBOX_SHM_BYTES), '--tmpfs', '/dev/shm',
-    ...sized(SANDBOX_TMP_BYTES), '--tmpfs', '/tmp',
-    ...sized(SANDBOX_WORK_BYTES), '--tmpfs', SANDBOX_WORK_DIR,
-    '--ro-bind-data', String(BWRAP_FD.program), `${SANDBOX_PROGRAM_DIR}/${options.programName}`,
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    ...sized(SANDBOX_SHM_BYTES),
+    '--tmpfs',
+    '/dev/shm',
+    ...sized(SANDBOX_TMP_BYTES),
+    '--tmpfs',
+    '/tmp',
+    ...sized(SANDBOX_WORK_BYTES),
+    '--tmpfs',
+    SANDBOX_WORK_DIR,
+    '--ro-bind-data',
+    String(BWRAP_FD.program),
+    `${SANDBOX_PROGRAM_DIR}/${options.programName}`,
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
-    '--remount-ro', '/',
-    '--chdir', SANDBOX_WORK_DIR,
-    '--info-fd', String(BWRAP_FD.info),
+    '--remount-ro',
+    '/',
+    '--chdir',
+    SANDBOX_WORK_DIR,
+    '--info-fd',
+    String(BWRAP_FD.info),
     ...(options.seccomp ? ['--seccomp', String(BWRAP_FD.seccomp)] : []),
     '--clearenv',
   ];
@@ -258,8 +280,22 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
  */
 export function pidNamespaceCommand(command: readonly string[], tools: { unshare: string; setpriv: string }): string[] {
   return [
-    tools.unshare, '--pid', '--fork', '--kill-child', '--mount-proc', '--ipc', '--uts', '--',
-    tools.setpriv, `--reuid=${UNPRIVILEGED_ID}`, `--regid=${UNPRIVILEGED_ID}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--',
+    tools.unshare,
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    '--ipc',
+    '--uts',
+    '--',
+    tools.setpriv,
+    `--reuid=${UNPRIVILEGED_ID}`,
+    `--regid=${UNPRIVILEGED_ID}`,
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--no-new-privs',
+    '--',
     ...command,
   ];
 }
@@ -330,7 +366,11 @@ function probeBwrap(
   const command = copyOutCommand(
     'probe.txt',
     64,
-    limitedCommand(['/bin/sh', `${SANDBOX_PROGRAM_DIR}/probe.sh`], { memoryLimitMb: 512, processLimit, fileSizeLimitBytes: 1 << 20 }, prlimitPath),
+    limitedCommand(
+      ['/bin/sh', `${SANDBOX_PROGRAM_DIR}/probe.sh`],
+      { memoryLimitMb: 512, processLimit, fileSizeLimitBytes: 1 << 20 },
+      prlimitPath,
+    ),
   );
   const args = [...bwrapArguments({ programName: 'probe.sh', env, ...features, seccomp: seccompArch !== null }), '--', ...command];
   const descriptors: number[] = [];
@@ -437,10 +477,19 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     scratchBase: traversableBase(runAs),
   } satisfies Partial<IsolationInfo>;
   // As root, candidates run as nobody (no capabilities); as a user, they never had any.
-  const noLayers: IsolationReport['layers'] = { namespaces: false, noCapabilities: true, seccomp: false, cgroup: false, scratchSizeCap: false, noNetwork: false };
+  const noLayers: IsolationReport['layers'] = {
+    namespaces: false,
+    noCapabilities: true,
+    seccomp: false,
+    cgroup: false,
+    scratchSizeCap: false,
+    noNetwork: false,
+  };
 
   if (process.platform === 'win32') {
-    const missing = ['Windows has no sandbox ThetaEvolve can use: candidates run as you, with your files, your network and your environment'];
+    const missing = [
+      'Windows has no sandbox ThetaEvolve can use: candidates run as you, with your files, your network and your environment',
+    ];
     return {
       ...base,
       kind: 'none',
@@ -448,14 +497,17 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
       summary: 'no isolation',
       missing,
       weak: true,
-      warning: 'Sandbox: on Windows there is NO isolation: a candidate can do anything you can. Run ThetaEvolve in WSL2 with bubblewrap for a sandbox.',
+      warning:
+        'Sandbox: on Windows there is NO isolation: a candidate can do anything you can. Run ThetaEvolve in WSL2 with bubblewrap for a sandbox.',
       bwrapPath: null,
       processLimit: false,
     };
   }
   if (process.platform === 'darwin') {
     const sandboxExecPath = findExecutable('sandbox-exec');
-    const missing = ['bubblewrap does not exist on macOS: sandbox-exec denies network and writes outside the scratch folder, but there is no seccomp filter, no cgroup and no size cap'];
+    const missing = [
+      'bubblewrap does not exist on macOS: sandbox-exec denies network and writes outside the scratch folder, but there is no seccomp filter, no cgroup and no size cap',
+    ];
     const layers = { ...noLayers, noNetwork: sandboxExecPath !== null };
     return {
       ...base,
@@ -511,13 +563,23 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   if (problem !== null) return fallback(`bubblewrap is installed but cannot create a sandbox as an unprivileged user here (${problem})`);
 
   const missing: string[] = [];
-  if (!seccompArch) missing.push(`seccomp: no filter for this architecture (${process.arch}); nested namespaces ${features.disableUsernsOption ? 'are still blocked by --disable-userns' : 'are not blocked'}`);
+  if (!seccompArch)
+    missing.push(
+      `seccomp: no filter for this architecture (${process.arch}); nested namespaces ${features.disableUsernsOption ? 'are still blocked by --disable-userns' : 'are not blocked'}`,
+    );
   if (cgroupMissing) missing.push(cgroupMissing);
-  if (!features.tmpfsSizeOption) missing.push('scratch size cap: this bwrap has no --size (0.5+ has), so the scratch tmpfs is capped only by the kernel default');
-  if (!processLimit) missing.push('process limit: this kernel counts processes per user rather than per sandbox, so a fork bomb is stopped only by the time limit');
+  if (!features.tmpfsSizeOption)
+    missing.push('scratch size cap: this bwrap has no --size (0.5+ has), so the scratch tmpfs is capped only by the kernel default');
+  if (!processLimit)
+    missing.push(
+      'process limit: this kernel counts processes per user rather than per sandbox, so a fork bomb is stopped only by the time limit',
+    );
   // As root, entering the cgroup needs root and bwrap needs the drop to nobody after it: setpriv does that.
   const setpriv = findExecutable('setpriv');
-  if (cgroup?.available && runAs && !setpriv) missing.push('cgroup: setpriv (util-linux) was not found, so the sandbox cannot enter its cgroup before dropping to the unprivileged user');
+  if (cgroup?.available && runAs && !setpriv)
+    missing.push(
+      'cgroup: setpriv (util-linux) was not found, so the sandbox cannot enter its cgroup before dropping to the unprivileged user',
+    );
   const layers = {
     namespaces: true,
     noCapabilities: true,

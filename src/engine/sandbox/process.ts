@@ -203,13 +203,27 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
 
     if (spec.signal?.aborted) {
       resolvePromise({
-        exitCode: null, exitSignal: null, timedOut: false, aborted: true, spawnError: null,
-        stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, memoryExceeded: false, captured: null, durationMs: 0,
+        exitCode: null,
+        exitSignal: null,
+        timedOut: false,
+        aborted: true,
+        spawnError: null,
+        stdout: '',
+        stderr: '',
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        memoryExceeded: false,
+        captured: null,
+        durationMs: 0,
       });
       return;
     }
 
-    const extraFds = [...(spec.bwrapInfoFd ? [3] : []), ...(spec.inputs ?? []).map((i) => i.fd), ...(spec.capture ? [spec.capture.fd] : [])];
+    const extraFds = [
+      ...(spec.bwrapInfoFd ? [3] : []),
+      ...(spec.inputs ?? []).map((i) => i.fd),
+      ...(spec.capture ? [spec.capture.fd] : []),
+    ];
     const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'];
     for (const fd of extraFds) {
       while (stdio.length <= fd) stdio.push('ignore');

@@ -144,7 +144,7 @@ export interface BpfInstruction {
 const errno = (value: number): number => (SECCOMP_RET_ERRNO | value) >>> 0;
 
 /** One instruction before assembly: jumps name labels further down ('next': the following instruction). */
-type Line = { label?: string } & ({ code: number; k: number; jt?: string; jf?: string });
+type Line = { label?: string } & { code: number; k: number; jt?: string; jf?: string };
 
 /** Resolve forward jumps to labels (BPF jumps only forward, at most 255 instructions). */
 function assemble(lines: readonly Line[]): BpfInstruction[] {

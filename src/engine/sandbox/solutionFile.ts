@@ -7,7 +7,11 @@ import { formatBytes } from './process';
 export type SolutionRead = { ok: true; bytes: Buffer } | { ok: false; reason: string };
 
 /** The one wording of each way a solution file can be refused (read here or copied out of a sandbox). */
-export function solutionReadProblem(kind: 'missing' | 'symlink' | 'not_regular' | 'too_large' | 'empty', name: string, maxBytes = 0): string {
+export function solutionReadProblem(
+  kind: 'missing' | 'symlink' | 'not_regular' | 'too_large' | 'empty',
+  name: string,
+  maxBytes = 0,
+): string {
   switch (kind) {
     case 'missing':
       return `the program wrote no ${name}`;
@@ -43,8 +47,10 @@ export async function readSolutionFile(path: string, name: string, maxBytes: num
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) return { ok: false, reason: solutionReadProblem('not_regular', name) };
-    if (stats.nlink > 1) return { ok: false, reason: `${name} has other hard links (only a plain file written by the program is accepted)` };
-    if (stats.size > maxBytes) return { ok: false, reason: `${name} is ${formatBytes(stats.size)}, over the ${formatBytes(maxBytes)} limit` };
+    if (stats.nlink > 1)
+      return { ok: false, reason: `${name} has other hard links (only a plain file written by the program is accepted)` };
+    if (stats.size > maxBytes)
+      return { ok: false, reason: `${name} is ${formatBytes(stats.size)}, over the ${formatBytes(maxBytes)} limit` };
     // One byte more than stat says, to notice a file still growing.
     const buffer = Buffer.alloc(stats.size + 1);
     let length = 0;

@@ -78,11 +78,20 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
     throw new FailedStep(`no request of step ${step} succeeded (${slots.length} failed): ${failureSummaryText(failures)}`);
   }
   const views = slots.map(viewOfSlot);
-  input.tokenIds.check(step, views.flatMap((v) => (v.response ? [v.response] : [])));
+  input.tokenIds.check(
+    step,
+    views.flatMap((v) => (v.response ? [v.response] : [])),
+  );
   const finished = Date.now();
   const stats: StepStatistics = stepStatistics({
     step,
-    samples: views.map((v) => ({ outcome: v.outcome, score: v.score, promptTokens: v.response?.promptTokens ?? 0, completionTokens: v.response?.completionTokens ?? 0, latencyMs: v.response?.latencyMs ?? null })),
+    samples: views.map((v) => ({
+      outcome: v.outcome,
+      score: v.score,
+      promptTokens: v.response?.promptTokens ?? 0,
+      completionTokens: v.response?.completionTokens ?? 0,
+      latencyMs: v.response?.latencyMs ?? null,
+    })),
     generationMs: timings.generationMs,
     evaluationMs: timings.evaluationMs,
     totalMs: finished - stepStarted,
@@ -140,7 +149,10 @@ function distinctChildren(slots: readonly SlotOutcome[]): { children: NewProgram
 }
 
 /** The step's groups for the trainer, with the child ids the commit gave (none before it). */
-function scoredGroups(input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping'>, ids: ReadonlyMap<SlotOutcome, string>): ScoredGroup[] {
+function scoredGroups(
+  input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping'>,
+  ids: ReadonlyMap<SlotOutcome, string>,
+): ScoredGroup[] {
   const { plan, ledger, task, shaping } = input;
   return plan.jobs.map((job: GenerationJob) => ({
     key: job.key,

@@ -65,13 +65,45 @@ export interface SlotView {
 export function viewOfSlot(slot: SlotOutcome): SlotView {
   switch (slot.kind) {
     case 'scored':
-      return { outcome: slot.child.outcome, score: slot.child.score, objective: slot.child.objective, reason: slot.reason, response: slot.response, error: null, durationMs: slot.durationMs };
+      return {
+        outcome: slot.child.outcome,
+        score: slot.child.score,
+        objective: slot.child.objective,
+        reason: slot.reason,
+        response: slot.response,
+        error: null,
+        durationMs: slot.durationMs,
+      };
     case 'rejected_early':
-      return { outcome: slot.outcome, score: slot.score, objective: null, reason: slot.reason, response: slot.response, error: null, durationMs: 0 };
+      return {
+        outcome: slot.outcome,
+        score: slot.score,
+        objective: null,
+        reason: slot.reason,
+        response: slot.response,
+        error: null,
+        durationMs: 0,
+      };
     case 'request_failed':
-      return { outcome: 'request_failed', score: null, objective: null, reason: slot.error, response: null, error: slot.error, durationMs: 0 };
+      return {
+        outcome: 'request_failed',
+        score: null,
+        objective: null,
+        reason: slot.error,
+        response: null,
+        error: slot.error,
+        durationMs: 0,
+      };
     case 'evaluation_failed':
-      return { outcome: 'evaluation_failed', score: null, objective: null, reason: slot.reason, response: slot.response, error: slot.reason, durationMs: slot.durationMs };
+      return {
+        outcome: 'evaluation_failed',
+        score: null,
+        objective: null,
+        reason: slot.reason,
+        response: slot.response,
+        error: slot.reason,
+        durationMs: slot.durationMs,
+      };
   }
 }
 
@@ -147,7 +179,11 @@ export class StepLedger {
     for (const job of this.jobs) {
       const indices = [...(this.failed.get(job.key) ?? [])].sort((a, b) => a - b);
       if (indices.length === 0) continue;
-      again.push({ job: { ...job, key: `${job.key}#resample${round}`, n: indices.length, seed: (job.seed + job.n * round) >>> 0 }, groupKey: job.key, indices });
+      again.push({
+        job: { ...job, key: `${job.key}#resample${round}`, n: indices.length, seed: (job.seed + job.n * round) >>> 0 },
+        groupKey: job.key,
+        indices,
+      });
     }
     return again;
   }

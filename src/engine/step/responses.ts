@@ -59,7 +59,10 @@ export class StepResponses {
     input.runSignal.addEventListener('abort', this.onStop, { once: true });
     this.lastResponseAt = input.stepStarted;
     this.rounds = resampleRoundsOf(input.settings);
-    this.ledger = new StepLedger(input.plan.jobs, { resampling: this.rounds > 0, announce: (jobKey, index, slot) => this.announce(jobKey, index, slot) });
+    this.ledger = new StepLedger(input.plan.jobs, {
+      resampling: this.rounds > 0,
+      announce: (jobKey, index, slot) => this.announce(jobKey, index, slot),
+    });
     this.jobByKey = new Map(input.plan.jobs.map((j) => [j.key, j]));
   }
 
@@ -77,7 +80,7 @@ export class StepResponses {
     if (!this.abandoned) this.ledger.announceUnrecovered();
     const generationDone = Math.max(this.lastResponseAt, stepStarted);
     // Evaluations may still be joining the list while earlier ones settle.
-    for (let settled = 0; settled < this.evaluations.length; ) {
+    for (let settled = 0; settled < this.evaluations.length;) {
       const batch = this.evaluations.slice(settled);
       await Promise.all(batch);
       settled += batch.length;
@@ -126,7 +129,12 @@ export class StepResponses {
       const again = this.ledger.resampleJobs(round);
       if (again.length === 0) return;
       const count = again.reduce((a, r) => a + r.indices.length, 0);
-      emit({ type: 'error', time: Date.now(), fatal: false, message: `asking again for ${count} response(s) of ${again.length} prompt(s) whose requests failed (round ${round} of ${this.rounds}): the RL trainer needs whole groups` });
+      emit({
+        type: 'error',
+        time: Date.now(),
+        fatal: false,
+        message: `asking again for ${count} response(s) of ${again.length} prompt(s) whose requests failed (round ${round} of ${this.rounds}): the RL trainer needs whole groups`,
+      });
       const byKey = new Map(again.map((r) => [r.job.key, r]));
       await source.generate(
         again.map((r) => r.job),
@@ -160,7 +168,13 @@ export class StepResponses {
     });
     if (classified.kind === 'rejected') {
       // An over-long child is a program that never ran: it is not stored.
-      this.ledger.settle(job.key, sample.index, { kind: 'rejected_early', outcome: classified.outcome, score: classified.score, reason: classified.reason, response: sample });
+      this.ledger.settle(job.key, sample.index, {
+        kind: 'rejected_early',
+        outcome: classified.outcome,
+        score: classified.score,
+        reason: classified.reason,
+        response: sample,
+      });
       return;
     }
     const child = {
@@ -179,7 +193,11 @@ export class StepResponses {
   }
 
   /** Evaluates one child and settles its slot (unless the step was stopped meanwhile). */
-  private async evaluate(jobKey: string, sample: SampleResponse, child: Omit<NewProgram, 'score' | 'objective' | 'outcome' | 'metrics' | 'evaluationMs'>): Promise<void> {
+  private async evaluate(
+    jobKey: string,
+    sample: SampleResponse,
+    child: Omit<NewProgram, 'score' | 'objective' | 'outcome' | 'metrics' | 'evaluationMs'>,
+  ): Promise<void> {
     const { plan, evaluator, outputs, emit } = this.input;
     const step = plan.step;
     const signal = this.stepAbort.signal;
@@ -191,23 +209,51 @@ export class StepResponses {
       },
       onStart: () => {
         this.firstEvalStart = Math.min(this.firstEvalStart, Date.now());
-        emit({ type: 'evaluation_started', time: Date.now(), step, jobKey, sampleIndex: sample.index, ...(schedulerJobId !== null ? { schedulerJobId } : {}) });
+        emit({
+          type: 'evaluation_started',
+          time: Date.now(),
+          step,
+          jobKey,
+          sampleIndex: sample.index,
+          ...(schedulerJobId !== null ? { schedulerJobId } : {}),
+        });
       },
     });
     this.lastEvalEnd = Math.max(this.lastEvalEnd, Date.now());
     if (signal.aborted) return;
     const outputKept = result.status !== 'ok';
     if (outputKept) {
-      await outputs.add({ step, jobKey, sampleIndex: sample.index, outcome: outcomeOfEvaluation(result.status), reason: result.reason, stdout: result.stdout, stderr: result.stderr });
+      await outputs.add({
+        step,
+        jobKey,
+        sampleIndex: sample.index,
+        outcome: outcomeOfEvaluation(result.status),
+        reason: result.reason,
+        stdout: result.stdout,
+        stderr: result.stderr,
+      });
       if (signal.aborted) return;
     }
     if (result.status === 'evaluation_failed') {
-      this.ledger.settle(jobKey, sample.index, { kind: 'evaluation_failed', reason: result.reason, response: sample, durationMs: result.durationMs, outputKept });
+      this.ledger.settle(jobKey, sample.index, {
+        kind: 'evaluation_failed',
+        reason: result.reason,
+        response: sample,
+        durationMs: result.durationMs,
+        outputKept,
+      });
       return;
     }
     this.ledger.settle(jobKey, sample.index, {
       kind: 'scored',
-      child: { ...child, score: result.score, objective: result.objective, outcome: outcomeOfEvaluation(result.status), metrics: result.metrics, evaluationMs: result.durationMs },
+      child: {
+        ...child,
+        score: result.score,
+        objective: result.objective,
+        outcome: outcomeOfEvaluation(result.status),
+        metrics: result.metrics,
+        evaluationMs: result.durationMs,
+      },
       reason: result.reason,
       response: sample,
       durationMs: result.durationMs,

@@ -22,11 +22,16 @@ const PYTHON = '/usr/bin/python3';
 export function calledProgramFunctions(evaluatorSource: string, programSource: string): { names: string[] } | { problem: string } {
   const calls = [...evaluatorSource.matchAll(/\bprogram\.([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)/g)];
   if (calls.length === 0) {
-    return { problem: 'evaluator.py calls no function of the program as program.NAME(): it runs the program some other way, so only the whole evaluator can run it (in the sandbox, as the folder is)' };
+    return {
+      problem:
+        'evaluator.py calls no function of the program as program.NAME(): it runs the program some other way, so only the whole evaluator can run it (in the sandbox, as the folder is)',
+    };
   }
   const withArguments = calls.filter((c) => (c[2] ?? '').trim() !== '').map((c) => c[1] as string);
   if (withArguments.length > 0) {
-    return { problem: `evaluator.py calls program.${withArguments[0]}(...) with arguments, so the program's values depend on the evaluator's inputs and cannot be written once to a solution file` };
+    return {
+      problem: `evaluator.py calls program.${withArguments[0]}(...) with arguments, so the program's values depend on the evaluator's inputs and cannot be written once to a solution file`,
+    };
   }
   const names = [...new Set(calls.map((c) => c[1] as string))];
   const missing = names.filter((n) => !new RegExp(`^\\s*def\\s+${n}\\s*\\(`, 'm').test(programSource));
@@ -36,7 +41,12 @@ export function calledProgramFunctions(evaluatorSource: string, programSource: s
 
 /** Convert the OpenEvolve folder `dir` in place; returns the files written. Throws TaskError with the reason when it cannot. */
 export async function convertForeignTask(dir: string): Promise<{ files: string[]; task: TaskFile }> {
-  if (await stat(join(dir, CONVERTED_FILES.taskFile)).then(() => true, () => false)) {
+  if (
+    await stat(join(dir, CONVERTED_FILES.taskFile)).then(
+      () => true,
+      () => false,
+    )
+  ) {
     throw new TaskError(`${join(dir, CONVERTED_FILES.taskFile)} already exists: the folder is already in ThetaEvolve's layout`);
   }
   const task = await loadForeignTask(dir);
@@ -61,17 +71,25 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
   const raw = {
     name: task.name,
     title: task.title.replace(/ \(OpenEvolve folder\)$/, ''),
-    description: `${task.description}\n\nConverted from an OpenEvolve folder by \`thetaevolve convert\`: the score is evaluator.py's combined_score.`.trim(),
+    description:
+      `${task.description}\n\nConverted from an OpenEvolve folder by \`thetaevolve convert\`: the score is evaluator.py's combined_score.`.trim(),
     direction: 'maximize',
     initialProgram: basename(task.initialProgramPath),
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
-    evaluator: { command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade], timeLimitSec: task.runtimeLimitSec },
+    evaluator: {
+      command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade],
+      timeLimitSec: task.runtimeLimitSec,
+    },
     metaInformation: [meta],
     ...nonEmpty('variables', literalPlaceholders(meta.text, ['MAX_RUNTIME'])),
     maxCodeLength: settings.maxCodeLength,
   };
   const spec = TaskFileSchema.parse(raw);
-  const written = [join(task.dir, CONVERTED_FILES.evaluator), join(task.dir, CONVERTED_FILES.library), join(task.dir, CONVERTED_FILES.taskFile)];
+  const written = [
+    join(task.dir, CONVERTED_FILES.evaluator),
+    join(task.dir, CONVERTED_FILES.library),
+    join(task.dir, CONVERTED_FILES.taskFile),
+  ];
   await copyFile(join(runtime, 'converted_evaluator.py'), written[0] as string);
   await copyFile(join(runtime, 'foreign_eval.py'), written[1] as string);
   // task.json last: until it exists the folder still loads as OpenEvolve's.

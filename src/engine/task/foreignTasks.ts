@@ -46,7 +46,8 @@ const CONFIG_READ_TIMEOUT_MS = 20000;
  */
 export function foreignRuntimeDir(): string {
   const dir = join(__dirname, 'foreign');
-  if (!existsSync(join(dir, 'run_foreign.py'))) throw new TaskError(`ThetaEvolve's evaluator wrapper is missing from ${dir} (a broken install or build)`);
+  if (!existsSync(join(dir, 'run_foreign.py')))
+    throw new TaskError(`ThetaEvolve's evaluator wrapper is missing from ${dir} (a broken install or build)`);
   return dir;
 }
 
@@ -58,7 +59,9 @@ export function foreignRuntimeDir(): string {
  */
 function sandboxRuntimeDir(runtime: string): string {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return runtime;
-  const files = readdirSync(runtime, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'));
+  const files = readdirSync(runtime, { recursive: true, withFileTypes: true }).filter(
+    (e) => e.isFile() && !e.parentPath.includes('__pycache__'),
+  );
   const hash = createHash('sha256');
   for (const entry of files.sort((a, b) => join(a.parentPath, a.name).localeCompare(join(b.parentPath, b.name)))) {
     hash.update(join(entry.parentPath, entry.name).slice(runtime.length));
@@ -77,7 +80,8 @@ function sandboxRuntimeDir(runtime: string): string {
   if (ours(copy)) return copy;
   const staging = mkdtempSync(`${copy}-`);
   cpSync(runtime, staging, { recursive: true, filter: (src) => !src.includes('__pycache__') });
-  for (const entry of readdirSync(staging, { recursive: true, withFileTypes: true })) chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  for (const entry of readdirSync(staging, { recursive: true, withFileTypes: true }))
+    chmodSync(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
   chmodSync(staging, 0o755);
   try {
     renameSync(staging, copy);
@@ -115,7 +119,9 @@ async function filesOf(dir: string): Promise<string[]> {
 
 /** Program files named `<stem>.<ext>` (compiled or backup files left out). */
 function programFiles(files: readonly string[], stem: string): string[] {
-  return files.filter((f) => f.startsWith(`${stem}.`) && extname(f) !== '' && basename(f, extname(f)) === stem && !/\.(pyc|pyo|orig|bak|swp)$/.test(f));
+  return files.filter(
+    (f) => f.startsWith(`${stem}.`) && extname(f) !== '' && basename(f, extname(f)) === stem && !/\.(pyc|pyo|orig|bak|swp)$/.test(f),
+  );
 }
 
 /** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
@@ -141,7 +147,8 @@ export async function taskFileIn(dir: string): Promise<string | null> {
 export async function taskFilesBeside(file: string): Promise<string[]> {
   const dir = dirname(resolve(file));
   const subfolders = await readdir(dir, { withFileTypes: true }).then(
-    (entries) => entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
+    (entries) =>
+      entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
     () => [],
   );
   const found = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
@@ -152,10 +159,16 @@ export async function taskFilesBeside(file: string): Promise<string[]> {
 export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConfig> {
   const script = join(foreignRuntimeDir(), 'read_config.py');
   const text = await new Promise<string>((resolvePromise, reject) => {
-    execFile(PYTHON, [script, file], { timeout: CONFIG_READ_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
-      if (err) reject(new TaskError(`${file}: cannot read it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`, { cause: err }));
-      else resolvePromise(stdout);
-    });
+    execFile(
+      PYTHON,
+      [script, file],
+      { timeout: CONFIG_READ_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } },
+      (err, stdout, stderr) => {
+        if (err)
+          reject(new TaskError(`${file}: cannot read it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`, { cause: err }));
+        else resolvePromise(stdout);
+      },
+    );
   });
   let raw: unknown;
   try {
@@ -170,7 +183,12 @@ export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConf
 
 /** A task name from the folder: lower-case, our characters; a bare number ("2") gets its parent's name. */
 function taskNameOf(dir: string): string {
-  const clean = (s: string): string => s.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 80);
+  const clean = (s: string): string =>
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 80);
   const own = clean(basename(dir));
   const name = /^[0-9]+$/.test(own) ? clean(`${basename(dirname(dir))}-${own}`) : own;
   return name === '' ? 'task' : name;
@@ -232,7 +250,8 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   let dir = resolve(dirOrFile);
   if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
   const layout = await detectForeignLayout(dir);
-  if (layout === null) throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  if (layout === null)
+    throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
   const files = await filesOf(dir);
   const stem = layout === 'openevolve' ? 'initial_program' : 'initial';
   const evaluatorName = layout === 'openevolve' ? 'evaluator.py' : 'evaluate.py';
@@ -242,7 +261,9 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const initialProgram = await readText(initialProgramPath, 'initial program');
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) {
-    throw new TaskError(`${initialProgramPath}: ${blockProblem}; ThetaEvolve evolves the marked regions: put # EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve`);
+    throw new TaskError(
+      `${initialProgramPath}: ${blockProblem}; ThetaEvolve evolves the marked regions: put # EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve`,
+    );
   }
   const evaluatorPath = join(dir, evaluatorName);
   const evaluatorSource = await readText(evaluatorPath, 'evaluator');
@@ -252,12 +273,15 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   if (layout === 'openevolve') {
     settings = await openEvolveSettings(dir, evaluatorSource);
   } else {
-    if (!defines(evaluatorSource, 'main')) throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
+    if (!defines(evaluatorSource, 'main'))
+      throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
     settings = { runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC, systemMessage: null, maxCodeLength: DEFAULT_MAX_CODE_LENGTH, cascade: 'off' };
   }
   const { runtimeLimitSec, systemMessage, maxCodeLength } = settings;
   if (initialProgram.length > maxCodeLength) {
-    throw new TaskError(`${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`);
+    throw new TaskError(
+      `${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`,
+    );
   }
   const language = extname(initialProgramPath).slice(1);
   const name = taskNameOf(dir);
@@ -266,7 +290,11 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     dir,
     name,
     title: titleOf(name, layout),
-    description: (systemMessage ?? metaText).split(/\n\s*\n/)[0]?.trim().slice(0, 400) ?? '',
+    description:
+      (systemMessage ?? metaText)
+        .split(/\n\s*\n/)[0]
+        ?.trim()
+        .slice(0, 400) ?? '',
     direction: 'maximize',
     language,
     initialProgramPath,
@@ -278,7 +306,15 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     targetValue: null,
     rewardShaping: { enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 },
     maxCodeLength,
-    candidateCommand: [PYTHON, '{runtimeDir}/run_foreign.py', layout, '{taskDir}', '{program}', SOLUTION_FILE, ...(layout === 'openevolve' ? [settings.cascade] : [])],
+    candidateCommand: [
+      PYTHON,
+      '{runtimeDir}/run_foreign.py',
+      layout,
+      '{taskDir}',
+      '{program}',
+      SOLUTION_FILE,
+      ...(layout === 'openevolve' ? [settings.cascade] : []),
+    ],
     evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
     solutionFile: SOLUTION_FILE,
     solutionMaxBytes: 16 * 1024 * 1024,

@@ -52,7 +52,11 @@ export function draftMetaInformation(code: string, language: string): string {
 
 /** A text's `{placeholders}` other than `known`, as variables standing for themselves (so task.json keeps them literally). */
 export function literalPlaceholders(text: string, known: readonly string[]): Record<string, string> {
-  return Object.fromEntries(placeholdersOf(text).filter((n) => !known.includes(n)).map((n) => [n, `{${n}}`]));
+  return Object.fromEntries(
+    placeholdersOf(text)
+      .filter((n) => !known.includes(n))
+      .map((n) => [n, `{${n}}`]),
+  );
 }
 
 /** `{ [key]: values }` when there are any, else nothing (a drafted task.json leaves empty fields out). */
@@ -175,10 +179,17 @@ export function draftTask(input: { programFile: string; code: string; taken?: (n
   if (language === '') throw new TaskError(`${input.programFile}: a program needs a file extension (it names the language, e.g. .py)`);
   const node = ['js', 'mjs', 'cjs'].includes(language.toLowerCase());
   const evaluatorExt = node ? 'cjs' : 'py';
-  const evaluatorFile = [`evaluate.${evaluatorExt}`, `evaluate_${stem}.${evaluatorExt}`].find((n) => n !== input.programFile && !input.taken?.(n)) ?? `evaluate_${stem}_task.${evaluatorExt}`;
+  const evaluatorFile =
+    [`evaluate.${evaluatorExt}`, `evaluate_${stem}.${evaluatorExt}`].find((n) => n !== input.programFile && !input.taken?.(n)) ??
+    `evaluate_${stem}_task.${evaluatorExt}`;
   const doc = leadingDocText(input.code);
   const text = `${draftMetaInformation(input.code, language)}\nThe program writes solution.json in its working directory (the draft evaluator reads {"value": <number>}).`;
-  const name = stem.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 80) || 'task';
+  const name =
+    stem
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 80) || 'task';
   const raw = {
     name,
     title: `Evolve ${input.programFile}`,
@@ -186,7 +197,10 @@ export function draftTask(input: { programFile: string; code: string; taken?: (n
     direction: 'maximize',
     initialProgram: input.programFile,
     candidate: { command: [...runnerOf(language), '{program}'], runtimeLimitSec: 60 },
-    evaluator: { command: [node ? '/usr/bin/env' : '/usr/bin/python3', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'], timeLimitSec: 60 },
+    evaluator: {
+      command: [node ? '/usr/bin/env' : '/usr/bin/python3', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'],
+      timeLimitSec: 60,
+    },
     metaInformation: [{ id: 'docstring', weight: 1, text }],
     ...nonEmpty('variables', literalPlaceholders(text, ['MAX_RUNTIME', 'target_value'])),
     targetValue: null,

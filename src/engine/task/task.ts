@@ -20,7 +20,11 @@ export const EVALUATOR_PLACEHOLDERS = ['solution', 'taskDir'] as const;
 
 const DEFAULT_SOLUTION_MAX_BYTES = 16 * 1024 * 1024;
 
-const positiveSeconds = z.number().finite().positive().max(7 * 24 * 3600);
+const positiveSeconds = z
+  .number()
+  .finite()
+  .positive()
+  .max(7 * 24 * 3600);
 const commandTemplate = z
   .array(z.string().min(1, 'must not be an empty string'))
   .min(1, 'needs at least the program to run')
@@ -40,13 +44,17 @@ export const TaskFileSchema = z
     initialProgram: z
       .string()
       .min(1)
-      .describe('The program evolution starts from, relative to the task folder; it holds exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region.'),
+      .describe(
+        'The program evolution starts from, relative to the task folder; it holds exactly one EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region.',
+      ),
     candidate: z
       .strictObject({
         command: commandTemplate.describe(
           'How to run a candidate program inside the sandbox, e.g. ["/usr/bin/python3", "{program}"]. Placeholders: {program} (the program file), {workDir} (its empty working directory) and any variable.',
         ),
-        runtimeLimitSec: positiveSeconds.describe('Wall-clock limit of one candidate run, in seconds (the whole process tree is killed after it).'),
+        runtimeLimitSec: positiveSeconds.describe(
+          'Wall-clock limit of one candidate run, in seconds (the whole process tree is killed after it).',
+        ),
         solutionFile: z
           .string()
           .regex(/^[A-Za-z0-9._-]+$/, 'must be a plain file name (no folders)')
@@ -72,9 +80,15 @@ export const TaskFileSchema = z
     metaInformation: z
       .array(
         z.strictObject({
-          id: z.string().regex(/^[A-Za-z0-9._-]+$/, 'must be letters, digits, ".", "_" or "-"').describe('Stable identifier, recorded with each child.'),
+          id: z
+            .string()
+            .regex(/^[A-Za-z0-9._-]+$/, 'must be letters, digits, ".", "_" or "-"')
+            .describe('Stable identifier, recorded with each child.'),
           weight: z.number().finite().positive().describe('Drawn with probability proportional to weight.'),
-          text: z.string().min(1).describe('Problem statement and hints shown in the prompt; {placeholders} are filled from the variables.'),
+          text: z
+            .string()
+            .min(1)
+            .describe('Problem statement and hints shown in the prompt; {placeholders} are filled from the variables.'),
         }),
       )
       .min(1, 'needs at least one text')
@@ -82,7 +96,9 @@ export const TaskFileSchema = z
     variables: z
       .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'variable names are identifiers'), z.union([z.string(), z.number().finite()]))
       .default({})
-      .describe('Template values for the texts and commands. MAX_RUNTIME and target_value are provided from the limits and targetValue unless set here.'),
+      .describe(
+        'Template values for the texts and commands. MAX_RUNTIME and target_value are provided from the limits and targetValue unless set here.',
+      ),
     tolerances: z
       .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'tolerance names are identifiers'), z.number().finite().min(0))
       .default({})
@@ -237,7 +253,8 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if ((await stat(dir)).isFile()) {
       file = dir;
       dir = resolve(dir, '..');
-      if ((FOREIGN_TASK_FILES as readonly string[]).includes(basename(file)) && (await detectForeignLayout(dir)) !== null) return await loadForeignTask(dir);
+      if ((FOREIGN_TASK_FILES as readonly string[]).includes(basename(file)) && (await detectForeignLayout(dir)) !== null)
+        return await loadForeignTask(dir);
     } else if (!(await isFile(file))) {
       const layout = await detectForeignLayout(dir);
       if (layout !== null) return await loadForeignTask(dir);
@@ -263,7 +280,8 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   }
   const spec = parseTaskFile(raw, file);
 
-  if (isAbsolute(spec.initialProgram)) fail(file, ['initialProgram'], `must be relative to the task folder (got ${describeValue(spec.initialProgram)})`);
+  if (isAbsolute(spec.initialProgram))
+    fail(file, ['initialProgram'], `must be relative to the task folder (got ${describeValue(spec.initialProgram)})`);
   const initialProgramPath = resolve(dir, spec.initialProgram);
   if (relative(dir, initialProgramPath).startsWith('..')) fail(file, ['initialProgram'], 'must stay inside the task folder');
   let initialProgram: string;

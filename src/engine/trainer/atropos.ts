@@ -45,7 +45,11 @@ const RegisterReplySchema = z.object({
   starting_step: z.number().int().optional(),
 });
 const StatusReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().optional() });
-const StatusEnvReplySchema = z.object({ current_step: z.number().int(), queue_size: z.number().int().optional(), self_queue_size: z.number().int().min(0).optional() });
+const StatusEnvReplySchema = z.object({
+  current_step: z.number().int(),
+  queue_size: z.number().int().optional(),
+  self_queue_size: z.number().int().min(0).optional(),
+});
 const InfoReplySchema = z.object({ batch_size: z.number().int(), max_token_len: z.number().int().optional() });
 const ScoredReplySchema = z.object({ status: z.string() });
 const LatestExampleSchema = z.object({
@@ -77,9 +81,16 @@ export function assistantText(sample: Pick<SpooledSample, 'content' | 'reasoning
  * (atropos trains on the ids) and are left out; inference_logprobs is sent
  * only when every sample has logprobs, aligned with tokens (1.0 on the prompt).
  */
-export function atroposScoredData(group: SpooledGroup, envId: number | null, generationParams: Record<string, number> = {}, startingStep: number | null = null): { payload: AtroposScoredData; left: SpooledSample[]; withoutTokens: number } {
+export function atroposScoredData(
+  group: SpooledGroup,
+  envId: number | null,
+  generationParams: Record<string, number> = {},
+  startingStep: number | null = null,
+): { payload: AtroposScoredData; left: SpooledSample[]; withoutTokens: number } {
   const left = group.samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null);
-  const withLogprobs = left.every((s) => s.completionLogprobs !== null && s.completionLogprobs.length === (s.completionTokenIds as number[]).length);
+  const withLogprobs = left.every(
+    (s) => s.completionLogprobs !== null && s.completionLogprobs.length === (s.completionTokenIds as number[]).length,
+  );
   const tokens: number[][] = [];
   const masks: number[][] = [];
   const logprobs: number[][] = [];
@@ -183,17 +194,24 @@ export class AtroposClient implements TrainerProtocolClient {
   }
 
   private async register(signal: AbortSignal): Promise<number> {
-    const body = { max_token_length: this.options.maxTokenLength, desired_name: this.options.name, weight: 1.0, group_size: this.options.groupSize };
+    const body = {
+      max_token_length: this.options.maxTokenLength,
+      desired_name: this.options.name,
+      weight: 1.0,
+      group_size: this.options.groupSize,
+    };
     const reply = await this.call('POST', '/register-env', body, signal);
     if (reply.status === 404 || reply.status === 405) {
       throw new TrainerConfigError(
         `${this.http.url('/register-env').href} answered ${describeReply(reply)}: is ${this.options.url} an atropos API server (\`run-api\`, default port 8000)?`,
       );
     }
-    if (reply.status === 422 || reply.status === 400) throw new TrainerConfigError(`the atropos server refused our registration: ${describeReply(reply)}`);
+    if (reply.status === 422 || reply.status === 400)
+      throw new TrainerConfigError(`the atropos server refused our registration: ${describeReply(reply)}`);
     if (reply.status !== 200) throw new RetryableTrainerError(`POST /register-env: ${describeReply(reply)}`);
     const parsed = RegisterReplySchema.safeParse(reply.json);
-    if (!parsed.success) throw new TrainerConfigError(`POST /register-env did not answer like an atropos API server: ${describeReply(reply)}`);
+    if (!parsed.success)
+      throw new TrainerConfigError(`POST /register-env did not answer like an atropos API server: ${describeReply(reply)}`);
     if (parsed.data.env_id === undefined) {
       throw new RetryableTrainerError(`the atropos trainer has not started yet (register-env: ${parsed.data.status ?? 'no env_id'})`);
     }
@@ -224,10 +242,15 @@ export class AtroposClient implements TrainerProtocolClient {
     const { left, withoutTokens } = atroposScoredData(group, null);
     if (withoutTokens > 0 && !this.warnedTokens) {
       this.warnedTokens = true;
-      this.options.onWarning(`${withoutTokens} response(s) of group ${group.key} came without token ids; atropos needs whole groups with token ids, so the group is not sent`);
+      this.options.onWarning(
+        `${withoutTokens} response(s) of group ${group.key} came without token ids; atropos needs whole groups with token ids, so the group is not sent`,
+      );
     }
     if (left.length !== this.options.groupSize) {
-      return { kind: 'rejected', reason: `group ${group.key} has ${left.length} response(s) with token ids, not the ${this.options.groupSize} (n) atropos registered: the server would buffer it forever` };
+      return {
+        kind: 'rejected',
+        reason: `group ${group.key} has ${left.length} response(s) with token ids, not the ${this.options.groupSize} (n) atropos registered: the server would buffer it forever`,
+      };
     }
     const envId = await this.ensureRegistered(spool, signal);
     const { payload } = atroposScoredData(group, envId, this.options.generationParams, this.startingStep);
@@ -295,7 +318,11 @@ export class AtroposClient implements TrainerProtocolClient {
         // The queue is FIFO: of our groups waiting under this env id, the oldest went first.
         const stillQueued = parsed.data.self_queue_size ?? waiting.length;
         const pulled = waiting.slice(0, Math.max(0, waiting.length - stillQueued));
-        if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+        if (pulled.length > 0)
+          await spool.ack(
+            pulled.map((g) => g.id),
+            { sync: true },
+          );
         result.pulled += pulled.length;
         this.lastSeen.set(env, { step: parsed.data.current_step, onlyOurs: parsed.data.queue_size === parsed.data.self_queue_size });
       } else if (reply.status === 500) {
@@ -313,16 +340,29 @@ export class AtroposClient implements TrainerProtocolClient {
   }
 
   /** The server restarted: acknowledge what its trainer pulled before, mark the rest for sending again. */
-  private async restarted(env: number, waiting: SpooledGroup[], spool: TrainerSpool, signal: AbortSignal, result: Settlement): Promise<void> {
+  private async restarted(
+    env: number,
+    waiting: SpooledGroup[],
+    spool: TrainerSpool,
+    signal: AbortSignal,
+    result: Settlement,
+  ): Promise<void> {
     const pulledBefore = await this.pulledBeforeRestart(env, signal);
     const pulled = waiting.slice(0, pulledBefore);
     const lost = waiting.slice(pulledBefore);
-    if (pulled.length > 0) await spool.ack(pulled.map((g) => g.id), { sync: true });
+    if (pulled.length > 0)
+      await spool.ack(
+        pulled.map((g) => g.id),
+        { sync: true },
+      );
     for (const g of lost) await spool.markPosted(g.id, null);
     this.lastSeen.delete(env);
     result.pulled += pulled.length;
     result.lost += lost.length;
-    if (lost.length > 0) this.options.onWarning(`the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`);
+    if (lost.length > 0)
+      this.options.onWarning(
+        `the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`,
+      );
   }
 
   /**
@@ -337,7 +377,10 @@ export class AtroposClient implements TrainerProtocolClient {
     const info = await this.call('GET', '/info', undefined, signal);
     const parsedInfo = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
     if (!parsedInfo?.success) throw new RetryableTrainerError(`GET /info: ${describeReply(info)}`);
-    if (parsedInfo.data.batch_size < 0) throw new RetryableTrainerError('the atropos API server restarted; waiting for its trainer to register again to learn what it pulled before');
+    if (parsedInfo.data.batch_size < 0)
+      throw new RetryableTrainerError(
+        'the atropos API server restarted; waiting for its trainer to register again to learn what it pulled before',
+      );
     const status = await this.call('GET', '/status', undefined, signal);
     const parsed = status.status === 200 ? StatusReplySchema.safeParse(status.json) : null;
     if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(status)}`);

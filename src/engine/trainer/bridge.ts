@@ -126,7 +126,13 @@ export class TrainerBridge {
         sequencesPerStep: this.settings.batchSize * options.groupSize,
       });
     } else {
-      this.client = new SlimeClient({ url, groupSize: options.groupSize, endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null, timeoutMs, onWarning });
+      this.client = new SlimeClient({
+        url,
+        groupSize: options.groupSize,
+        endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null,
+        timeoutMs,
+        onWarning,
+      });
     }
   }
 
@@ -175,7 +181,9 @@ export class TrainerBridge {
       if (uncommitted.length > 0) {
         await spool.discard(uncommitted.map((g) => g.id));
         const steps = [...new Set(uncommitted.map((g) => g.step))].join(', ');
-        this.warn(`discarded ${uncommitted.length} spooled group(s) of step(s) ${steps}, which the database never committed (the run ended between spool and commit); the step is redone`);
+        this.warn(
+          `discarded ${uncommitted.length} spooled group(s) of step(s) ${steps}, which the database never committed (the run ended between spool and commit); the step is redone`,
+        );
       }
     }
     const pending = spool.pending();
@@ -196,7 +204,9 @@ export class TrainerBridge {
       if (signal.aborted) throw error;
       this.connected = false;
       this.lastError = errorMessage(error);
-      this.warn(`the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`);
+      this.warn(
+        `the trainer at ${this.settings['trainer.url']} is not ready (${this.lastError}); rollouts are spooled and sent once it is`,
+      );
     }
     // Counted after connecting: it settled what the trainer pulled meanwhile (atropos).
     this.stepsAhead = new Set(spool.pending().map((g) => g.step)).size;
@@ -205,11 +215,14 @@ export class TrainerBridge {
     if (!this.client.hasStepSource) {
       this.warn(
         this.settings['trainer.mode'] === 'sync'
-          ? 'the slime rollout buffer has no step counter and the inference server reports no weight_version (SGLang /get_model_info): synchronous mode waits only until the buffer holds each step\'s rollouts'
+          ? "the slime rollout buffer has no step counter and the inference server reports no weight_version (SGLang /get_model_info): synchronous mode waits only until the buffer holds each step's rollouts"
           : 'the slime rollout buffer has no step counter and the inference server reports no weight_version: the staleness bound (trainer.maxStaleness) cannot be enforced',
       );
     }
-    if (pending.length > 0) this.warn(`${pending.length} group(s) from an earlier run of this database were not yet acknowledged by the trainer; sending them first`);
+    if (pending.length > 0)
+      this.warn(
+        `${pending.length} group(s) from an earlier run of this database were not yet acknowledged by the trainer; sending them first`,
+      );
     this.worker ??= this.deliveryLoop();
     this.emitState();
   }
@@ -549,7 +562,14 @@ export class TrainerBridge {
   async flush(signal: AbortSignal, timeoutMs: number, options: { pulled?: boolean } = {}): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     const left = () => this.releasedPending() + (options.pulled ? this.queuedInServer() : 0);
-    while (this.enabled && this.spool && (left() > 0 || this.sending !== null) && !signal.aborted && !this.closing.signal.aborted && Date.now() < deadline) {
+    while (
+      this.enabled &&
+      this.spool &&
+      (left() > 0 || this.sending !== null) &&
+      !signal.aborted &&
+      !this.closing.signal.aborted &&
+      Date.now() < deadline
+    ) {
       await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
     }
     return left();

@@ -58,7 +58,10 @@ export function rolloutGroupsOf(committed: CommittedStep, options: RolloutGroupO
         completionLogprobs: r.tokens?.completionLogprobs ?? null,
       });
     }
-    const usable = options.protocol === 'atropos' ? samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null).length : samples.length;
+    const usable =
+      options.protocol === 'atropos'
+        ? samples.filter((s) => s.promptTokenIds !== null && s.completionTokenIds !== null).length
+        : samples.length;
     if (usable < options.groupSize || group.samples.length < options.groupSize) {
       const failed = group.samples.filter((s) => !s.response || s.reward === null).length;
       short.push({ key: group.key, usable, responses: samples.length, failed });
@@ -80,10 +83,18 @@ export function rolloutGroupsOf(committed: CommittedStep, options: RolloutGroupO
 }
 
 /** The warning for a short group, `droppedSoFar` counting it. */
-export function shortGroupWarning(group: ShortGroup, options: { protocol: TrainerProtocol; groupSize: number }, droppedSoFar: number): string {
+export function shortGroupWarning(
+  group: ShortGroup,
+  options: { protocol: TrainerProtocol; groupSize: number },
+  droppedSoFar: number,
+): string {
   return (
     `group ${group.key} has ${group.usable} of its ${options.groupSize} responses` +
-    (group.failed > 0 ? ` (${group.failed} request(s) failed after retries)` : options.protocol === 'atropos' && group.usable < group.responses ? ' with token ids' : '') +
+    (group.failed > 0
+      ? ` (${group.failed} request(s) failed after retries)`
+      : options.protocol === 'atropos' && group.usable < group.responses
+        ? ' with token ids'
+        : '') +
     `: not sent, since a short group stalls the trainer (atropos buffers it, slime never releases it); ${droppedSoFar} group(s) dropped so far`
   );
 }

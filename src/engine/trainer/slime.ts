@@ -128,7 +128,9 @@ export class SlimeClient implements TrainerProtocolClient {
   constructor(options: SlimeOptions) {
     this.options = options;
     this.http = new JsonHttpClient(options.url, { timeoutMs: options.timeoutMs });
-    this.modelInfo = options.endpoint ? new JsonHttpClient(serverRootOf(options.endpoint), { timeoutMs: Math.min(options.timeoutMs, 10_000) }) : null;
+    this.modelInfo = options.endpoint
+      ? new JsonHttpClient(serverRootOf(options.endpoint), { timeoutMs: Math.min(options.timeoutMs, 10_000) })
+      : null;
   }
 
   get hasStepSource(): boolean {
@@ -190,7 +192,8 @@ export class SlimeClient implements TrainerProtocolClient {
     if (reply.status === 500 && groupId !== null) {
       const count = (this.serverErrors.get(groupId) ?? 0) + 1;
       this.serverErrors.set(groupId, count);
-      if (count >= SLIME_MAX_SERVER_ERRORS) return `POST /buffer/write (${what}) answered HTTP 500 ${count} times in a row, last ${describeReply(reply)}`;
+      if (count >= SLIME_MAX_SERVER_ERRORS)
+        return `POST /buffer/write (${what}) answered HTTP 500 ${count} times in a row, last ${describeReply(reply)}`;
     }
     throw new RetryableTrainerError(`POST /buffer/write: ${describeReply(reply)}`);
   }
@@ -198,7 +201,10 @@ export class SlimeClient implements TrainerProtocolClient {
   async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
     await this.restore(signal);
     if (group.samples.length !== this.options.groupSize) {
-      return { kind: 'rejected', reason: `group ${group.key} has ${group.samples.length} response(s), not n = ${this.options.groupSize}: the buffer would hold it forever` };
+      return {
+        kind: 'rejected',
+        reason: `group ${group.key} has ${group.samples.length} response(s), not n = ${this.options.groupSize}: the buffer would hold it forever`,
+      };
     }
     // Every attempt writes the whole group under its own instance_id: what an interrupted attempt left stays short and is never released.
     const instanceId = newInstanceId();
@@ -230,13 +236,16 @@ export class SlimeClient implements TrainerProtocolClient {
     await this.restore(signal);
     const sizes = new Map<number, number>();
     for (const item of items) {
-      if (typeof item.instance_id === 'number' && this.ourInstances.has(item.instance_id)) sizes.set(item.instance_id, (sizes.get(item.instance_id) ?? 0) + 1);
+      if (typeof item.instance_id === 'number' && this.ourInstances.has(item.instance_id))
+        sizes.set(item.instance_id, (sizes.get(item.instance_id) ?? 0) + 1);
     }
     const n = this.options.groupSize;
     if (sizes.size > 0) {
       this.emptyProbes = 0;
       if ([...sizes.values()].some((size) => size < n)) {
-        this.options.onWarning(`the slime rollout buffer at ${this.options.url} releases groups before all ${n} responses are in: its group size is smaller than n = ${n}; ${slimeGroupSizeAdvice(n)}`);
+        this.options.onWarning(
+          `the slime rollout buffer at ${this.options.url} releases groups before all ${n} responses are in: its group size is smaller than n = ${n}; ${slimeGroupSizeAdvice(n)}`,
+        );
       } else {
         this.groupSizeSeen = true;
       }

@@ -274,7 +274,10 @@ export class TrainerSpool {
       const fresh = ids.filter((id) => !this.acked.has(id));
       if (fresh.length > 0) {
         const at = Date.now();
-        const text = fresh.map((id) => JSON.stringify(options.rejected === undefined ? { ack: id, at } : { ack: id, at, rejected: options.rejected })).join('\n') + '\n';
+        const text =
+          fresh
+            .map((id) => JSON.stringify(options.rejected === undefined ? { ack: id, at } : { ack: id, at, rejected: options.rejected }))
+            .join('\n') + '\n';
         await this.acksFile.appendFile(text, 'utf8');
         for (const id of fresh) {
           this.acked.add(id);
@@ -317,7 +320,10 @@ export class TrainerSpool {
     await this.groupsFile.close();
     this.groupsFile = newGroups;
     const postedLines = [...this.postedTo].map(([id, env]) => JSON.stringify({ posted: id, env, at }) + '\n');
-    const newAcks = await replace('acks.jsonl', keepAcks.map((id) => JSON.stringify({ ack: id, at }) + '\n').join('') + postedLines.join(''));
+    const newAcks = await replace(
+      'acks.jsonl',
+      keepAcks.map((id) => JSON.stringify({ ack: id, at }) + '\n').join('') + postedLines.join(''),
+    );
     await this.acksFile.close();
     this.acksFile = newAcks;
     this.acked.clear();

@@ -32,7 +32,8 @@ export interface TrainerState {
 /** A line for people when something they should know about changed, else null. */
 export function trainerStateLine(previous: TrainerState | null, next: TrainerState): string | null {
   const where = `${next.protocol} trainer at ${next.url}`;
-  if (previous === null || previous.enabled !== next.enabled) return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
+  if (previous === null || previous.enabled !== next.enabled)
+    return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
   if (previous.connected !== next.connected) {
     return next.connected
       ? `${where}: connected${next.trainerStep !== null ? `, trainer step ${next.trainerStep}` : ''}`

@@ -45,7 +45,10 @@ export class BarChart {
     this.colour = colour;
     this.chart = new Chart<'bar', number[], string>(canvas, {
       type: 'bar',
-      data: { labels: [], datasets: [{ label: titles.y, data: [], backgroundColor: colour(theme), barPercentage: 0.95, categoryPercentage: 1 }] },
+      data: {
+        labels: [],
+        datasets: [{ label: titles.y, data: [], backgroundColor: colour(theme), barPercentage: 0.95, categoryPercentage: 1 }],
+      },
       options: barOptions(theme, titles.x, titles.y),
     });
   }

@@ -48,16 +48,18 @@ export class SeriesCharts {
   private meanExact = true;
 
   constructor(canvases: SeriesCanvases, theme: ThemeColours) {
-    const line = (colour: (t: ThemeColours) => string, extra: Record<string, unknown> = {}) => (t: ThemeColours) => ({
-      borderColor: colour(t),
-      backgroundColor: colour(t),
-      borderWidth: t.highContrast ? 2 : 1.5,
-      pointRadius: 0,
-      pointHoverRadius: 3,
-      pointStyle: 'line',
-      spanGaps: false,
-      ...extra,
-    });
+    const line =
+      (colour: (t: ThemeColours) => string, extra: Record<string, unknown> = {}) =>
+      (t: ThemeColours) => ({
+        borderColor: colour(t),
+        backgroundColor: colour(t),
+        borderWidth: t.highContrast ? 2 : 1.5,
+        pointRadius: 0,
+        pointHoverRadius: 3,
+        pointStyle: 'line',
+        spanGaps: false,
+        ...extra,
+      });
     const progressSpecs: DatasetSpec[] = [
       {
         label: 'best so far',
@@ -77,7 +79,12 @@ export class SeriesCharts {
         label: '10th–90th pct',
         type: 'line',
         value: (p) => p.p90,
-        style: (t) => ({ ...line((c) => withAlpha(c.blue, 0.6), { borderWidth: 1 })(t), fill: '+1', backgroundColor: withAlpha(t.blue, 0.15), pointStyle: 'rect' }),
+        style: (t) => ({
+          ...line((c) => withAlpha(c.blue, 0.6), { borderWidth: 1 })(t),
+          fill: '+1',
+          backgroundColor: withAlpha(t.blue, 0.15),
+          pointStyle: 'rect',
+        }),
       },
       { label: '10th pct', type: 'line', value: (p) => p.p10, style: line((t) => withAlpha(t.blue, 0.6), { borderWidth: 1 }) },
       {
@@ -149,7 +156,12 @@ export class SeriesCharts {
       canvases.latency,
       [
         { label: 'p50', type: 'line', value: (p) => (p.latencyMsP50 === null ? null : p.latencyMsP50 / 1000), style: line((t) => t.blue) },
-        { label: 'p95', type: 'line', value: (p) => (p.latencyMsP95 === null ? null : p.latencyMsP95 / 1000), style: line((t) => t.orange) },
+        {
+          label: 'p95',
+          type: 'line',
+          value: (p) => (p.latencyMsP95 === null ? null : p.latencyMsP95 / 1000),
+          style: line((t) => t.orange),
+        },
       ],
       theme,
       (options) => {

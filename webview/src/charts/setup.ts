@@ -68,7 +68,14 @@ export function baseOptions(theme: ThemeColours, yTitle: string): ChartOptions<'
         afterBuildTicks: (scale) => {
           const ticks = scale.ticks;
           const [before, previous, last] = ticks.slice(-3).map((t) => t.value);
-          if (ticks.length >= 3 && before !== undefined && previous !== undefined && last !== undefined && last - previous < previous - before) ticks.pop();
+          if (
+            ticks.length >= 3 &&
+            before !== undefined &&
+            previous !== undefined &&
+            last !== undefined &&
+            last - previous < previous - before
+          )
+            ticks.pop();
         },
         grid: { color: theme.grid },
       },

@@ -20,7 +20,10 @@ export class BestCard {
   private best: BestView | null = null;
 
   constructor(onShowDiff: (id: string) => void, onApply: (id: string) => void) {
-    this.showDiff = createButton('Show Diff', { title: 'Open the diff parent <-> best program', onClick: () => this.best && onShowDiff(this.best.id) });
+    this.showDiff = createButton('Show Diff', {
+      title: 'Open the diff parent <-> best program',
+      onClick: () => this.best && onShowDiff(this.best.id),
+    });
     this.apply = createButton('Apply to File', {
       appearance: 'primary',
       title: "Replace the file's EVOLVE-BLOCK with the best program's (undoable)",

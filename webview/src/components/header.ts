@@ -40,7 +40,11 @@ export class Header {
 
   constructor(onAction: (action: DashboardAction) => void, onRl: (enabled: boolean) => void) {
     this.buttons = {
-      start: createButton('Start', { appearance: 'primary', title: 'Start a run (ThetaEvolve: Start Run)', onClick: () => onAction('start') }),
+      start: createButton('Start', {
+        appearance: 'primary',
+        title: 'Start a run (ThetaEvolve: Start Run)',
+        onClick: () => onAction('start'),
+      }),
       pause: createButton('Pause', { title: 'Pause after the current step', onClick: () => onAction('pause') }),
       resume: createButton('Resume', { title: 'Resume the paused run', onClick: () => onAction('resume') }),
       stop: createButton('Stop', { title: 'Stop the run (committed steps are kept)', onClick: () => onAction('stop') }),
@@ -50,7 +54,13 @@ export class Header {
     titleRow.append(this.title, this.stateTag.element, this.runId);
     const controls = el('div', 'controls');
     const buttonGroup = el('div', 'button-group');
-    buttonGroup.append(this.buttons.start.element, this.buttons.pause.element, this.buttons.resume.element, this.buttons.stop.element, this.stateMessage);
+    buttonGroup.append(
+      this.buttons.start.element,
+      this.buttons.pause.element,
+      this.buttons.resume.element,
+      this.buttons.stop.element,
+      this.stateMessage,
+    );
     const trainer = el('div', 'trainer');
     trainer.append(this.rl.element, this.trainerTag.element, this.trainerInfo);
     controls.append(buttonGroup, trainer);
@@ -108,7 +118,9 @@ export class Header {
     if (view.protocol) parts.push(`${view.protocol}${view.url ? ` at ${view.url}` : ''}`);
     else if (view.state === 'not_configured') parts.push('set thetaevolve.trainer.url');
     if (view.enabled || view.lastAckPolicyVersion !== null) {
-      parts.push(view.lastAckPolicyVersion === null ? 'no policy version acknowledged yet' : `policy ${view.lastAckPolicyVersion} acknowledged`);
+      parts.push(
+        view.lastAckPolicyVersion === null ? 'no policy version acknowledged yet' : `policy ${view.lastAckPolicyVersion} acknowledged`,
+      );
     }
     if (view.groupsSent > 0) parts.push(`${formatCount(view.groupsSent)} groups sent`);
     if (view.message) parts.push(view.message);

@@ -63,7 +63,15 @@ export function drawSolutionPicture(canvas: HTMLCanvasElement, picture: Solution
 }
 
 /** Values as bars (a step function) or a line, between y0 and y1, scaled to their maximum. */
-function plot(ctx: CanvasRenderingContext2D, values: readonly number[], y0: number, y1: number, width: number, colour: string, bars: boolean): void {
+function plot(
+  ctx: CanvasRenderingContext2D,
+  values: readonly number[],
+  y0: number,
+  y1: number,
+  width: number,
+  colour: string,
+  bars: boolean,
+): void {
   const max = Math.max(...values, 0) || 1;
   const min = Math.min(...values, 0);
   const span = max - min || 1;

@@ -7,7 +7,7 @@
 // light theme.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
@@ -179,18 +179,37 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
   });
 
-  it('shows the step and best the run database holds (paused, read back with the CLI)', async () => {
-    await clickButton(frame, 'Pause');
-    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'paused', deadlineMs: 120_000, intervalMs: 500 });
+  /** The run's database (the one run of this workspace). */
+  function runDatabaseFile(): string {
     const runsDir = join(workspace, '.thetaevolve', 'runs');
-    const dbFile = join(runsDir, readdirSync(runsDir).find((f) => f.endsWith('.sqlite')) ?? 'missing');
-    const db = JSON.parse(
-      execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', dbFile, '--json'], { encoding: 'utf8' }),
+    return join(runsDir, readdirSync(runsDir).find((f) => f.endsWith('.sqlite')) ?? 'missing');
+  }
+
+  /** What the run database holds, read back with the CLI. */
+  function readRunDatabase(): { lastStep: number; programs: number; best: { score: number; id: string } | null } {
+    return JSON.parse(
+      execFileSync(process.execPath, [join(REPO_ROOT, 'dist', 'cli.js'), 'db', runDatabaseFile(), '--json'], { encoding: 'utf8' }),
     ) as {
       lastStep: number;
       programs: number;
       best: { score: number; id: string } | null;
     };
+  }
+
+  /** The charts once they are drawn again after a theme change (every canvas inked). */
+  function redrawnCharts(theme: string): Promise<CanvasInk[]> {
+    return waitFor(() => canvasInk(frame), {
+      what: `charts redrawn in the ${theme}`,
+      until: (all) => all.length >= 6 && all.every((c) => c.inked > 500),
+      deadlineMs: 30_000,
+      intervalMs: 250,
+    });
+  }
+
+  it('shows the step and best the run database holds (paused, read back with the CLI)', async () => {
+    await clickButton(frame, 'Pause');
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'paused', deadlineMs: 120_000, intervalMs: 500 });
+    const db = readRunDatabase();
     const step = Number(await tileValue(frame, 'step'));
     assert.equal(step, db.lastStep, 'the step shown is the last committed step');
     assert.equal(Number((await tileValue(frame, 'programs in database')).replace(/,/g, '')), db.programs);
@@ -242,8 +261,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       deadlineMs: 60_000,
       intervalMs: 500,
     });
-    await page.waitForTimeout(1500);
-    const ink = await canvasInk(frame);
+    const ink = await redrawnCharts('light theme');
     for (const c of ink) assert.ok(c.inked > 500, `${c.label} blank after the theme change`);
     const background = await frame.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const [r = 0, g = 0, b = 0] = (background.match(/\d+/g) ?? []).map(Number);
@@ -262,8 +280,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       deadlineMs: 60_000,
       intervalMs: 500,
     });
-    await page.waitForTimeout(1500);
-    for (const c of await canvasInk(frame)) assert.ok(c.inked > 500, `${c.label} blank in high contrast`);
+    for (const c of await redrawnCharts('high contrast')) assert.ok(c.inked > 500, `${c.label} blank in high contrast`);
     const shot = await saveScreenshot(page, 'e2e-dashboard-3b-high-contrast');
     assert.ok(shot.distinctColours > 20, `${shot.file} looks blank`);
     // Back to light for the rest.
@@ -281,9 +298,19 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
   it('stops the run with Stop', async () => {
     await clickButton(frame, 'Stop');
     await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'finished', deadlineMs: 120_000, intervalMs: 500 });
-    const stepAfterStop = Number(await tileValue(frame, 'step'));
-    await page.waitForTimeout(4000);
-    assert.equal(Number(await tileValue(frame, 'step')), stepAfterStop, 'no step commits after Stop');
+    // Nothing can commit once no process holds the run: its lock is given back when the run closes.
+    const lock = `${runDatabaseFile()}.lock`;
+    await waitFor(() => existsSync(lock), {
+      what: `${lock} given back after Stop`,
+      until: (held) => !held,
+      deadlineMs: 60_000,
+      intervalMs: 250,
+    });
+    assert.equal(
+      Number(await tileValue(frame, 'step')),
+      readRunDatabase().lastStep,
+      'the step shown is the last one committed, and none commits after Stop',
+    );
     assert.match(await frame.locator('.state-message').first().innerText(), /stop/i);
     await saveScreenshot(page, 'e2e-dashboard-4-stopped');
   });

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { evolveBlockContent } from '../../src/engine/common/diff';
+import { waitFor } from '../support/waitFor';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
   launchBrowser,
@@ -113,13 +114,12 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
     await terminal.waitFor({ state: 'visible', timeout: 30_000 });
     // The task's terminal is the only one: its lines name outcomes and committed steps.
-    const deadline = Date.now() + 60_000;
-    let text = '';
-    while (!/step \d+ committed: best/.test(text) || !/valid/.test(text)) {
-      if (Date.now() > deadline) throw new Error(`the evaluations terminal never showed a committed step; it shows: ${text.slice(-400)}`);
-      await page.waitForTimeout(500);
-      text = (await terminal.innerText()).replace(/\u00a0/g, ' ');
-    }
+    await waitFor(async () => (await terminal.innerText()).replace(/\u00a0/g, ' '), {
+      what: 'a committed step and a valid child in the evaluations terminal',
+      until: (text) => /step \d+ committed: best/.test(text) && /valid/.test(text),
+      deadlineMs: 60_000,
+      intervalMs: 500,
+    });
     await saveScreenshot(page, 'e2e-evolve-3b-terminal');
     await runPaletteCommand(page, 'View: Toggle Terminal');
   });
@@ -129,11 +129,12 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
     await terminal.waitFor({ state: 'visible', timeout: 30_000 });
     const hint = /full output: ThetaEvolve: Open Evaluation Output (s\d+-p\d+#\d+)/;
-    const deadline = Date.now() + 120_000;
-    while (!hint.test((await terminal.innerText()).replace(/\u00a0/g, ' '))) {
-      if (Date.now() > deadline) throw new Error('no evaluation failed in two minutes: the test model writes some invalid children');
-      await page.waitForTimeout(500);
-    }
+    await waitFor(async () => (await terminal.innerText()).replace(/\u00a0/g, ' '), {
+      what: 'a failed evaluation in the terminal (the test model writes some invalid children)',
+      until: (text) => hint.test(text),
+      deadlineMs: 120_000,
+      intervalMs: 500,
+    });
     // Paused, the terminal stops scrolling under the pointer.
     await runPaletteCommand(page, 'ThetaEvolve: Pause Run');
     await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);

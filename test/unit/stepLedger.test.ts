@@ -2,19 +2,19 @@
 // database and generator, then what the ledger records, announces and asks
 // for again when responses fail, arrive or never come.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { classifyChild } from '../../src/engine/classifyChild';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import { Rng } from '../../src/engine/common/rng';
 import type { GenerationJob, SampleResponse } from '../../src/engine/common/types';
 import { databaseConfigFromSettings, ProgramDatabase } from '../../src/engine/database/programDatabase';
+import { NOT_GENERATED } from '../../src/engine/database/records';
 import { MutateSampler } from '../../src/engine/llm/mutateSampler';
 import { outputKeptOf, resampleRoundsOf, type SlotOutcome, StepLedger, viewOfSlot } from '../../src/engine/step/ledger';
 import { planStep } from '../../src/engine/step/plan';
 import { codeHash } from '../../src/engine/codeHash';
 import { loadTask, type Task } from '../../src/engine/task/task';
+import { tempDir } from '../support/tempDirs';
 
 const FIXTURE = resolve(__dirname, '..', 'fixtures', 'tasks', 'quadratic');
 
@@ -36,7 +36,7 @@ describe('step plan and ledger', function () {
   });
   // A database holding the fixture task's starting program.
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'thetaevolve-step-ledger-'));
+    dir = tempDir('thetaevolve-step-ledger-');
     db = await ProgramDatabase.open(join(dir, 'run.sqlite'), { config: databaseConfigFromSettings(settings()) });
     const code = task.initialProgram;
     await db.addInitial({
@@ -48,18 +48,11 @@ describe('step plan and ledger', function () {
       objective: 6,
       outcome: 'valid',
       metrics: {},
-      metaInfoId: null,
-      response: null,
-      reasoning: null,
-      generationMs: 0,
-      evaluationMs: 0,
-      promptTokens: 0,
-      completionTokens: 0,
+      ...NOT_GENERATED,
     });
   });
   afterEach(async () => {
     await db.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /** The plan of step 1 from the generator seeded with 42. */

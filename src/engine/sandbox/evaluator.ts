@@ -140,17 +140,12 @@ function infrastructureFailure(
   reason: string,
   extra: Partial<Omit<FailedEvaluationResult, 'status' | 'score'>> = {},
 ): FailedEvaluationResult {
-  return {
-    status: 'evaluation_failed',
-    score: null,
-    objective: null,
-    metrics: {},
-    reason,
-    durationMs: 0,
-    stdout: '',
-    stderr: '',
-    ...extra,
-  };
+  return { status: 'evaluation_failed', score: null, ...resultWithoutRun(reason), ...extra };
+}
+
+/** What every result has before a run tells more: no objective, metrics or output. */
+function resultWithoutRun(reason: string): Omit<FailedEvaluationResult, 'status' | 'score'> {
+  return { objective: null, metrics: {}, reason, durationMs: 0, stdout: '', stderr: '' };
 }
 
 function penaltyResult(
@@ -158,17 +153,7 @@ function penaltyResult(
   reason: string,
   extra: Partial<ScoredEvaluationResult> = {},
 ): ScoredEvaluationResult {
-  return {
-    status,
-    score: OUTCOME_PENALTY[status],
-    objective: null,
-    metrics: {},
-    reason,
-    durationMs: 0,
-    stdout: '',
-    stderr: '',
-    ...extra,
-  };
+  return { status, score: OUTCOME_PENALTY[status], ...resultWithoutRun(reason), ...extra };
 }
 
 function tail(text: string): string {

@@ -11,7 +11,7 @@ import { Rng } from './common/rng';
 import { objectiveOfScore, type RewardShaping, resolveRewardShaping } from './common/scoring';
 import { codeHash } from './codeHash';
 import { EvaluationOutputWriter } from './evaluationOutputs';
-import type { Task } from './task/task';
+import { fillTemplate, type Task } from './task/task';
 import { outcomeOfEvaluation, type ResponseSource } from './common/types';
 import { errorMessage } from './common/errors';
 import { FailedStep, StopSignal } from './step/abandoned';
@@ -272,8 +272,9 @@ export class EvolutionRun {
       reason: result.reason,
       ...(outputKept ? { outputKept } : {}),
     });
-    // Without the starting program's score there is nothing to evolve from.
-    if (result.status === 'evaluation_failed') throw new Error(`the starting program could not be evaluated: ${result.reason}`);
+    // The health check: without the starting program's score there is nothing to evolve from, and an
+    // evaluator or sandbox that fails on the task's own program would fail every candidate as well.
+    if (result.status === 'evaluation_failed') throw new Error(startFailure(task, result.reason, result.metrics.evaluator_failed === true));
     const record = await db.addInitial({
       parentId: null,
       step: 0,
@@ -307,7 +308,7 @@ export class EvolutionRun {
         type: 'error',
         time: Date.now(),
         fatal: false,
-        message: `the starting program is not valid (${result.status}: ${result.reason}); evolving from it anyway`,
+        message: `the starting program is not valid (${result.status}: ${oneLine(result.reason)}); evolving from it anyway`,
       });
     }
   }
@@ -398,4 +399,23 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     lazyPenalty: s.lazyPenalty,
     seed: s.seed,
   };
+}
+
+/** A reason on one line: its first line, and its last where that says more (an error's last line). */
+function oneLine(reason: string): string {
+  const lines = reason
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  const first = lines[0] ?? '';
+  const last = lines[lines.length - 1] ?? '';
+  return lines.length > 1 && last !== first ? `${first} ... ${last}` : first;
+}
+
+/** Why the run cannot start: the task's evaluator (named) or the sandbox failed on the starting program. */
+function startFailure(task: Task, reason: string, evaluatorFailed: boolean): string {
+  if (!evaluatorFailed) return `the starting program could not be evaluated: ${oneLine(reason)}`;
+  const script = task.evaluatorCommand.find((arg) => /\.(py|c?js|mjs|sh)$/.test(arg)) ?? task.evaluatorCommand[0] ?? 'the evaluator';
+  const name = fillTemplate(script, { ...task.variables, taskDir: task.dir, solution: task.solutionFile });
+  return `the task's evaluator (${name}) failed on the starting program, so no candidate could be scored: ${oneLine(reason)}. Fix the evaluator; \`thetaevolve evaluate ${task.dir} <program>\` shows its whole output.`;
 }

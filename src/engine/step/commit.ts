@@ -68,7 +68,12 @@ export interface CommitInput {
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
 }
 
-/** Commits the step, or throws FailedStep when none of its requests succeeded (nothing committed). */
+/**
+ * Commits the step, or throws FailedStep (nothing committed) when none of its
+ * requests succeeded, or when every evaluation it ran failed on our side (the
+ * sandbox, the task's evaluator, a node): such a step says nothing about the
+ * model, so it is redone or ends the run as thetaevolve.maxFailedSteps says.
+ */
 export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   const { plan, ledger, timings, stepStarted, runStarted, state, rng, db, emit } = input;
   const { step } = plan;
@@ -76,6 +81,12 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   const failures = summarizeFailures(slots.flatMap((slot) => (slot.kind === 'request_failed' ? [slot.error] : [])));
   if (slots.length > 0 && slots.every((slot) => slot.kind === 'request_failed')) {
     throw new FailedStep(`no request of step ${step} succeeded (${slots.length} failed): ${failureSummaryText(failures)}`);
+  }
+  const infrastructure = slots.flatMap((slot) => (slot.kind === 'evaluation_failed' ? [slot.reason.split('\n')[0] ?? ''] : []));
+  if (infrastructure.length > 0 && !slots.some((slot) => slot.kind === 'scored')) {
+    throw new FailedStep(
+      `no evaluation of step ${step} could run (${infrastructure.length} failed on our side, not the model's): ${failureSummaryText(summarizeFailures(infrastructure))}`,
+    );
   }
   const views = slots.map(viewOfSlot);
   input.tokenIds.check(

@@ -1,0 +1,104 @@
+// Whose failure is it: the sandbox or the task's evaluator failing is never
+// scored as the model's. Real sandboxes, real evaluators, the real CLI.
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { Evaluator } from '../../src/engine/sandbox/evaluator';
+import { loadTask } from '../../src/engine/task/task';
+import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
+
+const QUADRATIC = resolve(__dirname, '../fixtures/tasks/quadratic');
+const SANDBOX = { concurrency: 2, memoryLimitMb: 512, outputLimitBytes: 64 * 1024 };
+
+/** A copy of the quadratic task whose evaluator is `evaluator` (Python). */
+function taskWithEvaluator(evaluator: string): string {
+  const dir = join(tempDir('thetaevolve-health-', { mode: 0o755 }), 'quadratic');
+  cpSync(QUADRATIC, dir, { recursive: true });
+  writeFileSync(join(dir, 'evaluate.py'), evaluator);
+  return dir;
+}
+
+const StepLineSchema = z.object({ step: z.number() }).passthrough();
+
+describe('run health: infrastructure failures are never the model’s', function () {
+  this.timeout(120_000);
+
+  it('a sandbox that cannot be set up (a folder bwrap cannot bind) ends evaluation_failed, not a penalty', async () => {
+    const task = { ...(await loadTask(QUADRATIC)), sandboxReadOnlyDirs: { data: '/nonexistent/thetaevolve-missing-folder' } };
+    const evaluator = new Evaluator(task, SANDBOX);
+    try {
+      const result = await evaluator.evaluate(task.initialProgram);
+      assert.equal(result.status, 'evaluation_failed', result.reason);
+      assert.equal(result.score, null);
+      assert.match(result.reason, /the sandbox failed to start/);
+      assert.match(result.reason, /thetaevolve-missing-folder/);
+    } finally {
+      await evaluator.close();
+    }
+  });
+
+  it('an evaluator that raises at import stops the start, naming the evaluator and its last line; no step runs', async () => {
+    const dir = taskWithEvaluator('import os\nos.environ["THETAEVOLVE_NO_SUCH_VARIABLE"]\n');
+    const db = join(dir, '..', 'run.sqlite');
+    const { code, stdout, stderr } = await runCli(
+      ['run', dir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--db', db, '--json'],
+      dir,
+    );
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /the task's evaluator \(.*evaluate\.py\) failed on the starting program, so no candidate could be scored: .*KeyError: 'THETAEVOLVE_NO_SUCH_VARIABLE'/,
+    );
+    const steps = stdout
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .flatMap((line) => (StepLineSchema.safeParse(JSON.parse(line)).success ? [line] : []));
+    assert.deepEqual(steps, [], 'no step may run against a broken evaluator');
+  });
+
+  it('evaluate: a broken evaluator gives evaluation_failed with no score, exit 1, the reason on stderr', async () => {
+    const dir = taskWithEvaluator('raise KeyError("x")\n');
+    const { code, stdout, stderr } = await runCli(['evaluate', dir, join(dir, 'initial.py'), '--json'], dir);
+    assert.equal(code, 1);
+    const json = z
+      .object({ status: z.string(), score: z.null(), metrics: z.record(z.string(), z.unknown()) })
+      .passthrough()
+      .parse(JSON.parse(stdout));
+    assert.equal(json.status, 'evaluation_failed');
+    assert.equal(json.metrics.evaluator_failed, true);
+    assert.match(stderr, /the evaluation could not run \(not the program's fault\): the evaluator exited with code 1/);
+  });
+
+  it('a step whose every evaluation failed on our side stops the run like a step with no answers (maxFailedSteps), and scores nothing', async () => {
+    // Works on the starting program (x = 1), crashes on every other solution: the evaluator's bug, not the children's.
+    const dir = taskWithEvaluator(
+      [
+        'import json, sys',
+        'x = json.load(open(sys.argv[1]))["x"]',
+        'if x != 1:',
+        '    raise RuntimeError("evaluator bug on x=%r" % x)',
+        'print(json.dumps({"valid": True, "objective": 10 - (x - 3) ** 2, "metrics": {}, "reason": ""}))',
+        '',
+      ].join('\n'),
+    );
+    const db = join(dir, '..', 'run.sqlite');
+    const args = ['run', dir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--db', db, '--json'];
+    const { code, stdout, stderr } = await runCli([...args, '--set', 'maxFailedSteps=2'], dir);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /no evaluation of step 1 could run \(\d+ failed on our side, not the model's\): \d+ x the evaluator exited with code 1/,
+    );
+    assert.match(stderr, /\(2 tries in a row; thetaevolve\.maxFailedSteps\); the run stops, every committed step is kept/);
+    assert.ok(!stdout.includes('"step":1'), 'step 1 was never committed');
+    assert.ok(existsSync(db));
+    const summary = await runCli(['db', db, '--json'], dir);
+    assert.equal(
+      z.object({ lastStep: z.number() }).passthrough().parse(JSON.parse(summary.stdout)).lastStep,
+      0,
+      'only the starting program is in the database',
+    );
+  });
+});

@@ -165,6 +165,12 @@ export class RunStore {
         if (typeof key === 'string' && typeof value === 'string') metaRows.set(key, value);
       }
       if (metaRows.get('magic') !== MAGIC) throw refuse('an SQLite file of another program: no ThetaEvolve magic row');
+      // A run about to be resumed is rewritten: a damaged file must be refused now, not carried into the new one.
+      if (!readOnly) {
+        const check = String(sqlDb.exec('PRAGMA quick_check')[0]?.values[0]?.[0] ?? 'no answer');
+        const finding = check.split('\n').find((line) => line !== '' && !line.startsWith('***')) ?? check;
+        if (check !== 'ok') throw refuse(`SQLite's integrity check says it is damaged: ${finding}`);
+      }
       const version = Number(metaRows.get('schema_version'));
       if (!Number.isInteger(version)) throw refuse('missing schema version');
       if (version > SCHEMA_VERSION)

@@ -79,6 +79,8 @@ export interface TestServerOptions {
   listsMaxModelLen?: boolean;
   /** Start in the loading phase: every request gets 503 until setLoading(false). */
   loading?: boolean;
+  /** /v1/models sends its headers and the start of its body, then nothing more (a wedged server or proxy). */
+  modelsStallAfterHeaders?: boolean;
 }
 
 export interface TestServerCounters {
@@ -594,6 +596,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     }
     if (req.method === 'GET' && url.pathname === '/v1/models') {
       counters.modelsRequests++;
+      if (options.modelsStallAfterHeaders) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"object": "list", "data": [');
+        return; // the body never ends: the client's deadline must
+      }
       const created = Math.floor(Date.now() / 1000);
       return sendJson(res, 200, {
         object: 'list',

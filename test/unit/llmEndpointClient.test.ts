@@ -127,6 +127,22 @@ describe('EndpointClient against the test server', function () {
       assert.equal(chosen.model, 'b');
     });
 
+    it('gives up on a server that sends headers and then stalls within its deadline, naming the real figure', async () => {
+      await start({ modelsStallAfterHeaders: true });
+      const started = performance.now();
+      await assert.rejects(clientFor({ requestTimeoutMs: 1500, retrySeconds: 0 }).check(), (err: unknown) => {
+        assert.match(
+          String(err),
+          new RegExp(
+            `No server at ${server.baseURL.replace(/[.]/g, '\\.')} \\(no whole answer within 1.5 s \\(thetaevolve\\.requestTimeoutSeconds`,
+          ),
+        );
+        return true;
+      });
+      // Not the HTTP library's 300 s body timeout: the setting's deadline (the mocha timeout would fail first).
+      assert.ok(performance.now() - started < 10_000, `took ${Math.round(performance.now() - started)} ms`);
+    });
+
     it('says how to start a server when none answers', async () => {
       const port = await closedPort();
       server = await startTestServer(); // for afterEach

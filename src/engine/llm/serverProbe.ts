@@ -101,8 +101,12 @@ export class ServerProbe {
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       let text: string;
+      // One deadline for the headers and the body: a server that sends headers and then stalls is no answer either.
+      const deadline = AbortSignal.timeout(timeout);
       try {
-        response = await this.connection.client.models.list({ signal, timeout, maxRetries: 0 }).asResponse();
+        response = await this.connection.client.models
+          .list({ signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
+          .asResponse();
         text = await response.text();
       } catch (error) {
         if (signal?.aborted) throw new Error('Health check aborted.');
@@ -130,7 +134,9 @@ export class ServerProbe {
           throw new Error(this.connection.redact(`The server at ${baseURL} failed its health check (HTTP ${status}): ${error.message}`));
         }
         const reason =
-          error instanceof APIConnectionTimeoutError ? `no answer within ${Math.round(timeout / 1000)} s` : describeNetworkError(error);
+          deadline.aborted || error instanceof APIConnectionTimeoutError
+            ? `no whole answer within ${formatSeconds(timeout)} (thetaevolve.requestTimeoutSeconds, at most 15 s for this check)`
+            : describeNetworkError(error);
         if (await waitForIt(reason)) continue;
         throw noServer(this.connection.redact(reason));
       }
@@ -175,9 +181,11 @@ export class ServerProbe {
         seed: 0,
         ...this.tokenFields(),
       };
+      const timeout = Math.min(options.requestTimeoutMs, 60_000);
+      const deadline = AbortSignal.timeout(timeout);
       try {
         const response = await this.connection.client.chat.completions
-          .create(body, { signal, timeout: Math.min(options.requestTimeoutMs, 60_000), maxRetries: 0 })
+          .create(body, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
           .asResponse();
         const parsed = ChatCompletionSchema.safeParse(JSON.parse(await response.text()));
         if (!parsed.success) return; // undecided: the first real reply decides
@@ -250,4 +258,9 @@ export class ServerProbe {
       return null; // unreachable now: the estimate serves, and the request itself meets the outage
     }
   }
+}
+
+/** A wait as people read it: "15 s", "1.5 s". */
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
 }

@@ -48,6 +48,8 @@ export interface TrackedRun {
   finishReason: RunFinishReason | null;
   /** The inference server is away (restarting, loading) and requests wait for it. */
   waitingForServer: boolean;
+  /** The run waits for the RL trainer (synchronous step or staleness bound): named in the status bar. */
+  waitingForTrainer: string | null;
   /** The sandbox the run's candidates get, once the run started. */
   isolation: IsolationSummary | null;
   /** The SLURM queue of the run's evaluation jobs (null: evaluated on this machine). */
@@ -219,6 +221,7 @@ export class RunController implements vscode.Disposable {
       sourceLabel: null,
       finishReason: null,
       waitingForServer: false,
+      waitingForTrainer: null,
       isolation: null,
       queue: null,
       message: spec.resume ? 'resuming' : 'starting',
@@ -365,6 +368,9 @@ export class RunController implements vscode.Disposable {
           break;
         case 'error':
           if (event.fatal) run.message = event.message;
+          break;
+        case 'trainer_state':
+          run.waitingForTrainer = event.state.enabled && event.state.waiting ? event.state.url : null;
           break;
         case 'endpoint_state':
           run.waitingForServer = event.waiting;

@@ -29,18 +29,21 @@ export function statusText(run: TrackedRun): string {
         ? '$(check)'
         : run.state === 'error'
           ? '$(error)'
-          : run.waitingForServer
+          : run.waitingForServer || run.waitingForTrainer !== null
             ? '$(watch)'
             : '$(sync~spin)';
   const step = run.lastStep >= 0 ? `step ${run.lastStep}` : run.state === 'starting' ? 'starting' : 'step 0';
   const live = run.state === 'running' || run.state === 'pausing';
-  const rate = live && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
+  const waiting = live && (run.waitingForServer || run.waitingForTrainer !== null);
+  const rate = live && !waiting && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
   const state =
     run.state === 'finished' && run.finishReason === 'stopped'
       ? ' · stopped'
       : live && run.waitingForServer
         ? ' · waiting for the server'
-        : STATE_SUFFIX[run.state];
+        : live && run.waitingForTrainer !== null
+          ? ` · waiting for the trainer at ${run.waitingForTrainer}`
+          : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
   const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
   return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${queue}${state}${sandbox}`;

@@ -2,6 +2,7 @@
 // scored as the model's. Real sandboxes, real evaluators, the real CLI.
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
@@ -100,5 +101,41 @@ describe('run health: infrastructure failures are never the model’s', function
       0,
       'only the starting program is in the database',
     );
+  });
+});
+
+describe('run health: a trainer that never answers is named at once, with the deadline the settings give', function () {
+  this.timeout(120_000);
+
+  it('the CLI says it is connecting, then that the trainer fails and that the run waits for it, and finishes', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket); // accepts, never answers
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const dir = tempDir('thetaevolve-silent-trainer-');
+      const { code, stderr } = await runCli(
+        [
+          ...['run', QUADRATIC, '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', join(dir, 'run.sqlite')],
+          ...['--trainer', url, '--trainer-protocol', 'slime'],
+          ...['--set', 'trainer.requestTimeoutSeconds=1', '--set', 'trainer.syncTimeoutSeconds=2'],
+        ],
+        dir,
+      );
+      assert.equal(code, 0, stderr);
+      const lines = stderr.split('\n');
+      const connecting = lines.findIndex((line) => line.includes(`slime trainer at ${url}: on (sync), connecting`));
+      const notReady = lines.findIndex((line) => line.includes(`the trainer at ${url} is not ready (`) && /1 s/.test(line));
+      const waiting = lines.findIndex((line) => line.includes(`slime trainer at ${url}: waiting for the trainer (synchronous mode`));
+      assert.ok(connecting >= 0, `no 'connecting' line:\n${stderr}`);
+      assert.ok(notReady > connecting, `no 'not ready' line naming the 1 s deadline after it:\n${stderr}`);
+      assert.ok(waiting > notReady, `no 'waiting for the trainer' line after step 1:\n${stderr}`);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });

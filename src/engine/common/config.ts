@@ -420,6 +420,15 @@ export const SETTINGS = [
     description: 'Synchronous mode: longest wait for the trainer to advance before going on with a warning.',
   },
   {
+    key: 'trainer.requestTimeoutSeconds',
+    type: 'integer',
+    default: 30,
+    minimum: 1,
+    maximum: 3600,
+    description:
+      'Longest wait for one reply of the trainer (headers and body); a trainer that accepts the connection and never answers is named and retried with backoff, its rollouts kept in the spool.',
+  },
+  {
     key: 'trainer.resampleRounds',
     type: 'integer',
     default: 2,

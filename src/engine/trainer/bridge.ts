@@ -109,7 +109,7 @@ export class TrainerBridge {
     this.backoff = { baseMs: options.backoff?.baseMs ?? 250, maxMs: options.backoff?.maxMs ?? 10_000, maxRetryAfterMs: 60_000 };
     this.pollIntervalMs = options.pollIntervalMs ?? 250;
     const url = this.settings['trainer.url'].trim();
-    const timeoutMs = options.requestTimeoutMs ?? 30_000;
+    const timeoutMs = options.requestTimeoutMs ?? this.settings['trainer.requestTimeoutSeconds'] * 1000;
     const onWarning = (message: string) => this.warn(message);
     if (!url) {
       // Settings may be saved without a URL while the toggle is off; turning it on then fails clearly.
@@ -195,6 +195,8 @@ export class TrainerBridge {
     // a crash cut its acknowledgement.
     const unposted = pending.find((g) => !this.client.awaitsTrainer(g, spool));
     if (unposted) this.inDoubt.add(unposted.id);
+    // Said at once: reaching the trainer may take up to trainer.requestTimeoutSeconds.
+    this.emitState();
     try {
       await this.client.connect(spool, signal);
       this.connected = true;

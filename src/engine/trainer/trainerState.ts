@@ -32,8 +32,14 @@ export interface TrainerState {
 /** A line for people when something they should know about changed, else null. */
 export function trainerStateLine(previous: TrainerState | null, next: TrainerState): string | null {
   const where = `${next.protocol} trainer at ${next.url}`;
-  if (previous === null || previous.enabled !== next.enabled)
-    return next.enabled ? `${where}: on (${next.mode})` : `${where}: off; spooled groups are kept`;
+  if (previous === null || previous.enabled !== next.enabled) {
+    if (!next.enabled) return `${where}: off; spooled groups are kept`;
+    return `${where}: on (${next.mode})${next.connected || next.lastError !== null ? '' : ', connecting'}`;
+  }
+  if (!previous.waiting && next.waiting) {
+    const why = next.mode === 'sync' ? 'synchronous mode: the next step starts once it has taken this one' : 'the staleness bound';
+    return `${where}: waiting for the trainer (${why}); ${next.pendingGroups} group(s) spooled, ${next.queuedGroups} queued for it`;
+  }
   if (previous.connected !== next.connected) {
     return next.connected
       ? `${where}: connected${next.trainerStep !== null ? `, trainer step ${next.trainerStep}` : ''}`

@@ -200,8 +200,10 @@ export class EvolutionRun {
     }
     unsubscribe?.();
     const db = this.db;
-    const best = db?.best() ?? null;
-    const lastStep = db?.lastStep ?? -1;
+    // After a failed write (a full disk) memory is ahead of the file: report what the file holds.
+    const durable = db?.failedWrite ? await this.durableState() : null;
+    const best = durable ? durable.best : (db?.best() ?? null);
+    const lastStep = durable ? durable.lastStep : (db?.lastStep ?? -1);
     if (!message) message = finishMessage(reason, lastStep);
     this.emit({
       type: 'run_finished',
@@ -237,6 +239,20 @@ export class EvolutionRun {
       await new Promise<void>((resolve) => this.resumeWaiters.push(resolve));
     }
     if (!this.stopController.signal.aborted) this.emit({ type: 'resumed', time: Date.now(), step });
+  }
+
+  /** The best program and last step the database file holds (read back from disk). */
+  private async durableState(): Promise<{ best: ProgramRecord | null; lastStep: number }> {
+    try {
+      const file = await ProgramDatabase.openReadOnly(this.spec.dbFile);
+      try {
+        return { best: file.best(), lastStep: file.lastStep };
+      } finally {
+        await file.close();
+      }
+    } catch {
+      return { best: null, lastStep: -1 };
+    }
   }
 
   private async addInitialProgram(db: ProgramDatabase): Promise<void> {

@@ -1,7 +1,8 @@
 // Whose failure is it: the sandbox or the task's evaluator failing is never
 // scored as the model's. Real sandboxes, real evaluators, the real CLI.
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -136,6 +137,43 @@ describe('run health: a trainer that never answers is named at once, with the de
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
+
+describe('run health: a full disk', function () {
+  this.timeout(180_000);
+
+  it('ends the run naming the disk, leaves no temporary file, and the last line names a best the database holds', async function () {
+    // A small tmpfs is a full disk on demand; mounting one needs root (CI and GPU boxes run as root).
+    if (process.getuid?.() !== 0) this.skip();
+    const mount = tempDir('thetaevolve-full-disk-');
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=192k', 'tmpfs', mount]);
+    try {
+      const db = join(mount, 'run.sqlite');
+      const args = ['run', QUADRATIC, '--sampler', 'mutate', '--steps', '500', '--batch', '4', '--samples', '4', '--db', db];
+      const { code, stderr } = await runCli(args, tempDir('thetaevolve-full-disk-cwd-'));
+      assert.equal(code, 1, stderr);
+      assert.match(
+        stderr,
+        /step \d+ could not be saved to .*run\.sqlite: the disk is full \(ENOSPC\); the file keeps every step before it/,
+      );
+      assert.deepEqual(
+        readdirSync(mount).filter((name) => name.endsWith('.tmp')),
+        [],
+        'a failed write takes its temporary file with it',
+      );
+      const last = /thetaevolve run: .*; best \S+ \((\w+)\); database /.exec(stderr);
+      assert.ok(last, `no final line:\n${stderr.slice(-2000)}`);
+      const best = await runCli(['db', db, '--best', '--json'], mount);
+      assert.equal(best.code, 0, best.stderr);
+      assert.equal(
+        z.object({ id: z.string() }).passthrough().parse(JSON.parse(best.stdout)).id,
+        last[1],
+        'the best named is the one the file holds',
+      );
+    } finally {
+      execFileSync('umount', ['-l', mount]);
     }
   });
 });

@@ -4,6 +4,7 @@
 // each step as a change set; the run store (runStore.ts), which writes that
 // change set in one transaction and replaces the file atomically; and the
 // read queries (queries.ts).
+import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
 import type { Population } from './population';
 import { RunQueries } from './queries';
@@ -30,6 +31,21 @@ export interface CommitResult {
 
 function describe(err: unknown): string {
   return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
+}
+
+/** A step could not be saved: the file still holds every step before it. */
+export class DatabaseWriteError extends ThetaEvolveError {
+  override readonly name = 'DatabaseWriteError';
+}
+
+/** A failure of the file system while saving, said for people (a full disk as such); anything else as it is. */
+function writeFailure(file: string, step: number, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== 'string') return err;
+  const why = code === 'ENOSPC' || code === 'EDQUOT' ? `the disk is full (${code})` : describe(err);
+  return new DatabaseWriteError(`step ${step} could not be saved to ${file}: ${why}; the file keeps every step before it`, {
+    cause: err,
+  });
 }
 
 export class ProgramDatabase {
@@ -189,7 +205,7 @@ export class ProgramDatabase {
       return record;
     } catch (err) {
       this.broken = describe(err);
-      throw err;
+      throw writeFailure(this.file, 0, err);
     } finally {
       this.busy = false;
     }
@@ -222,10 +238,15 @@ export class ProgramDatabase {
       };
     } catch (err) {
       this.broken = describe(err);
-      throw err;
+      throw writeFailure(this.file, input.step, err);
     } finally {
       this.busy = false;
     }
+  }
+
+  /** Why a commit failed (a full disk, say), leaving this copy ahead of the file; null while every write landed. */
+  get failedWrite(): string | null {
+    return this.broken;
   }
 
   async close(): Promise<void> {

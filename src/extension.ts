@@ -14,6 +14,7 @@ import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
 import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
 import { rememberTaskFile } from './vscode/taskPicker';
+import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
 import { runHostTestsIfRequested } from './vscode/testHook';
 
@@ -29,6 +30,8 @@ export interface ThetaEvolveApi {
   onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
   /** Following the best (thetaevolve.followBest) is done with a new best of the active run: what became of it. */
   onDidHandleBest: vscode.Event<{ programId: string; outcome: FollowOutcome }>;
+  /** A run ended in an error: the notification shown. */
+  onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -46,6 +49,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
       },
     }),
     registerStatusBar(controller),
+    registerRunFailures(controller),
     registerEvaluationTasks(context.extensionPath, controller),
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
@@ -59,6 +63,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidFailCommand,
     onDidOfferStartFailure,
     onDidHandleBest,
+    onDidNotifyRunFailure,
   };
 }
 

@@ -12,6 +12,7 @@ import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { OPEN_OUTPUT_TITLE, OUTPUT_SCHEME, outputUri } from '../../src/vscode/evaluationOutputDocuments';
 import type { StartFailureOffer } from '../../src/vscode/runCommands';
+import type { RunFailureNotice } from '../../src/vscode/runFailures';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
 import { waitFor } from '../support/waitFor';
@@ -424,6 +425,48 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       } finally {
         for (const s of subs) s.dispose();
         renameSync(`${taskFile}.moved`, taskFile);
+      }
+    });
+  });
+
+  describe('a task whose evaluator fails on the starting program', () => {
+    let program: vscode.Uri;
+    let dir: string;
+
+    before(async () => {
+      ({ program, dir } = await taskCopy(theta, 'flows-broken-evaluator'));
+      writeFileSync(join(dir, 'evaluate.py'), 'import os\nos.environ["THETAEVOLVE_NO_SUCH_VARIABLE"]\n');
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('stops the run before any step, saying in a notification that the evaluator failed and why; no step is committed', async () => {
+      const notice = new Promise<RunFailureNotice>((resolve) => {
+        const sub = theta.onDidNotifyRunFailure((n) => {
+          sub.dispose();
+          resolve(n);
+        });
+      });
+      let committed = 0;
+      const counting = theta.controller.onDidEngineEvent(({ event }) => {
+        if (event.type === 'step_committed') committed++;
+      });
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const shown = await notice;
+        assert.match(
+          shown.message,
+          /^ThetaEvolve: run flows-broken-evaluator-\S+ stopped: the task's evaluator \(.*evaluate\.py\) failed on the starting program/,
+        );
+        assert.match(shown.message, /KeyError: 'THETAEVOLVE_NO_SUCH_VARIABLE'/);
+        assert.deepEqual(shown.buttons, ['Open Log']);
+        await waitFor(() => theta.controller.latest?.state, { what: 'the run to show as failed', until: (state) => state === 'error' });
+        assert.match(statusText(theta.controller.latest as TrackedRun), /failed/);
+        assert.equal(committed, 0, 'no step runs against a broken evaluator');
+      } finally {
+        counting.dispose();
       }
     });
   });

@@ -368,6 +368,39 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal(result.objective, 1e9);
       assert.equal(readFileSync(join(dir, 'evaluator.py'), 'utf8').includes('tampered'), false, 'the task folder is mounted read-only');
     });
+
+    it("the candidate sees a copy of the folder without its dotfiles and run data (.env, .git, .thetaevolve's databases)", async () => {
+      const dir = await folder(`${IMPORT}def evaluate(p):\n    return {"combined_score": float(load(p).VALUE)}\n`);
+      writeFileSync(join(dir, '.env'), 'OPENAI_API_KEY=sk-secret\n');
+      mkdirSync(join(dir, '.git'));
+      writeFileSync(join(dir, '.git', 'config'), '[remote]\n');
+      mkdirSync(join(dir, '.thetaevolve', 'runs'), { recursive: true });
+      writeFileSync(join(dir, '.thetaevolve', 'runs', 'other.sqlite'), 'other runs');
+      writeFileSync(join(dir, 'old-run.sqlite'), 'a run kept beside');
+      writeFileSync(join(dir, 'data.txt'), 'the evaluator may need this');
+      const snoop = [
+        '# EVOLVE-BLOCK-START',
+        'import os, sys',
+        'seen = sorted(n for folder in sys.path if os.path.isfile(os.path.join(folder, "evaluator.py")) for n in os.listdir(folder))',
+        'VALUE = 2.0 if seen == ["config.yaml", "data.txt", "evaluator.py", "initial_program.py"] or seen == ["data.txt", "evaluator.py", "initial_program.py"] else 1.0',
+        'print("folder as the candidate sees it:", seen)',
+        '# EVOLVE-BLOCK-END',
+        '',
+      ].join('\n');
+      const result = await evaluateIn(dir, snoop);
+      assert.equal(result.status, 'ok', result.reason);
+      assert.equal(result.objective, 2, `the candidate saw more than the evaluator's files: ${result.stdout}`);
+    });
+
+    it('works for a folder below a private (0700) folder, as under /root: the sandbox user reads a copy', async () => {
+      const hidden = mkdtempSync(join(scratch, 'private-'));
+      chmodSync(hidden, 0o700);
+      const dir = join(hidden, 'task');
+      cpSync(await folder(`${IMPORT}def evaluate(p):\n    return {"combined_score": float(load(p).VALUE)}\n`), dir, { recursive: true });
+      const result = await evaluateIn(dir);
+      assert.equal(result.status, 'ok', result.reason);
+      assert.equal(result.objective, 1.5);
+    });
   });
 
   it('copies of the fixtures keep working: nothing is written into the folder', async () => {

@@ -9,6 +9,7 @@
 // Kernel settings are only probed (opened for writing, never written).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { cpSync, existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { forDisplay } from '../../src/engine/common/displayText';
@@ -37,8 +38,26 @@ interface CliRun {
 /** `thetaevolve ...` as a real process, with exactly this environment; `prefix` runs it through another program (setpriv, a keyring holder). */
 function runCli(args: string[], env: Record<string, string>, prefix: string[] = []): Promise<CliRun> {
   const command = [...prefix, process.execPath, '--import', 'tsx', join(REPO, 'src/cli.ts'), ...args];
+  return spawnCli(command, REPO, env);
+}
+
+/**
+ * `thetaevolve ...` as the unprivileged user: the built CLI and the fixture
+ * task from a copy everyone can read, since the checkout may sit below a
+ * private (0700) folder that user cannot enter. Needs `npm run build`.
+ */
+function runCliAsUser(args: (fixture: string) => string[], env: Record<string, string>, asUser: string[]): Promise<CliRun> {
+  const built = join(REPO, 'dist', 'cli.js');
+  if (!existsSync(built)) throw new Error(`${built} is missing: run \`npm run build\` first (npm test does)`);
+  const copy = tempDir('thetaevolve-as-user-', { mode: 0o755 });
+  cpSync(join(REPO, 'dist'), join(copy, 'dist'), { recursive: true });
+  cpSync(FIXTURE, join(copy, 'task'), { recursive: true });
+  return spawnCli([...asUser, process.execPath, join(copy, 'dist', 'cli.js'), ...args(join(copy, 'task'))], copy, env);
+}
+
+function spawnCli(command: string[], cwd: string, env: Record<string, string>): Promise<CliRun> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(command[0] as string, command.slice(1), { cwd: REPO, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+    const child = spawn(command[0] as string, command.slice(1), { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -394,8 +413,8 @@ describe('sandbox: containment on every host mode', function () {
     const setpriv = findExecutable('setpriv');
     if (IS_ROOT && setpriv) {
       const asUser = [setpriv, '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
-      const userRefused = await runCli(
-        ['evaluate', FIXTURE, writer, '--json'],
+      const userRefused = await runCliAsUser(
+        (fixture) => ['evaluate', fixture, writer, '--json'],
         { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' },
         asUser,
       );
@@ -406,7 +425,11 @@ describe('sandbox: containment on every host mode', function () {
         'user-environ.py',
         `import glob\ngot = [p for p in glob.glob("/proc/*/environ") if b"${secret}" in open(p, "rb").read()]\nimport sys\n${ESCAPED}${WRITE_VALUE}`,
       );
-      const user = await runCli(['evaluate', FIXTURE, reader, '--json'], { OPENAI_API_KEY: secret, HOME: '/tmp', TMPDIR: '/tmp' }, asUser);
+      const user = await runCliAsUser(
+        (fixture) => ['evaluate', fixture, reader, '--json'],
+        { OPENAI_API_KEY: secret, HOME: '/tmp', TMPDIR: '/tmp' },
+        asUser,
+      );
       assert.equal(jsonResult(user).status, 'ok', user.stdout + user.stderr);
     }
     await assert.rejects(stat(marker), 'a candidate ran without consent');
@@ -429,8 +452,8 @@ describe('sandbox: containment on every host mode', function () {
         '    os._exit(0)\n' +
         WRITE_VALUE,
     );
-    const run = await runCli(
-      ['evaluate', FIXTURE, daemon, '--json', '--allow-weak-isolation'],
+    const run = await runCliAsUser(
+      (fixture) => ['evaluate', fixture, daemon, '--json', '--allow-weak-isolation'],
       { THETAEVOLVE_ISOLATION: 'fallback', HOME: '/tmp', TMPDIR: '/tmp' },
       [setpriv as string, '--reuid=65534', '--regid=65534', '--clear-groups', '--'],
     );

@@ -45,6 +45,7 @@ import {
   sandboxExecProfile,
   seccompFilterFor,
 } from './isolation';
+import { readOnlyCopies } from './readOnlyCopies';
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
@@ -294,6 +295,8 @@ export class Evaluator implements EvaluationBackend {
   private readonly info: IsolationInfo;
   private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
   private readonly scratchDir: string;
+  /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
+  private readonly readOnlyCopies: Record<string, string>;
   private readonly seccompFilter: Buffer | null;
   private readonly onWarning: ((message: string) => void) | undefined;
   /** The K concurrent evaluations. */
@@ -327,6 +330,8 @@ export class Evaluator implements EvaluationBackend {
     if (this.isolation.weak && !this.options.allowWeakIsolation) throw new SandboxUnavailableError(this.isolation);
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
+    // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
+    this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Semaphore(this.options.concurrency);
@@ -351,6 +356,7 @@ export class Evaluator implements EvaluationBackend {
   async close(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
+    for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -458,7 +464,7 @@ export class Evaluator implements EvaluationBackend {
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
   private readOnlyDirs(): { name: string; hostDir: string; sandboxDir: string }[] {
-    return Object.entries(this.task.sandboxReadOnlyDirs).map(([name, hostDir]) => ({
+    return Object.entries(this.readOnlyCopies).map(([name, hostDir]) => ({
       name,
       hostDir,
       sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}`,

@@ -369,9 +369,16 @@ export class RunController implements vscode.Disposable {
         case 'error':
           if (event.fatal) run.message = event.message;
           break;
-        case 'trainer_state':
-          run.waitingForTrainer = event.state.enabled && event.state.waiting ? event.state.url : null;
+        case 'trainer_state': {
+          const waitingFor = event.state.enabled && event.state.waiting ? event.state.url : null;
+          // The log says when a wait for the trainer begins and ends, naming it (the status bar shows it meanwhile).
+          if (waitingFor !== null && run.waitingForTrainer === null)
+            log().warn(`[${runId}] waiting for the ${event.state.protocol} trainer at ${waitingFor} (${event.state.mode} mode)`);
+          if (waitingFor === null && run.waitingForTrainer !== null)
+            log().info(`[${runId}] the wait for the trainer at ${run.waitingForTrainer} is over`);
+          run.waitingForTrainer = waitingFor;
           break;
+        }
         case 'endpoint_state':
           run.waitingForServer = event.waiting;
           run.message = event.message;

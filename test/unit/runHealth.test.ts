@@ -2,7 +2,8 @@
 // scored as the model's. Real sandboxes, real evaluators, the real CLI.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -27,18 +28,31 @@ const StepLineSchema = z.object({ step: z.number() }).passthrough();
 describe('run health: infrastructure failures are never the model’s', function () {
   this.timeout(120_000);
 
-  it('a sandbox that cannot be set up (a folder bwrap cannot bind) ends evaluation_failed, not a penalty', async () => {
-    const task = { ...(await loadTask(QUADRATIC)), sandboxReadOnlyDirs: { data: '/nonexistent/thetaevolve-missing-folder' } };
+  it('a sandbox that cannot be set up (a folder bwrap cannot bind: its copy was removed) ends evaluation_failed, not a penalty', async () => {
+    const key = `gone${process.pid}`;
+    const task = { ...(await loadTask(QUADRATIC)), sandboxReadOnlyDirs: { [key]: QUADRATIC } };
     const evaluator = new Evaluator(task, SANDBOX);
     try {
+      // What a temp-folder cleaner (or a lost disk) does between the start of a run and an evaluation.
+      for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(`thetaevolve-ro-${key}-`))) {
+        rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      }
       const result = await evaluator.evaluate(task.initialProgram);
       assert.equal(result.status, 'evaluation_failed', result.reason);
       assert.equal(result.score, null);
       assert.match(result.reason, /the sandbox failed to start/);
-      assert.match(result.reason, /thetaevolve-missing-folder/);
+      assert.match(result.reason, new RegExp(`thetaevolve-ro-${key}-`));
     } finally {
       await evaluator.close();
     }
+  });
+
+  it('a task folder that cannot be copied for the sandbox stops the start, naming it', async () => {
+    const task = { ...(await loadTask(QUADRATIC)), sandboxReadOnlyDirs: { data: '/nonexistent/thetaevolve-missing-folder' } };
+    assert.throws(
+      () => new Evaluator(task, SANDBOX),
+      /cannot copy \/nonexistent\/thetaevolve-missing-folder \(the task's \{data\}\) for the sandbox: ENOENT/,
+    );
   });
 
   it('an evaluator that raises at import stops the start, naming the evaluator and its last line; no step runs', async () => {

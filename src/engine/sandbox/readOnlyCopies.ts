@@ -4,8 +4,14 @@
 // other runs' databases) and run databases, and everyone may read it, so the
 // unprivileged sandbox user can also when the folder sits below a private
 // (0700) one, as a checkout under /root does.
-import { chmodSync, cpSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { errorMessage, ThetaEvolveError } from '../common/errors';
+
+/** A folder the task gives its candidates could not be copied for the sandbox (missing, unreadable, a full disk). */
+export class ReadOnlyCopyError extends ThetaEvolveError {
+  override readonly name = 'ReadOnlyCopyError';
+}
 
 /** What a copy leaves out: hidden entries, Python caches and run databases (and what sits beside them). */
 export function keptInCopy(path: string): boolean {
@@ -18,7 +24,12 @@ export function readOnlyCopies(dirs: Readonly<Record<string, string>>, scratchDi
   const copies: Record<string, string> = {};
   for (const [name, hostDir] of Object.entries(dirs)) {
     const copy = mkdtempSync(join(scratchDir, `thetaevolve-ro-${name}-`));
-    cpSync(hostDir, copy, { recursive: true, filter: (source) => source === hostDir || keptInCopy(source) });
+    try {
+      cpSync(hostDir, copy, { recursive: true, filter: (source) => source === hostDir || keptInCopy(source) });
+    } catch (err) {
+      for (const made of [copy, ...Object.values(copies)]) rmSync(made, { recursive: true, force: true });
+      throw new ReadOnlyCopyError(`cannot copy ${hostDir} (the task's {${name}}) for the sandbox: ${errorMessage(err)}`, { cause: err });
+    }
     for (const entry of readdirSync(copy, { recursive: true, withFileTypes: true })) {
       if (entry.isSymbolicLink()) continue; // chmod would follow it
       const path = join(entry.parentPath, entry.name);

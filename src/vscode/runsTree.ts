@@ -291,11 +291,16 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
       item.description = `${String(item.description)} · score not protected`;
       item.iconPath = new vscode.ThemeIcon('warning');
     }
-    item.tooltip = new vscode.MarkdownString(
-      `**${node.runId}**\n\nTask: ${task}\n\nProgram: \`${program}\`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: \`${node.dbFile}\`` +
-        (unprotected ? `\n\n$(warning) Score not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}` : ''),
-      true,
-    );
+    // Names and paths come from the database and the folder (anyone's): as text, never as Markdown.
+    const tooltip = new vscode.MarkdownString('', true);
+    tooltip.appendMarkdown('**').appendText(node.runId).appendMarkdown('**\n\nTask: ').appendText(task);
+    tooltip.appendMarkdown('\n\nProgram: ').appendText(program);
+    tooltip
+      .appendMarkdown(`\n\nPrograms: ${node.info.summary.programs} · steps: ${node.info.summary.steps}\n\nDatabase: `)
+      .appendText(node.dbFile);
+    if (unprotected)
+      tooltip.appendMarkdown('\n\n$(warning) ').appendText(`Score not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}`);
+    item.tooltip = tooltip;
     return item;
   }
 

@@ -66,9 +66,10 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
       (run.isolation
         ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}`
         : '');
-    const tooltip = new vscode.MarkdownString(
-      `**ThetaEvolve: ${run.taskTitle}** (${run.direction})\n\nRun \`${run.runId}\`: ${run.message}${sandbox}\n\nClick to open the dashboard.`,
-    );
+    // The task's title and the run's message (an evaluator's or server's words) are shown as text, never as Markdown.
+    const tooltip = new vscode.MarkdownString();
+    tooltip.appendMarkdown('**').appendText(`ThetaEvolve: ${run.taskTitle}`).appendMarkdown(`** (${run.direction})\n\nRun `);
+    tooltip.appendText(`${run.runId}: ${run.message}${sandbox}`).appendMarkdown('\n\nClick to open the dashboard.');
     // A weaker sandbox stays visible for the whole run, not only in a log.
     item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     item.tooltip = tooltip;

@@ -429,6 +429,35 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('names from the folder in tooltips', () => {
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('the Runs view shows a folder named like Markdown (a link, bold) as text, not as Markdown', async () => {
+      const dir = join(workspaceDir(), 'md [open](command:workbench.action.quit) **bold**');
+      cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
+      const taskFile = join(dir, 'task.json');
+      const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
+      writeFileSync(taskFile, JSON.stringify({ ...task, name: 'flows-markdown' }, null, 2));
+      const program = vscode.Uri.file(join(dir, 'initial.py'));
+      await theta.rememberTaskFor(program, taskFile);
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await committed;
+      const run = await stopRun(theta.controller);
+      assert.ok(run);
+      await theta.tree.refresh();
+      const node = (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === run.runId);
+      assert.ok(node, 'the run is in the Runs view');
+      const tooltip = theta.tree.getTreeItem(node).tooltip;
+      assert.ok(tooltip instanceof vscode.MarkdownString);
+      assert.ok(!tooltip.value.includes('[open](command:'), `a link was made of the folder's name: ${tooltip.value}`);
+      assert.ok(!tooltip.value.includes(' **bold**'), `Markdown emphasis was kept raw: ${tooltip.value}`);
+      assert.ok(tooltip.value.includes('open'), tooltip.value);
+    });
+  });
+
   describe('a task whose evaluator fails on the starting program', () => {
     let program: vscode.Uri;
     let dir: string;

@@ -392,6 +392,21 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal(result.objective, 2, `the candidate saw more than the evaluator's files: ${result.stdout}`);
     });
 
+    it('keeps at most 100 metrics of a reply (and 500 characters of a text), counting what it dropped: a candidate cannot bloat the database', async () => {
+      const dir = await folder(
+        `${IMPORT}def evaluate(p):\n    m = {"combined_score": float(load(p).VALUE), "note": "x" * 100000}\n    m.update({"m%d" % i: i for i in range(9000)})\n    return m\n`,
+      );
+      const result = await evaluateIn(dir);
+      assert.equal(result.status, 'ok', result.reason);
+      assert.equal(result.objective, 1.5);
+      assert.ok(Object.keys(result.metrics).length <= 101, `${Object.keys(result.metrics).length} metrics kept`);
+      assert.ok(
+        typeof result.metrics.metrics_dropped === 'number' && result.metrics.metrics_dropped >= 8900,
+        String(result.metrics.metrics_dropped),
+      );
+      assert.ok(JSON.stringify(result.metrics).length < 20_000, `${JSON.stringify(result.metrics).length} characters of metrics`);
+    });
+
     it('works for a folder below a private (0700) folder, as under /root: the sandbox user reads a copy', async () => {
       const hidden = mkdtempSync(join(scratch, 'private-'));
       chmodSync(hidden, 0o700);

@@ -45,6 +45,7 @@ import {
   sandboxExecProfile,
   seccompFilterFor,
 } from './isolation';
+import { limitMetrics } from './metricsLimit';
 import { readOnlyCopies } from './readOnlyCopies';
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, runProcess } from './process';
@@ -186,7 +187,8 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
   if (!parsed.success) {
     return { ok: false, problem: `the evaluator's reply is malformed at ${zodIssueText(parsed.error, '(top level)')}` };
   }
-  return { ok: true, reply: parsed.data };
+  // Stored with every program: within limits, whatever the evaluator (or a candidate beside it) returned.
+  return { ok: true, reply: { ...parsed.data, metrics: limitMetrics(parsed.data.metrics) } };
 }
 
 /**

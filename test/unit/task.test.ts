@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer } from '../server/openaiTestServer';
@@ -88,6 +88,25 @@ describe('task format', () => {
       /field rewardShaping\.upper: upper must be greater than lower/,
     );
     assert.match(await loadError('{"name": "tiny",'), /not valid JSON/);
+  });
+
+  it('reads only regular files under a size cap: a program linked to /dev/zero or a huge one is refused, naming it', async () => {
+    const zero = await taskFolder({ ...MINIMAL, initialProgram: 'zero.py' }, PROGRAM);
+    symlinkSync('/dev/zero', join(zero, 'zero.py'));
+    await assert.rejects(
+      loadTask(zero),
+      /field initialProgram: cannot read .*zero\.py: it is not a regular file \(a device, a pipe or a folder\)/,
+    );
+    const huge = await taskFolder({ ...MINIMAL, initialProgram: 'huge.py' }, PROGRAM);
+    writeFileSync(join(huge, 'huge.py'), `${PROGRAM}\n#${'x'.repeat(5 * 1024 * 1024)}\n`);
+    await assert.rejects(
+      loadTask(huge),
+      /field initialProgram: cannot read .*huge\.py: it is \d+ bytes, over the 4194304 a task's file may hold/,
+    );
+    // A link to a regular file is fine (git stores links).
+    const linked = await taskFolder({ ...MINIMAL, initialProgram: 'linked.py' }, PROGRAM);
+    symlinkSync(join(linked, 'initial.py'), join(linked, 'linked.py'));
+    assert.equal((await loadTask(linked)).initialProgram, PROGRAM);
   });
 
   it('checks placeholders, the initial program and the commands', async () => {

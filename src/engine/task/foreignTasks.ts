@@ -15,12 +15,13 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errorMessage, zodIssueText } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
+import { readTaskText } from './taskText';
 
 export type ForeignLayout = Exclude<TaskLayout, 'task.json'>;
 
@@ -205,11 +206,9 @@ function defines(source: string, name: string): boolean {
 }
 
 async function readText(file: string, what: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    throw new TaskError(`${file}: cannot read the ${what}`);
-  }
+  const read = await readTaskText(file);
+  if (!read.ok) throw new TaskError(`${file}: cannot read the ${what}: it ${read.problem}`);
+  return read.text;
 }
 
 /** What a folder's files say about running it (config.yaml for OpenEvolve; our defaults otherwise). */

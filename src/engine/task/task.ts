@@ -1,7 +1,7 @@
 // The task format: a folder with task.json (validated by the zod schema
 // below, also published as media/task.schema.json for editors), the initial
 // program and the trusted evaluator. See src/engine/task/README.md.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DirectionSchema } from '../common/events';
@@ -9,6 +9,7 @@ import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
 import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
 import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
+import { readTaskText } from './taskText';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -266,12 +267,9 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if (err instanceof TaskError) throw err;
     throw new TaskError(`${dirOrFile}: no such task folder`);
   }
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    throw new TaskError(`${file}: cannot read the task file (a task folder holds task.json)`);
-  }
+  const read = await readTaskText(file);
+  if (!read.ok) throw new TaskError(`${file}: cannot read the task file (a task folder holds task.json): it ${read.problem}`);
+  const text = read.text;
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -284,12 +282,9 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     fail(file, ['initialProgram'], `must be relative to the task folder (got ${describeValue(spec.initialProgram)})`);
   const initialProgramPath = resolve(dir, spec.initialProgram);
   if (relative(dir, initialProgramPath).startsWith('..')) fail(file, ['initialProgram'], 'must stay inside the task folder');
-  let initialProgram: string;
-  try {
-    initialProgram = await readFile(initialProgramPath, 'utf8');
-  } catch {
-    return fail(file, ['initialProgram'], `cannot read ${initialProgramPath}`);
-  }
+  const program = await readTaskText(initialProgramPath);
+  if (!program.ok) return fail(file, ['initialProgram'], `cannot read ${initialProgramPath}: it ${program.problem}`);
+  const initialProgram = program.text;
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) fail(file, ['initialProgram'], `${basename(initialProgramPath)}: ${blockProblem}`);
   if (initialProgram.length > spec.maxCodeLength) {

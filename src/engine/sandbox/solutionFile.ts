@@ -2,6 +2,7 @@
 // symbolic links followed, only regular files, size-capped before reading.
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { readStart } from '../boundedRead';
 import { formatBytes } from './process';
 
 export type SolutionRead = { ok: true; bytes: Buffer } | { ok: false; reason: string };
@@ -52,16 +53,10 @@ export async function readSolutionFile(path: string, name: string, maxBytes: num
     if (stats.size > maxBytes)
       return { ok: false, reason: `${name} is ${formatBytes(stats.size)}, over the ${formatBytes(maxBytes)} limit` };
     // One byte more than stat says, to notice a file still growing.
-    const buffer = Buffer.alloc(stats.size + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    if (length > stats.size) return { ok: false, reason: `${name} changed while being read` };
-    if (length === 0) return { ok: false, reason: solutionReadProblem('empty', name) };
-    return { ok: true, bytes: buffer.subarray(0, length) };
+    const bytes = await readStart(handle, stats.size + 1);
+    if (bytes.length > stats.size) return { ok: false, reason: `${name} changed while being read` };
+    if (bytes.length === 0) return { ok: false, reason: solutionReadProblem('empty', name) };
+    return { ok: true, bytes };
   } catch (err) {
     return { ok: false, reason: `${name} cannot be read (${errorCode(err) || (err instanceof Error ? err.message : 'error')})` };
   } finally {

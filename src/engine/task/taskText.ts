@@ -4,6 +4,7 @@
 // regular files (a link to one is fine: git stores links) under a size cap
 // are read, and never more than the cap.
 import { open } from 'node:fs/promises';
+import { readStart } from '../boundedRead';
 
 /** Far above any real task file, far below what would fill the extension host's memory. */
 export const TASK_TEXT_MAX_BYTES = 4 * 1024 * 1024;
@@ -22,15 +23,10 @@ export async function readTaskText(file: string, maxBytes = TASK_TEXT_MAX_BYTES)
     const stats = await handle.stat();
     if (!stats.isFile()) return { ok: false, problem: 'is not a regular file (a device, a pipe or a folder)' };
     if (stats.size > maxBytes) return { ok: false, problem: `is ${stats.size} bytes, over the ${maxBytes} a task's file may hold` };
-    const buffer = Buffer.alloc(Math.min(stats.size, maxBytes) + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    if (length > maxBytes) return { ok: false, problem: `grew past the ${maxBytes} bytes a task's file may hold while being read` };
-    return { ok: true, text: buffer.subarray(0, length).toString('utf8') };
+    // One byte more than stat says (never past the cap), to notice a file still growing.
+    const bytes = await readStart(handle, Math.min(stats.size, maxBytes) + 1);
+    if (bytes.length > stats.size) return { ok: false, problem: 'changed while being read' };
+    return { ok: true, text: bytes.toString('utf8') };
   } catch (err) {
     return { ok: false, problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
   } finally {

@@ -295,7 +295,10 @@ export async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Fr
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const frame of page.frames()) {
-      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
+      // The page is found once it has the host's first snapshot, not its saved or empty state.
+      const marker = await frame
+        .evaluate(() => (document.body?.dataset.synced === 'true' ? (document.body.dataset.thetaevolve ?? null) : null))
+        .catch(() => null);
       if (marker === 'dashboard') return frame;
     }
     if (Date.now() > deadline) throw new Error('the dashboard webview never showed');

@@ -31,7 +31,12 @@ import { vscodeApi } from './vscodeApi';
 registerComponents();
 
 const api = vscodeApi();
-let state: DashboardState = parseSavedState(api.getState()) ?? emptyDashboardState();
+// Until the host's first snapshot, the page shows what it saved (or that it waits),
+// never "No run yet" while a run may be going.
+let state: DashboardState = parseSavedState(api.getState()) ?? {
+  ...emptyDashboardState(),
+  runState: { state: 'idle', message: 'Waiting for the extension…' },
+};
 let theme = readTheme();
 applyChartDefaults(theme);
 
@@ -308,6 +313,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
   }
   state = reduceDashboardState(state, message);
   render(message);
+  // Marks that the page shows the host's state, not a saved or empty one.
+  if (message.type === 'snapshot') document.body.dataset.synced = 'true';
   if (message.type !== 'notice') saveSoon();
 });
 

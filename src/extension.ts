@@ -13,7 +13,7 @@ import { registerProgramDocuments } from './vscode/programDocuments';
 import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
 import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
-import { rememberTaskFile } from './vscode/taskPicker';
+import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
 import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
 import { runHostTestsIfRequested } from './vscode/testHook';
@@ -24,6 +24,8 @@ export interface ThetaEvolveApi {
   tree: RunsTreeProvider;
   /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
+  /** The task (folder or task.json) remembered for a file: what Start Run on it uses without asking. */
+  rememberedTaskFor: (fileUri: vscode.Uri) => string | undefined;
   /** A command failed (logged and shown as an error). */
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
   /** A run could not start: the notification shown, whose buttons can be answered (choose). */
@@ -60,6 +62,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     controller,
     tree,
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
+    rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
     onDidFailCommand,
     onDidOfferStartFailure,
     onDidHandleBest,

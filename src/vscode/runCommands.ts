@@ -28,6 +28,7 @@ import {
 import { showStartProgress } from './runProgress';
 import type { RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
+import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
 import { settingsWithAllowedUrls } from './urlConsent';
 
@@ -272,12 +273,18 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   };
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
-    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
-    const task = await pickTask(context, fileUri, { forcePick: true });
-    if (task)
-      void vscode.window.showInformationMessage(
-        `ThetaEvolve: ${fileUri ? fileName(fileUri) : 'this workspace'} is evolved against ${task.title}.`,
-      );
+    const editor = vscode.window.activeTextEditor;
+    const fileUri = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    // The open file is the program only when it has an EVOLVE-BLOCK; else the task's own program opens.
+    const isProgram =
+      fileUri !== undefined && editor?.document.uri.toString() === fileUri.toString()
+        ? evolveBlockProblem(editor.document.getText(), fileName(fileUri)) === undefined
+        : fileUri !== undefined;
+    const task = await pickTask(context, isProgram ? fileUri : undefined, { forcePick: true });
+    if (!task) return;
+    if (isProgram && fileUri)
+      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
+    else await openTaskProgram(context, task);
   });
 
   registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));

@@ -3,7 +3,7 @@
 // validation and the task listing. They run inside a real VS Code
 // (code-server) on the workspace the host runner created.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
@@ -15,7 +15,8 @@ import { type ProgramDocumentSource, type ProgramLookup, programUri, registerPro
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
-import { EXTENSION_ID } from './support';
+import { api, EXTENSION_ID } from './support';
+import { waitFor } from '../support/waitFor';
 
 function extension(): vscode.Extension<unknown> {
   const ext = vscode.extensions.getExtension(EXTENSION_ID);
@@ -432,12 +433,12 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
 describe('editor: task picker', () => {
   it('lists the bundled tasks with title, direction and description', async () => {
     const choices = await listBundledTaskChoices(extension().extensionPath);
-    const names = choices.map((c) => c.task?.name);
+    const names = choices.map((c) => c.summary?.name);
     assert.ok(names.includes('circle-packing'), JSON.stringify(names));
     for (const choice of choices) {
       assert.equal(choice.error, undefined, choice.error);
-      assert.ok(choice.task?.title && choice.task.description);
-      assert.ok(['maximize', 'minimize'].includes(choice.task.direction));
+      assert.ok(choice.summary?.title && choice.summary.description);
+      assert.ok(['maximize', 'minimize'].includes(choice.summary.direction));
     }
   });
 
@@ -446,6 +447,37 @@ describe('editor: task picker', () => {
     const broken = choices.find((c) => c.source === 'workspace' && c.taskFile.endsWith(join('my-task', 'task.json')));
     assert.ok(broken, JSON.stringify(choices.map((c) => c.taskFile)));
     assert.match(broken.error ?? '', /field \w+/);
+  });
+
+  it("Select Task with no program open opens a workspace copy of the bundled task's program, remembered for it; again, keeps the copy", async () => {
+    const select = async (): Promise<void> => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      let done = false;
+      const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.selectTask')).finally(() => (done = true));
+      // No file open: the bundled tasks head the list, circle-packing first.
+      await waitFor(
+        async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        },
+        { what: 'a task was picked', deadlineMs: 30_000 },
+      );
+      await command;
+    };
+    const copy = join(workspace, 'circle-packing', 'initial.py');
+    const bundled = join(extension().extensionPath, 'tasks', 'circle-packing', 'initial.py');
+    rmSync(join(workspace, 'circle-packing'), { recursive: true, force: true });
+    await select();
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, copy, 'the copy is open');
+    assert.equal(readFileSync(copy, 'utf8'), readFileSync(bundled, 'utf8'));
+    // Remembered for the copy: Start Run on it asks nothing.
+    assert.equal((await api()).rememberedTaskFor(vscode.Uri.file(copy)), join(extension().extensionPath, 'tasks', 'circle-packing'));
+    // The researcher's edits are theirs: a second Select Task opens the copy as it is.
+    writeFileSync(copy, `# my edit\n${readFileSync(bundled, 'utf8')}`);
+    await select();
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, copy);
+    assert.match(readFileSync(copy, 'utf8'), /^# my edit/);
   });
 
   it('uses the task remembered for a file without asking', async () => {

@@ -16,7 +16,6 @@ import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runComm
 import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
 import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
-import { runHostTestsIfRequested } from './vscode/testHook';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
@@ -57,7 +56,6 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     watchRunsDirectory(tree),
   );
   registerCommands({ context, controller, tree });
-  runHostTestsIfRequested();
   return {
     controller,
     tree,

@@ -385,7 +385,10 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
   });
 
   it('reads the User value of thetaevolve.endpoint (not machine-scoped, so a remote window applies it)', async () => {
-    assert.equal(extension().packageJSON.contributes.configuration.properties['thetaevolve.endpoint'].scope, undefined);
+    const categories = extension().packageJSON.contributes.configuration as { properties: Record<string, { scope?: string }> }[];
+    const endpoint = categories.map((c) => c.properties['thetaevolve.endpoint']).find((e) => e !== undefined);
+    assert.ok(endpoint, 'thetaevolve.endpoint is contributed');
+    assert.equal(endpoint.scope, undefined);
     await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
     const settings = readSettings();
     assert.equal(settings.endpoint, 'http://gpu-box:8000/v1');

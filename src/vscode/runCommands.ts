@@ -66,20 +66,23 @@ async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise
 
 /**
  * Why a run could not start, with a button to the setting to change; when
- * the endpoint is the cause, also one that starts this run again with the
- * offline sampler (the settings stay as they are).
+ * the endpoint is the cause, also Retry (a server started since, a typo
+ * fixed) and one that starts this run again with the offline sampler (the
+ * settings stay as they are).
  */
-function showStartFailure(err: unknown, runOffline: () => Promise<void>): void {
+function showStartFailure(err: unknown, again: { retry: () => Promise<void>; offline: () => Promise<void> }): void {
   const setting = err instanceof RunStartError ? err.setting : null;
   const open = 'Open Settings';
+  const retry = 'Retry';
   const offline = 'Run with the Offline Sampler';
-  const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
+  const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, retry, offline] : [open]) : [];
   const message = `ThetaEvolve: the run could not start: ${errorMessage(err)}`;
   let choose: (button: string) => void = () => undefined;
   const chosen = new Promise<string>((resolve) => (choose = resolve));
   void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then((choice) => {
     if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
-    if (choice === offline) void runOffline();
+    if (choice === retry) void again.retry();
+    if (choice === offline) void again.offline();
   });
   startFailureOffers.fire({ message, buttons, choose });
 }
@@ -96,6 +99,13 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 export const onDidOfferStartFailure = startFailureOffers.event;
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
+  /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
+  const runSettings = async (fileUri: vscode.Uri | undefined): Promise<Settings | undefined> => {
+    const read = readSettingsOrShowError(fileUri);
+    if (!read) return undefined;
+    const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
+    return allowed ? withIsolationConsent(allowed, context.workspaceState) : undefined;
+  };
   const startAndFollow = async (spec: StartSpec): Promise<void> => {
     const started = controller.start(spec);
     const run = controller.active;
@@ -114,7 +124,14 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
           await startAndFollow({ ...spec, settings: { ...spec.settings, 'sandbox.allowWeakIsolation': true } });
         return;
       }
-      showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
+      showStartFailure(err, {
+        // The settings as they are now: Open Settings may have fixed them.
+        retry: async () => {
+          const settings = await runSettings(spec.fileUri);
+          if (settings) await startAndFollow({ ...spec, settings });
+        },
+        offline: () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }),
+      });
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;
@@ -149,11 +166,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
       return;
     }
-    const read = readSettingsOrShowError(fileUri);
-    if (!read) return;
-    const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
-    if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = await runSettings(fileUri);
+    if (!settings) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -205,11 +219,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
-    const read = readSettingsOrShowError(origin.fileUri);
-    if (!read) return;
-    const allowed = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
-    if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = await runSettings(origin.fileUri);
+    if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({
       runId: picked.runId,

@@ -15,6 +15,7 @@ import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import type { RunFailureNotice } from '../../src/vscode/runFailures';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
+import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
@@ -527,7 +528,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(offers.length, 1, 'the failure is shown once');
         const offer = offers[0] as StartFailureOffer;
         assert.match(offer.message, /could not start: the inference endpoint is not ready/);
-        assert.deepEqual(offer.buttons, ['Open Settings', 'Run with the Offline Sampler']);
+        assert.deepEqual(offer.buttons, ['Open Settings', 'Retry', 'Run with the Offline Sampler']);
         const ofThisTask = async (): Promise<string[]> =>
           (await listRunFiles()).filter((f) => f.runId.startsWith('flows-offline-')).map((f) => f.runId);
         assert.deepEqual(await ofThisTask(), [], 'the failed start left no database');
@@ -548,6 +549,52 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(config().get('sampler'), 'llm', 'the setting stays as it was');
         await stopRun(theta.controller);
         assert.deepEqual(await ofThisTask(), [event.runId], 'one run of it, the restarted one');
+      } finally {
+        watching.dispose();
+      }
+    });
+  });
+
+  describe('a start with nothing listening at the endpoint (a typo, a server not started)', () => {
+    let program: vscode.Uri;
+    let model: TestServer | undefined;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-retry'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+      await model?.close();
+      await config().update('sampler', 'mutate', target);
+      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+    });
+
+    it('fails in seconds, not after thetaevolve.serverRetrySeconds (300 s), and Retry starts the run once a server listens there', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        const port = await freePort();
+        await config().update('endpoint', `http://127.0.0.1:${port}/v1`, vscode.ConfigurationTarget.Global);
+        await config().update('sampler', 'llm', target);
+        assert.equal(config().get('serverRetrySeconds'), 300, 'the default wait, which a refused connection does not sit through');
+        // This suite's 30 s test timeout is the bound: waiting the 300 s would fail it.
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        const offer = offers.at(-1);
+        assert.ok(offer, 'the failure is shown');
+        assert.match(offer.message, new RegExp(`No server at http://127\\.0\\.0\\.1:${port}/v1 \\(connection refused\\)`));
+        assert.deepEqual(offer.buttons, ['Open Settings', 'Retry', 'Run with the Offline Sampler']);
+
+        model = await startTestServer({ port, latencyMs: 5 });
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the retried run to start');
+        const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step of the retried run');
+        offer.choose('Retry');
+        const event = await started;
+        assert.ok(event.type === 'run_started');
+        assert.match(event.source.label, new RegExp(`127\\.0\\.0\\.1:${port}`), 'the model at that server answers');
+        await committed;
+        await stopRun(theta.controller);
       } finally {
         watching.dispose();
       }

@@ -77,13 +77,34 @@ function showStartFailure(err: unknown, again: { retry: () => Promise<void>; off
   const offline = 'Run with the Offline Sampler';
   const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, retry, offline] : [open]) : [];
   const message = `ThetaEvolve: the run could not start: ${errorMessage(err)}`;
-  let choose: (button: string) => void = () => undefined;
-  const chosen = new Promise<string>((resolve) => (choose = resolve));
-  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then((choice) => {
+  offerStartButtons(message, buttons, (choice) => {
     if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
     if (choice === retry) void again.retry();
     if (choice === offline) void again.offline();
   });
+}
+
+/**
+ * A program Start Run cannot evolve. With no region at all, the next steps
+ * are offered: mark the selected lines, or scaffold a task for the file
+ * (both act on the file, opened first). Broken markers are the user's to fix.
+ */
+function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boolean): void {
+  const mark = 'Mark Selection as EVOLVE-BLOCK';
+  const newTask = 'New Task for This File';
+  const buttons = noRegion ? [mark, newTask] : [];
+  offerStartButtons(message, buttons, async (choice) => {
+    if (choice !== mark && choice !== newTask) return;
+    await vscode.window.showTextDocument(fileUri, { preserveFocus: false });
+    await vscode.commands.executeCommand(choice === mark ? COMMAND_IDS.markEvolveBlock : COMMAND_IDS.newTaskForFile);
+  });
+}
+
+/** An error notification with buttons, also fired to onDidOfferStartFailure (whose `choose` clicks one). */
+function offerStartButtons(message: string, buttons: readonly string[], act: (choice: string | undefined) => Promise<void> | void): void {
+  let choose: (button: string) => void = () => undefined;
+  const chosen = new Promise<string>((resolve) => (choose = resolve));
+  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then(act);
   startFailureOffers.fire({ message, buttons, choose });
 }
 
@@ -163,7 +184,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const text = document.getText();
     const problem = evolveBlockProblem(text, fileName(fileUri));
     if (problem) {
-      void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
+      showNoEvolveBlock(fileUri, `ThetaEvolve: cannot evolve ${problem}.`, locateEvolveBlocks(text).problems[0]?.kind === 'no_region');
       return;
     }
     const settings = await runSettings(fileUri);

@@ -555,6 +555,36 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('Start Run on a file without an EVOLVE-BLOCK', () => {
+    it('offers Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        const file = join(workspaceDir(), 'no-block', 'plain.py');
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, 'import math\n\ndef f(x):\n    return x * 2\n\nprint(f(3))\n');
+        const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+        editor.selection = new vscode.Selection(2, 0, 3, 16);
+        await vscode.commands.executeCommand('thetaevolve.startRun', editor.document.uri);
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        const offer = offers.at(-1);
+        assert.ok(offer, 'the problem is shown');
+        assert.match(offer.message, /cannot evolve plain\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
+        assert.deepEqual(offer.buttons, ['Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
+        offer.choose('Mark Selection as EVOLVE-BLOCK');
+        const lines = await waitFor(() => editor.document.getText().split('\n'), {
+          what: 'the markers around the selected lines',
+          until: (l) => l.some((line) => line.includes('EVOLVE-BLOCK-START')),
+          deadlineMs: 20_000,
+        });
+        assert.deepEqual(lines.slice(2, 6), ['# EVOLVE-BLOCK-START', 'def f(x):', '    return x * 2', '# EVOLVE-BLOCK-END']);
+      } finally {
+        watching.dispose();
+        await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+      }
+    });
+  });
+
   describe('a start with nothing listening at the endpoint (a typo, a server not started)', () => {
     let program: vscode.Uri;
     let model: TestServer | undefined;

@@ -4,6 +4,7 @@
 // failure's last lines and names "ThetaEvolve: Open Evaluation Output" and
 // the evaluation (`s3-p1#2`), which is also a link there. The document is read
 // from the files beside the run's database, so it reopens after a reload.
+import { reasonOneLine } from '../engine/common/evaluationReason';
 import * as vscode from 'vscode';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
@@ -194,7 +195,7 @@ async function pickOutput(
     outputs.map((o) => ({
       label: evaluationKey(o.jobKey, o.sampleIndex),
       description: `step ${o.step} · ${o.outcome} · ${o.bytes.toLocaleString('en-US')} bytes`,
-      detail: forDisplay(o.reason.split('\n')[0] ?? '').slice(0, 200),
+      detail: forDisplay(reasonOneLine(o.reason)).slice(0, 200),
       ref: { runId, dbFile, step: o.step, jobKey: o.jobKey, sampleIndex: o.sampleIndex },
     })),
     {

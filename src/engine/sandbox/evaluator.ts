@@ -3,6 +3,7 @@
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
+import { reasonWithOutput } from '../common/evaluationReason';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
@@ -165,8 +166,7 @@ function tail(text: string): string {
 }
 
 function withOutput(reason: string, stderr: string): string {
-  const last = tail(stderr);
-  return last ? `${reason}; stderr ends with:\n${last}` : reason;
+  return reasonWithOutput(reason, tail(stderr));
 }
 
 /** Parse the evaluator's reply: the last non-empty line of its stdout. */

@@ -137,6 +137,12 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
   it('applies the best program to the file', async () => {
     await openProgram(page, 'value.py');
     await runPaletteCommand(page, 'ThetaEvolve: Apply Program to File');
+    // A pick of the file's runs, never a silent choice: the best overall first.
+    const first = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
+    await first.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match((await first.textContent()) ?? '', /objective [\d.]+ · program \S+.*best overall/);
+    await saveScreenshot(page, 'e2e-new-task-6-apply-pick');
+    await page.keyboard.press('Enter');
     await page
       .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
       .first()

@@ -193,6 +193,14 @@ export const SETTINGS = [
     description: 'More sbatch options for every evaluation job, separated by spaces (quotes group words), e.g. `--mem=8G --qos=short`.',
   },
   {
+    key: 'slurm.exportVariables',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description:
+      "Names of environment variables, separated by spaces, that evaluation jobs get besides PATH, HOME, LANG and SLURM's own, e.g. `PYTHONPATH CUDA_HOME`. Nothing else of ThetaEvolve's environment reaches a job: never an API key.",
+  },
+  {
     key: 'slurm.setupCommands',
     type: 'string',
     default: '',

@@ -44,6 +44,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox-hostile.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
+  'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'slurmSettings.test.ts': ['slurm'],
   'solutionPicture.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'task.test.ts': ['bubblewrap', 'python3'],

@@ -45,6 +45,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'steer-live.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'slurmSettings.test.ts': ['slurm'],
   'solutionPicture.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'task.test.ts': ['bubblewrap', 'python3'],

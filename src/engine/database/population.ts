@@ -15,7 +15,8 @@ import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
 import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
-import { pinnedCount, SteeringState } from './steeringRules';
+import { drawParents } from './parentSampling';
+import { descendantsIn, pinnedCount, SteeringState } from './steeringRules';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
 const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
@@ -291,23 +292,7 @@ export class Population {
 
   /** Live programs whose lineage (through live programs and past bests) reaches `id`, `id` excluded. */
   descendantsOf(id: string): string[] {
-    const reached = new Set<string>([id]);
-    const lineage = (other: string): { parentId: string | null } | undefined => this.nodes.get(other) ?? this.formerBests.get(other);
-    const out: string[] = [];
-    for (const node of this.all) {
-      if (!node.alive || node.id === id) continue;
-      let parentId = node.parentId;
-      const seen = new Set<string>();
-      while (parentId !== null && !seen.has(parentId)) {
-        if (reached.has(parentId)) {
-          out.push(node.id);
-          break;
-        }
-        seen.add(parentId);
-        parentId = lineage(parentId)?.parentId ?? null;
-      }
-    }
-    return out;
+    return descendantsIn(this.all, id, (other) => this.nodes.get(other) ?? this.formerBests.get(other));
   }
 
   /** Live migration copies of `id`. */
@@ -318,42 +303,28 @@ export class Population {
   // ---------------------------------------------------------------- sampling
 
   /**
-   * `count` parents, islands taking turns: with probability explorationRatio
-   * a uniform program of the island, exploitationRatio a uniform archive
-   * member of the island (of the whole archive only when the island has
-   * none: OpenEvolve's `_sample_exploitation_parent`; drawing from the whole
-   * archive lets the first island swallow the run), else a uniform program
-   * of the whole database. Drawn from the state of the last commit, so
-   * calling it again before the next step (or after a resume) gives the same
-   * parents; the next step adopts where this draw left the generator.
+   * `count` parents (parentSampling.ts): pinned programs first, then islands
+   * taking turns. Drawn from the state of the last commit, so calling it
+   * again before the next step (or after a resume) gives the same parents;
+   * the next step adopts where this draw left the generator.
    */
   sampleParents(count: number): Readonly<PopulationNode>[] {
     if (this.aliveCount === 0) throw new Error('sampleParents: the database is empty (add the initial program first)');
     const rng = Rng.fromState(this.state.rng);
-    let turn = this.state.turn;
-    const { explorationRatio, exploitationRatio, numIslands } = this.config;
-    // Pinned programs take their share of the prompts first, without a draw (docs/algorithm.md section 11).
-    const chosen: PopulationNode[] = this.pinnedParents(count);
-    const pool = this.steering.banned.size === 0 ? (nodes: PopulationNode[]): PopulationNode[] => nodes : this.unbannedPools();
-    const all = pool(this.all);
-    if (all.length === 0) throw new Error('sampleParents: every program is banned (thetaevolve steer --unban ID)');
-    for (let i = chosen.length; i < count; i++) {
-      const island = pool(this.islandMembers[turn] as PopulationNode[]);
-      const islandArchive = pool(this.islandArchives[turn] as PopulationNode[]);
-      turn = (turn + 1) % numIslands;
-      const r = rng.next();
-      const archive = pool(this.archiveList);
-      let from: PopulationNode[];
-      if (r < explorationRatio && island.length > 0) from = island;
-      else if (r < explorationRatio + exploitationRatio && archive.length > 0) from = islandArchive.length > 0 ? islandArchive : archive;
-      else from = all;
-      chosen.push(rng.pick(from));
-    }
+    const { parents, turn } = drawParents({
+      count,
+      rng,
+      turn: this.state.turn,
+      config: this.config,
+      pools: { all: this.all, islands: this.islandMembers, islandArchives: this.islandArchives, archive: this.archiveList },
+      pinned: this.pinnedParents(count),
+      isBanned: this.steering.banned.size === 0 ? null : (node) => this.steering.isBanned(node),
+    });
     this.pendingSample = { rng: rng.state(), turn };
-    return chosen;
+    return parents;
   }
 
-  /** The parents the pins in force at the next step give, oldest pin first, at most `count`. */
+  /** The parents the pins in force at the next step give, oldest pin first (docs/algorithm.md section 11). */
   private pinnedParents(count: number): PopulationNode[] {
     const out: PopulationNode[] = [];
     for (const pin of this.steering.pinsAt(this.state.lastStep + 1)) {
@@ -363,19 +334,6 @@ export class Population {
       for (let k = pinnedCount(pin.share, count); k > 0 && out.length < count; k--) out.push(node);
     }
     return out;
-  }
-
-  /** The pools without banned programs, each filtered once per draw of parents. */
-  private unbannedPools(): (nodes: PopulationNode[]) => PopulationNode[] {
-    const filtered = new Map<PopulationNode[], PopulationNode[]>();
-    return (nodes) => {
-      let kept = filtered.get(nodes);
-      if (!kept) {
-        kept = nodes.filter((n) => !this.steering.isBanned(n));
-        filtered.set(nodes, kept);
-      }
-      return kept;
-    };
   }
 
   // ---------------------------------------------------------------- deciding

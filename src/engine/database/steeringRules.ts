@@ -80,3 +80,26 @@ export class SteeringState {
 export function pinnedCount(share: number, batch: number): number {
   return Math.min(batch, Math.max(1, Math.round(share * batch)));
 }
+
+/** Ids of the live `nodes` whose lineage (followed through `lineage`) reaches `id`, `id` excluded. */
+export function descendantsIn(
+  nodes: readonly { id: string; parentId: string | null; alive: boolean }[],
+  id: string,
+  lineage: (id: string) => { parentId: string | null } | undefined,
+): string[] {
+  const out: string[] = [];
+  for (const node of nodes) {
+    if (!node.alive || node.id === id) continue;
+    let parentId = node.parentId;
+    const seen = new Set<string>();
+    while (parentId !== null && !seen.has(parentId)) {
+      if (parentId === id) {
+        out.push(node.id);
+        break;
+      }
+      seen.add(parentId);
+      parentId = lineage(parentId)?.parentId ?? null;
+    }
+  }
+  return out;
+}

@@ -46,6 +46,7 @@ export const UNIT_TEST_NEEDS = {
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'steer-live.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'steer-trainer.test.ts': ['bubblewrap', 'python3'],
   'slurmSettings.test.ts': ['slurm'],
   'solutionPicture.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'task.test.ts': ['bubblewrap', 'python3'],

@@ -1,4 +1,6 @@
-// `thetaevolve db <db-file> [--json]`: summarise a run database, read-only.
+// `thetaevolve db <db-file> [--json]`: summarise a run database, read-only;
+// or write its best program (--best), a program's lineage (--lineage) or
+// the blame of its lines (--blame).
 import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../engine/database/atomicFile';
@@ -21,6 +23,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     throw err;
   }
   try {
+    if (stringFlag(args, 'output') !== undefined && !booleanFlag(args, 'best')) throw new UsageError('--output goes with --best');
     const lineage = stringFlag(args, 'lineage');
     const blame = stringFlag(args, 'blame');
     if ([booleanFlag(args, 'best'), lineage !== undefined, blame !== undefined].filter(Boolean).length > 1)
@@ -28,7 +31,6 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     if (lineage !== undefined) return writeLineage(db, file, lineage, args, io);
     if (blame !== undefined) return writeBlame(db, file, blame, args, io);
     if (booleanFlag(args, 'best')) return await writeBest(db, file, args, io);
-    if (stringFlag(args, 'output') !== undefined) throw new UsageError('--output goes with --best');
     const summary = db.summary();
     const snapshot = db.stateSnapshot();
     const report = {

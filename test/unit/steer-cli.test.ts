@@ -253,6 +253,10 @@ describe('thetaevolve steer (stopped run) and db lineage/blame', function () {
       assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
       assert.match(result.stderr, message);
     }
+    const lineageOfUnknown = await runCli(['db', db, '--lineage', 'zz'], dir);
+    assert.equal(lineageOfUnknown.code, 1);
+    assert.match(lineageOfUnknown.stderr, /no program zz/);
+    assert.equal((await runCli(['db', db, '--lineage', 'best', '--blame', 'best'], dir)).code, 2);
     assert.equal(sha(db), before);
     assert.equal(fs.existsSync(`${db}.lock`), false);
     const missing = await runCli(['steer', path.join(dir, 'nothing.sqlite'), '--clear-guidance'], dir);

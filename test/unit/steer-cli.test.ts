@@ -112,6 +112,10 @@ describe('thetaevolve steer (stopped run) and db lineage/blame', function () {
       Object.values(summary.origins).reduce((a, b) => a + b, 0),
       summary.programs,
     );
+    const lineage = z
+      .object({ programs: z.array(z.object({ id: z.string(), origin: z.string(), note: z.string().nullable() })) })
+      .parse(JSON.parse((await runCli(['db', db, '--lineage', result.id, '--json'], dir)).stdout));
+    assert.deepEqual(lineage.programs, [{ id: result.id, origin: 'researcher', note: 'hub kept central' }]);
     // It may be a parent like any other: the run goes on with it.
     await run(1);
     assert.equal((await withDb((file) => file.get(result.id)))?.origin, 'researcher');

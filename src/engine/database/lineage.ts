@@ -14,6 +14,8 @@ export interface LineageEntry {
   step: number;
   score: number;
   origin: ProgramOrigin;
+  /** A researcher's note on a program they added. */
+  note: string | null;
 }
 
 export interface Lineage {
@@ -46,7 +48,14 @@ export function resolveProgram(db: ProgramDatabase, id: string): ProgramRecord |
 }
 
 function entryOf(program: ProgramRecord): LineageEntry {
-  return { id: program.id, parentId: program.parentId, step: program.step, score: program.score, origin: program.origin };
+  return {
+    id: program.id,
+    parentId: program.parentId,
+    step: program.step,
+    score: program.score,
+    origin: program.origin,
+    note: program.note,
+  };
 }
 
 function lineageRecords(db: ProgramDatabase, program: ProgramRecord): { records: ProgramRecord[]; complete: boolean } {

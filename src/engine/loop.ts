@@ -341,6 +341,7 @@ export class EvolutionRun {
         continue;
       }
       const kind = item.request.kind;
+      const bestBefore = db.best()?.id ?? null;
       try {
         const result = await applySteer(item.request, {
           db,
@@ -350,6 +351,18 @@ export class EvolutionRun {
           signal: this.stopController.signal,
         });
         this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
+        const best = db.best();
+        // A researcher's program can be the new best: said like any other.
+        if (best && best.id !== bestBefore && best.outcome === 'valid')
+          this.emit({
+            type: 'new_best',
+            time: Date.now(),
+            id: best.id,
+            step: best.step,
+            score: best.score,
+            objective: best.objective,
+            parentId: best.parentId,
+          });
       } catch (err) {
         if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
         // A failed write leaves the database unusable: that ends the run like a failed commit.

@@ -240,6 +240,19 @@ export const EndpointServersEventSchema = z.object({
   ),
 });
 
+/** A steer request the running loop took from its inbox (docs/algorithm.md section 11): applied from `step` on, or refused. */
+export const SteeredEventSchema = z.object({
+  type: z.literal('steered'),
+  time,
+  step: count,
+  kind: z.string(),
+  ok: z.boolean(),
+  /** What it did or why it was refused, for people. */
+  message: z.string(),
+  /** The program added, banned, unbanned or pinned. */
+  id: z.string().nullable(),
+});
+
 export const EngineEventSchema = z.discriminatedUnion('type', [
   RunStartedEventSchema,
   StepStartedEventSchema,
@@ -255,6 +268,7 @@ export const EngineEventSchema = z.discriminatedUnion('type', [
   EndpointStateEventSchema,
   EvaluationQueueEventSchema,
   EndpointServersEventSchema,
+  SteeredEventSchema,
 ]);
 
 export type EngineEvent = z.infer<typeof EngineEventSchema>;

@@ -45,7 +45,9 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
-        return program ? { code: program.code, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : null;
+        return program
+          ? { code: program.code, objective: program.objective, step: program.step, stepRank: program.stepRank ?? null }
+          : null;
       },
     }),
     registerStatusBar(controller),

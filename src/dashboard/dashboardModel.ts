@@ -27,6 +27,7 @@ import {
   type TrainerView,
 } from '../protocol/dashboardMessages';
 import type { TrainerStateEvent } from '../engine/common/events';
+import { displayObjective } from '../engine/common/scoring';
 import { mean, percentileOfSorted } from '../engine/common/stats';
 import type { Direction } from '../engine/common/types';
 import { programName, programNameDetail } from '../engine/common/format';
@@ -44,16 +45,7 @@ export function directionLabel(direction: Direction): string {
   return direction === 'minimize' ? 'minimise (lower is better)' : 'maximise (higher is better)';
 }
 
-/**
- * The task's own objective of a combined score: the score itself when
- * maximising, 1/score for a minimise task's valid (positive) score. Penalties
- * (<= 0) have no objective: null.
- */
-export function displayObjective(score: number | null, direction: Direction): number | null {
-  if (score === null || !Number.isFinite(score)) return null;
-  if (direction === 'maximize') return score;
-  return score > 0 ? 1 / score : null;
-}
+export { displayObjective };
 
 /** Whether objective `a` is better than `b` in the task's direction. */
 export function isBetterObjective(a: number, b: number, direction: Direction): boolean {

@@ -1,5 +1,5 @@
 // The Runs view: every run database under the runs directory (the active run
-// live), each with its improving programs (step, score, delta, outcome counts
+// live), each with its improving programs (step, objective, delta, outcome counts
 // of that step). Programs carry context values for their menu actions (Show
 // Diff, Compare with File, Apply to File, Open Program). Everything is read
 // through the engine worker.
@@ -11,6 +11,7 @@ import { listRunFiles, type RunController, runOrigin } from './runController';
 import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
+import { displayObjective } from '../engine/common/scoring';
 
 export interface RunNode {
   kind: 'run';
@@ -31,6 +32,9 @@ export interface ProgramNode {
   /** Its rank among its step's children: with the step, its name. */
   stepRank: StepRank | null;
   score: number;
+  /** The task's own objective (what people read; null for a program without one). */
+  objective: number | null;
+  /** The objective's change from the previous improvement (negative improves a minimise task). */
   delta: number | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
@@ -58,8 +62,13 @@ export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
 
-function fmt(score: number): string {
-  return formatScore(score, 6);
+function fmt(value: number | null): string {
+  return formatScore(value, 6);
+}
+
+/** The objective people read: the program's own, else the one its score stands for in the task's direction. */
+function objectiveOf(program: { score: number; objective: number | null }, direction: Direction): number | null {
+  return program.objective ?? displayObjective(program.score, direction);
 }
 
 const OUTCOME_LABELS: Record<string, string> = {
@@ -245,6 +254,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const direction: Direction = info.meta.direction;
     const nodes: ProgramNode[] = improvements.map((p, i) => {
       const previous = i > 0 ? improvements[i - 1] : undefined;
+      const objective = objectiveOf(p, direction);
+      const previousObjective = previous ? objectiveOf(previous, direction) : null;
       return {
         kind: 'program',
         runId: run.runId,
@@ -254,7 +265,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         step: p.step,
         stepRank: p.stepRank ?? null,
         score: p.score,
-        delta: previous ? p.score - previous.score : null,
+        objective,
+        delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         extension: origin.extension,
         fileUri: origin.fileUri,
@@ -282,7 +294,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const best = node.info.summary.best;
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
     // What fits a narrow sidebar first: the best score and the task; the run id and the rest in the tooltip.
-    item.label = `${best ? fmt(best.score) : 'n/a'} · ${node.info.meta.task}`;
+    item.label = `${fmt(displayObjective(best?.score ?? null, node.info.meta.direction))} · ${node.info.meta.task}`;
     item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
@@ -306,12 +318,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
 
   private programItem(node: ProgramNode): vscode.TreeItem {
     // The score first (rows are cut at a narrow sidebar), then its name (step and rank) and the gain; the id and counts in the tooltip.
-    const item = new vscode.TreeItem(fmt(node.score), vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(fmt(node.objective), vscode.TreeItemCollapsibleState.None);
     item.id = `program:${node.dbFile}:${node.programId}`;
     const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
     item.description = `${programName(node)} · ${delta}`;
     item.tooltip =
-      `Score ${node.score} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
+      `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
       `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
     item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
     item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');

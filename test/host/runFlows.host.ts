@@ -19,6 +19,8 @@ import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
+import type { ProgramNode } from '../../src/vscode/runsTree';
+import { formatScore } from '../../src/engine/common/format';
 import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
 /** Stop the active run (if any) and wait until it closed. */
@@ -53,12 +55,16 @@ function outsideOf(text: string): string {
  * of this suite never collide with each other's or with run.host.ts's), with
  * its task remembered for its program so Start Run does not ask.
  */
-async function taskCopy(theta: ThetaEvolveApi, name: string): Promise<{ dir: string; program: vscode.Uri }> {
+async function taskCopy(
+  theta: ThetaEvolveApi,
+  name: string,
+  overrides: Record<string, unknown> = {},
+): Promise<{ dir: string; program: vscode.Uri }> {
   const dir = join(workspaceDir(), name);
   cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
   const taskFile = join(dir, 'task.json');
   const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
-  writeFileSync(taskFile, JSON.stringify({ ...task, name }, null, 2));
+  writeFileSync(taskFile, JSON.stringify({ ...task, ...overrides, name }, null, 2));
   const program = vscode.Uri.file(join(dir, 'initial.py'));
   await theta.rememberTaskFor(program, taskFile);
   return { dir, program };
@@ -185,6 +191,51 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(document.getText(), original);
       } finally {
         for (const s of subs) s.dispose();
+      }
+    });
+  });
+
+  describe('a minimise task', () => {
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('the status bar and the Runs view show the objective (lower is better), not the internal score', async () => {
+      // The quadratic task minimised, its objective 20 - (x - 3)^2 (11 at best, the target 0 never reached): x = 1 scores
+      // objective 16, combined score 1/16; objective and score never coincide.
+      const { dir, program } = await taskCopy(theta, 'flows-minimise', {
+        direction: 'minimize',
+        targetValue: 0,
+        rewardShaping: { enabled: false },
+      });
+      const evaluator = join(dir, 'evaluate.py');
+      writeFileSync(evaluator, readFileSync(evaluator, 'utf8').replace('"objective": 10 - (x - 3) ** 2', '"objective": 20 - (x - 3) ** 2'));
+      await vscode.window.showTextDocument(program);
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await committed;
+      const run = await stopRun(theta.controller);
+      assert.ok(run && run.bestScore !== null, 'the run has a best');
+      const best = (await theta.controller.query({ kind: 'summary', dbFile: run.dbFile })).best;
+      assert.ok(best);
+      const record = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: best.id });
+      assert.ok(record?.objective !== null && record?.objective !== undefined, 'the best program has an objective');
+      assert.ok(Math.abs(record.objective * best.score - 1) < 1e-9, 'a minimise task scores 1/objective');
+      const objective = formatScore(record.objective, 6);
+      const internal = formatScore(best.score, 6);
+      assert.notEqual(objective, internal);
+      assert.equal(/ best (\S+)/.exec(statusText(run))?.[1], objective, statusText(run));
+
+      await theta.tree.refresh();
+      const node = theta.tree.runs.find((r) => r.runId === run.runId);
+      assert.ok(node, 'the run is in the Runs view');
+      assert.equal(String(theta.tree.getTreeItem(node).label).split(' · ')[0], objective);
+      const rows = (await theta.tree.getChildren(node)) as ProgramNode[];
+      const improvements = await theta.controller.query({ kind: 'improvements', dbFile: run.dbFile });
+      for (const row of rows) {
+        const program = improvements.find((p) => p.id === row.programId);
+        assert.ok(program?.objective !== null && program?.objective !== undefined);
+        assert.equal(String(theta.tree.getTreeItem(row).label), formatScore(program.objective, 6), 'a program row shows its objective');
       }
     });
   });

@@ -7,6 +7,7 @@ import { onDidFailCommand } from './vscode/commandRegistry';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
+import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
 import { registerProgramDocuments } from './vscode/programDocuments';
@@ -22,6 +23,8 @@ import { runHostTestsIfRequested } from './vscode/testHook';
 export interface ThetaEvolveApi {
   controller: RunController;
   tree: RunsTreeProvider;
+  /** The dashboard (its model is what the page shows). */
+  dashboard: DashboardHost;
   /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
   /** A command failed (logged and shown as an error). */
@@ -56,11 +59,12 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
   );
-  registerCommands({ context, controller, tree });
+  const dashboard = registerCommands({ context, controller, tree });
   runHostTestsIfRequested();
   return {
     controller,
     tree,
+    dashboard,
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
     onDidFailCommand,
     onDidOfferStartFailure,

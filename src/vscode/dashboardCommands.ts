@@ -13,16 +13,31 @@ import { type DashboardHost, registerDashboard } from './dashboardPanel';
 import { showProgramDiff } from './diffViews';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin, type TrackedRun } from './runController';
+import { isRunNode } from './runsTree';
 import { readSettings, readSettingsOrShowError } from './settings';
 
 /** What the dashboard's card buttons need of the run they act on. */
 type ShownRun = Pick<TrackedRun, 'runId' | 'dbFile' | 'extension' | 'fileUri' | 'textAtRunStart'>;
 
 export function registerDashboardCommands(context: vscode.ExtensionContext, controller: RunController): DashboardHost {
-  // The run the dashboard loaded from disk (after a reload, before any run in this window): its card's buttons act on it.
+  // The run the dashboard loaded from disk (after a reload, or picked in the Runs view), until a run starts: its card's buttons act on it.
   let runFromDisk: ShownRun | undefined;
-  const shownRun = (): ShownRun | undefined => controller.latest ?? runFromDisk;
+  const shownRun = (): ShownRun | undefined => controller.active ?? runFromDisk ?? controller.latest;
   const query = controller.query.bind(controller);
+  /** Show a run from its database; `isStale` true once read (a run started meanwhile) leaves the page as it is. */
+  const showRunFromDisk = async (file: { runId: string; dbFile: string }, isStale: () => boolean): Promise<void> => {
+    const replayed = await replayRunFromDisk(host, query, file, isStale);
+    if (!replayed) return;
+    controller.registerRun(replayed.runId, replayed.dbFile);
+    const origin = runOrigin(replayed.meta);
+    runFromDisk = {
+      runId: replayed.runId,
+      dbFile: replayed.dbFile,
+      extension: origin.extension,
+      fileUri: origin.fileUri,
+      textAtRunStart: undefined,
+    };
+  };
 
   const host: DashboardHost = registerDashboard(context, {
     start: async () => {
@@ -53,17 +68,7 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (controller.latest) return;
       const latest = await latestRunFile();
       if (!latest) return;
-      const replayed = await replayRunFromDisk(host, query, latest, () => controller.latest !== undefined || host.model.hasRun);
-      if (!replayed) return;
-      controller.registerRun(replayed.runId, replayed.dbFile);
-      const origin = runOrigin(replayed.meta);
-      runFromDisk = {
-        runId: replayed.runId,
-        dbFile: replayed.dbFile,
-        extension: origin.extension,
-        fileUri: origin.fileUri,
-        textAtRunStart: undefined,
-      };
+      await showRunFromDisk(latest, () => controller.latest !== undefined || host.model.hasRun);
     },
   });
 
@@ -74,13 +79,26 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (change.affectsConfiguration('thetaevolve.trainer') && !controller.active) showTrainerSettings(host);
     }),
     controller.onDidEngineEvent(({ event }) => {
+      if (event.type === 'run_started') runFromDisk = undefined;
       feed.handle(event, controller.active?.dbFile);
       // Once no run is in progress, the RL card follows the settings the next run reads.
       if (event.type === 'run_finished') showTrainerSettings(host);
     }),
   );
 
-  registerCommand(context, COMMAND_IDS.openDashboard, () => host.show());
+  // From the palette: the window's run; from a run of the Runs view: that run, read from its database (the active one is shown live).
+  registerCommand(context, COMMAND_IDS.openDashboard, async (arg?: unknown) => {
+    const picked = isRunNode(arg) ? arg : undefined;
+    const active = controller.active;
+    if (picked && active && picked.dbFile !== active.dbFile) {
+      void vscode.window.showInformationMessage(
+        `ThetaEvolve: the dashboard follows the active run ${active.runId}; stop it to see ${picked.runId} there.`,
+      );
+    } else if (picked && !active) {
+      await showRunFromDisk(picked, () => controller.active !== undefined);
+    }
+    host.show();
+  });
   registerCommand(context, COMMAND_IDS.toggleTrainer, async () => {
     const active = controller.active !== undefined;
     const wanted = !(active ? host.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));

@@ -27,7 +27,7 @@ import {
   type StartSpec,
 } from './runController';
 import { showStartProgress } from './runProgress';
-import type { RunsTreeProvider } from './runsTree';
+import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
 import { settingsWithAllowedUrls } from './urlConsent';
@@ -194,15 +194,23 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
-  /** Resume Run: the active run if it is paused; else a run database (given, e.g. by the dashboard, or picked) from its last committed step. */
+  /**
+   * Resume Run: the active run if it is paused; else a run database (given:
+   * its file by the dashboard, its row by the Runs view; or picked) from its
+   * last committed step.
+   */
   registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
+    const given = typeof arg === 'string' ? arg : isRunNode(arg) ? arg.dbFile : undefined;
     const run = controller.active;
     if (run) {
-      if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+      if (given !== undefined && given !== run.dbFile)
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
+      else if (!controller.resume())
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
-    const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
+    const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
     const read = readSettingsOrShowError(origin.fileUri);

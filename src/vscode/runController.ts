@@ -151,6 +151,10 @@ export class RunStartError extends ThetaEvolveError {
   }
 }
 
+/** The context key menus and the palette read (package.json `when` clauses): the active run's state, or `idle`. */
+export const RUN_STATE_CONTEXT = 'thetaevolve.runState';
+export type RunStateContext = RunState | 'idle';
+
 export interface RunEvent {
   runId: string;
   event: EngineEvent;
@@ -173,9 +177,13 @@ export class RunController implements vscode.Disposable {
   private readonly known = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
   private pendingStart: { runId: string; resolve: () => void; reject: (err: Error) => void } | undefined;
+  private publishedState: RunStateContext | undefined;
 
   constructor(workerFile: string, execArgv: string[] = []) {
     this.engine = new EngineHost({ workerFile, execArgv });
+    // Commands and menus offer what the run's state allows (Pause while running, Resume while paused or idle...).
+    this.changeEmitter.event(() => this.publishState());
+    this.publishState();
     this.unsubscribe.push(
       this.engine.on('event', (runId, event) => this.onEvent(runId, event)),
       this.engine.on('startFailed', (runId, message, setting) => this.onStartFailed(runId, message, setting)),
@@ -191,6 +199,11 @@ export class RunController implements vscode.Disposable {
   /** The run in progress (starting, running, paused or stopping). */
   get active(): TrackedRun | undefined {
     return this.current;
+  }
+
+  /** What `thetaevolve.runState` was last set to. */
+  get stateContext(): RunStateContext | undefined {
+    return this.publishedState;
   }
 
   /** The active run, else the one that ended last in this window. */
@@ -315,6 +328,13 @@ export class RunController implements vscode.Disposable {
     this.eventEmitter.dispose();
     this.changeEmitter.dispose();
     this.closeEmitter.dispose();
+  }
+
+  private publishState(): void {
+    const state: RunStateContext = this.current?.state ?? 'idle';
+    if (state === this.publishedState) return;
+    this.publishedState = state;
+    void vscode.commands.executeCommand('setContext', RUN_STATE_CONTEXT, state);
   }
 
   private onEvent(runId: string, event: EngineEvent): void {

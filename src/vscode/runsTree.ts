@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import type { Direction } from '../engine/common/types';
 import type { RunInfo } from '../protocol/workerMessages';
 import { log } from './log';
-import { listRunFiles, type RunController, runOrigin } from './runController';
+import { listRunFiles, type RunController, runOrigin, type RunState } from './runController';
 import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
@@ -52,11 +52,22 @@ export interface MessageNode {
 
 export type RunsTreeNode = RunNode | ProgramNode | MessageNode;
 
+/** A run row of the view (the argument its context menu's commands get). */
+export function isRunNode(value: unknown): value is Pick<RunNode, 'kind' | 'runId' | 'dbFile'> {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return v.kind === 'run' && typeof v.runId === 'string' && typeof v.dbFile === 'string';
+}
+
 /** Longest a step count in the view lags behind the run. */
 const STEP_REFRESH_MS = 5000;
 
-export const RUN_CONTEXT = 'thetaevolve.run';
-export const ACTIVE_RUN_CONTEXT = 'thetaevolve.run.active';
+/** A run no process of this window runs (finished, stopped, left by a reload): Resume, Open Dashboard, Delete. */
+export const STORED_RUN_CONTEXT = 'thetaevolve.run.stored';
+/** The active run's row: `thetaevolve.run.<state>` (running, paused...), so its menu offers what that state allows. */
+export function activeRunContext(state: RunState): string {
+  return `thetaevolve.run.${state}`;
+}
 /** A program with a parent: every action. */
 export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
@@ -113,6 +124,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
    * Program rows of each run the view has shown, with the run state they
    * were read at (they change only when a step commits).
    */
+  /** The active run's state its row was last refreshed for. */
+  private shownState: RunState | undefined;
   private readonly programRows = new Map<string, { readAt: string; rows: RunsTreeNode[] }>();
 
   constructor(private readonly controller: RunController) {
@@ -137,6 +150,13 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         }
       }),
       controller.onDidCloseRun(() => this.scheduleRefresh()),
+      // The active row's menu follows its state (asked to pause or stop, before the engine says so).
+      controller.onDidChangeRun((run) => {
+        if (run && run.state !== this.shownState) {
+          this.shownState = run.state;
+          this.scheduleRefresh();
+        }
+      }),
     );
   }
 
@@ -284,7 +304,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
       node.active ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
     );
     item.id = `run:${node.dbFile}`;
-    item.contextValue = node.active ? ACTIVE_RUN_CONTEXT : RUN_CONTEXT;
+    item.contextValue = node.active ? activeRunContext(this.controller.active?.state ?? 'running') : STORED_RUN_CONTEXT;
     if (!node.info) {
       item.description = 'unreadable';
       item.iconPath = new vscode.ThemeIcon('warning');

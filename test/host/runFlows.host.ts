@@ -21,6 +21,8 @@ import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 import type { ProgramNode } from '../../src/vscode/runsTree';
 import { formatScore } from '../../src/engine/common/format';
+import { deleteRunFiles } from '../../src/vscode/deleteRun';
+import { paletteCommands, rowMenuCommands } from './menus';
 import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
 
 /** Stop the active run (if any) and wait until it closed. */
@@ -237,6 +239,105 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.ok(program?.objective !== null && program?.objective !== undefined);
         assert.equal(String(theta.tree.getTreeItem(row).label), formatScore(program.objective, 6), 'a program row shows its objective');
       }
+    });
+  });
+
+  describe('commands and menus follow the run state', () => {
+    const RUN_COMMANDS = ['thetaevolve.stopRun', 'thetaevolve.pauseRun', 'thetaevolve.resumeRun'];
+    const palette = (): string[] => paletteCommands(RUN_COMMANDS, { 'thetaevolve.runState': theta.controller.stateContext });
+    /** The menu of the run's row in the Runs view, as read now. */
+    const rowMenu = async (runId: string): Promise<{ contextValue: string; commands: string[] }> => {
+      await theta.tree.refresh();
+      const node = theta.tree.runs.find((r) => r.runId === runId);
+      assert.ok(node, `${runId} is in the Runs view`);
+      const contextValue = String(theta.tree.getTreeItem(node).contextValue);
+      return { contextValue, commands: rowMenuCommands(contextValue, { 'thetaevolve.runState': theta.controller.stateContext }) };
+    };
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('the palette and the Runs view offer Stop/Pause while running, Resume (not Pause) while paused, Resume/Open Dashboard/Delete once over', async () => {
+      const { program } = await taskCopy(theta, 'flows-menus');
+      assert.equal(theta.controller.stateContext, 'idle');
+      assert.deepEqual(palette(), ['thetaevolve.resumeRun'], 'with no run, only Resume Run (of a run on disk)');
+
+      await vscode.window.showTextDocument(program);
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await committed;
+      const run = theta.controller.active;
+      assert.ok(run);
+      assert.equal(theta.controller.stateContext, 'running');
+      assert.deepEqual(palette(), ['thetaevolve.stopRun', 'thetaevolve.pauseRun']);
+      const running = await rowMenu(run.runId);
+      assert.equal(running.contextValue, 'thetaevolve.run.running');
+      assert.deepEqual(running.commands, [
+        'thetaevolve.openDashboard',
+        'thetaevolve.openEvaluationOutput',
+        'thetaevolve.pauseRun',
+        'thetaevolve.stopRun',
+      ]);
+
+      const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+      await vscode.commands.executeCommand('thetaevolve.pauseRun');
+      await paused;
+      assert.equal(theta.controller.stateContext, 'paused');
+      assert.deepEqual(palette(), ['thetaevolve.stopRun', 'thetaevolve.resumeRun']);
+      const pausedRow = await rowMenu(run.runId);
+      assert.equal(pausedRow.contextValue, 'thetaevolve.run.paused');
+      assert.deepEqual(pausedRow.commands, [
+        'thetaevolve.openDashboard',
+        'thetaevolve.openEvaluationOutput',
+        'thetaevolve.resumeRun',
+        'thetaevolve.stopRun',
+      ]);
+
+      const finished = await stopRun(theta.controller);
+      assert.ok(finished);
+      assert.equal(theta.controller.stateContext, 'idle');
+      assert.deepEqual(palette(), ['thetaevolve.resumeRun']);
+      const stored = await rowMenu(run.runId);
+      assert.equal(stored.contextValue, 'thetaevolve.run.stored');
+      assert.deepEqual(stored.commands, [
+        'thetaevolve.deleteRun',
+        'thetaevolve.openDashboard',
+        'thetaevolve.openEvaluationOutput',
+        'thetaevolve.resumeRun',
+      ]);
+
+      // The row's Open Dashboard shows that run, read from its database.
+      const node = theta.tree.runs.find((r) => r.runId === run.runId);
+      await vscode.commands.executeCommand('thetaevolve.openDashboard', node);
+      const shown = theta.dashboard.model.snapshot();
+      assert.equal(shown.run?.runId, run.runId);
+      assert.equal(shown.summary.lastStep, finished.lastStep);
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+      // The row's Resume Run goes on with that run from its last committed step.
+      const resumedCommit = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step of the resumed run');
+      await vscode.commands.executeCommand('thetaevolve.resumeRun', node);
+      assert.equal(theta.controller.active?.runId, run.runId);
+      const next = await resumedCommit;
+      assert.equal(next.type === 'step_committed' && next.step, finished.lastStep + 1);
+      // While it runs, other runs' rows offer neither Resume nor Open Dashboard (the dashboard follows the active run).
+      assert.deepEqual(rowMenuCommands('thetaevolve.run.stored', { 'thetaevolve.runState': theta.controller.stateContext }), [
+        'thetaevolve.deleteRun',
+        'thetaevolve.openEvaluationOutput',
+      ]);
+      const again = await stopRun(theta.controller);
+      assert.ok(again);
+
+      // Delete Run removes the database and what is kept beside it; the row goes.
+      await deleteRunFiles(again.dbFile);
+      assert.equal(existsSync(again.dbFile), false);
+      assert.equal(existsSync(`${again.dbFile}.best-solution.json`), false);
+      await theta.tree.refresh();
+      assert.equal(
+        theta.tree.runs.some((r) => r.runId === run.runId),
+        false,
+      );
     });
   });
 

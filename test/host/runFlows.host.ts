@@ -341,6 +341,76 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe("the dashboard is a function of the run's database", () => {
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    type Snapshot = ReturnType<ThetaEvolveApi['dashboard']['model']['snapshot']>;
+    const shown = (): Snapshot => theta.dashboard.model.snapshot();
+    /** The dashboard once it holds step `step` and its database (the feed answers after the event). */
+    const showingStep = (step: number): Promise<Snapshot> =>
+      waitFor(shown, {
+        what: `the dashboard to show step ${step}`,
+        until: (s) => s.summary.lastStep === step && s.database !== null,
+        deadlineMs: 60_000,
+      });
+    const numbers = (s: Snapshot): unknown => ({
+      steps: s.series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid, p.completionTokens]),
+      lastStep: s.summary.lastStep,
+      bestEver: s.summary.bestEver,
+      samples: s.summary.samples,
+      completionTokens: s.summary.completionTokens,
+      elapsedMs: s.summary.elapsedMs,
+      histogram: s.database?.histogram,
+      best: s.best?.id,
+    });
+
+    it('Resume keeps the earlier steps, best and totals; the stopped run read back from disk shows the same numbers', async () => {
+      const { program } = await taskCopy(theta, 'flows-history');
+      await vscode.window.showTextDocument(program);
+      const second = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await second;
+      const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+      await vscode.commands.executeCommand('thetaevolve.pauseRun');
+      await paused;
+      const first = await stopRun(theta.controller);
+      assert.ok(first);
+      const before = await showingStep(first.lastStep);
+      assert.ok(before.best, 'the first session has a best program');
+
+      await theta.tree.refresh();
+      const node = theta.tree.runs.find((r) => r.runId === first.runId);
+      const resumedStep = first.lastStep + 1;
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step === resumedStep, 'the resumed step');
+      await vscode.commands.executeCommand('thetaevolve.resumeRun', node);
+      await committed;
+      const resumed = await showingStep(resumedStep);
+      assert.deepEqual(
+        resumed.series.points.map((p) => p.step),
+        [...before.series.points.map((p) => p.step), resumedStep],
+        'the steps before the resume stay on the charts',
+      );
+      assert.ok(resumed.best, 'the best card keeps its program');
+      assert.equal(resumed.summary.samples, before.summary.samples + (resumed.series.points.at(-1)?.samples ?? 0));
+      assert.ok(resumed.summary.elapsedMs > before.summary.elapsedMs, 'elapsed time goes on from the first session');
+      assert.match(resumed.database?.histogram?.label ?? '', /valid programs in the database/);
+
+      const second2 = await stopRun(theta.controller);
+      assert.ok(second2);
+      const live = await showingStep(second2.lastStep);
+      // Read back from the database alone (as after a reload): the same numbers, and not running (not "finished").
+      await vscode.commands.executeCommand('thetaevolve.openDashboard', node);
+      const again = shown();
+      assert.deepEqual(numbers(again), numbers(live));
+      assert.equal(again.runState.state, 'finished');
+      assert.equal(again.runState.resumable, true);
+      assert.match(again.runState.message, /^not running/);
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    });
+  });
+
   describe('Pause Run / Resume Run, and Resume Run of a database left on disk', () => {
     let program: vscode.Uri;
     let runId = '';

@@ -571,22 +571,27 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
     ((state.queuedGroups ?? 0) > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
     (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : '') +
     ((state.droppedGroups ?? 0) > 0 ? `, ${state.droppedGroups} short group(s) dropped` : '');
+  // The pill and the text always say the same: off is off, whatever the last error was.
   if (!state.url.trim()) {
-    return {
-      ...view,
-      state: state.enabled ? 'not_configured' : 'off',
-      message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
-    };
-  }
-  if (state.lastError !== null && (!state.connected || !state.enabled)) {
-    return { ...view, state: 'error', message: `${state.lastError}${state.enabled ? `; retrying, rollouts are spooled (${queue})` : ''}` };
+    return state.enabled
+      ? {
+          ...view,
+          state: 'not_configured',
+          message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
+        }
+      : { ...view, state: 'off', message: 'Off: this run has no trainer URL (thetaevolve.trainer.url); rollouts are not sent.' };
   }
   if (!state.enabled)
     return {
       ...view,
       state: 'off',
-      message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.`,
+      message:
+        `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}` +
+        `${state.lastError !== null ? `; the trainer's last error: ${state.lastError}` : ''}.`,
     };
+  if (state.lastError !== null && !state.connected) {
+    return { ...view, state: 'error', message: `${state.lastError}; retrying, rollouts are spooled (${queue})` };
+  }
   if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
   if (state.connected)
     return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };

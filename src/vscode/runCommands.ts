@@ -30,6 +30,7 @@ import { showStartProgress } from './runProgress';
 import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { pickTask } from './taskPicker';
+import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
@@ -153,7 +154,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!read) return;
     const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState);
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -217,7 +218,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!read) return;
     const allowed = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
     if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState);
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({
       runId: picked.runId,

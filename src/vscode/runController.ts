@@ -293,7 +293,10 @@ export class RunController implements vscode.Disposable {
     return true;
   }
 
+  /** RL on or off for the active run (its own state: its settings say what it runs with). */
   setTrainerEnabled(enabled: boolean): void {
+    if (!this.current) return;
+    this.current.settings = { ...this.current.settings, 'trainer.enabled': enabled };
     this.engine.setTrainerEnabled(enabled);
   }
 

@@ -411,6 +411,34 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('RL state of a run', () => {
+    after(async () => {
+      await stopRun(theta.controller);
+      await config().update('trainer.url', undefined, vscode.ConfigurationTarget.Global);
+    });
+
+    it('a run started without a trainer URL, the URL set since: ticking RL says it needs a resume, and the pill and the text agree', async () => {
+      const { program } = await taskCopy(theta, 'flows-rl');
+      await vscode.window.showTextDocument(program);
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step to commit');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await committed;
+      const run = theta.controller.active;
+      assert.ok(run && run.settings['trainer.url'] === '' && !run.settings['trainer.enabled']);
+      await config().update('trainer.url', 'http://127.0.0.1:9', vscode.ConfigurationTarget.Global);
+      await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
+      // The worker handles messages in order: once it answers this, whatever the toggle sent it has been answered and shown.
+      await theta.controller.query({ kind: 'summary', dbFile: run.dbFile });
+      const trainer = theta.dashboard.model.snapshot().trainer;
+      assert.equal(trainer.enabled, false);
+      assert.equal(trainer.state, 'off');
+      assert.doesNotMatch(trainer.message, /is on/, trainer.message);
+      assert.match(trainer.message, /resume/);
+      assert.equal(run.settings['trainer.enabled'], false, 'the run keeps RL off');
+      assert.equal(config().inspect<boolean>('trainer.enabled')?.workspaceValue, undefined, 'nothing written to the workspace settings');
+    });
+  });
+
   describe('Pause Run / Resume Run, and Resume Run of a database left on disk', () => {
     let program: vscode.Uri;
     let runId = '';

@@ -414,10 +414,17 @@ describe('dashboard data: the RL card', () => {
     assert.equal(failing.state, 'error');
     assert.match(failing.message, /HTTP 503; retrying/);
     assert.equal(trainerView({ ...base, connected: false }).state, 'connecting');
-    // A refused toggle (no token ids) stays off and says why.
+    // A refused toggle (no token ids) stays off and says why; the pill and the text agree (off, not error).
     const refused = trainerView({ ...base, enabled: false, connected: false, lastError: 'needs token ids' });
-    assert.equal(refused.state, 'error');
+    assert.equal(refused.state, 'off');
     assert.equal(refused.enabled, false);
+    assert.match(refused.message, /^Off: .*needs token ids/);
+    // Unticked after a trainer that never answered: off, not error.
+    assert.equal(trainerView({ ...base, enabled: false, connected: false, lastError: 'timed out' }).state, 'off');
+    // A run without a URL, RL off: the text does not say it is on.
+    const noUrl = trainerView({ ...base, url: '', enabled: false, lastError: 'the RL trainer is on but thetaevolve.trainer.url is empty' });
+    assert.equal(noUrl.state, 'off');
+    assert.doesNotMatch(noUrl.message, /is on/);
   });
 
   it('without a run, shows what the settings do to the next one', () => {

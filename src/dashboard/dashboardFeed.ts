@@ -34,7 +34,7 @@ export interface DashboardSink {
   setRunState(state: RunStateView): void;
   addStep(input: DashboardStepInput): void;
   /** The database's state; `scores`: its valid programs' combined scores (the histogram). */
-  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): void;
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): void;
   setBest(input: DashboardBestInput | null): void;
   setTrainer(trainer: TrainerView): void;
   setBackend(part: Partial<BackendView>): void;

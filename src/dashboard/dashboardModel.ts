@@ -300,25 +300,6 @@ export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { m
   return { min, max, counts };
 }
 
-/** A growable list of numbers without per-value objects (10^5-10^6 scores in a long run). */
-class NumberList {
-  private data = new Float64Array(1024);
-  length = 0;
-
-  push(v: number): void {
-    if (this.length === this.data.length) {
-      const bigger = new Float64Array(this.data.length * 2);
-      bigger.set(this.data);
-      this.data = bigger;
-    }
-    this.data[this.length++] = v;
-  }
-
-  view(): Float64Array {
-    return this.data.subarray(0, this.length);
-  }
-}
-
 export function databaseView(
   input: DashboardDatabaseInput,
   direction: Direction,
@@ -411,7 +392,6 @@ export class DashboardModel {
   private state: DashboardState = emptyDashboardState();
   private direction: Direction = 'maximize';
   private series: StepSeries;
-  private validObjectives = new NumberList();
   private lastDatabase: DashboardDatabaseInput | null = null;
   private meanExact = true;
 
@@ -429,7 +409,6 @@ export class DashboardModel {
     this.state.trainer = trainer;
     this.direction = input.direction;
     this.series = new StepSeries(input.direction, this.maxPoints);
-    this.validObjectives = new NumberList();
     this.lastDatabase = null;
     this.meanExact = true;
     this.state.run = runView(input);
@@ -461,38 +440,18 @@ export class DashboardModel {
   }
 
   /**
-   * Valid scores of evaluated programs (combined scores, as the
-   * evaluation_finished events carry them), for the histogram. Returns
-   * nothing: the next `setDatabase` sends the histogram.
+   * The database's state after a commit, with the combined scores of the
+   * valid programs it holds (the histogram: live, resumed or reloaded, the
+   * same count).
    */
-  addValidScores(scores: readonly number[]): void {
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): HostMessage {
+    this.lastDatabase = input;
+    const values: number[] = [];
     for (const s of scores) {
       const o = displayObjective(s, this.direction);
-      if (o !== null) this.validObjectives.push(o);
+      if (o !== null) values.push(o);
     }
-  }
-
-  /**
-   * The database's state after a commit. `scores`: the combined scores of
-   * the programs now in the database, when the host has them; without them
-   * the histogram counts every valid program evaluated in this run.
-   */
-  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): HostMessage {
-    this.lastDatabase = input;
-    let hist: { label: string; values: ArrayLike<number> } | null = null;
-    if (scores) {
-      const values: number[] = [];
-      for (const s of scores) {
-        const o = displayObjective(s, this.direction);
-        if (o !== null) values.push(o);
-      }
-      hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
-    } else if (this.validObjectives.length > 0) {
-      hist = {
-        label: `valid programs evaluated in this run (${this.validObjectives.length.toLocaleString('en-US')})`,
-        values: this.validObjectives.view(),
-      };
-    }
+    const hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
     this.state.database = databaseView(input, this.direction, hist, this.maxHeatBins);
     return { type: 'database', database: this.state.database };
   }

@@ -118,7 +118,7 @@ export class DashboardHost implements vscode.Disposable {
     this.post(this.model.addStep(input));
   }
 
-  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): void {
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): void {
     this.post(this.model.setDatabase(input, scores));
   }
 

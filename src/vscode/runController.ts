@@ -15,7 +15,7 @@ import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
 import { forDisplay } from '../engine/common/displayText';
-import { ThetaEvolveError } from '../engine/common/errors';
+import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
@@ -333,6 +333,19 @@ export class RunController implements vscode.Disposable {
     this.closeEmitter.dispose();
   }
 
+  /** A resumed run's best so far, from its database (the status bar shows it before the first new step commits). */
+  private readBest(run: TrackedRun): void {
+    void this.engine.query({ kind: 'summary', dbFile: run.dbFile }).then(
+      (summary) => {
+        if (!summary.best || run.bestScore !== null) return;
+        run.bestScore = summary.best.score;
+        run.bestId = summary.best.id;
+        if (this.current === run) this.changeEmitter.fire(run);
+      },
+      (err: unknown) => log().warn(`run ${run.runId}: its best so far could not be read: ${errorMessage(err)}`),
+    );
+  }
+
   private publishState(): void {
     const state: RunStateContext = this.current?.state ?? 'idle';
     if (state === this.publishedState) return;
@@ -351,6 +364,7 @@ export class RunController implements vscode.Disposable {
           run.isolation = event.isolation ?? null;
           run.lastStep = event.resumedFromStep ?? -1;
           run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
+          if (event.resumedFromStep !== null) this.readBest(run);
           if (this.pendingStart?.runId === runId) {
             this.pendingStart.resolve();
             this.pendingStart = undefined;

@@ -384,8 +384,22 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const node = theta.tree.runs.find((r) => r.runId === first.runId);
       const resumedStep = first.lastStep + 1;
       const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step === resumedStep, 'the resumed step');
-      await vscode.commands.executeCommand('thetaevolve.resumeRun', node);
-      await committed;
+      // The status bar has the run's best before the first new step commits (read from the database).
+      const beforeNewStep: string[] = [];
+      const watching = theta.controller.onDidChangeRun((r) => {
+        if (r && r.lastStep === first.lastStep && r.bestScore !== null) beforeNewStep.push(statusText(r));
+      });
+      try {
+        await vscode.commands.executeCommand('thetaevolve.resumeRun', node);
+        await committed;
+      } finally {
+        watching.dispose();
+      }
+      const bestObjective = formatScore(before.summary.bestEver, 6);
+      assert.ok(
+        beforeNewStep.some((text) => text.includes(`best ${bestObjective}`)),
+        `the status bar showed best ${bestObjective} before the resumed step (saw ${JSON.stringify(beforeNewStep)})`,
+      );
       const resumed = await showingStep(resumedStep);
       assert.deepEqual(
         resumed.series.points.map((p) => p.step),

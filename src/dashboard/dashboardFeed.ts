@@ -70,31 +70,32 @@ export type RunQuery = <K extends QueryKind>(query: Extract<Query, { kind: K }>)
  * databases without it start a new session where elapsedMs goes down.
  */
 export class RunElapsed {
-  private readonly sessions = new Map<string, number>();
+  /** Each session's latest elapsed time. */
+  private readonly elapsedBySession = new Map<string, number>();
   private legacySession = 0;
   private lastLegacyElapsed = -1;
 
-  /** The run's elapsed time once this step is counted. */
-  add(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): number {
-    let key: string;
-    let elapsed: number;
-    if (stats.sessionStartedAt !== undefined && stats.elapsedMs !== undefined) {
-      key = `session ${stats.sessionStartedAt}`;
-      elapsed = stats.elapsedMs;
-    } else if (stats.elapsedMs !== undefined) {
+  /** The step's elapsed time as the dashboard gets it: the run's (all its sessions) and its own session's. */
+  step(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): Pick<DashboardStepInput, 'elapsedMs' | 'session'> {
+    const [key, elapsed] = this.sessionOf(stats);
+    const sessionMs = Math.max(elapsed, this.elapsedBySession.get(key) ?? 0);
+    this.elapsedBySession.set(key, sessionMs);
+    let total = 0;
+    for (const ms of this.elapsedBySession.values()) total += ms;
+    return { elapsedMs: total, session: { count: this.elapsedBySession.size, elapsedMs: sessionMs } };
+  }
+
+  /** The step's session and its elapsed time in it. */
+  private sessionOf(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): [string, number] {
+    if (stats.sessionStartedAt !== undefined && stats.elapsedMs !== undefined)
+      return [`session ${stats.sessionStartedAt}`, stats.elapsedMs];
+    if (stats.elapsedMs !== undefined) {
       if (stats.elapsedMs < this.lastLegacyElapsed) this.legacySession++;
       this.lastLegacyElapsed = stats.elapsedMs;
-      key = `legacy ${this.legacySession}`;
-      elapsed = stats.elapsedMs;
-    } else {
-      // Databases written before steps recorded their elapsed time: the sum of step times.
-      key = 'step times';
-      elapsed = (this.sessions.get(key) ?? 0) + stats.timings.totalMs;
+      return [`legacy ${this.legacySession}`, stats.elapsedMs];
     }
-    this.sessions.set(key, Math.max(elapsed, this.sessions.get(key) ?? 0));
-    let total = 0;
-    for (const ms of this.sessions.values()) total += ms;
-    return total;
+    // Databases written before steps recorded their elapsed time: the sum of step times.
+    return ['step times', (this.elapsedBySession.get('step times') ?? 0) + stats.timings.totalMs];
   }
 }
 
@@ -180,7 +181,7 @@ export class DashboardFeed {
       case 'step_committed':
         if (event.step <= this.lastStep) return;
         this.lastStep = event.step;
-        sink.addStep({ ...event, elapsedMs: this.elapsed.add(event) });
+        sink.addStep({ ...event, ...this.elapsed.step(event) });
         // Why requests failed in the step: each distinct reason once, with its count.
         for (const failure of event.failures ?? [])
           sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
@@ -360,7 +361,7 @@ function feedHistory(model: DashboardModel, history: RunHistory, elapsed: RunEla
       if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
     }
     // The database keeps no per-step size: the tile shows the current one.
-    model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs: elapsed.add(row.stats) });
+    model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, ...elapsed.step(row.stats) });
     lastStep = row.step;
   }
   model.setDatabase(snapshot, history.validScores);

@@ -425,6 +425,7 @@ export class DashboardModel {
       bestEver: displayObjective(input.bestEver, this.direction) ?? this.series.best,
       dbSize: input.dbSize,
       elapsedMs: input.elapsedMs,
+      ...(input.session && input.session.count > 1 ? { session: { ...input.session } } : {}),
       samples: s.samples + input.samples,
       completionTokens: s.completionTokens + input.tokens.completion,
       meanExact: this.meanExact,

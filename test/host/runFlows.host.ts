@@ -409,6 +409,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.ok(resumed.best, 'the best card keeps its program');
       assert.equal(resumed.summary.samples, before.summary.samples + (resumed.series.points.at(-1)?.samples ?? 0));
       assert.ok(resumed.summary.elapsedMs > before.summary.elapsedMs, 'elapsed time goes on from the first session');
+      assert.equal(resumed.summary.session?.count, 2, "the elapsed tile says the run has two sessions and this one's time");
       assert.match(resumed.database?.histogram?.label ?? '', /valid programs in the database/);
 
       const second2 = await stopRun(theta.controller);

@@ -231,6 +231,9 @@ describe('dashboard: a resumed run is the same run, live and after a reload', fu
       });
       assert.deepEqual(numbers(now), numbers(again), 'live after a resume and replayed after a reload, the same numbers');
       assert.equal(now.summary.lastStep, 4);
+      assert.equal(now.summary.session?.count, 2, 'the run says it has two sessions');
+      assert.ok((now.summary.session?.elapsedMs ?? Infinity) < now.summary.elapsedMs, "the latest session's time is part of the run's");
+      assert.equal(before.summary.session, undefined, 'a run of one session says nothing of sessions');
       assert.match(now.database?.histogram?.label ?? '', /valid programs in the database/);
     } finally {
       await host.dispose();

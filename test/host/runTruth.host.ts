@@ -165,11 +165,15 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         'thetaevolve.deleteRun',
         'thetaevolve.openEvaluationOutput',
       ]);
+      // The run in progress is not deleted: nothing goes, and the error says why.
+      const dbFile = theta.controller.active?.dbFile ?? '';
+      await assert.rejects(deleteRunFiles(dbFile, theta.controller), /is running in this window: stop it/);
+      assert.ok(existsSync(dbFile), 'the running run keeps its database');
       const again = await stopRun(theta.controller);
       assert.ok(again);
 
       // Delete Run removes the database and what is kept beside it; the row goes.
-      await deleteRunFiles(again.dbFile);
+      await deleteRunFiles(again.dbFile, theta.controller);
       assert.equal(existsSync(again.dbFile), false);
       assert.equal(existsSync(`${again.dbFile}.best-solution.json`), false);
       await theta.tree.refresh();

@@ -7,6 +7,7 @@ import { onDidFailCommand } from './vscode/commandRegistry';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
+import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
 import { registerProgramDocuments } from './vscode/programDocuments';
@@ -21,6 +22,8 @@ import { registerStatusBar } from './vscode/statusBar';
 export interface ThetaEvolveApi {
   controller: RunController;
   tree: RunsTreeProvider;
+  /** The dashboard (its model is what the page shows). */
+  dashboard: DashboardHost;
   /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
   /** The task (folder or task.json) remembered for a file: what Start Run on it uses without asking. */
@@ -46,7 +49,9 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
-        return program ? { code: program.code, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : null;
+        return program
+          ? { code: program.code, objective: program.objective, step: program.step, stepRank: program.stepRank ?? null }
+          : null;
       },
     }),
     registerStatusBar(controller),
@@ -55,10 +60,11 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
   );
-  registerCommands({ context, controller, tree });
+  const dashboard = registerCommands({ context, controller, tree });
   return {
     controller,
     tree,
+    dashboard,
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
     rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
     onDidFailCommand,

@@ -13,6 +13,7 @@ import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { listRunFiles, type RunController } from './runController';
+import { isRunNode } from './runsTree';
 
 export const OUTPUT_SCHEME = 'thetaevolve-output';
 export const OPEN_OUTPUT_TITLE = 'ThetaEvolve: Open Evaluation Output';
@@ -36,13 +37,6 @@ function isOutputRef(value: unknown): value is EvaluationOutputRef {
     Number.isInteger(v.step) &&
     Number.isInteger(v.sampleIndex)
   );
-}
-
-/** A Runs view run item (RunNode). */
-function isRunArg(value: unknown): value is { runId: string; dbFile: string } {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return v.kind === 'run' && typeof v.runId === 'string' && typeof v.dbFile === 'string';
 }
 
 /** The step an evaluation key (`s3-p1#2`, `initial#0`) belongs to, with its parts; undefined when it is not one. */
@@ -164,7 +158,7 @@ export function registerEvaluationOutputs(context: vscode.ExtensionContext, cont
 
   registerCommand(context, COMMAND_IDS.openEvaluationOutput, async (arg?: unknown) => {
     // From the palette (the window's run), or a run of the Runs view (its context menu).
-    const ref = isOutputRef(arg) ? arg : await pickOutput(controller, isRunArg(arg) ? arg : undefined);
+    const ref = isOutputRef(arg) ? arg : await pickOutput(controller, isRunNode(arg) ? arg : undefined);
     if (!ref) return;
     await vscode.window.showTextDocument(outputUri(ref), { preview: true });
   });

@@ -102,7 +102,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
-        `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
+        `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, objective ${formatScore(node.objective)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
       );
     }
   };
@@ -169,7 +169,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
-        `ThetaEvolve: applied ${programName(program)} (program ${best.id}, score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`,
+        `ThetaEvolve: applied ${programName(program)} (program ${best.id}, objective ${formatScore(program.objective)}) to ${fileName(target)}. Undo restores the file.`,
       );
     }
   });

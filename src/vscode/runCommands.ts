@@ -8,6 +8,7 @@ import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
+import { displayObjective } from '../engine/common/scoring';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
 import type { RunInfo } from '../protocol/workerMessages';
@@ -26,10 +27,11 @@ import {
   type StartSpec,
 } from './runController';
 import { showStartProgress } from './runProgress';
-import type { RunsTreeProvider } from './runsTree';
+import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
+import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
@@ -125,7 +127,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const read = readSettingsOrShowError(fileUri);
     if (!read) return undefined;
     const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
-    return allowed ? withIsolationConsent(allowed, context.workspaceState) : undefined;
+    return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
   };
   const startAndFollow = async (spec: StartSpec): Promise<void> => {
     const started = controller.start(spec);
@@ -229,15 +231,23 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
-  /** Resume Run: the active run if it is paused; else a run database (given, e.g. by the dashboard, or picked) from its last committed step. */
+  /**
+   * Resume Run: the active run if it is paused; else a run database (given:
+   * its file by the dashboard, its row by the Runs view; or picked) from its
+   * last committed step.
+   */
   registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
+    const given = typeof arg === 'string' ? arg : isRunNode(arg) ? arg.dbFile : undefined;
     const run = controller.active;
     if (run) {
-      if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+      if (given !== undefined && given !== run.dbFile)
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
+      else if (!controller.resume())
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
-    const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
+    const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
     const settings = await runSettings(origin.fileUri);
@@ -289,7 +299,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
         info
           ? {
               label: file.runId,
-              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(info.summary.best?.score)}`,
+              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(displayObjective(info.summary.best?.score ?? null, info.meta.direction))}`,
               detail: info.meta.programPath,
               info,
               runId: file.runId,

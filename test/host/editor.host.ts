@@ -205,8 +205,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
 describe('editor: program documents and diffs', () => {
   const runId = `editor-test-${Date.now().toString(36)}`;
   const programs = new Map<string, ProgramDocumentSource>([
-    ['1v', { code: PYTHON, score: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
-    ['3k', { code: PYTHON.replace('return 1', 'return 2'), score: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
+    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
   ]);
   // Test data behind the real lookup interface: a run with two programs.
   const lookup: ProgramLookup = {
@@ -237,7 +237,7 @@ describe('editor: program documents and diffs', () => {
     assert.match(document.getText(), /program zz of run .* is not available/);
   });
 
-  it("Show Diff opens parent <-> child with a title naming step, rank and score; the ids are in the documents' paths", async () => {
+  it("Show Diff opens parent <-> child with a title naming step, rank and objective; the ids are in the documents' paths", async () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
@@ -247,7 +247,7 @@ describe('editor: program documents and diffs', () => {
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
     // Programs are named by their step (and rank there when known); an unknown step falls back to the id.
     assert.equal(
-      programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'),
+      programDiffTitle({ id: '1v', objective: 0.95981 }, { id: '3k', objective: 0.96123, step: 12 }, 'circle-packing'),
       'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)',
     );
   });

@@ -20,15 +20,7 @@ import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
-
-/** Stop the active run (if any) and wait until it closed. */
-async function stopRun(controller: Controller): Promise<TrackedRun | undefined> {
-  if (!controller.active) return undefined;
-  const done = closed(controller);
-  await vscode.commands.executeCommand('thetaevolve.stopRun');
-  return done;
-}
+import { api, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
 
 /** The lines strictly between the EVOLVE-BLOCK markers. */
 function blockOf(text: string): string {
@@ -47,22 +39,6 @@ function outsideOf(text: string): string {
   const region = regions[0] as { startLine: number; endLine: number };
   const lines = text.split(/\r?\n/);
   return [...lines.slice(0, region.startLine + 1), ...lines.slice(region.endLine)].join('\n');
-}
-
-/**
- * A copy of the quadratic fixture named `name` (its own task name, so run ids
- * of this suite never collide with each other's or with run.host.ts's), with
- * its task remembered for its program so Start Run does not ask.
- */
-async function taskCopy(theta: ThetaEvolveApi, name: string): Promise<{ dir: string; program: vscode.Uri }> {
-  const dir = join(workspaceDir(), name);
-  cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
-  const taskFile = join(dir, 'task.json');
-  const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
-  writeFileSync(taskFile, JSON.stringify({ ...task, name }, null, 2));
-  const program = vscode.Uri.file(join(dir, 'initial.py'));
-  await theta.rememberTaskFor(program, taskFile);
-  return { dir, program };
 }
 
 /** Revert the document of `uri` to its saved text (follow-best edits but does not save). */

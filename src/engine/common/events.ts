@@ -58,6 +58,12 @@ export const StepStatisticsSchema = z.object({
   latencyMsP95: finite.nullable().optional(),
   /** Time since the run (this invocation) started, when the step was recorded. */
   elapsedMs: finite.min(0).optional(),
+  /**
+   * When this invocation of the run started (ms since the epoch): the steps of
+   * one session share it, so the run's elapsed time adds up across resumes.
+   * Absent in databases written before it was recorded.
+   */
+  sessionStartedAt: finite.optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -138,6 +138,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     try {
       await started;
     } catch (err) {
+      // Cancelled from its progress notification: what the person asked for, not an error.
+      if (err instanceof RunStartError && err.cancelled) return;
       if (
         err instanceof RunStartError &&
         err.setting === 'thetaevolve.sandbox.allowWeakIsolation' &&

@@ -146,6 +146,8 @@ export class RunStartError extends ThetaEvolveError {
   constructor(
     message: string,
     readonly setting: string | null,
+    /** The person cancelled the start (its progress notification's Cancel): nothing to report. */
+    readonly cancelled = false,
   ) {
     super(message);
   }
@@ -173,6 +175,8 @@ export class RunController implements vscode.Disposable {
   readonly onDidCloseRun = this.closeEmitter.event;
   private current: TrackedRun | undefined;
   private last: TrackedRun | undefined;
+  /** The run whose start the person cancelled (Stop while starting): its start failure is no error. */
+  private cancelledStart: string | undefined;
   /** runId -> database file, for thetaevolve: documents and tree commands. */
   private readonly known = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -265,6 +269,7 @@ export class RunController implements vscode.Disposable {
 
   stop(): boolean {
     if (!this.current) return false;
+    if (this.current.state === 'starting') this.cancelledStart = this.current.runId;
     this.current.state = 'stopping';
     this.current.message = 'stopping: the step in flight is abandoned';
     this.engine.stop();
@@ -439,9 +444,14 @@ export class RunController implements vscode.Disposable {
   }
 
   private onStartFailed(runId: string, message: string, setting: string | null): void {
-    log().error(`run ${runId} could not start: ${message}`);
+    const cancelled = this.cancelledStart === runId;
+    this.cancelledStart = undefined;
+    if (cancelled) log().info(`run ${runId}: the start was cancelled`);
+    else log().error(`run ${runId} could not start: ${message}`);
+    // A new start was asked for: the window's previous run no longer speaks for it (the status bar shows none).
+    if (cancelled) this.last = undefined;
     if (this.pendingStart?.runId === runId) {
-      this.pendingStart.reject(new RunStartError(message, setting));
+      this.pendingStart.reject(new RunStartError(message, setting, cancelled));
       this.pendingStart = undefined;
     }
     if (this.current?.runId === runId) {

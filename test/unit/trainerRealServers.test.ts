@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
-import { TrainerBridge } from '../../src/engine/trainer/bridge';
+import { TrainerBridge, type TrainerState } from '../../src/engine/trainer/bridge';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
 import { tempDir } from '../support/tempDirs';
@@ -121,11 +121,11 @@ class AtroposTrainer {
   readonly batches: { group_overrides?: { thetaevolve?: { group_key?: string } } }[][] = [];
   notRegisteredAfterRegister = 0;
   private timer: NodeJS.Timeout | null = null;
-  private step = 0;
-
   constructor(
     private readonly url: string,
     private readonly batchSize: number,
+    /** The step it starts (or resumes) at. */
+    private step = 0,
   ) {}
 
   async register(): Promise<void> {
@@ -242,9 +242,10 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  function bridge(settings: Settings, warnings: string[]): TrainerBridge {
+  function bridge(settings: Settings, warnings: string[], onState?: (state: TrainerState) => void): TrainerBridge {
     const b = new TrainerBridge({
       settings,
+      onState,
       dbFile: join(dir, 'run.sqlite'),
       groupSize: N,
       name: 'thetaevolve-test',
@@ -307,6 +308,55 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
       warnings.some((w) => w.includes('lost 2 queued group(s)')),
       warnings.join('\n'),
     );
+  });
+
+  it('atropos, sync: a server killed right after it acknowledged a step, before its trainer pulled it, gets the step again once; the run goes on to its last step', async () => {
+    const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
+    cleanups.push(() => server.stop());
+    await server.start();
+    let trainer = new AtroposTrainer(server.url, 2 * N); // one trainer step per evolution step
+    cleanups.push(() => trainer.stop());
+    await trainer.register();
+    const warnings: string[] = [];
+    let onState: ((state: TrainerState) => void) | null = null;
+    const b = bridge(
+      parseSettings({ batchSize: 2, samplesPerPrompt: N, 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.mode': 'sync' }),
+      warnings,
+      (state) => onState?.(state),
+    );
+    await b.start(new AbortController().signal);
+    await b.afterCommit(committedStep(1), new AbortController().signal);
+    assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1']);
+
+    // The trainer is slow to poll: step 2 waits in the server's queue, and the server dies there.
+    trainer.stop();
+    const acknowledged = new Promise<void>((resolveAck) => {
+      onState = (state) => {
+        if (state.queuedGroups === 2) resolveAck();
+      };
+    });
+    const step2 = b.afterCommit(committedStep(2), new AbortController().signal);
+    await acknowledged;
+    onState = null;
+    await server.restart();
+    const back = new AtroposTrainer(server.url, 2 * N, 1); // it resumes at the step it reached
+    cleanups.push(() => back.stop());
+    await back.register();
+    await step2;
+    await b.afterCommit(committedStep(3), new AbortController().signal);
+    await b.afterCommit(committedStep(4), new AbortController().signal);
+    trainer = back;
+    assert.deepEqual(
+      trainer.keys(),
+      ['s2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1'],
+      JSON.stringify({ warnings, state: b.state() }),
+    );
+    assert.equal(b.state().trainerStep, 4);
+    assert.ok(
+      warnings.some((w) => w.includes('lost 2 queued group(s)')),
+      warnings.join('\n'),
+    );
+    assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
   });
 
   it('slime: says what to configure while the group size is 16; after /start_rollout with the ThetaEvolve generator the trainer gets whole groups with numeric instance ids', async () => {

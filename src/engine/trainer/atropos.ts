@@ -156,6 +156,8 @@ export class AtroposClient implements TrainerProtocolClient {
   private envId: number | null = null;
   /** Nothing was posted under envId yet: groups waiting under the same id are from before it (the server restarted and handed the id out again). */
   private freshEnv = false;
+  /** The groups posted under earlier registrations were settled since envId was handed out (a failed settle must run again before any post). */
+  private settledSinceRegistering = true;
   /** starting_step of the first registration: the policy of groups sampled before any trainer step was known. */
   startingStep: number | null = null;
   private warnedBatch = false;
@@ -217,6 +219,7 @@ export class AtroposClient implements TrainerProtocolClient {
     }
     this.envId = parsed.data.env_id;
     this.freshEnv = true;
+    this.settledSinceRegistering = false;
     this.startingStep ??= parsed.data.starting_step ?? null;
     return this.envId;
   }
@@ -230,12 +233,21 @@ export class AtroposClient implements TrainerProtocolClient {
   private async ensureRegistered(spool: TrainerSpool, signal: AbortSignal): Promise<number> {
     if (this.envId !== null) {
       const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
-      if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) return this.envId;
+      if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) {
+        if (!this.settledSinceRegistering) await this.settleAfterRegistering(spool, signal);
+        return this.envId;
+      }
       this.envId = null;
     }
     const envId = await this.register(signal);
-    await this.settle(spool, signal);
+    await this.settleAfterRegistering(spool, signal);
     return envId;
+  }
+
+  /** Settle what waited under earlier registrations, before anything is posted under the new one (whose id may be an old one again). */
+  private async settleAfterRegistering(spool: TrainerSpool, signal: AbortSignal): Promise<void> {
+    await this.settle(spool, signal);
+    this.settledSinceRegistering = true;
   }
 
   async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {

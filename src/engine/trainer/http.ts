@@ -99,6 +99,10 @@ export class JsonHttpClient {
         fail(describeNetworkError(error));
       });
       req.on('response', (res: IncomingMessage) => {
+        // uvicorn closes the connection after an unhandled exception's 500: a
+        // socket kept for reuse would reset the next request, and a POST is
+        // never sent twice, so a server error's socket is not reused.
+        if ((res.statusCode ?? 0) >= 500) req.shouldKeepAlive = false;
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

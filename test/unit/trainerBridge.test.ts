@@ -453,7 +453,8 @@ describe('RL trainer bridge', function () {
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
-      const server = await atropos({ trainer: { batchSize: 1000 } });
+      // The trainer polls /batch once at its start and then hangs: its queue holds a batch it never takes.
+      const server = await atropos({ trainer: { batchSize: 6, pollMs: 3_600_000 } });
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 1 }));
       await b.start(new AbortController().signal);
       const started = Date.now();
@@ -464,10 +465,45 @@ describe('RL trainer bridge', function () {
         warnings.some((w) => w.includes('did not take step 1') && w.includes('trainer step is still 0')),
         warnings.join('\n'),
       );
+    });
+
+    it('sync mode does not wait for a trainer step its queue cannot make (a batch larger than a step)', async () => {
+      const server = await atropos({ trainer: { batchSize: 1000 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(server.received.length, 4);
+      assert.equal(server.currentStep, 0);
       assert.ok(
         warnings.some((w) => w.includes('takes a step every 1000 sequences')),
         'warned at start that the batch needs more than a step gives',
       );
+      assert.ok(
+        warnings.some((w) => w.includes('its queue holds fewer') && w.includes('goes on without waiting')),
+        warnings.join('\n'),
+      );
+      assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
+    });
+
+    it('sync mode: a step one of whose groups the trainer refused is not waited for (it cannot fill a batch); the next steps are, and every other group goes out once', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 }, script: ['invalid'] });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url }));
+      await b.start(new AbortController().signal);
+      for (const step of [1, 2, 3, 4]) await b.afterCommit(committedStep(step), new AbortController().signal);
+      assert.equal(b.state().rejectedGroups, 1);
+      assert.ok(
+        warnings.some((w) => w.includes('refused group s1-p0')),
+        warnings.join('\n'),
+      );
+      assert.equal(server.currentStep, 3, 'seven groups of 3 make three batches of 6');
+      assert.deepEqual(
+        groupUids(server)
+          .map((u) => u.split(':')[1])
+          .sort(),
+        ['s1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1'],
+      );
+      assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
     });
 
     it('async mode runs at most trainer.maxStaleness steps ahead of the trainer', async () => {

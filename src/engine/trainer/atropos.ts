@@ -31,7 +31,14 @@
 // /latest_example tells whether the group already arrived.
 import { z } from 'zod';
 import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
-import { type DeliveryResult, RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocolClient } from './protocol';
+import {
+  type DeliveryResult,
+  RetryableTrainerError,
+  type Settlement,
+  TrainerConfigError,
+  type TrainerProtocolClient,
+  type TrainerQueue,
+} from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
 /** Mask value of prompt positions (what the trainer's loss ignores). */
@@ -190,7 +197,7 @@ export class AtroposClient implements TrainerProtocolClient {
       this.warnedBatch = true;
       this.options.onWarning(
         `the atropos trainer takes a step every ${parsed.data.batch_size} sequences but one evolution step gives ${this.options.sequencesPerStep} (B x n): ` +
-          'in synchronous mode each step will wait for the trainer until trainer.syncTimeoutSeconds; match the trainer batch size to B x n.',
+          'synchronous mode cannot wait for a trainer step after each of ours (the run goes on while the queue fills a batch); match the trainer batch size to B x n.',
       );
     }
   }
@@ -415,6 +422,22 @@ export class AtroposClient implements TrainerProtocolClient {
     const parsed = reply.status === 200 ? StatusReplySchema.safeParse(reply.json) : null;
     if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(reply)}`);
     return parsed.data.current_step;
+  }
+
+  async readQueue(signal: AbortSignal): Promise<TrainerQueue | null> {
+    if (this.envId === null) return null;
+    const info = await this.call('GET', '/info', undefined, signal);
+    const infoParsed = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
+    if (!infoParsed?.success || infoParsed.data.batch_size <= 0) return null;
+    const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
+    const parsed = reply.status === 200 ? StatusEnvReplySchema.safeParse(reply.json) : null;
+    if (!parsed?.success || parsed.data.queue_size === undefined) return null;
+    // queue_size counts groups of our size (other environments' sequences packed into them).
+    return {
+      step: parsed.data.current_step,
+      queuedSequences: parsed.data.queue_size * this.options.groupSize,
+      batchSize: infoParsed.data.batch_size,
+    };
   }
 
   async disconnect(signal: AbortSignal): Promise<void> {

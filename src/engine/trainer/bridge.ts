@@ -419,12 +419,41 @@ export class TrainerBridge {
           if (sync) await this.settleNow(signal);
           return;
         }
+        if (await this.trainerCannotStep(signal)) {
+          // Waiting would last until the deadline for nothing: what it needs comes only with the next step's groups.
+          this.stepsAhead = 0;
+          return;
+        }
         await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
       }
     } finally {
       this.waiting = false;
       this.emitState();
     }
+  }
+
+  /**
+   * Everything released is handed over and the trainer's queue holds fewer
+   * sequences than its batch (a group refused, or filtered, or a batch larger
+   * than a step): the trainer cannot take a step until more groups come, so
+   * the wait for one ends now, said once.
+   */
+  private async trainerCannotStep(signal: AbortSignal): Promise<boolean> {
+    if (this.sending !== null || this.releasedPending() > 0) return false;
+    let queue;
+    try {
+      queue = await this.client.readQueue(anySignal(signal, this.closing.signal));
+    } catch {
+      return false; // unknown: keep waiting (the deadline still holds)
+    }
+    // A step read in the same look that moved on: the trainer stepped after all.
+    if (queue === null || queue.step !== this.trainerStep || queue.queuedSequences >= queue.batchSize) return false;
+    this.warn(
+      `the trainer at ${this.settings['trainer.url']} takes a step every ${queue.batchSize} sequences and its queue holds fewer ` +
+        "(groups refused, dropped or filtered, or a batch larger than one step's B x n); " +
+        'it cannot step until more groups come, so the run goes on without waiting for it',
+    );
+    return true;
   }
 
   private async settleNow(signal: AbortSignal): Promise<void> {
@@ -616,6 +645,9 @@ class UnconfiguredClient implements TrainerProtocolClient {
     return { pulled: 0, lost: 0 };
   }
   async readStep(): Promise<null> {
+    return null;
+  }
+  async readQueue(): Promise<null> {
     return null;
   }
   async disconnect(): Promise<void> {}

@@ -31,6 +31,15 @@ export interface Settlement {
   lost: number;
 }
 
+/** The trainer's step and what its server's queue holds for its next batch. */
+export interface TrainerQueue {
+  step: number;
+  /** Sequences waiting in the server's queue (ours and other environments'). */
+  queuedSequences: number;
+  /** Sequences the trainer takes per step. */
+  batchSize: number;
+}
+
 export interface TrainerProtocolClient {
   readonly protocol: TrainerProtocol;
   /** Registration / health at start. Throws TrainerConfigError or RetryableTrainerError. */
@@ -55,6 +64,12 @@ export interface TrainerProtocolClient {
   readonly hasStepSource: boolean;
   /** The trainer's step (policy version) now; null when unknown. Throws RetryableTrainerError. */
   readStep(signal: AbortSignal): Promise<number | null>;
+  /**
+   * What the trainer's queue holds against the batch it steps on, read in one
+   * look with its step (atropos: /status-env queue_size x n, /info
+   * batch_size); null when the protocol cannot tell. Throws RetryableTrainerError.
+   */
+  readQueue(signal: AbortSignal): Promise<TrainerQueue | null>;
   /** Tell the trainer this environment is done (the run ended); best effort. */
   disconnect(signal: AbortSignal): Promise<void>;
   close(): void;

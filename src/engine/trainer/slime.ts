@@ -288,6 +288,11 @@ export class SlimeClient implements TrainerProtocolClient {
     return this.readWeightVersion(signal);
   }
 
+  /** The buffer tells nothing of slime's batch. */
+  async readQueue(): Promise<null> {
+    return null;
+  }
+
   async disconnect(): Promise<void> {}
 
   close(): void {

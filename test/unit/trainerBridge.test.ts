@@ -399,7 +399,7 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
       assert.equal(b.state().queuedGroups, 2, 'posted, not yet pulled: still spooled');
-      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 pending, 2 queued for the trainer/);
+      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 released \(pulled by the trainer\), 0 pending, 2 queued for the trainer/);
       await server.restart(100);
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);

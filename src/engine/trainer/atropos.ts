@@ -323,7 +323,7 @@ export class AtroposClient implements TrainerProtocolClient {
       if (env === undefined) continue;
       byEnv.set(env, [...(byEnv.get(env) ?? []), g]);
     }
-    const result: Settlement = { pulled: 0, lost: 0 };
+    const result: Settlement = { pulled: 0, resent: 0, lost: 0 };
     for (const [env, waiting] of byEnv) {
       if (this.envId !== null && (env > this.envId || (env === this.envId && this.freshEnv))) {
         // Our newest registration got this id or a lower one: the server restarted since these were posted.
@@ -377,7 +377,7 @@ export class AtroposClient implements TrainerProtocolClient {
     for (const g of lost) await spool.markPosted(g.id, null);
     this.lastSeen.delete(env);
     result.pulled += pulled.length;
-    result.lost += lost.length;
+    result.resent += lost.length;
     if (lost.length > 0)
       this.options.onWarning(
         `the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`,
@@ -431,11 +431,12 @@ export class AtroposClient implements TrainerProtocolClient {
     if (!infoParsed?.success || infoParsed.data.batch_size <= 0) return null;
     const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
     const parsed = reply.status === 200 ? StatusEnvReplySchema.safeParse(reply.json) : null;
-    if (!parsed?.success || parsed.data.queue_size === undefined) return null;
+    if (!parsed?.success || parsed.data.queue_size === undefined || parsed.data.self_queue_size === undefined) return null;
     // queue_size counts groups of our size (other environments' sequences packed into them).
     return {
       step: parsed.data.current_step,
       queuedSequences: parsed.data.queue_size * this.options.groupSize,
+      ownGroups: parsed.data.self_queue_size,
       batchSize: infoParsed.data.batch_size,
     };
   }

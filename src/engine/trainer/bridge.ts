@@ -90,6 +90,9 @@ export class TrainerBridge {
   private sentGroups = 0;
   private rejectedGroups = 0;
   private droppedGroups = 0;
+  private releasedGroups = 0;
+  private resentGroups = 0;
+  private lostGroups = 0;
   private waiting = false;
   private lastError: string | null = null;
   private lastEmitted = '';
@@ -262,6 +265,9 @@ export class TrainerBridge {
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
       droppedGroups: this.droppedGroups,
+      releasedGroups: this.releasedGroups,
+      resentGroups: this.resentGroups,
+      lostGroups: this.lostGroups,
       waiting: this.waiting,
       lastError: this.lastError,
     };
@@ -448,6 +454,8 @@ export class TrainerBridge {
     }
     // A step read in the same look that moved on: the trainer stepped after all.
     if (queue === null || queue.step !== this.trainerStep || queue.queuedSequences >= queue.batchSize) return false;
+    // Fewer of ours than we handed over: the server lost some (a restart a settle has yet to see); they are sent again first.
+    if (queue.ownGroups < this.queuedInServer()) return false;
     this.warn(
       `the trainer at ${this.settings['trainer.url']} takes a step every ${queue.batchSize} sequences and its queue holds fewer ` +
         "(groups refused, dropped or filtered, or a batch larger than one step's B x n); " +
@@ -459,7 +467,8 @@ export class TrainerBridge {
   private async settleNow(signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
-    await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => undefined);
+    const settled = await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => null);
+    if (settled) this.counted(settled);
     this.emitState();
   }
 
@@ -519,11 +528,7 @@ export class TrainerBridge {
       if (spool && waitingInServer && Date.now() - settledAt >= this.pollIntervalMs) {
         settledAt = Date.now();
         try {
-          const settled = await client.settle(spool, signal);
-          if (settled.pulled > 0 || settled.lost > 0) {
-            this.changed.notify();
-            this.emitState();
-          }
+          this.counted(await client.settle(spool, signal));
         } catch (error) {
           if (signal.aborted) break;
           this.connected = false;
@@ -577,6 +582,16 @@ export class TrainerBridge {
         this.emitState();
       }
     }
+  }
+
+  /** Count what a settle learned of the groups waiting in the trainer server. */
+  private counted(settled: Settlement): void {
+    if (settled.pulled + settled.resent + settled.lost === 0) return;
+    this.releasedGroups += settled.pulled;
+    this.resentGroups += settled.resent;
+    this.lostGroups += settled.lost;
+    this.changed.notify();
+    this.emitState();
   }
 
   private delivered(group: SpooledGroup): void {
@@ -642,7 +657,7 @@ class UnconfiguredClient implements TrainerProtocolClient {
     return false;
   }
   async settle(): Promise<Settlement> {
-    return { pulled: 0, lost: 0 };
+    return { pulled: 0, resent: 0, lost: 0 };
   }
   async readStep(): Promise<null> {
     return null;

@@ -25,9 +25,11 @@ export type DeliveryResult = { kind: 'delivered' } | { kind: 'rejected'; reason:
 
 /** What became of groups a trainer server holds in memory until its trainer pulls them. */
 export interface Settlement {
-  /** Pulled by the trainer: acknowledged in the spool, done. */
+  /** Pulled by the trainer (released from the server's queue or buffer): acknowledged in the spool, done. */
   pulled: number;
-  /** Lost by a restarted server: to be sent again. */
+  /** Lost by a restarted (or rebuilt) server, surely never pulled: to be sent again. */
+  resent: number;
+  /** Gone from a restarted (or rebuilt) server when the trainer may have pulled them first: not sent again (no duplicate), counted as lost. */
   lost: number;
 }
 
@@ -36,6 +38,8 @@ export interface TrainerQueue {
   step: number;
   /** Sequences waiting in the server's queue (ours and other environments'). */
   queuedSequences: number;
+  /** Groups of ours among them. */
+  ownGroups: number;
   /** Sequences the trainer takes per step. */
   batchSize: number;
 }

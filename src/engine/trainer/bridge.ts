@@ -7,14 +7,14 @@
 // database never committed: they are discarded when the bridge next opens
 // the spool (the step is redone), so nothing committed is lost and nothing
 // uncommitted is sent. A group leaves the spool only when it is safe for
-// good: slime's buffer acknowledged its writes, or atropos' trainer pulled it
-// from the API server's in-memory queue (a restarted server lost what was
-// still queued: it is sent again). A group whose send may have reached the
+// good: the trainer pulled it from its server's memory (atropos' queue,
+// slime's buffer); what a restarted server lost unpulled is sent again, what
+// it lost when its trainer may have pulled it first is counted lost. A group whose send may have reached the
 // trainer is checked before it is sent again (where the protocol can tell).
 // Only whole groups of n go out: a group a failed request left short is
 // dropped with a warning and counted (trainers stall on short groups).
 // Synchronous mode (the paper's) holds the next step until the trainer took
-// a step; asynchronous mode lets sampling run at most trainer.maxStaleness
+// a step (not when its queue holds less than its batch: it cannot); asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
 import type { Settings } from '../common/config';
 import type { TokenSupport } from '../llm/endpointClient';

@@ -399,7 +399,10 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
       assert.equal(b.state().queuedGroups, 2, 'posted, not yet pulled: still spooled');
-      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 released \(pulled by the trainer\), 0 pending, 2 queued for the trainer/);
+      assert.match(
+        trainerSummary(b.state()),
+        /2 group\(s\) sent, 0 released \(pulled by the trainer\), 0 pending, 2 queued for the trainer/,
+      );
       await server.restart(100);
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
@@ -775,6 +778,37 @@ describe('RL trainer bridge', function () {
       assert.equal(item.extra_info.finish_reason, 'stop');
       const truncated = server.received.find((r) => r.item.uid.endsWith(':s1-p0:2'))?.item;
       assert.equal(truncated?.extra_info.finish_reason, 'length');
+    });
+
+    it('a group an earlier run wrote and that left the buffer while no run watched is counted lost, not released and not written twice', async () => {
+      const server = await startSlimeTestServer({ generators: ['thetaevolve'] });
+      cleanups.push(() => server.close());
+      const slime = settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async' });
+      const first = bridge(slime, { tokenSupport: null });
+      await first.b.start(new AbortController().signal);
+      await first.b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await first.b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(first.b.state().queuedGroups, 2, 'held by the buffer at its group size of 16');
+      await first.b.close();
+      // While no run watches: slime's trainer starts and its /start_rollout replaces the buffer.
+      assert.equal(
+        await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })),
+        200,
+      );
+      const second = bridge(slime, { tokenSupport: null });
+      await second.b.start(new AbortController().signal);
+      await second.b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      await second.stateWhere((st) => st.lostGroups === 2); // the next poll reports what the look after a write learned
+      assert.deepEqual(
+        [second.b.state().lostGroups, second.b.state().releasedGroups, second.b.state().resentGroups, second.b.state().queuedGroups],
+        [2, 0, 0, 2],
+      );
+      assert.ok(
+        second.warnings.some((w) => w.includes('2 group(s) an earlier run of this database wrote') && w.includes('counted lost')),
+        second.warnings.join('\n'),
+      );
+      assert.deepEqual(wholeSlimeGroups(server, 3), ['s2-p0', 's2-p1']);
     });
 
     it('tells exactly what to configure while the buffer keeps its default group size of 16 (or is back at it after a restart)', async () => {

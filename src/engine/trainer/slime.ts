@@ -134,6 +134,8 @@ export class SlimeClient implements TrainerProtocolClient {
   private emptyProbes = 0;
   /** Waiting groups a look found whole in the buffer (releasable to slime's trainer); the others wait unseen. */
   private readonly seen = new Set<string>();
+  /** Waiting groups the look right after their writes found held at a group size that did not fit: surely never pulled. */
+  private readonly held = new Set<string>();
   /** A request to the buffer was refused since the last look (nothing listened): it may have restarted, losing what it held. */
   private restartSuspected = false;
   /** What looks made after a write learned, for the next settle() to report. */
@@ -245,6 +247,7 @@ export class SlimeClient implements TrainerProtocolClient {
     // Acknowledged writes are in the buffer, not yet with slime's trainer: the group waits under its instance_id until a look sees it gone.
     await spool.markPosted(group.id, instanceId);
     this.seen.delete(group.id);
+    this.held.delete(group.id);
     const learned = await this.look(spool, signal, group.id).catch(() => null);
     if (learned) this.unreported = addSettlements(this.unreported, learned);
     return { kind: 'delivered' };
@@ -298,6 +301,7 @@ export class SlimeClient implements TrainerProtocolClient {
     const result: Settlement = { pulled: 0, resent: 0, lost: 0 };
     const released: string[] = [];
     const lost: string[] = [];
+    const unwatched: string[] = [];
     for (const [instanceId, g] of waiting) {
       if (this.doubtful.delete(instanceId) && !whole.has(g.id)) {
         // A write-back of it may have been lost: the copy in the buffer is short and never released, so it is written again.
@@ -306,26 +310,41 @@ export class SlimeClient implements TrainerProtocolClient {
         result.resent++;
       } else if (whole.has(g.id)) {
         this.seen.add(g.id);
+        this.held.delete(g.id);
       } else if (g.id === justWritten) {
         // Unseen right after its writes: held at a group size that does not fit, or (the size fitting before) already pulled by slime's trainer.
         if (this.sizeFits === true) this.seen.add(g.id);
+        else this.held.add(g.id);
       } else if (this.seen.delete(g.id)) {
         (replaced ? lost : released).push(g.id);
-      } else if (replaced) {
-        await spool.markPosted(g.id, null);
-        result.resent++;
+      } else if (this.held.has(g.id)) {
+        if (replaced) {
+          this.held.delete(g.id);
+          await spool.markPosted(g.id, null);
+          result.resent++;
+        }
+      } else if (replaced || this.sizeFits === true) {
+        // Written by an earlier process of this run and gone while none watched: pulled or lost, nobody can tell; not written twice.
+        unwatched.push(g.id);
       }
     }
+    lost.push(...unwatched);
     if (released.length + lost.length > 0) await spool.ack([...released, ...lost], { sync: true });
     result.pulled = released.length;
     result.lost = lost.length;
-    if (replaced && (result.resent > 0 || result.lost > 0)) {
+    if (unwatched.length > 0) {
+      this.options.onWarning(
+        `${unwatched.length} group(s) an earlier run of this database wrote to the slime rollout buffer at ${this.options.url} are no longer in it: ` +
+          "slime's trainer may have pulled them or a restart lost them, which nothing tells; counted lost, not written twice",
+      );
+    }
+    if (replaced && (result.resent > 0 || result.lost > unwatched.length)) {
       this.options.onWarning(
         `the slime rollout buffer at ${this.options.url} was restarted or rebuilt (/start_rollout) and lost what it held: ` +
           (result.resent > 0 ? `${result.resent} group(s) it never released are written again under fresh instance ids` : '') +
-          (result.resent > 0 && result.lost > 0 ? '; ' : '') +
-          (result.lost > 0
-            ? `${result.lost} group(s) it had released to slime's trainer may have been pulled before, so they are counted lost, not written twice`
+          (result.resent > 0 && result.lost > unwatched.length ? '; ' : '') +
+          (result.lost > unwatched.length
+            ? `${result.lost - unwatched.length} group(s) it had released to slime's trainer may have been pulled before, so they are counted lost, not written twice`
             : ''),
       );
     }

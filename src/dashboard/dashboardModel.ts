@@ -528,8 +528,11 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
   };
   const queue =
     `${state.pendingGroups} pending` +
+    ((state.releasedGroups ?? 0) > 0 ? `, ${state.releasedGroups} released to the trainer` : '') +
     ((state.queuedGroups ?? 0) > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
     (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : '') +
+    ((state.resentGroups ?? 0) > 0 ? `, ${state.resentGroups} sent again after a trainer restart` : '') +
+    ((state.lostGroups ?? 0) > 0 ? `, ${state.lostGroups} lost in a trainer restart` : '') +
     ((state.droppedGroups ?? 0) > 0 ? `, ${state.droppedGroups} short group(s) dropped` : '');
   // The pill and the text always say the same: off is off, whatever the last error was.
   if (!state.url.trim()) {

@@ -405,6 +405,10 @@ describe('dashboard data: the RL card', () => {
       trainerView({ ...base, queuedGroups: 4, droppedGroups: 1 }).message,
       /2 pending, 4 queued for the trainer, 1 short group\(s\) dropped/,
     );
+    assert.match(
+      trainerView({ ...base, releasedGroups: 30, queuedGroups: 4, resentGroups: 2, lostGroups: 2 }).message,
+      /2 pending, 30 released to the trainer, 4 queued for the trainer, 2 sent again after a trainer restart, 2 lost in a trainer restart/,
+    );
     assert.equal(trainerView({ ...base, waiting: true }).state, 'waiting');
     const failing = trainerView({ ...base, connected: false, lastError: 'HTTP 503' });
     assert.equal(failing.state, 'error');

@@ -399,7 +399,10 @@ describe('RL trainer bridge', function () {
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
       assert.equal(b.state().queuedGroups, 2, 'posted, not yet pulled: still spooled');
-      assert.match(trainerSummary(b.state()), /2 group\(s\) sent, 0 pending, 2 queued for the trainer/);
+      assert.match(
+        trainerSummary(b.state()),
+        /2 group\(s\) sent, 0 released \(pulled by the trainer\), 0 pending, 2 queued for the trainer/,
+      );
       await server.restart(100);
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(await b.flush(new AbortController().signal, 8_000, { pulled: true }), 0);
@@ -453,7 +456,8 @@ describe('RL trainer bridge', function () {
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
-      const server = await atropos({ trainer: { batchSize: 1000 } });
+      // The trainer polls /batch once at its start and then hangs: its queue holds a batch it never takes.
+      const server = await atropos({ trainer: { batchSize: 6, pollMs: 3_600_000 } });
       const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 1 }));
       await b.start(new AbortController().signal);
       const started = Date.now();
@@ -464,10 +468,45 @@ describe('RL trainer bridge', function () {
         warnings.some((w) => w.includes('did not take step 1') && w.includes('trainer step is still 0')),
         warnings.join('\n'),
       );
+    });
+
+    it('sync mode does not wait for a trainer step its queue cannot make (a batch larger than a step)', async () => {
+      const server = await atropos({ trainer: { batchSize: 1000 } });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url }));
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(server.received.length, 4);
+      assert.equal(server.currentStep, 0);
       assert.ok(
         warnings.some((w) => w.includes('takes a step every 1000 sequences')),
         'warned at start that the batch needs more than a step gives',
       );
+      assert.ok(
+        warnings.some((w) => w.includes('its queue holds fewer') && w.includes('goes on without waiting')),
+        warnings.join('\n'),
+      );
+      assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
+    });
+
+    it('sync mode: a step one of whose groups the trainer refused is not waited for (it cannot fill a batch); the next steps are, and every other group goes out once', async () => {
+      const server = await atropos({ trainer: { batchSize: 6 }, script: ['invalid'] });
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url }));
+      await b.start(new AbortController().signal);
+      for (const step of [1, 2, 3, 4]) await b.afterCommit(committedStep(step), new AbortController().signal);
+      assert.equal(b.state().rejectedGroups, 1);
+      assert.ok(
+        warnings.some((w) => w.includes('refused group s1-p0')),
+        warnings.join('\n'),
+      );
+      assert.equal(server.currentStep, 3, 'seven groups of 3 make three batches of 6');
+      assert.deepEqual(
+        groupUids(server)
+          .map((u) => u.split(':')[1])
+          .sort(),
+        ['s1-p1', 's2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1'],
+      );
+      assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
     });
 
     it('async mode runs at most trainer.maxStaleness steps ahead of the trainer', async () => {
@@ -739,6 +778,37 @@ describe('RL trainer bridge', function () {
       assert.equal(item.extra_info.finish_reason, 'stop');
       const truncated = server.received.find((r) => r.item.uid.endsWith(':s1-p0:2'))?.item;
       assert.equal(truncated?.extra_info.finish_reason, 'length');
+    });
+
+    it('a group an earlier run wrote and that left the buffer while no run watched is counted lost, not released and not written twice', async () => {
+      const server = await startSlimeTestServer({ generators: ['thetaevolve'] });
+      cleanups.push(() => server.close());
+      const slime = settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async' });
+      const first = bridge(slime, { tokenSupport: null });
+      await first.b.start(new AbortController().signal);
+      await first.b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await first.b.flush(new AbortController().signal, 5_000), 0);
+      assert.equal(first.b.state().queuedGroups, 2, 'held by the buffer at its group size of 16');
+      await first.b.close();
+      // While no run watches: slime's trainer starts and its /start_rollout replaces the buffer.
+      assert.equal(
+        await postRaw(server.url, '/start_rollout', JSON.stringify({ task_type: 'thetaevolve', num_repeat_per_sample: '3' })),
+        200,
+      );
+      const second = bridge(slime, { tokenSupport: null });
+      await second.b.start(new AbortController().signal);
+      await second.b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await second.b.flush(new AbortController().signal, 5_000), 0);
+      await second.stateWhere((st) => st.lostGroups === 2); // the next poll reports what the look after a write learned
+      assert.deepEqual(
+        [second.b.state().lostGroups, second.b.state().releasedGroups, second.b.state().resentGroups, second.b.state().queuedGroups],
+        [2, 0, 0, 2],
+      );
+      assert.ok(
+        second.warnings.some((w) => w.includes('2 group(s) an earlier run of this database wrote') && w.includes('counted lost')),
+        second.warnings.join('\n'),
+      );
+      assert.deepEqual(wholeSlimeGroups(server, 3), ['s2-p0', 's2-p1']);
     });
 
     it('tells exactly what to configure while the buffer keeps its default group size of 16 (or is back at it after a restart)', async () => {

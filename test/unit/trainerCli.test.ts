@@ -145,7 +145,7 @@ describe('thetaevolve run with the RL trainer bridge (CLI)', function () {
     );
     assertAtroposGroups(server, await committedSteps(db), 2, 'pulled');
     assert.match(result.stderr, /lost 1 queued group\(s\) the trainer had not pulled; sending them again/);
-    assert.match(result.stderr, /trainer: atropos connected, step \d+, 7 group\(s\) sent, 0 pending/);
+    assert.match(result.stderr, /trainer: atropos connected, step \d+, 7 group\(s\) sent, 6 released \(pulled by the trainer\), 0 pending/);
   });
 
   it('slime: every response delivered exactly once through 503s, resets, a down window and a restart', async () => {

@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
-import { TrainerBridge } from '../../src/engine/trainer/bridge';
+import { TrainerBridge, type TrainerState, trainerSummary } from '../../src/engine/trainer/bridge';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
 import { tempDir } from '../support/tempDirs';
@@ -121,11 +121,11 @@ class AtroposTrainer {
   readonly batches: { group_overrides?: { thetaevolve?: { group_key?: string } } }[][] = [];
   notRegisteredAfterRegister = 0;
   private timer: NodeJS.Timeout | null = null;
-  private step = 0;
-
   constructor(
     private readonly url: string,
     private readonly batchSize: number,
+    /** The step it starts (or resumes) at. */
+    private step = 0,
   ) {}
 
   async register(): Promise<void> {
@@ -242,9 +242,10 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  function bridge(settings: Settings, warnings: string[]): TrainerBridge {
+  function bridge(settings: Settings, warnings: string[], onState?: (state: TrainerState) => void): TrainerBridge {
     const b = new TrainerBridge({
       settings,
+      onState,
       dbFile: join(dir, 'run.sqlite'),
       groupSize: N,
       name: 'thetaevolve-test',
@@ -309,24 +310,106 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     );
   });
 
-  it('slime: says what to configure while the group size is 16; after /start_rollout with the ThetaEvolve generator the trainer gets whole groups with numeric instance ids', async () => {
+  it('atropos, sync: a server killed right after it acknowledged a step, before its trainer pulled it, gets the step again once; the run goes on to its last step', async () => {
+    const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
+    cleanups.push(() => server.stop());
+    await server.start();
+    let trainer = new AtroposTrainer(server.url, 2 * N); // one trainer step per evolution step
+    cleanups.push(() => trainer.stop());
+    await trainer.register();
+    const warnings: string[] = [];
+    let onState: ((state: TrainerState) => void) | null = null;
+    const b = bridge(
+      parseSettings({ batchSize: 2, samplesPerPrompt: N, 'trainer.enabled': true, 'trainer.url': server.url, 'trainer.mode': 'sync' }),
+      warnings,
+      (state) => onState?.(state),
+    );
+    await b.start(new AbortController().signal);
+    await b.afterCommit(committedStep(1), new AbortController().signal);
+    assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1']);
+
+    // The trainer is slow to poll: step 2 waits in the server's queue, and the server dies there.
+    trainer.stop();
+    const acknowledged = new Promise<void>((resolveAck) => {
+      onState = (state) => {
+        if (state.queuedGroups === 2) resolveAck();
+      };
+    });
+    const step2 = b.afterCommit(committedStep(2), new AbortController().signal);
+    await acknowledged;
+    onState = null;
+    await server.restart();
+    const back = new AtroposTrainer(server.url, 2 * N, 1); // it resumes at the step it reached
+    cleanups.push(() => back.stop());
+    await back.register();
+    await step2;
+    await b.afterCommit(committedStep(3), new AbortController().signal);
+    await b.afterCommit(committedStep(4), new AbortController().signal);
+    trainer = back;
+    assert.deepEqual(
+      trainer.keys(),
+      ['s2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1'],
+      JSON.stringify({ warnings, state: b.state() }),
+    );
+    assert.equal(b.state().trainerStep, 4);
+    assert.ok(
+      warnings.some((w) => w.includes('lost 2 queued group(s)')),
+      warnings.join('\n'),
+    );
+    assert.ok(!warnings.some((w) => w.includes('syncTimeoutSeconds')), warnings.join('\n'));
+  });
+
+  /** What slime's trainer does once at its start: /start_rollout, which replaces the buffer (a background task: done once a whole group comes out). */
+  async function startRollout(url: string): Promise<void> {
+    assert.equal((await call(url, 'POST', '/start_rollout', { task_type: 'thetaevolve', num_repeat_per_sample: String(N) })).status, 200);
+    for (let attempt = 0; ; attempt++) {
+      assert.ok(attempt < 200, '/start_rollout never took effect');
+      for (let i = 0; i < N; i++)
+        await call(url, 'POST', '/buffer/write', {
+          uid: `probe-${attempt}-${i}`,
+          instance_id: -1 - attempt,
+          messages: [],
+          reward: 0,
+          extra_info: {},
+        });
+      const probe = (await call(url, 'POST', '/get_rollout_data', {})).json as { success: boolean };
+      if (probe.success) return;
+    }
+  }
+
+  type BufferItem = { uid: string; instance_id: unknown; extra_info: { group_key: string } };
+
+  /** slime's trainer pulling /get_rollout_data until it holds `groups` whole groups; the items it got. */
+  async function pullGroups(url: string, groups: number): Promise<BufferItem[]> {
+    const items: BufferItem[] = [];
+    await waitFor(
+      async () => {
+        const read = (await call(url, 'POST', '/get_rollout_data', {})).json as { success: boolean; data: { data: BufferItem[] } };
+        if (read.success) items.push(...read.data.data);
+        return new Set(items.map((i) => i.instance_id)).size >= groups;
+      },
+      { what: `slime's trainer to pull ${groups} whole groups`, deadlineMs: 20_000, detail: () => JSON.stringify(items.map((i) => i.uid)) },
+    );
+    return items;
+  }
+
+  function slimeSettings(url: string): Settings {
+    return parseSettings({
+      batchSize: 2,
+      samplesPerPrompt: N,
+      sampler: 'mutate',
+      'trainer.enabled': true,
+      'trainer.url': url,
+      'trainer.protocol': 'slime',
+    });
+  }
+
+  it('slime: says what to configure while the group size is 16; the groups /start_rollout rebuilt away are written again under fresh numeric instance ids, and the trainer pulls every group whole once', async () => {
     const server = new PythonServer(python, join(FIXTURES, 'slime'), 'run_buffer.py', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
     const warnings: string[] = [];
-    const b = bridge(
-      parseSettings({
-        batchSize: 2,
-        samplesPerPrompt: N,
-        sampler: 'mutate',
-        'trainer.enabled': true,
-        'trainer.url': server.url,
-        'trainer.protocol': 'slime',
-        'trainer.mode': 'async',
-        'trainer.maxStaleness': 5,
-      }),
-      warnings,
-    );
+    const b = bridge(slimeSettings(server.url), warnings);
     await b.start(new AbortController().signal);
     await b.afterCommit(committedStep(1), new AbortController().signal);
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
@@ -334,43 +417,72 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
       warnings.some((w) => w.includes('releases none') && w.includes('--n-samples-per-prompt 3 --rollout-task-type thetaevolve')),
       warnings.join('\n'),
     );
+    assert.equal(b.state().queuedGroups, 2, 'written, held by the buffer, not released');
+    assert.equal(b.state().releasedGroups, 0);
 
-    // What slime's trainer does once: /start_rollout (this replaces the buffer: step 1's writes are gone).
-    assert.equal(
-      (await call(server.url, 'POST', '/start_rollout', { task_type: 'thetaevolve', num_repeat_per_sample: String(N) })).status,
-      200,
-    );
-    // It takes effect in a background task after the reply: wait until a group of N written now comes out.
-    for (let attempt = 0; ; attempt++) {
-      assert.ok(attempt < 200, '/start_rollout never took effect');
-      for (let i = 0; i < N; i++)
-        await call(server.url, 'POST', '/buffer/write', {
-          uid: `probe-${attempt}-${i}`,
-          instance_id: -1 - attempt,
-          messages: [],
-          reward: 0,
-          extra_info: {},
-        });
-      const probe = (await call(server.url, 'POST', '/get_rollout_data', {})).json as { success: boolean };
-      if (probe.success) break;
-    }
+    await startRollout(server.url); // replaces the buffer: step 1's writes are gone
     await b.afterCommit(committedStep(2), new AbortController().signal);
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
-    const read = (await call(server.url, 'POST', '/get_rollout_data', {})).json as {
-      success: boolean;
-      data: { data: { uid: string; instance_id: unknown; extra_info: { group_key: string } }[] };
-    };
-    assert.equal(read.success, true);
-    const byInstance = new Map<unknown, string[]>();
-    for (const item of read.data.data) byInstance.set(item.instance_id, [...(byInstance.get(item.instance_id) ?? []), item.uid]);
+    const items = await pullGroups(server.url, 4);
+    const byInstance = new Map<unknown, BufferItem[]>();
+    for (const item of items) byInstance.set(item.instance_id, [...(byInstance.get(item.instance_id) ?? []), item]);
     assert.ok(
       [...byInstance.keys()].every((id) => typeof id === 'number'),
       'slime reads instance_id into an int',
     );
     assert.deepEqual(
-      [...byInstance.values()].map((uids) => new Set(uids).size),
-      [N, N],
+      [...byInstance.values()].map((group) => new Set(group.map((i) => i.uid)).size),
+      [N, N, N, N],
     );
-    assert.deepEqual([...new Set(read.data.data.map((i) => i.extra_info.group_key))].sort(), ['s2-p0', 's2-p1']);
+    assert.deepEqual([...byInstance.values()].map((group) => group[0]?.extra_info.group_key).sort(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
+    assert.ok(
+      warnings.some((w) => w.includes('restarted or rebuilt') && w.includes('2 group(s) it never released are written again')),
+      warnings.join('\n'),
+    );
+    await waitFor(() => b.state().releasedGroups === 4, {
+      what: 'the bridge to see the 4 groups released',
+      detail: () => JSON.stringify(b.state()),
+    });
+    assert.deepEqual([b.state().resentGroups, b.state().lostGroups, b.state().queuedGroups], [2, 0, 0]);
+    assert.match(trainerSummary(b.state()), /released \(pulled by the trainer\), 0 pending/);
+  });
+
+  it('slime: a buffer restarted (and rebuilt by the restarted trainer) before the trainer pulled a step: its groups are counted lost, never written twice; the next step is released', async () => {
+    const server = new PythonServer(python, join(FIXTURES, 'slime'), 'run_buffer.py', await freePort());
+    cleanups.push(() => server.stop());
+    await server.start();
+    await startRollout(server.url);
+    const warnings: string[] = [];
+    let onState: ((state: TrainerState) => void) | null = null;
+    const b = bridge(slimeSettings(server.url), warnings, (state) => onState?.(state));
+    await b.start(new AbortController().signal);
+    await b.afterCommit(committedStep(1), new AbortController().signal);
+    assert.equal(b.state().queuedGroups, 2);
+
+    // The buffer dies: the bridge's next look at it is refused.
+    const refused = new Promise<void>((resolveRefused) => {
+      onState = (state) => {
+        if (!state.connected) resolveRefused();
+      };
+    });
+    await server.stop();
+    await refused;
+    onState = null;
+    await server.start();
+    await startRollout(server.url); // slime's trainer, restarted with it
+    await b.afterCommit(committedStep(2), new AbortController().signal);
+    assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
+    const items = await pullGroups(server.url, 2);
+    assert.deepEqual([...new Set(items.map((i) => i.extra_info.group_key))].sort(), ['s2-p0', 's2-p1']);
+    await waitFor(() => b.state().releasedGroups === 2, {
+      what: 'the bridge to see step 2 released',
+      detail: () => JSON.stringify(b.state()),
+    });
+    assert.deepEqual([b.state().lostGroups, b.state().resentGroups, b.state().queuedGroups, b.state().pendingGroups], [2, 0, 0, 0]);
+    assert.ok(
+      warnings.some((w) => w.includes('2 group(s) it had released to slime') && w.includes('counted lost, not written twice')),
+      warnings.join('\n'),
+    );
+    assert.match(trainerSummary(b.state()), /2 released \(pulled by the trainer\), 0 pending, 2 lost/);
   });
 });

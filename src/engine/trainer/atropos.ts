@@ -31,7 +31,14 @@
 // /latest_example tells whether the group already arrived.
 import { z } from 'zod';
 import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
-import { type DeliveryResult, RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocolClient } from './protocol';
+import {
+  type DeliveryResult,
+  RetryableTrainerError,
+  type Settlement,
+  TrainerConfigError,
+  type TrainerProtocolClient,
+  type TrainerQueue,
+} from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
 /** Mask value of prompt positions (what the trainer's loss ignores). */
@@ -156,6 +163,8 @@ export class AtroposClient implements TrainerProtocolClient {
   private envId: number | null = null;
   /** Nothing was posted under envId yet: groups waiting under the same id are from before it (the server restarted and handed the id out again). */
   private freshEnv = false;
+  /** The groups posted under earlier registrations were settled since envId was handed out (a failed settle must run again before any post). */
+  private settledSinceRegistering = true;
   /** starting_step of the first registration: the policy of groups sampled before any trainer step was known. */
   startingStep: number | null = null;
   private warnedBatch = false;
@@ -188,7 +197,7 @@ export class AtroposClient implements TrainerProtocolClient {
       this.warnedBatch = true;
       this.options.onWarning(
         `the atropos trainer takes a step every ${parsed.data.batch_size} sequences but one evolution step gives ${this.options.sequencesPerStep} (B x n): ` +
-          'in synchronous mode each step will wait for the trainer until trainer.syncTimeoutSeconds; match the trainer batch size to B x n.',
+          'synchronous mode cannot wait for a trainer step after each of ours (the run goes on while the queue fills a batch); match the trainer batch size to B x n.',
       );
     }
   }
@@ -217,6 +226,7 @@ export class AtroposClient implements TrainerProtocolClient {
     }
     this.envId = parsed.data.env_id;
     this.freshEnv = true;
+    this.settledSinceRegistering = false;
     this.startingStep ??= parsed.data.starting_step ?? null;
     return this.envId;
   }
@@ -230,12 +240,21 @@ export class AtroposClient implements TrainerProtocolClient {
   private async ensureRegistered(spool: TrainerSpool, signal: AbortSignal): Promise<number> {
     if (this.envId !== null) {
       const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
-      if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) return this.envId;
+      if (reply.status === 200 && StatusEnvReplySchema.safeParse(reply.json).success) {
+        if (!this.settledSinceRegistering) await this.settleAfterRegistering(spool, signal);
+        return this.envId;
+      }
       this.envId = null;
     }
     const envId = await this.register(signal);
-    await this.settle(spool, signal);
+    await this.settleAfterRegistering(spool, signal);
     return envId;
+  }
+
+  /** Settle what waited under earlier registrations, before anything is posted under the new one (whose id may be an old one again). */
+  private async settleAfterRegistering(spool: TrainerSpool, signal: AbortSignal): Promise<void> {
+    await this.settle(spool, signal);
+    this.settledSinceRegistering = true;
   }
 
   async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
@@ -304,7 +323,7 @@ export class AtroposClient implements TrainerProtocolClient {
       if (env === undefined) continue;
       byEnv.set(env, [...(byEnv.get(env) ?? []), g]);
     }
-    const result: Settlement = { pulled: 0, lost: 0 };
+    const result: Settlement = { pulled: 0, resent: 0, lost: 0 };
     for (const [env, waiting] of byEnv) {
       if (this.envId !== null && (env > this.envId || (env === this.envId && this.freshEnv))) {
         // Our newest registration got this id or a lower one: the server restarted since these were posted.
@@ -358,7 +377,7 @@ export class AtroposClient implements TrainerProtocolClient {
     for (const g of lost) await spool.markPosted(g.id, null);
     this.lastSeen.delete(env);
     result.pulled += pulled.length;
-    result.lost += lost.length;
+    result.resent += lost.length;
     if (lost.length > 0)
       this.options.onWarning(
         `the atropos API server no longer knows env ${env} (it restarted) and lost ${lost.length} queued group(s) the trainer had not pulled; sending them again`,
@@ -403,6 +422,23 @@ export class AtroposClient implements TrainerProtocolClient {
     const parsed = reply.status === 200 ? StatusReplySchema.safeParse(reply.json) : null;
     if (!parsed?.success) throw new RetryableTrainerError(`GET /status: ${describeReply(reply)}`);
     return parsed.data.current_step;
+  }
+
+  async readQueue(signal: AbortSignal): Promise<TrainerQueue | null> {
+    if (this.envId === null) return null;
+    const info = await this.call('GET', '/info', undefined, signal);
+    const infoParsed = info.status === 200 ? InfoReplySchema.safeParse(info.json) : null;
+    if (!infoParsed?.success || infoParsed.data.batch_size <= 0) return null;
+    const reply = await this.call('GET', '/status-env', { env_id: this.envId }, signal);
+    const parsed = reply.status === 200 ? StatusEnvReplySchema.safeParse(reply.json) : null;
+    if (!parsed?.success || parsed.data.queue_size === undefined || parsed.data.self_queue_size === undefined) return null;
+    // queue_size counts groups of our size (other environments' sequences packed into them).
+    return {
+      step: parsed.data.current_step,
+      queuedSequences: parsed.data.queue_size * this.options.groupSize,
+      ownGroups: parsed.data.self_queue_size,
+      batchSize: infoParsed.data.batch_size,
+    };
   }
 
   async disconnect(signal: AbortSignal): Promise<void> {

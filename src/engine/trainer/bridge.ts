@@ -7,14 +7,14 @@
 // database never committed: they are discarded when the bridge next opens
 // the spool (the step is redone), so nothing committed is lost and nothing
 // uncommitted is sent. A group leaves the spool only when it is safe for
-// good: slime's buffer acknowledged its writes, or atropos' trainer pulled it
-// from the API server's in-memory queue (a restarted server lost what was
-// still queued: it is sent again). A group whose send may have reached the
+// good: the trainer pulled it from its server's memory (atropos' queue,
+// slime's buffer); what a restarted server lost unpulled is sent again, what
+// it lost when its trainer may have pulled it first is counted lost. A group whose send may have reached the
 // trainer is checked before it is sent again (where the protocol can tell).
 // Only whole groups of n go out: a group a failed request left short is
 // dropped with a warning and counted (trainers stall on short groups).
 // Synchronous mode (the paper's) holds the next step until the trainer took
-// a step; asynchronous mode lets sampling run at most trainer.maxStaleness
+// a step (not when its queue holds less than its batch: it cannot); asynchronous mode lets sampling run at most trainer.maxStaleness
 // policy versions ahead. Shared by the CLI and the extension's engine worker.
 import type { Settings } from '../common/config';
 import type { TokenSupport } from '../llm/endpointClient';
@@ -90,6 +90,9 @@ export class TrainerBridge {
   private sentGroups = 0;
   private rejectedGroups = 0;
   private droppedGroups = 0;
+  private releasedGroups = 0;
+  private resentGroups = 0;
+  private lostGroups = 0;
   private waiting = false;
   private lastError: string | null = null;
   private lastEmitted = '';
@@ -262,6 +265,9 @@ export class TrainerBridge {
       sentGroups: this.sentGroups,
       rejectedGroups: this.rejectedGroups,
       droppedGroups: this.droppedGroups,
+      releasedGroups: this.releasedGroups,
+      resentGroups: this.resentGroups,
+      lostGroups: this.lostGroups,
       waiting: this.waiting,
       lastError: this.lastError,
     };
@@ -419,6 +425,11 @@ export class TrainerBridge {
           if (sync) await this.settleNow(signal);
           return;
         }
+        if (await this.trainerCannotStep(signal)) {
+          // Waiting would last until the deadline for nothing: what it needs comes only with the next step's groups.
+          this.stepsAhead = 0;
+          return;
+        }
         await this.changed.wait(Math.min(this.pollIntervalMs, deadline - Date.now()), [signal, this.closing.signal]);
       }
     } finally {
@@ -427,10 +438,37 @@ export class TrainerBridge {
     }
   }
 
+  /**
+   * Everything released is handed over and the trainer's queue holds fewer
+   * sequences than its batch (a group refused, or filtered, or a batch larger
+   * than a step): the trainer cannot take a step until more groups come, so
+   * the wait for one ends now, said once.
+   */
+  private async trainerCannotStep(signal: AbortSignal): Promise<boolean> {
+    if (this.sending !== null || this.releasedPending() > 0) return false;
+    let queue;
+    try {
+      queue = await this.client.readQueue(anySignal(signal, this.closing.signal));
+    } catch {
+      return false; // unknown: keep waiting (the deadline still holds)
+    }
+    // A step read in the same look that moved on: the trainer stepped after all.
+    if (queue === null || queue.step !== this.trainerStep || queue.queuedSequences >= queue.batchSize) return false;
+    // Fewer of ours than we handed over: the server lost some (a restart a settle has yet to see); they are sent again first.
+    if (queue.ownGroups < this.queuedInServer()) return false;
+    this.warn(
+      `the trainer at ${this.settings['trainer.url']} takes a step every ${queue.batchSize} sequences and its queue holds fewer ` +
+        "(groups refused, dropped or filtered, or a batch larger than one step's B x n); " +
+        'it cannot step until more groups come, so the run goes on without waiting for it',
+    );
+    return true;
+  }
+
   private async settleNow(signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
-    await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => undefined);
+    const settled = await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => null);
+    if (settled) this.counted(settled);
     this.emitState();
   }
 
@@ -490,11 +528,7 @@ export class TrainerBridge {
       if (spool && waitingInServer && Date.now() - settledAt >= this.pollIntervalMs) {
         settledAt = Date.now();
         try {
-          const settled = await client.settle(spool, signal);
-          if (settled.pulled > 0 || settled.lost > 0) {
-            this.changed.notify();
-            this.emitState();
-          }
+          this.counted(await client.settle(spool, signal));
         } catch (error) {
           if (signal.aborted) break;
           this.connected = false;
@@ -548,6 +582,16 @@ export class TrainerBridge {
         this.emitState();
       }
     }
+  }
+
+  /** Count what a settle learned of the groups waiting in the trainer server. */
+  private counted(settled: Settlement): void {
+    if (settled.pulled + settled.resent + settled.lost === 0) return;
+    this.releasedGroups += settled.pulled;
+    this.resentGroups += settled.resent;
+    this.lostGroups += settled.lost;
+    this.changed.notify();
+    this.emitState();
   }
 
   private delivered(group: SpooledGroup): void {
@@ -613,9 +657,12 @@ class UnconfiguredClient implements TrainerProtocolClient {
     return false;
   }
   async settle(): Promise<Settlement> {
-    return { pulled: 0, lost: 0 };
+    return { pulled: 0, resent: 0, lost: 0 };
   }
   async readStep(): Promise<null> {
+    return null;
+  }
+  async readQueue(): Promise<null> {
     return null;
   }
   async disconnect(): Promise<void> {}

@@ -20,9 +20,12 @@ export class TransportError extends ThetaEvolveError {
   override readonly name = 'TransportError';
   /** True when the whole request was written before the failure: the server may have acted on it. */
   readonly ambiguous: boolean;
-  constructor(message: string, ambiguous: boolean, options?: { cause?: unknown }) {
+  /** Nothing listens there (ECONNREFUSED): the server is down, and a server process that comes back starts empty. */
+  readonly refused: boolean;
+  constructor(message: string, ambiguous: boolean, options?: { cause?: unknown; refused?: boolean }) {
     super(message, options);
     this.ambiguous = ambiguous;
+    this.refused = options?.refused ?? false;
   }
 }
 
@@ -77,8 +80,8 @@ export class JsonHttpClient {
         headers['content-length'] = payload.length;
       }
       const req = send(url, { method, headers, agent: this.agent });
-      const fail = (message: string) => {
-        finish(() => reject(new TransportError(message, written)));
+      const fail = (message: string, refused = false) => {
+        finish(() => reject(new TransportError(message, written, { refused })));
         req.destroy();
       };
       const onAbort = () => fail('aborted');
@@ -96,9 +99,13 @@ export class JsonHttpClient {
           resolve(this.send(method, url, payload, signal, false));
           return;
         }
-        fail(describeNetworkError(error));
+        fail(describeNetworkError(error), code === 'ECONNREFUSED');
       });
       req.on('response', (res: IncomingMessage) => {
+        // uvicorn closes the connection after an unhandled exception's 500: a
+        // socket kept for reuse would reset the next request, and a POST is
+        // never sent twice, so a server error's socket is not reused.
+        if ((res.statusCode ?? 0) >= 500) req.shouldKeepAlive = false;
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {

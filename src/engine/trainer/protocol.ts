@@ -25,10 +25,23 @@ export type DeliveryResult = { kind: 'delivered' } | { kind: 'rejected'; reason:
 
 /** What became of groups a trainer server holds in memory until its trainer pulls them. */
 export interface Settlement {
-  /** Pulled by the trainer: acknowledged in the spool, done. */
+  /** Pulled by the trainer (released from the server's queue or buffer): acknowledged in the spool, done. */
   pulled: number;
-  /** Lost by a restarted server: to be sent again. */
+  /** Lost by a restarted (or rebuilt) server, surely never pulled: to be sent again. */
+  resent: number;
+  /** Gone from a restarted (or rebuilt) server when the trainer may have pulled them first: not sent again (no duplicate), counted as lost. */
   lost: number;
+}
+
+/** The trainer's step and what its server's queue holds for its next batch. */
+export interface TrainerQueue {
+  step: number;
+  /** Sequences waiting in the server's queue (ours and other environments'). */
+  queuedSequences: number;
+  /** Groups of ours among them. */
+  ownGroups: number;
+  /** Sequences the trainer takes per step. */
+  batchSize: number;
 }
 
 export interface TrainerProtocolClient {
@@ -55,6 +68,12 @@ export interface TrainerProtocolClient {
   readonly hasStepSource: boolean;
   /** The trainer's step (policy version) now; null when unknown. Throws RetryableTrainerError. */
   readStep(signal: AbortSignal): Promise<number | null>;
+  /**
+   * What the trainer's queue holds against the batch it steps on, read in one
+   * look with its step (atropos: /status-env queue_size x n, /info
+   * batch_size); null when the protocol cannot tell. Throws RetryableTrainerError.
+   */
+  readQueue(signal: AbortSignal): Promise<TrainerQueue | null>;
   /** Tell the trainer this environment is done (the run ended); best effort. */
   disconnect(signal: AbortSignal): Promise<void>;
   close(): void;

@@ -12,11 +12,18 @@
 //   written whole in one go, and after any failure written whole again under
 //   a fresh instance_id (uid stays: duplicates are detectable by uid).
 // - Its group size is 16 until slime's trainer calls /start_rollout (only
-//   with a task_type that has a generator module, and only once), and again
-//   after a restart. So until the buffer has once released a whole group of
-//   ours (and again after any failure), the client looks at what
-//   /get_rollout_data holds right after writing a group, writes back
-//   whatever it took, and says what to configure when our groups stay held.
+//   with a task_type that has a generator module), which replaces the buffer
+//   (what it held is gone), and again after a restart (which empties it).
+// - Nothing tells a writer what slime's trainer pulled. So a written group
+//   stays in the spool, waiting under its instance_id, and the client looks
+//   at the buffer (/get_rollout_data, writing back at once whatever it took)
+//   right after each write and every poll while groups wait: a group seen
+//   whole and then gone was released (pulled); a restart (a refused request)
+//   or a rebuild (our groups come out whole after a look found them held) is
+//   told apart from a pull, and what it emptied is written again when it
+//   surely never left the buffer, or counted lost when slime may have pulled
+//   it first (see look()). It also says what to configure when our groups
+//   stay held.
 // - slime reads instance_id into Sample.index (an int): it is a number.
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
@@ -117,12 +124,26 @@ export class SlimeClient implements TrainerProtocolClient {
   private versionCount = 0;
   /** HTTP 500 answers in a row to a group's writes. */
   private readonly serverErrors = new Map<string, number>();
-  /** instance_ids of our attempts (to tell our groups in what the buffer hands out). */
-  private readonly ourInstances = new Set<number>();
-  /** The buffer released a whole group of ours since the last failure: its group size fits. */
-  private groupSizeSeen = false;
+  /**
+   * Whether the buffer's group size lets our whole groups out: true once a
+   * look found one of ours whole, false when the look right after writing a
+   * whole group found none of ours (16 before slime's /start_rollout and
+   * after a restart), null before any look.
+   */
+  private sizeFits: boolean | null = null;
   private emptyProbes = 0;
-  /** Items a probe took from the buffer that are not written back yet. */
+  /** Waiting groups a look found whole in the buffer (releasable to slime's trainer); the others wait unseen. */
+  private readonly seen = new Set<string>();
+  /** Waiting groups the look right after their writes found held at a group size that did not fit: surely never pulled. */
+  private readonly held = new Set<string>();
+  /** A request to the buffer was refused since the last look (nothing listened): it may have restarted, losing what it held. */
+  private restartSuspected = false;
+  /** What looks made after a write learned, for the next settle() to report. */
+  private unreported: Settlement = { pulled: 0, resent: 0, lost: 0 };
+  /** instance_ids of groups one of whose items may or may not have been written back (the write's reply was lost). */
+  private readonly doubtful = new Set<number>();
+  private turn: Promise<unknown> = Promise.resolve();
+  /** Items a look took from the buffer that are not written back yet. */
   private toRestore: Record<string, unknown>[] = [];
 
   constructor(options: SlimeOptions) {
@@ -141,7 +162,10 @@ export class SlimeClient implements TrainerProtocolClient {
     try {
       return await client.request(method, path, body, signal);
     } catch (error) {
-      if (error instanceof TransportError) throw new RetryableTrainerError(`${method} ${path}: ${error.message}`, error.ambiguous);
+      if (error instanceof TransportError) {
+        if (client === this.http && error.refused) this.restartSuspected = true;
+        throw new RetryableTrainerError(`${method} ${path}: ${error.message}`, error.ambiguous);
+      }
       throw error;
     }
   }
@@ -172,20 +196,13 @@ export class SlimeClient implements TrainerProtocolClient {
 
   /** One write; throws RetryableTrainerError, or returns why the buffer refused it for good. */
   private async write(item: unknown, what: string, groupId: string | null, signal: AbortSignal): Promise<string | null> {
-    let reply: HttpReply;
-    try {
-      reply = await this.call(this.http, 'POST', '/buffer/write', item, signal);
-    } catch (error) {
-      this.groupSizeSeen = false; // a restarted buffer is back at group size 16
-      throw error;
-    }
+    const reply = await this.call(this.http, 'POST', '/buffer/write', item, signal);
     if (reply.status === 200) {
       const parsed = WriteReplySchema.safeParse(reply.json);
       if (!parsed.success) throw new RetryableTrainerError(`POST /buffer/write: unexpected reply ${describeReply(reply)}`, true);
       if (!parsed.data.success) return `POST /buffer/write refused ${what}: ${parsed.data.message ?? ''}`;
       return null;
     }
-    this.groupSizeSeen = false;
     if (reply.status >= 400 && reply.status < 500 && reply.status !== 404 && reply.status !== 408 && reply.status !== 429) {
       return `POST /buffer/write (${what}): ${describeReply(reply)}`;
     }
@@ -198,7 +215,18 @@ export class SlimeClient implements TrainerProtocolClient {
     throw new RetryableTrainerError(`POST /buffer/write: ${describeReply(reply)}`);
   }
 
-  async deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
+  /** One exchange with the buffer at a time (a delivery, a look): two write-backs of the same taken item would put it in twice. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.turn.then(fn, fn);
+    this.turn = next.catch(() => undefined);
+    return next;
+  }
+
+  deliver(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
+    return this.exclusive(() => this.deliverNow(group, spool, signal));
+  }
+
+  private async deliverNow(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
     await this.restore(signal);
     if (group.samples.length !== this.options.groupSize) {
       return {
@@ -208,7 +236,6 @@ export class SlimeClient implements TrainerProtocolClient {
     }
     // Every attempt writes the whole group under its own instance_id: what an interrupted attempt left stays short and is never released.
     const instanceId = newInstanceId();
-    this.ourInstances.add(instanceId);
     for (const sample of group.samples) {
       const refused = await this.write(slimeWrite(group, sample, instanceId), slimeUid(group, sample), group.id, signal);
       if (refused !== null) {
@@ -217,40 +244,121 @@ export class SlimeClient implements TrainerProtocolClient {
       }
     }
     this.serverErrors.delete(group.id);
-    await spool.ack([group.id], { sync: true });
-    if (!this.groupSizeSeen) await this.probeGroupSize(signal).catch(() => undefined);
+    // Acknowledged writes are in the buffer, not yet with slime's trainer: the group waits under its instance_id until a look sees it gone.
+    await spool.markPosted(group.id, instanceId);
+    this.seen.delete(group.id);
+    this.held.delete(group.id);
+    const learned = await this.look(spool, signal, group.id).catch(() => null);
+    if (learned) this.unreported = addSettlements(this.unreported, learned);
     return { kind: 'delivered' };
   }
 
   /**
-   * Right after a whole group of ours went in: take what the buffer releases
-   * and write it back at once. Whole groups of ours in it: the group size
-   * fits. Nothing, twice in a row: the buffer waits for more than n.
+   * One look at the buffer: take what it releases and write it back at once
+   * (it can only be read destructively), then say what became of our waiting
+   * groups. Whole in it: releasable (and the group size fits). Seen whole
+   * before and gone now: slime's trainer pulled it (released), unless the
+   * buffer was replaced meanwhile. Replaced means a restart (a request failed
+   * below HTTP since the last look) or a rebuild (/start_rollout: our groups
+   * come out whole again after a look right after a write found none); it
+   * empties the buffer, so a group never seen releasable is surely not
+   * pulled and is written again under a fresh instance_id, while one seen
+   * releasable may have reached slime's trainer first and is counted lost,
+   * never written twice. `justWritten`: the group whose writes just went in.
    */
-  private async probeGroupSize(signal: AbortSignal): Promise<void> {
+  private async look(spool: TrainerSpool, signal: AbortSignal, justWritten: string | null): Promise<Settlement> {
     const reply = await this.call(this.http, 'POST', '/get_rollout_data', {}, signal);
     const parsed = reply.status === 200 ? ReadReplySchema.safeParse(reply.json) : null;
-    if (!parsed?.success) return;
+    if (!parsed?.success) throw new RetryableTrainerError(`POST /get_rollout_data: ${describeReply(reply)}`);
     const items = parsed.data.success ? (parsed.data.data?.data ?? []) : [];
     this.toRestore.push(...items);
     await this.restore(signal);
+    const waiting = new Map<number, SpooledGroup>();
+    for (const g of spool.pending()) {
+      const instanceId = spool.postedEnv(g.id);
+      if (instanceId !== undefined) waiting.set(instanceId, g);
+    }
     const sizes = new Map<number, number>();
     for (const item of items) {
-      if (typeof item.instance_id === 'number' && this.ourInstances.has(item.instance_id))
+      if (typeof item.instance_id === 'number' && waiting.has(item.instance_id))
         sizes.set(item.instance_id, (sizes.get(item.instance_id) ?? 0) + 1);
     }
     const n = this.options.groupSize;
-    if (sizes.size > 0) {
-      this.emptyProbes = 0;
-      if ([...sizes.values()].some((size) => size < n)) {
-        this.options.onWarning(
-          `the slime rollout buffer at ${this.options.url} releases groups before all ${n} responses are in: its group size is smaller than n = ${n}; ${slimeGroupSizeAdvice(n)}`,
-        );
-      } else {
-        this.groupSizeSeen = true;
+    if ([...sizes.values()].some((size) => size < n)) {
+      this.options.onWarning(
+        `the slime rollout buffer at ${this.options.url} releases groups before all ${n} responses are in: its group size is smaller than n = ${n}; ${slimeGroupSizeAdvice(n)}`,
+      );
+    }
+    const whole = new Set([...sizes].filter(([, size]) => size >= n).map(([id]) => (waiting.get(id) as SpooledGroup).id));
+    const fittedBefore = this.sizeFits;
+    const restarted = this.restartSuspected;
+    this.restartSuspected = false;
+    // A restarted buffer is back at group size 16. Once it fits, a look that misses a group just written means slime's trainer was quicker.
+    if (restarted) this.sizeFits = null;
+    if (whole.size > 0) this.sizeFits = true;
+    else if (justWritten !== null && this.sizeFits !== true) this.sizeFits = false;
+    const replaced = restarted || (fittedBefore === false && this.sizeFits === true);
+    const result: Settlement = { pulled: 0, resent: 0, lost: 0 };
+    const released: string[] = [];
+    const lost: string[] = [];
+    const unwatched: string[] = [];
+    for (const [instanceId, g] of waiting) {
+      if (this.doubtful.delete(instanceId) && !whole.has(g.id)) {
+        // A write-back of it may have been lost: the copy in the buffer is short and never released, so it is written again.
+        this.seen.delete(g.id);
+        await spool.markPosted(g.id, null);
+        result.resent++;
+      } else if (whole.has(g.id)) {
+        this.seen.add(g.id);
+        this.held.delete(g.id);
+      } else if (g.id === justWritten) {
+        // Unseen right after its writes: held at a group size that does not fit, or (the size fitting before) already pulled by slime's trainer.
+        if (this.sizeFits === true) this.seen.add(g.id);
+        else this.held.add(g.id);
+      } else if (this.seen.delete(g.id)) {
+        (replaced ? lost : released).push(g.id);
+      } else if (this.held.has(g.id)) {
+        if (replaced) {
+          this.held.delete(g.id);
+          await spool.markPosted(g.id, null);
+          result.resent++;
+        }
+      } else if (replaced || this.sizeFits === true) {
+        // Written by an earlier process of this run and gone while none watched: pulled or lost, nobody can tell; not written twice.
+        unwatched.push(g.id);
       }
+    }
+    lost.push(...unwatched);
+    if (released.length + lost.length > 0) await spool.ack([...released, ...lost], { sync: true });
+    result.pulled = released.length;
+    result.lost = lost.length;
+    if (unwatched.length > 0) {
+      this.options.onWarning(
+        `${unwatched.length} group(s) an earlier run of this database wrote to the slime rollout buffer at ${this.options.url} are no longer in it: ` +
+          "slime's trainer may have pulled them or a restart lost them, which nothing tells; counted lost, not written twice",
+      );
+    }
+    if (replaced && (result.resent > 0 || result.lost > unwatched.length)) {
+      this.options.onWarning(
+        `the slime rollout buffer at ${this.options.url} was restarted or rebuilt (/start_rollout) and lost what it held: ` +
+          (result.resent > 0 ? `${result.resent} group(s) it never released are written again under fresh instance ids` : '') +
+          (result.resent > 0 && result.lost > unwatched.length ? '; ' : '') +
+          (result.lost > unwatched.length
+            ? `${result.lost - unwatched.length} group(s) it had released to slime's trainer may have been pulled before, so they are counted lost, not written twice`
+            : ''),
+      );
+    }
+    if (justWritten !== null) this.warnAboutGroupSize(whole.size > 0);
+    return result;
+  }
+
+  /** Looks right after a write that found none of our groups whole, twice in a row: the buffer waits for more than n. */
+  private warnAboutGroupSize(foundOurs: boolean): void {
+    if (foundOurs) {
+      this.emptyProbes = 0;
       return;
     }
+    const n = this.options.groupSize;
     if (++this.emptyProbes >= EMPTY_PROBES_BEFORE_WARNING) {
       this.options.onWarning(
         `the slime rollout buffer at ${this.options.url} holds our whole groups of ${n} but releases none: its group size is larger than n = ${n} ` +
@@ -262,8 +370,18 @@ export class SlimeClient implements TrainerProtocolClient {
   /** Write back what a probe took, oldest first. */
   private async restore(signal: AbortSignal): Promise<void> {
     while (this.toRestore.length > 0) {
-      const item = this.toRestore[0];
-      const refused = await this.write(item, 'an item written back after a look at the buffer', null, signal);
+      const item = this.toRestore[0] as Record<string, unknown>;
+      let refused: string | null;
+      try {
+        refused = await this.write(item, 'an item written back after a look at the buffer', null, signal);
+      } catch (error) {
+        // It may be in the buffer already: never written twice (a group with a response twice). The next look tells whether its group is whole.
+        if (error instanceof RetryableTrainerError && error.ambiguous) {
+          this.toRestore.shift();
+          if (typeof item.instance_id === 'number') this.doubtful.add(item.instance_id);
+        }
+        throw error;
+      }
       if (refused !== null) this.options.onWarning(`could not write back an item taken from the slime buffer: ${refused}`);
       this.toRestore.shift();
     }
@@ -274,18 +392,28 @@ export class SlimeClient implements TrainerProtocolClient {
     return false;
   }
 
-  /** Acknowledged writes are the buffer's: nothing waits on our side. */
-  awaitsTrainer(): boolean {
-    return false;
+  /** Written whole, waiting in the buffer until a look sees slime's trainer pulled it. */
+  awaitsTrainer(group: SpooledGroup, spool: TrainerSpool): boolean {
+    return spool.postedEnv(group.id) !== undefined;
   }
 
-  async settle(): Promise<Settlement> {
-    return { pulled: 0, lost: 0 };
+  settle(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement> {
+    return this.exclusive(async () => {
+      await this.restore(signal);
+      const learned = addSettlements(this.unreported, await this.look(spool, signal, null));
+      this.unreported = { pulled: 0, resent: 0, lost: 0 };
+      return learned;
+    });
   }
 
   async readStep(signal: AbortSignal): Promise<number | null> {
     if (!this.stepSource) return null;
     return this.readWeightVersion(signal);
+  }
+
+  /** The buffer tells nothing of slime's batch. */
+  async readQueue(): Promise<null> {
+    return null;
   }
 
   async disconnect(): Promise<void> {}
@@ -294,4 +422,8 @@ export class SlimeClient implements TrainerProtocolClient {
     this.http.close();
     this.modelInfo?.close();
   }
+}
+
+function addSettlements(a: Settlement, b: Settlement): Settlement {
+  return { pulled: a.pulled + b.pulled, resent: a.resent + b.resent, lost: a.lost + b.lost };
 }

@@ -16,14 +16,20 @@ export interface TrainerState {
   lastAckedPolicyVersion: string | null;
   /** Groups of committed steps in the spool not yet handed to the trainer. */
   pendingGroups: number;
-  /** Groups handed over that wait in the trainer server's queue until its trainer pulls them (atropos); kept spooled, resent if the server loses them. */
+  /** Groups handed over that wait in the trainer server's queue (atropos) or buffer (slime) until its trainer pulls them; kept spooled, sent again if the server loses them. */
   queuedGroups: number;
-  /** Groups acknowledged since this bridge started. */
+  /** Groups the trainer server acknowledged since this bridge started (written, not yet released). */
   sentGroups: number;
   /** Groups the trainer refused as malformed (kept in the spool's rejected.jsonl). */
   rejectedGroups: number;
   /** Groups not sent because failed requests left them short of n responses. */
   droppedGroups: number;
+  /** Groups that left the trainer server's queue or buffer to its trainer (what "released" means: pulled, not just written). */
+  releasedGroups: number;
+  /** Groups a restarted or rebuilt trainer server lost before its trainer pulled them, sent again. */
+  resentGroups: number;
+  /** Groups a restarted or rebuilt trainer server lost that may have reached its trainer first: not sent again, counted here. */
+  lostGroups: number;
   /** The run is waiting for the trainer (synchronous step or staleness bound). */
   waiting: boolean;
   lastError: string | null;
@@ -53,8 +59,11 @@ export function trainerStateLine(previous: TrainerState | null, next: TrainerSta
 export function trainerSummary(state: TrainerState): string {
   return (
     `trainer: ${state.protocol} ${state.connected ? 'connected' : 'failing'}, step ${state.trainerStep ?? 'n/a'}, ` +
-    `${state.sentGroups} group(s) sent, ${state.pendingGroups} pending${state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : ''}` +
-    (state.queuedGroups > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
+    `${state.sentGroups} group(s) sent, ${state.releasedGroups} released (pulled by the trainer), ${state.pendingGroups} pending` +
+    (state.queuedGroups > 0 ? `, ${state.queuedGroups} ${state.protocol === 'slime' ? 'in the buffer' : 'queued for the trainer'}` : '') +
+    (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} rejected` : '') +
+    (state.resentGroups > 0 ? `, ${state.resentGroups} sent again after a trainer restart` : '') +
+    (state.lostGroups > 0 ? `, ${state.lostGroups} lost` : '') +
     (state.droppedGroups > 0 ? `, ${state.droppedGroups} dropped (short of n)` : '')
   );
 }

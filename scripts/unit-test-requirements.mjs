@@ -42,6 +42,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox-containment.test.ts': ['bubblewrap', 'python3'],
   'sandbox-hostile.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'sandbox-host-modes.test.ts': ['bubblewrap', 'python3'],
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'slurmSettings.test.ts': ['slurm'],

@@ -21,7 +21,7 @@ import {
 } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { Semaphore } from '../async/semaphore';
-import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
+import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup, type SandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
 import {
   baseEnvironment,
@@ -30,12 +30,14 @@ import {
   candidateEnvironment,
   copyOutCommand,
   detectIsolation,
+  findExecutable,
   HOW_TO_ALLOW_WEAK,
   HOW_TO_GET_A_SANDBOX,
   type IsolationInfo,
   type IsolationReport,
   isolationReport,
   limitedCommand,
+  openFilesLimitWithoutCgroup,
   pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
@@ -65,6 +67,8 @@ export interface EvaluatorOptions {
   processLimit?: number;
   /** 'fallback' skips bubblewrap even where it works (default 'auto'). */
   isolation?: 'auto' | 'fallback';
+  /** 'off' uses no cgroup even where one can be had (tests of hosts without one; default 'auto'). */
+  cgroup?: 'auto' | 'off';
   /**
    * Run candidates even when the isolation is weaker than the full sandbox
    * (no bwrap, macOS, Windows). Default false: the constructor throws
@@ -200,29 +204,54 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
 export async function scoreSolutionFile(
   task: Task,
   solutionPath: string,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; memoryLimitMb?: number } = {},
 ): Promise<EvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
   const trustedDir = await mkdtemp(join(tmpdir(), 'thetaevolve-score-'));
   try {
-    const result = await scoreSolutionBytes(task, read.bytes, trustedDir, options.signal);
+    const limits = { memoryLimitMb: options.memoryLimitMb ?? DEFAULT_EVALUATOR_OPTIONS.memoryLimitMb };
+    const result = await scoreSolutionBytes(task, read.bytes, trustedDir, limits, options.signal);
     return { ...result, durationMs: performance.now() - started };
   } finally {
     await removeTree(trustedDir);
   }
 }
 
+let prlimitPath: string | null | undefined;
+
+/**
+ * The trusted evaluator's command under its limits: the candidate's memory
+ * limit (RLIMIT_AS per process; the sum is watched by runProcess) and
+ * RLIMIT_CPU of its time limit (SIGXCPU at it, SIGKILL a second later).
+ */
+function evaluatorCommandUnderLimits(command: readonly string[], task: Task, memoryLimitMb: number): string[] {
+  if (process.platform === 'win32') return [...command];
+  prlimitPath ??= findExecutable('prlimit');
+  return limitedCommand(
+    command,
+    {
+      memoryLimitMb,
+      processLimit: null,
+      fileSizeLimitBytes: MIN_FILE_SIZE_LIMIT,
+      cpuSeconds: Math.ceil(task.evaluatorTimeLimitSec),
+    },
+    prlimitPath,
+  );
+}
+
 async function scoreSolutionBytes(
   task: Task,
   bytes: Buffer,
   trustedDir: string,
+  limits: { memoryLimitMb: number },
   signal: AbortSignal | undefined,
 ): Promise<EvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
-  const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+  const template = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+  const command = evaluatorCommandUnderLimits(template, task, limits.memoryLimitMb);
   const run = await runProcess({
     file: command[0] as string,
     args: command.slice(1),
@@ -230,9 +259,13 @@ async function scoreSolutionBytes(
     env: baseEnvironment(trustedDir),
     timeoutMs: task.evaluatorTimeLimitSec * 1000,
     outputLimitBytes: EVALUATOR_OUTPUT_LIMIT,
+    memoryWatch: { limitBytes: limits.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS },
     ...(signal ? { signal } : {}),
   });
   if (run.aborted) return cancelledResult();
+  // The solution (within the task's size cap) made the trusted evaluator blow its own limits: the candidate's doing, penalised.
+  const overLimit = evaluatorLimitExceeded(run, limits.memoryLimitMb, task.evaluatorTimeLimitSec);
+  if (overLimit) return penaltyResult('invalid_solution', overLimit, { metrics: { evaluator_limit: true } });
   // The task's own evaluator failing is the task's problem, not the candidate's: no score.
   const failed = { metrics: { evaluator_failed: true } satisfies Metrics };
   if (run.spawnError) return infrastructureFailure(`the evaluator could not start: ${run.spawnError}`, failed);
@@ -274,6 +307,19 @@ async function scoreSolutionBytes(
     stderr: '',
     ...(solution !== undefined ? { solution } : {}),
   };
+}
+
+/**
+ * Why the trusted evaluator was stopped by its own memory or CPU limit on
+ * this solution, or null. Its wall-clock limit is not among them: a loaded
+ * host can make it run late, so that stays our failure, never scored.
+ */
+function evaluatorLimitExceeded(run: ProcessOutcome, memoryLimitMb: number, cpuSeconds: number): string | null {
+  // Under RLIMIT_AS Python raises MemoryError (numpy's _ArrayMemoryError is one) and exits 1.
+  const outOfMemory = run.memoryExceeded || (run.exitCode !== 0 && /\bMemoryError\b/.test(tail(run.stderr)));
+  if (outOfMemory) return `the solution made the trusted evaluator exceed its memory limit (${memoryLimitMb} MiB)`;
+  if (run.exitSignal === 'SIGXCPU') return `the solution made the trusted evaluator exceed its CPU time limit (${Math.ceil(cpuSeconds)} s)`;
+  return null;
 }
 
 /** The result of an evaluation cancelled before it finished (every backend gives the same). */
@@ -325,9 +371,10 @@ export class Evaluator implements EvaluationBackend {
       runtimeLimitSec: options.runtimeLimitSec ?? task.runtimeLimitSec,
       processLimit: options.processLimit ?? DEFAULT_PROCESS_LIMIT,
       isolation: options.isolation ?? 'auto',
+      cgroup: options.cgroup ?? 'auto',
       allowWeakIsolation: options.allowWeakIsolation ?? false,
     };
-    this.info = detectIsolation(this.options.isolation);
+    this.info = detectIsolation(this.options.isolation, this.options.cgroup);
     this.isolation = isolationReport(this.info);
     if (this.isolation.weak && !this.options.allowWeakIsolation) throw new SandboxUnavailableError(this.isolation);
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
@@ -440,7 +487,7 @@ export class Evaluator implements EvaluationBackend {
       }
       const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
-      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, signal);
+      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, { memoryLimitMb: this.options.memoryLimitMb }, signal);
       return { ...scored, ...output, metrics: { ...scored.metrics, ...runtime } };
     } finally {
       await this.cleanUp(root);
@@ -487,6 +534,8 @@ export class Evaluator implements EvaluationBackend {
         memoryLimitMb: this.options.memoryLimitMb,
         processLimit,
         fileSizeLimitBytes: Math.max(MIN_FILE_SIZE_LIMIT, 2 * this.task.solutionMaxBytes),
+        // Socket buffers count in a cgroup; without one, the number of descriptors bounds them.
+        ...(this.info.layers.cgroup ? {} : { openFilesLimit: openFilesLimitWithoutCgroup(this.options.memoryLimitMb) }),
       },
       this.info.prlimitPath,
     );
@@ -517,13 +566,7 @@ export class Evaluator implements EvaluationBackend {
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
     ];
     const runAs = this.info.runAs;
-    const cgroupParent = this.info.layers.cgroup && this.info.cgroup?.available ? this.info.cgroup.dir : null;
-    const cgroup = cgroupParent
-      ? createSandboxCgroup(cgroupParent, {
-          memoryBytes: this.options.memoryLimitMb * 1024 * 1024,
-          pids: this.info.processLimit ? this.options.processLimit : null,
-        })
-      : null;
+    const cgroup = this.sandboxCgroup(this.info.processLimit ? this.options.processLimit : null);
     try {
       const bwrap = [this.info.bwrapPath as string, ...args];
       // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
@@ -556,6 +599,13 @@ export class Evaluator implements EvaluationBackend {
     } finally {
       if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
+  }
+
+  /** The evaluation's own cgroup where the isolation has one (memory, processes, CPU share); null without. */
+  private sandboxCgroup(pids: number | null): SandboxCgroup | null {
+    const support = this.info.cgroup;
+    if (!this.info.layers.cgroup || !support?.available) return null;
+    return createSandboxCgroup(support, { memoryBytes: this.options.memoryLimitMb * 1024 * 1024, pids });
   }
 
   /** What the copy-out wrapper sent after its start byte: a tag byte, then the file's first maxBytes + 1 bytes. */
@@ -611,6 +661,9 @@ export class Evaluator implements EvaluationBackend {
       command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);
       asUser = null;
     }
+    // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.
+    const cgroup = this.sandboxCgroup(this.options.processLimit);
+    if (cgroup) command = inCgroupCommand(cgroup, command, null);
     let run: ProcessOutcome;
     try {
       run = await runProcess({
@@ -624,9 +677,11 @@ export class Evaluator implements EvaluationBackend {
         signal,
         ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
       });
+      if (cgroup && oomKills(cgroup) > 0) run = { ...run, memoryExceeded: true };
     } finally {
       // Before the solution is read: nothing may still be writing it.
       killMarkedProcesses(`THETAEVOLVE_EVALUATION=${evaluationId}`, runAs ? runAs.uid : null);
+      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
     // Nothing is set up between the spawn and the program here: a failure to start is the spawn error.

@@ -25,7 +25,7 @@ export interface IsolationReport {
     noCapabilities: boolean;
     /** The seccomp filter of seccomp.ts. */
     seccomp: boolean;
-    /** Its own cgroup v2 (memory.max and pids.max for all its processes together). */
+    /** Its own cgroup (v2, or v1 as root): memory and process limits for all its processes together, and an equal CPU share. */
     cgroup: boolean;
     /** The scratch directory is a size-capped tmpfs. */
     scratchSizeCap: boolean;
@@ -94,6 +94,10 @@ export interface ResourceLimits {
   /** RLIMIT_NPROC; null: not set. */
   processLimit: number | null;
   fileSizeLimitBytes: number;
+  /** RLIMIT_NOFILE; absent: not set. Without a cgroup it bounds what socket buffers can hold (openFilesLimitWithoutCgroup). */
+  openFilesLimit?: number;
+  /** RLIMIT_CPU in seconds (per process); absent: not set. */
+  cpuSeconds?: number;
 }
 
 /** Find an executable in the system folders first, then on PATH. */
@@ -198,6 +202,9 @@ export function bwrapArguments(options: {
     ...sized(SANDBOX_SHM_BYTES),
     '--tmpfs',
     '/dev/shm',
+    // bwrap's /dev is a tmpfs of its own: read-only, so files kept there cannot hold memory past the limit (its devices still work).
+    '--remount-ro',
+    '/dev',
     ...sized(SANDBOX_TMP_BYTES),
     '--tmpfs',
     '/tmp',
@@ -260,6 +267,9 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
       `--fsize=${limits.fileSizeLimitBytes}`,
       '--core=0',
       ...(limits.processLimit !== null ? [`--nproc=${limits.processLimit}`] : []),
+      ...(limits.openFilesLimit !== undefined ? [`--nofile=${limits.openFilesLimit}`] : []),
+      // SIGXCPU at the limit (it says why), SIGKILL a second later.
+      ...(limits.cpuSeconds !== undefined ? [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`] : []),
       '--',
       ...command,
     ];
@@ -268,6 +278,8 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
     `ulimit -v ${Math.floor(memoryBytes / 1024)}`,
     `ulimit -f ${Math.floor(limits.fileSizeLimitBytes / 512)}`,
     'ulimit -c 0',
+    ...(limits.openFilesLimit !== undefined ? [`ulimit -n ${limits.openFilesLimit}`] : []),
+    ...(limits.cpuSeconds !== undefined ? [`ulimit -t ${limits.cpuSeconds}`] : []),
     'exec "$@"',
   ].join(' && ');
   return ['/bin/sh', '-c', script, 'sh', ...command];
@@ -397,6 +409,12 @@ function probeBwrap(
   }
 }
 
+/** What holds the limits where no cgroup can be had (docs: README, "Sandbox"). */
+const WITHOUT_CGROUP =
+  "instead the memory of a sandbox's processes, their memfds and its tmpfs folders is summed every 50 ms (killed past the limit), " +
+  'with RLIMIT per process as the floor; in bwrap /dev is read-only, memfds, SysV shared memory and larger socket buffers are refused ' +
+  'and open files are capped, so queued datagrams hold at most about a third of the limit; CPU is shared per process, not per sandbox';
+
 const FALLBACK_HOW =
   'candidates run in a private temporary folder, in their own process group with a wall-clock limit, memory and file-size limits and a cleared environment, ' +
   'but they can still read your files and use the network (and, when they run as your own user, read the environment of your other processes, where API keys often are)';
@@ -416,13 +434,15 @@ export const HOW_TO_ALLOW_WEAK =
 export interface DetectOptions {
   /** 'fallback': behave as if bwrap were not installed (tests, or users who want it off). */
   preference?: 'auto' | 'fallback';
+  /** 'off': behave as if no cgroup could be had (tests of the hosts that have none). */
+  cgroup?: 'auto' | 'off';
 }
 
 let cached: IsolationInfo | null = null;
 
-/** Detect the isolation once per process (`preference: 'fallback'` is never cached). */
-export function detectIsolation(preference: 'auto' | 'fallback' = 'auto'): IsolationInfo {
-  if (preference === 'fallback') return probeIsolation({ preference });
+/** Detect the isolation once per process (`preference: 'fallback'` and `cgroup: 'off'` are never cached). */
+export function detectIsolation(preference: 'auto' | 'fallback' = 'auto', cgroup: 'auto' | 'off' = 'auto'): IsolationInfo {
+  if (preference === 'fallback' || cgroup === 'off') return probeIsolation({ preference, cgroup });
   cached ??= probeIsolation({ preference });
   return cached;
 }
@@ -445,11 +465,11 @@ function traversableBase(runAs: { uid: number } | null): string {
   return candidates.find(traversable) ?? '/tmp';
 }
 
-function summarise(kind: IsolationKind, layers: IsolationReport['layers']): string {
+function summarise(kind: IsolationKind, layers: IsolationReport['layers'], cgroup: CgroupSupport | null = null): string {
   if (kind === 'none') return 'no isolation';
   const parts: string[] = [kind === 'fallback' ? 'no sandbox (limits and a private folder only)' : kind];
   if (layers.seccomp) parts.push('seccomp');
-  if (layers.cgroup) parts.push('cgroup');
+  if (layers.cgroup) parts.push(cgroup?.available ? `cgroup v${cgroup.version}` : 'cgroup');
   const absent = (['seccomp', 'cgroup'] as const).filter((layer) => !layers[layer] && kind === 'bwrap');
   return absent.length > 0 ? `${parts.join(' + ')} (no ${absent.join(', no ')})` : parts.join(' + ');
 }
@@ -459,11 +479,9 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   const prlimitPath = findExecutable('prlimit');
   const rootUser = isRoot();
   const runAs = rootUser ? { uid: UNPRIVILEGED_ID, gid: UNPRIVILEGED_ID } : null;
-  const cgroup = process.platform === 'linux' ? detectCgroup() : null;
-  const cgroupMissing =
-    cgroup && !cgroup.available
-      ? `cgroup: ${cgroup.why}; instead the memory of a sandbox's processes is summed every 50 ms (killed past the limit), with RLIMIT per process as the floor`
-      : null;
+  const cgroup: CgroupSupport | null =
+    process.platform !== 'linux' ? null : options.cgroup === 'off' ? { available: false, why: 'switched off' } : detectCgroup();
+  const cgroupMissing = cgroup && !cgroup.available ? `cgroup: ${cgroup.why}; ${WITHOUT_CGROUP}` : null;
   const base = {
     prlimitPath,
     runAs,
@@ -529,14 +547,15 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     const unshare = findExecutable('unshare');
     const setpriv = findExecutable('setpriv');
     const pidNamespaceTools = rootUser && unshare && setpriv ? { unshare, setpriv } : null;
-    const layers = { ...noLayers };
+    // As root, the shell that enters the cgroup is root: the PID namespace's setpriv drops to nobody after it.
+    const layers = { ...noLayers, cgroup: cgroup?.available === true && (!rootUser || pidNamespaceTools !== null) };
     const missing = [why];
     if (cgroupMissing) missing.push(cgroupMissing);
     return {
       ...base,
       kind: 'fallback',
       layers,
-      summary: summarise('fallback', layers),
+      summary: summarise('fallback', layers, cgroup),
       missing,
       weak: true,
       warning: `Sandbox: ${why}, so ${FALLBACK_HOW}. ${HOW_TO_GET_A_SANDBOX}`,
@@ -595,7 +614,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     ...features,
     kind: 'bwrap',
     layers,
-    summary: summarise('bwrap', layers),
+    summary: summarise('bwrap', layers, cgroup),
     missing,
     weak,
     warning: weak ? `Sandbox: ${missing[0] ?? ''}` : null,
@@ -607,8 +626,18 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
 }
 
 /** The seccomp filter bytes for a sandbox of this isolation (null: none). */
-export function seccompFilterFor(info: Pick<IsolationInfo, 'seccompArch'>): Buffer | null {
-  return info.seccompArch ? seccompFilterBytes(info.seccompArch) : null;
+export function seccompFilterFor(info: Pick<IsolationInfo, 'seccompArch' | 'layers'>): Buffer | null {
+  return info.seccompArch ? seccompFilterBytes(info.seccompArch, { withoutCgroup: !info.layers.cgroup }) : null;
+}
+
+/**
+ * RLIMIT_NOFILE where no cgroup counts socket buffers: each descriptor of a
+ * datagram socket can keep about 0.3 MiB queued at the default buffer size
+ * (larger buffers are refused), so this keeps what they can hold to about a
+ * third of the memory limit; never fewer than 64 descriptors.
+ */
+export function openFilesLimitWithoutCgroup(memoryLimitMb: number): number {
+  return Math.max(64, Math.min(65536, Math.floor(memoryLimitMb)));
 }
 
 /** Only the report's fields (what the evaluator exposes). */

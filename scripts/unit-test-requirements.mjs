@@ -51,4 +51,5 @@ export const UNIT_TEST_NEEDS = {
   'trainerCli.test.ts': ['bubblewrap', 'python3'],
   'trainerLoop.test.ts': ['bubblewrap', 'python3'],
   'trainerRealServers.test.ts': ['python3', 'python3-fastapi'],
+  'trusted-evaluator-limits.test.ts': ['python3', 'python3-numpy', 'python3-yaml'],
 };

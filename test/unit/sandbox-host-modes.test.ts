@@ -239,15 +239,16 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
                 return false;
               }
             });
-            return found.length > 0 ? found : null;
+            return found;
           },
-          { what: 'the busy candidate to be running' },
+          { what: 'the busy candidate to be running', until: (found) => found.length > 0 },
         );
         const pid = pids[0] as number;
         const cgroups = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
         if (evaluator.isolation.layers.cgroup) {
           // v2: the unified line; v1: the cpu hierarchy's line. Either names the sandbox's own group.
-          const cpuLine = cgroups.split('\n').find((l) => /^0::/.test(l) || /^\d+:[^:]*\bcpu\b[^:]*:/.test(l)) ?? '';
+          const v2 = evaluator.isolation.summary.includes('cgroup v2');
+          const cpuLine = cgroups.split('\n').find((l) => (v2 ? /^0::/.test(l) : /^\d+:[^:]*\bcpu\b[^:]*:/.test(l))) ?? '';
           assert.match(cpuLine, /thetaevolve-\d+-\d+/, `the candidate is in no CPU group of its own: ${cgroups}`);
         } else if (existsSync('/proc/self/autogroup')) {
           const autogroup = readFileSync(`/proc/${pid}/autogroup`, 'utf8');

@@ -150,6 +150,13 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
     for (const arg of ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'])
       assert.ok(command.includes(arg), arg);
     assert.deepEqual(command.slice(-2), ['/usr/bin/python3', 'p.py']);
+    // SysV segments capped in the namespace, by root before the drop.
+    const capped = pidNamespaceCommand(
+      ['/usr/bin/python3', 'p.py'],
+      { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' },
+      64 << 20,
+    );
+    assert.match(capped.join(' '), /echo 16384 > \/proc\/sys\/kernel\/shmall[^]*\/usr\/bin\/setpriv --reuid=65534/);
   });
 });
 

@@ -447,7 +447,9 @@ export class Evaluator implements EvaluationBackend {
       ];
     } else if (this.info.pidNamespaceTools) {
       // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
-      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);
+      // Without a cgroup nothing counts SysV segments: a quarter of the memory limit at most.
+      const sharedMemoryBytes = this.info.layers.cgroup ? undefined : (this.options.memoryLimitMb * 1024 * 1024) / 4;
+      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, sharedMemoryBytes);
       asUser = null;
     }
     // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.

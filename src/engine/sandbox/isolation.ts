@@ -285,12 +285,22 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
   return ['/bin/sh', '-c', script, 'sh', ...command];
 }
 
+/** kernel.shmall's default: no limit of our own on SysV segments. */
+const SYSV_SHM_UNLIMITED = 2 ** 52;
+
 /**
  * Fallback as root: a PID namespace (its init's end kills every process in
- * it, daemons included), own IPC and UTS, and the candidate
+ * it, daemons included), own IPC (SysV segments capped at sharedMemoryBytes
+ * in all) and UTS, and the candidate
  * dropped to the unprivileged user with no capabilities and no_new_privs.
  */
-export function pidNamespaceCommand(command: readonly string[], tools: { unshare: string; setpriv: string }): string[] {
+export function pidNamespaceCommand(
+  command: readonly string[],
+  tools: { unshare: string; setpriv: string },
+  sharedMemoryBytes: number = SYSV_SHM_UNLIMITED,
+): string[] {
+  // The IPC namespace's own SysV limit (kernel.shmall, in pages), set as root before the drop: segments are memory no RSS shows.
+  const pages = Math.max(1, Math.floor(sharedMemoryBytes / 4096));
   return [
     tools.unshare,
     '--pid',
@@ -300,6 +310,10 @@ export function pidNamespaceCommand(command: readonly string[], tools: { unshare
     '--ipc',
     '--uts',
     '--',
+    '/bin/sh',
+    '-c',
+    `echo ${pages} > /proc/sys/kernel/shmall 2>/dev/null; exec "$@"`,
+    'sh',
     tools.setpriv,
     `--reuid=${UNPRIVILEGED_ID}`,
     `--regid=${UNPRIVILEGED_ID}`,

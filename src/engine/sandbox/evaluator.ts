@@ -39,7 +39,7 @@ import {
 } from './isolation';
 import { readOnlyCopies } from './readOnlyCopies';
 import { killMarkedProcesses } from './survivors';
-import { type ProcessOutcome, runProcess } from './process';
+import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
 import {
   cancelledResult,
@@ -296,8 +296,13 @@ export class Evaluator implements EvaluationBackend {
   }
 
   /** The memory limit for all of a candidate's processes together (RLIMIT_AS holds each one; this, their sum). */
-  private memoryWatch(tmpfsPaths: readonly string[] = []): { limitBytes: number; intervalMs: number; tmpfsPaths: readonly string[] } {
-    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS, tmpfsPaths };
+  private memoryWatch(cgroup: SandboxCgroup | null, tmpfsPaths: readonly string[] = []): NonNullable<ProcessSpec['memoryWatch']> {
+    return {
+      limitBytes: this.options.memoryLimitMb * 1024 * 1024,
+      intervalMs: MEMORY_WATCH_INTERVAL_MS,
+      tmpfsPaths,
+      ...(cgroup ? { kernelKilled: () => oomKills(cgroup) > 0 } : {}),
+    };
   }
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
@@ -372,7 +377,7 @@ export class Evaluator implements EvaluationBackend {
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
         // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
-        memoryWatch: this.memoryWatch(SANDBOX_TMPFS_PATHS),
+        memoryWatch: this.memoryWatch(cgroup, SANDBOX_TMPFS_PATHS),
         signal,
         ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });
@@ -464,7 +469,7 @@ export class Evaluator implements EvaluationBackend {
         env,
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
-        memoryWatch: this.memoryWatch(),
+        memoryWatch: this.memoryWatch(cgroup),
         signal,
         ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
       });

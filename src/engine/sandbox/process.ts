@@ -41,6 +41,12 @@ export interface ProcessSpec {
     intervalMs: number;
     /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root; the first must exist only in the sandbox. */
     tmpfsPaths?: readonly string[];
+    /**
+     * The kernel already enforced the limit (a cgroup's OOM killer acted):
+     * checked on each tick, so that the whole sandbox stops, not only the
+     * process the kernel picked.
+     */
+    kernelKilled?: () => boolean;
   };
 }
 
@@ -319,7 +325,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
           const root = sandboxInitPid ?? child.pid;
           if (root === undefined || memoryExceeded) return;
           const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
-          if (treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
+          if (watch.kernelKilled?.() === true || treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
             memoryExceeded = true;
             stop();
           }

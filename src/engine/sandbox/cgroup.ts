@@ -140,7 +140,9 @@ function detectCgroup2(mountinfo: string, selfCgroup: string): CgroupSupport {
   } catch {
     return { available: false, why: `${dir} is not writable by this user (not delegated)` };
   }
-  return { available: true, version: 2, dir, cpu: subtree.includes('cpu') };
+  // The cpu controller gives each sandbox an equal share: passed down when the host offers it and we may.
+  const cpu = subtree.includes('cpu') || (controllers.includes('cpu') && writeOptional(join(dir, 'cgroup.subtree_control'), '+cpu'));
+  return { available: true, version: 2, dir, cpu };
 }
 
 let created = 0;

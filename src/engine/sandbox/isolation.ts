@@ -601,6 +601,8 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
       `seccomp: no filter for this architecture (${process.arch}); nested namespaces ${features.disableUsernsOption ? 'are still blocked by --disable-userns' : 'are not blocked'}`,
     );
   if (cgroupMissing) missing.push(cgroupMissing);
+  if (cgroup?.available && !(cgroup.version === 2 ? cgroup.cpu : cgroup.dirs.cpu !== null))
+    missing.push('cpu: the cgroup has no cpu controller, so CPU is shared per process rather than per sandbox');
   if (!features.tmpfsSizeOption)
     missing.push('scratch size cap: this bwrap has no --size (0.5+ has), so the scratch tmpfs is capped only by the kernel default');
   if (!processLimit)

@@ -264,7 +264,7 @@ export async function removeSandboxCgroup(cgroup: Pick<SandboxCgroup, 'dirs'>): 
 
 async function removeCgroupDir(path: string): Promise<string | null> {
   // Killed processes leave the cgroup once the kernel has reaped them: a few milliseconds.
-  for (let attempt = 0; attempt < 200; attempt++) {
+  for (let attempt = 0; attempt < 400; attempt++) {
     killAll(path);
     try {
       rmdirSync(path);
@@ -274,7 +274,7 @@ async function removeCgroupDir(path: string): Promise<string | null> {
       if (code === 'ENOENT') return null;
       if (code !== 'EBUSY') return `could not remove the cgroup ${path}: ${errorMessage(err)}`;
     }
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, 10));
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 5));
   }
   return `could not remove the cgroup ${path}: processes are still in it after 2 s`;
 }

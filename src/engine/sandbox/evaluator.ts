@@ -139,6 +139,8 @@ export class Evaluator implements EvaluationBackend {
   private readonly slots: Semaphore;
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<EvaluationResult>>();
+  /** Cgroups of finished bwrap sandboxes being removed (their processes are gone with the PID namespace): awaited by close(). */
+  private readonly cgroupRemovals = new Set<Promise<void>>();
 
   constructor(
     readonly task: Task,
@@ -193,6 +195,7 @@ export class Evaluator implements EvaluationBackend {
   async close(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.cgroupRemovals]);
     for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
   }
 
@@ -391,7 +394,12 @@ export class Evaluator implements EvaluationBackend {
         solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
       };
     } finally {
-      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
+      // Off the result's path: the kernel may take a few milliseconds to let the last exited process leave it.
+      if (cgroup) {
+        const removal = removeSandboxCgroup(cgroup).then((problem) => this.reportCleanup(problem));
+        this.cgroupRemovals.add(removal);
+        void removal.finally(() => this.cgroupRemovals.delete(removal));
+      }
     }
   }
 

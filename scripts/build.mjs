@@ -5,6 +5,7 @@
 //   dist/engineWorker.js   the engine's worker thread (node)
 //   dist/webview/*.js      the dashboard page (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
+//   out/test/runner/       the test-only extension that runs it in code-server (not packaged)
 // plus sql-wasm.wasm and src/engine/task/foreign (the Python wrapper that runs
 // OpenEvolve/ShinkaEvolve evaluators in the sandbox) copied beside the node bundles.
 import * as esbuild from 'esbuild';
@@ -17,15 +18,38 @@ const watch = process.argv.includes('--watch');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const define = { __THETAEVOLVE_VERSION__: JSON.stringify(pkg.version) };
 
+/**
+ * zod's index exports every locale (about 250 KB minified) for z.config();
+ * its default messages import English directly, and no other is used: the
+ * locales module becomes English only.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${join('node_modules', 'zod')}`) ? { path: 'zod-locales', namespace: 'zod-english-only' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, () => ({
+      contents: `export { default as en } from 'zod/v4/locales/en.js';`,
+      resolveDir: root,
+    }));
+  },
+};
+
 const node = {
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'cjs',
+  // Loaded into every window at start-up: small beats readable (the source maps stay, outside the package).
+  minify: true,
   sourcemap: 'linked',
   logLevel: 'warning',
   define,
   absWorkingDir: root,
+  plugins: [zodEnglishOnly],
+  // jsonc-parser's main build is UMD with runtime requires esbuild cannot follow; its ES modules bundle.
+  alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
 };
 
 /** @type {esbuild.BuildOptions[]} */
@@ -46,13 +70,15 @@ const builds = [
     minify: true,
   },
   { ...node, entryPoints: ['src/worker/engineWorker.ts'], outfile: 'dist/engineWorker.js' },
-  { ...node, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
+  { ...node, minify: false, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
+  { ...node, entryPoints: ['test/host/runner/runner.ts'], outfile: 'out/test/runner/runner.js', external: ['vscode'] },
 ];
 
 function copyAssets() {
   mkdirSync(join(root, 'dist'), { recursive: true });
   copyFileSync(join(root, 'node_modules/sql.js/dist/sql-wasm.wasm'), join(root, 'dist/sql-wasm.wasm'));
   if (existsSync(join(root, 'out/test'))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, 'out/test/sql-wasm.wasm'));
+  copyFileSync(join(root, 'test/host/runner/package.json'), join(root, 'out/test/runner/package.json'));
   chmodSync(join(root, 'dist/cli.js'), 0o755);
   // foreignTasks.ts finds these beside its bundle (__dirname/foreign).
   const foreign = join(root, 'src/engine/task/foreign');

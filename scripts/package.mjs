@@ -1,5 +1,8 @@
-// npm run package: out/thetaevolve.vsix with vsce. Everything is bundled, so
-// no node_modules folder goes in (--no-dependencies).
+// npm run package: out/thetaevolve.vsix with vsce, as the Marketplace and
+// Open VSX take it: no skip flags (LICENSE, repository and README links are
+// checked; vsce makes the README's relative links absolute from the
+// repository field). vsce runs `vscode:prepublish` (the build) first.
+// Everything is bundled, so no node_modules folder goes in (--no-dependencies).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -8,21 +11,8 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 mkdirSync(join(root, 'out'), { recursive: true });
 const vsce = join(root, 'node_modules/@vscode/vsce/vsce');
-const result = spawnSync(
-  process.execPath,
-  [
-    vsce,
-    'package',
-    '--no-dependencies',
-    '--skip-license',
-    '--allow-missing-repository',
-    '--no-rewrite-relative-links',
-    '--out',
-    'out/thetaevolve.vsix',
-  ],
-  {
-    cwd: root,
-    stdio: 'inherit',
-  },
-);
+const result = spawnSync(process.execPath, [vsce, 'package', '--no-dependencies', '--out', 'out/thetaevolve.vsix'], {
+  cwd: root,
+  stdio: 'inherit',
+});
 process.exit(result.status ?? 1);

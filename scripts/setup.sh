@@ -9,6 +9,7 @@
 #         API server and slime rollout buffer the trainer tests run)
 #         slurmctld + slurmd + slurm-client + munge (the SLURM backend's tests
 #         start a one-node cluster; Debian's policy keeps the services from starting)
+#         unzip (the packaging test reads the .vsix)
 #   npm:  the extension's dependencies (npm ci) and code-server 4.100.3 in
 #         tools/code-server (its own lockfile)
 set -euo pipefail
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic slurmctld slurmd slurm-client munge)
+apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic slurmctld slurmd slurm-client munge unzip)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

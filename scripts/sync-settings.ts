@@ -2,10 +2,12 @@
 // src/engine/common/config.ts (the single source of truth). Run: npx tsx scripts/sync-settings.ts
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contributedConfiguration } from '../src/engine/common/config';
+import { contributedConfiguration, contributedSettings } from '../src/engine/common/config';
 
 const file = join(__dirname, '..', 'package.json');
 const manifest = JSON.parse(readFileSync(file, 'utf8'));
-manifest.contributes.configuration = { title: 'ThetaEvolve', properties: contributedConfiguration() };
+manifest.contributes.configuration = contributedConfiguration();
 writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n');
-console.log(`package.json: ${Object.keys(manifest.contributes.configuration.properties).length} settings written`);
+console.log(
+  `package.json: ${Object.keys(contributedSettings()).length} settings written in ${manifest.contributes.configuration.length} categories`,
+);

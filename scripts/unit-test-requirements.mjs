@@ -18,12 +18,13 @@ export const REQUIREMENTS = {
   'python3-yaml': "PyYAML (OpenEvolve folders' config.yaml): Debian python3-yaml",
   'python3-fastapi': 'the real atropos API server and slime rollout buffer: Debian python3-fastapi python3-uvicorn python3-pydantic',
   slurm: 'a one-node SLURM cluster: Debian slurmctld slurmd slurm-client munge',
+  unzip: 'unzip, to read the packaged .vsix: Debian unzip',
   'code-server': 'code-server in tools/code-server (scripts/setup.sh), for the language configurations VS Code ships',
 };
 
 /** @type {Record<string, (keyof typeof REQUIREMENTS)[]>} test/unit file -> what it needs */
 export const UNIT_TEST_NEEDS = {
-  'bundles.test.ts': ['bubblewrap', 'python3'],
+  'bundles.test.ts': ['bubblewrap', 'python3', 'unzip'],
   'cliInput.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'cliSettings.test.ts': ['bubblewrap', 'python3'],
   'conformance.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
@@ -45,6 +46,9 @@ export const UNIT_TEST_NEEDS = {
   'sandbox-host-modes.test.ts': ['bubblewrap', 'python3'],
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
+  'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'steer-live.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'steer-trainer.test.ts': ['bubblewrap', 'python3'],
   'slurmSettings.test.ts': ['slurm'],
   'solutionPicture.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'task.test.ts': ['bubblewrap', 'python3'],

@@ -9,6 +9,7 @@ import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
 import { convertCommand } from './cli/convert';
+import { steerCommand } from './cli/steer';
 import { errorMessage } from './engine/common/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
@@ -16,6 +17,7 @@ const HANDLERS: Record<string, CommandHandler> = {
   evaluate: evaluateCommand,
   apply: applyCommand,
   db: dbCommand,
+  steer: steerCommand,
   convert: convertCommand,
 };
 

@@ -7,23 +7,27 @@ import { onDidFailCommand } from './vscode/commandRegistry';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
+import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
 import { registerProgramDocuments } from './vscode/programDocuments';
 import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
 import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
-import { rememberTaskFile } from './vscode/taskPicker';
+import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
 import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
-import { runHostTestsIfRequested } from './vscode/testHook';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
   controller: RunController;
   tree: RunsTreeProvider;
+  /** The dashboard (its model is what the page shows). */
+  dashboard: DashboardHost;
   /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
+  /** The task (folder or task.json) remembered for a file: what Start Run on it uses without asking. */
+  rememberedTaskFor: (fileUri: vscode.Uri) => string | undefined;
   /** A command failed (logged and shown as an error). */
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
   /** A run could not start: the notification shown, whose buttons can be answered (choose). */
@@ -45,7 +49,9 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
-        return program ? { code: program.code, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : null;
+        return program
+          ? { code: program.code, objective: program.objective, step: program.step, stepRank: program.stepRank ?? null }
+          : null;
       },
     }),
     registerStatusBar(controller),
@@ -54,12 +60,13 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
   );
-  registerCommands({ context, controller, tree });
-  runHostTestsIfRequested();
+  const dashboard = registerCommands({ context, controller, tree });
   return {
     controller,
     tree,
+    dashboard,
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
+    rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
     onDidFailCommand,
     onDidOfferStartFailure,
     onDidHandleBest,

@@ -92,7 +92,17 @@ export const DB_SPEC: CommandSpec = {
   flags: {
     best: { kind: 'boolean', help: "Print the best program's code (or write it to --output FILE) instead of the summary." },
     output: { kind: 'string', value: 'FILE', help: 'With --best: write the program to FILE instead of stdout.' },
-    json: { kind: 'boolean', help: 'Print the summary as JSON.' },
+    lineage: {
+      kind: 'string',
+      value: 'ID|best',
+      help: 'The program, then each parent back to the starting program: id, step, score, origin.',
+    },
+    blame: {
+      kind: 'string',
+      value: 'ID|best',
+      help: 'Each line of the program with the program of its lineage where the line first appeared (id, step, origin).',
+    },
+    json: { kind: 'boolean', help: 'Print the summary (or the lineage, or the blame) as JSON.' },
   },
 };
 
@@ -106,4 +116,36 @@ export const CONVERT_SPEC: CommandSpec = {
   },
 };
 
-export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, CONVERT_SPEC];
+export const STEER_SPEC: CommandSpec = {
+  name: 'steer',
+  summary:
+    'Steer a run, live or stopped: add a program of your own, give the prompts guidance, ban or pin a program. On a live run it takes effect at the start of the next step; on a stopped one --add evaluates now and the rest applies when it resumes.',
+  positionals: [{ name: 'db-file', help: 'The run database (.sqlite).' }],
+  flags: {
+    add: {
+      kind: 'string',
+      value: 'FILE',
+      help: "Add this program (EVOLVE-BLOCK required): evaluated in the sandbox, marked as the researcher's.",
+    },
+    island: { kind: 'integer', minimum: 0, value: 'N', help: 'With --add: the island to place it on (default: the smallest).' },
+    parent: { kind: 'string', value: 'ID', help: 'With --add: the program it was derived from.' },
+    note: { kind: 'string', value: 'TEXT', help: 'With --add: a note recorded with it.' },
+    guidance: { kind: 'string', value: 'FILE', help: 'Text added to every prompt from the next step on (replaces earlier guidance).' },
+    'clear-guidance': { kind: 'boolean', help: 'No guidance from the next step on.' },
+    ban: { kind: 'string', value: 'ID', help: 'Never a parent, an inspiration or in a rollout again.' },
+    descendants: { kind: 'boolean', help: 'With --ban: its descendants too.' },
+    unban: { kind: 'string', value: 'ID', help: 'Lift a ban (with the descendants it covered).' },
+    pin: { kind: 'string', value: 'ID', help: "Make ID the parent of a share of the next steps' prompts." },
+    share: { kind: 'number', value: 'F', help: "With --pin: the share of each step's prompts, in (0, 1] (default 0.25)." },
+    steps: { kind: 'integer', minimum: 1, value: 'N', help: 'With --pin: for this many steps (default 5).' },
+    json: {
+      kind: 'boolean',
+      help: 'Print what was done as one JSON line (for --add: id, outcome, score, island; queued: true on a live run).',
+    },
+    config: { kind: 'string', value: 'FILE', help: 'Settings for evaluating --add on a stopped run (sandbox limits), as for run.' },
+    set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting, as for run; repeatable.' },
+    'allow-weak-isolation': { kind: 'boolean', help: 'Evaluate --add even without the full sandbox (no bubblewrap, macOS, Windows).' },
+  },
+};
+
+export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, STEER_SPEC, CONVERT_SPEC];

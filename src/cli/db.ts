@@ -1,4 +1,6 @@
-// `thetaevolve db <db-file> [--json]`: summarise a run database, read-only.
+// `thetaevolve db <db-file> [--json]`: summarise a run database, read-only;
+// or write its best program (--best), a program's lineage (--lineage) or
+// the blame of its lines (--blame).
 import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../engine/database/atomicFile';
@@ -6,6 +8,8 @@ import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDa
 import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
+import { forDisplay } from '../engine/common/displayText';
+import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 
@@ -19,8 +23,14 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     throw err;
   }
   try {
+    if (stringFlag(args, 'output') !== undefined && !booleanFlag(args, 'best')) throw new UsageError('--output goes with --best');
+    const lineage = stringFlag(args, 'lineage');
+    const blame = stringFlag(args, 'blame');
+    if ([booleanFlag(args, 'best'), lineage !== undefined, blame !== undefined].filter(Boolean).length > 1)
+      throw new UsageError('--best, --lineage and --blame go one at a time');
+    if (lineage !== undefined) return writeLineage(db, file, lineage, args, io);
+    if (blame !== undefined) return writeBlame(db, file, blame, args, io);
     if (booleanFlag(args, 'best')) return await writeBest(db, file, args, io);
-    if (stringFlag(args, 'output') !== undefined) throw new UsageError('--output goes with --best');
     const summary = db.summary();
     const snapshot = db.stateSnapshot();
     const report = {
@@ -34,6 +44,10 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       migrations: snapshot.migrations.count,
       codeHashes: snapshot.hashIndexSize,
       improvements: db.improvements().map((p) => ({ id: p.id, step: p.step, score: p.score })),
+      origins: db.origins(),
+      guidance: db.guidanceHistory(),
+      banned: db.bannedIds(),
+      pins: db.pins(),
       bytes: db.fileBytes,
     };
     if (booleanFlag(args, 'json')) {
@@ -56,12 +70,57 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       `  code hashes   ${report.codeHashes} (every program ever added)`,
       `  improvements  ${report.improvements.length}` +
         (report.improvements.length > 0 ? ` (latest: step ${report.improvements[report.improvements.length - 1]?.step})` : ''),
+      `  origins       ${Object.entries(report.origins)
+        .map(([origin, n]) => `${n} ${origin}`)
+        .join(', ')}`,
     ];
+    const guidance = report.guidance[report.guidance.length - 1];
+    if (guidance)
+      lines.push(
+        `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}`,
+      );
+    if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
+    for (const pin of report.pins)
+      lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);
     io.stdout(lines.join('\n') + '\n');
     return 0;
   } finally {
     await db.close();
   }
+}
+
+function programOf(db: ProgramDatabase, file: string, id: string) {
+  const program = resolveProgram(db, id);
+  if (!program) throw new InputError(id === 'best' ? `${file} has no program yet` : `no program ${id} in ${file}`);
+  return program;
+}
+
+/** `db --lineage ID|best`: the program, then each parent back to the starting program. */
+function writeLineage(db: ProgramDatabase, file: string, id: string, args: ParsedArgs, io: CliIO): number {
+  const lineage = lineageOf(db, programOf(db, file, id));
+  if (booleanFlag(args, 'json')) {
+    io.stdout(JSON.stringify(lineage) + '\n');
+    return 0;
+  }
+  const lines = lineage.programs.map(
+    (p) => `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}`,
+  );
+  if (!lineage.complete) lines.push('(older ancestors were evicted: their rows are gone)');
+  io.stdout(lines.join('\n') + '\n');
+  return 0;
+}
+
+/** `db --blame ID|best`: each line of the program with the program of its lineage that brought it. */
+function writeBlame(db: ProgramDatabase, file: string, id: string, args: ParsedArgs, io: CliIO): number {
+  const blame = blameOf(db, programOf(db, file, id));
+  if (booleanFlag(args, 'json')) {
+    io.stdout(JSON.stringify(blame) + '\n');
+    return 0;
+  }
+  const width = Math.max(...blame.lines.map((l) => l.id.length), 2);
+  const lines = blame.lines.map((l) => `${l.id.padEnd(width)} ${`s${l.step}`.padEnd(6)} ${l.origin.padEnd(10)} ${forDisplay(l.text)}`);
+  io.stdout(lines.join('\n') + '\n');
+  return 0;
 }
 
 /** `db --best`: the best program's code on stdout, or in --output FILE (with a line on stderr saying what was written). */

@@ -16,6 +16,7 @@ import { ProgressLine } from './progress';
 import { endpointStateLine, stepFailureLines } from './stepReport';
 import { settingsFromArgs, withFlagNames } from './settingsSources';
 import { formatScore } from '../engine/common/format';
+import { forDisplay } from '../engine/common/displayText';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const settings = settingsFromArgs(args, io.cwd);
@@ -105,6 +106,10 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         for (const server of event.servers) {
           if (!server.healthy) warn(`inference server ${server.baseURL} is set aside${server.lastError ? `: ${server.lastError}` : ''}`);
         }
+        break;
+      case 'steered':
+        progress.clear();
+        io.stderr(`thetaevolve run: steer: ${forDisplay(event.message)}\n`);
         break;
       case 'run_finished':
         runOver = true;

@@ -6,6 +6,7 @@
 // one line naming it.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { type ParseError, parse as parseJsoncText, printParseErrorCode } from 'jsonc-parser';
 import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
 import { listFlag, type ParsedArgs, stringFlag, UsageError } from './args';
@@ -43,29 +44,20 @@ function valueOfText(spec: SettingSpec, text: string, where: string): unknown {
   }
 }
 
-/** Strip // and /* comments and trailing commas outside strings (VS Code's settings.json is JSONC). */
-export function stripJsonComments(text: string): string {
-  let out = '';
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    const next = text[i + 1];
-    if (inString) {
-      out += c;
-      if (c === '\\') out += text[++i] ?? '';
-      else if (c === '"') inString = false;
-    } else if (c === '"') {
-      inString = true;
-      out += c;
-    } else if (c === '/' && next === '/') {
-      while (i < text.length && text[i] !== '\n') i++;
-      out += '\n';
-    } else if (c === '/' && next === '*') {
-      const end = text.indexOf('*/', i + 2);
-      i = end === -1 ? text.length : end + 1;
-    } else out += c;
+/**
+ * A settings.json-like text (JSONC: comments and trailing commas, as VS Code
+ * reads it) parsed by VS Code's own parser; the first error is thrown with
+ * its line and column.
+ */
+export function parseJsonc(text: string): unknown {
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsoncText(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const first = errors[0];
+  if (first) {
+    const before = text.slice(0, first.offset).split('\n');
+    throw new SyntaxError(`${printParseErrorCode(first.error)} at line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`);
   }
-  return out.replace(/,(\s*[}\]])/g, '$1');
+  return value;
 }
 
 /** The `thetaevolve.*` entries of a --config file; keys of other extensions are ignored, unknown thetaevolve keys refused. */
@@ -78,7 +70,7 @@ export function readConfigFile(path: string): Record<string, unknown> {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(stripJsonComments(text));
+    parsed = parseJsonc(text);
   } catch (err) {
     throw new UsageError(`--config: ${path} is not JSON: ${errorMessage(err)}`, { cause: err });
   }

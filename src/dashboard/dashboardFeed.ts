@@ -1,12 +1,14 @@
-// What feeds the dashboard, without VS Code: the active run's engine events
-// (with the database queries they call for) and the replay of a run from its
-// database after a window reload. The extension feeds its DashboardHost
-// through this module, and the tests feed a DashboardModel through the same
-// code, so a wiring regression shows in both.
+// What feeds the dashboard, without VS Code: a run's history read from its
+// database, then the active run's engine events (with the database queries
+// they call for). A run's dashboard is a function of its database: a new, a
+// resumed and a reloaded run are all first read from it the same way, so the
+// numbers agree live, after a resume and after a reload. The extension feeds
+// its DashboardHost through this module, and the tests feed a DashboardModel
+// through the same code, so a wiring regression shows in both.
 import { evolveBlockContent } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
-import type { EngineEvent, EvaluationQueueEvent } from '../engine/common/events';
+import type { EngineEvent, EvaluationQueueEvent, RunStartedEvent, StepStatistics } from '../engine/common/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import type { RunMeta } from '../engine/common/runMeta';
 import { loadTask } from '../engine/task/task';
@@ -31,8 +33,8 @@ export interface DashboardSink {
   setRun(input: DashboardRunInput): void;
   setRunState(state: RunStateView): void;
   addStep(input: DashboardStepInput): void;
-  addValidScores(scores: readonly number[]): void;
-  setDatabase(input: DashboardDatabaseInput): void;
+  /** The database's state; `scores`: its valid programs' combined scores (the histogram). */
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): void;
   setBest(input: DashboardBestInput | null): void;
   setTrainer(trainer: TrainerView): void;
   setBackend(part: Partial<BackendView>): void;
@@ -49,8 +51,7 @@ export function modelSink(model: DashboardModel): DashboardSink {
     setRun: (input) => void model.setRun(input),
     setRunState: (state) => void model.setRunState(state),
     addStep: (input) => void model.addStep(input),
-    addValidScores: (scores) => model.addValidScores(scores),
-    setDatabase: (input) => void model.setDatabase(input),
+    setDatabase: (input, scores) => void model.setDatabase(input, scores),
     setBest: (input) => void model.setBest(input),
     setTrainer: (trainer) => void model.setTrainer(trainer),
     setBackend: (part) => void model.setBackend(part),
@@ -63,13 +64,58 @@ export function modelSink(model: DashboardModel): DashboardSink {
 export type RunQuery = <K extends QueryKind>(query: Extract<Query, { kind: K }>) => Promise<QueryResult<K>>;
 
 /**
- * Feeds a sink from the active run's events. Database state and the best
- * program's lineage are asked of the worker as the events call for them;
- * `settled()` resolves once every answer asked for so far has been fed.
+ * A run's elapsed time across its sessions (a resume starts a new one, its
+ * steps' elapsedMs counted from its own start): the sum of each session's
+ * latest elapsed time. Steps of one session share `sessionStartedAt`; older
+ * databases without it start a new session where elapsedMs goes down.
+ */
+export class RunElapsed {
+  /** Each session's latest elapsed time. */
+  private readonly elapsedBySession = new Map<string, number>();
+  private legacySession = 0;
+  private lastLegacyElapsed = -1;
+
+  /** The step's elapsed time as the dashboard gets it: the run's (all its sessions) and its own session's. */
+  step(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): Pick<DashboardStepInput, 'elapsedMs' | 'session'> {
+    const [key, elapsed] = this.sessionOf(stats);
+    const sessionMs = Math.max(elapsed, this.elapsedBySession.get(key) ?? 0);
+    this.elapsedBySession.set(key, sessionMs);
+    let total = 0;
+    for (const ms of this.elapsedBySession.values()) total += ms;
+    return { elapsedMs: total, session: { count: this.elapsedBySession.size, elapsedMs: sessionMs } };
+  }
+
+  /** The step's session and its elapsed time in it. */
+  private sessionOf(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): [string, number] {
+    if (stats.sessionStartedAt !== undefined && stats.elapsedMs !== undefined)
+      return [`session ${stats.sessionStartedAt}`, stats.elapsedMs];
+    if (stats.elapsedMs !== undefined) {
+      if (stats.elapsedMs < this.lastLegacyElapsed) this.legacySession++;
+      this.lastLegacyElapsed = stats.elapsedMs;
+      return [`legacy ${this.legacySession}`, stats.elapsedMs];
+    }
+    // Databases written before steps recorded their elapsed time: the sum of step times.
+    return ['step times', (this.elapsedBySession.get('step times') ?? 0) + stats.timings.totalMs];
+  }
+}
+
+/**
+ * Feeds a sink with a run: on run_started, its history from its database
+ * (the steps a resumed run committed before, its best, its database), then
+ * its events as they come (events arriving while the history is read wait
+ * for it). Database state and the best program's lineage are asked of the
+ * worker as the events call for them; `settled()` resolves once every answer
+ * asked for so far has been fed.
  */
 export class DashboardFeed {
-  private readonly validScores: number[] = [];
   private pending: Promise<void> = Promise.resolve();
+  private elapsed = new RunElapsed();
+  /** The last step the sink holds: a step event at or before it is already in the history read. */
+  private lastStep = -1;
+  /** Events that came while the run's history was read (null: none is being read). */
+  private waiting: { event: EngineEvent; dbFile: string | undefined }[] | null = null;
+  /** Counts run starts: a history read for an earlier run is dropped. */
+  private generation = 0;
 
   constructor(
     private readonly sink: DashboardSink,
@@ -80,38 +126,65 @@ export class DashboardFeed {
 
   /** One event of the run whose database is `dbFile`. */
   handle(event: EngineEvent, dbFile: string | undefined): void {
+    if (event.type === 'run_started') return this.start(event, dbFile);
+    if (this.waiting) {
+      this.waiting.push({ event, dbFile });
+      return;
+    }
+    this.apply(event, dbFile);
+  }
+
+  /** Resolves once every query asked for so far has answered and been fed. */
+  settled(): Promise<void> {
+    return this.pending;
+  }
+
+  private start(event: RunStartedEvent, dbFile: string | undefined): void {
+    const generation = ++this.generation;
+    this.elapsed = new RunElapsed();
+    this.lastStep = -1;
+    const input = runInputOfEvent(event);
+    const runState: RunStateView = {
+      state: 'running',
+      message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running',
+    };
+    if (!dbFile) {
+      this.waiting = null;
+      this.sink.setRun(input);
+      this.sink.setRunState(runState);
+      return;
+    }
+    const waiting: { event: EngineEvent; dbFile: string | undefined }[] = [];
+    this.waiting = waiting;
+    this.ask('run history', async () => {
+      let history: RunHistory | null = null;
+      try {
+        history = await readRunHistory(this.query, dbFile);
+      } finally {
+        if (generation === this.generation) {
+          const read = history;
+          this.sink.load((model) => {
+            model.setRun(input);
+            if (read) this.lastStep = feedHistory(model, read, this.elapsed);
+            model.setRunState(runState);
+          });
+          this.waiting = null;
+          for (const later of waiting) this.apply(later.event, later.dbFile);
+        }
+      }
+    });
+  }
+
+  private apply(event: EngineEvent, dbFile: string | undefined): void {
     const sink = this.sink;
     switch (event.type) {
-      case 'run_started':
-        this.validScores.length = 0;
-        sink.setRun({
-          runId: event.runId,
-          taskName: event.task.name,
-          taskTitle: event.task.title,
-          direction: event.task.direction,
-          targetValue: event.task.targetValue,
-          source: event.source,
-          batchSize: typeof event.settings.batchSize === 'number' ? event.settings.batchSize : null,
-          samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
-          resumedFromStep: event.resumedFromStep,
-          ...(event.isolation ? { isolation: event.isolation } : {}),
-          ...(event.task.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
-        });
-        sink.setRunState({
-          state: 'running',
-          message: event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running',
-        });
-        if (dbFile) this.refreshDatabase(dbFile);
-        return;
-      case 'evaluation_finished':
-        if (event.outcome === 'valid' && event.score !== null) this.validScores.push(event.score);
-        return;
       case 'step_committed':
-        sink.addStep(event);
+        if (event.step <= this.lastStep) return;
+        this.lastStep = event.step;
+        sink.addStep({ ...event, ...this.elapsed.step(event) });
         // Why requests failed in the step: each distinct reason once, with its count.
         for (const failure of event.failures ?? [])
           sink.notify('warning', `step ${event.step}: ${failure.count} request(s) failed: ${failure.message}`);
-        sink.addValidScores(this.validScores.splice(0));
         if (dbFile) this.refreshDatabase(dbFile);
         return;
       case 'new_best': {
@@ -174,19 +247,35 @@ export class DashboardFeed {
     }
   }
 
-  /** Resolves once every query asked for so far has answered and been fed. */
-  settled(): Promise<void> {
-    return this.pending;
-  }
-
+  /** The database's state and its valid programs (the histogram), as after a reload. */
   private refreshDatabase(dbFile: string): void {
-    this.ask('database snapshot', async () => this.sink.setDatabase(await this.query({ kind: 'snapshot', dbFile })));
+    this.ask('database snapshot', async () => {
+      const [snapshot, scores] = await Promise.all([this.query({ kind: 'snapshot', dbFile }), this.query({ kind: 'validScores', dbFile })]);
+      this.sink.setDatabase(snapshot, scores);
+    });
   }
 
   private ask(what: string, work: () => Promise<void>): void {
     const done = work().catch((err: unknown) => this.onQueryError(what, errorMessage(err)));
     this.pending = this.pending.then(() => done);
   }
+}
+
+/** The run card of a live run, from its run_started event. */
+function runInputOfEvent(event: RunStartedEvent): DashboardRunInput {
+  return {
+    runId: event.runId,
+    taskName: event.task.name,
+    taskTitle: event.task.title,
+    direction: event.task.direction,
+    targetValue: event.task.targetValue,
+    source: event.source,
+    batchSize: typeof event.settings.batchSize === 'number' ? event.settings.batchSize : null,
+    samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
+    resumedFromStep: event.resumedFromStep,
+    ...(event.isolation ? { isolation: event.isolation } : {}),
+    ...(event.task.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
+  };
 }
 
 /** What the page shows of a program: its EVOLVE-BLOCK content, cut to BEST_CODE_MAX_CHARS (the whole text when it has no usable region). */
@@ -222,6 +311,64 @@ export interface ReplayedRun {
   lastStep: number;
 }
 
+/** What a run's database holds of its history, as the dashboard shows it. */
+interface RunHistory {
+  info: QueryResult<'runInfo'>;
+  steps: QueryResult<'steps'>;
+  snapshot: QueryResult<'snapshot'>;
+  improvements: QueryResult<'improvements'>;
+  validScores: QueryResult<'validScores'>;
+  best: DashboardBestInput | null;
+}
+
+async function readRunHistory(query: RunQuery, dbFile: string): Promise<RunHistory> {
+  const [info, steps, snapshot, improvements, validScores] = await Promise.all([
+    query({ kind: 'runInfo', dbFile }),
+    query({ kind: 'steps', dbFile }),
+    query({ kind: 'snapshot', dbFile }),
+    query({ kind: 'improvements', dbFile }),
+    query({ kind: 'validScores', dbFile }),
+  ]);
+  const program = info.summary.best ? await query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
+  const lineageDepth = program ? await query({ kind: 'lineageDepth', dbFile, programId: program.id }) : 0;
+  const solution = program ? await query({ kind: 'bestSolution', dbFile }) : null;
+  const picture = program && solution?.id === program.id ? solutionPicture(solution.solution) : undefined;
+  const best: DashboardBestInput | null = program
+    ? {
+        id: program.id,
+        step: program.step,
+        score: program.score,
+        objective: program.objective,
+        parentId: program.parentId,
+        lineageDepth,
+        stepRank: program.stepRank ?? null,
+        code: bestCode(program.code),
+        ...(picture ? { picture } : {}),
+      }
+    : null;
+  return { info, steps, snapshot, improvements, validScores, best };
+}
+
+/** A run's history into a model that holds its run card: steps, database, best. Returns the last step fed (-1: none). */
+function feedHistory(model: DashboardModel, history: RunHistory, elapsed: RunElapsed): number {
+  const { steps, improvements, snapshot } = history;
+  let bestEver: number | null = null;
+  let improvement = 0;
+  let lastStep = -1;
+  for (const row of steps) {
+    for (; improvement < improvements.length && (improvements[improvement]?.step ?? Infinity) <= row.step; improvement++) {
+      const score = improvements[improvement]?.score ?? null;
+      if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
+    }
+    // The database keeps no per-step size: the tile shows the current one.
+    model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, ...elapsed.step(row.stats) });
+    lastStep = row.step;
+  }
+  model.setDatabase(snapshot, history.validScores);
+  model.setBest(history.best);
+  return lastStep;
+}
+
 /**
  * Fill a sink with a run from its database alone (steps, database state,
  * best program and its lineage), as after a window reload. `isStale` is asked
@@ -235,19 +382,9 @@ export async function replayRunFromDisk(
   isStale: () => boolean = () => false,
 ): Promise<ReplayedRun | null> {
   const { dbFile } = run;
-  const [info, steps, snapshot, improvements, validScores] = await Promise.all([
-    query({ kind: 'runInfo', dbFile }),
-    query({ kind: 'steps', dbFile }),
-    query({ kind: 'snapshot', dbFile }),
-    query({ kind: 'improvements', dbFile }),
-    query({ kind: 'validScores', dbFile }),
-  ]);
-  const meta = info.meta;
+  const history = await readRunHistory(query, dbFile);
+  const meta = history.info.meta;
   const task = await loadTask(meta.taskDir).catch(() => null);
-  const best = info.summary.best ? await query({ kind: 'program', dbFile, programId: info.summary.best.id }) : null;
-  const lineageDepth = best ? await query({ kind: 'lineageDepth', dbFile, programId: best.id }) : 0;
-  const solution = best ? await query({ kind: 'bestSolution', dbFile }) : null;
-  const picture = best && solution?.id === best.id ? solutionPicture(solution.solution) : undefined;
   if (isStale()) return null;
   sink.load((model) => {
     model.setRun({
@@ -262,41 +399,12 @@ export async function replayRunFromDisk(
       resumedFromStep: null,
       ...(meta.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
     });
-    let bestEver: number | null = null;
-    let improvement = 0;
-    let elapsedMs = 0;
-    for (const row of steps) {
-      for (; improvement < improvements.length && (improvements[improvement]?.step ?? Infinity) <= row.step; improvement++) {
-        const score = improvements[improvement]?.score ?? null;
-        if (score !== null && (bestEver === null || score > bestEver)) bestEver = score;
-      }
-      // Databases written before steps recorded their elapsed time: the sum of step times.
-      elapsedMs = row.stats.elapsedMs ?? elapsedMs + row.stats.timings.totalMs;
-      // The database keeps no per-step size: the tile shows the current one.
-      model.addStep({ ...row.stats, bestEver, dbSize: snapshot.programs, elapsedMs });
-    }
-    // The histogram of the valid programs the database holds (a reloaded window has not seen the run's evaluations).
-    model.setDatabase(snapshot, validScores);
-    model.setBest(
-      best
-        ? {
-            id: best.id,
-            step: best.step,
-            score: best.score,
-            objective: best.objective,
-            parentId: best.parentId,
-            lineageDepth,
-            stepRank: best.stepRank ?? null,
-            code: bestCode(best.code),
-            ...(picture ? { picture } : {}),
-          }
-        : null,
-    );
+    feedHistory(model, history, new RunElapsed());
     model.setRunState({
       state: 'finished',
-      message: `${steps.length} committed step(s), from ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`,
+      message: `not running: ${history.steps.length} committed step(s) in ${dbFile.split(/[\\/]/).pop() ?? dbFile}; Resume continues it`,
       resumable: true,
     });
   });
-  return { runId: run.runId, dbFile, meta, lastStep: info.lastStep };
+  return { runId: run.runId, dbFile, meta, lastStep: history.info.lastStep };
 }

@@ -27,6 +27,7 @@ import {
   type TrainerView,
 } from '../protocol/dashboardMessages';
 import type { TrainerStateEvent } from '../engine/common/events';
+import { displayObjective } from '../engine/common/scoring';
 import { mean, percentileOfSorted } from '../engine/common/stats';
 import type { Direction } from '../engine/common/types';
 import { programName, programNameDetail } from '../engine/common/format';
@@ -44,16 +45,7 @@ export function directionLabel(direction: Direction): string {
   return direction === 'minimize' ? 'minimise (lower is better)' : 'maximise (higher is better)';
 }
 
-/**
- * The task's own objective of a combined score: the score itself when
- * maximising, 1/score for a minimise task's valid (positive) score. Penalties
- * (<= 0) have no objective: null.
- */
-export function displayObjective(score: number | null, direction: Direction): number | null {
-  if (score === null || !Number.isFinite(score)) return null;
-  if (direction === 'maximize') return score;
-  return score > 0 ? 1 / score : null;
-}
+export { displayObjective };
 
 /** Whether objective `a` is better than `b` in the task's direction. */
 export function isBetterObjective(a: number, b: number, direction: Direction): boolean {
@@ -308,25 +300,6 @@ export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { m
   return { min, max, counts };
 }
 
-/** A growable list of numbers without per-value objects (10^5-10^6 scores in a long run). */
-class NumberList {
-  private data = new Float64Array(1024);
-  length = 0;
-
-  push(v: number): void {
-    if (this.length === this.data.length) {
-      const bigger = new Float64Array(this.data.length * 2);
-      bigger.set(this.data);
-      this.data = bigger;
-    }
-    this.data[this.length++] = v;
-  }
-
-  view(): Float64Array {
-    return this.data.subarray(0, this.length);
-  }
-}
-
 export function databaseView(
   input: DashboardDatabaseInput,
   direction: Direction,
@@ -419,7 +392,6 @@ export class DashboardModel {
   private state: DashboardState = emptyDashboardState();
   private direction: Direction = 'maximize';
   private series: StepSeries;
-  private validObjectives = new NumberList();
   private lastDatabase: DashboardDatabaseInput | null = null;
   private meanExact = true;
 
@@ -437,7 +409,6 @@ export class DashboardModel {
     this.state.trainer = trainer;
     this.direction = input.direction;
     this.series = new StepSeries(input.direction, this.maxPoints);
-    this.validObjectives = new NumberList();
     this.lastDatabase = null;
     this.meanExact = true;
     this.state.run = runView(input);
@@ -454,6 +425,7 @@ export class DashboardModel {
       bestEver: displayObjective(input.bestEver, this.direction) ?? this.series.best,
       dbSize: input.dbSize,
       elapsedMs: input.elapsedMs,
+      ...(input.session && input.session.count > 1 ? { session: { ...input.session } } : {}),
       samples: s.samples + input.samples,
       completionTokens: s.completionTokens + input.tokens.completion,
       meanExact: this.meanExact,
@@ -469,38 +441,18 @@ export class DashboardModel {
   }
 
   /**
-   * Valid scores of evaluated programs (combined scores, as the
-   * evaluation_finished events carry them), for the histogram. Returns
-   * nothing: the next `setDatabase` sends the histogram.
+   * The database's state after a commit, with the combined scores of the
+   * valid programs it holds (the histogram: live, resumed or reloaded, the
+   * same count).
    */
-  addValidScores(scores: readonly number[]): void {
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): HostMessage {
+    this.lastDatabase = input;
+    const values: number[] = [];
     for (const s of scores) {
       const o = displayObjective(s, this.direction);
-      if (o !== null) this.validObjectives.push(o);
+      if (o !== null) values.push(o);
     }
-  }
-
-  /**
-   * The database's state after a commit. `scores`: the combined scores of
-   * the programs now in the database, when the host has them; without them
-   * the histogram counts every valid program evaluated in this run.
-   */
-  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): HostMessage {
-    this.lastDatabase = input;
-    let hist: { label: string; values: ArrayLike<number> } | null = null;
-    if (scores) {
-      const values: number[] = [];
-      for (const s of scores) {
-        const o = displayObjective(s, this.direction);
-        if (o !== null) values.push(o);
-      }
-      hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
-    } else if (this.validObjectives.length > 0) {
-      hist = {
-        label: `valid programs evaluated in this run (${this.validObjectives.length.toLocaleString('en-US')})`,
-        values: this.validObjectives.view(),
-      };
-    }
+    const hist = { label: `valid programs in the database (${values.length.toLocaleString('en-US')})`, values };
     this.state.database = databaseView(input, this.direction, hist, this.maxHeatBins);
     return { type: 'database', database: this.state.database };
   }
@@ -579,22 +531,27 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
     ((state.queuedGroups ?? 0) > 0 ? `, ${state.queuedGroups} queued for the trainer` : '') +
     (state.rejectedGroups > 0 ? `, ${state.rejectedGroups} refused by the trainer` : '') +
     ((state.droppedGroups ?? 0) > 0 ? `, ${state.droppedGroups} short group(s) dropped` : '');
+  // The pill and the text always say the same: off is off, whatever the last error was.
   if (!state.url.trim()) {
-    return {
-      ...view,
-      state: state.enabled ? 'not_configured' : 'off',
-      message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
-    };
-  }
-  if (state.lastError !== null && (!state.connected || !state.enabled)) {
-    return { ...view, state: 'error', message: `${state.lastError}${state.enabled ? `; retrying, rollouts are spooled (${queue})` : ''}` };
+    return state.enabled
+      ? {
+          ...view,
+          state: 'not_configured',
+          message: state.lastError ?? 'Set thetaevolve.trainer.url to the trainer (an atropos API server or a slime rollout buffer).',
+        }
+      : { ...view, state: 'off', message: 'Off: this run has no trainer URL (thetaevolve.trainer.url); rollouts are not sent.' };
   }
   if (!state.enabled)
     return {
       ...view,
       state: 'off',
-      message: `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}.`,
+      message:
+        `Off: rollouts are not sent${state.pendingGroups > 0 ? ` (${state.pendingGroups} spooled group(s) kept)` : ''}` +
+        `${state.lastError !== null ? `; the trainer's last error: ${state.lastError}` : ''}.`,
     };
+  if (state.lastError !== null && !state.connected) {
+    return { ...view, state: 'error', message: `${state.lastError}; retrying, rollouts are spooled (${queue})` };
+  }
   if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
   if (state.connected)
     return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };

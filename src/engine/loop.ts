@@ -20,6 +20,8 @@ import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
 import { type EngineState, isEngineState } from './step/engineState';
 import { planStep } from './step/plan';
 import { type CandidateEvaluator, StepResponses } from './step/responses';
+import { applySteer } from './steering/applySteer';
+import { readInbox, removeRequest } from './steering/inbox';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -329,9 +331,53 @@ export class EvolutionRun {
     }
   }
 
+  /** Apply the steering inbox's requests in order; a refused one is said and removed, the run goes on. */
+  private async takeSteerRequests(db: ProgramDatabase): Promise<void> {
+    for (const item of await readInbox(this.spec.dbFile)) {
+      const step = db.lastStep + 1;
+      if (item.request === null) {
+        this.emit({ type: 'steered', time: Date.now(), step, kind: 'unknown', ok: false, message: item.problem, id: null });
+        await removeRequest(item);
+        continue;
+      }
+      const kind = item.request.kind;
+      const bestBefore = db.best()?.id ?? null;
+      try {
+        const result = await applySteer(item.request, {
+          db,
+          dbFile: this.spec.dbFile,
+          language: this.spec.task.language,
+          evaluator: this.spec.evaluator,
+          signal: this.stopController.signal,
+        });
+        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
+        const best = db.best();
+        // A researcher's program can be the new best: said like any other.
+        if (best && best.id !== bestBefore && best.outcome === 'valid')
+          this.emit({
+            type: 'new_best',
+            time: Date.now(),
+            id: best.id,
+            step: best.step,
+            score: best.score,
+            objective: best.objective,
+            parentId: best.parentId,
+          });
+      } catch (err) {
+        if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
+        // A failed write leaves the database unusable: that ends the run like a failed commit.
+        if (db.failedWrite !== null) throw err;
+        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: false, message: `${kind} refused: ${errorMessage(err)}`, id: null });
+      }
+      await removeRequest(item);
+    }
+  }
+
   /** One step: plan the jobs, collect the responses and their evaluations, commit (throws StopSignal or FailedStep, nothing committed). */
   private async runStep(db: ProgramDatabase, state: EngineState, runStarted: number): Promise<CommittedStep> {
     const { task, settings, source, evaluator } = this.spec;
+    // Steer requests made since the last step take effect now (docs/algorithm.md section 11).
+    await this.takeSteerRequests(db);
     const step = db.lastStep + 1;
     const stepStarted = Date.now();
     await this.outputs.startStep(step);
@@ -382,6 +428,15 @@ export class EvolutionRun {
       if (responses.abandoned) await responses.allSettled();
     }
   }
+}
+
+/** What a steer request did, for people. */
+function steeredMessage(result: Awaited<ReturnType<typeof applySteer>>): { message: string; id: string | null } {
+  if ('queued' in result) return { message: `${result.kind} queued`, id: null };
+  if (result.kind === 'add')
+    return { message: `added program ${result.id} (${result.outcome}, score ${result.score}) on island ${result.island}`, id: result.id };
+  const ids = 'ids' in result && result.ids ? ` ${result.ids.join(', ')}` : '';
+  return { message: `${result.kind}${ids} from step ${result.step}`, id: result.ids?.[0] ?? null };
 }
 
 function finishMessage(reason: RunFinishReason, lastStep: number): string {

@@ -15,6 +15,20 @@ const NETWORK_ERROR_CODES: Readonly<Record<string, string>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
 };
 
+/** Codes that mean nothing answers at that address at all (as opposed to a server that went away mid-answer). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND']);
+
+/** Whether a failure down `error`'s cause chain says nothing listens there, or the host does not exist. */
+export function isUnreachableError(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Wrapper messages that say nothing of the cause (undici's, the openai SDK's). */
 const UNTELLING_MESSAGES = new Set(['fetch failed', 'Connection error.']);
 

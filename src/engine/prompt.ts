@@ -33,6 +33,8 @@ export interface BuildPromptInput {
   rng: Rng;
   /** Extra best programs to show (setting topPrograms; default none). Only their EVOLVE-BLOCK content is shown. */
   topPrograms?: readonly PromptProgram[];
+  /** A researcher's guidance for the run (docs/algorithm.md section 11): its own section, after the task's text. */
+  guidance?: string | null;
 }
 
 export interface BuiltPrompt {
@@ -187,6 +189,7 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const meta = drawMetaInformation(task, rng);
   const sections: string[] = [];
   if (meta) sections.push(meta.text.trim());
+  if (input.guidance) sections.push(['# Guidance from the researcher', input.guidance.trim()].join('\n'));
   sections.push(['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'));
   const top = input.topPrograms ?? [];
   if (top.length > 0) {

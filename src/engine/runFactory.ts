@@ -50,6 +50,13 @@ export interface RunRequest {
   stepsThisInvocation?: number;
   /** Stop once this step is committed, counting the steps a resumed database already has (CLI --until-step). */
   untilStep?: number;
+  /**
+   * Fail the start at once when nothing answers at the endpoint (connection
+   * refused, host not found) instead of waiting thetaevolve.serverRetrySeconds:
+   * the editor's choice, which offers Retry; the CLI waits (a script may start
+   * its server beside it).
+   */
+  unreachableServerFailsFast?: boolean;
   /** Aborts the assembly (endpoint check, reaching the trainer). */
   signal: AbortSignal;
   onEvent: (event: EngineEvent) => void;
@@ -146,7 +153,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       request.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
     );
     await endpoint
-      .check(signal, { waitForServer: true })
+      .check(signal, { waitForServer: true, unreachableFailsFast: request.unreachableServerFailsFast ?? false })
       .catch((err: unknown) => {
         throw new RunSetupError(
           signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`,

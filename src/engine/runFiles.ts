@@ -44,3 +44,8 @@ export function bestSolutionFile(dbFile: string): string {
 export function evaluationOutputsDir(dbFile: string): string {
   return `${dbFile}.outputs`;
 }
+
+/** The steering inbox of a run (src/engine/steering/inbox.ts): requests waiting for the process that runs it. */
+export function steerInboxDir(dbFile: string): string {
+  return `${dbFile}.steer`;
+}

@@ -70,7 +70,10 @@ export const DashboardStepInputSchema = z.object({
   /** Best combined score of the run after this step. */
   bestEver: optionalFinite,
   dbSize: count,
+  /** The run's elapsed time up to this step, across its sessions. */
   elapsedMs: finite.min(0),
+  /** The run's sessions so far (each resume starts one) and the elapsed time of this step's own session. */
+  session: z.object({ count: z.number().int().min(1), elapsedMs: finite.min(0) }).optional(),
   /** The same statistics computed on the task's objective values (exact mean for minimise tasks). */
   objective: ObjectiveStatsSchema.optional(),
   /** Candidate evaluations run in the step (default: valid + invalid + no_solution + timeout). */
@@ -235,7 +238,10 @@ export const SummaryViewSchema = z.object({
   /** Best objective of the run. */
   bestEver: optionalFinite,
   dbSize: count,
+  /** Across every session of the run. */
   elapsedMs: finite.min(0),
+  /** Sessions of the run (each resume starts one) and the latest one's elapsed time; absent for one session. */
+  session: z.object({ count: z.number().int().min(1), elapsedMs: finite.min(0) }).optional(),
   samples: count,
   completionTokens: count,
   /**

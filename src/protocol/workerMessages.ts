@@ -17,6 +17,7 @@ import {
 import { RunMetaSchema } from '../engine/common/runMeta';
 import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
+import { PROGRAM_ORIGINS } from '../engine/common/steering';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -43,6 +44,9 @@ export const ProgramRecordSchema = z.object({
   island: count,
   createdAt: finite,
   migrantOf: z.string().nullable().optional(),
+  /** Who wrote it, and a researcher's note (docs/algorithm.md section 11). */
+  origin: z.enum(PROGRAM_ORIGINS).optional(),
+  note: z.string().nullable().optional(),
   /** Its rank by score among its step's children (ProgramDatabase.stepRank): how it is named to people, with its step. */
   stepRank: z
     .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })

@@ -19,4 +19,5 @@ export const COMMAND_IDS = {
   applyProgramToFile: 'thetaevolve.applyProgramToFile',
   openProgram: 'thetaevolve.openProgram',
   refreshRuns: 'thetaevolve.refreshRuns',
+  deleteRun: 'thetaevolve.deleteRun',
 } as const;

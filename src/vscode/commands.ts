@@ -9,8 +9,10 @@ import { registerMarkEvolveBlock } from './markEvolveBlock';
 import { registerNewTask } from './newTask';
 import { registerProgramCommands } from './programCommands';
 import { registerRunCommands } from './runCommands';
+import { registerDeleteRun } from './deleteRun';
 import type { RunController } from './runController';
 import type { RunsTreeProvider } from './runsTree';
+import type { DashboardHost } from './dashboardPanel';
 
 export { COMMAND_IDS } from './commandIds';
 export { evolveBlockProblem } from './runCommands';
@@ -21,12 +23,15 @@ export interface CommandDeps {
   tree: RunsTreeProvider;
 }
 
-export function registerCommands({ context, controller, tree }: CommandDeps): void {
+/** Registers every command; returns the dashboard they feed. */
+export function registerCommands({ context, controller, tree }: CommandDeps): DashboardHost {
   registerRunCommands(context, controller, tree);
+  registerDeleteRun(context, controller, tree);
   registerProgramCommands(context, controller, tree);
-  registerDashboardCommands(context, controller);
+  const dashboard = registerDashboardCommands(context, controller);
   registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
   registerNewTask(context);
   registerMarkEvolveBlock(context);
   context.subscriptions.push(followBest(controller));
+  return dashboard;
 }

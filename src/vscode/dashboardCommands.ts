@@ -13,16 +13,32 @@ import { type DashboardHost, registerDashboard } from './dashboardPanel';
 import { showProgramDiff } from './diffViews';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin, type TrackedRun } from './runController';
+import { isRunNode } from './runsTree';
 import { readSettings, readSettingsOrShowError } from './settings';
+import { forgetTrainerChoice, rememberTrainerChoice, trainerEnabledForNextRun, withTrainerChoice } from './trainerChoice';
 
 /** What the dashboard's card buttons need of the run they act on. */
 type ShownRun = Pick<TrackedRun, 'runId' | 'dbFile' | 'extension' | 'fileUri' | 'textAtRunStart'>;
 
 export function registerDashboardCommands(context: vscode.ExtensionContext, controller: RunController): DashboardHost {
-  // The run the dashboard loaded from disk (after a reload, before any run in this window): its card's buttons act on it.
+  // The run the dashboard loaded from disk (after a reload, or picked in the Runs view), until a run starts: its card's buttons act on it.
   let runFromDisk: ShownRun | undefined;
-  const shownRun = (): ShownRun | undefined => controller.latest ?? runFromDisk;
+  const shownRun = (): ShownRun | undefined => controller.active ?? runFromDisk ?? controller.latest;
   const query = controller.query.bind(controller);
+  /** Show a run from its database; `isStale` true once read (a run started meanwhile) leaves the page as it is. */
+  const showRunFromDisk = async (file: { runId: string; dbFile: string }, isStale: () => boolean): Promise<void> => {
+    const replayed = await replayRunFromDisk(host, query, file, isStale);
+    if (!replayed) return;
+    controller.registerRun(replayed.runId, replayed.dbFile);
+    const origin = runOrigin(replayed.meta);
+    runFromDisk = {
+      runId: replayed.runId,
+      dbFile: replayed.dbFile,
+      extension: origin.extension,
+      fileUri: origin.fileUri,
+      textAtRunStart: undefined,
+    };
+  };
 
   const host: DashboardHost = registerDashboard(context, {
     start: async () => {
@@ -34,7 +50,7 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       // A paused run resumes in place; a run that is over goes on from its last committed step (the one the page shows).
       await vscode.commands.executeCommand(COMMAND_IDS.resumeRun, controller.active ? undefined : shownRun()?.dbFile);
     },
-    setRlEnabled: async (enabled: boolean) => void (await switchTrainer(controller, host, enabled)),
+    setRlEnabled: async (enabled: boolean) => void (await switchTrainer(context.workspaceState, controller, host, enabled)),
     showDiff: async (programId: string) => {
       const run = shownRun();
       if (!run) return;
@@ -53,41 +69,48 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (controller.latest) return;
       const latest = await latestRunFile();
       if (!latest) return;
-      const replayed = await replayRunFromDisk(host, query, latest, () => controller.latest !== undefined || host.model.hasRun);
-      if (!replayed) return;
-      controller.registerRun(replayed.runId, replayed.dbFile);
-      const origin = runOrigin(replayed.meta);
-      runFromDisk = {
-        runId: replayed.runId,
-        dbFile: replayed.dbFile,
-        extension: origin.extension,
-        fileUri: origin.fileUri,
-        textAtRunStart: undefined,
-      };
+      await showRunFromDisk(latest, () => controller.latest !== undefined || host.model.hasRun);
     },
   });
 
-  showTrainerSettings(host);
+  const state = context.workspaceState;
+  showTrainerSettings(host, state);
   const feed = new DashboardFeed(host, query, (what, message) => log().debug(`dashboard: ${what}: ${message}`));
   context.subscriptions.push(
-    vscode.workspace.onDidChangeConfiguration((change) => {
-      if (change.affectsConfiguration('thetaevolve.trainer') && !controller.active) showTrainerSettings(host);
+    vscode.workspace.onDidChangeConfiguration(async (change) => {
+      // A setting changed by hand is the new word on RL: the toggle's earlier choice gives way.
+      if (change.affectsConfiguration('thetaevolve.trainer.enabled')) await forgetTrainerChoice(state);
+      if (change.affectsConfiguration('thetaevolve.trainer') && !controller.active) showTrainerSettings(host, state);
     }),
     controller.onDidEngineEvent(({ event }) => {
+      if (event.type === 'run_started') runFromDisk = undefined;
       feed.handle(event, controller.active?.dbFile);
-      // Once no run is in progress, the RL card follows the settings the next run reads.
-      if (event.type === 'run_finished') showTrainerSettings(host);
+      // Once no run is in progress, the RL card shows what the next run does.
+      if (event.type === 'run_finished') showTrainerSettings(host, state);
     }),
   );
 
-  registerCommand(context, COMMAND_IDS.openDashboard, () => host.show());
+  // From the palette: the window's run; from a run of the Runs view: that run, read from its database (the active one is shown live).
+  registerCommand(context, COMMAND_IDS.openDashboard, async (arg?: unknown) => {
+    const picked = isRunNode(arg) ? arg : undefined;
+    const active = controller.active;
+    if (picked && active && picked.dbFile !== active.dbFile) {
+      void vscode.window.showInformationMessage(
+        `ThetaEvolve: the dashboard follows the active run ${active.runId}; stop it to see ${picked.runId} there.`,
+      );
+    } else if (picked && !active) {
+      await showRunFromDisk(picked, () => controller.active !== undefined);
+    }
+    host.show();
+  });
   registerCommand(context, COMMAND_IDS.toggleTrainer, async () => {
     const active = controller.active !== undefined;
-    const wanted = !(active ? host.model.snapshot().trainer.enabled : (readSettingsOrShowError()?.['trainer.enabled'] ?? false));
-    const enabled = await switchTrainer(controller, host, wanted);
+    const settings = active ? undefined : readSettingsOrShowError();
+    const wanted = !(active ? host.model.snapshot().trainer.enabled : settings ? trainerEnabledForNextRun(settings, state) : false);
+    const enabled = await switchTrainer(state, controller, host, wanted);
     if (enabled !== wanted) return;
     void vscode.window.showInformationMessage(
-      `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'} (thetaevolve.trainer.enabled); the dashboard shows its state.`,
+      `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'}; the dashboard shows its state.`,
     );
   });
   return host;
@@ -115,61 +138,65 @@ async function askTrainerUrl(protocol: string): Promise<string | undefined> {
 }
 
 /**
- * The RL toggle (dashboard switch and command): the setting the next run
- * reads, and the active run's trainer bridge at once (the worker answers
- * with trainer_state, which the dashboard shows). Turning it on without a
- * trainer URL asks for one; without an answer nothing changes. Returns
- * whether the trainer is on afterwards.
+ * The RL toggle (dashboard switch and command): the active run's trainer
+ * bridge (the worker answers with trainer_state, which the dashboard shows)
+ * and the choice for the next run (src/vscode/trainerChoice.ts; never a
+ * settings file). Turning it on without a trainer URL asks for one (kept in
+ * the user's settings); without an answer nothing changes. A run that started
+ * without a URL cannot be pointed at one mid-run: it says so and stays off.
+ * Returns whether the trainer is on afterwards.
  */
-async function switchTrainer(controller: RunController, host: DashboardHost, enabled: boolean): Promise<boolean> {
-  const config = vscode.workspace.getConfiguration('thetaevolve');
+async function switchTrainer(state: vscode.Memento, controller: RunController, host: DashboardHost, enabled: boolean): Promise<boolean> {
   const settings = readSettingsOrShowError();
   if (!settings) return false;
-  if (enabled && !settings['trainer.url'].trim()) {
-    if (controller.active) {
-      // The active run's bridge was made with an empty URL: it cannot be pointed elsewhere mid-run.
-      showTrainerSettings(host);
-      host.notify('warning', 'The RL trainer needs thetaevolve.trainer.url: set it, then start or resume a run with RL on.');
-      void vscode.window
-        .showWarningMessage(
-          'ThetaEvolve: the RL trainer needs thetaevolve.trainer.url; set it and restart the run to train while it evolves.',
-          'Open Settings',
-        )
-        .then((choice) => {
-          if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
-        });
-      return false;
-    }
+  const run = controller.active;
+  if (enabled && run && !run.settings['trainer.url'].trim()) {
+    host.setTrainer({
+      ...trainerViewOfSettings({ ...trainerSettingsOf(run.settings), enabled: false }),
+      message: `Off: this run started without thetaevolve.trainer.url${settings['trainer.url'].trim() ? ' (set since)' : ''}; stop it and resume it to train while it evolves.`,
+    });
+    void vscode.window
+      .showWarningMessage(
+        `ThetaEvolve: run ${run.runId} started without a trainer URL (thetaevolve.trainer.url): ${settings['trainer.url'].trim() ? 'stop and resume it' : 'set the URL, then stop and resume it'} to train while it evolves.`,
+        'Open Settings',
+      )
+      .then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
+      });
+    return false;
+  }
+  if (enabled && !run && !settings['trainer.url'].trim()) {
     const url = await askTrainerUrl(settings['trainer.protocol']);
     if (!url) {
-      // Nothing is stuck: the setting stays off and the card says why.
-      showTrainerSettings(host);
+      // Nothing is stuck: RL stays off and the card says why.
+      showTrainerSettings(host, state);
       void vscode.window.showInformationMessage('ThetaEvolve: the RL trainer stays off (no thetaevolve.trainer.url given).');
       return false;
     }
-    await config.update('trainer.url', url, vscode.ConfigurationTarget.Global);
+    await vscode.workspace.getConfiguration('thetaevolve').update('trainer.url', url, vscode.ConfigurationTarget.Global);
   }
-  const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-  await config.update('trainer.enabled', enabled, target);
-  if (controller.active) controller.setTrainerEnabled(enabled);
-  else showTrainerSettings(host);
+  await rememberTrainerChoice(state, enabled);
+  if (run) controller.setTrainerEnabled(enabled);
+  else showTrainerSettings(host, state);
   return enabled;
 }
 
-/** The RL card from the settings, while no run is in progress. */
-function showTrainerSettings(host: DashboardHost): void {
+function trainerSettingsOf(settings: Settings): Parameters<typeof trainerViewOfSettings>[0] {
+  return {
+    enabled: settings['trainer.enabled'],
+    protocol: settings['trainer.protocol'],
+    url: settings['trainer.url'],
+    mode: settings['trainer.mode'],
+  };
+}
+
+/** The RL card while no run is in progress: what the next run does. */
+function showTrainerSettings(host: DashboardHost, state: vscode.Memento): void {
   let settings: Settings;
   try {
     settings = readSettings();
   } catch {
     return; // A bad setting is reported when a run starts.
   }
-  host.setTrainer(
-    trainerViewOfSettings({
-      enabled: settings['trainer.enabled'],
-      protocol: settings['trainer.protocol'],
-      url: settings['trainer.url'],
-      mode: settings['trainer.mode'],
-    }),
-  );
+  host.setTrainer(trainerViewOfSettings(trainerSettingsOf(withTrainerChoice(settings, state))));
 }

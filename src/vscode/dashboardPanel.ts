@@ -118,12 +118,7 @@ export class DashboardHost implements vscode.Disposable {
     this.post(this.model.addStep(input));
   }
 
-  /** Valid combined scores of evaluated children (for the histogram); shown with the next setDatabase. */
-  addValidScores(scores: readonly number[]): void {
-    this.model.addValidScores(scores);
-  }
-
-  setDatabase(input: DashboardDatabaseInput, scores?: readonly number[]): void {
+  setDatabase(input: DashboardDatabaseInput, scores: readonly number[]): void {
     this.post(this.model.setDatabase(input, scores));
   }
 

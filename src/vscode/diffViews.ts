@@ -7,18 +7,21 @@ import { findProgram, programUri } from './programDocuments';
 
 interface ProgramSummary {
   id: string;
-  score?: number;
+  /** The task's own objective (null: the program has none, an invalid one). */
+  objective?: number | null;
   step?: number;
   stepRank?: StepRank | null;
 }
 
-/** A program as people know it: its step and rank there (its id only when the step is unknown), with its score. */
+/** A program as people know it: its step and rank there (its id only when the step is unknown), with its objective. */
 function name(program: ProgramSummary): string {
   return program.step === undefined ? program.id : programName({ step: program.step, stepRank: program.stepRank ?? null });
 }
 
 function describe(program: ProgramSummary): string {
-  return program.score === undefined ? name(program) : `${name(program)} (${formatScore(program.score, 4)})`;
+  return program.objective === undefined || program.objective === null
+    ? name(program)
+    : `${name(program)} (${formatScore(program.objective, 4)})`;
 }
 
 /** "circle-packing: step 11 #1 (0.9598) <-> step 12 #1 (0.9612)"; `prefix` is usually the task name. The ids are in the documents' paths (the tabs' tooltips). */
@@ -29,7 +32,9 @@ export function programDiffTitle(parent: ProgramSummary, child: ProgramSummary, 
 async function summary(runId: string, programId: string): Promise<ProgramSummary> {
   try {
     const program = await findProgram(runId, programId);
-    return program ? { id: programId, score: program.score, step: program.step, stepRank: program.stepRank ?? null } : { id: programId };
+    return program
+      ? { id: programId, objective: program.objective, step: program.step, stepRank: program.stepRank ?? null }
+      : { id: programId };
   } catch {
     // The document itself says what went wrong; the title just stays short.
     return { id: programId };

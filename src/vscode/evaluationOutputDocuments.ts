@@ -4,6 +4,7 @@
 // failure's last lines and names "ThetaEvolve: Open Evaluation Output" and
 // the evaluation (`s3-p1#2`), which is also a link there. The document is read
 // from the files beside the run's database, so it reopens after a reload.
+import { reasonOneLine } from '../engine/common/evaluationReason';
 import * as vscode from 'vscode';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
@@ -12,6 +13,7 @@ import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { listRunFiles, type RunController } from './runController';
+import { isRunNode } from './runsTree';
 
 export const OUTPUT_SCHEME = 'thetaevolve-output';
 export const OPEN_OUTPUT_TITLE = 'ThetaEvolve: Open Evaluation Output';
@@ -35,13 +37,6 @@ function isOutputRef(value: unknown): value is EvaluationOutputRef {
     Number.isInteger(v.step) &&
     Number.isInteger(v.sampleIndex)
   );
-}
-
-/** A Runs view run item (RunNode). */
-function isRunArg(value: unknown): value is { runId: string; dbFile: string } {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return v.kind === 'run' && typeof v.runId === 'string' && typeof v.dbFile === 'string';
 }
 
 /** The step an evaluation key (`s3-p1#2`, `initial#0`) belongs to, with its parts; undefined when it is not one. */
@@ -163,7 +158,7 @@ export function registerEvaluationOutputs(context: vscode.ExtensionContext, cont
 
   registerCommand(context, COMMAND_IDS.openEvaluationOutput, async (arg?: unknown) => {
     // From the palette (the window's run), or a run of the Runs view (its context menu).
-    const ref = isOutputRef(arg) ? arg : await pickOutput(controller, isRunArg(arg) ? arg : undefined);
+    const ref = isOutputRef(arg) ? arg : await pickOutput(controller, isRunNode(arg) ? arg : undefined);
     if (!ref) return;
     await vscode.window.showTextDocument(outputUri(ref), { preview: true });
   });
@@ -194,7 +189,7 @@ async function pickOutput(
     outputs.map((o) => ({
       label: evaluationKey(o.jobKey, o.sampleIndex),
       description: `step ${o.step} · ${o.outcome} · ${o.bytes.toLocaleString('en-US')} bytes`,
-      detail: forDisplay(o.reason.split('\n')[0] ?? '').slice(0, 200),
+      detail: forDisplay(reasonOneLine(o.reason)).slice(0, 200),
       ref: { runId, dbFile, step: o.step, jobKey: o.jobKey, sampleIndex: o.sampleIndex },
     })),
     {

@@ -1,11 +1,13 @@
 // "ThetaEvolve: New Task for This File": task.json and an evaluator template
 // beside the open program (drafted by src/engine/task/scaffold.ts), opened
-// next to it; task.json is validated as you type through the schema the
+// next to it, after asking which way is better and what the result
+// measures; task.json is validated as you type through the schema the
 // extension contributes for every **/task.json.
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { draftTask } from '../engine/task/scaffold';
+import type { Direction } from '../engine/common/types';
+import { draftTask, inferDirection } from '../engine/task/scaffold';
 import { COMMAND_IDS } from './commandIds';
 import { fileName, registerCommand } from './commandRegistry';
 import { evolveBlockProblemOf } from './evolveBlockLens';
@@ -23,8 +25,46 @@ async function show(path: string): Promise<void> {
   await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.Beside, preview: false, preserveFocus: true });
 }
 
-/** Writes the task beside the active program; returns the files (also when task.json was already there: then nothing is written). */
-export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFile: string | null }> {
+interface DirectionItem extends vscode.QuickPickItem {
+  direction: Direction;
+}
+
+/**
+ * Which way is better and what the result measures, asked: the direction the
+ * program's own words give comes first, saying why. Undefined when the person
+ * cancels (nothing is written then).
+ */
+async function askGoal(code: string): Promise<{ direction: Direction; objective: string } | undefined> {
+  const inferred = inferDirection(code);
+  const items: DirectionItem[] = (['maximize', 'minimize'] as const).map((direction) => ({
+    direction,
+    label: direction === 'maximize' ? 'Maximize: larger results are better' : 'Minimize: smaller results are better',
+    ...(direction === inferred.direction
+      ? { description: inferred.evidence ? `the program says "${inferred.evidence}"` : 'the default: the program does not say' }
+      : {}),
+  }));
+  items.sort((a, b) => Number(b.direction === inferred.direction) - Number(a.direction === inferred.direction));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: 'ThetaEvolve: New Task (1/2): which results are better?',
+    placeHolder: 'The evaluator returns an objective; the task says which way is better',
+    ignoreFocusOut: true,
+  });
+  if (!picked) return undefined;
+  const objective = await vscode.window.showInputBox({
+    title: 'ThetaEvolve: New Task (2/2): what does the result measure?',
+    prompt: 'In a few words, for the model\'s prompt (e.g. "the sum of the radii"); leave empty to say nothing',
+    ignoreFocusOut: true,
+  });
+  if (objective === undefined) return undefined;
+  return { direction: picked.direction, objective };
+}
+
+/**
+ * Writes the task beside the active program; returns the files (also when
+ * task.json was already there: then nothing is written), or null when the
+ * person cancelled the questions.
+ */
+export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.uri.scheme !== 'file') throw new Error('open a saved program file first: the task is written beside it');
   const document = editor.document;
@@ -39,8 +79,10 @@ export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFil
     );
     return { taskFile, evaluatorFile: null };
   }
+  const goal = await askGoal(document.getText());
+  if (!goal) return null;
   const taken = new Set(await readdir(dir));
-  const draft = draftTask({ programFile: basename(programPath), code: document.getText(), taken: (name) => taken.has(name) });
+  const draft = draftTask({ programFile: basename(programPath), code: document.getText(), taken: (name) => taken.has(name), ...goal });
   const evaluatorFile = join(dir, draft.evaluatorFile);
   await writeFile(evaluatorFile, draft.evaluatorText, { flag: 'wx' });
   await writeFile(taskFile, draft.taskJson, { flag: 'wx' });

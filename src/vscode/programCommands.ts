@@ -20,6 +20,13 @@ interface RunRef {
   textAtRunStart: string | undefined;
 }
 
+/** One run's best program, as the palette's Apply lists it. */
+interface BestItem extends vscode.QuickPickItem {
+  ref: RunRef;
+  best: { id: string; score: number };
+  direction: 'maximize' | 'minimize';
+}
+
 function isProgramNode(value: unknown): value is ProgramNode {
   return (
     typeof value === 'object' &&
@@ -95,25 +102,74 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
-        `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, score ${formatScore(node.score)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
+        `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, objective ${formatScore(node.objective)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
       );
     }
   };
 
+  /** Each run's best for the file (every run's when none is given), best score first: what the palette's Apply offers. */
+  const bestsFor = async (fileUri: vscode.Uri | undefined): Promise<BestItem[]> => {
+    const items: BestItem[] = [];
+    for (const file of await listRunFiles()) {
+      const info = await controller.query({ kind: 'runInfo', dbFile: file.dbFile }).catch(() => null);
+      const best = info?.summary.best;
+      if (!info || !best) continue;
+      const origin = runOrigin(info.meta);
+      if (fileUri && origin.fileUri.fsPath !== fileUri.fsPath) continue;
+      const live = controller.latest?.runId === file.runId ? controller.latest : undefined;
+      items.push({
+        label: '',
+        ref: {
+          runId: file.runId,
+          dbFile: file.dbFile,
+          fileUri: origin.fileUri,
+          extension: origin.extension,
+          textAtRunStart: live ? live.textAtRunStart : origin.startCode,
+        },
+        best,
+        direction: info.meta.direction,
+      });
+    }
+    items.sort((a, b) => b.best.score - a.best.score);
+    return items;
+  };
+
   registerCommand(context, COMMAND_IDS.applyProgram, async (arg?: unknown) => {
     if (isProgramNode(arg)) return applyNode(arg);
-    const fileUri = arg instanceof vscode.Uri ? arg : undefined;
-    const ref = (await runFor(fileUri ?? vscode.window.activeTextEditor?.document.uri)) ?? (fileUri ? undefined : await runFor(undefined));
-    if (!ref) return void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
-    const target = fileUri ?? ref.fileUri;
-    const best = await bestOf(ref);
-    if (!best || !target) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${ref.runId} has no program to apply yet.`);
+    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    // The file's runs (or, for a file no run evolves, every run), best first: never a silent choice.
+    let bests = await bestsFor(fileUri);
+    if (bests.length === 0 && !(arg instanceof vscode.Uri)) bests = await bestsFor(undefined);
+    if (bests.length === 0)
+      return void vscode.window.showInformationMessage(
+        'ThetaEvolve: no run has a program to apply yet: start one with "ThetaEvolve: Start Run".',
+      );
+    const programs = await Promise.all(bests.map((b) => controller.query({ kind: 'program', dbFile: b.ref.dbFile, programId: b.best.id })));
+    const items = bests.map((b, i) => {
+      const objective = programs[i]?.objective;
+      return {
+        ...b,
+        label: `${i === 0 ? '$(star-full) ' : ''}${objective !== null && objective !== undefined ? `objective ${formatScore(objective)}` : `score ${formatScore(b.best.score)}`} · program ${b.best.id}`,
+        description: `${b.direction} · run ${b.ref.runId}${i === 0 ? ' · best overall' : ''}`,
+        detail: b.ref.fileUri ? vscode.workspace.asRelativePath(b.ref.fileUri) : undefined,
+      };
+    });
+    const picked = await vscode.window.showQuickPick(items, {
+      title: 'ThetaEvolve: Apply Program to File',
+      placeHolder: "Which run's best program goes into its file? (best overall first)",
+      matchOnDescription: true,
+    });
+    if (!picked) return;
+    const { ref, best } = picked;
+    const target = arg instanceof vscode.Uri ? arg : ref.fileUri;
+    if (!target) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${ref.runId} does not record the file it evolves.`);
+    controller.registerRun(ref.runId, ref.dbFile);
     const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
     const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
-        `ThetaEvolve: applied ${programName(program)} (program ${best.id}, score ${formatScore(best.score)}) to ${fileName(target)}. Undo restores the file.`,
+        `ThetaEvolve: applied ${programName(program)} (program ${best.id}, objective ${formatScore(program.objective)}) to ${fileName(target)}. Undo restores the file.`,
       );
     }
   });

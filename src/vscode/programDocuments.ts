@@ -11,7 +11,8 @@ import type { StepRank } from '../engine/common/format';
 /** What a program document and its diff titles need of a program. */
 export interface ProgramDocumentSource {
   code: string;
-  score: number;
+  /** The task's own objective (null: an invalid program has none). */
+  objective: number | null;
   step: number;
   stepRank?: StepRank | null;
 }

@@ -8,6 +8,7 @@ import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
+import { displayObjective } from '../engine/common/scoring';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
 import type { RunInfo } from '../protocol/workerMessages';
@@ -26,9 +27,11 @@ import {
   type StartSpec,
 } from './runController';
 import { showStartProgress } from './runProgress';
-import type { RunsTreeProvider } from './runsTree';
+import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
+import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
+import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
@@ -65,21 +68,45 @@ async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise
 
 /**
  * Why a run could not start, with a button to the setting to change; when
- * the endpoint is the cause, also one that starts this run again with the
- * offline sampler (the settings stay as they are).
+ * the endpoint is the cause, also Retry (a server started since, a typo
+ * fixed) and one that starts this run again with the offline sampler (the
+ * settings stay as they are).
  */
-function showStartFailure(err: unknown, runOffline: () => Promise<void>): void {
+function showStartFailure(err: unknown, again: { retry: () => Promise<void>; offline: () => Promise<void> }): void {
   const setting = err instanceof RunStartError ? err.setting : null;
   const open = 'Open Settings';
+  const retry = 'Retry';
   const offline = 'Run with the Offline Sampler';
-  const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, offline] : [open]) : [];
+  const buttons = setting ? (setting === 'thetaevolve.endpoint' ? [open, retry, offline] : [open]) : [];
   const message = `ThetaEvolve: the run could not start: ${errorMessage(err)}`;
+  offerStartButtons(message, buttons, (choice) => {
+    if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
+    if (choice === retry) void again.retry();
+    if (choice === offline) void again.offline();
+  });
+}
+
+/**
+ * A program Start Run cannot evolve. With no region at all, the next steps
+ * are offered: mark the selected lines, or scaffold a task for the file
+ * (both act on the file, opened first). Broken markers are the user's to fix.
+ */
+function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boolean): void {
+  const mark = 'Mark Selection as EVOLVE-BLOCK';
+  const newTask = 'New Task for This File';
+  const buttons = noRegion ? [mark, newTask] : [];
+  offerStartButtons(message, buttons, async (choice) => {
+    if (choice !== mark && choice !== newTask) return;
+    await vscode.window.showTextDocument(fileUri, { preserveFocus: false });
+    await vscode.commands.executeCommand(choice === mark ? COMMAND_IDS.markEvolveBlock : COMMAND_IDS.newTaskForFile);
+  });
+}
+
+/** An error notification with buttons, also fired to onDidOfferStartFailure (whose `choose` clicks one). */
+function offerStartButtons(message: string, buttons: readonly string[], act: (choice: string | undefined) => Promise<void> | void): void {
   let choose: (button: string) => void = () => undefined;
   const chosen = new Promise<string>((resolve) => (choose = resolve));
-  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then((choice) => {
-    if (choice === open && setting) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
-    if (choice === offline) void runOffline();
-  });
+  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then(act);
   startFailureOffers.fire({ message, buttons, choose });
 }
 
@@ -95,6 +122,13 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 export const onDidOfferStartFailure = startFailureOffers.event;
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
+  /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
+  const runSettings = async (fileUri: vscode.Uri | undefined): Promise<Settings | undefined> => {
+    const read = readSettingsOrShowError(fileUri);
+    if (!read) return undefined;
+    const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
+    return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
+  };
   const startAndFollow = async (spec: StartSpec): Promise<void> => {
     const started = controller.start(spec);
     const run = controller.active;
@@ -113,7 +147,14 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
           await startAndFollow({ ...spec, settings: { ...spec.settings, 'sandbox.allowWeakIsolation': true } });
         return;
       }
-      showStartFailure(err, () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }));
+      showStartFailure(err, {
+        // The settings as they are now: Open Settings may have fixed them.
+        retry: async () => {
+          const settings = await runSettings(spec.fileUri);
+          if (settings) await startAndFollow({ ...spec, settings });
+        },
+        offline: () => startAndFollow({ ...spec, settings: { ...spec.settings, sampler: 'mutate' } }),
+      });
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;
@@ -145,14 +186,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const text = document.getText();
     const problem = evolveBlockProblem(text, fileName(fileUri));
     if (problem) {
-      void vscode.window.showErrorMessage(`ThetaEvolve: cannot evolve ${problem}.`);
+      showNoEvolveBlock(fileUri, `ThetaEvolve: cannot evolve ${problem}.`, locateEvolveBlocks(text).problems[0]?.kind === 'no_region');
       return;
     }
-    const read = readSettingsOrShowError(fileUri);
-    if (!read) return;
-    const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
-    if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = await runSettings(fileUri);
+    if (!settings) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -193,22 +231,27 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
-  /** Resume Run: the active run if it is paused; else a run database (given, e.g. by the dashboard, or picked) from its last committed step. */
+  /**
+   * Resume Run: the active run if it is paused; else a run database (given:
+   * its file by the dashboard, its row by the Runs view; or picked) from its
+   * last committed step.
+   */
   registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
+    const given = typeof arg === 'string' ? arg : isRunNode(arg) ? arg.dbFile : undefined;
     const run = controller.active;
     if (run) {
-      if (!controller.resume()) void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+      if (given !== undefined && given !== run.dbFile)
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
+      else if (!controller.resume())
+        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
-    const picked = typeof arg === 'string' ? await givenRun(arg) : await pickRunToResume();
+    const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
-    const read = readSettingsOrShowError(origin.fileUri);
-    if (!read) return;
-    const allowed = await settingsWithAllowedUrls(read, origin.fileUri, context.workspaceState);
-    if (!allowed) return;
-    const settings = withIsolationConsent(allowed, context.workspaceState);
+    const settings = await runSettings(origin.fileUri);
+    if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({
       runId: picked.runId,
@@ -256,7 +299,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
         info
           ? {
               label: file.runId,
-              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(info.summary.best?.score)}`,
+              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(displayObjective(info.summary.best?.score ?? null, info.meta.direction))}`,
               detail: info.meta.programPath,
               info,
               runId: file.runId,
@@ -272,12 +315,18 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   };
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
-    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
-    const task = await pickTask(context, fileUri, { forcePick: true });
-    if (task)
-      void vscode.window.showInformationMessage(
-        `ThetaEvolve: ${fileUri ? fileName(fileUri) : 'this workspace'} is evolved against ${task.title}.`,
-      );
+    const editor = vscode.window.activeTextEditor;
+    const fileUri = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    // The open file is the program only when it has an EVOLVE-BLOCK; else the task's own program opens.
+    const isProgram =
+      fileUri !== undefined && editor?.document.uri.toString() === fileUri.toString()
+        ? evolveBlockProblem(editor.document.getText(), fileName(fileUri)) === undefined
+        : fileUri !== undefined;
+    const task = await pickTask(context, isProgram ? fileUri : undefined, { forcePick: true });
+    if (!task) return;
+    if (isProgram && fileUri)
+      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
+    else await openTaskProgram(context, task);
   });
 
   registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));

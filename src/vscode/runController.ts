@@ -15,7 +15,7 @@ import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
 import { forDisplay } from '../engine/common/displayText';
-import { ThetaEvolveError } from '../engine/common/errors';
+import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
@@ -151,6 +151,10 @@ export class RunStartError extends ThetaEvolveError {
   }
 }
 
+/** The context key menus and the palette read (package.json `when` clauses): the active run's state, or `idle`. */
+export const RUN_STATE_CONTEXT = 'thetaevolve.runState';
+export type RunStateContext = RunState | 'idle';
+
 export interface RunEvent {
   runId: string;
   event: EngineEvent;
@@ -173,9 +177,13 @@ export class RunController implements vscode.Disposable {
   private readonly known = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
   private pendingStart: { runId: string; resolve: () => void; reject: (err: Error) => void } | undefined;
+  private publishedState: RunStateContext | undefined;
 
   constructor(workerFile: string, execArgv: string[] = []) {
     this.engine = new EngineHost({ workerFile, execArgv });
+    // Commands and menus offer what the run's state allows (Pause while running, Resume while paused or idle...).
+    this.changeEmitter.event(() => this.publishState());
+    this.publishState();
     this.unsubscribe.push(
       this.engine.on('event', (runId, event) => this.onEvent(runId, event)),
       this.engine.on('startFailed', (runId, message, setting) => this.onStartFailed(runId, message, setting)),
@@ -191,6 +199,11 @@ export class RunController implements vscode.Disposable {
   /** The run in progress (starting, running, paused or stopping). */
   get active(): TrackedRun | undefined {
     return this.current;
+  }
+
+  /** What `thetaevolve.runState` was last set to. */
+  get stateContext(): RunStateContext | undefined {
+    return this.publishedState;
   }
 
   /** The active run, else the one that ended last in this window. */
@@ -280,7 +293,10 @@ export class RunController implements vscode.Disposable {
     return true;
   }
 
+  /** RL on or off for the active run (its own state: its settings say what it runs with). */
   setTrainerEnabled(enabled: boolean): void {
+    if (!this.current) return;
+    this.current.settings = { ...this.current.settings, 'trainer.enabled': enabled };
     this.engine.setTrainerEnabled(enabled);
   }
 
@@ -317,6 +333,26 @@ export class RunController implements vscode.Disposable {
     this.closeEmitter.dispose();
   }
 
+  /** A resumed run's best so far, from its database (the status bar shows it before the first new step commits). */
+  private readBest(run: TrackedRun): void {
+    void this.engine.query({ kind: 'summary', dbFile: run.dbFile }).then(
+      (summary) => {
+        if (!summary.best || run.bestScore !== null) return;
+        run.bestScore = summary.best.score;
+        run.bestId = summary.best.id;
+        if (this.current === run) this.changeEmitter.fire(run);
+      },
+      (err: unknown) => log().warn(`run ${run.runId}: its best so far could not be read: ${errorMessage(err)}`),
+    );
+  }
+
+  private publishState(): void {
+    const state: RunStateContext = this.current?.state ?? 'idle';
+    if (state === this.publishedState) return;
+    this.publishedState = state;
+    void vscode.commands.executeCommand('setContext', RUN_STATE_CONTEXT, state);
+  }
+
   private onEvent(runId: string, event: EngineEvent): void {
     const run = this.current?.runId === runId ? this.current : undefined;
     logEvent(runId, event);
@@ -328,6 +364,7 @@ export class RunController implements vscode.Disposable {
           run.isolation = event.isolation ?? null;
           run.lastStep = event.resumedFromStep ?? -1;
           run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
+          if (event.resumedFromStep !== null) this.readBest(run);
           if (this.pendingStart?.runId === runId) {
             this.pendingStart.resolve();
             this.pendingStart = undefined;

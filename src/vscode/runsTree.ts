@@ -1,5 +1,5 @@
 // The Runs view: every run database under the runs directory (the active run
-// live), each with its improving programs (step, score, delta, outcome counts
+// live), each with its improving programs (step, objective, delta, outcome counts
 // of that step). Programs carry context values for their menu actions (Show
 // Diff, Compare with File, Apply to File, Open Program). Everything is read
 // through the engine worker.
@@ -7,10 +7,11 @@ import * as vscode from 'vscode';
 import type { Direction } from '../engine/common/types';
 import type { RunInfo } from '../protocol/workerMessages';
 import { log } from './log';
-import { listRunFiles, type RunController, runOrigin } from './runController';
+import { listRunFiles, type RunController, runOrigin, type RunState } from './runController';
 import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
+import { displayObjective } from '../engine/common/scoring';
 
 export interface RunNode {
   kind: 'run';
@@ -31,6 +32,9 @@ export interface ProgramNode {
   /** Its rank among its step's children: with the step, its name. */
   stepRank: StepRank | null;
   score: number;
+  /** The task's own objective (what people read; null for a program without one). */
+  objective: number | null;
+  /** The objective's change from the previous improvement (negative improves a minimise task). */
   delta: number | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
@@ -48,18 +52,34 @@ export interface MessageNode {
 
 export type RunsTreeNode = RunNode | ProgramNode | MessageNode;
 
+/** A run row of the view (the argument its context menu's commands get). */
+export function isRunNode(value: unknown): value is Pick<RunNode, 'kind' | 'runId' | 'dbFile'> {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return v.kind === 'run' && typeof v.runId === 'string' && typeof v.dbFile === 'string';
+}
+
 /** Longest a step count in the view lags behind the run. */
 const STEP_REFRESH_MS = 5000;
 
-export const RUN_CONTEXT = 'thetaevolve.run';
-export const ACTIVE_RUN_CONTEXT = 'thetaevolve.run.active';
+/** A run no process of this window runs (finished, stopped, left by a reload): Resume, Open Dashboard, Delete. */
+export const STORED_RUN_CONTEXT = 'thetaevolve.run.stored';
+/** The active run's row: `thetaevolve.run.<state>` (running, paused...), so its menu offers what that state allows. */
+export function activeRunContext(state: RunState): string {
+  return `thetaevolve.run.${state}`;
+}
 /** A program with a parent: every action. */
 export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
 
-function fmt(score: number): string {
-  return formatScore(score, 6);
+function fmt(value: number | null): string {
+  return formatScore(value, 6);
+}
+
+/** The objective people read: the program's own, else the one its score stands for in the task's direction. */
+function objectiveOf(program: { score: number; objective: number | null }, direction: Direction): number | null {
+  return program.objective ?? displayObjective(program.score, direction);
 }
 
 const OUTCOME_LABELS: Record<string, string> = {
@@ -104,6 +124,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
    * Program rows of each run the view has shown, with the run state they
    * were read at (they change only when a step commits).
    */
+  /** The active run's state its row was last refreshed for. */
+  private shownState: RunState | undefined;
   private readonly programRows = new Map<string, { readAt: string; rows: RunsTreeNode[] }>();
 
   constructor(private readonly controller: RunController) {
@@ -128,6 +150,13 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         }
       }),
       controller.onDidCloseRun(() => this.scheduleRefresh()),
+      // The active row's menu follows its state (asked to pause or stop, before the engine says so).
+      controller.onDidChangeRun((run) => {
+        if (run && run.state !== this.shownState) {
+          this.shownState = run.state;
+          this.scheduleRefresh();
+        }
+      }),
     );
   }
 
@@ -245,6 +274,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const direction: Direction = info.meta.direction;
     const nodes: ProgramNode[] = improvements.map((p, i) => {
       const previous = i > 0 ? improvements[i - 1] : undefined;
+      const objective = objectiveOf(p, direction);
+      const previousObjective = previous ? objectiveOf(previous, direction) : null;
       return {
         kind: 'program',
         runId: run.runId,
@@ -254,7 +285,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         step: p.step,
         stepRank: p.stepRank ?? null,
         score: p.score,
-        delta: previous ? p.score - previous.score : null,
+        objective,
+        delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         extension: origin.extension,
         fileUri: origin.fileUri,
@@ -272,7 +304,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
       node.active ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
     );
     item.id = `run:${node.dbFile}`;
-    item.contextValue = node.active ? ACTIVE_RUN_CONTEXT : RUN_CONTEXT;
+    item.contextValue = node.active ? activeRunContext(this.controller.active?.state ?? 'running') : STORED_RUN_CONTEXT;
     if (!node.info) {
       item.description = 'unreadable';
       item.iconPath = new vscode.ThemeIcon('warning');
@@ -282,7 +314,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const best = node.info.summary.best;
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
     // What fits a narrow sidebar first: the best score and the task; the run id and the rest in the tooltip.
-    item.label = `${best ? fmt(best.score) : 'n/a'} · ${node.info.meta.task}`;
+    item.label = `${fmt(displayObjective(best?.score ?? null, node.info.meta.direction))} · ${node.info.meta.task}`;
     item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
@@ -306,12 +338,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
 
   private programItem(node: ProgramNode): vscode.TreeItem {
     // The score first (rows are cut at a narrow sidebar), then its name (step and rank) and the gain; the id and counts in the tooltip.
-    const item = new vscode.TreeItem(fmt(node.score), vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(fmt(node.objective), vscode.TreeItemCollapsibleState.None);
     item.id = `program:${node.dbFile}:${node.programId}`;
     const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
     item.description = `${programName(node)} · ${delta}`;
     item.tooltip =
-      `Score ${node.score} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
+      `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
       `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
     item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
     item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');

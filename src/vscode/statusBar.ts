@@ -1,9 +1,11 @@
-// The status bar item of the active run: step, best score, samples/s.
+// The status bar item of the active run: step, best objective (in the
+// task's direction, as the dashboard shows it), samples/s.
 // Clicking it opens the dashboard.
 import * as vscode from 'vscode';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
 import { formatScore } from '../engine/common/format';
+import { displayObjective } from '../engine/common/scoring';
 
 function score(value: number | null): string {
   return formatScore(value, 6);
@@ -46,7 +48,7 @@ export function statusText(run: TrackedRun): string {
           : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
   const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(run.bestScore)}${rate}${queue}${state}${sandbox}`;
+  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${queue}${state}${sandbox}`;
 }
 
 export function registerStatusBar(controller: RunController): vscode.Disposable {

@@ -3,20 +3,21 @@
 // OpenEvolve / ShinkaEvolve folder as it is) or one beside the file,
 // remembered per file in workspaceState. The file's own task comes first. A
 // malformed task file is listed with its TaskError (which names the field)
-// instead of breaking the list.
+// instead of breaking the list. The list holds summaries (taskSummary.ts);
+// the task picked is loaded again. An untrusted workspace's folders are not
+// read at all: only bundled tasks are listed until the workspace is trusted.
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { detectForeignLayout, taskFilesBeside } from '../engine/task/foreignTasks';
-import { loadTask, type Task, TaskError } from '../engine/task/task';
+import { loadTask, type Task } from '../engine/task/task';
+import { summarizeTaskFiles, type TaskFileSummary } from '../engine/task/taskSummary';
 import { errorMessage } from '../engine/common/errors';
 
 export type TaskSource = 'bundled' | 'workspace';
 
-/** One task file found: loaded, or the reason it cannot be used. */
-export type TaskChoice =
-  | { source: TaskSource; taskFile: string; task: Task; error?: undefined }
-  | { source: TaskSource; taskFile: string; task?: undefined; error: string };
+/** One task file found: summarised, or the reason it cannot be used. */
+export type TaskChoice = TaskFileSummary & { source: TaskSource };
 
 /** The parts of the extension context the picker uses. */
 export type TaskPickerContext = Pick<vscode.ExtensionContext, 'extensionPath' | 'workspaceState'>;
@@ -27,13 +28,8 @@ const FOREIGN_EVALUATOR_GLOB = '**/{evaluator.py,evaluate.py}';
 const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
 const MAX_WORKSPACE_TASK_FILES = 200;
 
-async function loadChoice(source: TaskSource, taskFile: string): Promise<TaskChoice> {
-  try {
-    return { source, taskFile, task: await loadTask(taskFile) };
-  } catch (err) {
-    // A TaskError names the file and the field; anything else is a bug worth seeing as is.
-    return { source, taskFile, error: err instanceof TaskError ? err.message : `${taskFile}: ${errorMessage(err)}` };
-  }
+async function summarizeChoices(source: TaskSource, taskFiles: readonly string[]): Promise<TaskChoice[]> {
+  return (await summarizeTaskFiles(taskFiles)).map((s) => ({ ...s, source }));
 }
 
 /** Every task folder directly under `<extensionPath>/tasks`, sorted by folder name. */
@@ -54,11 +50,15 @@ export async function listBundledTaskChoices(extensionPath: string): Promise<Tas
       // A folder without task.json is not a task.
     }
   }
-  return Promise.all(files.map((f) => loadChoice('bundled', f)));
+  return summarizeChoices('bundled', files);
 }
 
-/** Every task folder of the open workspace in the three layouts (node_modules and .thetaevolve left out), sorted by path. */
+/**
+ * Every task folder of the open workspace in the three layouts (node_modules
+ * and .thetaevolve left out), sorted by path; none in an untrusted workspace.
+ */
 export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken): Promise<TaskChoice[]> {
+  if (!vscode.workspace.isTrusted) return [];
   const [taskFiles, evaluators] = await Promise.all([
     vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
     vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
@@ -72,13 +72,13 @@ export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken)
     ...taskFiles.filter((u) => u.scheme === 'file').map((u) => u.fsPath),
     ...foreign.filter((f): f is string => f !== null),
   ].sort();
-  return Promise.all(files.map((f) => loadChoice('workspace', f)));
+  return summarizeChoices('workspace', files);
 }
 
-/** Task folders beside a file, in any of the three layouts (its own folder and the folders next to it). */
+/** Task folders beside a file, in any of the three layouts (its own folder and the folders next to it); none when untrusted. */
 export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Promise<TaskChoice[]> {
-  if (forFile?.scheme !== 'file') return [];
-  return Promise.all((await taskFilesBeside(forFile.fsPath)).map((f) => loadChoice('workspace', f)));
+  if (forFile?.scheme !== 'file' || !vscode.workspace.isTrusted) return [];
+  return summarizeChoices('workspace', await taskFilesBeside(forFile.fsPath));
 }
 
 /** Bundled tasks first, then the workspace's and those beside `forFile`; a task found twice is listed once. */
@@ -93,7 +93,7 @@ export async function listTaskChoices(
     listTaskChoicesBeside(forFile),
   ]);
   const seen = new Set<string>();
-  const folderOf = (c: TaskChoice): string => resolve(c.task?.dir ?? dirname(c.taskFile));
+  const folderOf = (c: TaskChoice): string => resolve(c.summary?.dir ?? dirname(c.taskFile));
   return [...bundled, ...workspace, ...beside].filter((c) => {
     const key = folderOf(c);
     if (seen.has(key)) return false;
@@ -127,6 +127,8 @@ function sameFile(a: string, b: string): boolean {
 
 interface TaskPickItem extends vscode.QuickPickItem {
   choice?: TaskChoice;
+  /** The item that asks to trust the workspace, in an untrusted one. */
+  manageTrust?: true;
 }
 
 function displayPath(taskFile: string): string {
@@ -138,7 +140,7 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
   const forPath = forFile?.scheme === 'file' ? forFile.fsPath : undefined;
   // The task whose initial program is this very file, then the remembered one, go first.
   const rank = (c: TaskChoice): number =>
-    c.task && forPath && sameFile(c.task.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2;
+    c.summary && forPath && sameFile(c.summary.initialProgramPath, forPath) ? 0 : remembered && sameFile(c.taskFile, remembered) ? 1 : 2;
   const items: TaskPickItem[] = [];
   // The file's own task heads the list, so Enter runs it.
   const groups = [
@@ -152,24 +154,33 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
     items.push({ label, kind: vscode.QuickPickItemKind.Separator });
     for (const choice of group) {
       const source = choice.source;
-      if (choice.task) {
+      const summary = choice.summary;
+      if (summary) {
         const notes = [
-          choice.task.direction,
-          ...(choice.task.layout !== 'task.json'
-            ? [`${choice.task.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`]
+          summary.direction,
+          ...(summary.layout !== 'task.json'
+            ? [`${summary.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`]
             : []),
           ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : []),
         ];
         items.push({
-          label: choice.task.title,
-          description: `${notes.join(' · ')} · ${source === 'bundled' ? choice.task.name : displayPath(choice.taskFile)}`,
-          detail: choice.task.description,
+          label: summary.title,
+          description: `${notes.join(' · ')} · ${source === 'bundled' ? summary.name : displayPath(choice.taskFile)}`,
+          detail: summary.description,
           choice,
         });
       } else {
         items.push({ label: `$(error) ${displayPath(choice.taskFile)}`, description: 'cannot be used', detail: choice.error, choice });
       }
     }
+  }
+  if (!vscode.workspace.isTrusted) {
+    items.push({ label: 'Workspace task folders', kind: vscode.QuickPickItemKind.Separator });
+    items.push({
+      label: '$(shield) Trust this workspace to list its task folders',
+      detail: 'Restricted mode: ThetaEvolve reads no task folder of an untrusted workspace.',
+      manageTrust: true,
+    });
   }
   return items;
 }
@@ -186,7 +197,9 @@ export async function pickTask(
   options?: { forcePick?: boolean },
 ): Promise<Task | undefined> {
   const remembered = rememberedTaskFile(context, forFile);
-  if (remembered && !options?.forcePick) {
+  // An untrusted workspace's folders are not read, even the one remembered.
+  const readable = (file: string): boolean => vscode.workspace.isTrusted || !relative(context.extensionPath, file).startsWith('..');
+  if (remembered && readable(remembered) && !options?.forcePick) {
     try {
       return await loadTask(remembered);
     } catch (err) {
@@ -212,12 +225,24 @@ export async function pickTask(
     matchOnDetail: true,
     ignoreFocusOut: true,
   });
+  if (picked?.manageTrust) {
+    await vscode.commands.executeCommand('workbench.trust.manage');
+    return undefined;
+  }
   const choice = picked?.choice;
   if (!choice) return undefined;
-  if (!choice.task) {
+  if (choice.error !== undefined) {
     void vscode.window.showErrorMessage(`ThetaEvolve: ${choice.error}`);
     return undefined;
   }
+  // Loaded again: the list kept only a summary, and the folder may have changed since.
+  let task: Task;
+  try {
+    task = await loadTask(choice.taskFile);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`ThetaEvolve: ${errorMessage(err)}`);
+    return undefined;
+  }
   await rememberTaskFile(context, forFile, choice.taskFile);
-  return choice.task;
+  return task;
 }

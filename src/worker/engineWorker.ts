@@ -154,6 +154,8 @@ async function startRun(message: StartMessage): Promise<void> {
       startCode: message.startCode ?? undefined,
       startPath: message.startPath ?? undefined,
       resume: message.resume,
+      // In the editor a typo or a server not started is said in seconds, with Retry (src/vscode/runCommands.ts).
+      unreachableServerFailsFast: true,
       signal: startSignal,
       onEvent: (event) => {
         send({ type: 'event', runId, event });

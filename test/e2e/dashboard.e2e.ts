@@ -64,6 +64,13 @@ function tileValue(frame: Frame, label: string): Promise<string> {
     .innerText();
 }
 
+/** A count as the tiles write it ("112", "1.2K", "3.4M"). */
+function compactNumber(text: string): number {
+  const m = /([\d.,]+)\s*([KMB]?)/.exec(text);
+  if (!m) return Number.NaN;
+  return Number((m[1] ?? '').replace(/,/g, '')) * ({ K: 1e3, M: 1e6, B: 1e9 }[m[2] ?? ''] ?? 1);
+}
+
 function runState(frame: Frame): Promise<string> {
   return frame
     .locator('.run-header .title-row .tag')
@@ -361,5 +368,33 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     });
     assert.ok(ink.length >= 6);
     await saveScreenshot(page, 'e2e-dashboard-5-restored');
+  });
+
+  it("Resume goes on with the run's history: earlier steps, best program and totals stay, elapsed time adds up", async () => {
+    const tileNote = (label: string): Promise<string> =>
+      frame
+        .locator('.tile', { has: frame.locator('.tile-label', { hasText: label }) })
+        .locator('.tile-note')
+        .first()
+        .innerText();
+    const stepBefore = Number(await tileValue(frame, 'step'));
+    const samplesBefore = await tileValue(frame, 'samples');
+    await clickButton(frame, 'Resume');
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'running', deadlineMs: 60_000, intervalMs: 500 });
+    // Before its first new step, the resumed run shows what its database holds (the charts do not go blank).
+    assert.ok(Number(await tileValue(frame, 'step')) >= stepBefore, 'the step tile did not restart');
+    assert.ok((await frame.locator('.best-code').first().innerText()).trim().length > 0, 'the best card keeps its program');
+    await waitFor(() => tileValue(frame, 'step'), {
+      what: 'a step after the resume',
+      until: (v) => Number(v) > stepBefore,
+      deadlineMs: 120_000,
+      intervalMs: 500,
+    });
+    assert.ok(compactNumber(await tileValue(frame, 'samples')) > compactNumber(samplesBefore), 'samples go on from the earlier ones');
+    assert.match(await tileNote('elapsed'), /this session .* · 2 sessions/);
+    for (const c of await canvasInk(frame)) assert.ok(c.inked > 500, `${c.label} blank after the resume`);
+    await saveScreenshot(page, 'e2e-dashboard-6-resumed');
+    await clickButton(frame, 'Stop');
+    await waitFor(() => runState(frame), { what: 'run state', until: (s) => s === 'finished', deadlineMs: 120_000, intervalMs: 500 });
   });
 });

@@ -92,9 +92,22 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
 
   it('scaffolds task.json and evaluate.py beside the file and opens them', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: New Task for This File');
+    // Asked which way is better: the program's own words ("as large as") put Maximize first, saying so.
+    const first = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
+    await first.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match((await first.textContent()) ?? '', /Maximize.*the program says "as large as"/);
+    await saveScreenshot(page, 'e2e-new-task-2-direction');
+    await page.keyboard.press('Enter');
+    // Then what the result measures.
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await page
+      .locator('.quick-input-widget .quick-input-title', { hasText: 'what does the result measure' })
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    await input.fill('the value');
+    await page.keyboard.press('Enter');
     await page.locator('.tabs-container .tab', { hasText: 'task.json' }).first().waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.tabs-container .tab', { hasText: 'evaluate.py' }).first().waitFor({ state: 'visible', timeout: 30_000 });
-    await saveScreenshot(page, 'e2e-new-task-2-scaffold');
+    await saveScreenshot(page, 'e2e-new-task-3-scaffold');
     const task = JSON.parse(readFileSync(join(workspace, 'task.json'), 'utf8')) as {
       initialProgram: string;
       direction: string;
@@ -103,6 +116,7 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
     assert.equal(task.initialProgram, 'value.py');
     assert.equal(task.direction, 'maximize');
     assert.match(task.metaInformation[0]?.text ?? '', /^Make the value as large as you can/);
+    assert.match(task.metaInformation[0]?.text ?? '', /The objective is the value; larger is better\./);
     assert.match(readFileSync(join(workspace, 'evaluate.py'), 'utf8'), /solution\.json/);
   });
 
@@ -112,17 +126,23 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
     const first = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
     await first.waitFor({ state: 'visible', timeout: 30_000 });
     assert.match((await first.textContent()) ?? '', /this file's task/);
-    await saveScreenshot(page, 'e2e-new-task-3-pick');
+    await saveScreenshot(page, 'e2e-new-task-4-pick');
     await page.keyboard.press('Enter');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1, 120_000);
     const done = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 180_000);
     assert.match(done, /best [\d.]+/);
-    await saveScreenshot(page, 'e2e-new-task-4-done');
+    await saveScreenshot(page, 'e2e-new-task-5-done');
   });
 
   it('applies the best program to the file', async () => {
     await openProgram(page, 'value.py');
     await runPaletteCommand(page, 'ThetaEvolve: Apply Program to File');
+    // A pick of the file's runs, never a silent choice: the best overall first.
+    const first = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
+    await first.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match((await first.textContent()) ?? '', /objective [\d.]+ · program \S+.*best overall/);
+    await saveScreenshot(page, 'e2e-new-task-6-apply-pick');
+    await page.keyboard.press('Enter');
     await page
       .locator('.notifications-toasts .notification-list-item-message', { hasText: 'applied' })
       .first()

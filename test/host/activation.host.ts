@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import { contributedConfiguration } from '../../src/engine/common/config';
+import { contributedSettings } from '../../src/engine/common/config';
 import { api, EXTENSION_ID } from './support';
 
 describe('activation', () => {
@@ -22,7 +22,7 @@ describe('activation', () => {
 
   it('reads every setting with the default of the settings table', () => {
     const config = vscode.workspace.getConfiguration('thetaevolve');
-    for (const [key, spec] of Object.entries(contributedConfiguration())) {
+    for (const [key, spec] of Object.entries(contributedSettings())) {
       const short = key.slice('thetaevolve.'.length);
       assert.deepEqual(config.inspect(short)?.defaultValue, spec.default, key);
     }

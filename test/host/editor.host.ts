@@ -3,7 +3,7 @@
 // validation and the task listing. They run inside a real VS Code
 // (code-server) on the workspace the host runner created.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
@@ -15,7 +15,8 @@ import { type ProgramDocumentSource, type ProgramLookup, programUri, registerPro
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
-import { EXTENSION_ID } from './support';
+import { api, EXTENSION_ID } from './support';
+import { waitFor } from '../support/waitFor';
 
 function extension(): vscode.Extension<unknown> {
   const ext = vscode.extensions.getExtension(EXTENSION_ID);
@@ -204,8 +205,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
 describe('editor: program documents and diffs', () => {
   const runId = `editor-test-${Date.now().toString(36)}`;
   const programs = new Map<string, ProgramDocumentSource>([
-    ['1v', { code: PYTHON, score: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
-    ['3k', { code: PYTHON.replace('return 1', 'return 2'), score: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
+    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
   ]);
   // Test data behind the real lookup interface: a run with two programs.
   const lookup: ProgramLookup = {
@@ -236,7 +237,7 @@ describe('editor: program documents and diffs', () => {
     assert.match(document.getText(), /program zz of run .* is not available/);
   });
 
-  it("Show Diff opens parent <-> child with a title naming step, rank and score; the ids are in the documents' paths", async () => {
+  it("Show Diff opens parent <-> child with a title naming step, rank and objective; the ids are in the documents' paths", async () => {
     await showProgramDiff(runId, '1v', '3k', 'py');
     const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
     assert.ok(tab?.input instanceof vscode.TabInputTextDiff, 'the active tab is not a diff');
@@ -246,7 +247,7 @@ describe('editor: program documents and diffs', () => {
     assert.equal(tab.input.modified.path.split('/')[2], '3k');
     // Programs are named by their step (and rank there when known); an unknown step falls back to the id.
     assert.equal(
-      programDiffTitle({ id: '1v', score: 0.95981 }, { id: '3k', score: 0.96123, step: 12 }, 'circle-packing'),
+      programDiffTitle({ id: '1v', objective: 0.95981 }, { id: '3k', objective: 0.96123, step: 12 }, 'circle-packing'),
       'circle-packing: 1v (0.9598) \u2194 step 12 (0.9612)',
     );
   });
@@ -384,7 +385,10 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
   });
 
   it('reads the User value of thetaevolve.endpoint (not machine-scoped, so a remote window applies it)', async () => {
-    assert.equal(extension().packageJSON.contributes.configuration.properties['thetaevolve.endpoint'].scope, undefined);
+    const categories = extension().packageJSON.contributes.configuration as { properties: Record<string, { scope?: string }> }[];
+    const endpoint = categories.map((c) => c.properties['thetaevolve.endpoint']).find((e) => e !== undefined);
+    assert.ok(endpoint, 'thetaevolve.endpoint is contributed');
+    assert.equal(endpoint.scope, undefined);
     await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
     const settings = readSettings();
     assert.equal(settings.endpoint, 'http://gpu-box:8000/v1');
@@ -432,12 +436,12 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
 describe('editor: task picker', () => {
   it('lists the bundled tasks with title, direction and description', async () => {
     const choices = await listBundledTaskChoices(extension().extensionPath);
-    const names = choices.map((c) => c.task?.name);
+    const names = choices.map((c) => c.summary?.name);
     assert.ok(names.includes('circle-packing'), JSON.stringify(names));
     for (const choice of choices) {
       assert.equal(choice.error, undefined, choice.error);
-      assert.ok(choice.task?.title && choice.task.description);
-      assert.ok(['maximize', 'minimize'].includes(choice.task.direction));
+      assert.ok(choice.summary?.title && choice.summary.description);
+      assert.ok(['maximize', 'minimize'].includes(choice.summary.direction));
     }
   });
 
@@ -446,6 +450,37 @@ describe('editor: task picker', () => {
     const broken = choices.find((c) => c.source === 'workspace' && c.taskFile.endsWith(join('my-task', 'task.json')));
     assert.ok(broken, JSON.stringify(choices.map((c) => c.taskFile)));
     assert.match(broken.error ?? '', /field \w+/);
+  });
+
+  it("Select Task with no program open opens a workspace copy of the bundled task's program, remembered for it; again, keeps the copy", async () => {
+    const select = async (): Promise<void> => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      let done = false;
+      const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.selectTask')).finally(() => (done = true));
+      // No file open: the bundled tasks head the list, circle-packing first.
+      await waitFor(
+        async () => {
+          if (done) return true;
+          await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+          return false;
+        },
+        { what: 'a task was picked', deadlineMs: 30_000 },
+      );
+      await command;
+    };
+    const copy = join(workspace, 'circle-packing', 'initial.py');
+    const bundled = join(extension().extensionPath, 'tasks', 'circle-packing', 'initial.py');
+    rmSync(join(workspace, 'circle-packing'), { recursive: true, force: true });
+    await select();
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, copy, 'the copy is open');
+    assert.equal(readFileSync(copy, 'utf8'), readFileSync(bundled, 'utf8'));
+    // Remembered for the copy: Start Run on it asks nothing.
+    assert.equal((await api()).rememberedTaskFor(vscode.Uri.file(copy)), join(extension().extensionPath, 'tasks', 'circle-packing'));
+    // The researcher's edits are theirs: a second Select Task opens the copy as it is.
+    writeFileSync(copy, `# my edit\n${readFileSync(bundled, 'utf8')}`);
+    await select();
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, copy);
+    assert.match(readFileSync(copy, 'utf8'), /^# my edit/);
   });
 
   it('uses the task remembered for a file without asking', async () => {

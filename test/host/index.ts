@@ -1,5 +1,5 @@
 // The in-host suite: runs inside a real VS Code extension host.
-// - code-server: the extension's test hook calls runAndReport() (see src/vscode/testHook.ts).
+// - code-server: the test-only runner extension (test/host/runner) calls runAndReport().
 // - desktop VS Code: @vscode/test-electron's extensionTestsPath calls run().
 import Mocha from 'mocha';
 import { skipReasons } from './support';

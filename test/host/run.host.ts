@@ -176,15 +176,22 @@ describe('runs (engine worker, commands, Runs view)', function () {
     await done;
   });
 
-  it('Toggle RL Trainer flips thetaevolve.trainer.enabled for the next run when none is in progress', async () => {
+  it('Toggle RL Trainer switches RL for the next run when none is in progress, without writing any settings file', async () => {
     assert.equal(theta.controller.active, undefined);
     const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-    const enabled = (): boolean | undefined => config().get<boolean>('trainer.enabled');
+    const enabled = (): boolean => theta.dashboard.model.snapshot().trainer.enabled;
     await config().update('trainer.url', 'http://127.0.0.1:9', vscode.ConfigurationTarget.Global);
     try {
-      const before = enabled() ?? false;
+      const before = enabled();
       await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
-      assert.equal(enabled(), !before);
+      assert.equal(enabled(), !before, 'the RL card shows the next run with RL switched');
+      assert.equal(theta.dashboard.model.snapshot().trainer.state, before ? 'off' : 'next_run');
+      // The choice belongs to the run, not to .vscode/settings.json (a file people commit) nor the user's settings.
+      const setting = config().inspect<boolean>('trainer.enabled');
+      assert.equal(setting?.workspaceValue, undefined, 'nothing written to the workspace settings');
+      assert.equal(setting?.globalValue, undefined, "nothing written to the user's settings");
+      const workspaceSettings = join(workspaceDir(), '.vscode', 'settings.json');
+      if (existsSync(workspaceSettings)) assert.doesNotMatch(readFileSync(workspaceSettings, 'utf8'), /trainer\.enabled/);
       await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
       assert.equal(enabled(), before);
     } finally {

@@ -15,19 +15,12 @@ import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import type { RunFailureNotice } from '../../src/vscode/runFailures';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
+import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, closed, type Controller, EXTENSION_ID, nextEvent, REPO_ROOT, workspaceDir } from './support';
-
-/** Stop the active run (if any) and wait until it closed. */
-async function stopRun(controller: Controller): Promise<TrackedRun | undefined> {
-  if (!controller.active) return undefined;
-  const done = closed(controller);
-  await vscode.commands.executeCommand('thetaevolve.stopRun');
-  return done;
-}
+import { api, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
 
 /** The lines strictly between the EVOLVE-BLOCK markers. */
 function blockOf(text: string): string {
@@ -46,22 +39,6 @@ function outsideOf(text: string): string {
   const region = regions[0] as { startLine: number; endLine: number };
   const lines = text.split(/\r?\n/);
   return [...lines.slice(0, region.startLine + 1), ...lines.slice(region.endLine)].join('\n');
-}
-
-/**
- * A copy of the quadratic fixture named `name` (its own task name, so run ids
- * of this suite never collide with each other's or with run.host.ts's), with
- * its task remembered for its program so Start Run does not ask.
- */
-async function taskCopy(theta: ThetaEvolveApi, name: string): Promise<{ dir: string; program: vscode.Uri }> {
-  const dir = join(workspaceDir(), name);
-  cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
-  const taskFile = join(dir, 'task.json');
-  const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
-  writeFileSync(taskFile, JSON.stringify({ ...task, name }, null, 2));
-  const program = vscode.Uri.file(join(dir, 'initial.py'));
-  await theta.rememberTaskFor(program, taskFile);
-  return { dir, program };
 }
 
 /** Revert the document of `uri` to its saved text (follow-best edits but does not save). */
@@ -527,7 +504,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(offers.length, 1, 'the failure is shown once');
         const offer = offers[0] as StartFailureOffer;
         assert.match(offer.message, /could not start: the inference endpoint is not ready/);
-        assert.deepEqual(offer.buttons, ['Open Settings', 'Run with the Offline Sampler']);
+        assert.deepEqual(offer.buttons, ['Open Settings', 'Retry', 'Run with the Offline Sampler']);
         const ofThisTask = async (): Promise<string[]> =>
           (await listRunFiles()).filter((f) => f.runId.startsWith('flows-offline-')).map((f) => f.runId);
         assert.deepEqual(await ofThisTask(), [], 'the failed start left no database');
@@ -548,6 +525,82 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(config().get('sampler'), 'llm', 'the setting stays as it was');
         await stopRun(theta.controller);
         assert.deepEqual(await ofThisTask(), [event.runId], 'one run of it, the restarted one');
+      } finally {
+        watching.dispose();
+      }
+    });
+  });
+
+  describe('Start Run on a file without an EVOLVE-BLOCK', () => {
+    it('offers Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        const file = join(workspaceDir(), 'no-block', 'plain.py');
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, 'import math\n\ndef f(x):\n    return x * 2\n\nprint(f(3))\n');
+        const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+        editor.selection = new vscode.Selection(2, 0, 3, 16);
+        await vscode.commands.executeCommand('thetaevolve.startRun', editor.document.uri);
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        const offer = offers.at(-1);
+        assert.ok(offer, 'the problem is shown');
+        assert.match(offer.message, /cannot evolve plain\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
+        assert.deepEqual(offer.buttons, ['Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
+        offer.choose('Mark Selection as EVOLVE-BLOCK');
+        const lines = await waitFor(() => editor.document.getText().split('\n'), {
+          what: 'the markers around the selected lines',
+          until: (l) => l.some((line) => line.includes('EVOLVE-BLOCK-START')),
+          deadlineMs: 20_000,
+        });
+        assert.deepEqual(lines.slice(2, 6), ['# EVOLVE-BLOCK-START', 'def f(x):', '    return x * 2', '# EVOLVE-BLOCK-END']);
+      } finally {
+        watching.dispose();
+        await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+      }
+    });
+  });
+
+  describe('a start with nothing listening at the endpoint (a typo, a server not started)', () => {
+    let program: vscode.Uri;
+    let model: TestServer | undefined;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-retry'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+      await model?.close();
+      await config().update('sampler', 'mutate', target);
+      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+    });
+
+    it('fails in seconds, not after thetaevolve.serverRetrySeconds (300 s), and Retry starts the run once a server listens there', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        const port = await freePort();
+        await config().update('endpoint', `http://127.0.0.1:${port}/v1`, vscode.ConfigurationTarget.Global);
+        await config().update('sampler', 'llm', target);
+        assert.equal(config().get('serverRetrySeconds'), 300, 'the default wait, which a refused connection does not sit through');
+        // This suite's 30 s test timeout is the bound: waiting the 300 s would fail it.
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        assert.equal(theta.controller.active, undefined, 'nothing runs');
+        const offer = offers.at(-1);
+        assert.ok(offer, 'the failure is shown');
+        assert.match(offer.message, new RegExp(`No server at http://127\\.0\\.0\\.1:${port}/v1 \\(connection refused\\)`));
+        assert.deepEqual(offer.buttons, ['Open Settings', 'Retry', 'Run with the Offline Sampler']);
+
+        model = await startTestServer({ port, latencyMs: 5 });
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the retried run to start');
+        const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a step of the retried run');
+        offer.choose('Retry');
+        const event = await started;
+        assert.ok(event.type === 'run_started');
+        assert.match(event.source.label, new RegExp(`127\\.0\\.0\\.1:${port}`), 'the model at that server answers');
+        await committed;
+        await stopRun(theta.controller);
       } finally {
         watching.dispose();
       }

@@ -3,4 +3,5 @@ import './activation.host';
 import './editor.host';
 import './run.host';
 import './runFlows.host';
+import './runTruth.host';
 import './slurm.host';

@@ -1,7 +1,8 @@
 // What the in-host suites share: the extension, its API, the test workspace,
 // and waiting for engine events and run ends.
 import assert from 'node:assert/strict';
-import { resolve } from 'node:path';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import type { EngineEvent } from '../../src/engine/common/events';
 import type { ThetaEvolveApi } from '../../src/extension';
@@ -66,4 +67,32 @@ export function skipBecause(context: Mocha.Context, reason: string): never {
   const suite = context.test?.parent;
   if (suite) skipReasons.set(suite, reason);
   context.skip();
+}
+
+/** Stop the active run (if any) and wait until it closed. */
+export async function stopRun(controller: Controller): Promise<TrackedRun | undefined> {
+  if (!controller.active) return undefined;
+  const done = closed(controller);
+  await vscode.commands.executeCommand('thetaevolve.stopRun');
+  return done;
+}
+
+/**
+ * A copy of the quadratic fixture named `name` (its own task name, so run ids
+ * of this suite never collide with each other's or with run.host.ts's), with
+ * its task remembered for its program so Start Run does not ask.
+ */
+export async function taskCopy(
+  theta: ThetaEvolveApi,
+  name: string,
+  overrides: Record<string, unknown> = {},
+): Promise<{ dir: string; program: vscode.Uri }> {
+  const dir = join(workspaceDir(), name);
+  cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
+  const taskFile = join(dir, 'task.json');
+  const task = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
+  writeFileSync(taskFile, JSON.stringify({ ...task, ...overrides, name }, null, 2));
+  const program = vscode.Uri.file(join(dir, 'initial.py'));
+  await theta.rememberTaskFor(program, taskFile);
+  return { dir, program };
 }

@@ -116,6 +116,8 @@ export interface ChatRequestRecord {
   authorization: string | null;
   fault: ScriptStep;
   extraFields: string[];
+  /** The text of the last user message (what the prompt asked). */
+  userText: string;
 }
 
 export interface TestServer {
@@ -487,6 +489,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         authorization: req.headers.authorization ?? null,
         fault,
         extraFields: Object.keys(json as object).filter((k) => !KNOWN_FIELDS.has(k)),
+        userText: textOf([...body.messages].reverse().find((m) => m.role === 'user')?.content ?? null),
       });
     }
     if (tooLong) {

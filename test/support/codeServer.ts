@@ -41,6 +41,8 @@ export interface CodeServerOptions {
   port?: number;
   /** Install the packaged extension (default true). */
   installExtension?: boolean;
+  /** More .vsix files to install beside it (the in-host test runner). */
+  extraExtensions?: string[];
   /** Where user data and extensions live (default: a fresh temp dir). */
   stateDir?: string;
 }
@@ -83,6 +85,7 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
   };
   writeFileSync(join(userDataDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
   if (options.installExtension !== false) installExtension(extensionsDir, userDataDir);
+  for (const vsix of options.extraExtensions ?? []) installExtension(extensionsDir, userDataDir, vsix);
 
   const port = options.port ?? (await freePort());
   const args = [

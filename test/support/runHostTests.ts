@@ -1,8 +1,10 @@
 // npm run test:host: runs the in-host suite (test/host) inside a real VS Code
-// (code-server) through the extension's environment-gated test hook, and
-// fails if the extension never activates or any in-host test fails.
+// (code-server) beside the packaged extension, through a test-only runner
+// extension (test/host/runner, packaged here; the shipped extension has no
+// test hook), and fails if it never reports or any in-host test fails.
 // Needs `npm run build && npm run package` first (npm test does both).
 // THETAEVOLVE_HOST_GREP=<pattern> runs only the tests whose full title matches.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,17 +17,32 @@ interface Report {
   tests: { title: string; state: string; error?: string; durationMs?: number }[];
 }
 
+/** The runner extension (built by npm run build into out/test/runner) as a .vsix in `dir`. */
+function packageRunner(dir: string): string {
+  const folder = join(REPO_ROOT, 'out', 'test', 'runner');
+  if (!existsSync(join(folder, 'runner.js'))) throw new Error(`${folder} is missing: run \`npm run build\` first`);
+  const vsix = join(dir, 'host-test-runner.vsix');
+  // A test-only package: no licence, repository or README to check.
+  const vsce = join(REPO_ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
+  const args = [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', vsix];
+  const result = spawnSync(process.execPath, args, { cwd: folder, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`packaging the in-host test runner failed: ${result.stderr || result.stdout}`);
+  return vsix;
+}
+
 async function main(): Promise<number> {
   const bundle = join(REPO_ROOT, 'out', 'test', 'host.js');
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` first`);
   const scratch = mkdtempSync(join(tmpdir(), 'thetaevolve-host-tests-'));
+  const runner = packageRunner(scratch);
   const workspace = join(scratch, 'workspace');
   mkdirSync(join(workspace, 'my-task'), { recursive: true });
-  // A workspace holding a task file activates the extension (workspaceContains).
+  // A malformed task folder in the workspace: the task picker tests list it with its error.
   writeFileSync(join(workspace, 'my-task', 'task.json'), '{}\n');
   const resultsFile = join(scratch, 'results.json');
   const server = await startCodeServer({
     workspace,
+    extraExtensions: [runner],
     env: { THETAEVOLVE_HOST_TESTS: bundle, THETAEVOLVE_HOST_TEST_RESULTS: resultsFile, THETAEVOLVE_TEST_WORKSPACE: workspace },
   });
   const browser = await launchBrowser();

@@ -19,6 +19,7 @@ void (async () => {
     partition: '',
     account: '',
     sbatchArguments: [],
+    exportVariables: [],
     setupCommands: [],
     nodeCommand: process.execPath,
     maxJobs: 16,

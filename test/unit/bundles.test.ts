@@ -2,8 +2,9 @@
 // CLI runs as `node dist/cli.js` and as an executable, with the contract's exit codes.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '../..');
 const CLI = join(ROOT, 'dist', 'cli.js');
@@ -41,7 +42,7 @@ describe('built bundles', () => {
     const worker = readFileSync(join(ROOT, 'dist', 'engineWorker.js'), 'utf8');
     // Markers each module carries: the SDK's client class, the sandbox's bwrap argument list, sql.js's wasm loader.
     for (const [what, marker] of [
-      ['the openai SDK', 'OpenAI = class'],
+      ['the openai SDK', 'OpenAI-Beta'],
       ['the sandbox', '--unshare-all'],
       ['sql.js', 'sql-wasm.wasm'],
     ] as const) {
@@ -57,5 +58,40 @@ describe('built bundles', () => {
     const lines = r.stdout.trim().split('\n');
     assert.equal(lines.length, 1, r.stdout);
     assert.equal((JSON.parse(lines[0] as string) as { status: string }).status, 'ok');
+  });
+
+  it('loads little at activation: dist/extension.js is minified and at most 600 KB (zod without its other locales)', () => {
+    const size = statSync(join(ROOT, 'dist', 'extension.js')).size;
+    assert.ok(size <= 600 * 1024, `dist/extension.js is ${(size / 1024).toFixed(0)} KB`);
+  });
+
+  it('ships no test hook: no bundle in dist/ reads the in-host test variables', () => {
+    for (const file of ['extension.js', 'engineWorker.js', 'cli.js']) {
+      assert.ok(!readFileSync(join(ROOT, 'dist', file), 'utf8').includes('THETAEVOLVE_HOST_TESTS'), `dist/${file} holds a test hook`);
+    }
+  });
+
+  it('packages with vsce as the Marketplace takes it (no skip flags): LICENSE, changelog, absolute README links, no source maps, at most 2.4 MB', function () {
+    this.timeout(120_000);
+    const out = join(tempDir('thetaevolve-vsix-'), 'thetaevolve.vsix');
+    const vsce = join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
+    const packed = spawnSync(process.execPath, [vsce, 'package', '--no-dependencies', '--out', out], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(packed.status, 0, packed.stderr || packed.stdout);
+    const size = statSync(out).size;
+    assert.ok(size <= 2.4 * 1024 * 1024, `the .vsix is ${(size / 1024 / 1024).toFixed(2)} MB`);
+    const listed = spawnSync('unzip', ['-Z1', out], { encoding: 'utf8' });
+    assert.equal(listed.status, 0, listed.stderr);
+    const files = listed.stdout.trim().split('\n');
+    for (const file of ['extension/LICENSE.txt', 'extension/changelog.md', 'extension/readme.md', 'extension/dist/extension.js']) {
+      assert.ok(files.includes(file), `${file} is not in the package: ${files.join(', ')}`);
+    }
+    assert.deepEqual(
+      files.filter((f) => f.endsWith('.map')),
+      [],
+      'no source maps',
+    );
+    const readme = spawnSync('unzip', ['-p', out, 'extension/readme.md'], { encoding: 'utf8' }).stdout;
+    const relative = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map((m) => m[1] ?? '').filter((url) => !/^https:\/\//.test(url));
+    assert.deepEqual(relative, [], 'every README link works on the Marketplace page');
   });
 });

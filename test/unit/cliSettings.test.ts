@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
 import { RUN_SPEC } from '../../src/cli/commands';
-import { settingsFromArgs, stripJsonComments, withFlagNames } from '../../src/cli/settingsSources';
+import { settingsFromArgs, parseJsonc, withFlagNames } from '../../src/cli/settingsSources';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
@@ -50,7 +50,12 @@ describe('CLI settings: --config, --set, flags', () => {
     assert.equal(s.endpoint, 'http://gpu:8000/v1', 'a URL with // survives comment stripping');
     assert.equal(s.maxTokens, 4096, '--set over --config');
     assert.equal(s.samplesPerPrompt, 7, 'the flag over --set');
-    assert.equal(stripJsonComments('{"a": "x // y", /* z */ "b": [1,],}'), '{"a": "x // y",  "b": [1]}');
+    assert.deepEqual(parseJsonc('{"a": "x // y", /* z */ "b": [1,], "c": "print([1,2,])",}'), {
+      a: 'x // y',
+      b: [1],
+      c: 'print([1,2,])',
+    });
+    assert.throws(() => parseJsonc('{"a": 1\n  "b": 2}'), /CommaExpected at line 2, column 3/);
   });
 
   it('refuses a bad key or value with one line naming the key and exit code 2', async () => {

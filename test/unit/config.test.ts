@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contributedConfiguration, defaultSettings, parseSettings } from '../../src/engine/common/config';
+import { contributedConfiguration, contributedSettings, defaultSettings, parseSettings, SETTINGS } from '../../src/engine/common/config';
 
 describe('settings', () => {
-  it('package.json contributes exactly the settings of the settings table', () => {
+  it('package.json contributes exactly the settings of the settings table, in titled categories (npx tsx scripts/sync-settings.ts)', () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8'));
-    assert.deepEqual(manifest.contributes.configuration.properties, contributedConfiguration());
+    assert.deepEqual(manifest.contributes.configuration, contributedConfiguration());
+    const categories = contributedConfiguration();
+    assert.ok(categories.length >= 6 && categories.every((c) => c.title && Object.keys(c.properties).length > 0));
+    const all = Object.values(contributedSettings());
+    assert.equal(all.length, SETTINGS.length, 'each setting in one category');
+    for (const entry of all) {
+      assert.equal(typeof entry.markdownDescription, 'string');
+      assert.equal(typeof entry.order, 'number');
+    }
   });
 
   it('defaults match the paper', () => {

@@ -212,7 +212,6 @@ describe('dashboard data: bucketing long runs', () => {
     const scores = Array.from({ length: 10 }, (_, i) => 1 + i / 10);
     for (let s = 1; s <= 1000; s++) {
       model.addStep(stepFrom(s, scores));
-      model.addValidScores(scores);
     }
     const snap = model.snapshot();
     const elapsed = performance.now() - started;
@@ -324,7 +323,6 @@ describe('dashboard data: the model', () => {
     assert.equal(msg.summary.bestEver, 2);
     assert.equal(msg.summary.meanExact, false);
     assert.equal(msg.point.best, 2);
-    model.addValidScores([0.5, 0.25, -0.2]);
     const db: DashboardDatabaseInput = {
       lastStep: 1,
       programs: 2,
@@ -342,11 +340,9 @@ describe('dashboard data: the model', () => {
       archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
       migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
     };
-    const evaluated = model.setDatabase(db) as Extract<HostMessage, { type: 'database' }>;
-    assert.match(evaluated.database.histogram?.label ?? '', /evaluated in this run \(2\)/);
-    assert.deepEqual([evaluated.database.histogram?.min, evaluated.database.histogram?.max], [2, 4]);
-    const inDb = model.setDatabase(db, [0.5, -0.1]) as Extract<HostMessage, { type: 'database' }>;
-    assert.match(inDb.database.histogram?.label ?? '', /in the database \(1\)/);
+    const inDb = model.setDatabase(db, [0.5, 0.25, -0.1]) as Extract<HostMessage, { type: 'database' }>;
+    assert.match(inDb.database.histogram?.label ?? '', /valid programs in the database \(2\)/);
+    assert.deepEqual([inDb.database.histogram?.min, inDb.database.histogram?.max], [2, 4]);
     const best = model.setBest({ id: 'a', step: 1, score: 0.5, objective: null, lineageDepth: 3, parentId: null }) as Extract<
       HostMessage,
       { type: 'best' }
@@ -414,10 +410,17 @@ describe('dashboard data: the RL card', () => {
     assert.equal(failing.state, 'error');
     assert.match(failing.message, /HTTP 503; retrying/);
     assert.equal(trainerView({ ...base, connected: false }).state, 'connecting');
-    // A refused toggle (no token ids) stays off and says why.
+    // A refused toggle (no token ids) stays off and says why; the pill and the text agree (off, not error).
     const refused = trainerView({ ...base, enabled: false, connected: false, lastError: 'needs token ids' });
-    assert.equal(refused.state, 'error');
+    assert.equal(refused.state, 'off');
     assert.equal(refused.enabled, false);
+    assert.match(refused.message, /^Off: .*needs token ids/);
+    // Unticked after a trainer that never answered: off, not error.
+    assert.equal(trainerView({ ...base, enabled: false, connected: false, lastError: 'timed out' }).state, 'off');
+    // A run without a URL, RL off: the text does not say it is on.
+    const noUrl = trainerView({ ...base, url: '', enabled: false, lastError: 'the RL trainer is on but thetaevolve.trainer.url is empty' });
+    assert.equal(noUrl.state, 'off');
+    assert.doesNotMatch(noUrl.message, /is on/);
   });
 
   it('without a run, shows what the settings do to the next one', () => {

@@ -164,6 +164,83 @@ describe('dashboard numbers match `run --json` for the same run', function () {
   });
 });
 
+describe('dashboard: a resumed run is the same run, live and after a reload', function () {
+  this.timeout(180_000);
+
+  it('after a resume the earlier steps, best and totals stay; the live numbers equal the database replay, elapsed time across both sessions', async () => {
+    const scratch = tempDir('thetaevolve-dashboard-resume-');
+    const dbFile = join(scratch, 'resumed.sqlite');
+    const host = new EngineHost({ workerFile: join(ROOT, 'src/worker/engineWorker.ts'), execArgv: ['--require', 'tsx/cjs'] });
+    const live = new DashboardModel();
+    const replayed = new DashboardModel();
+    const queryErrors: string[] = [];
+    const feed = new DashboardFeed(
+      modelSink(live),
+      (q) => host.query(q),
+      (what, message) => queryErrors.push(`${what}: ${message}`),
+    );
+    let firstResumedStep: ReturnType<DashboardModel['snapshot']> | null = null;
+    let sessionOneElapsed = 0;
+    host.on('event', (_id, event) => {
+      feed.handle(event, dbFile);
+      if (event.type === 'step_committed' && event.step === 2) sessionOneElapsed = event.elapsedMs;
+      // What the page holds once the resumed run's first step is in (its history read first).
+      if (event.type === 'step_committed' && event.step === 3) void feed.settled().then(() => (firstResumedStep = live.snapshot()));
+    });
+    const session = async (maxSteps: number, resume: boolean): Promise<void> => {
+      const closed = new Promise<void>((done, fail) => {
+        const offClosed = host.on('runClosed', () => {
+          offClosed();
+          done();
+        });
+        host.on('startFailed', (_id, message) => fail(new Error(message)));
+      });
+      const settings = { ...defaultSettings(), sampler: 'mutate' as const, batchSize: 2, samplesPerPrompt: 2, seed: 3, maxSteps };
+      host.start({ runId: 'resumed', dbFile, taskDir: TASK_DIR, startCode: null, startPath: null, settings, apiKey: null, resume });
+      await closed;
+      await feed.settled();
+    };
+    try {
+      await session(2, false);
+      const before = live.snapshot();
+      await session(4, true);
+      assert.ok(await replayRunFromDisk(modelSink(replayed), (q) => host.query(q), { runId: 'resumed', dbFile }));
+      assert.deepEqual(queryErrors, []);
+      assert.ok(firstResumedStep, 'the resumed run committed step 3');
+      const first = firstResumedStep as ReturnType<DashboardModel['snapshot']>;
+      assert.deepEqual(
+        first.series.points.map((p) => p.step),
+        [1, 2, 3],
+        'the steps before the resume stay on the charts',
+      );
+      assert.ok(first.best, 'the best card keeps the best program');
+      assert.equal(first.summary.samples, before.summary.samples + (first.series.points.at(-1)?.samples ?? 0));
+      assert.ok(first.summary.elapsedMs > sessionOneElapsed, 'elapsed time goes on from the first session');
+
+      const now = live.snapshot();
+      const again = replayed.snapshot();
+      const numbers = (s: ReturnType<DashboardModel['snapshot']>): unknown => ({
+        steps: s.series.points.map((p) => [p.step, p.best, p.bestSoFar, p.mean, p.samples, p.valid, p.completionTokens, p.totalMs]),
+        lastStep: s.summary.lastStep,
+        bestEver: s.summary.bestEver,
+        samples: s.summary.samples,
+        completionTokens: s.summary.completionTokens,
+        elapsedMs: s.summary.elapsedMs,
+        histogram: s.database?.histogram,
+        best: s.best?.id,
+      });
+      assert.deepEqual(numbers(now), numbers(again), 'live after a resume and replayed after a reload, the same numbers');
+      assert.equal(now.summary.lastStep, 4);
+      assert.equal(now.summary.session?.count, 2, 'the run says it has two sessions');
+      assert.ok((now.summary.session?.elapsedMs ?? Infinity) < now.summary.elapsedMs, "the latest session's time is part of the run's");
+      assert.equal(before.summary.session, undefined, 'a run of one session says nothing of sessions');
+      assert.match(now.database?.histogram?.label ?? '', /valid programs in the database/);
+    } finally {
+      await host.dispose();
+    }
+  });
+});
+
 describe("dashboard: the best program's code as the page gets it", () => {
   it('is the EVOLVE-BLOCK content as plain text: control characters removed, newlines and tabs kept, cut when long', () => {
     const program = [

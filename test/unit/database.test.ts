@@ -503,7 +503,7 @@ describe('program database', () => {
       assert.ok(back);
       const { createdAt, ...rest } = back;
       assert.ok(createdAt > 0);
-      assert.deepEqual(rest, { ...program, id: '0', island: 0, migrantOf: null });
+      assert.deepEqual(rest, { ...program, id: '0', island: 0, migrantOf: null, origin: 'initial', note: null });
       await db.close();
 
       const SQL = await loadSqlJs();

@@ -338,6 +338,13 @@ describe('endpoint pool against two real test servers', function () {
       const none = pool([`http://127.0.0.1:${portB}/v1`, `http://127.0.0.1:${await deadPort()}/v1`], { retrySeconds: 60 });
       await assert.rejects(none.check(), /No server of thetaevolve\.endpoint answers: /);
       none.dispose();
+      // With unreachableFailsFast, none listening at all is an error at once too, whatever the window.
+      const away = pool([`http://127.0.0.1:${await deadPort()}/v1`, `http://127.0.0.1:${await deadPort()}/v1`], { retrySeconds: 600 });
+      await assert.rejects(
+        away.check(undefined, { waitForServer: true, unreachableFailsFast: true }),
+        /^Error: No server of thetaevolve\.endpoint answers: No server at .*connection refused/,
+      );
+      away.dispose();
     } finally {
       source.dispose();
       await restarted?.close();

@@ -7,6 +7,7 @@ import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parseSettings } from '../../src/engine/common/config';
+import { reasonOneLine } from '../../src/engine/common/evaluationReason';
 import type { EngineEvent, EvaluationFinishedEvent } from '../../src/engine/common/events';
 import { EvaluationOutputWriter, listEvaluationOutputs, readEvaluationOutput, readStepOutputs } from '../../src/engine/evaluationOutputs';
 import { EvolutionRun } from '../../src/engine/loop';
@@ -80,6 +81,10 @@ describe('evaluation outputs kept beside the database', function () {
     }
     const listed = await listEvaluationOutputs(dbFile);
     assert.equal(listed.length, children.length + 1, 'one listed per failed evaluation');
+    // One line per listed output (Open Evaluation Output's rows): the headline and the error line, not the marker.
+    const row = reasonOneLine(listed.find((o) => o.jobKey === 'initial')?.reason ?? '');
+    assert.match(row, /exited with code 1.*: ZeroDivisionError: the end of the traceback$/);
+    assert.doesNotMatch(row, /ends with/);
     assert.deepEqual([...new Set(listed.map((o) => o.step))], [2, 1, 0], 'newest step first');
     assert.ok(listed.every((o) => o.bytes > 0));
   });

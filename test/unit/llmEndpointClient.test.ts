@@ -11,6 +11,7 @@ import {
   type EndpointOptions,
 } from '../../src/engine/llm/endpointClient';
 import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/common/types';
+import { ServerUnreachableError } from '../../src/engine/llm/serverProbe';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 
@@ -707,6 +708,30 @@ describe('EndpointClient against the test server', function () {
       assert.equal(client.model, 'test-model');
       assert.deepEqual(statuses, [true, false]);
       assert.ok(server.counters.loadingRejections >= 1);
+    });
+
+    it('with unreachableFailsFast, says at once that nothing listens (no wait of serverRetrySeconds), yet waits for a loading server', async () => {
+      const port = await closedPort();
+      const away = clientFor({ baseURL: `http://127.0.0.1:${port}/v1`, retrySeconds: 600 });
+      const statuses: boolean[] = [];
+      away.addStatusListener((status) => statuses.push(status.waiting));
+      // Were it waited for, the 600 s window would outlast the test's timeout.
+      const refused = await away.check(undefined, { waitForServer: true, unreachableFailsFast: true }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      assert.ok(refused instanceof ServerUnreachableError, String(refused));
+      assert.match(refused.message, /^No server at http:\/\/127\.0\.0\.1:\d+\/v1 \(connection refused\): start `vllm serve MODEL`/);
+      assert.deepEqual(statuses, [], 'no waiting was announced');
+
+      await start({ loading: true });
+      const loading = clientFor({ retrySeconds: 30 });
+      loading.addStatusListener((status) => {
+        if (status.waiting) server.setLoading(false);
+      });
+      await loading.check(undefined, { waitForServer: true, unreachableFailsFast: true });
+      assert.equal(loading.model, 'test-model');
+      assert.ok(server.counters.loadingRejections >= 1, 'a server that answers 503 while loading is waited for');
     });
 
     it('gives up on a server that stays away after serverRetrySeconds, naming the setting', async () => {

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commentSyntaxFromLanguageConfiguration, markEvolveBlock } from '../../src/engine/evolveBlockMarkers';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
-import { draftTask } from '../../src/engine/task/scaffold';
+import { draftTask, inferDirection } from '../../src/engine/task/scaffold';
 import { loadTask } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/common/types';
 import { tempDir } from '../support/tempDirs';
@@ -128,6 +128,28 @@ describe('New Task for This File: the drafted task', function () {
       draftTask({ programFile: 'product.py', code: program, taken: (n) => existsSync(join(dir, n)) }).evaluatorFile,
       'evaluate_product.py',
     );
+  });
+
+  it('reads the direction from the program\'s own words ("Minimise", "as small as"), else maximize with no evidence; the objective goes into the prompt', () => {
+    const cases: [string, string, string | null][] = [
+      ['"""Minimise the maximum autocorrelation of a step function."""\n', 'minimize', 'Minimise'],
+      ['# Make the energy as small as you can.\n# (Larger would be wrong.)\n', 'minimize', 'as small as'],
+      ['"""Find a large value; we maximize the product."""\n', 'maximize', 'maximize'],
+      ['"""Pack circles."""\n', 'maximize', null],
+      ['x = 1  # minimize nothing here: not the leading text\n', 'maximize', null],
+    ];
+    for (const [code, direction, evidence] of cases) assert.deepEqual(inferDirection(code), { direction, evidence }, code);
+    const program = '"""Minimise the energy."""\n# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n';
+    const inferred = JSON.parse(draftTask({ programFile: 'e.py', code: program }).taskJson) as { direction: string };
+    assert.equal(inferred.direction, 'minimize', 'the draft follows the docstring');
+    const told = JSON.parse(
+      draftTask({ programFile: 'e.py', code: program, direction: 'maximize', objective: 'the energy gap' }).taskJson,
+    ) as {
+      direction: string;
+      metaInformation: { text: string }[];
+    };
+    assert.equal(told.direction, 'maximize', 'what the person chose wins');
+    assert.match(told.metaInformation[0]?.text ?? '', /The objective is the energy gap; larger is better\./);
   });
 
   it('a JavaScript file: node runs the program and the template evaluator', async () => {

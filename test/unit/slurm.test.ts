@@ -129,6 +129,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       maxJobs: 16,
       pollSeconds: 0.2,
       maxResubmits: 2,
+      exportVariables: [],
       env: cluster.env,
       ...extra,
     };
@@ -468,22 +469,32 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     );
   });
 
-  for (const exportMode of ['default (--export=NONE)', '--export=ALL in slurm.sbatchArguments']) {
-    it(`keeps the API key out of every job environment and of slurmctld and slurmd spool files: ${exportMode}`, async () => {
+  for (const exportMode of ['default (sbatch --export=ALL, a scrubbed environment)', '--export=NONE in slurm.sbatchArguments']) {
+    it(`keeps the API key out of every job environment and of slurmctld and slurmd spool files, passing only the named variables: ${exportMode}`, async () => {
       const saved = process.env.OPENAI_API_KEY;
       process.env.OPENAI_API_KEY = SECRET;
       try {
+        const named = { THETAEVOLVE_TEST_EXPORTED: 'named-in-slurm.exportVariables' };
         const { options: extra, reached } = queueReaches(
-          { env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET } },
+          { env: { ...process.env, ...cluster.env, OPENAI_API_KEY: SECRET, ANOTHER_TOKEN: SECRET, ...named } },
           (running) => running === 2,
         );
-        const sbatchArguments = exportMode.startsWith('--export=ALL') ? ['--export=ALL'] : [];
-        const evaluator = await start(`no-secrets-${sbatchArguments.length}`, { ...extra, sbatchArguments, runtimeLimitSec: 60 });
+        const sbatchArguments = exportMode.startsWith('--export=NONE') ? ['--export=NONE'] : [];
+        const evaluator = await start(`no-secrets-${sbatchArguments.length}`, {
+          ...extra,
+          sbatchArguments,
+          exportVariables: Object.keys(named),
+          runtimeLimitSec: 60,
+        });
         const controller = new AbortController();
         const results = Promise.all([1, 2].map((v) => evaluator.evaluate(sleeper(50, v), { signal: controller.signal })));
         await reached;
         const environments = await jobEnvironments(evaluator.jobName, 2);
         for (const environ of environments) assert.ok(!environ.includes(SECRET), 'the API key reached a job');
+        // With sbatch's default the named variable goes along; with the login environment it does not.
+        if (sbatchArguments.length === 0)
+          for (const environ of environments)
+            assert.ok(environ.includes('THETAEVOLVE_TEST_EXPORTED=named-in-slurm.exportVariables'), 'the named variable is missing');
         for (const dir of [...cluster.spoolDirs, evaluator.stagingRoot])
           assert.deepEqual(await filesContaining(dir, SECRET), [], `the API key is on disk under ${dir}`);
         controller.abort();

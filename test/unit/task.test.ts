@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
+import { getLanguageService, TextDocument } from 'vscode-json-languageservice';
 import { taskJsonSchema, taskJsonSchemaText } from '../../src/engine/task/schema';
 import { evolveBlockProblem, fillTemplate, listBundledTasks, loadTask, placeholdersOf, TaskError } from '../../src/engine/task/task';
 import { tempDir } from '../support/tempDirs';
@@ -294,5 +295,39 @@ describe('bundled tasks', () => {
       contributes: { jsonValidation: { fileMatch: string; url: string }[] };
     };
     assert.deepEqual(pkg.contributes.jsonValidation, [{ fileMatch: '**/task.json', url: './media/task.schema.json' }]);
+  });
+
+  it("VS Code's JSON service flags a mistake in our task.json and leaves another tool's task.json (Azure Pipelines) alone", async () => {
+    const schemaUri = 'file:///thetaevolve/media/task.schema.json';
+    const service = getLanguageService({
+      schemaRequestService: async (uri) => {
+        if (uri !== schemaUri) throw new Error(`no schema at ${uri}`);
+        return readFileSync(join(REPO, 'media/task.schema.json'), 'utf8');
+      },
+    });
+    // As package.json's jsonValidation associates it.
+    service.configure({ validate: true, schemas: [{ uri: schemaUri, fileMatch: ['**/task.json'] }] });
+    const problems = async (text: string): Promise<string[]> => {
+      const document = TextDocument.create('file:///work/some/task.json', 'json', 1, text);
+      return (await service.doValidation(document, service.parseJSONDocument(document))).map((d) =>
+        typeof d.message === 'string' ? d.message : d.message.value,
+      );
+    };
+    const ours = JSON.parse(readFileSync(join(REPO, 'tasks/circle-packing/task.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(await problems(JSON.stringify(ours)), []);
+    assert.ok((await problems(JSON.stringify({ ...ours, direction: 'up' }))).some((m) => /maximize/.test(m)));
+    const azurePipelinesTask = {
+      id: '8d8eebd8-2b94-4c97-85af-839254cc6da4',
+      name: 'HelloWorld',
+      friendlyName: 'Hello world',
+      description: 'Says hello',
+      category: 'Utility',
+      author: 'someone',
+      version: { Major: 0, Minor: 1, Patch: 0 },
+      instanceNameFormat: 'Echo $(samplestring)',
+      inputs: [{ name: 'samplestring', type: 'string', label: 'Sample String', required: true }],
+      execution: { Node16: { target: 'index.js' } },
+    };
+    assert.deepEqual(await problems(JSON.stringify(azurePipelinesTask)), []);
   });
 });

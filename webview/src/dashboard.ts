@@ -191,6 +191,8 @@ function renderSummary(s: SummaryView): void {
   tiles.samples.value.textContent = formatCompact(s.samples);
   tiles.tokens.value.textContent = formatCompact(s.completionTokens);
   tiles.elapsed.value.textContent = s.elapsedMs > 0 ? formatDuration(s.elapsedMs) : '–';
+  // Samples, tokens and elapsed time are the whole run's; a resumed run says what its latest session took.
+  tiles.elapsed.note.textContent = s.session ? `this session ${formatDuration(s.session.elapsedMs)} · ${s.session.count} sessions` : '';
 }
 
 function renderDatabase(db: DatabaseView | null): void {

@@ -193,6 +193,14 @@ export const SETTINGS = [
     description: 'More sbatch options for every evaluation job, separated by spaces (quotes group words), e.g. `--mem=8G --qos=short`.',
   },
   {
+    key: 'slurm.exportVariables',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description:
+      "Names of environment variables, separated by spaces, that evaluation jobs get besides PATH, HOME, LANG and SLURM's own, e.g. `PYTHONPATH CUDA_HOME`. Nothing else of ThetaEvolve's environment reaches a job: never an API key.",
+  },
+  {
     key: 'slurm.setupCommands',
     type: 'string',
     default: '',
@@ -484,19 +492,66 @@ export function defaultSettings(): Settings {
   return SettingsSchema.parse({});
 }
 
-/** The `contributes.configuration.properties` package.json must hold (checked by a unit test). */
-export function contributedConfiguration(): Record<string, Record<string, unknown>> {
-  return Object.fromEntries(
-    SETTINGS.map((s: SettingSpec) => {
-      const entry: Record<string, unknown> = { type: s.type, default: s.default, description: s.description };
-      if (s.enum) entry.enum = [...s.enum];
-      if (s.enumDescriptions) entry.enumDescriptions = [...s.enumDescriptions];
-      if (s.minimum !== undefined) entry.minimum = s.minimum;
-      if (s.maximum !== undefined) entry.maximum = s.maximum;
-      if (s.scope) entry.scope = s.scope;
-      return [`thetaevolve.${s.key}`, entry];
-    }),
-  );
+/**
+ * The Settings editor's categories, in order: a dotted key goes by its first
+ * part, an undotted one by the list here, anything else under "Run".
+ */
+const SETTING_CATEGORIES: readonly { title: string; prefix?: string; keys?: readonly string[] }[] = [
+  {
+    title: 'Inference server',
+    keys: [
+      'endpoint',
+      'model',
+      'sampler',
+      'temperature',
+      'topP',
+      'maxTokens',
+      'maxRequestsInFlight',
+      'useNParameter',
+      'requestTimeoutSeconds',
+      'maxRetries',
+      'serverRetrySeconds',
+    ],
+  },
+  { title: 'Run' },
+  { title: 'Evaluation and sandbox', prefix: 'sandbox', keys: ['evaluationConcurrency', 'evaluation.backend'] },
+  { title: 'SLURM', prefix: 'slurm' },
+  { title: 'Program database', prefix: 'database' },
+  { title: 'Reward shaping', prefix: 'rewardShaping' },
+  { title: 'RL trainer', prefix: 'trainer' },
+];
+
+function categoryOf(key: string): string {
+  const named = SETTING_CATEGORIES.find((c) => c.keys?.includes(key) || (c.prefix !== undefined && key.startsWith(`${c.prefix}.`)));
+  return named?.title ?? 'Run';
+}
+
+/** One setting as package.json contributes it (descriptions are Markdown: they quote values in backticks). */
+function contributedSetting(s: SettingSpec, order: number): Record<string, unknown> {
+  const entry: Record<string, unknown> = { type: s.type, default: s.default, markdownDescription: s.description, order };
+  if (s.enum) entry.enum = [...s.enum];
+  if (s.enumDescriptions) entry.enumDescriptions = [...s.enumDescriptions];
+  if (s.minimum !== undefined) entry.minimum = s.minimum;
+  if (s.maximum !== undefined) entry.maximum = s.maximum;
+  if (s.scope) entry.scope = s.scope;
+  return entry;
+}
+
+/** `contributes.configuration` as package.json must hold it (checked by a unit test): titled categories, each setting in table order. */
+export function contributedConfiguration(): { title: string; order: number; properties: Record<string, Record<string, unknown>> }[] {
+  return SETTING_CATEGORIES.map((category, index) => {
+    const members = SETTINGS.filter((s: SettingSpec) => categoryOf(s.key) === category.title);
+    return {
+      title: category.title,
+      order: index,
+      properties: Object.fromEntries(members.map((s: SettingSpec, order) => [`thetaevolve.${s.key}`, contributedSetting(s, order)])),
+    };
+  });
+}
+
+/** Every contributed setting by its full name (thetaevolve.KEY), whatever its category. */
+export function contributedSettings(): Record<string, Record<string, unknown>> {
+  return Object.assign({}, ...contributedConfiguration().map((c) => c.properties)) as Record<string, Record<string, unknown>>;
 }
 
 /**

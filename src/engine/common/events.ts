@@ -58,6 +58,12 @@ export const StepStatisticsSchema = z.object({
   latencyMsP95: finite.nullable().optional(),
   /** Time since the run (this invocation) started, when the step was recorded. */
   elapsedMs: finite.min(0).optional(),
+  /**
+   * When this invocation of the run started (ms since the epoch): the steps of
+   * one session share it, so the run's elapsed time adds up across resumes.
+   * Absent in databases written before it was recorded.
+   */
+  sessionStartedAt: finite.optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 
@@ -240,6 +246,19 @@ export const EndpointServersEventSchema = z.object({
   ),
 });
 
+/** A steer request the running loop took from its inbox (docs/algorithm.md section 11): applied from `step` on, or refused. */
+export const SteeredEventSchema = z.object({
+  type: z.literal('steered'),
+  time,
+  step: count,
+  kind: z.string(),
+  ok: z.boolean(),
+  /** What it did or why it was refused, for people. */
+  message: z.string(),
+  /** The program added, banned, unbanned or pinned. */
+  id: z.string().nullable(),
+});
+
 export const EngineEventSchema = z.discriminatedUnion('type', [
   RunStartedEventSchema,
   StepStartedEventSchema,
@@ -255,6 +274,7 @@ export const EngineEventSchema = z.discriminatedUnion('type', [
   EndpointStateEventSchema,
   EvaluationQueueEventSchema,
   EndpointServersEventSchema,
+  SteeredEventSchema,
 ]);
 
 export type EngineEvent = z.infer<typeof EngineEventSchema>;

@@ -32,6 +32,18 @@ export function objectiveOfScore(score: number, direction: Direction): number {
   return direction === 'maximize' ? score : 1 / score;
 }
 
+/**
+ * The task's own objective of a combined score, as people read it everywhere
+ * (status bar, Runs view, dashboard): the score itself when maximising,
+ * 1/score for a minimise task's valid (positive) score. Penalties (<= 0) have
+ * no objective: null.
+ */
+export function displayObjective(score: number | null, direction: Direction): number | null {
+  if (score === null || !Number.isFinite(score)) return null;
+  if (direction === 'maximize') return score;
+  return score > 0 ? 1 / score : null;
+}
+
 /** Whether a combined score is a valid program's (finite and > 0); penalties are < 0. */
 export function isValidScore(score: number): boolean {
   return Number.isFinite(score) && score > 0;

@@ -169,6 +169,19 @@ export interface GenerationStats {
  * `signal` aborts (then the rest are delivered as failures or not at all;
  * the loop discards an aborted step).
  */
+/** How a health check treats a server that is not there. */
+export interface ServerCheckOptions {
+  /** Wait (the source's retry window) for a server that is unreachable or loading. */
+  waitForServer?: boolean;
+  /**
+   * Even then, fail at once when nothing answers at all (connection refused,
+   * host not found): at an interactive start that is a typo or a server not
+   * started, better said in seconds with Retry than after the whole window.
+   * A server that answers but is loading (503) is still waited for.
+   */
+  unreachableFailsFast?: boolean;
+}
+
 export interface ResponseSource {
   readonly kind: 'llm' | 'mutate';
   /** Shown to people: "Qwen3-8B at http://127.0.0.1:8000/v1" or "offline mutate sampler (no model)". */
@@ -178,7 +191,7 @@ export interface ResponseSource {
    * With waitForServer, a server that is unreachable or loading is waited for
    * (within the source's retry window) instead.
    */
-  check(signal?: AbortSignal, options?: { waitForServer?: boolean }): Promise<void>;
+  check(signal?: AbortSignal, options?: ServerCheckOptions): Promise<void>;
   generate(jobs: GenerationJob[], signal: AbortSignal, onSample: (sample: Sample) => void): Promise<GenerationStats>;
   /** Told when the source starts waiting for its server and when the server answers again; returns the unsubscribe. */
   addStatusListener?(listener: (status: SourceStatus) => void): () => void;

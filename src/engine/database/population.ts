@@ -10,10 +10,13 @@
 // on open, in the same order, so a resumed run makes exactly the choices the
 // uninterrupted one would have.
 import { Rng, type RngState } from '../common/rng';
+import type { ProgramOrigin } from '../common/steering';
 import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
 import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
+import { drawParents } from './parentSampling';
+import { descendantsIn, pinnedCount, SteeringState } from './steeringRules';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
 const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
@@ -86,7 +89,8 @@ export type StoredNode = Pick<
  * outcome and metrics of the stored row `sourceSeq`, as stored.
  */
 export type RowContent =
-  { kind: 'program'; program: NewProgram; createdAt: number } | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
+  | { kind: 'program'; program: NewProgram; createdAt: number; origin: ProgramOrigin; note: string | null }
+  | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
 
 /** One row a step changes; a node changed in several ways appears once, as it ended up. */
 export type RowChange =
@@ -158,6 +162,8 @@ export class Population {
   private readonly touched = new Set<PopulationNode>();
   private readonly contents = new Map<number, RowContent>();
   private newHashes: string[] = [];
+  /** Guidance, bans and pins (docs/algorithm.md section 11), replayed from the steering log on open. */
+  readonly steering = new SteeringState();
 
   /** `state` is kept and changed in place: it is what the store writes with each step. */
   constructor(
@@ -269,43 +275,65 @@ export class Population {
     return this.hashes.has(hash);
   }
 
-  /** Live programs, migration copies left out, best first. */
+  /** Live programs, migration copies and banned programs left out, best first. */
   ranked(): Readonly<PopulationNode>[] {
-    return this.all.filter((n) => n.alive && n.migrantOf === null).sort(betterFirst);
+    return this.all.filter((n) => n.alive && n.migrantOf === null && !this.steering.isBanned(n)).sort(betterFirst);
+  }
+
+  /** A live program by id. */
+  node(id: string): Readonly<PopulationNode> | null {
+    return this.nodes.get(id) ?? null;
+  }
+
+  /** Whether a live program can still be a parent or an inspiration: not banned. */
+  usable(node: Readonly<PopulationNode>): boolean {
+    return !this.steering.isBanned(node);
+  }
+
+  /** Live programs whose lineage (through live programs and past bests) reaches `id`, `id` excluded. */
+  descendantsOf(id: string): string[] {
+    return descendantsIn(this.all, id, (other) => this.nodes.get(other) ?? this.formerBests.get(other));
+  }
+
+  /** Live migration copies of `id`. */
+  copiesOf(id: string): string[] {
+    return this.all.filter((n) => n.alive && n.migrantOf === id).map((n) => n.id);
   }
 
   // ---------------------------------------------------------------- sampling
 
   /**
-   * `count` parents, islands taking turns: with probability explorationRatio
-   * a uniform program of the island, exploitationRatio a uniform archive
-   * member of the island (of the whole archive only when the island has
-   * none: OpenEvolve's `_sample_exploitation_parent`; drawing from the whole
-   * archive lets the first island swallow the run), else a uniform program
-   * of the whole database. Drawn from the state of the last commit, so
-   * calling it again before the next step (or after a resume) gives the same
-   * parents; the next step adopts where this draw left the generator.
+   * `count` parents (parentSampling.ts): pinned programs first, then islands
+   * taking turns. Drawn from the state of the last commit, so calling it
+   * again before the next step (or after a resume) gives the same parents;
+   * the next step adopts where this draw left the generator.
    */
   sampleParents(count: number): Readonly<PopulationNode>[] {
     if (this.aliveCount === 0) throw new Error('sampleParents: the database is empty (add the initial program first)');
     const rng = Rng.fromState(this.state.rng);
-    let turn = this.state.turn;
-    const { explorationRatio, exploitationRatio, numIslands } = this.config;
-    const chosen: PopulationNode[] = [];
-    for (let i = 0; i < count; i++) {
-      const island = this.islandMembers[turn] as PopulationNode[];
-      const islandArchive = this.islandArchives[turn] as PopulationNode[];
-      turn = (turn + 1) % numIslands;
-      const r = rng.next();
-      let pool: PopulationNode[];
-      if (r < explorationRatio && island.length > 0) pool = island;
-      else if (r < explorationRatio + exploitationRatio && this.archiveList.length > 0)
-        pool = islandArchive.length > 0 ? islandArchive : this.archiveList;
-      else pool = this.all;
-      chosen.push(rng.pick(pool));
-    }
+    const { parents, turn } = drawParents({
+      count,
+      rng,
+      turn: this.state.turn,
+      config: this.config,
+      pools: { all: this.all, islands: this.islandMembers, islandArchives: this.islandArchives, archive: this.archiveList },
+      pinned: this.pinnedParents(count),
+      isBanned: this.steering.banned.size === 0 ? null : (node) => this.steering.isBanned(node),
+    });
     this.pendingSample = { rng: rng.state(), turn };
-    return chosen;
+    return parents;
+  }
+
+  /** The parents the pins in force at the next step give, oldest pin first (docs/algorithm.md section 11). */
+  private pinnedParents(count: number): PopulationNode[] {
+    const out: PopulationNode[] = [];
+    for (const pin of this.steering.pinsAt(this.state.lastStep + 1)) {
+      const node = this.nodes.get(pin.id);
+      // A pinned program evicted or banned since gives its share back to sampling.
+      if (!node || !node.alive || this.steering.isBanned(node)) continue;
+      for (let k = pinnedCount(pin.share, count); k > 0 && out.length < count; k--) out.push(node);
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- deciding
@@ -318,17 +346,17 @@ export class Population {
 
   /** The initial program (step 0) on island 0, and a copy (an archive member) seeding every other island. */
   addInitial(program: NewProgram): ProgramRecord {
-    const content = this.programContent(program);
+    const content = this.programContent(program, 'initial');
     const node = this.insert(entryOf(program), 0, null, content);
     for (let island = 1; island < this.config.numIslands; island++) {
       // Each seed copy is its island's first archive member, so exploitation on that island's turn draws it
       // rather than falling back to island 0's members (which would make island 0 swallow the first steps).
       const copy = copyOf(program, node.id, 0);
-      const seed = this.insert(entryOf(copy), island, node.id, this.programContent(copy));
+      const seed = this.insert(entryOf(copy), island, node.id, this.programContent(copy, 'migration'));
       if (seed.alive) this.offerToArchive(seed);
     }
     this.state.lastStep = 0;
-    return recordOf(node, program, content.createdAt);
+    return recordOf(node, program, content);
   }
 
   /** Throws when a step cannot be added (before anything changes). */
@@ -358,8 +386,8 @@ export class Population {
     for (let i = 0; i < children.length; i++) {
       const child = children[i] as NewProgram;
       const island = targetIslands[i] as number;
-      const content = this.programContent(child);
-      inserted.push(recordOf(this.insert(entryOf(child), island, null, content), child, content.createdAt));
+      const content = this.programContent(child, 'model');
+      inserted.push(recordOf(this.insert(entryOf(child), island, null, content), child, content));
       grown.add(island);
     }
     for (const island of grown) this.state.islandGenerations[island] = (this.state.islandGenerations[island] as number) + 1;
@@ -407,8 +435,28 @@ export class Population {
     return { rows, newHashes: this.newHashes, state: this.state };
   }
 
-  private programContent(program: NewProgram): RowContent & { kind: 'program' } {
-    return { kind: 'program', program, createdAt: this.now() };
+  private programContent(program: NewProgram, origin: ProgramOrigin, note: string | null = null): RowContent & { kind: 'program' } {
+    return { kind: 'program', program, createdAt: this.now(), origin, note };
+  }
+
+  /** Throws when a researcher's program cannot be added (before anything changes). */
+  checkResearcher(program: NewProgram, island: number | undefined): void {
+    if (this.state.lastStep < 0) throw new Error('a program can be added once the run has its initial program');
+    validateProgram(program, this.state.lastStep + 1);
+    if (island !== undefined && !(Number.isInteger(island) && island >= 0 && island < this.config.numIslands))
+      throw new Error(`island ${island} is outside 0..${this.config.numIslands - 1}`);
+  }
+
+  /**
+   * A researcher's program (docs/algorithm.md section 11), entering at the
+   * next step: on `island`, or the smallest. The same MAP-Elites, archive and
+   * capacity rules as any program; the draw of the next parents starts over.
+   */
+  addResearcher(program: NewProgram, island: number | undefined, note: string | null): ProgramRecord {
+    this.pendingSample = null;
+    const content = this.programContent(program, 'researcher', note);
+    const node = this.insert(entryOf(program), island ?? this.smallestIsland(), null, content);
+    return recordOf(node, program, content);
   }
 
   private insert(entry: Entry, island: number, migrantOf: string | null, content: RowContent): PopulationNode {
@@ -551,7 +599,7 @@ export class Population {
     const moves: { source: PopulationNode; target: number }[] = [];
     for (let island = 0; island < n; island++) {
       const own = (this.islandMembers[island] as PopulationNode[])
-        .filter((node) => node.alive && node.migrantOf === null)
+        .filter((node) => node.alive && node.migrantOf === null && !this.steering.isBanned(node))
         .sort(betterFirst);
       if (own.length === 0) continue;
       const k = Math.max(1, Math.floor((this.islandSizeList[island] as number) * this.config.migrationRate));
@@ -579,7 +627,7 @@ export class Population {
     const content = this.contents.get(source.seq);
     if (content?.kind === 'program') {
       const program = copyOf(content.program, source.id, step);
-      return { entry, content: (createdAt) => ({ kind: 'program', program, createdAt }) };
+      return { entry, content: (createdAt) => ({ kind: 'program', program, createdAt, origin: 'migration', note: null }) };
     }
     const sourceSeq = content?.kind === 'storedCopy' ? content.sourceSeq : source.seq;
     return { entry, content: (createdAt) => ({ kind: 'storedCopy', sourceSeq, createdAt }) };
@@ -593,6 +641,10 @@ export class Population {
       if (island !== undefined && island >= 0 && island < this.config.numIslands) return island;
     }
     // Unknown parent: the smallest island, so islands stay balanced.
+    return this.smallestIsland();
+  }
+
+  private smallestIsland(): number {
     let smallest = 0;
     for (let i = 1; i < this.islandSizeList.length; i++)
       if ((this.islandSizeList[i] as number) < (this.islandSizeList[smallest] as number)) smallest = i;
@@ -633,7 +685,7 @@ function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram
 }
 
 /** The record of a program just added, from what was handed in. */
-function recordOf(node: PopulationNode, program: NewProgram, createdAt: number): ProgramRecord {
+function recordOf(node: PopulationNode, program: NewProgram, content: RowContent & { kind: 'program' }): ProgramRecord {
   // Field by field: an object spread is several times slower on this hot path.
   return {
     id: node.id,
@@ -653,8 +705,10 @@ function recordOf(node: PopulationNode, program: NewProgram, createdAt: number):
     evaluationMs: program.evaluationMs,
     promptTokens: program.promptTokens,
     completionTokens: program.completionTokens,
-    createdAt,
+    createdAt: content.createdAt,
     migrantOf: node.migrantOf,
+    origin: content.origin,
+    note: content.note,
   };
 }
 

@@ -6,14 +6,17 @@
 // read queries (queries.ts).
 import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
+import { type GuidanceVersion, PROGRAM_ORIGINS, type ProgramOrigin, type SteeringEntry } from '../common/steering';
 import type { Population } from './population';
 import { RunQueries } from './queries';
 import type { DatabaseConfig, NewProgram, ProgramRecord } from './records';
 import { RunStore } from './runStore';
+import type { ActivePin } from './steeringRules';
 
 export { featureBins } from './population';
 export { type DatabaseConfig, databaseConfigFromSettings, type NewProgram, type ProgramRecord } from './records';
 export { DatabaseFileError } from './schema';
+export type { ActivePin } from './steeringRules';
 export type { DatabaseSnapshot };
 
 export interface CommitResult {
@@ -77,6 +80,12 @@ export class ProgramDatabase {
    */
   static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<ProgramDatabase> {
     const { store, population } = await RunStore.open(file, options);
+    return new ProgramDatabase(store, population);
+  }
+
+  /** Open an existing run database to write it (steering a stopped run); a missing file is refused. */
+  static async openExisting(file: string): Promise<ProgramDatabase> {
+    const { store, population } = await RunStore.openExisting(file);
     return new ProgramDatabase(store, population);
   }
 
@@ -176,6 +185,108 @@ export class ProgramDatabase {
 
   stateSnapshot(): DatabaseSnapshot {
     return this.queries.stateSnapshot();
+  }
+
+  // ---------------------------------------------------------------- steering (docs/algorithm.md section 11)
+
+  /** Live programs counted by who wrote them. */
+  origins(): Record<ProgramOrigin, number> {
+    this.assertOpen();
+    const counts = Object.fromEntries(PROGRAM_ORIGINS.map((o) => [o, 0])) as Record<ProgramOrigin, number>;
+    this.store.eachRow('SELECT origin, count(*) FROM programs WHERE alive = 1 GROUP BY origin', [], ([origin, n]) => {
+      if ((PROGRAM_ORIGINS as readonly unknown[]).includes(origin) && typeof n === 'number') counts[origin as ProgramOrigin] = n;
+    });
+    return counts;
+  }
+
+  /** Every guidance version, oldest first (text null: cleared). */
+  guidanceHistory(): GuidanceVersion[] {
+    return [...this.population.steering.guidanceHistory];
+  }
+
+  /** The guidance the prompts of `step` carry, or null. */
+  guidanceAt(step: number): string | null {
+    return this.population.steering.guidanceAt(step);
+  }
+
+  /** Ids banned now (a migration copy of one is banned with it). */
+  bannedIds(): string[] {
+    return [...this.population.steering.banned];
+  }
+
+  /** Whether a program may no longer be a parent or an inspiration. */
+  isBanned(id: string): boolean {
+    const node = this.population.node(id);
+    return this.population.steering.isBanned(node ?? { id, migrantOf: this.get(id)?.migrantOf ?? null });
+  }
+
+  /** Pins not yet over after the last committed step. */
+  pins(): ActivePin[] {
+    return this.population.steering.pinsAfter(this.lastStep);
+  }
+
+  /** The steering log, in the order applied. */
+  steeringLog(): SteeringEntry[] {
+    return [...this.population.steering.log];
+  }
+
+  /** Whether `id` is a live program (one that can be a parent now). */
+  isLive(id: string): boolean {
+    return this.population.node(id) !== null;
+  }
+
+  /** Live programs whose lineage reaches `id` (through live programs and past bests). */
+  descendantsOf(id: string): string[] {
+    return this.population.descendantsOf(id);
+  }
+
+  /** Live migration copies of `id`. */
+  copiesOf(id: string): string[] {
+    return this.population.copiesOf(id);
+  }
+
+  /** Live programs that are not banned. */
+  get usableCount(): number {
+    let n = 0;
+    for (const island of this.population.islands) for (const node of island) if (this.population.usable(node)) n++;
+    return n;
+  }
+
+  /**
+   * A researcher's program, already evaluated, entering at the next step (on
+   * `island`, or the smallest), recorded with an `add` steering entry; persisted.
+   */
+  async addResearcher(program: NewProgram, options: { island?: number; note?: string | null }): Promise<ProgramRecord> {
+    this.assertWritable();
+    this.population.checkResearcher(program, options.island);
+    return this.write(program.step, () => {
+      const record = this.population.addResearcher(program, options.island, options.note ?? null);
+      return { result: record, entries: [{ kind: 'add', step: program.step, id: record.id }] };
+    });
+  }
+
+  /** Record one steering entry (guidance, ban, unban, pin) and persist; it applies from its step on. */
+  async recordSteering(entry: Exclude<SteeringEntry, { kind: 'add' }>): Promise<void> {
+    this.assertWritable();
+    await this.write(entry.step, () => ({ result: undefined, entries: [entry] }));
+  }
+
+  /** One write outside a step: the change, its steering entries, in one transaction, then the file replaced. */
+  private async write<T>(step: number, change: () => { result: T; entries: SteeringEntry[] }): Promise<T> {
+    this.busy = true;
+    try {
+      const { result, entries } = change();
+      this.store.apply(this.population.changes(), null, entries);
+      this.population.settle();
+      for (const entry of entries) this.population.steering.apply(entry);
+      await this.store.persist();
+      return result;
+    } catch (err) {
+      this.broken = describe(err);
+      throw writeFailure(this.file, step, err);
+    } finally {
+      this.busy = false;
+    }
   }
 
   // ---------------------------------------------------------------- sampling

@@ -1,6 +1,7 @@
 // What goes into a run database and what comes out: the configuration of its
 // population, a program as the loop hands it over, and a stored program.
 import { DATABASE_PRESETS, type Settings } from '../common/config';
+import type { ProgramOrigin } from '../common/steering';
 import type { Outcome } from '../common/types';
 
 export interface DatabaseConfig {
@@ -52,6 +53,10 @@ export interface ProgramRecord extends NewProgram {
   createdAt: number;
   /** Set on the copies migration (and seeding the islands) makes: the id of the program copied. */
   migrantOf?: string | null;
+  /** Who wrote it (docs/algorithm.md section 11). */
+  origin: ProgramOrigin;
+  /** A researcher's note on a program they added; null otherwise. */
+  note: string | null;
 }
 
 /** A copy (migration, island seeding) was not generated: no prompt, response or cost of its own. */

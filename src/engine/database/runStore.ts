@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { Database as SqlDatabase, SqlValue, Statement } from 'sql.js';
 import { z } from 'zod';
 import { firstZodIssue } from '../common/errors';
+import { type ProgramOrigin, type SteeringEntry, SteeringEntrySchema } from '../common/steering';
 import { OUTCOMES, type Outcome } from '../common/types';
 import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
 import { type ChangeSet, initialState, Population, type RowChange } from './population';
@@ -26,6 +27,7 @@ import {
   SCHEMA_SQL,
   SCHEMA_VERSION,
   SQLITE_HEADER,
+  UPGRADE_FROM_1_SQL,
 } from './schema';
 import { loadSqlJs } from './sqlite';
 import { decodeText, encodeText, type StoredText } from './textCodec';
@@ -105,6 +107,16 @@ export class RunStore {
     return opened;
   }
 
+  /** Open an existing run database to write it, with the configuration it was created with (steering a stopped run). */
+  static async openExisting(file: string): Promise<OpenedRun> {
+    const absolute = path.resolve(file);
+    const bytes = await readIfExists(absolute);
+    if (bytes === null) throw new DatabaseFileError(`${file}: no such run database`);
+    await removeStaleTempFiles(absolute);
+    const SQL = await loadSqlJs();
+    return RunStore.fromBytes(SQL, absolute, bytes, false);
+  }
+
   /** Open an existing run database for reading only; nothing is ever written. */
   static async openReadOnly(file: string): Promise<OpenedRun> {
     const absolute = path.resolve(file);
@@ -175,7 +187,9 @@ export class RunStore {
       if (!Number.isInteger(version)) throw refuse('missing schema version');
       if (version > SCHEMA_VERSION)
         throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
-      if (version < SCHEMA_VERSION) throw refuse(`schema version ${version} is older than ${SCHEMA_VERSION}`);
+      if (version < 1) throw refuse(`schema version ${version} is older than 1`);
+      // In memory: a resumed run writes the upgraded file with its next step, a read-only open never does.
+      if (version === 1) sqlDb.exec(UPGRADE_FROM_1_SQL);
       const parseJson = <T>(key: string, schema: z.ZodType<T>): T => {
         const raw = metaRows.get(key);
         if (raw === undefined) throw refuse(`meta row '${key}' is missing`);
@@ -200,6 +214,7 @@ export class RunStore {
       const store = new RunStore(sqlDb, file, readOnly, config, runMeta, engineState ?? null, stepCount);
       const population = new Population(config, state);
       store.restore(population, refuse);
+      store.restoreSteering(population, refuse);
       store.lastFileBytes = bytes.length;
       return { store, population };
     } catch (err) {
@@ -251,6 +266,20 @@ export class RunStore {
     if (problem !== null) throw refuse(problem);
   }
 
+  /** Replay the steering log (guidance, bans, pins) in the order it was written. */
+  private restoreSteering(population: Population, refuse: (why: string) => DatabaseFileError): void {
+    this.eachRow('SELECT entry FROM steering ORDER BY seq', [], ([entry]) => {
+      let parsed: ReturnType<typeof SteeringEntrySchema.safeParse>;
+      try {
+        parsed = SteeringEntrySchema.safeParse(JSON.parse(String(entry)));
+      } catch {
+        throw refuse('a steering row is not JSON');
+      }
+      if (!parsed.success) throw refuse(`a steering row is malformed: ${firstZodIssue(parsed.error, '').message}`);
+      population.steering.apply(parsed.data);
+    });
+  }
+
   // ---------------------------------------------------------------- state
 
   get closed(): boolean {
@@ -276,8 +305,15 @@ export class RunStore {
 
   // ---------------------------------------------------------------- writing
 
-  /** Write a change set (and the step's row, unless it is the initial program) in one transaction. */
-  apply(changes: ChangeSet, step: { step: number; stats: unknown; engineState: unknown } | null): void {
+  /**
+   * Write a change set (and the step's row, unless it is the initial program)
+   * and any steering entries, in one transaction.
+   */
+  apply(
+    changes: ChangeSet,
+    step: { step: number; stats: unknown; engineState: unknown } | null,
+    steering: readonly SteeringEntry[] = [],
+  ): void {
     if (step) this.engineStateValue = step.engineState ?? null;
     // Before any row changes: a copied program may be evicted in the same step.
     const copied = this.readCopiedColumns(changes.rows);
@@ -303,9 +339,12 @@ export class RunStore {
         let outcome: Outcome;
         let metrics: string;
         let generated: Pick<NewProgram, keyof typeof NOT_GENERATED>;
+        let origin: ProgramOrigin = 'migration';
+        let note: string | null = null;
         if (content.kind === 'program') {
           const program = content.program;
           ({ objective, outcome } = program);
+          ({ origin, note } = content);
           code = encodeText(program.code);
           metrics = JSON.stringify(program.metrics);
           generated = program;
@@ -339,8 +378,12 @@ export class RunStore {
           node.inArchive ? 1 : 0,
           node.eliteCell,
           node.improvement ? 1 : 0,
+          origin,
+          note,
         ]);
       }
+      const insertSteering = this.statement('INSERT INTO steering (step, entry, created_at) VALUES (?, ?, ?)');
+      for (const entry of steering) runStatement(insertSteering, [entry.step, JSON.stringify(entry), Date.now()]);
       const insertHash = this.statement('INSERT OR IGNORE INTO code_hashes (hash) VALUES (?)');
       for (const hash of changes.newHashes) runStatement(insertHash, [hash]);
       const setMeta = this.statement('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
@@ -468,6 +511,12 @@ export class RunStore {
       completionTokens,
       createdAt,
       migrantOf,
+      ,
+      ,
+      ,
+      ,
+      origin,
+      note,
     ] = parsed.data;
     if (!(OUTCOMES as readonly string[]).includes(outcome)) throw bad(`unknown outcome '${outcome}'`);
     let metricsValue: unknown;
@@ -498,6 +547,8 @@ export class RunStore {
       completionTokens,
       createdAt,
       migrantOf,
+      origin,
+      note,
     };
   }
 

@@ -2,9 +2,11 @@
 // the file, and zod schemas for everything read back from it.
 import { z } from 'zod';
 import { ThetaEvolveError } from '../common/errors';
+import { PROGRAM_ORIGINS } from '../common/steering';
 
 export const MAGIC = 'thetaevolve-program-database';
-export const SCHEMA_VERSION = 1;
+/** 2: programs gained origin and note, and the steering log (interactive evolution); version 1 files are upgraded on open. */
+export const SCHEMA_VERSION = 2;
 export const SQLITE_HEADER = 'SQLite format 3\u0000';
 
 /** A run database that cannot be used: not SQLite, not ours, damaged or newer. Never overwritten. */
@@ -39,10 +41,13 @@ CREATE TABLE programs (
   alive INTEGER NOT NULL,           -- 1: in the population; 0: evicted, kept as a past best
   in_archive INTEGER NOT NULL,
   elite_cell INTEGER,               -- MAP-Elites cell it holds in its island, if any
-  improvement INTEGER NOT NULL      -- 1: was the new global best when added
+  improvement INTEGER NOT NULL,     -- 1: was the new global best when added
+  origin TEXT NOT NULL,             -- initial | model | researcher | migration (ProgramOrigin)
+  note TEXT                         -- a researcher's note on a program they added
 );
 CREATE TABLE code_hashes (hash TEXT PRIMARY KEY) WITHOUT ROWID; -- every program ever added
 CREATE TABLE steps (step INTEGER PRIMARY KEY, committed_at INTEGER NOT NULL, stats TEXT NOT NULL);
+CREATE TABLE steering (seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL); -- SteeringEntry JSON, in order applied
 CREATE VIEW population AS
   SELECT id, parent_id, island, step, score, objective, outcome, code_length, in_archive, elite_cell
   FROM programs WHERE alive = 1;
@@ -50,7 +55,22 @@ CREATE VIEW population AS
 
 export const PROGRAM_COLUMNS =
   'seq, id, parent_id, island, step, score, objective, outcome, code_length, code_hash, code, metrics, meta_info_id, response, reasoning, ' +
-  'generation_ms, evaluation_ms, prompt_tokens, completion_tokens, created_at, migrant_of, alive, in_archive, elite_cell, improvement';
+  'generation_ms, evaluation_ms, prompt_tokens, completion_tokens, created_at, migrant_of, alive, in_archive, elite_cell, improvement, origin, note';
+
+/**
+ * Upgrades a version 1 database to this version, in memory (a read-only open
+ * never writes it back): the origin of each program as version 1 implied it
+ * (a copy names its source; the initial program has no parent), no notes, an
+ * empty steering log.
+ */
+export const UPGRADE_FROM_1_SQL = `
+ALTER TABLE programs ADD COLUMN origin TEXT NOT NULL DEFAULT 'model';
+ALTER TABLE programs ADD COLUMN note TEXT;
+UPDATE programs SET origin = 'migration' WHERE migrant_of IS NOT NULL;
+UPDATE programs SET origin = 'initial' WHERE migrant_of IS NULL AND parent_id IS NULL;
+CREATE TABLE steering (seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL);
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
+`;
 
 export const DatabaseConfigSchema = z
   .object({
@@ -118,6 +138,8 @@ export const ProgramRowSchema = z.tuple([
   int, // in_archive
   int.nullable(), // elite_cell
   int, // improvement
+  z.enum(PROGRAM_ORIGINS), // origin
+  z.string().nullable(), // note
 ]);
 
 /** The light columns loaded for every live program on open. */

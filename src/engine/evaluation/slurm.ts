@@ -170,7 +170,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (!(options.maxJobs >= 1) || !(options.pollSeconds > 0) || !(options.maxResubmits >= 0)) {
       throw new RangeError('SlurmEvaluator needs maxJobs >= 1, pollSeconds > 0 and maxResubmits >= 0');
     }
-    const cli = new SlurmCli(options.env ?? process.env);
+    const cli = new SlurmCli(options.env ?? process.env, options.exportVariables);
     const jobName = jobNameOfRun(options.runId);
     // A run has one SLURM backend at a time: jobs and staging folders of this
     // run still around were left by a ThetaEvolve that died (resume after a crash).

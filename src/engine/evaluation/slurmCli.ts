@@ -66,12 +66,16 @@ export function jobNameOfRun(runId: string): string {
   return `thetaevolve-${safe}`;
 }
 
-/** The environment SLURM's tools run with: only what they need, never API keys or tokens. */
-export function slurmToolEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+/**
+ * The environment SLURM's tools run with, and so (sbatch passes it on) the
+ * environment of every job: only what they need and the variables the user
+ * named (slurm.exportVariables), never API keys or tokens.
+ */
+export function slurmToolEnvironment(env: NodeJS.ProcessEnv, exportVariables: readonly string[] = []): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (KEPT_VARIABLES.has(name) || KEPT_PREFIXES.some((p) => name.startsWith(p))) kept[name] = value;
+    if (KEPT_VARIABLES.has(name) || KEPT_PREFIXES.some((p) => name.startsWith(p)) || exportVariables.includes(name)) kept[name] = value;
   }
   return kept;
 }
@@ -106,8 +110,8 @@ export class SlurmCli {
   private readonly env: Record<string, string>;
   private readonly user: string;
 
-  constructor(env: NodeJS.ProcessEnv = process.env) {
-    this.env = slurmToolEnvironment(env);
+  constructor(env: NodeJS.ProcessEnv = process.env, exportVariables: readonly string[] = []) {
+    this.env = slurmToolEnvironment(env, exportVariables);
     this.user = userInfo().username;
   }
 

@@ -12,7 +12,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Settings } from '../common/config';
 import { percentile } from '../common/stats';
-import type { GenerationJob, GenerationStats, ResponseSource, Sample, SourceStatus } from '../common/types';
+import type { GenerationJob, GenerationStats, ResponseSource, Sample, ServerCheckOptions, SourceStatus } from '../common/types';
 import { Semaphore } from '../async/semaphore';
 import { ContextBudget } from './contextBudget';
 import { EndpointConnection, type EndpointOptions } from './endpointConnection';
@@ -104,8 +104,8 @@ export class EndpointClient implements ResponseSource {
    * probes token ids when asked. With waitForServer, a server that is
    * unreachable or loading is retried for retrySeconds.
    */
-  async check(signal?: AbortSignal, options: { waitForServer?: boolean } = {}): Promise<void> {
-    const served = await this.probe.servedModel(signal, options.waitForServer ?? false);
+  async check(signal?: AbortSignal, options: ServerCheckOptions = {}): Promise<void> {
+    const served = await this.probe.servedModel(signal, options);
     this.resolvedModel = served.model;
     this.context.learnListedContext(served.contextLength);
     if (this.probe.tokenSupport.status === 'unknown') await this.probe.probeTokenIds(served.model, signal);

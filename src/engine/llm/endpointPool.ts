@@ -11,7 +11,8 @@ import { z } from 'zod';
 import { firstZodIssue } from '../common/errors';
 import type { EndpointServersEvent } from '../common/events';
 import { percentile } from '../common/stats';
-import type { GenerationJob, ResponseSource, Sample, SampleFailure, SourceStatus } from '../common/types';
+import type { GenerationJob, ResponseSource, Sample, SampleFailure, ServerCheckOptions, SourceStatus } from '../common/types';
+import { ServerUnreachableError } from './serverProbe';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
 import { DEFAULT_BACKOFF, RetryBudget, type BackoffOptions } from '../async/retryBudget';
 import { Semaphore } from '../async/semaphore';
@@ -276,7 +277,7 @@ export class EndpointPool implements ResponseSource {
    * None answering is an error, or with waitForServer (a run starting while
    * its servers load) a wait of thetaevolve.serverRetrySeconds for one to come up.
    */
-  async check(signal?: AbortSignal, options: { waitForServer?: boolean } = {}): Promise<void> {
+  async check(signal?: AbortSignal, options: ServerCheckOptions = {}): Promise<void> {
     const results = await Promise.allSettled(this.servers.map((s) => s.client.check(signal)));
     const problems: string[] = [];
     results.forEach((result, i) => {
@@ -288,7 +289,10 @@ export class EndpointPool implements ResponseSource {
       }
     });
     if (problems.length === this.servers.length) {
-      const waitMs = options.waitForServer ? this.options.retrySeconds * 1000 : 0;
+      // Nothing answers at any address: with unreachableFailsFast, said now (see ServerCheckOptions).
+      const unreachable =
+        options.unreachableFailsFast && results.every((r) => r.status === 'rejected' && r.reason instanceof ServerUnreachableError);
+      const waitMs = options.waitForServer && !unreachable ? this.options.retrySeconds * 1000 : 0;
       if (!(await this.waitForAnyServer(waitMs, problems[0] ?? 'no server answers', signal))) {
         throw new Error(
           `No server of thetaevolve.endpoint answers${waitMs > 0 ? ` within ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)` : ''}: ${problems.join(' | ')}`,

@@ -9,9 +9,10 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import type { ChatMessage } from '../common/types';
 import { RetryBudget, backoffDelayMs } from '../async/retryBudget';
 import { sleep } from '../async/sleep';
-import { describeNetworkError } from '../networkErrors';
+import { describeNetworkError, isUnreachableError } from '../networkErrors';
 import { ChatCompletionSchema, ModelListSchema, type ChatCompletionReply } from './chatResponse';
-import { zodIssueText } from '../common/errors';
+import { ThetaEvolveError, zodIssueText } from '../common/errors';
+import type { ServerCheckOptions } from '../common/types';
 import { type EndpointConnection, PLACEHOLDER_API_KEY } from './endpointConnection';
 import { isRetryableStatus, isUnavailableStatus } from './retryPolicy';
 import { rejectsTokenFields } from './serverErrors';
@@ -28,6 +29,11 @@ export interface TokenSupport {
 export interface ServedModel {
   model: string;
   contextLength: number | null;
+}
+
+/** Nothing answers at the endpoint at all (connection refused, host not found), as opposed to a server that is loading. */
+export class ServerUnreachableError extends ThetaEvolveError {
+  override readonly name = 'ServerUnreachableError';
 }
 
 /** vLLM's /tokenize reply (the fields we read). */
@@ -54,9 +60,9 @@ export class ServerProbe {
    * waitForServer, a server that is unreachable or loading is retried for
    * retrySeconds.
    */
-  async servedModel(signal: AbortSignal | undefined, waitForServer: boolean): Promise<ServedModel> {
+  async servedModel(signal: AbortSignal | undefined, check: ServerCheckOptions): Promise<ServedModel> {
     const { baseURL, options } = this.connection;
-    const models = await this.listModels(signal, waitForServer);
+    const models = await this.listModels(signal, check);
     const ids = models.map((m) => m.id);
     const wanted = options.model.trim();
     let model: string;
@@ -79,11 +85,12 @@ export class ServerProbe {
     return { model, contextLength: models.find((m) => m.id === model)?.max_model_len ?? null };
   }
 
-  private async listModels(signal: AbortSignal | undefined, waitForServer: boolean): Promise<z.infer<typeof ModelListSchema>['data']> {
+  private async listModels(signal: AbortSignal | undefined, check: ServerCheckOptions): Promise<z.infer<typeof ModelListSchema>['data']> {
     const { baseURL, options } = this.connection;
-    const noServer = (detail: string) =>
-      new Error(
-        `No server at ${baseURL} (${detail}${waitForServer ? `, for ${options.retrySeconds} s` : ''}): start \`vllm serve MODEL\` (or \`python -m sglang.launch_server --model-path MODEL\`) ` +
+    const waitForServer = check.waitForServer ?? false;
+    const noServer = (detail: string, waited = waitForServer) =>
+      new ServerUnreachableError(
+        `No server at ${baseURL} (${detail}${waited ? `, for ${options.retrySeconds} s` : ''}): start \`vllm serve MODEL\` (or \`python -m sglang.launch_server --model-path MODEL\`) ` +
           `or set thetaevolve.endpoint to the server's base URL.`,
       );
     const timeout = Math.min(options.requestTimeoutMs, 15_000);
@@ -137,6 +144,8 @@ export class ServerProbe {
           deadline.aborted || error instanceof APIConnectionTimeoutError
             ? `no whole answer within ${formatSeconds(timeout)} (thetaevolve.requestTimeoutSeconds, at most 15 s for this check)`
             : describeNetworkError(error);
+        // Nothing listening, or no such host, at the very first try: said now, not after the whole window.
+        if (check.unreachableFailsFast && attempt === 0 && isUnreachableError(error)) throw noServer(this.connection.redact(reason), false);
         if (await waitForIt(reason)) continue;
         throw noServer(this.connection.redact(reason));
       }

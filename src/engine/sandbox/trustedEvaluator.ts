@@ -6,6 +6,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { reasonWithOutput } from '../common/evaluationReason';
 import { scoreOfObjective } from '../common/scoring';
 import {
   type EvaluationResult,
@@ -80,8 +81,7 @@ function tail(text: string): string {
 }
 
 export function withOutput(reason: string, stderr: string): string {
-  const last = tail(stderr);
-  return last ? `${reason}; stderr ends with:\n${last}` : reason;
+  return reasonWithOutput(reason, tail(stderr));
 }
 
 /** Parse the evaluator's reply: the last non-empty line of its stdout. */

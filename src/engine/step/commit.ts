@@ -109,6 +109,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   });
   // Recorded with the step, so a run read back from its database shows the time the live run showed.
   stats.elapsedMs = finished - runStarted;
+  stats.sessionStartedAt = runStarted;
   const { children, slotOfChild } = distinctChildren(slots);
   if (input.beforeCommit) await input.beforeCommit({ step, stats, groups: scoredGroups(input, new Map()) }, input.runSignal);
   state.completionTokens += stats.tokens.completion;

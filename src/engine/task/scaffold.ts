@@ -4,6 +4,7 @@
 // config.yaml) and by "New Task for This File".
 
 import { placeholdersOf, TaskError, TaskFileSchema } from './task';
+import type { Direction } from '../common/types';
 
 const MAX_DOC_CHARS = 2000;
 
@@ -158,6 +159,40 @@ function main(path) {
 console.log(JSON.stringify(main(process.argv[2])));
 `;
 
+/** A direction read from the program's own words, with the words that said it (null: nothing said either way). */
+export interface InferredDirection {
+  direction: Direction;
+  /** The phrase found, as it is written, e.g. "Minimise". */
+  evidence: string | null;
+}
+
+// Words that say which way is better, in the program's leading text; the first found decides.
+const DIRECTION_WORDS: readonly { pattern: RegExp; direction: Direction }[] = [
+  {
+    pattern: /\b(minimi[sz](?:e|es|ing|ation)|as (?:small|low|short) as|smaller is better|lower is better|reduce|decrease)\b/i,
+    direction: 'minimize',
+  },
+  {
+    pattern: /\b(maximi[sz](?:e|es|ing|ation)|as (?:large|high|big|long) as|larger is better|higher is better|increase)\b/i,
+    direction: 'maximize',
+  },
+];
+
+/**
+ * Which way the program's leading text (docstring or first comments) says is
+ * better: "Minimise ...", "as small as", "lower is better"; maximize with no
+ * evidence when it says nothing (a person confirms it either way).
+ */
+export function inferDirection(code: string): InferredDirection {
+  const doc = leadingDocText(code) ?? '';
+  let best: { at: number; found: string; direction: Direction } | null = null;
+  for (const { pattern, direction } of DIRECTION_WORDS) {
+    const m = pattern.exec(doc);
+    if (m && (best === null || m.index < best.at)) best = { at: m.index, found: m[1] ?? m[0], direction };
+  }
+  return best ? { direction: best.direction, evidence: best.found } : { direction: 'maximize', evidence: null };
+}
+
 export interface DraftedTask {
   /** task.json's text (valid against the schema). */
   taskJson: string;
@@ -172,7 +207,17 @@ export interface DraftedTask {
  * docstring and a target to fill in, and an evaluator template that reads the
  * solution file. `taken` says which evaluator names already exist there.
  */
-export function draftTask(input: { programFile: string; code: string; taken?: (name: string) => boolean }): DraftedTask {
+export function draftTask(input: {
+  programFile: string;
+  code: string;
+  taken?: (name: string) => boolean;
+  /** Which way is better (default: what inferDirection reads in the program). */
+  direction?: Direction;
+  /** What the program's result measures, in a person's words (e.g. "the sum of the radii"), for the prompt and the description. */
+  objective?: string;
+}): DraftedTask {
+  const direction = input.direction ?? inferDirection(input.code).direction;
+  const objective = input.objective?.trim() ?? '';
   const dot = input.programFile.lastIndexOf('.');
   const stem = dot > 0 ? input.programFile.slice(0, dot) : input.programFile;
   const language = dot > 0 ? input.programFile.slice(dot + 1) : '';
@@ -183,7 +228,9 @@ export function draftTask(input: { programFile: string; code: string; taken?: (n
     [`evaluate.${evaluatorExt}`, `evaluate_${stem}.${evaluatorExt}`].find((n) => n !== input.programFile && !input.taken?.(n)) ??
     `evaluate_${stem}_task.${evaluatorExt}`;
   const doc = leadingDocText(input.code);
-  const text = `${draftMetaInformation(input.code, language)}\nThe program writes solution.json in its working directory (the draft evaluator reads {"value": <number>}).`;
+  const better = direction === 'minimize' ? 'smaller is better' : 'larger is better';
+  const goalLine = objective ? `\nThe objective is ${objective}; ${better}.` : `\nThe objective: ${better}.`;
+  const text = `${draftMetaInformation(input.code, language)}${goalLine}\nThe program writes solution.json in its working directory (the draft evaluator reads {"value": <number>}).`;
   const name =
     stem
       .toLowerCase()
@@ -193,8 +240,8 @@ export function draftTask(input: { programFile: string; code: string; taken?: (n
   const raw = {
     name,
     title: `Evolve ${input.programFile}`,
-    description: doc?.split(/\n\s*\n/)[0]?.trim() ?? '',
-    direction: 'maximize',
+    description: doc?.split(/\n\s*\n/)[0]?.trim() || (objective ? `The objective is ${objective} (${direction}).` : ''),
+    direction,
     initialProgram: input.programFile,
     candidate: { command: [...runnerOf(language), '{program}'], runtimeLimitSec: 60 },
     evaluator: {

@@ -10,7 +10,18 @@ export function taskJsonSchema(): Record<string, unknown> {
   return { ...schema, title: 'ThetaEvolve task (task.json)' };
 }
 
+/**
+ * What editors validate every task.json against: the schema applies only to a
+ * file that holds one of our own fields, so another tool's task.json (Azure
+ * Pipelines' tasks, say) is left alone.
+ */
+export function editorTaskJsonSchema(): Record<string, unknown> {
+  const { $schema, title, ...rules } = taskJsonSchema();
+  const ours = ['initialProgram', 'evaluator', 'candidate', 'metaInformation'].map((field) => ({ required: [field] }));
+  return { $schema, title, if: { anyOf: ours }, then: rules };
+}
+
 /** The exact text of media/task.schema.json. */
 export function taskJsonSchemaText(): string {
-  return JSON.stringify(taskJsonSchema(), null, 2) + '\n';
+  return JSON.stringify(editorTaskJsonSchema(), null, 2) + '\n';
 }

@@ -94,7 +94,8 @@ export class Header {
   }
 
   setRunState(view: RunStateView): void {
-    this.stateTag.setText(STATE_LABELS[view.state]);
+    // A run that is over but can go on (stopped, or read back after a reload: no process runs it) says so, not "finished".
+    this.stateTag.setText(view.state === 'finished' && view.resumable === true ? 'stopped' : STATE_LABELS[view.state]);
     this.stateTag.element.dataset.state = view.state;
     this.stateMessage.textContent = view.message;
     const s = view.state;

@@ -1,21 +1,21 @@
-// Environment-gated in-host test hook. code-server cannot be given a test
-// entry point, so when THETAEVOLVE_HOST_TESTS names a test bundle the
-// extension runs it inside its own host after activation and writes the
-// results to THETAEVOLVE_HOST_TEST_RESULTS. Inert otherwise.
+// A test-only extension that runs the in-host suite inside code-server, which
+// cannot be given a test entry point: installed beside the packaged
+// ThetaEvolve (which it depends on, so that one activates first) only by
+// test/support/runHostTests.ts. The shipped extension holds no test hook.
+// THETAEVOLVE_HOST_TESTS names the suite's bundle; its results go to
+// THETAEVOLVE_HOST_TEST_RESULTS.
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { log } from './log';
 
 interface HostTestBundle {
   runAndReport: () => Promise<unknown>;
 }
 
-export function runHostTestsIfRequested(): void {
+export function activate(): void {
   const bundle = process.env.THETAEVOLVE_HOST_TESTS;
   const resultsFile = process.env.THETAEVOLVE_HOST_TEST_RESULTS;
   if (!bundle || !resultsFile) return;
-  log().info(`running in-host tests from ${bundle}`);
-  // A runtime path, not a bundled module: the suite lives outside the extension.
+  // A runtime path, not a bundled module: the suite is built apart.
   const load = createRequire(__filename) as (id: string) => HostTestBundle;
   void (async () => {
     let report: unknown;

@@ -1,0 +1,85 @@
+// Interactive evolution (docs/algorithm.md section 11): what a researcher asks
+// of a run (a steer request), what the run database records of it (a
+// steering entry), and who wrote each program (its origin). Browser-safe: the
+// CLI, the engine and the editor speak these same shapes.
+import { z } from 'zod';
+
+/** Who wrote a program: the run's starting program, the model, a researcher, or a copy migration (or island seeding) made. */
+export const PROGRAM_ORIGINS = ['initial', 'model', 'researcher', 'migration'] as const;
+export type ProgramOrigin = (typeof PROGRAM_ORIGINS)[number];
+
+const programId = z.string().regex(/^[0-9a-z]{1,11}$/, 'a program id (base 36, as `thetaevolve db` prints it)');
+/** Guidance and notes are prompt text a person wrote: bounded, so a mistaken file does not fill every prompt. */
+export const MAX_GUIDANCE_CHARS = 8_000;
+export const MAX_NOTE_CHARS = 2_000;
+
+/** One thing a researcher asks of a run (`thetaevolve steer`, the editor). */
+export const SteerRequestSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('add'),
+    /** The program's text (EVOLVE-BLOCK required). */
+    code: z.string().min(1),
+    /** The island to place it on (default: the smallest). */
+    island: z.number().int().min(0).optional(),
+    /** The program it was derived from, if any (its lineage goes through it). */
+    parentId: programId.optional(),
+    note: z.string().max(MAX_NOTE_CHARS).optional(),
+  }),
+  z.object({ kind: z.literal('guidance'), text: z.string().trim().min(1).max(MAX_GUIDANCE_CHARS) }),
+  z.object({ kind: z.literal('clearGuidance') }),
+  z.object({ kind: z.literal('ban'), id: programId, descendants: z.boolean() }),
+  z.object({ kind: z.literal('unban'), id: programId }),
+  z.object({
+    kind: z.literal('pin'),
+    id: programId,
+    /** The share of each step's prompts that get it as their parent, in (0, 1]. */
+    share: z.number().gt(0).max(1),
+    steps: z.number().int().min(1),
+  }),
+]);
+export type SteerRequest = z.infer<typeof SteerRequestSchema>;
+export type SteerKind = SteerRequest['kind'];
+
+/** What a request did: on a live run it waits for the next step (`queued`); otherwise it took effect from `step` on. */
+export const SteerResultSchema = z.union([
+  z.object({ kind: z.string(), queued: z.literal(true) }),
+  z.object({
+    kind: z.literal('add'),
+    id: z.string(),
+    outcome: z.string(),
+    score: z.number(),
+    island: z.number().int(),
+    step: z.number().int(),
+  }),
+  z.object({
+    kind: z.enum(['guidance', 'clearGuidance', 'ban', 'unban', 'pin']),
+    /** The first step it applies to. */
+    step: z.number().int(),
+    /** ban/unban: the ids it changed. */
+    ids: z.array(z.string()).optional(),
+  }),
+]);
+export type SteerResult = z.infer<typeof SteerResultSchema>;
+
+/**
+ * One row of the run database's steering log, in the order applied; `step`
+ * is the first step it applies to. Replaying the log rebuilds the guidance,
+ * bans and pins exactly (src/engine/database/steeringRules.ts).
+ */
+export const SteeringEntrySchema = z.discriminatedUnion('kind', [
+  /** A researcher's program entered (its row holds the rest). */
+  z.object({ kind: z.literal('add'), step: z.number().int(), id: z.string() }),
+  /** New guidance, or null: cleared. */
+  z.object({ kind: z.literal('guidance'), step: z.number().int(), text: z.string().nullable() }),
+  /** `ids`: every program the ban covers, decided when it was applied (the id, its migration copies, and with `descendants` theirs). */
+  z.object({ kind: z.literal('ban'), step: z.number().int(), id: z.string(), descendants: z.boolean(), ids: z.array(z.string()) }),
+  z.object({ kind: z.literal('unban'), step: z.number().int(), id: z.string(), ids: z.array(z.string()) }),
+  z.object({ kind: z.literal('pin'), step: z.number().int(), id: z.string(), share: z.number(), steps: z.number().int().min(1) }),
+]);
+export type SteeringEntry = z.infer<typeof SteeringEntrySchema>;
+
+/** A guidance version as `db --json` lists it: text null where it was cleared. */
+export interface GuidanceVersion {
+  step: number;
+  text: string | null;
+}

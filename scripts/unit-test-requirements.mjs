@@ -43,6 +43,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox-containment.test.ts': ['bubblewrap', 'python3'],
   'sandbox-hostile.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
+  'sandbox-host-modes.test.ts': ['bubblewrap', 'python3'],
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
@@ -54,4 +55,5 @@ export const UNIT_TEST_NEEDS = {
   'trainerCli.test.ts': ['bubblewrap', 'python3'],
   'trainerLoop.test.ts': ['bubblewrap', 'python3'],
   'trainerRealServers.test.ts': ['python3', 'python3-fastapi'],
+  'trusted-evaluator-limits.test.ts': ['python3', 'python3-numpy', 'python3-yaml'],
 };

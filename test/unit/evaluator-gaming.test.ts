@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { scoreSolutionFile } from '../../src/engine/sandbox/evaluator';
+import { scoreSolutionFile } from '../../src/engine/sandbox/trustedEvaluator';
 import { loadTask } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/common/types';
 import { tempDir } from '../support/tempDirs';

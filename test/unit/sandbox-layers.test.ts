@@ -150,13 +150,21 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
     for (const arg of ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'])
       assert.ok(command.includes(arg), arg);
     assert.deepEqual(command.slice(-2), ['/usr/bin/python3', 'p.py']);
+    // SysV segments capped in the namespace, by root before the drop.
+    const capped = pidNamespaceCommand(
+      ['/usr/bin/python3', 'p.py'],
+      { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' },
+      64 << 20,
+    );
+    assert.match(capped.join(' '), /echo 16384 > \/proc\/sys\/kernel\/shmall[^]*\/usr\/bin\/setpriv --reuid=65534/);
   });
 });
 
 describe('sandbox layers: cgroup delegation', () => {
   const v2Mount = '30 1 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n';
   it('says why not: cgroup v1 only, hybrid without controllers, not delegated, not writable', async () => {
-    const v1 = detectCgroup({ mountinfo: '25 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n', selfCgroup: '4:memory:/x\n' });
+    const v1Mount = '25 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n';
+    const v1 = detectCgroup({ mountinfo: v1Mount, selfCgroup: '4:memory:/x\n', root: false });
     assert.deepEqual(v1, { available: false, why: 'no cgroup v2 hierarchy is mounted (cgroup v1 only)' });
     const root = tempDir('te-cgroup-');
     await mkdir(join(root, 'user.slice'));
@@ -167,11 +175,36 @@ describe('sandbox layers: cgroup delegation', () => {
     assert.equal(notPassed.available, false);
     assert.match(notPassed.available ? '' : notPassed.why, /does not pass the memory and pids controllers/);
     await writeFile(join(root, 'user.slice/cgroup.subtree_control'), 'cpu memory pids\n');
-    assert.deepEqual(detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' }), { available: true, dir: join(root, 'user.slice') });
+    assert.deepEqual(detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' }), {
+      available: true,
+      version: 2,
+      dir: join(root, 'user.slice'),
+      cpu: true,
+    });
     await writeFile(join(root, 'user.slice/cgroup.controllers'), 'cpu\n');
     const hybrid = detectCgroup({ mountinfo, selfCgroup: '0::/user.slice\n' });
     assert.match(hybrid.available ? '' : hybrid.why, /memory and pids controllers are not available/);
     assert.equal(detectCgroup({ mountinfo: v2Mount, selfCgroup: '1:name=systemd:/\n' }).available, false);
+  });
+
+  it('as root on a hybrid or v1-only host: the cgroup v1 memory, cpu and pids controllers where it can make children, else why not', async () => {
+    const v1 = tempDir('te-cgroup-v1-');
+    for (const controller of ['memory', 'cpu,cpuacct', 'pids']) await mkdir(join(v1, controller, 'ours'), { recursive: true });
+    const mountinfo =
+      `25 1 0:22 / ${join(v1, 'memory')} rw - cgroup cgroup rw,memory\n` +
+      `26 1 0:23 / ${join(v1, 'cpu,cpuacct')} rw - cgroup cgroup rw,cpu,cpuacct\n` +
+      `27 1 0:24 / ${join(v1, 'pids')} rw - cgroup cgroup rw,pids\n` +
+      '28 1 0:25 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n';
+    const selfCgroup = '5:pids:/ours\n4:memory:/ours\n2:cpu,cpuacct:/ours\n0::/\n';
+    // No v2 controllers in a hybrid's unified hierarchy (its folder has no cgroup.controllers here): v1 as root, not as a user.
+    assert.deepEqual(detectCgroup({ mountinfo, selfCgroup, root: true }), {
+      available: true,
+      version: 1,
+      dirs: { memory: join(v1, 'memory/ours'), cpu: join(v1, 'cpu,cpuacct/ours'), pids: join(v1, 'pids/ours') },
+    });
+    assert.equal(detectCgroup({ mountinfo, selfCgroup, root: false }).available, false);
+    const noMemory = detectCgroup({ mountinfo: mountinfo.split('\n').slice(1).join('\n'), selfCgroup, root: true });
+    assert.match(noMemory.available ? '' : noMemory.why, /no cgroup v1 memory controller is mounted either/);
   });
 });
 

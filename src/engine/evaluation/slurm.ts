@@ -12,7 +12,7 @@
 // job slurmProbe.ts.
 import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { cancelledResult } from '../sandbox/evaluator';
+import { cancelledResult } from '../sandbox/trustedEvaluator';
 import type { IsolationKind } from '../sandbox/isolation';
 import { percentile } from '../common/stats';
 import type { Task } from '../task/task';

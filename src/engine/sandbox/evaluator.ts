@@ -3,29 +3,19 @@
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
-import { reasonWithOutput } from '../common/evaluationReason';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
 import type { Settings } from '../common/config';
-import { scoreOfObjective } from '../common/scoring';
 import { fillTemplate, type Task } from '../task/task';
-import {
-  type EvaluationResult,
-  type FailedEvaluationResult,
-  type ScoredEvaluationResult,
-  type ScoredEvaluationStatus,
-  OUTCOME_PENALTY,
-} from '../common/types';
+import type { EvaluationResult, ScoredEvaluationResult } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { Semaphore } from '../async/semaphore';
-import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup } from './cgroup';
+import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup, type SandboxCgroup } from './cgroup';
 import { removeTree } from './cleanup';
 import {
-  baseEnvironment,
   BWRAP_FD,
   bwrapArguments,
   candidateEnvironment,
@@ -37,6 +27,7 @@ import {
   type IsolationReport,
   isolationReport,
   limitedCommand,
+  openFilesLimitWithoutCgroup,
   pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
@@ -46,12 +37,19 @@ import {
   sandboxExecProfile,
   seccompFilterFor,
 } from './isolation';
-import { limitMetrics } from './metricsLimit';
 import { readOnlyCopies } from './readOnlyCopies';
 import { killMarkedProcesses } from './survivors';
-import { type ProcessOutcome, runProcess } from './process';
+import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
-import { errorMessage, ThetaEvolveError, zodIssueText } from '../common/errors';
+import {
+  cancelledResult,
+  DEFAULT_MEMORY_LIMIT_MB,
+  infrastructureFailure,
+  penaltyResult,
+  scoreSolutionBytes,
+  withOutput,
+} from './trustedEvaluator';
+import { errorMessage, ThetaEvolveError } from '../common/errors';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -66,6 +64,8 @@ export interface EvaluatorOptions {
   processLimit?: number;
   /** 'fallback' skips bubblewrap even where it works (default 'auto'). */
   isolation?: 'auto' | 'fallback';
+  /** 'off' uses no cgroup even where one can be had (tests of hosts without one; default 'auto'). */
+  cgroup?: 'auto' | 'off';
   /**
    * Run candidates even when the isolation is weaker than the full sandbox
    * (no bwrap, macOS, Windows). Default false: the constructor throws
@@ -91,19 +91,15 @@ export class SandboxUnavailableError extends ThetaEvolveError {
 
 export const DEFAULT_EVALUATOR_OPTIONS: Readonly<EvaluatorOptions> = {
   concurrency: 16,
-  memoryLimitMb: 4096,
+  memoryLimitMb: DEFAULT_MEMORY_LIMIT_MB,
   outputLimitBytes: 64 * 1024,
 };
 
 const DEFAULT_PROCESS_LIMIT = 256;
 /** Files a candidate may write (RLIMIT_FSIZE) at least; the solution cap decides what is read. */
 const MIN_FILE_SIZE_LIMIT = 256 * 1024 * 1024;
-const EVALUATOR_OUTPUT_LIMIT = 1024 * 1024;
 /** How often the memory of a candidate's processes is summed (fast allocators get at most this long past the limit). */
 const MEMORY_WATCH_INTERVAL_MS = 50;
-const TAIL_CHARS = 600;
-/** A valid solution file up to this size travels with its result (the best one is kept beside the database for the dashboard). */
-const SOLUTION_KEPT_BYTES = 1024 * 1024;
 
 /** The sandbox options from the run settings. */
 export function evaluatorOptionsFromSettings(
@@ -117,168 +113,6 @@ export function evaluatorOptionsFromSettings(
     allowWeakIsolation: settings['sandbox.allowWeakIsolation'],
     ...(runtimeLimitSec !== undefined ? { runtimeLimitSec } : {}),
   };
-}
-
-const MetricValueSchema = z.union([z.number().finite(), z.string(), z.boolean(), z.null()]);
-
-/** The one JSON line a task's evaluator prints. */
-export const EvaluatorReplySchema = z.object({
-  valid: z.boolean(),
-  objective: z.number().finite().nullable().optional(),
-  metrics: z.record(z.string(), MetricValueSchema).default({}),
-  reason: z.string().default(''),
-  /** The file is not a solution at all (e.g. not JSON): no_solution rather than invalid_solution. */
-  unreadable: z.boolean().optional(),
-});
-export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
-
-type Metrics = ScoredEvaluationResult['metrics'];
-
-/**
- * Our machinery failed, not the candidate: the sandbox could not be set up or
- * start the program, the task's trusted evaluator crashed, timed out or gave
- * no reply. No score: never ranked, never a reward (docs/algorithm.md section 4).
- */
-function infrastructureFailure(
-  reason: string,
-  extra: Partial<Omit<FailedEvaluationResult, 'status' | 'score'>> = {},
-): FailedEvaluationResult {
-  return { status: 'evaluation_failed', score: null, ...resultWithoutRun(reason), ...extra };
-}
-
-/** What every result has before a run tells more: no objective, metrics or output. */
-function resultWithoutRun(reason: string): Omit<FailedEvaluationResult, 'status' | 'score'> {
-  return { objective: null, metrics: {}, reason, durationMs: 0, stdout: '', stderr: '' };
-}
-
-function penaltyResult(
-  status: Exclude<ScoredEvaluationStatus, 'ok'>,
-  reason: string,
-  extra: Partial<ScoredEvaluationResult> = {},
-): ScoredEvaluationResult {
-  return { status, score: OUTCOME_PENALTY[status], ...resultWithoutRun(reason), ...extra };
-}
-
-function tail(text: string): string {
-  const trimmed = text.trim();
-  if (trimmed.length <= TAIL_CHARS) return trimmed;
-  return `...${trimmed.slice(trimmed.length - TAIL_CHARS)}`;
-}
-
-function withOutput(reason: string, stderr: string): string {
-  return reasonWithOutput(reason, tail(stderr));
-}
-
-/** Parse the evaluator's reply: the last non-empty line of its stdout. */
-export function parseEvaluatorReply(stdout: string): { ok: true; reply: EvaluatorReply } | { ok: false; problem: string } {
-  const lines = stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  const last = lines[lines.length - 1];
-  if (last === undefined) return { ok: false, problem: 'the evaluator printed nothing' };
-  let raw: unknown;
-  try {
-    raw = JSON.parse(last);
-  } catch {
-    return { ok: false, problem: `the evaluator's last line is not JSON: ${last.slice(0, 200)}` };
-  }
-  const parsed = EvaluatorReplySchema.safeParse(raw);
-  if (!parsed.success) {
-    return { ok: false, problem: `the evaluator's reply is malformed at ${zodIssueText(parsed.error, '(top level)')}` };
-  }
-  // Stored with every program: within limits, whatever the evaluator (or a candidate beside it) returned.
-  return { ok: true, reply: { ...parsed.data, metrics: limitMetrics(parsed.data.metrics) } };
-}
-
-/**
- * Score one solution file with the task's trusted evaluator (no candidate
- * run): safe read (no symlinks, size cap), a private copy, the evaluator
- * under its own time limit, its reply validated. Never throws for a bad
- * solution; durationMs covers this step only.
- */
-export async function scoreSolutionFile(
-  task: Task,
-  solutionPath: string,
-  options: { signal?: AbortSignal } = {},
-): Promise<EvaluationResult> {
-  const started = performance.now();
-  const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
-  if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
-  const trustedDir = await mkdtemp(join(tmpdir(), 'thetaevolve-score-'));
-  try {
-    const result = await scoreSolutionBytes(task, read.bytes, trustedDir, options.signal);
-    return { ...result, durationMs: performance.now() - started };
-  } finally {
-    await removeTree(trustedDir);
-  }
-}
-
-async function scoreSolutionBytes(
-  task: Task,
-  bytes: Buffer,
-  trustedDir: string,
-  signal: AbortSignal | undefined,
-): Promise<EvaluationResult> {
-  const copy = join(trustedDir, task.solutionFile);
-  await writeFile(copy, bytes, { mode: 0o600 });
-  const command = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
-  const run = await runProcess({
-    file: command[0] as string,
-    args: command.slice(1),
-    cwd: trustedDir,
-    env: baseEnvironment(trustedDir),
-    timeoutMs: task.evaluatorTimeLimitSec * 1000,
-    outputLimitBytes: EVALUATOR_OUTPUT_LIMIT,
-    ...(signal ? { signal } : {}),
-  });
-  if (run.aborted) return cancelledResult();
-  // The task's own evaluator failing is the task's problem, not the candidate's: no score.
-  const failed = { metrics: { evaluator_failed: true } satisfies Metrics };
-  if (run.spawnError) return infrastructureFailure(`the evaluator could not start: ${run.spawnError}`, failed);
-  if (run.timedOut)
-    return infrastructureFailure(`the evaluator ran past its ${task.evaluatorTimeLimitSec} s limit on this solution`, failed);
-  if (run.exitCode !== 0) {
-    const how = run.exitSignal ? `was killed by ${run.exitSignal}` : `exited with code ${String(run.exitCode)}`;
-    return infrastructureFailure(withOutput(`the evaluator ${how}`, run.stderr), failed);
-  }
-  const parsed = parseEvaluatorReply(run.stdout);
-  if (!parsed.ok) return infrastructureFailure(withOutput(parsed.problem, run.stderr), failed);
-  const reply = parsed.reply;
-  const objective = reply.objective ?? null;
-  if (reply.unreadable)
-    return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
-  if (!reply.valid) {
-    return penaltyResult('invalid_solution', reply.reason || 'the solution failed the validity check', {
-      metrics: reply.metrics,
-      objective,
-    });
-  }
-  if (objective === null || (task.scoreRule === 'direction' && !(objective > 0))) {
-    return penaltyResult('invalid_solution', `the objective must be a positive number (the evaluator gave ${String(objective)})`, {
-      metrics: reply.metrics,
-    });
-  }
-  const score = scoreOfObjective(objective, task);
-  if (!Number.isFinite(score))
-    return penaltyResult('invalid_solution', `the objective ${objective} gives no finite score`, { metrics: reply.metrics });
-  const solution = bytes.length <= SOLUTION_KEPT_BYTES ? bytes.toString('utf8') : undefined;
-  return {
-    status: 'ok',
-    score,
-    objective,
-    metrics: reply.metrics,
-    reason: '',
-    durationMs: 0,
-    stdout: '',
-    stderr: '',
-    ...(solution !== undefined ? { solution } : {}),
-  };
-}
-
-/** The result of an evaluation cancelled before it finished (every backend gives the same). */
-export function cancelledResult(): ScoredEvaluationResult {
-  return penaltyResult('no_solution', 'the evaluation was cancelled', { metrics: { cancelled: true } });
 }
 
 /** A candidate's run: the process, whether the sandbox got as far as starting it, and the solution it handed over. */
@@ -305,6 +139,8 @@ export class Evaluator implements EvaluationBackend {
   private readonly slots: Semaphore;
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<EvaluationResult>>();
+  /** Cgroups of finished bwrap sandboxes being removed (their processes are gone with the PID namespace): awaited by close(). */
+  private readonly cgroupRemovals = new Set<Promise<void>>();
 
   constructor(
     readonly task: Task,
@@ -325,9 +161,10 @@ export class Evaluator implements EvaluationBackend {
       runtimeLimitSec: options.runtimeLimitSec ?? task.runtimeLimitSec,
       processLimit: options.processLimit ?? DEFAULT_PROCESS_LIMIT,
       isolation: options.isolation ?? 'auto',
+      cgroup: options.cgroup ?? 'auto',
       allowWeakIsolation: options.allowWeakIsolation ?? false,
     };
-    this.info = detectIsolation(this.options.isolation);
+    this.info = detectIsolation(this.options.isolation, this.options.cgroup);
     this.isolation = isolationReport(this.info);
     if (this.isolation.weak && !this.options.allowWeakIsolation) throw new SandboxUnavailableError(this.isolation);
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
@@ -358,6 +195,7 @@ export class Evaluator implements EvaluationBackend {
   async close(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.cgroupRemovals]);
     for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
   }
 
@@ -411,7 +249,8 @@ export class Evaluator implements EvaluationBackend {
           : await this.runOnHost(root, code, programName, signal);
       const output = { stdout: run.stdout, stderr: run.stderr };
       // Another system's folder: its metrics are exactly what its evaluator returned (which times itself).
-      const runtime: Metrics = this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
+      const runtime: ScoredEvaluationResult['metrics'] =
+        this.task.layout === 'task.json' ? { runtime_seconds: Math.round(run.durationMs) / 1000 } : {};
       if (run.aborted) return { ...cancelledResult(), ...output };
       if (run.spawnError)
         return infrastructureFailure(`the sandbox could not start the program: ${run.spawnError}`, {
@@ -440,7 +279,7 @@ export class Evaluator implements EvaluationBackend {
       }
       const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
-      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, signal);
+      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, { memoryLimitMb: this.options.memoryLimitMb }, signal);
       return { ...scored, ...output, metrics: { ...scored.metrics, ...runtime } };
     } finally {
       await this.cleanUp(root);
@@ -460,8 +299,13 @@ export class Evaluator implements EvaluationBackend {
   }
 
   /** The memory limit for all of a candidate's processes together (RLIMIT_AS holds each one; this, their sum). */
-  private memoryWatch(tmpfsPaths: readonly string[] = []): { limitBytes: number; intervalMs: number; tmpfsPaths: readonly string[] } {
-    return { limitBytes: this.options.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS, tmpfsPaths };
+  private memoryWatch(cgroup: SandboxCgroup | null, tmpfsPaths: readonly string[] = []): NonNullable<ProcessSpec['memoryWatch']> {
+    return {
+      limitBytes: this.options.memoryLimitMb * 1024 * 1024,
+      intervalMs: MEMORY_WATCH_INTERVAL_MS,
+      tmpfsPaths,
+      ...(cgroup ? { kernelKilled: () => oomKills(cgroup) > 0 } : {}),
+    };
   }
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
@@ -487,6 +331,8 @@ export class Evaluator implements EvaluationBackend {
         memoryLimitMb: this.options.memoryLimitMb,
         processLimit,
         fileSizeLimitBytes: Math.max(MIN_FILE_SIZE_LIMIT, 2 * this.task.solutionMaxBytes),
+        // Socket buffers count in a cgroup; without one, the number of descriptors bounds them.
+        ...(this.info.layers.cgroup ? {} : { openFilesLimit: openFilesLimitWithoutCgroup(this.options.memoryLimitMb) }),
       },
       this.info.prlimitPath,
     );
@@ -517,13 +363,7 @@ export class Evaluator implements EvaluationBackend {
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
     ];
     const runAs = this.info.runAs;
-    const cgroupParent = this.info.layers.cgroup && this.info.cgroup?.available ? this.info.cgroup.dir : null;
-    const cgroup = cgroupParent
-      ? createSandboxCgroup(cgroupParent, {
-          memoryBytes: this.options.memoryLimitMb * 1024 * 1024,
-          pids: this.info.processLimit ? this.options.processLimit : null,
-        })
-      : null;
+    const cgroup = this.sandboxCgroup(this.info.processLimit ? this.options.processLimit : null);
     try {
       const bwrap = [this.info.bwrapPath as string, ...args];
       // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
@@ -540,7 +380,7 @@ export class Evaluator implements EvaluationBackend {
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
         // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
-        memoryWatch: this.memoryWatch(SANDBOX_TMPFS_PATHS),
+        memoryWatch: this.memoryWatch(cgroup, SANDBOX_TMPFS_PATHS),
         signal,
         ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });
@@ -554,8 +394,20 @@ export class Evaluator implements EvaluationBackend {
         solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
       };
     } finally {
-      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
+      // Off the result's path: the kernel may take a few milliseconds to let the last exited process leave it.
+      if (cgroup) {
+        const removal = removeSandboxCgroup(cgroup).then((problem) => this.reportCleanup(problem));
+        this.cgroupRemovals.add(removal);
+        void removal.finally(() => this.cgroupRemovals.delete(removal));
+      }
     }
+  }
+
+  /** The evaluation's own cgroup where the isolation has one (memory, processes, CPU share); null without. */
+  private sandboxCgroup(pids: number | null): SandboxCgroup | null {
+    const support = this.info.cgroup;
+    if (!this.info.layers.cgroup || !support?.available) return null;
+    return createSandboxCgroup(support, { memoryBytes: this.options.memoryLimitMb * 1024 * 1024, pids });
   }
 
   /** What the copy-out wrapper sent after its start byte: a tag byte, then the file's first maxBytes + 1 bytes. */
@@ -608,9 +460,14 @@ export class Evaluator implements EvaluationBackend {
       ];
     } else if (this.info.pidNamespaceTools) {
       // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
-      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools);
+      // Without a cgroup nothing counts SysV segments: a quarter of the memory limit at most.
+      const sharedMemoryBytes = this.info.layers.cgroup ? undefined : (this.options.memoryLimitMb * 1024 * 1024) / 4;
+      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, sharedMemoryBytes);
       asUser = null;
     }
+    // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.
+    const cgroup = this.sandboxCgroup(this.options.processLimit);
+    if (cgroup) command = inCgroupCommand(cgroup, command, null);
     let run: ProcessOutcome;
     try {
       run = await runProcess({
@@ -620,13 +477,15 @@ export class Evaluator implements EvaluationBackend {
         env,
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
-        memoryWatch: this.memoryWatch(),
+        memoryWatch: this.memoryWatch(cgroup),
         signal,
         ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
       });
+      if (cgroup && oomKills(cgroup) > 0) run = { ...run, memoryExceeded: true };
     } finally {
       // Before the solution is read: nothing may still be writing it.
       killMarkedProcesses(`THETAEVOLVE_EVALUATION=${evaluationId}`, runAs ? runAs.uid : null);
+      if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
     // Nothing is set up between the spawn and the program here: a failure to start is the spawn error.

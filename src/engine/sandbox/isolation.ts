@@ -25,7 +25,7 @@ export interface IsolationReport {
     noCapabilities: boolean;
     /** The seccomp filter of seccomp.ts. */
     seccomp: boolean;
-    /** Its own cgroup v2 (memory.max and pids.max for all its processes together). */
+    /** Its own cgroup (v2, or v1 as root): memory and process limits for all its processes together, and an equal CPU share. */
     cgroup: boolean;
     /** The scratch directory is a size-capped tmpfs. */
     scratchSizeCap: boolean;
@@ -94,6 +94,10 @@ export interface ResourceLimits {
   /** RLIMIT_NPROC; null: not set. */
   processLimit: number | null;
   fileSizeLimitBytes: number;
+  /** RLIMIT_NOFILE; absent: not set. Without a cgroup it bounds what socket buffers can hold (openFilesLimitWithoutCgroup). */
+  openFilesLimit?: number;
+  /** RLIMIT_CPU in seconds (per process); absent: not set. */
+  cpuSeconds?: number;
 }
 
 /** Find an executable in the system folders first, then on PATH. */
@@ -198,6 +202,9 @@ export function bwrapArguments(options: {
     ...sized(SANDBOX_SHM_BYTES),
     '--tmpfs',
     '/dev/shm',
+    // bwrap's /dev is a tmpfs of its own: read-only, so files kept there cannot hold memory past the limit (its devices still work).
+    '--remount-ro',
+    '/dev',
     ...sized(SANDBOX_TMP_BYTES),
     '--tmpfs',
     '/tmp',
@@ -260,6 +267,9 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
       `--fsize=${limits.fileSizeLimitBytes}`,
       '--core=0',
       ...(limits.processLimit !== null ? [`--nproc=${limits.processLimit}`] : []),
+      ...(limits.openFilesLimit !== undefined ? [`--nofile=${limits.openFilesLimit}`] : []),
+      // SIGXCPU at the limit (it says why), SIGKILL a second later.
+      ...(limits.cpuSeconds !== undefined ? [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`] : []),
       '--',
       ...command,
     ];
@@ -268,17 +278,29 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
     `ulimit -v ${Math.floor(memoryBytes / 1024)}`,
     `ulimit -f ${Math.floor(limits.fileSizeLimitBytes / 512)}`,
     'ulimit -c 0',
+    ...(limits.openFilesLimit !== undefined ? [`ulimit -n ${limits.openFilesLimit}`] : []),
+    ...(limits.cpuSeconds !== undefined ? [`ulimit -t ${limits.cpuSeconds}`] : []),
     'exec "$@"',
   ].join(' && ');
   return ['/bin/sh', '-c', script, 'sh', ...command];
 }
 
+/** kernel.shmall's default: no limit of our own on SysV segments. */
+const SYSV_SHM_UNLIMITED = 2 ** 52;
+
 /**
  * Fallback as root: a PID namespace (its init's end kills every process in
- * it, daemons included), own IPC and UTS, and the candidate
+ * it, daemons included), own IPC (SysV segments capped at sharedMemoryBytes
+ * in all) and UTS, and the candidate
  * dropped to the unprivileged user with no capabilities and no_new_privs.
  */
-export function pidNamespaceCommand(command: readonly string[], tools: { unshare: string; setpriv: string }): string[] {
+export function pidNamespaceCommand(
+  command: readonly string[],
+  tools: { unshare: string; setpriv: string },
+  sharedMemoryBytes: number = SYSV_SHM_UNLIMITED,
+): string[] {
+  // The IPC namespace's own SysV limit (kernel.shmall, in pages), set as root before the drop: segments are memory no RSS shows.
+  const pages = Math.max(1, Math.floor(sharedMemoryBytes / 4096));
   return [
     tools.unshare,
     '--pid',
@@ -288,6 +310,10 @@ export function pidNamespaceCommand(command: readonly string[], tools: { unshare
     '--ipc',
     '--uts',
     '--',
+    '/bin/sh',
+    '-c',
+    `echo ${pages} > /proc/sys/kernel/shmall 2>/dev/null; exec "$@"`,
+    'sh',
     tools.setpriv,
     `--reuid=${UNPRIVILEGED_ID}`,
     `--regid=${UNPRIVILEGED_ID}`,
@@ -397,6 +423,12 @@ function probeBwrap(
   }
 }
 
+/** What holds the limits where no cgroup can be had (docs: README, "Sandbox"). */
+const WITHOUT_CGROUP =
+  "instead the memory of a sandbox's processes, their memfds and its tmpfs folders is summed every 50 ms (killed past the limit), " +
+  'with RLIMIT per process as the floor; in bwrap /dev is read-only, memfds, SysV shared memory and larger socket buffers are refused ' +
+  'and open files are capped, so queued datagrams hold at most about a third of the limit; CPU is shared per process, not per sandbox';
+
 const FALLBACK_HOW =
   'candidates run in a private temporary folder, in their own process group with a wall-clock limit, memory and file-size limits and a cleared environment, ' +
   'but they can still read your files and use the network (and, when they run as your own user, read the environment of your other processes, where API keys often are)';
@@ -416,13 +448,15 @@ export const HOW_TO_ALLOW_WEAK =
 export interface DetectOptions {
   /** 'fallback': behave as if bwrap were not installed (tests, or users who want it off). */
   preference?: 'auto' | 'fallback';
+  /** 'off': behave as if no cgroup could be had (tests of the hosts that have none). */
+  cgroup?: 'auto' | 'off';
 }
 
 let cached: IsolationInfo | null = null;
 
-/** Detect the isolation once per process (`preference: 'fallback'` is never cached). */
-export function detectIsolation(preference: 'auto' | 'fallback' = 'auto'): IsolationInfo {
-  if (preference === 'fallback') return probeIsolation({ preference });
+/** Detect the isolation once per process (`preference: 'fallback'` and `cgroup: 'off'` are never cached). */
+export function detectIsolation(preference: 'auto' | 'fallback' = 'auto', cgroup: 'auto' | 'off' = 'auto'): IsolationInfo {
+  if (preference === 'fallback' || cgroup === 'off') return probeIsolation({ preference, cgroup });
   cached ??= probeIsolation({ preference });
   return cached;
 }
@@ -445,11 +479,11 @@ function traversableBase(runAs: { uid: number } | null): string {
   return candidates.find(traversable) ?? '/tmp';
 }
 
-function summarise(kind: IsolationKind, layers: IsolationReport['layers']): string {
+function summarise(kind: IsolationKind, layers: IsolationReport['layers'], cgroup: CgroupSupport | null = null): string {
   if (kind === 'none') return 'no isolation';
   const parts: string[] = [kind === 'fallback' ? 'no sandbox (limits and a private folder only)' : kind];
   if (layers.seccomp) parts.push('seccomp');
-  if (layers.cgroup) parts.push('cgroup');
+  if (layers.cgroup) parts.push(cgroup?.available ? `cgroup v${cgroup.version}` : 'cgroup');
   const absent = (['seccomp', 'cgroup'] as const).filter((layer) => !layers[layer] && kind === 'bwrap');
   return absent.length > 0 ? `${parts.join(' + ')} (no ${absent.join(', no ')})` : parts.join(' + ');
 }
@@ -459,11 +493,9 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   const prlimitPath = findExecutable('prlimit');
   const rootUser = isRoot();
   const runAs = rootUser ? { uid: UNPRIVILEGED_ID, gid: UNPRIVILEGED_ID } : null;
-  const cgroup = process.platform === 'linux' ? detectCgroup() : null;
-  const cgroupMissing =
-    cgroup && !cgroup.available
-      ? `cgroup: ${cgroup.why}; instead the memory of a sandbox's processes is summed every 50 ms (killed past the limit), with RLIMIT per process as the floor`
-      : null;
+  const cgroup: CgroupSupport | null =
+    process.platform !== 'linux' ? null : options.cgroup === 'off' ? { available: false, why: 'switched off' } : detectCgroup();
+  const cgroupMissing = cgroup && !cgroup.available ? `cgroup: ${cgroup.why}; ${WITHOUT_CGROUP}` : null;
   const base = {
     prlimitPath,
     runAs,
@@ -529,14 +561,15 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     const unshare = findExecutable('unshare');
     const setpriv = findExecutable('setpriv');
     const pidNamespaceTools = rootUser && unshare && setpriv ? { unshare, setpriv } : null;
-    const layers = { ...noLayers };
+    // As root, the shell that enters the cgroup is root: the PID namespace's setpriv drops to nobody after it.
+    const layers = { ...noLayers, cgroup: cgroup?.available === true && (!rootUser || pidNamespaceTools !== null) };
     const missing = [why];
     if (cgroupMissing) missing.push(cgroupMissing);
     return {
       ...base,
       kind: 'fallback',
       layers,
-      summary: summarise('fallback', layers),
+      summary: summarise('fallback', layers, cgroup),
       missing,
       weak: true,
       warning: `Sandbox: ${why}, so ${FALLBACK_HOW}. ${HOW_TO_GET_A_SANDBOX}`,
@@ -568,6 +601,8 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
       `seccomp: no filter for this architecture (${process.arch}); nested namespaces ${features.disableUsernsOption ? 'are still blocked by --disable-userns' : 'are not blocked'}`,
     );
   if (cgroupMissing) missing.push(cgroupMissing);
+  if (cgroup?.available && !(cgroup.version === 2 ? cgroup.cpu : cgroup.dirs.cpu !== null))
+    missing.push('cpu: the cgroup has no cpu controller, so CPU is shared per process rather than per sandbox');
   if (!features.tmpfsSizeOption)
     missing.push('scratch size cap: this bwrap has no --size (0.5+ has), so the scratch tmpfs is capped only by the kernel default');
   if (!processLimit)
@@ -595,7 +630,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     ...features,
     kind: 'bwrap',
     layers,
-    summary: summarise('bwrap', layers),
+    summary: summarise('bwrap', layers, cgroup),
     missing,
     weak,
     warning: weak ? `Sandbox: ${missing[0] ?? ''}` : null,
@@ -607,8 +642,18 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
 }
 
 /** The seccomp filter bytes for a sandbox of this isolation (null: none). */
-export function seccompFilterFor(info: Pick<IsolationInfo, 'seccompArch'>): Buffer | null {
-  return info.seccompArch ? seccompFilterBytes(info.seccompArch) : null;
+export function seccompFilterFor(info: Pick<IsolationInfo, 'seccompArch' | 'layers'>): Buffer | null {
+  return info.seccompArch ? seccompFilterBytes(info.seccompArch, { withoutCgroup: !info.layers.cgroup }) : null;
+}
+
+/**
+ * RLIMIT_NOFILE where no cgroup counts socket buffers: each descriptor of a
+ * datagram socket can keep about 0.3 MiB queued at the default buffer size
+ * (larger buffers are refused), so this keeps what they can hold to about a
+ * third of the memory limit; never fewer than 64 descriptors.
+ */
+export function openFilesLimitWithoutCgroup(memoryLimitMb: number): number {
+  return Math.max(64, Math.min(65536, Math.floor(memoryLimitMb)));
 }
 
 /** Only the report's fields (what the evaluator exposes). */

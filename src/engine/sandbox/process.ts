@@ -2,7 +2,7 @@
 // process group, and captured, truncated output. Used for sandboxed
 // candidates and for the trusted evaluators alike.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 
@@ -41,6 +41,12 @@ export interface ProcessSpec {
     intervalMs: number;
     /** tmpfs mounts inside the sandbox whose contents count too (RAM, not disk), seen through /proc/INIT/root; the first must exist only in the sandbox. */
     tmpfsPaths?: readonly string[];
+    /**
+     * The kernel already enforced the limit (a cgroup's OOM killer acted):
+     * checked on each tick, so that the whole sandbox stops, not only the
+     * process the kernel picked.
+     */
+    kernelKilled?: () => boolean;
   };
 }
 
@@ -128,6 +134,31 @@ function processMemoryBytes(pid: number): number {
   }
 }
 
+/**
+ * memfds a process holds open, by inode: a memfd filled with write() is
+ * memory that shows in no RSS until it is mapped (one mapped as well counts
+ * twice: on the safe side). Where no cgroup counts it, bwrap's seccomp
+ * filter refuses memfds altogether; this is for the weaker isolations.
+ */
+function addMemfds(pid: number, memfds: Map<string, number>): void {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return; // Gone, or not ours to read.
+  }
+  for (const fd of fds) {
+    const path = `/proc/${pid}/fd/${fd}`;
+    try {
+      if (!readlinkSync(path).startsWith('/memfd:')) continue;
+      const stats = statSync(path);
+      memfds.set(`${stats.dev}:${stats.ino}`, stats.blocks * 512);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+}
+
 /** Children of every thread of a process (/proc/PID/task/TID/children). */
 function childrenOf(pid: number): number[] {
   const children: number[] = [];
@@ -169,18 +200,21 @@ function tmpfsBytes(initPid: number, paths: readonly string[]): number {
   return total;
 }
 
-/** Memory of a process and all its descendants (a sandbox's init adopts every orphan in it, daemons included). */
+/** Memory of a process and all its descendants, and of the memfds they hold (a sandbox's init adopts every orphan in it, daemons included). */
 export function treeMemoryBytes(root: number): number {
   let total = 0;
   const seen = new Set<number>();
+  const memfds = new Map<string, number>();
   const queue = [root];
   while (queue.length > 0) {
     const pid = queue.pop() as number;
     if (seen.has(pid)) continue;
     seen.add(pid);
     total += processMemoryBytes(pid);
+    addMemfds(pid, memfds);
     queue.push(...childrenOf(pid));
   }
+  for (const bytes of memfds.values()) total += bytes;
   return total;
 }
 
@@ -291,7 +325,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
           const root = sandboxInitPid ?? child.pid;
           if (root === undefined || memoryExceeded) return;
           const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
-          if (treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
+          if (watch.kernelKilled?.() === true || treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
             memoryExceeded = true;
             stop();
           }

@@ -6,6 +6,8 @@
 // ptrace and cross-process memory access, bpf, perf, kernel modules and
 // kexec, clock setting, userfaultfd, io_uring, NUMA policy, TTY input
 // injection. Everything else is allowed, so ordinary Python/numpy runs.
+// Where no cgroup holds a sandbox, it also denies the memory no process's
+// RSS shows (memfds, SysV segments), larger socket buffers and new sessions.
 
 /** struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (little-endian on both supported architectures). */
 const OFFSET_NR = 0;
@@ -112,15 +114,36 @@ const SYSCALLS = {
 
 export type DeniedSyscall = keyof typeof SYSCALLS | 'clone3';
 
+/**
+ * Denied only where no cgroup holds the sandbox: a memfd filled with
+ * write() or a detached SysV segment is memory no process's RSS shows
+ * (shared memory through /dev/shm, a size-capped tmpfs, stays), and a new
+ * session would be a new scheduling group (autogroup) of its own, where
+ * the one bwrap makes is the sandbox's share of the CPU.
+ */
+const WITHOUT_CGROUP_DENIED = {
+  memfd_create: [319, 279],
+  memfd_secret: [447, 447],
+  shmget: [29, 194],
+  setsid: [112, 157],
+} as const satisfies Record<string, readonly [number | null, number | null]>;
+export const WITHOUT_CGROUP_SYSCALLS = Object.keys(WITHOUT_CGROUP_DENIED) as (keyof typeof WITHOUT_CGROUP_DENIED)[];
+
 /** Calls checked on an argument rather than by number alone. */
-const CONDITIONAL = { clone: [56, 220], clone3: [435, 435], ioctl: [16, 29] } as const;
+const CONDITIONAL = { clone: [56, 220], clone3: [435, 435], ioctl: [16, 29], setsockopt: [54, 208] } as const;
+const SOL_SOCKET = 1;
+/** SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: without a cgroup, queued datagrams are bounded by the default buffers. */
+export const SOCKET_BUFFER_OPTIONS = [7, 8, 32, 33] as const;
 
 /** The names the filter denies outright with EPERM (clone3 gets ENOSYS so libc falls back to clone, which is checked). */
 export const DENIED_SYSCALLS: readonly (keyof typeof SYSCALLS)[] = Object.keys(SYSCALLS) as (keyof typeof SYSCALLS)[];
 
 /** The number of a system call on an architecture (also for the calls checked on arguments); null when it has none. */
-export function syscallNumber(name: DeniedSyscall | keyof typeof CONDITIONAL, arch: SeccompArch): number | null {
-  const table: Record<string, readonly [number | null, number | null]> = { ...SYSCALLS, ...CONDITIONAL };
+export function syscallNumber(
+  name: DeniedSyscall | keyof typeof CONDITIONAL | keyof typeof WITHOUT_CGROUP_DENIED,
+  arch: SeccompArch,
+): number | null {
+  const table: Record<string, readonly [number | null, number | null]> = { ...SYSCALLS, ...CONDITIONAL, ...WITHOUT_CGROUP_DENIED };
   const entry = table[name];
   if (!entry) return null;
   return entry[arch === 'x86_64' ? 0 : 1];
@@ -171,8 +194,9 @@ function assemble(lines: readonly Line[]): BpfInstruction[] {
  * one JEQ per denied call jumping to a shared EPERM return, then the calls
  * checked on an argument, then ALLOW.
  */
-export function seccompProgram(arch: SeccompArch): BpfInstruction[] {
-  const denied = DENIED_SYSCALLS.map((name) => syscallNumber(name, arch)).filter((n): n is number => n !== null);
+export function seccompProgram(arch: SeccompArch, options: SeccompOptions = {}): BpfInstruction[] {
+  const names = [...DENIED_SYSCALLS, ...(options.withoutCgroup ? WITHOUT_CGROUP_SYSCALLS : [])];
+  const denied = names.map((name) => syscallNumber(name, arch)).filter((n): n is number => n !== null);
   const lines: Line[] = [
     { code: LD_W_ABS, k: OFFSET_ARCH },
     { code: JEQ_K, k: AUDIT_ARCH[arch], jf: 'eperm' },
@@ -185,6 +209,7 @@ export function seccompProgram(arch: SeccompArch): BpfInstruction[] {
     { code: JEQ_K, k: syscallNumber('clone3', arch) as number, jt: 'enosys' },
     { code: JEQ_K, k: syscallNumber('clone', arch) as number, jt: 'clone' },
     { code: JEQ_K, k: syscallNumber('ioctl', arch) as number, jt: 'ioctl' },
+    ...(options.withoutCgroup ? [{ code: JEQ_K, k: syscallNumber('setsockopt', arch) as number, jt: 'setsockopt' }] : []),
     { label: 'allow', code: RET_K, k: SECCOMP_RET_ALLOW },
     { label: 'eperm', code: RET_K, k: errno(EPERM) },
     { label: 'enosys', code: RET_K, k: errno(ENOSYS) },
@@ -197,14 +222,29 @@ export function seccompProgram(arch: SeccompArch): BpfInstruction[] {
     { code: JEQ_K, k: TIOCSTI, jt: 'eperm2' },
     { code: JEQ_K, k: TIOCLINUX, jt: 'eperm2' },
     { code: RET_K, k: SECCOMP_RET_ALLOW },
-    { label: 'eperm2', code: RET_K, k: errno(EPERM) },
   );
+  if (options.withoutCgroup) {
+    lines.push(
+      // setsockopt(fd, level, optname, ...): level and optname are ints.
+      { label: 'setsockopt', code: LD_W_ABS, k: argLow(1) },
+      { code: JEQ_K, k: SOL_SOCKET, jf: 'allow2' },
+      { code: LD_W_ABS, k: argLow(2) },
+      ...SOCKET_BUFFER_OPTIONS.map((option) => ({ code: JEQ_K, k: option, jt: 'eperm2' })),
+      { label: 'allow2', code: RET_K, k: SECCOMP_RET_ALLOW },
+    );
+  }
+  lines.push({ label: 'eperm2', code: RET_K, k: errno(EPERM) });
   return assemble(lines);
 }
 
+export interface SeccompOptions {
+  /** No cgroup holds the sandbox: deny WITHOUT_CGROUP_SYSCALLS (setsid included) and larger socket buffers too. */
+  withoutCgroup?: boolean;
+}
+
 /** The filter in the binary form bwrap reads from `--seccomp FD` (struct sock_filter[], 8 bytes each, little-endian). */
-export function seccompFilterBytes(arch: SeccompArch): Buffer {
-  const program = seccompProgram(arch);
+export function seccompFilterBytes(arch: SeccompArch, options: SeccompOptions = {}): Buffer {
+  const program = seccompProgram(arch, options);
   const bytes = Buffer.alloc(program.length * 8);
   program.forEach((ins, i) => {
     bytes.writeUInt16LE(ins.code, i * 8);

@@ -14,7 +14,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from thetaevolve_foreign import reply, reply_of, run_openevolve  # noqa: E402
+from thetaevolve_foreign import refused_dtype, reply, reply_of, run_openevolve  # noqa: E402
 
 STUB_HEAD = """import json as _json
 import sys as _sys
@@ -39,6 +39,10 @@ def main(solution, names, thresholds):
         return reply(False, reason=f"solution.json is not readable JSON: {err}", unreadable=True)
     if not isinstance(values, dict) or any(name not in values for name in names):
         return reply(False, reason=f"solution.json needs the values of {', '.join(names)}", unreadable=True)
+    refused = refused_dtype(values)
+    if refused is not None:
+        # Before anything is built from it: the folder's evaluator would catch the error and might score the rest.
+        return reply(False, reason=f"solution.json is refused: {refused} (only numeric and boolean arrays are allowed)")
     with tempfile.TemporaryDirectory() as folder:
         stub = os.path.join(folder, "program.py")
         with open(stub, "w", encoding="utf-8") as f:

@@ -179,15 +179,47 @@ def reply_of(data):
 
 
 
+# The array types a solution may name: numbers and booleans, whose elements
+# are at most 16 bytes, so an array is never much larger than its JSON text.
+# A string or object dtype could make a few bytes of JSON allocate gigabytes
+# ("U20000000"), and is refused.
+ALLOWED_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128"]
+)
+
+
+def refused_dtype(value, depth=0):
+    """The first array type in a solution that decode() refuses, or None (also for nesting deeper than any real solution)."""
+    if depth > 64:
+        return "nesting deeper than 64 levels"
+    if isinstance(value, list):
+        for v in value:
+            found = refused_dtype(v, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, dict):
+        if "__ndarray__" in value and value.get("dtype") not in ALLOWED_DTYPES:
+            return f"array type {json.dumps(value.get('dtype'))[:40]}"
+        for v in value.values():
+            found = refused_dtype(v, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def decode(value):
-    """A value solution_wrapper.py wrote (numpy arrays, tuples and dicts tagged), back as it was returned."""
+    """A value solution_wrapper.py wrote (numpy arrays, tuples and dicts tagged), back as it was returned; only ALLOWED_DTYPES."""
     if isinstance(value, list):
         return [decode(v) for v in value]
     if isinstance(value, dict):
         if "__ndarray__" in value:
             import numpy
 
-            return numpy.array(decode(value["__ndarray__"]), dtype=value.get("dtype"))
+            dtype = value.get("dtype")
+            if dtype not in ALLOWED_DTYPES:
+                raise ValueError(f"solution.json names the array type {json.dumps(dtype)[:40]}; only numbers and booleans are allowed")
+            return numpy.array(decode(value["__ndarray__"]), dtype=dtype)
         if "__tuple__" in value:
             return tuple(decode(v) for v in value["__tuple__"])
         if "__dict__" in value:

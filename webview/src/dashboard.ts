@@ -24,7 +24,7 @@ import { BestCard } from './components/bestCard';
 import { Header } from './components/header';
 import { registerComponents } from './components/toolkit';
 import { el, tile } from './dom';
-import { formatCompact, formatCount, formatDuration, formatValue } from './format';
+import { binLabels, formatCompact, formatCount, formatDuration, formatValue } from './format';
 import { onThemeChange, readTheme } from './theme';
 import { vscodeApi } from './vscodeApi';
 
@@ -224,13 +224,7 @@ function renderDatabase(db: DatabaseView | null): void {
   );
   if (db.histogram) {
     const { min, max, counts } = db.histogram;
-    const width = (max - min) / counts.length;
-    histChart.set(
-      counts.map((_, i) => formatValue(min + width * (i + 0.5))),
-      counts,
-      null,
-      `objective (${db.histogram.label})`,
-    );
+    histChart.set(binLabels(min, (max - min) / counts.length, counts.length), counts, null, `objective (${db.histogram.label})`);
     hist.note.textContent = `Objective of the ${db.histogram.label}.`;
   } else {
     histChart.set([], [], null, 'objective (no valid program yet)');

@@ -27,3 +27,17 @@ export function formatDuration(ms: number): string {
   if (m > 0) return `${m}m ${String(sec).padStart(2, '0')}s`;
   return `${(ms / 1000).toFixed(1)} s`;
 }
+
+/**
+ * Labels for equal-width bins starting at `min`: each bin's centre with just
+ * the decimals its width needs to tell neighbours apart (0.34, not 0.336567).
+ */
+export function binLabels(min: number, width: number, count: number): string[] {
+  const centres = Array.from({ length: count }, (_, i) => min + width * (i + 0.5));
+  if (!(width > 0) || !Number.isFinite(width)) return centres.map((c) => formatValue(c));
+  const decimals = Math.min(10, Math.max(0, 1 - Math.floor(Math.log10(width))));
+  const largest = Math.max(...centres.map((c) => Math.abs(c)));
+  // Beyond a million, or for bins finer than the decimals can show, the general format.
+  if (largest >= 1e6) return centres.map((c) => formatValue(c));
+  return centres.map((c) => String(Number(c.toFixed(decimals))));
+}

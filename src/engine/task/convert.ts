@@ -77,7 +77,7 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     initialProgram: basename(task.initialProgramPath),
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
     evaluator: {
-      command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade],
+      command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade, settings.featureDimensions],
       timeLimitSec: task.runtimeLimitSec,
     },
     metaInformation: [meta],

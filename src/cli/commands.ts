@@ -2,6 +2,7 @@
 // handlers live in one file each and are looked up here.
 import type { CommandSpec, ParsedArgs } from './args';
 import type { CliIO } from './io';
+import { EVALUATOR_FLAG } from './taskPath';
 
 export type CommandHandler = (args: ParsedArgs, io: CliIO) => Promise<number>;
 
@@ -14,6 +15,7 @@ export const RUN_SPEC: CommandSpec = {
   ],
   flags: {
     program: { kind: 'string', value: 'FILE', help: "Program to start from (default: the task's initial program)." },
+    evaluator: EVALUATOR_FLAG,
     endpoint: { kind: 'string', value: 'URL', help: 'OpenAI-compatible base URL (default http://127.0.0.1:8000/v1).' },
     model: { kind: 'string', value: 'NAME', help: 'Model name (default: the only model the server lists).' },
     sampler: { kind: 'string', value: 'llm|mutate', help: 'llm (default) or mutate: the offline sampler, no model.' },
@@ -61,6 +63,7 @@ export const EVALUATE_SPEC: CommandSpec = {
   ],
   flags: {
     timeout: { kind: 'number', value: 'SECONDS', help: "Override the task's runtime limit." },
+    evaluator: EVALUATOR_FLAG,
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     backend: {
@@ -102,6 +105,7 @@ export const CONVERT_SPEC: CommandSpec = {
     'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
   positionals: [{ name: 'folder', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py).' }],
   flags: {
+    evaluator: EVALUATOR_FLAG,
     json: { kind: 'boolean', help: 'Print the files written as JSON.' },
   },
 };

@@ -1,18 +1,18 @@
 // `thetaevolve convert <folder>`: writes task.json (and the evaluator's
 // solution-file side) into an OpenEvolve folder, so that the candidate and
 // the evaluator run apart. See src/engine/task/convert.ts for when it can.
-import { resolve } from 'node:path';
 import { convertForeignTask } from '../engine/task/convert';
 import { TaskError } from '../engine/task/task';
 import { booleanFlag, type ParsedArgs } from './args';
 import { type CliIO, InputError } from './io';
+import { taskPathFromArgs } from './taskPath';
 
 export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const [folder] = args.positionals as [string];
   const json = booleanFlag(args, 'json');
   let converted;
   try {
-    converted = await convertForeignTask(resolve(io.cwd, folder));
+    converted = await convertForeignTask(await taskPathFromArgs(args, io, folder));
   } catch (err) {
     if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;

@@ -16,6 +16,7 @@ import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { settingsFromArgs } from './settingsSources';
+import { taskPathFromArgs } from './taskPath';
 
 export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const [taskDir, programFile] = args.positionals as [string, string];
@@ -25,7 +26,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
   let task;
   try {
-    task = await loadTask(resolve(io.cwd, taskDir));
+    task = await loadTask(await taskPathFromArgs(args, io, taskDir));
   } catch (err) {
     if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;

@@ -5,12 +5,16 @@
 // vendored unchanged with their licence (test/fixtures/openevolve/NOTICE).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdtempSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { taskFilesBeside } from '../../src/engine/task/foreignTasks';
+import { loadTask } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '../fixtures/openevolve');
 const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
+const KISSING = join(FIXTURES, 'kissing_number');
 /** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
 const OPENEVOLVE_UTILS = join(FIXTURES, 'openevolve_utils');
 const PYTHON = '/usr/bin/python3';
@@ -45,6 +49,20 @@ describe("other systems' folders as their systems read them", function () {
     scratch = tempDir('thetaevolve-compat-', { mode: 0o755 });
   });
 
+  /** A copy of a vendored folder, readable by the sandbox user. */
+  function copyOf(source: string): string {
+    const copy = mkdtempSync(join(scratch, 'copy-'));
+    chmodSync(copy, 0o755);
+    cpSync(source, copy, { recursive: true });
+    return copy;
+  }
+
+  async function evaluateJson(args: string[]): Promise<EvaluateOut> {
+    const { code, stdout, stderr } = await runCli(['evaluate', ...args, '--json'], scratch);
+    assert.equal(code, 0, stderr);
+    return JSON.parse(stdout) as EvaluateOut;
+  }
+
   it("OpenEvolve's signal_processing (no combined_score): ranked by the mean of its numeric metrics, as OpenEvolve ranks it, and evaluate --json says so", async () => {
     const { code, stdout, stderr } = await runCli(
       ['evaluate', SIGNAL_PROCESSING, join(SIGNAL_PROCESSING, 'initial_program.py'), '--json'],
@@ -62,5 +80,42 @@ describe("other systems' folders as their systems read them", function () {
     assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${out.objective} vs OpenEvolve's ${expected}`);
     assert.ok(expected > 13 && expected < 14.5, `OpenEvolve ranks the initial program at about 13.73 (got ${expected})`);
     assert.equal(out.score, out.objective);
+  });
+
+  it('an evaluator under another name (evaluator_phase_1.py): --evaluator FILE, its path as the task, or the only one; several without evaluator.py ask which', async () => {
+    const original = await evaluateJson([KISSING, join(KISSING, 'initial_program.py')]);
+    assert.equal(original.status, 'ok', JSON.stringify(original));
+    const dir = copyOf(KISSING);
+    const program = join(dir, 'initial_program.py');
+    renameSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
+    const only = await evaluateJson([dir, program]);
+    assert.equal(only.objective, original.objective, "the folder's only evaluator");
+    assert.equal((await loadTask(dir)).name.endsWith('-evaluator_phase_1'), true, 'another evaluator is another task');
+
+    cpSync(join(dir, 'evaluator_phase_1.py'), join(dir, 'evaluator_phase_2.py'));
+    const ambiguous = await runCli(['evaluate', dir, program], scratch);
+    assert.equal(ambiguous.code, 1);
+    assert.match(
+      ambiguous.stderr,
+      /several evaluators \(evaluator_phase_1\.py, evaluator_phase_2\.py\) and no evaluator\.py: name one with --evaluator FILE/,
+    );
+    const flagged = await evaluateJson([dir, program, '--evaluator', join(dir, 'evaluator_phase_2.py')]);
+    assert.equal(flagged.objective, original.objective);
+    const asTask = await evaluateJson([join(dir, 'evaluator_phase_1.py'), program]);
+    assert.equal(asTask.objective, original.objective);
+    assert.deepEqual(
+      await taskFilesBeside(program),
+      [join(dir, 'evaluator_phase_1.py'), join(dir, 'evaluator_phase_2.py')],
+      'the task picker offers each',
+    );
+
+    const outside = await runCli(['evaluate', dir, program, '--evaluator', join(KISSING, 'evaluator.py')], scratch);
+    assert.equal(outside.code, 1);
+    assert.match(outside.stderr, /must be a file in the task folder/);
+    const converted = await runCli(['convert', dir, '--evaluator', join(dir, 'evaluator_phase_2.py'), '--json'], scratch);
+    assert.equal(converted.code, 0, converted.stderr);
+    const protectedOut = await evaluateJson([dir, program]);
+    assert.equal(protectedOut.protected, true);
+    assert.equal(protectedOut.objective, original.objective, 'converted with evaluator_phase_2.py, the same score');
   });
 });

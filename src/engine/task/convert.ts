@@ -8,8 +8,8 @@
 // copied in as thetaevolve_evaluate.py with foreign_eval.py as
 // thetaevolve_foreign.py). Anything else is refused with the reason.
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import { foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
+import { basename, dirname, join, resolve } from 'node:path';
+import { foreignFolderOf, foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
 import { literalPlaceholders, nonEmpty } from './scaffold';
 import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
@@ -39,8 +39,10 @@ export function calledProgramFunctions(evaluatorSource: string, programSource: s
   return { names };
 }
 
-/** Convert the OpenEvolve folder `dir` in place; returns the files written. Throws TaskError with the reason when it cannot. */
-export async function convertForeignTask(dir: string): Promise<{ files: string[]; task: TaskFile }> {
+/** Convert the OpenEvolve folder `dir` (or its evaluator file) in place; returns the files written. Throws TaskError with the reason when it cannot. */
+export async function convertForeignTask(dirOrEvaluator: string): Promise<{ files: string[]; task: TaskFile }> {
+  const given = resolve(dirOrEvaluator);
+  const dir = (await stat(given).catch(() => null))?.isFile() ? dirname(given) : given;
   if (
     await stat(join(dir, CONVERTED_FILES.taskFile)).then(
       () => true,
@@ -49,17 +51,18 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
   ) {
     throw new TaskError(`${join(dir, CONVERTED_FILES.taskFile)} already exists: the folder is already in ThetaEvolve's layout`);
   }
-  const task = await loadForeignTask(dir);
+  const { evaluatorName } = await foreignFolderOf(given);
+  const task = await loadForeignTask(given);
   if (task.layout !== 'openevolve') {
     throw new TaskError(
       `${task.dir}: a ShinkaEvolve folder's evaluate.py runs the program itself (main(program_path, results_dir)), so it cannot be given only a solution file; use the folder as it is (its scores are labelled not protected)`,
     );
   }
-  const evaluatorSource = await readFile(join(task.dir, 'evaluator.py'), 'utf8');
+  const evaluatorSource = await readFile(join(task.dir, evaluatorName), 'utf8');
   const called = calledProgramFunctions(evaluatorSource, task.initialProgram);
   if ('problem' in called) throw new TaskError(`${task.dir}: cannot convert: ${called.problem}`);
   const names = called.names.join(',');
-  const settings = await openEvolveSettings(task.dir, evaluatorSource);
+  const settings = await openEvolveSettings(task.dir, evaluatorSource, evaluatorName);
   const runtime = foreignRuntimeDir();
   // Inlined without its comments (they talk about {placeholders}).
   const wrapper = (await readFile(join(runtime, 'solution_wrapper.py'), 'utf8'))
@@ -77,7 +80,15 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     initialProgram: basename(task.initialProgramPath),
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
     evaluator: {
-      command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade, settings.featureDimensions],
+      command: [
+        PYTHON,
+        `{taskDir}/${CONVERTED_FILES.evaluator}`,
+        '{solution}',
+        names,
+        settings.cascade,
+        settings.featureDimensions,
+        evaluatorName,
+      ],
       timeLimitSec: task.runtimeLimitSec,
     },
     metaInformation: [meta],

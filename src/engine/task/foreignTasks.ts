@@ -25,9 +25,6 @@ import { readTaskText } from './taskText';
 
 export type ForeignLayout = Exclude<TaskLayout, 'task.json'>;
 
-/** Files that name a foreign task folder when given instead of the folder. */
-export const FOREIGN_TASK_FILES = ['evaluator.py', 'evaluate.py', 'config.yaml'] as const;
-
 /** OpenEvolve's defaults (openevolve/config.py, EvaluatorConfig) where config.yaml says nothing. */
 const OPENEVOLVE_DEFAULT_TIMEOUT_SEC = 300;
 const OPENEVOLVE_DEFAULT_THRESHOLDS = [0.5, 0.75, 0.9];
@@ -128,23 +125,33 @@ function programFiles(files: readonly string[], stem: string): string[] {
   );
 }
 
-/** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
-export async function detectForeignLayout(dir: string): Promise<ForeignLayout | null> {
-  const files = await filesOf(dir);
+/** OpenEvolve's evaluator is a path given to it; here evaluator.py, or another evaluator*.py beside it (evaluator_phase_1.py), sorted. */
+const DEFAULT_OPENEVOLVE_EVALUATOR = 'evaluator.py';
+function openEvolveEvaluators(files: readonly string[]): string[] {
+  const others = files.filter((f) => /^evaluator.*\.py$/.test(f) && f !== DEFAULT_OPENEVOLVE_EVALUATOR).sort();
+  return [...(files.includes(DEFAULT_OPENEVOLVE_EVALUATOR) ? [DEFAULT_OPENEVOLVE_EVALUATOR] : []), ...others];
+}
+
+function layoutOfFiles(files: readonly string[]): ForeignLayout | null {
   if (files.includes('task.json')) return null;
-  if (files.includes('evaluator.py') && programFiles(files, 'initial_program').length > 0) return 'openevolve';
+  if (openEvolveEvaluators(files).length > 0 && programFiles(files, 'initial_program').length > 0) return 'openevolve';
   if (files.includes('evaluate.py') && programFiles(files, 'initial').length > 0) return 'shinka';
   return null;
 }
 
-/** The file naming the task in `dir`: its task.json, or the evaluator of an OpenEvolve/ShinkaEvolve folder; null when it is no task folder. */
-export async function taskFileIn(dir: string): Promise<string | null> {
+/** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
+export async function detectForeignLayout(dir: string): Promise<ForeignLayout | null> {
+  return layoutOfFiles(await filesOf(dir));
+}
+
+/** The files naming a task in `dir`: its task.json, ShinkaEvolve's evaluate.py, or each evaluator of an OpenEvolve folder; none when it is no task folder. */
+export async function taskFilesIn(dir: string): Promise<string[]> {
   const files = await filesOf(dir);
-  if (files.includes('task.json')) return join(dir, 'task.json');
-  const layout = await detectForeignLayout(dir);
-  if (layout === 'openevolve') return join(dir, 'evaluator.py');
-  if (layout === 'shinka') return join(dir, 'evaluate.py');
-  return null;
+  if (files.includes('task.json')) return [join(dir, 'task.json')];
+  const layout = layoutOfFiles(files);
+  if (layout === 'openevolve') return openEvolveEvaluators(files).map((f) => join(dir, f));
+  if (layout === 'shinka') return [join(dir, 'evaluate.py')];
+  return [];
 }
 
 /** The task files of the folder holding `file` and of the folders next to it (hidden ones and node_modules left out), in any layout. */
@@ -155,8 +162,59 @@ export async function taskFilesBeside(file: string): Promise<string[]> {
       entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
     () => [],
   );
-  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
-  return found.filter((f): f is string => f !== null);
+  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFilesIn));
+  return found.flat();
+}
+
+/** A foreign folder as given (the folder, or one of its files) with the evaluator to use. */
+export interface ForeignFolder {
+  dir: string;
+  layout: ForeignLayout;
+  /** The evaluator's file name in `dir`: evaluate.py (ShinkaEvolve); evaluator.py or the one given (OpenEvolve). */
+  evaluatorName: string;
+}
+
+/**
+ * Which folder and evaluator `dirOrFile` names: a folder (its evaluator.py,
+ * or its only evaluator*.py), or a .py file in an OpenEvolve folder other
+ * than the program, which is then the evaluator (as OpenEvolve takes it).
+ */
+export async function foreignFolderOf(dirOrFile: string): Promise<ForeignFolder> {
+  let dir = resolve(dirOrFile);
+  let given: string | null = null;
+  if ((await stat(dir).catch(() => null))?.isFile()) {
+    given = basename(dir);
+    dir = dirname(dir);
+  }
+  const files = await filesOf(dir);
+  const layout = layoutOfFiles(files);
+  if (layout === null)
+    throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  if (layout === 'shinka') return { dir, layout, evaluatorName: 'evaluate.py' };
+  if (given !== null && extname(given) === '.py' && !programFiles([given], 'initial_program').includes(given))
+    return { dir, layout, evaluatorName: given };
+  const evaluators = openEvolveEvaluators(files);
+  if (evaluators[0] === DEFAULT_OPENEVOLVE_EVALUATOR || evaluators.length === 1)
+    return { dir, layout, evaluatorName: evaluators[0] as string };
+  throw new TaskError(
+    `${dir}: holds several evaluators (${evaluators.join(', ')}) and no evaluator.py: name one with --evaluator FILE, or give its path as the task`,
+  );
+}
+
+/** The task path for `--evaluator FILE` of the task folder `taskDir`: the evaluator file itself, which must be in that folder. */
+export async function taskPathWithEvaluator(taskDir: string, evaluatorFile: string): Promise<string> {
+  const evaluator = resolve(evaluatorFile);
+  let dir = resolve(taskDir);
+  if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
+  if (dirname(evaluator) !== dir)
+    throw new TaskError(
+      `--evaluator ${evaluator}: must be a file in the task folder ${dir} (the sandbox shows the evaluator that folder only)`,
+    );
+  if (!(await stat(evaluator).catch(() => null))?.isFile()) throw new TaskError(`--evaluator ${evaluator}: no such file`);
+  if (extname(evaluator) !== '.py') throw new TaskError(`--evaluator ${evaluator}: an OpenEvolve evaluator is a Python file`);
+  if (layoutOfFiles(await filesOf(dir)) !== 'openevolve')
+    throw new TaskError(`--evaluator ${evaluator}: applies to OpenEvolve folders (initial_program.* + an evaluator), and ${dir} is none`);
+  return evaluator;
 }
 
 /** Run our config reader (PyYAML, as OpenEvolve itself reads the file) and check what we use. */
@@ -228,9 +286,9 @@ export interface FolderSettings {
 }
 
 /** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
-export async function openEvolveSettings(dir: string, evaluatorSource: string): Promise<FolderSettings> {
+export async function openEvolveSettings(dir: string, evaluatorSource: string, evaluatorName: string): Promise<FolderSettings> {
   if (!defines(evaluatorSource, 'evaluate') && !defines(evaluatorSource, 'evaluate_stage1')) {
-    throw new TaskError(`${join(dir, 'evaluator.py')}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
+    throw new TaskError(`${join(dir, evaluatorName)}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
   }
   const config = (await filesOf(dir)).includes('config.yaml') ? await readOpenEvolveConfig(join(dir, 'config.yaml')) : {};
   const timeout = config.evaluator?.timeout ?? OPENEVOLVE_DEFAULT_TIMEOUT_SEC;
@@ -252,14 +310,9 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string): 
 
 /** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */
 export async function loadForeignTask(dirOrFile: string): Promise<Task> {
-  let dir = resolve(dirOrFile);
-  if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
-  const layout = await detectForeignLayout(dir);
-  if (layout === null)
-    throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  const { dir, layout, evaluatorName } = await foreignFolderOf(dirOrFile);
   const files = await filesOf(dir);
   const stem = layout === 'openevolve' ? 'initial_program' : 'initial';
-  const evaluatorName = layout === 'openevolve' ? 'evaluator.py' : 'evaluate.py';
   const programs = programFiles(files, stem);
   if (programs.length !== 1) throw new TaskError(`${dir}: needs exactly one ${stem}.<ext> (found ${programs.join(', ')})`);
   const initialProgramPath = join(dir, programs[0] as string);
@@ -276,7 +329,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const runtime = foreignRuntimeDir();
   let settings: FolderSettings;
   if (layout === 'openevolve') {
-    settings = await openEvolveSettings(dir, evaluatorSource);
+    settings = await openEvolveSettings(dir, evaluatorSource, evaluatorName);
   } else {
     if (!defines(evaluatorSource, 'main'))
       throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
@@ -295,7 +348,10 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     );
   }
   const language = extname(initialProgramPath).slice(1);
-  const name = taskNameOf(dir);
+  // Another evaluator is another task (a resumed run checks the name).
+  const name =
+    taskNameOf(dir) +
+    (layout === 'openevolve' && evaluatorName !== DEFAULT_OPENEVOLVE_EVALUATOR ? `-${taskNameOf(basename(evaluatorName, '.py'))}` : '');
   const metaText = systemMessage ?? draftMetaInformation(initialProgram, language);
   return {
     dir,
@@ -324,7 +380,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       '{taskDir}',
       '{program}',
       SOLUTION_FILE,
-      ...(layout === 'openevolve' ? [settings.cascade] : []),
+      ...(layout === 'openevolve' ? [settings.cascade, evaluatorName] : []),
     ],
     evaluatorCommand: [
       PYTHON,

@@ -8,7 +8,7 @@ import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
 import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
-import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
+import { detectForeignLayout, loadForeignTask } from './foreignTasks';
 import { readTaskText } from './taskText';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -245,7 +245,7 @@ export function evolveBlockProblem(code: string): string | null {
 /**
  * Load and check a task folder: one with task.json (or that file's path), or
  * a folder in OpenEvolve's or ShinkaEvolve's layout, unchanged (or the path
- * of its evaluator, evaluate.py or config.yaml).
+ * of one of its files: an OpenEvolve folder's evaluator*.py picks that evaluator).
  */
 export async function loadTask(dirOrFile: string): Promise<Task> {
   let dir = resolve(dirOrFile);
@@ -254,8 +254,8 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if ((await stat(dir)).isFile()) {
       file = dir;
       dir = resolve(dir, '..');
-      if ((FOREIGN_TASK_FILES as readonly string[]).includes(basename(file)) && (await detectForeignLayout(dir)) !== null)
-        return await loadForeignTask(dir);
+      // A file of another system's folder names it (OpenEvolve: a .py file other than the program is the evaluator to use).
+      if (basename(file) !== 'task.json' && (await detectForeignLayout(dir)) !== null) return await loadForeignTask(file);
     } else if (!(await isFile(file))) {
       const layout = await detectForeignLayout(dir);
       if (layout !== null) return await loadForeignTask(dir);

@@ -5,7 +5,7 @@
 # handed to the folder's own evaluate(program_path) (or its cascade). The
 # candidate's code never runs in this process.
 #
-#   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off [FEATURE_DIMENSIONS]
+#   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off [FEATURE_DIMENSIONS [EVALUATOR_FILE_NAME]]
 import json
 import os
 import sys
@@ -30,7 +30,7 @@ def %s(*args, **kwargs):
 """
 
 
-def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
+def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS, evaluator="evaluator.py"):
     names = names.split(",")
     try:
         with open(solution, encoding="utf-8") as f:
@@ -44,7 +44,7 @@ def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIME
         with open(stub, "w", encoding="utf-8") as f:
             f.write(STUB_HEAD % (HERE, os.path.abspath(solution)) + "".join(STUB_FUNCTION % (name, name) for name in names))
         try:
-            result = run_openevolve(HERE, stub, thresholds)
+            result = run_openevolve(HERE, stub, thresholds, evaluator)
         except Exception as err:  # noqa: BLE001 - the evaluator failed on this solution
             return reply(False, reason=f"the evaluator failed on this solution: {err!r}")
     return reply_of(result, feature_dimensions)
@@ -54,4 +54,5 @@ if __name__ == "__main__":
     spec = sys.argv[3] if len(sys.argv) > 3 else "off"
     thresholds = None if spec == "off" else [float(x) for x in spec.split(",") if x]
     dimensions = tuple(d for d in sys.argv[4].split(",") if d) if len(sys.argv) > 4 else OPENEVOLVE_FEATURE_DIMENSIONS
-    print(json.dumps(main(sys.argv[1], sys.argv[2], thresholds, dimensions), allow_nan=False))
+    evaluator = sys.argv[5] if len(sys.argv) > 5 else "evaluator.py"
+    print(json.dumps(main(sys.argv[1], sys.argv[2], thresholds, dimensions, evaluator), allow_nan=False))

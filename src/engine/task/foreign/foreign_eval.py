@@ -91,8 +91,8 @@ def cascade(module, program, thresholds):
     return merged(both, stage3)
 
 
-def run_openevolve(task_dir, program, thresholds):
-    module = load_module("evaluation_module", os.path.join(task_dir, "evaluator.py"))
+def run_openevolve(task_dir, program, thresholds, evaluator="evaluator.py"):
+    module = load_module("evaluation_module", os.path.join(task_dir, evaluator))
     if thresholds is not None and hasattr(module, "evaluate_stage1"):
         metrics = cascade(module, program, thresholds)
     else:

@@ -41,6 +41,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
   const settings = settingsFromArgs(args, io.cwd);
   const onWarning = (message: string): void => io.stderr(`thetaevolve: ${message}\n`);
+  for (const notice of task.notices) onWarning(notice);
   if (settings['evaluation.backend'] === 'slurm') return evaluateOnSlurm(task, code, settings, timeout, json, io, onWarning);
 
   let evaluator: Evaluator;

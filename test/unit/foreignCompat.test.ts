@@ -5,7 +5,7 @@
 // vendored unchanged with their licence (test/fixtures/openevolve/NOTICE).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdtempSync, renameSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { taskFilesBeside } from '../../src/engine/task/foreignTasks';
 import { loadTask } from '../../src/engine/task/task';
@@ -15,6 +15,8 @@ import { tempDir } from '../support/tempDirs';
 const FIXTURES = resolve(__dirname, '../fixtures/openevolve');
 const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
 const KISSING = join(FIXTURES, 'kissing_number');
+/** OpenEvolve's attention_optimization: its initial program has no EVOLVE-BLOCK markers (its evaluator needs MLIR tools). */
+const ATTENTION = join(FIXTURES, 'attention_optimization');
 /** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
 const OPENEVOLVE_UTILS = join(FIXTURES, 'openevolve_utils');
 const PYTHON = '/usr/bin/python3';
@@ -117,5 +119,36 @@ describe("other systems' folders as their systems read them", function () {
     const protectedOut = await evaluateJson([dir, program]);
     assert.equal(protectedOut.protected, true);
     assert.equal(protectedOut.objective, original.objective, 'converted with evaluator_phase_2.py, the same score');
+  });
+
+  it('a program without EVOLVE-BLOCK markers is evolved whole, as OpenEvolve does, with a line that says so', async () => {
+    const text = readFileSync(join(ATTENTION, 'initial_program.py'), 'utf8');
+    const task = await loadTask(ATTENTION);
+    assert.ok(text.startsWith('#!/usr/bin/env python3\n'));
+    assert.equal(
+      task.initialProgram,
+      `#!/usr/bin/env python3\n# EVOLVE-BLOCK-START\n${text.slice('#!/usr/bin/env python3\n'.length)}${text.endsWith('\n') ? '' : '\n'}# EVOLVE-BLOCK-END\n`,
+      'the shebang kept first, the rest of the text unchanged between the markers',
+    );
+    assert.deepEqual(task.notices, [
+      'initial_program.py has no EVOLVE-BLOCK markers: the whole program is evolved, as OpenEvolve does (put # EVOLVE-BLOCK-START / # EVOLVE-BLOCK-END lines around the code to evolve to narrow it).',
+    ]);
+    assert.deepEqual((await loadTask(KISSING)).notices, [], 'a program with markers keeps them');
+
+    // Scored as the folder's evaluator scores the file itself (a folder in the same style whose evaluator runs here).
+    const dir = copyOf(KISSING);
+    const program = join(dir, 'initial_program.py');
+    writeFileSync(program, readFileSync(program, 'utf8').replace(/^.*EVOLVE-BLOCK-(START|END).*\n/gm, ''));
+    const original = await evaluateJson([KISSING, join(KISSING, 'initial_program.py')]);
+    const { code, stdout, stderr } = await runCli(['evaluate', dir, (await loadTask(dir)).initialProgramPath, '--json'], scratch);
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /initial_program\.py has no EVOLVE-BLOCK markers: the whole program is evolved, as OpenEvolve does/);
+    assert.equal((JSON.parse(stdout) as EvaluateOut).objective, original.objective);
+    const run = await runCli(
+      ['run', dir, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '2', '--db', join(dir, 'run.sqlite')],
+      scratch,
+    );
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /the whole program is evolved, as OpenEvolve does/, 'the run says so when it starts');
   });
 });

@@ -18,6 +18,8 @@ import { tmpdir } from 'node:os';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { lineCommentOf } from '../common/codeText';
+import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from '../common/diff';
 import { errorMessage, zodIssueText } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
@@ -272,6 +274,30 @@ async function readText(file: string, what: string): Promise<string> {
   return read.text;
 }
 
+/**
+ * A program without any EVOLVE-BLOCK marker, as OpenEvolve and ShinkaEvolve
+ * take it: the whole program is evolved. Here that is the program between
+ * two marker comments (a first `#!` line kept above them), with the line
+ * that says so; null when it has markers or its language's comments are unknown.
+ */
+export function wholeProgramBlock(
+  program: string,
+  language: string,
+  fileName: string,
+  layout: ForeignLayout,
+): { program: string; notice: string } | null {
+  const comment = lineCommentOf(language);
+  if (comment === null || program.includes(EVOLVE_BLOCK_START) || program.includes(EVOLVE_BLOCK_END)) return null;
+  const shebang = program.startsWith('#!') ? program.slice(0, program.indexOf('\n') + 1 || program.length) : '';
+  const body = program.slice(shebang.length);
+  const wrapped = `${shebang}${comment} ${EVOLVE_BLOCK_START}\n${body}${body.endsWith('\n') || body === '' ? '' : '\n'}${comment} ${EVOLVE_BLOCK_END}\n`;
+  const system = layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve';
+  return {
+    program: wrapped,
+    notice: `${fileName} has no EVOLVE-BLOCK markers: the whole program is evolved, as ${system} does (put ${comment} ${EVOLVE_BLOCK_START} / ${comment} ${EVOLVE_BLOCK_END} lines around the code to evolve to narrow it).`,
+  };
+}
+
 /** What a folder's files say about running it (config.yaml for OpenEvolve; our defaults otherwise). */
 export interface FolderSettings {
   /** The candidate's limit: OpenEvolve's evaluator.timeout per cascade stage. */
@@ -316,7 +342,10 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const programs = programFiles(files, stem);
   if (programs.length !== 1) throw new TaskError(`${dir}: needs exactly one ${stem}.<ext> (found ${programs.join(', ')})`);
   const initialProgramPath = join(dir, programs[0] as string);
-  const initialProgram = await readText(initialProgramPath, 'initial program');
+  const programText = await readText(initialProgramPath, 'initial program');
+  const language = extname(initialProgramPath).slice(1);
+  const whole = wholeProgramBlock(programText, language, basename(initialProgramPath), layout);
+  const initialProgram = whole?.program ?? programText;
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) {
     throw new TaskError(
@@ -347,7 +376,6 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       `${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`,
     );
   }
-  const language = extname(initialProgramPath).slice(1);
   // Another evaluator is another task (a resumed run checks the name).
   const name =
     taskNameOf(dir) +
@@ -395,5 +423,6 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     evaluatorTrust: 'in-sandbox',
     scoreRule: 'combined_score',
     sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: sandboxRuntimeDir(runtime) },
+    notices: whole ? [whole.notice] : [],
   };
 }

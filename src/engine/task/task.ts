@@ -172,6 +172,8 @@ export interface Task {
    * Empty for task.json tasks (their candidate sees only its program).
    */
   sandboxReadOnlyDirs: Record<string, string>;
+  /** Lines to tell whoever uses the task, once (e.g. that the whole program is evolved for want of markers). */
+  notices: string[];
 }
 
 /** A task file that cannot be used; the message names the file and the field. */
@@ -345,6 +347,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     evaluatorTrust: 'separate',
     scoreRule: 'direction',
     sandboxReadOnlyDirs: {},
+    notices: [],
   };
 }
 

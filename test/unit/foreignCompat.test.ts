@@ -15,6 +15,8 @@ import { tempDir } from '../support/tempDirs';
 const FIXTURES = resolve(__dirname, '../fixtures/openevolve');
 const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
 const KISSING = join(FIXTURES, 'kissing_number');
+/** OpenEvolve's k_module_problem: its evaluator holds the program as `module` and calls module.configure_pipeline(). */
+const K_MODULE = join(FIXTURES, 'k_module_problem');
 /** OpenEvolve's attention_optimization: its initial program has no EVOLVE-BLOCK markers (its evaluator needs MLIR tools). */
 const ATTENTION = join(FIXTURES, 'attention_optimization');
 /** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
@@ -30,6 +32,19 @@ interface EvaluateOut {
   reason: string;
   protected: boolean;
   solution?: string;
+}
+
+/** The folder's own evaluate(program_path), run by python3 as OpenEvolve would. */
+function directMetrics(taskDir: string, program: string): Metrics {
+  const script = [
+    'import importlib.util, json, sys',
+    'sys.path.insert(0, sys.argv[1])',
+    'spec = importlib.util.spec_from_file_location("evaluation_module", sys.argv[1] + "/evaluator.py")',
+    'module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)',
+    'result = module.evaluate(sys.argv[2])',
+    'print(json.dumps(result if isinstance(result, dict) else result.metrics, default=str))',
+  ].join('\n');
+  return JSON.parse(execFileSync(PYTHON, ['-c', script, taskDir, program], { encoding: 'utf8', cwd: taskDir })) as Metrics;
 }
 
 /** OpenEvolve's own get_fitness_score of a metrics dict (its code, run by python3). */
@@ -150,5 +165,57 @@ describe("other systems' folders as their systems read them", function () {
     );
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stderr, /the whole program is evolved, as OpenEvolve does/, 'the run says so when it starts');
+  });
+
+  it('convert follows the name the evaluator gives the program (module.configure_pipeline()) and says exactly why it refuses', async () => {
+    const dir = copyOf(K_MODULE);
+    const converted = await runCli(['convert', dir], scratch);
+    assert.equal(converted.code, 0, converted.stderr);
+    // A program with two of the four modules right: the folder's own evaluator gives 0.5.
+    const program = join(scratch, 'two-right.py');
+    writeFileSync(
+      program,
+      readFileSync(join(K_MODULE, 'initial_program.py'), 'utf8')
+        .replace("'loader': 'json_reader'", "'loader': 'csv_reader'")
+        .replace("'preprocess': 'standardize'", "'preprocess': 'normalize'"),
+    );
+    const direct = directMetrics(K_MODULE, program);
+    assert.equal(direct.combined_score, 0.5);
+    const out = await evaluateJson([dir, program]);
+    assert.equal(out.protected, true);
+    assert.equal(out.status, 'ok', JSON.stringify(out));
+    assert.equal(out.objective, direct.combined_score);
+
+    const signal = await runCli(['convert', copyOf(SIGNAL_PROCESSING)], scratch);
+    assert.equal(signal.code, 1);
+    assert.match(signal.stderr, /evaluator\.py line 296 hands program\.run_signal_processing on uncalled \(e\.g\. to a timeout helper\)/);
+
+    const tsp = mkdtempSync(join(scratch, 'tsp-'));
+    writeFileSync(
+      join(tsp, 'initial_program.py'),
+      '# EVOLVE-BLOCK-START\ndef solve(cities):\n    return list(range(len(cities)))\n# EVOLVE-BLOCK-END\n',
+    );
+    writeFileSync(
+      join(tsp, 'evaluator.py'),
+      [
+        'import importlib.util',
+        'CITIES = [(0, 0), (1, 1)]',
+        'def load(path):',
+        '    spec = importlib.util.spec_from_file_location("candidate", path)',
+        '    m = importlib.util.module_from_spec(spec)',
+        '    spec.loader.exec_module(m)',
+        '    return m',
+        'def evaluate(program_path):',
+        '    candidate = load(program_path)',
+        '    return {"combined_score": 1.0 / (1 + len(candidate.solve(CITIES)))}',
+        '',
+      ].join('\n'),
+    );
+    const withArguments = await runCli(['convert', tsp], scratch);
+    assert.equal(withArguments.code, 1);
+    assert.match(
+      withArguments.stderr,
+      /evaluator\.py line 10 calls candidate\.solve\(\.\.\.\) with arguments, so the program's values depend on the evaluator's inputs/,
+    );
   });
 });

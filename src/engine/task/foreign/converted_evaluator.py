@@ -37,12 +37,12 @@ def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIME
             values = json.load(f)
     except (OSError, ValueError) as err:
         return reply(False, reason=f"solution.json is not readable JSON: {err}", unreadable=True)
-    if not isinstance(values, dict) or any(name not in values for name in names):
-        return reply(False, reason=f"solution.json needs the values of {', '.join(names)}", unreadable=True)
+    if not isinstance(values, dict) or any(name not in names for name in values):
+        return reply(False, reason=f"solution.json holds values of {', '.join(names)} only", unreadable=True)
     with tempfile.TemporaryDirectory() as folder:
         stub = os.path.join(folder, "program.py")
         with open(stub, "w", encoding="utf-8") as f:
-            f.write(STUB_HEAD % (HERE, os.path.abspath(solution)) + "".join(STUB_FUNCTION % (name, name) for name in names))
+            f.write(STUB_HEAD % (HERE, os.path.abspath(solution)) + "".join(STUB_FUNCTION % (name, name) for name in names if name in values))
         try:
             result = run_openevolve(HERE, stub, thresholds, evaluator)
         except Exception as err:  # noqa: BLE001 - the evaluator failed on this solution

@@ -151,7 +151,8 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       (err: unknown) =>
         err instanceof TaskError && /no task\.json, nor an OpenEvolve layout \(initial_program\.\* \+ evaluator\.py\)/.test(err.message),
     );
-    writeFileSync(join(empty, 'initial_program.py'), 'def f():\n    return 1\n');
+    // No marker at all is the whole program (foreignCompat.test.ts); markers that do not pair are an error.
+    writeFileSync(join(empty, 'initial_program.py'), 'def f():\n    return 1\n# EVOLVE-BLOCK-END\n');
     await assert.rejects(loadTask(empty), /EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve/);
     writeFileSync(join(empty, 'initial_program.py'), '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n');
     writeFileSync(join(empty, 'evaluator.py'), 'def score(p):\n    return {}\n');

@@ -17,6 +17,10 @@ const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
 const KISSING = join(FIXTURES, 'kissing_number');
 /** OpenEvolve's k_module_problem: its evaluator holds the program as `module` and calls module.configure_pipeline(). */
 const K_MODULE = join(FIXTURES, 'k_module_problem');
+/** OpenEvolve's circle_packing_with_artifacts: its evaluator imports openevolve.evaluation_result. */
+const ARTIFACTS = join(FIXTURES, 'circle_packing_with_artifacts');
+/** Our stand-in `openevolve` package, for running such an evaluator directly. */
+const STAND_INS = resolve(__dirname, '../../src/engine/task/foreign');
 /** OpenEvolve's attention_optimization: its initial program has no EVOLVE-BLOCK markers (its evaluator needs MLIR tools). */
 const ATTENTION = join(FIXTURES, 'attention_optimization');
 /** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
@@ -35,7 +39,7 @@ interface EvaluateOut {
 }
 
 /** The folder's own evaluate(program_path), run by python3 as OpenEvolve would. */
-function directMetrics(taskDir: string, program: string): Metrics {
+function directMetrics(taskDir: string, program: string, env: NodeJS.ProcessEnv = process.env): Metrics {
   const script = [
     'import importlib.util, json, sys',
     'sys.path.insert(0, sys.argv[1])',
@@ -44,7 +48,8 @@ function directMetrics(taskDir: string, program: string): Metrics {
     'result = module.evaluate(sys.argv[2])',
     'print(json.dumps(result if isinstance(result, dict) else result.metrics, default=str))',
   ].join('\n');
-  return JSON.parse(execFileSync(PYTHON, ['-c', script, taskDir, program], { encoding: 'utf8', cwd: taskDir })) as Metrics;
+  const out = execFileSync(PYTHON, ['-c', script, taskDir, program], { encoding: 'utf8', cwd: taskDir, env });
+  return JSON.parse(out.trim().split('\n').pop() as string) as Metrics;
 }
 
 /** OpenEvolve's own get_fitness_score of a metrics dict (its code, run by python3). */
@@ -217,5 +222,21 @@ describe("other systems' folders as their systems read them", function () {
       withArguments.stderr,
       /evaluator\.py line 10 calls candidate\.solve\(\.\.\.\) with arguments, so the program's values depend on the evaluator's inputs/,
     );
+  });
+
+  it('a converted evaluator that imports openevolve.evaluation_result runs outside the sandbox without OpenEvolve installed, same score, protected', async () => {
+    const dir = copyOf(ARTIFACTS);
+    const converted = await runCli(['convert', dir], scratch);
+    assert.equal(converted.code, 0, converted.stderr);
+    const program = join(dir, 'initial_program.py');
+    const out = await evaluateJson([dir, program]);
+    const direct = directMetrics(ARTIFACTS, join(ARTIFACTS, 'initial_program.py'), { ...process.env, PYTHONPATH: STAND_INS });
+    assert.equal(out.status, 'ok', JSON.stringify(out));
+    assert.equal(out.protected, true);
+    assert.ok(
+      Math.abs((out.objective as number) - (direct.combined_score as number)) <= 1e-9,
+      `${out.objective} vs ${direct.combined_score}`,
+    );
+    assert.ok(Math.abs((out.objective as number) - 0.3642) < 1e-4);
   });
 });

@@ -447,7 +447,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
         assert.equal(converted.code, 0, converted.stderr);
         assert.deepEqual(
           (JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)),
-          ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json'],
+          ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'thetaevolve_evaluation_result.py', 'task.json'],
         );
         const task = await loadTask(copy);
         assert.equal(task.layout, 'task.json');

@@ -18,7 +18,13 @@ import { literalPlaceholders, nonEmpty } from './scaffold';
 import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
 /** Files a conversion writes into the folder. */
-export const CONVERTED_FILES = { taskFile: 'task.json', evaluator: 'thetaevolve_evaluate.py', library: 'thetaevolve_foreign.py' } as const;
+export const CONVERTED_FILES = {
+  taskFile: 'task.json',
+  evaluator: 'thetaevolve_evaluate.py',
+  library: 'thetaevolve_foreign.py',
+  /** Our `openevolve.evaluation_result`, for evaluators that import it where OpenEvolve is not installed. */
+  evaluationResult: 'thetaevolve_evaluation_result.py',
+} as const;
 
 const PYTHON = '/usr/bin/python3';
 
@@ -147,14 +153,14 @@ export async function convertForeignTask(dirOrEvaluator: string): Promise<{ file
     maxCodeLength: settings.maxCodeLength,
   };
   const spec = TaskFileSchema.parse(raw);
-  const written = [
-    join(task.dir, CONVERTED_FILES.evaluator),
-    join(task.dir, CONVERTED_FILES.library),
-    join(task.dir, CONVERTED_FILES.taskFile),
+  const copies: [string, string][] = [
+    ['converted_evaluator.py', CONVERTED_FILES.evaluator],
+    ['foreign_eval.py', CONVERTED_FILES.library],
+    [join('openevolve', 'evaluation_result.py'), CONVERTED_FILES.evaluationResult],
   ];
-  await copyFile(join(runtime, 'converted_evaluator.py'), written[0] as string);
-  await copyFile(join(runtime, 'foreign_eval.py'), written[1] as string);
+  for (const [from, to] of copies) await copyFile(join(runtime, from), join(task.dir, to));
   // task.json last: until it exists the folder still loads as OpenEvolve's.
-  await writeFile(written[2] as string, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
-  return { files: written, task: spec };
+  const taskFile = join(task.dir, CONVERTED_FILES.taskFile);
+  await writeFile(taskFile, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
+  return { files: [...copies.map(([, to]) => join(task.dir, to)), taskFile], task: spec };
 }

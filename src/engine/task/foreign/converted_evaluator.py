@@ -3,18 +3,36 @@
 # foreign_eval.py). It runs outside the sandbox on the solution file only:
 # a stand-in program whose functions return the values the candidate wrote,
 # handed to the folder's own evaluate(program_path) (or its cascade). The
-# candidate's code never runs in this process.
+# candidate's code never runs in this process. Where OpenEvolve is not
+# installed, `openevolve.evaluation_result` is our compatible module, copied
+# in as thetaevolve_evaluation_result.py (not as a folder named openevolve,
+# which would hide a real OpenEvolve run from this folder).
 #
 #   python3 thetaevolve_evaluate.py SOLUTION NAMES THRESHOLDS|off [FEATURE_DIMENSIONS [EVALUATOR_FILE_NAME]]
+import importlib.util
 import json
 import os
 import sys
 import tempfile
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from thetaevolve_foreign import OPENEVOLVE_FEATURE_DIMENSIONS, reply, reply_of, run_openevolve  # noqa: E402
+
+
+def provide_openevolve():
+    if importlib.util.find_spec("openevolve") is not None:
+        return
+    package = types.ModuleType("openevolve")
+    package.__path__ = []
+    spec = importlib.util.spec_from_file_location("openevolve.evaluation_result", os.path.join(HERE, "thetaevolve_evaluation_result.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["openevolve"] = package
+    sys.modules["openevolve.evaluation_result"] = module
+    spec.loader.exec_module(module)
+    package.evaluation_result = module
 
 STUB_HEAD = """import json as _json
 import sys as _sys
@@ -39,6 +57,7 @@ def main(solution, names, thresholds, feature_dimensions=OPENEVOLVE_FEATURE_DIME
         return reply(False, reason=f"solution.json is not readable JSON: {err}", unreadable=True)
     if not isinstance(values, dict) or any(name not in names for name in values):
         return reply(False, reason=f"solution.json holds values of {', '.join(names)} only", unreadable=True)
+    provide_openevolve()
     with tempfile.TemporaryDirectory() as folder:
         stub = os.path.join(folder, "program.py")
         with open(stub, "w", encoding="utf-8") as f:

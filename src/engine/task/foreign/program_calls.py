@@ -2,13 +2,15 @@
 # `thetaevolve convert`: the names it holds the loaded module under (whatever
 # they are: program, module, candidate...), per function, and each use of
 # them: a call with or without arguments, a function handed on uncalled, or
-# the module itself handed on (name null). It only parses the file (ast);
-# nothing in it runs.
+# the module itself handed on (name null); also in Python code the evaluator
+# writes out to run in a subprocess (a string that loads the program). It
+# only parses the file (ast); nothing in it runs.
 #
 #   python3 program_calls.py EVALUATOR   -> {"modules": [...], "uses": [{"module", "name", "line", "arguments", "called"}]}
 import ast
 import json
 import sys
+import textwrap
 
 LOADERS = {"module_from_spec", "import_module", "__import__", "load_source"}
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -93,11 +95,36 @@ def uses_in(scope, names):
     return out
 
 
+def embedded_programs(tree):
+    """Python code the evaluator writes out and runs in a subprocess (a string or f-string that loads the program), parsed, with its first line."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "0" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if "exec_module" not in text and "import_module" not in text:
+            continue
+        try:
+            found.append((ast.parse(textwrap.dedent(text)), node.lineno))
+        except SyntaxError:
+            continue
+    return found
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), filename=path)
     scopes, modules = module_names(tree)
     uses = [use for scope in scopes for use in uses_in(scope, modules[id(scope)])]
+    for inner, first_line in embedded_programs(tree):
+        inner_scopes, inner_modules = module_names(inner)
+        for scope in inner_scopes:
+            modules[id(scope)] = inner_modules[id(scope)]
+            for use in uses_in(scope, inner_modules[id(scope)]):
+                uses.append({**use, "line": first_line + use["line"] - 1})
     all_names = sorted(set().union(*modules.values()))
     print(json.dumps({"modules": all_names, "uses": sorted(uses, key=lambda u: (u["line"], u["name"] or ""))}))
 

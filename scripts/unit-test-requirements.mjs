@@ -35,6 +35,7 @@ export const UNIT_TEST_NEEDS = {
   'evaluator-gaming.test.ts': ['python3', 'python3-numpy'],
   'foreignCompat.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'foreignTasks.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
+  'funsearch.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'loop.test.ts': ['bubblewrap', 'python3'],
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],

@@ -102,10 +102,23 @@ export const DB_SPEC: CommandSpec = {
 export const CONVERT_SPEC: CommandSpec = {
   name: 'convert',
   summary:
-    'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
-  positionals: [{ name: 'folder', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py).' }],
+    "Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected); refused, with the reason, where the evaluator needs the program itself. Or turn a FunSearch specification into a task folder (OpenEvolve's layout): its @funsearch.evolve function is evolved, its @funsearch.run function scores each input.",
+  positionals: [
+    { name: 'folder-or-spec', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), or a FunSearch specification (.py).' },
+  ],
   flags: {
     evaluator: EVALUATOR_FLAG,
+    inputs: {
+      kind: 'string',
+      value: 'JSON',
+      help: "FunSearch: the inputs, a JSON array; the @funsearch.run function is called once per item (a list item is one argument), e.g. '[8]'.",
+    },
+    reduce: {
+      kind: 'string',
+      value: 'last|mean|sum',
+      help: "FunSearch: how the per-input scores make the score (default last, as FunSearch's own _reduce_score).",
+    },
+    output: { kind: 'string', value: 'DIR', help: 'FunSearch: the folder to write (default: beside the specification, named after it).' },
     json: { kind: 'boolean', help: 'Print the files written as JSON.' },
   },
 };

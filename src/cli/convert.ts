@@ -7,13 +7,8 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { convertForeignTask } from '../engine/task/convert';
-import {
-  convertFunSearchSpec,
-  FUNSEARCH_REDUCTIONS,
-  type FunSearchReduction,
-  isFunSearchSpecText,
-  parseFunSearchInputs,
-} from '../engine/task/funsearch';
+import { convertFunSearchSpec, FUNSEARCH_REDUCTIONS, type FunSearchReduction, parseFunSearchInputs } from '../engine/task/funsearch';
+import { isFunSearchSpecText } from '../engine/task/foreignTasks';
 import { TaskError } from '../engine/task/task';
 import { readTaskText } from '../engine/task/taskText';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';

@@ -153,7 +153,13 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
     assert.match(notNumeric.reason, /evaluate\(3\) returned str, not an int or float score \(FunSearch's check\)/);
   });
 
-  it('says what is missing: the inputs, a JSON array, a folder that is free', async () => {
+  it('says what is missing: the inputs, a JSON array, a folder that is free; evaluate says to convert a spec first', async () => {
+    const direct = await runCli(['evaluate', CAP_SET, CAP_SET], scratch);
+    assert.equal(direct.code, 1);
+    assert.match(
+      direct.stderr,
+      /a FunSearch specification, not a task: convert it first with thetaevolve convert .*cap_set\.py --inputs JSON/,
+    );
     const noInputs = await runCli(['convert', CAP_SET], scratch);
     assert.equal(noInputs.code, 2);
     assert.match(

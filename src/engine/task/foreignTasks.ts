@@ -219,6 +219,11 @@ export async function taskPathWithEvaluator(taskDir: string, evaluatorFile: stri
   return evaluator;
 }
 
+/** Whether a file reads as a FunSearch specification (it names both decorators, perhaps commented out as in FunSearch's notebooks). */
+export function isFunSearchSpecText(text: string): boolean {
+  return /@funsearch\.run\b/.test(text) && /@funsearch\.evolve\b/.test(text);
+}
+
 /** Run our config reader (PyYAML, as OpenEvolve itself reads the file) and check what we use. */
 export async function readOpenEvolveConfig(file: string): Promise<OpenEvolveConfig> {
   const script = join(foreignRuntimeDir(), 'read_config.py');

@@ -46,11 +46,6 @@ const JsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
 );
 const InputsSchema = z.array(JsonValueSchema).min(1, 'needs at least one input');
 
-/** Whether a file reads as a FunSearch specification (it names both decorators, perhaps commented out as in FunSearch's notebooks). */
-export function isFunSearchSpecText(text: string): boolean {
-  return /@funsearch\.run\b/.test(text) && /@funsearch\.evolve\b/.test(text);
-}
-
 /** The inputs of --inputs: a JSON array, one item per call of the run function (a list item is one argument, a tuple). */
 export function parseFunSearchInputs(text: string): JsonValue[] {
   let raw: unknown;

@@ -8,7 +8,7 @@ import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
 import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
-import { detectForeignLayout, loadForeignTask } from './foreignTasks';
+import { detectForeignLayout, isFunSearchSpecText, loadForeignTask } from './foreignTasks';
 import { readTaskText } from './taskText';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -276,6 +276,10 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
+    if (isFunSearchSpecText(text))
+      throw new TaskError(
+        `${file}: a FunSearch specification, not a task: convert it first with thetaevolve convert ${file} --inputs JSON`,
+      );
     throw new TaskError(`${file}: not valid JSON: ${errorMessage(err)}`, { cause: err });
   }
   const spec = parseTaskFile(raw, file);

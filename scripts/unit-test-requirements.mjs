@@ -33,6 +33,7 @@ export const UNIT_TEST_NEEDS = {
   'engineWorker.test.ts': ['bubblewrap', 'python3'],
   'evaluationOutputs.test.ts': ['bubblewrap', 'python3'],
   'evaluator-gaming.test.ts': ['python3', 'python3-numpy'],
+  'evaluatorFeedback.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'foreignCompat.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'foreignTasks.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'funsearch.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],

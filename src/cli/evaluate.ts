@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { forDisplay } from '../engine/common/displayText';
+import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import type { IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/common/config';
@@ -73,7 +74,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
-      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      lines.push(...metricLines(result));
       if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
       const [first, ...rest] = isolationLines(evaluator.isolation);
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
@@ -84,6 +85,22 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   } finally {
     await evaluator.close();
   }
+}
+
+/** The metrics, one a line, then the evaluator's feedback indented under its own heading. */
+function metricLines(result: EvaluationResult): string[] {
+  const lines = Object.entries(result.metrics)
+    .filter(([key]) => key !== FEEDBACK_METRIC)
+    .map(([key, value]) => `  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+  const feedback = feedbackOf(result.metrics);
+  if (feedback !== '')
+    lines.push(
+      'feedback',
+      ...forDisplay(feedback)
+        .split('\n')
+        .map((line) => `  ${line}`),
+    );
+  return lines;
 }
 
 /** The isolation in lines: the summary, then each missing layer and why. */
@@ -127,7 +144,7 @@ async function evaluateOnSlurm(
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
-      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      lines.push(...metricLines(result));
       if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
       lines.push(
         `backend    ${backend.description}`,

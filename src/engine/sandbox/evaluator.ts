@@ -3,6 +3,7 @@
 // directory and writes its solution file there; afterwards the trusted
 // evaluator, outside the sandbox, reads only a copy of that file and
 // computes the objective. A candidate never reports its own score.
+import { FEEDBACK_METRIC, feedbackText } from '../common/feedback';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
@@ -128,6 +129,8 @@ export const EvaluatorReplySchema = z.object({
   reason: z.string().default(''),
   /** The file is not a solution at all (e.g. not JSON): no_solution rather than invalid_solution. */
   unreadable: z.boolean().optional(),
+  /** Feedback for the next prompts (another system's artifacts or text_feedback); a valid reply's reason is feedback too. */
+  feedback: z.string().optional(),
 });
 export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
 
@@ -246,6 +249,10 @@ async function scoreSolutionBytes(
   if (!parsed.ok) return infrastructureFailure(withOutput(parsed.problem, run.stderr), failed);
   const reply = parsed.reply;
   const objective = reply.objective ?? null;
+  // Kept with the program (under the metric "feedback") for its children's prompts: common/feedback.ts.
+  // A reason on an invalid result stays its reason (shown as such); on a valid one it is the evaluator's note.
+  const feedback = feedbackText(reply.feedback ?? (reply.valid ? reply.reason : ''));
+  if (feedback !== '') reply.metrics = { ...reply.metrics, [FEEDBACK_METRIC]: feedback };
   if (reply.unreadable)
     return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
   if (!reply.valid) {

@@ -131,6 +131,13 @@ describe("other systems' folders as their systems read them", function () {
       'the task picker offers each',
     );
 
+    const withDefault = copyOf(KISSING);
+    cpSync(join(withDefault, 'evaluator.py'), join(withDefault, 'evaluator_phase_1.py'));
+    assert.deepEqual(
+      await taskFilesBeside(join(withDefault, 'initial_program.py')),
+      [join(withDefault, 'evaluator.py')],
+      'the editor runs a picked task by its folder, which loads evaluator.py: only that is offered',
+    );
     const outside = await runCli(['evaluate', dir, program, '--evaluator', join(KISSING, 'evaluator.py')], scratch);
     assert.equal(outside.code, 1);
     assert.match(outside.stderr, /must be a file in the task folder/);

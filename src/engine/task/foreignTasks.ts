@@ -151,7 +151,11 @@ export async function taskFilesIn(dir: string): Promise<string[]> {
   const files = await filesOf(dir);
   if (files.includes('task.json')) return [join(dir, 'task.json')];
   const layout = layoutOfFiles(files);
-  if (layout === 'openevolve') return openEvolveEvaluators(files).map((f) => join(dir, f));
+  if (layout === 'openevolve') {
+    // The editor runs a picked task by its folder: list only what the folder alone loads (evaluator.py wins; else each, and the run asks which).
+    const evaluators = openEvolveEvaluators(files);
+    return (evaluators.includes(DEFAULT_OPENEVOLVE_EVALUATOR) ? [DEFAULT_OPENEVOLVE_EVALUATOR] : evaluators).map((f) => join(dir, f));
+  }
   if (layout === 'shinka') return [join(dir, 'evaluate.py')];
   return [];
 }

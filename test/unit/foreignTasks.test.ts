@@ -318,10 +318,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal((await loadTask(passing)).runtimeLimitSec, 14, 'the timeout per stage, as OpenEvolve gives it');
       const both = await evaluateIn(passing);
       assert.equal(both.objective, 1.5);
-      assert.deepEqual(withoutTiming(both.metrics), { stage: 2, slow_check: 1 });
+      // Stage 1's artifacts are the program's feedback, kept through the later stages as OpenEvolve merges them.
+      assert.deepEqual(withoutTiming(both.metrics), { stage: 2, slow_check: 1, feedback: 'note: quick' });
       const stopped = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_thresholds: [0.5]\n'));
       assert.equal(stopped.objective, 0.15, 'below the first threshold: stage 1 stands');
-      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1 });
+      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1, feedback: 'note: quick' });
       const off = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_evaluation: false\n'));
       assert.equal(off.objective, 1.5, 'cascade off: evaluate()');
       // An evaluator that scores in a child process: the stand-in is importable there too.

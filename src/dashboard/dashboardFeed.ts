@@ -5,6 +5,7 @@
 // code, so a wiring regression shows in both.
 import { evolveBlockContent } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
+import { feedbackOf, feedbackText } from '../engine/common/feedback';
 import { errorMessage } from '../engine/common/errors';
 import type { EngineEvent, EvaluationQueueEvent } from '../engine/common/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
@@ -14,6 +15,7 @@ import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import {
   type BackendView,
   BEST_CODE_MAX_CHARS,
+  BEST_FEEDBACK_MAX_CHARS,
   type DashboardBestInput,
   type DashboardDatabaseInput,
   type DashboardRunInput,
@@ -130,6 +132,7 @@ export class DashboardFeed {
             stepRank: program?.stepRank ?? null,
             code: program ? bestCode(program.code) : undefined,
             ...(picture ? { picture } : {}),
+            ...(program ? bestFeedback(program.metrics) : {}),
           });
         });
         return;
@@ -200,6 +203,12 @@ export function bestCode(code: string): string {
   // Candidate text is shown as text only, without control characters (escape sequences), newlines and tabs kept.
   const shown = forDisplay(text);
   return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
+}
+
+/** The best program's evaluator feedback for the page, cut to BEST_FEEDBACK_MAX_CHARS; nothing when it has none. */
+export function bestFeedback(metrics: Readonly<Record<string, unknown>>): { feedback?: string } {
+  const feedback = feedbackOf(metrics);
+  return feedback === '' ? {} : { feedback: feedbackText(feedback, BEST_FEEDBACK_MAX_CHARS) };
 }
 
 /** The SLURM queue in one line (the dashboard and the status bar's tooltip). */
@@ -289,6 +298,7 @@ export async function replayRunFromDisk(
             stepRank: best.stepRank ?? null,
             code: bestCode(best.code),
             ...(picture ? { picture } : {}),
+            ...bestFeedback(best.metrics),
           }
         : null,
     );

@@ -11,6 +11,9 @@ import { defaultSettings } from '../../src/engine/common/config';
 import { FEEDBACK_METRIC, MAX_FEEDBACK_CHARS } from '../../src/engine/common/feedback';
 import { Rng } from '../../src/engine/common/rng';
 import { buildPrompt } from '../../src/engine/prompt';
+import { bestFeedback } from '../../src/dashboard/dashboardFeed';
+import { bestView } from '../../src/dashboard/dashboardModel';
+import { BEST_FEEDBACK_MAX_CHARS, BestViewSchema, DashboardBestInputSchema } from '../../src/protocol/dashboardMessages';
 import { Evaluator } from '../../src/engine/sandbox/evaluator';
 import { loadTask } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
@@ -144,5 +147,15 @@ describe('evaluator feedback (artifacts, text_feedback, our reason) into the nex
     const cut = userText(buildPrompt({ task, parent, rng: Rng.fromSeed(1), feedbackChars: 6 }));
     assert.match(cut, /```text\nstatus... \(cut at 6 characters\)\n```/);
     assert.doesNotMatch(off, /Evaluator feedback/);
+  });
+
+  it("the dashboard's best card gets the best program's feedback, cut and as text", () => {
+    assert.deepEqual(bestFeedback({ sum: 1 }), {}, 'none: nothing sent');
+    const sent = bestFeedback({ [FEEDBACK_METRIC]: `status: 1/4 right\n${'y'.repeat(5000)}` });
+    assert.ok(sent.feedback?.startsWith('status: 1/4 right\nyyy'));
+    assert.ok((sent.feedback?.length ?? 0) <= BEST_FEEDBACK_MAX_CHARS + 40);
+    const input = DashboardBestInputSchema.parse({ id: 'p1', step: 3, score: 2, objective: 2, lineageDepth: 1, parentId: null, ...sent });
+    const view = BestViewSchema.parse(bestView(input, 'maximize'));
+    assert.equal(view.feedback, sent.feedback);
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { stage } from '../../src/engine/evaluation/slurmStaging';
 import { taskFilesBeside } from '../../src/engine/task/foreignTasks';
 import { loadTask } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
@@ -26,6 +27,8 @@ const ATTENTION = join(FIXTURES, 'attention_optimization');
 /** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
 const OPENEVOLVE_UTILS = join(FIXTURES, 'openevolve_utils');
 const PYTHON = '/usr/bin/python3';
+/** The built CLI a SLURM job runs (npm test builds it first). */
+const DIST = resolve(__dirname, '../../dist');
 
 type Metrics = Record<string, unknown>;
 interface EvaluateOut {
@@ -135,9 +138,32 @@ describe("other systems' folders as their systems read them", function () {
     cpSync(join(withDefault, 'evaluator.py'), join(withDefault, 'evaluator_phase_1.py'));
     assert.deepEqual(
       await taskFilesBeside(join(withDefault, 'initial_program.py')),
-      [join(withDefault, 'evaluator.py')],
-      'the editor runs a picked task by its folder, which loads evaluator.py: only that is offered',
+      [join(withDefault, 'evaluator.py'), join(withDefault, 'evaluator_phase_1.py')],
+      'the task picker offers each evaluator',
     );
+    // A picked task runs (and resumes) by Task.source: the folder for its default evaluator, else the evaluator file.
+    assert.equal((await loadTask(join(withDefault, 'evaluator.py'))).source, withDefault);
+    const phase1 = await loadTask(join(withDefault, 'evaluator_phase_1.py'));
+    assert.equal(phase1.source, join(withDefault, 'evaluator_phase_1.py'));
+    assert.equal((await loadTask(phase1.source)).name, phase1.name);
+    // A SLURM job evaluates a staged copy of the folder with the same evaluator.
+    const staged = await stage(
+      phase1,
+      { stagingDirectory: mkdtempSync(join(scratch, 'staging-')), setupCommands: [], nodeCommand: process.execPath, bundleDirectory: DIST },
+      'job',
+      10,
+    );
+    assert.match(
+      readFileSync(staged.jobScript, 'utf8'),
+      / evaluate "\$stage\/task" .* --evaluator "\$stage\/task\/"'evaluator_phase_1\.py' --json/,
+    );
+    const plain = await stage(
+      await loadTask(withDefault),
+      { stagingDirectory: mkdtempSync(join(scratch, 'staging-')), setupCommands: [], nodeCommand: process.execPath, bundleDirectory: DIST },
+      'job',
+      10,
+    );
+    assert.doesNotMatch(readFileSync(plain.jobScript, 'utf8'), /--evaluator/);
     const outside = await runCli(['evaluate', dir, program, '--evaluator', join(KISSING, 'evaluator.py')], scratch);
     assert.equal(outside.code, 1);
     assert.match(outside.stderr, /must be a file in the task folder/);

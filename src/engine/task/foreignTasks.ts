@@ -151,11 +151,7 @@ export async function taskFilesIn(dir: string): Promise<string[]> {
   const files = await filesOf(dir);
   if (files.includes('task.json')) return [join(dir, 'task.json')];
   const layout = layoutOfFiles(files);
-  if (layout === 'openevolve') {
-    // The editor runs a picked task by its folder: list only what the folder alone loads (evaluator.py wins; else each, and the run asks which).
-    const evaluators = openEvolveEvaluators(files);
-    return (evaluators.includes(DEFAULT_OPENEVOLVE_EVALUATOR) ? [DEFAULT_OPENEVOLVE_EVALUATOR] : evaluators).map((f) => join(dir, f));
-  }
+  if (layout === 'openevolve') return openEvolveEvaluators(files).map((f) => join(dir, f));
   if (layout === 'shinka') return [join(dir, 'evaluate.py')];
   return [];
 }
@@ -385,6 +381,11 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       `${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`,
     );
   }
+  // Where the folder alone picks this evaluator, the folder names the task; else its evaluator file does (Task.source).
+  const folderPicks = await foreignFolderOf(dir).then(
+    (folder) => folder.evaluatorName,
+    () => null,
+  );
   // Another evaluator is another task (a resumed run checks the name).
   const name =
     taskNameOf(dir) +
@@ -392,6 +393,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const metaText = systemMessage ?? draftMetaInformation(initialProgram, language);
   return {
     dir,
+    source: folderPicks === evaluatorName ? dir : join(dir, evaluatorName),
     name,
     title: titleOf(name, layout),
     description:

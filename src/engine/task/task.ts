@@ -129,6 +129,8 @@ export type TaskLayout = (typeof TASK_LAYOUTS)[number];
 export interface Task {
   /** Absolute folder holding task.json. */
   dir: string;
+  /** The path that loads this task again: `dir`, or the evaluator file of an OpenEvolve folder loaded with another evaluator than its default. */
+  source: string;
   name: string;
   title: string;
   description: string;
@@ -328,6 +330,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
 
   return {
     dir,
+    source: dir,
     name: spec.name,
     title: spec.title,
     description: spec.description,

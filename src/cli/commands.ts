@@ -2,6 +2,7 @@
 // handlers live in one file each and are looked up here.
 import type { CommandSpec, ParsedArgs } from './args';
 import type { CliIO } from './io';
+import { EVALUATOR_FLAG } from './taskPath';
 
 export type CommandHandler = (args: ParsedArgs, io: CliIO) => Promise<number>;
 
@@ -14,6 +15,7 @@ export const RUN_SPEC: CommandSpec = {
   ],
   flags: {
     program: { kind: 'string', value: 'FILE', help: "Program to start from (default: the task's initial program)." },
+    evaluator: EVALUATOR_FLAG,
     endpoint: { kind: 'string', value: 'URL', help: 'OpenAI-compatible base URL (default http://127.0.0.1:8000/v1).' },
     model: { kind: 'string', value: 'NAME', help: 'Model name (default: the only model the server lists).' },
     sampler: { kind: 'string', value: 'llm|mutate', help: 'llm (default) or mutate: the offline sampler, no model.' },
@@ -61,6 +63,7 @@ export const EVALUATE_SPEC: CommandSpec = {
   ],
   flags: {
     timeout: { kind: 'number', value: 'SECONDS', help: "Override the task's runtime limit." },
+    evaluator: EVALUATOR_FLAG,
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     backend: {
@@ -109,9 +112,23 @@ export const DB_SPEC: CommandSpec = {
 export const CONVERT_SPEC: CommandSpec = {
   name: 'convert',
   summary:
-    'Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected). Refused, with the reason, where the evaluator needs the program itself.',
-  positionals: [{ name: 'folder', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py).' }],
+    "Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected); refused, with the reason, where the evaluator needs the program itself. Or turn a FunSearch specification into a task folder (OpenEvolve's layout): its @funsearch.evolve function is evolved, its @funsearch.run function scores each input.",
+  positionals: [
+    { name: 'folder-or-spec', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), or a FunSearch specification (.py).' },
+  ],
   flags: {
+    evaluator: EVALUATOR_FLAG,
+    inputs: {
+      kind: 'string',
+      value: 'JSON',
+      help: "FunSearch: the inputs, a JSON array; the @funsearch.run function is called once per item (a list item is one argument), e.g. '[8]'.",
+    },
+    reduce: {
+      kind: 'string',
+      value: 'last|mean|sum',
+      help: "FunSearch: how the per-input scores make the score (default last, as FunSearch's own _reduce_score).",
+    },
+    output: { kind: 'string', value: 'DIR', help: 'FunSearch: the folder to write (default: beside the specification, named after it).' },
     json: { kind: 'boolean', help: 'Print the files written as JSON.' },
   },
 };

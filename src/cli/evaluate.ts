@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { forDisplay } from '../engine/common/displayText';
+import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import type { IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/common/config';
@@ -16,6 +17,7 @@ import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common
 import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { settingsFromArgs } from './settingsSources';
+import { taskPathFromArgs } from './taskPath';
 
 export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const [taskDir, programFile] = args.positionals as [string, string];
@@ -25,7 +27,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
   let task;
   try {
-    task = await loadTask(resolve(io.cwd, taskDir));
+    task = await loadTask(await taskPathFromArgs(args, io, taskDir));
   } catch (err) {
     if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;
@@ -40,6 +42,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
   const settings = settingsFromArgs(args, io.cwd);
   const onWarning = (message: string): void => io.stderr(`thetaevolve: ${message}\n`);
+  for (const notice of task.notices) onWarning(notice);
   if (settings['evaluation.backend'] === 'slurm') return evaluateOnSlurm(task, code, settings, timeout, json, io, onWarning);
 
   let evaluator: Evaluator;
@@ -71,7 +74,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
-      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      lines.push(...metricLines(result));
       if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
       const [first, ...rest] = isolationLines(evaluator.isolation);
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
@@ -82,6 +85,22 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   } finally {
     await evaluator.close();
   }
+}
+
+/** The metrics, one a line, then the evaluator's feedback indented under its own heading. */
+function metricLines(result: EvaluationResult): string[] {
+  const lines = Object.entries(result.metrics)
+    .filter(([key]) => key !== FEEDBACK_METRIC)
+    .map(([key, value]) => `  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+  const feedback = feedbackOf(result.metrics);
+  if (feedback !== '')
+    lines.push(
+      'feedback',
+      ...forDisplay(feedback)
+        .split('\n')
+        .map((line) => `  ${line}`),
+    );
+  return lines;
 }
 
 /** The isolation in lines: the summary, then each missing layer and why. */
@@ -125,7 +144,7 @@ async function evaluateOnSlurm(
         `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
         `time       ${(result.durationMs / 1000).toFixed(2)} s`,
       ];
-      for (const [key, value] of Object.entries(result.metrics)) lines.push(`  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+      lines.push(...metricLines(result));
       if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
       lines.push(
         `backend    ${backend.description}`,

@@ -15,12 +15,13 @@ import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, stepFailureLines } from './stepReport';
 import { settingsFromArgs, withFlagNames } from './settingsSources';
+import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const settings = settingsFromArgs(args, io.cwd);
-  const taskDir = resolve(io.cwd, args.positionals[0] as string);
+  const taskDir = await taskPathFromArgs(args, io, args.positionals[0] as string);
   const task = await loadTask(taskDir).catch((err: unknown) => {
     throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${errorMessage(err)}`, {
       cause: err,

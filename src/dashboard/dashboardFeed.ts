@@ -7,6 +7,7 @@
 // through the same code, so a wiring regression shows in both.
 import { evolveBlockContent } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
+import { feedbackOf, feedbackText } from '../engine/common/feedback';
 import { errorMessage } from '../engine/common/errors';
 import type { EngineEvent, EvaluationQueueEvent, RunStartedEvent, StepStatistics } from '../engine/common/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
@@ -16,6 +17,7 @@ import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import {
   type BackendView,
   BEST_CODE_MAX_CHARS,
+  BEST_FEEDBACK_MAX_CHARS,
   type DashboardBestInput,
   type DashboardDatabaseInput,
   type DashboardRunInput,
@@ -203,6 +205,7 @@ export class DashboardFeed {
             stepRank: program?.stepRank ?? null,
             code: program ? bestCode(program.code) : undefined,
             ...(picture ? { picture } : {}),
+            ...(program ? bestFeedback(program.metrics) : {}),
           });
         });
         return;
@@ -291,6 +294,12 @@ export function bestCode(code: string): string {
   return shown.length > BEST_CODE_MAX_CHARS ? `${shown.slice(0, BEST_CODE_MAX_CHARS)}\n...` : shown;
 }
 
+/** The best program's evaluator feedback for the page, cut to BEST_FEEDBACK_MAX_CHARS; nothing when it has none. */
+export function bestFeedback(metrics: Readonly<Record<string, unknown>>): { feedback?: string } {
+  const feedback = feedbackOf(metrics);
+  return feedback === '' ? {} : { feedback: feedbackText(feedback, BEST_FEEDBACK_MAX_CHARS) };
+}
+
 /** The SLURM queue in one line (the dashboard and the status bar's tooltip). */
 export function queueText(
   queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'>,
@@ -344,6 +353,7 @@ async function readRunHistory(query: RunQuery, dbFile: string): Promise<RunHisto
         stepRank: program.stepRank ?? null,
         code: bestCode(program.code),
         ...(picture ? { picture } : {}),
+        ...bestFeedback(program.metrics),
       }
     : null;
   return { info, steps, snapshot, improvements, validScores, best };

@@ -514,6 +514,7 @@ export function bestView(input: DashboardBestInput, direction: Direction): BestV
     nameDetail: programNameDetail(input),
     ...(input.code !== undefined ? { code: input.code } : {}),
     ...(input.picture !== undefined ? { picture: input.picture } : {}),
+    ...(input.feedback !== undefined ? { feedback: input.feedback } : {}),
   };
 }
 

@@ -122,7 +122,7 @@ export class EvolutionRun {
         meta: {
           runId: this.spec.runId,
           task: task.name,
-          taskDir: task.dir,
+          taskDir: task.source,
           direction: task.direction,
           language: task.language,
           programPath: this.spec.startPath ?? task.initialProgramPath,

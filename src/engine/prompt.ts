@@ -5,6 +5,7 @@
 // people reading logs find the program that way).
 import type { Rng } from './common/rng';
 import { evolveRegionContents } from './common/diff';
+import { FEEDBACK_METRIC, feedbackOf, feedbackText } from './common/feedback';
 import type { ChatMessage } from './common/types';
 import { fillTemplate } from './task/task';
 
@@ -35,6 +36,8 @@ export interface BuildPromptInput {
   topPrograms?: readonly PromptProgram[];
   /** A researcher's guidance for the run (docs/algorithm.md section 11): its own section, after the task's text. */
   guidance?: string | null;
+  /** Characters of the parent's evaluator feedback to show (setting feedbackChars; default none). */
+  feedbackChars?: number;
 }
 
 export interface BuiltPrompt {
@@ -86,11 +89,25 @@ export function formatMetric(x: number): string {
   return exponent === undefined ? trimmed : `${trimmed}e${exponent}`;
 }
 
+/**
+ * The evaluator's feedback on the parent (common/feedback.ts), as OpenEvolve
+ * and ShinkaEvolve put it into the next prompt; null when there is none. The
+ * marker words and fences are broken so that the parent stays the only marked block.
+ */
+function feedbackSection(parent: PromptProgram, maxChars: number): string | null {
+  const text = feedbackOf(parent.metrics);
+  if (maxChars <= 0 || text === '') return null;
+  const shown = feedbackText(text, maxChars)
+    .replace(/EVOLVE-BLOCK-/g, 'EVOLVE_BLOCK_')
+    .replace(/`{3,}/g, "'''");
+  return ['# Evaluator feedback on the current program', '```text', shown, '```'].join('\n');
+}
+
 function metricsLine(program: PromptProgram): string {
   const parts = [`score = ${formatMetric(program.score)}`];
   if (program.objective !== null) parts.push(`objective = ${formatMetric(program.objective)}`);
   for (const [name, value] of Object.entries(program.metrics).slice(0, 24)) {
-    if (name === 'score' || name === 'objective' || name === 'combined_score') continue;
+    if (name === 'score' || name === 'objective' || name === 'combined_score' || name === FEEDBACK_METRIC) continue;
     parts.push(`${name} = ${typeof value === 'number' ? formatMetric(value) : String(value)}`);
   }
   return parts.join(', ');
@@ -191,6 +208,8 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   if (meta) sections.push(meta.text.trim());
   if (input.guidance) sections.push(['# Guidance from the researcher', input.guidance.trim()].join('\n'));
   sections.push(['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'));
+  const feedback = feedbackSection(parent, input.feedbackChars ?? 0);
+  if (feedback) sections.push(feedback);
   const top = input.topPrograms ?? [];
   if (top.length > 0) {
     const shown = top.map((program, i) => {

@@ -210,6 +210,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
   if (evaluator.isolation.warning) request.onWarning(evaluator.isolation.warning);
   if (task.evaluatorTrust === 'in-sandbox')
     request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
+  for (const notice of task.notices) request.onWarning(notice);
 
   const run = new EvolutionRun({
     runId: request.runId,

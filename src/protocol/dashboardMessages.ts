@@ -120,6 +120,8 @@ export type SolutionPicture = z.infer<typeof SolutionPictureSchema>;
 
 /** The most of the best program's code the page is sent. */
 export const BEST_CODE_MAX_CHARS = 6000;
+/** The most of the best program's evaluator feedback the page is sent. */
+export const BEST_FEEDBACK_MAX_CHARS = 2000;
 
 export const DashboardBestInputSchema = z.object({
   id: z.string(),
@@ -141,6 +143,11 @@ export const DashboardBestInputSchema = z.object({
     .optional(),
   /** Its solution, drawn (bundled geometry, autocorrelation and matrix tasks). */
   picture: SolutionPictureSchema.optional(),
+  /** The evaluator's feedback on it (common/feedback.ts), as its children's prompts get it; shown as text. */
+  feedback: z
+    .string()
+    .max(BEST_FEEDBACK_MAX_CHARS + 100)
+    .optional(),
 });
 export type DashboardBestInput = z.infer<typeof DashboardBestInputSchema>;
 

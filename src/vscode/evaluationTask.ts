@@ -258,7 +258,7 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
     // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.
     const timeoutMs = (task.runtimeLimitSec + task.evaluatorTimeLimitSec + 60) * 1000;
-    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.dir, code, settings }, { timeoutMs });
+    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.source, code, settings }, { timeoutMs });
     if (result.isolation.warning) this.write(colour(33, result.isolation.warning));
     this.write(`isolation  ${result.isolation.summary}`);
     for (const why of result.isolation.missing) this.write(`           missing: ${why}`);

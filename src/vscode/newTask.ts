@@ -2,11 +2,22 @@
 // beside the open program (drafted by src/engine/task/scaffold.ts), opened
 // next to it, after asking which way is better and what the result
 // measures; task.json is validated as you type through the schema the
-// extension contributes for every **/task.json.
+// extension contributes for our task files. A FunSearch specification
+// instead becomes a task folder beside it (src/engine/task/funsearch.ts,
+// as `thetaevolve convert spec.py --inputs JSON`), after asking its inputs.
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { errorMessage } from '../engine/common/errors';
 import type { Direction } from '../engine/common/types';
+import { isFunSearchSpecText } from '../engine/task/foreignTasks';
+import {
+  convertFunSearchSpec,
+  FUNSEARCH_FILES,
+  FUNSEARCH_REDUCTIONS,
+  type FunSearchReduction,
+  parseFunSearchInputs,
+} from '../engine/task/funsearch';
 import { draftTask, inferDirection } from '../engine/task/scaffold';
 import { COMMAND_IDS } from './commandIds';
 import { fileName, registerCommand } from './commandRegistry';
@@ -59,6 +70,42 @@ async function askGoal(code: string): Promise<{ direction: Direction; objective:
   return { direction: picked.direction, objective };
 }
 
+/** A FunSearch specification: ask its inputs and reduction, write the task folder beside it; null when the user cancels. */
+async function newTaskForFunSearchSpec(specPath: string): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
+  const inputsText = await vscode.window.showInputBox({
+    title: `ThetaEvolve: ${basename(specPath)} is a FunSearch specification`,
+    prompt: 'The inputs its @funsearch.run function is called with, one call per item, as a JSON array (a list item is one argument)',
+    placeHolder: '[8]   or   [[12, 7], [15, 10]]',
+    ignoreFocusOut: true,
+    validateInput: (text) => {
+      try {
+        parseFunSearchInputs(text);
+        return null;
+      } catch (err) {
+        return errorMessage(err);
+      }
+    },
+  });
+  if (inputsText === undefined) return null;
+  const reductions: Record<FunSearchReduction, string> = {
+    last: "the score on the last input (FunSearch's own)",
+    mean: 'the mean of the scores (as its forks)',
+    sum: 'the sum of the scores',
+  };
+  const picked = await vscode.window.showQuickPick(
+    FUNSEARCH_REDUCTIONS.map((reduce) => ({ label: reduce, description: reductions[reduce], reduce })),
+    { title: "ThetaEvolve: the program's score is", ignoreFocusOut: true },
+  );
+  if (picked === undefined) return null;
+  const converted = await convertFunSearchSpec(specPath, { inputs: parseFunSearchInputs(inputsText), reduce: picked.reduce });
+  await show(converted.task.initialProgramPath);
+  void vscode.window.showInformationMessage(
+    `ThetaEvolve: wrote ${fileName(vscode.Uri.file(converted.dir))}/ (OpenEvolve's layout): ${converted.evolve}() is the EVOLVE-BLOCK and ${converted.run}() runs once per input, in the sandbox with the candidate as in FunSearch, so scores are not protected. Start Run offers it.`,
+  );
+  const evaluatorFile = join(converted.dir, FUNSEARCH_FILES.evaluator);
+  return { taskFile: evaluatorFile, evaluatorFile };
+}
+
 /**
  * Writes the task beside the active program; returns the files (also when
  * task.json was already there: then nothing is written), or null when the
@@ -70,6 +117,7 @@ export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFil
   const document = editor.document;
   if (document.isDirty && !(await document.save())) throw new Error(`${fileName(document.uri)} could not be saved`);
   const programPath = document.uri.fsPath;
+  if (isFunSearchSpecText(document.getText())) return newTaskForFunSearchSpec(programPath);
   const dir = dirname(programPath);
   const taskFile = join(dir, 'task.json');
   if (await exists(taskFile)) {

@@ -208,7 +208,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     await startAndFollow({
       runId,
       dbFile: runDatabaseFile(runsDir, runId),
-      taskDir: task.dir,
+      taskDir: task.source,
       taskName: task.name,
       taskTitle: task.title,
       direction: task.direction,

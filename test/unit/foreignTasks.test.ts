@@ -151,7 +151,8 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       (err: unknown) =>
         err instanceof TaskError && /no task\.json, nor an OpenEvolve layout \(initial_program\.\* \+ evaluator\.py\)/.test(err.message),
     );
-    writeFileSync(join(empty, 'initial_program.py'), 'def f():\n    return 1\n');
+    // No marker at all is the whole program (foreignCompat.test.ts); markers that do not pair are an error.
+    writeFileSync(join(empty, 'initial_program.py'), 'def f():\n    return 1\n# EVOLVE-BLOCK-END\n');
     await assert.rejects(loadTask(empty), /EVOLVE-BLOCK-START and # EVOLVE-BLOCK-END lines around the code to evolve/);
     writeFileSync(join(empty, 'initial_program.py'), '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n');
     writeFileSync(join(empty, 'evaluator.py'), 'def score(p):\n    return {}\n');
@@ -267,7 +268,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       }
     }
 
-    it('an "error" text is invalid_solution (-0.1) with the exact combined_score kept as objective; a crash is no_solution; no combined_score is invalid', async () => {
+    it('an "error" text is invalid_solution (-0.1) with the exact combined_score kept as objective; a crash is no_solution; no number at all is invalid', async () => {
       const failed = await evaluateIn(
         await folder('def evaluate(p):\n    return {"combined_score": 0.0, "error": "points outside the square"}\n'),
       );
@@ -284,10 +285,9 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal(crashed.score, OUTCOME_PENALTY.no_solution);
       assert.match(crashed.reason, /RuntimeError: boom/);
 
-      const none = await evaluateIn(await folder('def evaluate(p):\n    return {"accuracy": 0.5}\n'));
-      assert.equal(none.status, 'invalid_solution');
+      const none = await evaluateIn(await folder('def evaluate(p):\n    return {"accuracy": "high"}\n'));
+      assert.equal(none.status, 'invalid_solution', 'no combined_score and nothing numeric to rank by');
       assert.match(none.reason, /no finite combined_score/);
-      assert.deepEqual(withoutTiming(none.metrics), { accuracy: 0.5 });
     });
 
     it('a valid combined_score of 0 or below keeps its exact value as objective and ranks above every penalty, in its own order', async () => {
@@ -318,10 +318,11 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.equal((await loadTask(passing)).runtimeLimitSec, 14, 'the timeout per stage, as OpenEvolve gives it');
       const both = await evaluateIn(passing);
       assert.equal(both.objective, 1.5);
-      assert.deepEqual(withoutTiming(both.metrics), { stage: 2, slow_check: 1 });
+      // Stage 1's artifacts are the program's feedback, kept through the later stages as OpenEvolve merges them.
+      assert.deepEqual(withoutTiming(both.metrics), { stage: 2, slow_check: 1, feedback: 'note: quick' });
       const stopped = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_thresholds: [0.5]\n'));
       assert.equal(stopped.objective, 0.15, 'below the first threshold: stage 1 stands');
-      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1 });
+      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1, feedback: 'note: quick' });
       const off = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_evaluation: false\n'));
       assert.equal(off.objective, 1.5, 'cascade off: evaluate()');
       // An evaluator that scores in a child process: the stand-in is importable there too.
@@ -447,7 +448,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
         assert.equal(converted.code, 0, converted.stderr);
         assert.deepEqual(
           (JSON.parse(converted.stdout) as { files: string[] }).files.map((f) => f.slice(copy.length + 1)),
-          ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'task.json'],
+          ['thetaevolve_evaluate.py', 'thetaevolve_foreign.py', 'thetaevolve_evaluation_result.py', 'task.json'],
         );
         const task = await loadTask(copy);
         assert.equal(task.layout, 'task.json');

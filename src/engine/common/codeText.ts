@@ -118,6 +118,11 @@ function syntaxOf(language: string): CommentSyntax {
 }
 
 /** Whether comments of this language are recognised (else only whitespace is normalised). */
+/** The line-comment text of a language ("#", "//"), or null when it has none or we do not know it. */
+export function lineCommentOf(language: string): string | null {
+  return syntaxOf(language).line[0] ?? null;
+}
+
 export function knowsCommentSyntax(language: string): boolean {
   return syntaxOf(language) !== NONE;
 }

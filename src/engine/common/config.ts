@@ -325,6 +325,15 @@ export const SETTINGS = [
     description: 'Extra best programs from the database shown in each prompt (0: only the parent, as in the paper).',
   },
   {
+    key: 'feedbackChars',
+    type: 'integer',
+    default: 4000,
+    minimum: 0,
+    maximum: 20480,
+    description:
+      "Characters of the evaluator's feedback on the parent shown in each prompt (OpenEvolve's artifacts, ShinkaEvolve's text_feedback, a note of our own evaluator), as those systems do; 0: none.",
+  },
+  {
     key: 'lazyPenalty',
     type: 'boolean',
     default: true,

@@ -8,7 +8,7 @@ export const RunMetaSchema = z.object({
   runId: z.string(),
   /** Task name, e.g. "circle-packing". */
   task: z.string(),
-  /** Absolute task folder. */
+  /** What loads the task again (Task.source): its absolute folder, or the evaluator file of an OpenEvolve folder. */
   taskDir: z.string(),
   direction: DirectionSchema,
   /** The program's extension without the dot ("py"). */

@@ -92,6 +92,11 @@ export interface Staging {
   probeScript: string;
 }
 
+/** `--evaluator` for a task loaded with another evaluator than its folder's default (Task.source names the file). */
+function evaluatorArgument(task: Task): string {
+  return task.source === task.dir ? '' : ` --evaluator "$stage/task/"${shellQuote(basename(task.source))}`;
+}
+
 /** Stage our bundled CLI, a copy of the task and the job and probe scripts in a new folder under the run's (removed again if staging fails). */
 export async function stage(task: Task, options: StagingOptions, jobName: string, runtimeLimitSec: number): Promise<Staging> {
   for (const file of BUNDLE_FILES) {
@@ -131,7 +136,7 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
         `stage=${q}`,
         'id=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$1")',
         'dir="$stage/candidates/$id"',
-        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}" --json --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
+        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "$dir/program.${task.language}"${evaluatorArgument(task)} --json --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)} > "$dir/result.json.part" 2> "$dir/stderr.txt"`,
         'code=$?',
         'if [ "$code" -eq 0 ]; then mv -f "$dir/result.json.part" "$dir/result.json"; else echo "$code" > "$dir/failed"; fi',
         '# One folder to list instead of a file per candidate to look at: results are picked up between two polls.',

@@ -2,6 +2,7 @@
 // outside the sandbox, on a private copy of the solution file only, under
 // limits of its own (memory, CPU time, its time limit), and its one-line
 // reply validated. Also the result shapes every backend gives.
+import { FEEDBACK_METRIC, feedbackText } from '../common/feedback';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,8 @@ export const EvaluatorReplySchema = z.object({
   reason: z.string().default(''),
   /** The file is not a solution at all (e.g. not JSON): no_solution rather than invalid_solution. */
   unreadable: z.boolean().optional(),
+  /** Feedback for the next prompts (another system's artifacts or text_feedback); a valid reply's reason is feedback too. */
+  feedback: z.string().optional(),
 });
 export type EvaluatorReply = z.infer<typeof EvaluatorReplySchema>;
 
@@ -190,6 +193,10 @@ export async function scoreSolutionBytes(
   if (!parsed.ok) return infrastructureFailure(withOutput(parsed.problem, run.stderr), failed);
   const reply = parsed.reply;
   const objective = reply.objective ?? null;
+  // Kept with the program (under the metric "feedback") for its children's prompts: common/feedback.ts.
+  // A reason on an invalid result stays its reason (shown as such); on a valid one it is the evaluator's note.
+  const feedback = feedbackText(reply.feedback ?? (reply.valid ? reply.reason : ''));
+  if (feedback !== '') reply.metrics = { ...reply.metrics, [FEEDBACK_METRIC]: feedback };
   if (reply.unreadable)
     return penaltyResult('no_solution', reply.reason || `${task.solutionFile} is not readable`, { metrics: reply.metrics });
   if (!reply.valid) {

@@ -37,7 +37,14 @@ export function planStep({ step, db, task, settings, rng }: PlanInput): StepPlan
   const metaInfoIds = new Map<string, string | null>();
   for (const [i, parent] of parents.entries()) {
     // The prompt draws from the generator before the job's seed does.
-    const prompt = buildPrompt({ task, parent, rng, topPrograms: top.filter((p) => p.id !== parent.id), guidance });
+    const prompt = buildPrompt({
+      task,
+      parent,
+      rng,
+      topPrograms: top.filter((p) => p.id !== parent.id),
+      guidance,
+      feedbackChars: settings.feedbackChars,
+    });
     const key = `s${step}-p${i}`;
     metaInfoIds.set(key, prompt.metaInfoId);
     jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });

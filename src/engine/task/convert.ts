@@ -1,46 +1,105 @@
 // `thetaevolve convert`: an OpenEvolve folder becomes one of ours (task.json),
 // with the candidate and the evaluator kept apart. Possible when the evaluator
 // only calls functions of the program without arguments and judges what they
-// return (the AlphaEvolve problems do): the candidate side calls them in the
+// return (the AlphaEvolve problems do; foreign/program_calls.py finds the calls,
+// whatever the evaluator names the module): the candidate side calls them in the
 // sandbox and writes their values to solution.json (solution_wrapper.py,
 // inlined in the candidate command); the trusted side hands the folder's own
 // evaluate() a stand-in program returning those values (converted_evaluator.py,
 // copied in as thetaevolve_evaluate.py with foreign_eval.py as
 // thetaevolve_foreign.py). Anything else is refused with the reason.
+import { execFile } from 'node:child_process';
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import { foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
+import { basename, dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { errorMessage } from '../common/errors';
+import { foreignFolderOf, foreignRuntimeDir, loadForeignTask, openEvolveSettings } from './foreignTasks';
 import { literalPlaceholders, nonEmpty } from './scaffold';
 import { type TaskFile, TaskError, TaskFileSchema } from './task';
 
 /** Files a conversion writes into the folder. */
-export const CONVERTED_FILES = { taskFile: 'task.json', evaluator: 'thetaevolve_evaluate.py', library: 'thetaevolve_foreign.py' } as const;
+export const CONVERTED_FILES = {
+  taskFile: 'task.json',
+  evaluator: 'thetaevolve_evaluate.py',
+  library: 'thetaevolve_foreign.py',
+  /** Our `openevolve.evaluation_result`, for evaluators that import it where OpenEvolve is not installed. */
+  evaluationResult: 'thetaevolve_evaluation_result.py',
+} as const;
 
 const PYTHON = '/usr/bin/python3';
 
-/** The program's functions the evaluator calls with no arguments; null with the reason when it calls anything else or nothing. */
-export function calledProgramFunctions(evaluatorSource: string, programSource: string): { names: string[] } | { problem: string } {
-  const calls = [...evaluatorSource.matchAll(/\bprogram\.([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)/g)];
-  if (calls.length === 0) {
+const ProgramUsesSchema = z.object({
+  modules: z.array(z.string()),
+  uses: z.array(
+    z.object({ module: z.string(), name: z.string().nullable(), line: z.number().int(), arguments: z.number().int(), called: z.boolean() }),
+  ),
+});
+export type ProgramUses = z.infer<typeof ProgramUsesSchema>;
+
+/** What the evaluator does with the program it loads (foreign/program_calls.py parses it; nothing runs). */
+export async function programUsesOf(evaluatorPath: string): Promise<ProgramUses> {
+  const script = join(foreignRuntimeDir(), 'program_calls.py');
+  const text = await new Promise<string>((resolvePromise, reject) => {
+    execFile(
+      PYTHON,
+      [script, evaluatorPath],
+      { timeout: 20000, maxBuffer: 8 * 1024 * 1024, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } },
+      (err, stdout, stderr) => {
+        if (err)
+          reject(
+            new TaskError(`${evaluatorPath}: cannot parse it: ${(stderr.trim().split('\n').pop() ?? '') || errorMessage(err)}`, {
+              cause: err,
+            }),
+          );
+        else resolvePromise(stdout);
+      },
+    );
+  });
+  return ProgramUsesSchema.parse(JSON.parse(text));
+}
+
+/** The program's functions the evaluator calls with no arguments; the reason otherwise (arguments, a function or the module handed on, nothing called). */
+export function convertibleCalls(
+  uses: ProgramUses,
+  programSource: string,
+  evaluatorName: string,
+): { names: string[] } | { problem: string } {
+  if (uses.modules.length === 0) {
+    return {
+      problem: `${evaluatorName} loads the program in a way convert does not follow (no importlib module_from_spec/exec_module or import_module): only the whole evaluator can run it (in the sandbox, as the folder is)`,
+    };
+  }
+  const at = (u: ProgramUses['uses'][number]): string => `${evaluatorName} line ${u.line}`;
+  const withArguments = uses.uses.find((u) => u.called && u.arguments > 0);
+  if (withArguments) {
+    return {
+      problem: `${at(withArguments)} calls ${withArguments.module}.${withArguments.name}(...) with arguments, so the program's values depend on the evaluator's inputs and cannot be written once to a solution file`,
+    };
+  }
+  const handedOn = uses.uses.find((u) => !u.called);
+  if (handedOn) {
     return {
       problem:
-        'evaluator.py calls no function of the program as program.NAME(): it runs the program some other way, so only the whole evaluator can run it (in the sandbox, as the folder is)',
+        handedOn.name === null
+          ? `${at(handedOn)} hands the program module ${handedOn.module} on to other code, which may call anything in it with any arguments`
+          : `${at(handedOn)} hands ${handedOn.module}.${handedOn.name} on uncalled (e.g. to a timeout helper), so other code calls it, perhaps with arguments`,
     };
   }
-  const withArguments = calls.filter((c) => (c[2] ?? '').trim() !== '').map((c) => c[1] as string);
-  if (withArguments.length > 0) {
-    return {
-      problem: `evaluator.py calls program.${withArguments[0]}(...) with arguments, so the program's values depend on the evaluator's inputs and cannot be written once to a solution file`,
-    };
+  const names = [...new Set(uses.uses.map((u) => u.name as string))];
+  if (names.length === 0) {
+    return { problem: `${evaluatorName} loads the program as ${uses.modules.join(', ')} but calls none of its functions` };
   }
-  const names = [...new Set(calls.map((c) => c[1] as string))];
-  const missing = names.filter((n) => !new RegExp(`^\\s*def\\s+${n}\\s*\\(`, 'm').test(programSource));
-  if (missing.length > 0) return { problem: `evaluator.py calls program.${missing[0]}(), which the initial program does not define` };
+  const defined = names.filter((n) => new RegExp(`^\\s*def\\s+${n}\\s*\\(`, 'm').test(programSource));
+  if (defined.length === 0) {
+    return { problem: `${evaluatorName} calls ${names.map((n) => `${n}()`).join(', ')}, none of which the initial program defines` };
+  }
   return { names };
 }
 
-/** Convert the OpenEvolve folder `dir` in place; returns the files written. Throws TaskError with the reason when it cannot. */
-export async function convertForeignTask(dir: string): Promise<{ files: string[]; task: TaskFile }> {
+/** Convert the OpenEvolve folder `dir` (or its evaluator file) in place; returns the files written. Throws TaskError with the reason when it cannot. */
+export async function convertForeignTask(dirOrEvaluator: string): Promise<{ files: string[]; task: TaskFile }> {
+  const given = resolve(dirOrEvaluator);
+  const dir = (await stat(given).catch(() => null))?.isFile() ? dirname(given) : given;
   if (
     await stat(join(dir, CONVERTED_FILES.taskFile)).then(
       () => true,
@@ -49,17 +108,18 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
   ) {
     throw new TaskError(`${join(dir, CONVERTED_FILES.taskFile)} already exists: the folder is already in ThetaEvolve's layout`);
   }
-  const task = await loadForeignTask(dir);
+  const { evaluatorName } = await foreignFolderOf(given);
+  const task = await loadForeignTask(given);
   if (task.layout !== 'openevolve') {
     throw new TaskError(
       `${task.dir}: a ShinkaEvolve folder's evaluate.py runs the program itself (main(program_path, results_dir)), so it cannot be given only a solution file; use the folder as it is (its scores are labelled not protected)`,
     );
   }
-  const evaluatorSource = await readFile(join(task.dir, 'evaluator.py'), 'utf8');
-  const called = calledProgramFunctions(evaluatorSource, task.initialProgram);
+  const evaluatorSource = await readFile(join(task.dir, evaluatorName), 'utf8');
+  const called = convertibleCalls(await programUsesOf(join(task.dir, evaluatorName)), task.initialProgram, evaluatorName);
   if ('problem' in called) throw new TaskError(`${task.dir}: cannot convert: ${called.problem}`);
   const names = called.names.join(',');
-  const settings = await openEvolveSettings(task.dir, evaluatorSource);
+  const settings = await openEvolveSettings(task.dir, evaluatorSource, evaluatorName);
   const runtime = foreignRuntimeDir();
   // Inlined without its comments (they talk about {placeholders}).
   const wrapper = (await readFile(join(runtime, 'solution_wrapper.py'), 'utf8'))
@@ -77,7 +137,15 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     initialProgram: basename(task.initialProgramPath),
     candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
     evaluator: {
-      command: [PYTHON, `{taskDir}/${CONVERTED_FILES.evaluator}`, '{solution}', names, settings.cascade],
+      command: [
+        PYTHON,
+        `{taskDir}/${CONVERTED_FILES.evaluator}`,
+        '{solution}',
+        names,
+        settings.cascade,
+        settings.featureDimensions,
+        evaluatorName,
+      ],
       timeLimitSec: task.runtimeLimitSec,
     },
     metaInformation: [meta],
@@ -85,14 +153,14 @@ export async function convertForeignTask(dir: string): Promise<{ files: string[]
     maxCodeLength: settings.maxCodeLength,
   };
   const spec = TaskFileSchema.parse(raw);
-  const written = [
-    join(task.dir, CONVERTED_FILES.evaluator),
-    join(task.dir, CONVERTED_FILES.library),
-    join(task.dir, CONVERTED_FILES.taskFile),
+  const copies: [string, string][] = [
+    ['converted_evaluator.py', CONVERTED_FILES.evaluator],
+    ['foreign_eval.py', CONVERTED_FILES.library],
+    [join('openevolve', 'evaluation_result.py'), CONVERTED_FILES.evaluationResult],
   ];
-  await copyFile(join(runtime, 'converted_evaluator.py'), written[0] as string);
-  await copyFile(join(runtime, 'foreign_eval.py'), written[1] as string);
+  for (const [from, to] of copies) await copyFile(join(runtime, from), join(task.dir, to));
   // task.json last: until it exists the folder still loads as OpenEvolve's.
-  await writeFile(written[2] as string, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
-  return { files: written, task: spec };
+  const taskFile = join(task.dir, CONVERTED_FILES.taskFile);
+  await writeFile(taskFile, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
+  return { files: [...copies.map(([, to]) => join(task.dir, to)), taskFile], task: spec };
 }

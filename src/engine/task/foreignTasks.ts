@@ -18,6 +18,8 @@ import { tmpdir } from 'node:os';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { lineCommentOf } from '../common/codeText';
+import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from '../common/diff';
 import { errorMessage, zodIssueText } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
@@ -25,12 +27,11 @@ import { readTaskText } from './taskText';
 
 export type ForeignLayout = Exclude<TaskLayout, 'task.json'>;
 
-/** Files that name a foreign task folder when given instead of the folder. */
-export const FOREIGN_TASK_FILES = ['evaluator.py', 'evaluate.py', 'config.yaml'] as const;
-
 /** OpenEvolve's defaults (openevolve/config.py, EvaluatorConfig) where config.yaml says nothing. */
 const OPENEVOLVE_DEFAULT_TIMEOUT_SEC = 300;
 const OPENEVOLVE_DEFAULT_THRESHOLDS = [0.5, 0.75, 0.9];
+/** database.feature_dimensions: left out of the mean that ranks a program without combined_score. */
+const OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS = ['complexity', 'diversity'];
 /** ShinkaEvolve folders carry no time limit: ours. */
 const SHINKA_DEFAULT_TIMEOUT_SEC = 300;
 /** The trusted step only reads one JSON file. */
@@ -100,6 +101,7 @@ const OpenEvolveConfigSchema = z.looseObject({
   max_code_length: z.number().int().positive().nullish(),
   diff_based_evolution: z.boolean().nullish(),
   prompt: z.looseObject({ system_message: z.string().nullish() }).nullish(),
+  database: z.looseObject({ feature_dimensions: z.array(z.string().regex(/^[^,]+$/, 'names without commas')).nullish() }).nullish(),
   evaluator: z
     .looseObject({
       timeout: z.number().finite().positive().nullish(),
@@ -125,23 +127,33 @@ function programFiles(files: readonly string[], stem: string): string[] {
   );
 }
 
-/** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
-export async function detectForeignLayout(dir: string): Promise<ForeignLayout | null> {
-  const files = await filesOf(dir);
+/** OpenEvolve's evaluator is a path given to it; here evaluator.py, or another evaluator*.py beside it (evaluator_phase_1.py), sorted. */
+const DEFAULT_OPENEVOLVE_EVALUATOR = 'evaluator.py';
+function openEvolveEvaluators(files: readonly string[]): string[] {
+  const others = files.filter((f) => /^evaluator.*\.py$/.test(f) && f !== DEFAULT_OPENEVOLVE_EVALUATOR).sort();
+  return [...(files.includes(DEFAULT_OPENEVOLVE_EVALUATOR) ? [DEFAULT_OPENEVOLVE_EVALUATOR] : []), ...others];
+}
+
+function layoutOfFiles(files: readonly string[]): ForeignLayout | null {
   if (files.includes('task.json')) return null;
-  if (files.includes('evaluator.py') && programFiles(files, 'initial_program').length > 0) return 'openevolve';
+  if (openEvolveEvaluators(files).length > 0 && programFiles(files, 'initial_program').length > 0) return 'openevolve';
   if (files.includes('evaluate.py') && programFiles(files, 'initial').length > 0) return 'shinka';
   return null;
 }
 
-/** The file naming the task in `dir`: its task.json, or the evaluator of an OpenEvolve/ShinkaEvolve folder; null when it is no task folder. */
-export async function taskFileIn(dir: string): Promise<string | null> {
+/** Which other system's layout `dir` is in, or null (task.json wins where both are present). */
+export async function detectForeignLayout(dir: string): Promise<ForeignLayout | null> {
+  return layoutOfFiles(await filesOf(dir));
+}
+
+/** The files naming a task in `dir`: its task.json, ShinkaEvolve's evaluate.py, or each evaluator of an OpenEvolve folder; none when it is no task folder. */
+export async function taskFilesIn(dir: string): Promise<string[]> {
   const files = await filesOf(dir);
-  if (files.includes('task.json')) return join(dir, 'task.json');
-  const layout = await detectForeignLayout(dir);
-  if (layout === 'openevolve') return join(dir, 'evaluator.py');
-  if (layout === 'shinka') return join(dir, 'evaluate.py');
-  return null;
+  if (files.includes('task.json')) return [join(dir, 'task.json')];
+  const layout = layoutOfFiles(files);
+  if (layout === 'openevolve') return openEvolveEvaluators(files).map((f) => join(dir, f));
+  if (layout === 'shinka') return [join(dir, 'evaluate.py')];
+  return [];
 }
 
 /** The task files of the folder holding `file` and of the folders next to it (hidden ones and node_modules left out), in any layout. */
@@ -152,8 +164,64 @@ export async function taskFilesBeside(file: string): Promise<string[]> {
       entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
     () => [],
   );
-  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFileIn));
-  return found.filter((f): f is string => f !== null);
+  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFilesIn));
+  return found.flat();
+}
+
+/** A foreign folder as given (the folder, or one of its files) with the evaluator to use. */
+export interface ForeignFolder {
+  dir: string;
+  layout: ForeignLayout;
+  /** The evaluator's file name in `dir`: evaluate.py (ShinkaEvolve); evaluator.py or the one given (OpenEvolve). */
+  evaluatorName: string;
+}
+
+/**
+ * Which folder and evaluator `dirOrFile` names: a folder (its evaluator.py,
+ * or its only evaluator*.py), or a .py file in an OpenEvolve folder other
+ * than the program, which is then the evaluator (as OpenEvolve takes it).
+ */
+export async function foreignFolderOf(dirOrFile: string): Promise<ForeignFolder> {
+  let dir = resolve(dirOrFile);
+  let given: string | null = null;
+  if ((await stat(dir).catch(() => null))?.isFile()) {
+    given = basename(dir);
+    dir = dirname(dir);
+  }
+  const files = await filesOf(dir);
+  const layout = layoutOfFiles(files);
+  if (layout === null)
+    throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  if (layout === 'shinka') return { dir, layout, evaluatorName: 'evaluate.py' };
+  if (given !== null && extname(given) === '.py' && !programFiles([given], 'initial_program').includes(given))
+    return { dir, layout, evaluatorName: given };
+  const evaluators = openEvolveEvaluators(files);
+  if (evaluators[0] === DEFAULT_OPENEVOLVE_EVALUATOR || evaluators.length === 1)
+    return { dir, layout, evaluatorName: evaluators[0] as string };
+  throw new TaskError(
+    `${dir}: holds several evaluators (${evaluators.join(', ')}) and no evaluator.py: name one with --evaluator FILE, or give its path as the task`,
+  );
+}
+
+/** The task path for `--evaluator FILE` of the task folder `taskDir`: the evaluator file itself, which must be in that folder. */
+export async function taskPathWithEvaluator(taskDir: string, evaluatorFile: string): Promise<string> {
+  const evaluator = resolve(evaluatorFile);
+  let dir = resolve(taskDir);
+  if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
+  if (dirname(evaluator) !== dir)
+    throw new TaskError(
+      `--evaluator ${evaluator}: must be a file in the task folder ${dir} (the sandbox shows the evaluator that folder only)`,
+    );
+  if (!(await stat(evaluator).catch(() => null))?.isFile()) throw new TaskError(`--evaluator ${evaluator}: no such file`);
+  if (extname(evaluator) !== '.py') throw new TaskError(`--evaluator ${evaluator}: an OpenEvolve evaluator is a Python file`);
+  if (layoutOfFiles(await filesOf(dir)) !== 'openevolve')
+    throw new TaskError(`--evaluator ${evaluator}: applies to OpenEvolve folders (initial_program.* + an evaluator), and ${dir} is none`);
+  return evaluator;
+}
+
+/** Whether a file reads as a FunSearch specification (it names both decorators, perhaps commented out as in FunSearch's notebooks). */
+export function isFunSearchSpecText(text: string): boolean {
+  return /@funsearch\.run\b/.test(text) && /@funsearch\.evolve\b/.test(text);
 }
 
 /** Run our config reader (PyYAML, as OpenEvolve itself reads the file) and check what we use. */
@@ -211,6 +279,30 @@ async function readText(file: string, what: string): Promise<string> {
   return read.text;
 }
 
+/**
+ * A program without any EVOLVE-BLOCK marker, as OpenEvolve and ShinkaEvolve
+ * take it: the whole program is evolved. Here that is the program between
+ * two marker comments (a first `#!` line kept above them), with the line
+ * that says so; null when it has markers or its language's comments are unknown.
+ */
+export function wholeProgramBlock(
+  program: string,
+  language: string,
+  fileName: string,
+  layout: ForeignLayout,
+): { program: string; notice: string } | null {
+  const comment = lineCommentOf(language);
+  if (comment === null || program.includes(EVOLVE_BLOCK_START) || program.includes(EVOLVE_BLOCK_END)) return null;
+  const shebang = program.startsWith('#!') ? program.slice(0, program.indexOf('\n') + 1 || program.length) : '';
+  const body = program.slice(shebang.length);
+  const wrapped = `${shebang}${comment} ${EVOLVE_BLOCK_START}\n${body}${body.endsWith('\n') || body === '' ? '' : '\n'}${comment} ${EVOLVE_BLOCK_END}\n`;
+  const system = layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve';
+  return {
+    program: wrapped,
+    notice: `${fileName} has no EVOLVE-BLOCK markers: the whole program is evolved, as ${system} does (put ${comment} ${EVOLVE_BLOCK_START} / ${comment} ${EVOLVE_BLOCK_END} lines around the code to evolve to narrow it).`,
+  };
+}
+
 /** What a folder's files say about running it (config.yaml for OpenEvolve; our defaults otherwise). */
 export interface FolderSettings {
   /** The candidate's limit: OpenEvolve's evaluator.timeout per cascade stage. */
@@ -220,12 +312,14 @@ export interface FolderSettings {
   maxCodeLength: number;
   /** The cascade thresholds for run_foreign.py ("0.5,0.75,0.9"), or "off". */
   cascade: string;
+  /** OpenEvolve's feature dimensions ("complexity,diversity"), which its mean of metrics leaves out. */
+  featureDimensions: string;
 }
 
 /** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
-export async function openEvolveSettings(dir: string, evaluatorSource: string): Promise<FolderSettings> {
+export async function openEvolveSettings(dir: string, evaluatorSource: string, evaluatorName: string): Promise<FolderSettings> {
   if (!defines(evaluatorSource, 'evaluate') && !defines(evaluatorSource, 'evaluate_stage1')) {
-    throw new TaskError(`${join(dir, 'evaluator.py')}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
+    throw new TaskError(`${join(dir, evaluatorName)}: defines no evaluate(program_path) (OpenEvolve's entry point)`);
   }
   const config = (await filesOf(dir)).includes('config.yaml') ? await readOpenEvolveConfig(join(dir, 'config.yaml')) : {};
   const timeout = config.evaluator?.timeout ?? OPENEVOLVE_DEFAULT_TIMEOUT_SEC;
@@ -241,23 +335,22 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string): 
     systemMessage: config.prompt?.system_message?.trim() || null,
     maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
     cascade,
+    featureDimensions: (config.database?.feature_dimensions ?? OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS).join(','),
   };
 }
 
 /** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */
 export async function loadForeignTask(dirOrFile: string): Promise<Task> {
-  let dir = resolve(dirOrFile);
-  if ((await stat(dir).catch(() => null))?.isFile()) dir = dirname(dir);
-  const layout = await detectForeignLayout(dir);
-  if (layout === null)
-    throw new TaskError(`${dir}: not an OpenEvolve (initial_program.* + evaluator.py) or ShinkaEvolve (initial.* + evaluate.py) folder`);
+  const { dir, layout, evaluatorName } = await foreignFolderOf(dirOrFile);
   const files = await filesOf(dir);
   const stem = layout === 'openevolve' ? 'initial_program' : 'initial';
-  const evaluatorName = layout === 'openevolve' ? 'evaluator.py' : 'evaluate.py';
   const programs = programFiles(files, stem);
   if (programs.length !== 1) throw new TaskError(`${dir}: needs exactly one ${stem}.<ext> (found ${programs.join(', ')})`);
   const initialProgramPath = join(dir, programs[0] as string);
-  const initialProgram = await readText(initialProgramPath, 'initial program');
+  const programText = await readText(initialProgramPath, 'initial program');
+  const language = extname(initialProgramPath).slice(1);
+  const whole = wholeProgramBlock(programText, language, basename(initialProgramPath), layout);
+  const initialProgram = whole?.program ?? programText;
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) {
     throw new TaskError(
@@ -270,11 +363,17 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
   const runtime = foreignRuntimeDir();
   let settings: FolderSettings;
   if (layout === 'openevolve') {
-    settings = await openEvolveSettings(dir, evaluatorSource);
+    settings = await openEvolveSettings(dir, evaluatorSource, evaluatorName);
   } else {
     if (!defines(evaluatorSource, 'main'))
       throw new TaskError(`${evaluatorPath}: defines no main(program_path, results_dir) (ShinkaEvolve's entry point)`);
-    settings = { runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC, systemMessage: null, maxCodeLength: DEFAULT_MAX_CODE_LENGTH, cascade: 'off' };
+    settings = {
+      runtimeLimitSec: SHINKA_DEFAULT_TIMEOUT_SEC,
+      systemMessage: null,
+      maxCodeLength: DEFAULT_MAX_CODE_LENGTH,
+      cascade: 'off',
+      featureDimensions: '',
+    };
   }
   const { runtimeLimitSec, systemMessage, maxCodeLength } = settings;
   if (initialProgram.length > maxCodeLength) {
@@ -282,11 +381,19 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       `${initialProgramPath}: the initial program is ${initialProgram.length} characters, over the code length limit (${maxCodeLength})`,
     );
   }
-  const language = extname(initialProgramPath).slice(1);
-  const name = taskNameOf(dir);
+  // Where the folder alone picks this evaluator, the folder names the task; else its evaluator file does (Task.source).
+  const folderPicks = await foreignFolderOf(dir).then(
+    (folder) => folder.evaluatorName,
+    () => null,
+  );
+  // Another evaluator is another task (a resumed run checks the name).
+  const name =
+    taskNameOf(dir) +
+    (layout === 'openevolve' && evaluatorName !== DEFAULT_OPENEVOLVE_EVALUATOR ? `-${taskNameOf(basename(evaluatorName, '.py'))}` : '');
   const metaText = systemMessage ?? draftMetaInformation(initialProgram, language);
   return {
     dir,
+    source: folderPicks === evaluatorName ? dir : join(dir, evaluatorName),
     name,
     title: titleOf(name, layout),
     description:
@@ -312,9 +419,14 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       '{taskDir}',
       '{program}',
       SOLUTION_FILE,
-      ...(layout === 'openevolve' ? [settings.cascade] : []),
+      ...(layout === 'openevolve' ? [settings.cascade, evaluatorName] : []),
     ],
-    evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
+    evaluatorCommand: [
+      PYTHON,
+      join(runtime, 'foreign_reply.py'),
+      '{solution}',
+      ...(layout === 'openevolve' ? [settings.featureDimensions] : []),
+    ],
     solutionFile: SOLUTION_FILE,
     solutionMaxBytes: 16 * 1024 * 1024,
     tolerances: {},
@@ -322,5 +434,6 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     evaluatorTrust: 'in-sandbox',
     scoreRule: 'combined_score',
     sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: sandboxRuntimeDir(runtime) },
+    notices: whole ? [whole.notice] : [],
   };
 }

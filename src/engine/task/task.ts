@@ -8,7 +8,7 @@ import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
 import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
-import { detectForeignLayout, FOREIGN_TASK_FILES, loadForeignTask } from './foreignTasks';
+import { detectForeignLayout, isFunSearchSpecText, loadForeignTask } from './foreignTasks';
 import { readTaskText } from './taskText';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -129,6 +129,8 @@ export type TaskLayout = (typeof TASK_LAYOUTS)[number];
 export interface Task {
   /** Absolute folder holding task.json. */
   dir: string;
+  /** The path that loads this task again: `dir`, or the evaluator file of an OpenEvolve folder loaded with another evaluator than its default. */
+  source: string;
   name: string;
   title: string;
   description: string;
@@ -172,6 +174,8 @@ export interface Task {
    * Empty for task.json tasks (their candidate sees only its program).
    */
   sandboxReadOnlyDirs: Record<string, string>;
+  /** Lines to tell whoever uses the task, once (e.g. that the whole program is evolved for want of markers). */
+  notices: string[];
 }
 
 /** A task file that cannot be used; the message names the file and the field. */
@@ -245,7 +249,7 @@ export function evolveBlockProblem(code: string): string | null {
 /**
  * Load and check a task folder: one with task.json (or that file's path), or
  * a folder in OpenEvolve's or ShinkaEvolve's layout, unchanged (or the path
- * of its evaluator, evaluate.py or config.yaml).
+ * of one of its files: an OpenEvolve folder's evaluator*.py picks that evaluator).
  */
 export async function loadTask(dirOrFile: string): Promise<Task> {
   let dir = resolve(dirOrFile);
@@ -254,8 +258,8 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if ((await stat(dir)).isFile()) {
       file = dir;
       dir = resolve(dir, '..');
-      if ((FOREIGN_TASK_FILES as readonly string[]).includes(basename(file)) && (await detectForeignLayout(dir)) !== null)
-        return await loadForeignTask(dir);
+      // A file of another system's folder names it (OpenEvolve: a .py file other than the program is the evaluator to use).
+      if (basename(file) !== 'task.json' && (await detectForeignLayout(dir)) !== null) return await loadForeignTask(file);
     } else if (!(await isFile(file))) {
       const layout = await detectForeignLayout(dir);
       if (layout !== null) return await loadForeignTask(dir);
@@ -274,6 +278,10 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
+    if (isFunSearchSpecText(text))
+      throw new TaskError(
+        `${file}: a FunSearch specification, not a task: convert it first with thetaevolve convert ${file} --inputs JSON`,
+      );
     throw new TaskError(`${file}: not valid JSON: ${errorMessage(err)}`, { cause: err });
   }
   const spec = parseTaskFile(raw, file);
@@ -322,6 +330,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
 
   return {
     dir,
+    source: dir,
     name: spec.name,
     title: spec.title,
     description: spec.description,
@@ -345,6 +354,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     evaluatorTrust: 'separate',
     scoreRule: 'direction',
     sandboxReadOnlyDirs: {},
+    notices: [],
   };
 }
 

@@ -1,4 +1,4 @@
-// The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, Show Diff / Apply to File.
+// The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, the evaluator's feedback on it, Show Diff / Apply to File.
 import type { BestView, RunView } from '../../../src/protocol/dashboardMessages';
 import { el } from '../dom';
 import { formatValue } from '../format';
@@ -13,6 +13,8 @@ export class BestCard {
   private readonly empty = el('p', 'empty', 'No valid program yet.');
   /** The best program's EVOLVE-BLOCK, as text (never as markup). */
   private readonly code = el('pre', 'best-code');
+  /** The evaluator's feedback on it, as text (never as markup). */
+  private readonly feedback = el('pre', 'best-code best-feedback');
   /** Its solution, drawn (packing, step function, matrix). */
   private readonly picture = el('canvas', 'best-picture');
   private readonly showDiff: ButtonControl;
@@ -33,7 +35,17 @@ export class BestCard {
     actions.append(this.showDiff.element, this.apply.element);
     this.code.title = "The best program's EVOLVE-BLOCK (Show Diff compares it with its parent)";
     this.picture.setAttribute('role', 'img');
-    this.element.append(el('h2', undefined, 'Best program'), this.value, this.empty, this.facts, actions, this.picture, this.code);
+    this.feedback.title = "The evaluator's feedback on the best program (its children's prompts get it)";
+    this.element.append(
+      el('h2', undefined, 'Best program'),
+      this.value,
+      this.empty,
+      this.facts,
+      actions,
+      this.picture,
+      this.code,
+      this.feedback,
+    );
     this.set(null, null);
   }
 
@@ -47,6 +59,8 @@ export class BestCard {
     this.facts.replaceChildren();
     this.code.textContent = best?.code ?? '';
     this.code.hidden = !best?.code;
+    this.feedback.textContent = best?.feedback ? `Evaluator feedback:\n${best.feedback}` : '';
+    this.feedback.hidden = !best?.feedback;
     if (!best) {
       this.value.textContent = '–';
       return;

@@ -2,13 +2,39 @@
 # reading what it returned. Used inside the sandbox by run_foreign.py, outside
 # by foreign_reply.py (the trusted step), and copied into a converted folder
 # as thetaevolve_foreign.py by `thetaevolve convert`.
+import functools
 import importlib.util
 import json
 import math
 import os
+import re
 import sys
 
 MAX_TEXT = 2000
+# Evaluator feedback kept per program (OpenEvolve's artifacts, ShinkaEvolve's
+# text_feedback): OpenEvolve's max_artifact_bytes, in characters; the prompt
+# shows at most thetaevolve.prompt.feedbackChars of it.
+MAX_FEEDBACK = 20 * 1024
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def feedback_text(parts):
+    """Feedback as text: 'name: value' lines (a lone text as it is), control characters but newline and tab stripped, bounded."""
+    lines = []
+    for name, value in parts.items():
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str):
+            value = json.dumps(plain(value), default=str)
+        lines.append(value if name == "" else f"{name}: {value}")
+    text = CONTROL.sub("", "\n".join(lines)).strip()
+    return text if len(text) <= MAX_FEEDBACK else text[:MAX_FEEDBACK] + "..."
+
+
+def artifacts_of(result):
+    """OpenEvolve's artifacts: an EvaluationResult's .artifacts, or a dict result's "artifacts" (as its k_module_problem returns them)."""
+    artifacts = result.get("artifacts") if isinstance(result, dict) else getattr(result, "artifacts", None)
+    return dict(artifacts) if isinstance(artifacts, dict) else {}
 
 
 def plain(value, depth=0):
@@ -70,13 +96,13 @@ def merged(*stages):
     return out
 
 
-def cascade(module, program, thresholds):
+def cascade(module, program, thresholds, artifacts):
     """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage's failure keeps the earlier metrics."""
-    stage1 = metrics_of(module.evaluate_stage1(program), "evaluate_stage1")
+    stage1 = metrics_of(run_stage(module.evaluate_stage1, program, artifacts), "evaluate_stage1")
     if not thresholds or not passes(stage1, thresholds[0]) or not hasattr(module, "evaluate_stage2"):
         return stage1
     try:
-        stage2 = metrics_of(module.evaluate_stage2(program), "evaluate_stage2")
+        stage2 = metrics_of(run_stage(module.evaluate_stage2, program, artifacts), "evaluate_stage2")
     except Exception as err:  # noqa: BLE001 - OpenEvolve keeps stage 1's result
         print(f"evaluate_stage2 failed: {err!r}", file=sys.stderr)
         return {**stage1, "stage2_passed": 0.0}
@@ -84,20 +110,29 @@ def cascade(module, program, thresholds):
     if len(thresholds) < 2 or not passes(both, thresholds[1]) or not hasattr(module, "evaluate_stage3"):
         return both
     try:
-        stage3 = metrics_of(module.evaluate_stage3(program), "evaluate_stage3")
+        stage3 = metrics_of(run_stage(module.evaluate_stage3, program, artifacts), "evaluate_stage3")
     except Exception as err:  # noqa: BLE001
         print(f"evaluate_stage3 failed: {err!r}", file=sys.stderr)
         return {**both, "stage3_passed": 0.0}
     return merged(both, stage3)
 
 
-def run_openevolve(task_dir, program, thresholds):
-    module = load_module("evaluation_module", os.path.join(task_dir, "evaluator.py"))
+def run_stage(function, program, artifacts):
+    """One evaluation call; its artifacts are merged into `artifacts`, as OpenEvolve merges the stages'."""
+    result = function(program)
+    artifacts.update(artifacts_of(result))
+    return result
+
+
+def run_openevolve(task_dir, program, thresholds, evaluator="evaluator.py"):
+    module = load_module("evaluation_module", os.path.join(task_dir, evaluator))
+    artifacts = {}
     if thresholds is not None and hasattr(module, "evaluate_stage1"):
-        metrics = cascade(module, program, thresholds)
+        metrics = cascade(module, program, thresholds, artifacts)
     else:
-        metrics = metrics_of(module.evaluate(program), "evaluate")
-    return {"layout": "openevolve", "metrics": plain(metrics)}
+        metrics = metrics_of(run_stage(module.evaluate, program, artifacts), "evaluate")
+    metrics.pop("artifacts", None)
+    return {"layout": "openevolve", "metrics": plain(metrics), "feedback": feedback_text(artifacts)}
 
 
 def run_shinka(task_dir, program):
@@ -116,21 +151,44 @@ def run_shinka(task_dir, program):
             correct = json.load(f)
     if not isinstance(correct, dict):
         correct = {}
-    return {"layout": "shinka", "metrics": plain(metrics), "correct": plain(correct.get("correct")), "error": plain(correct.get("error"))}
+    feedback = metrics.pop("text_feedback", None)
+    return {
+        "layout": "shinka",
+        "metrics": plain(metrics),
+        "correct": plain(correct.get("correct")),
+        "error": plain(correct.get("error")),
+        "feedback": feedback_text({"": feedback}) if feedback else "",
+    }
 
 
 MAX_REASON = 500
+# OpenEvolve's database.feature_dimensions default (openevolve/config.py): left out of the mean.
+OPENEVOLVE_FEATURE_DIMENSIONS = ("complexity", "diversity")
+METRIC_MEAN_RULE = "no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it"
+
+
+def openevolve_fitness(metrics, feature_dimensions):
+    """OpenEvolve's get_fitness_score without combined_score: the mean of the numeric (int, float, bool) metrics that are not
+    NaN, the feature dimensions left out unless nothing else is numeric; None when no metric is numeric (OpenEvolve: 0.0)."""
+
+    def numeric(items):
+        return [float(v) for k, v in items if isinstance(v, (int, float)) and not math.isnan(float(v))]
+
+    values = numeric((k, v) for k, v in metrics.items() if k not in feature_dimensions) or numeric(metrics.items())
+    return sum(values) / len(values) if values else None
 
 
 def number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def reply(valid, objective=None, metrics=None, reason="", unreadable=False):
+def reply(valid, objective=None, metrics=None, reason="", unreadable=False, feedback=""):
     """ThetaEvolve's evaluator reply (src/engine/task/README.md, "The contract")."""
     out = {"valid": valid, "objective": objective, "metrics": metrics or {}, "reason": reason[:MAX_REASON]}
     if unreadable:
         out["unreadable"] = True
+    if feedback:
+        out["feedback"] = feedback[:MAX_FEEDBACK]
     return out
 
 
@@ -149,34 +207,41 @@ def numeric_metrics(metrics):
     return out
 
 
-def reply_of_file(path):
+def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     """The reply for the file run_foreign.py wrote."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError) as err:
         return reply(False, reason=f"the evaluator's output is not readable JSON: {err}", unreadable=True)
-    return reply_of(data)
+    return reply_of(data, feature_dimensions)
 
 
-def reply_of(data):
-    """The reply for what an evaluator returned: combined_score as the objective, exactly; its own failure marks invalid."""
+def reply_of(data, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
+    """The reply for what an evaluator returned: combined_score as the objective, exactly (OpenEvolve without one: the mean of
+    the numeric metrics); its own failure marks invalid."""
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or data.get("layout") not in ("openevolve", "shinka"):
         return reply(False, reason="the evaluator's output does not have the expected shape", unreadable=True)
+    # The evaluator's feedback (artifacts, text_feedback) goes with every reply, valid or not.
+    reply_with_feedback = functools.partial(reply, feedback=data.get("feedback") if isinstance(data.get("feedback"), str) else "")
     metrics = data["metrics"]
     score = metrics.get("combined_score")
     objective = score if number(score) else None
     others = numeric_metrics(metrics)
     if data["layout"] == "shinka" and data.get("correct") is False:
         error = data.get("error")
-        return reply(False, objective, others, f"correct.json: incorrect{': ' + error if isinstance(error, str) and error else ''}")
+        return reply_with_feedback(False, objective, others, f"correct.json: incorrect{': ' + error if isinstance(error, str) and error else ''}")
     error = metrics.get("error")
     if isinstance(error, str) and error.strip():
-        return reply(False, objective, others, f"the evaluator reported an error: {error}")
+        return reply_with_feedback(False, objective, others, f"the evaluator reported an error: {error}")
+    if data["layout"] == "openevolve" and "combined_score" not in metrics:
+        # OpenEvolve ranks such a program by the mean of its numeric metrics (get_fitness_score); so do we, and say so.
+        fitness = openevolve_fitness(metrics, feature_dimensions)
+        if fitness is not None and math.isfinite(fitness):
+            return reply_with_feedback(True, fitness, {**others, "score_rule": METRIC_MEAN_RULE})
     if objective is None:
-        return reply(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})")
-    return reply(True, objective, others)
-
+        return reply_with_feedback(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})")
+    return reply_with_feedback(True, objective, others)
 
 
 # The array types a solution may name: numbers and booleans, whose elements

@@ -3,13 +3,16 @@
 # one-line reply. It maps, it does not judge: the score is the evaluator's
 # combined_score exactly (higher is better), its other numeric metrics are
 # passed on, and a result the evaluator itself marks as failed (OpenEvolve:
-# an "error" text; ShinkaEvolve: correct.json false) is invalid.
+# an "error" text; ShinkaEvolve: correct.json false) is invalid. An OpenEvolve
+# evaluator that returns no combined_score is ranked as OpenEvolve ranks it:
+# by the mean of its numeric metrics but the feature dimensions.
 #
-#   python3 foreign_reply.py SOLUTION
+#   python3 foreign_reply.py SOLUTION [FEATURE_DIMENSIONS, comma-separated]
 import json
 import sys
 
-from foreign_eval import reply_of_file
+from foreign_eval import OPENEVOLVE_FEATURE_DIMENSIONS, reply_of_file
 
 if __name__ == "__main__":
-    print(json.dumps(reply_of_file(sys.argv[1]), allow_nan=False))
+    dimensions = tuple(d for d in sys.argv[2].split(",") if d) if len(sys.argv) > 2 else OPENEVOLVE_FEATURE_DIMENSIONS
+    print(json.dumps(reply_of_file(sys.argv[1], dimensions), allow_nan=False))

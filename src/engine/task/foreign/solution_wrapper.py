@@ -1,7 +1,7 @@
 # The candidate side of a converted folder (`thetaevolve convert`), inlined
 # into task.json's candidate command as `python3 -c SOURCE {program} NAMES`:
 # imports the program, calls the functions the evaluator calls (no
-# arguments), and writes what they return to solution.json (numpy arrays,
+# arguments) that it defines, and writes what they return to solution.json (numpy arrays,
 # tuples and dicts tagged; foreign_eval.decode reads them back). No
 # `{identifier}` braces in this file: task.json fills those as placeholders.
 import importlib.util
@@ -28,7 +28,8 @@ def main(program, names):
     module = importlib.util.module_from_spec(spec)
     sys.modules["program"] = module
     spec.loader.exec_module(module)
-    values = {name: encode(getattr(module, name)()) for name in names.split(",")}
+    # Only what the program defines: the evaluator may look for one function or another (hasattr).
+    values = {name: encode(getattr(module, name)()) for name in names.split(",") if callable(getattr(module, name, None))}
     with open("solution.json", "w", encoding="utf-8") as f:
         json.dump(values, f)
 

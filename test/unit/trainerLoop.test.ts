@@ -130,11 +130,17 @@ describe('RL trainer bridge under the loop with 30% of requests failing', functi
     const resampled = await evolve('slime', server.url, 10);
     assert.equal(await resampled.bridge.flush(new AbortController().signal, 10_000), 0);
     assert.equal(resampled.bridge.state().droppedGroups, 0);
-    const plain = await evolve('slime', server.url, 0);
+    // A buffer of its own: a run's looks at the buffer take out (and put back) whatever it holds, another run's groups too.
+    const plainServer = await startSlimeTestServer({ groupSize: N });
+    cleanups.push(() => plainServer.close());
+    const plain = await evolve('slime', plainServer.url, 0);
     assert.equal(await plain.bridge.flush(new AbortController().signal, 10_000), 0);
     const dropped = plain.bridge.state().droppedGroups;
     assert.ok(dropped > 0);
-    const held = [...server.held.values()];
+    // Closed first: a look in flight puts back what it took before close() returns (the buffer is read destructively).
+    await resampled.bridge.close();
+    await plain.bridge.close();
+    const held = [...server.held.values(), ...plainServer.held.values()];
     assert.equal(held.length, 12 - dropped);
     assert.ok(
       held.every((items) => items.length === N && new Set(items.map((i) => i.uid)).size === N),

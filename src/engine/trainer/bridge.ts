@@ -71,6 +71,8 @@ export class TrainerBridge {
   private readonly protocol: TrainerProtocol;
   private readonly client: TrainerProtocolClient;
   private readonly closing = new AbortController();
+  /** Settles started outside the worker (flush, afterCommit): close() waits for them. */
+  private readonly settling = new Set<Promise<unknown>>();
   private readonly changed = new Notifier();
   private readonly backoff: BackoffOptions;
   private readonly pollIntervalMs: number;
@@ -467,7 +469,10 @@ export class TrainerBridge {
   private async settleNow(signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
-    const settled = await this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => null);
+    const settling = this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => null);
+    // close() waits for it: a look puts back what it took from the trainer's buffer before the client closes.
+    this.settling.add(settling);
+    const settled = await settling.finally(() => this.settling.delete(settling));
     if (settled) this.counted(settled);
     this.emitState();
   }
@@ -627,6 +632,7 @@ export class TrainerBridge {
     this.changed.notify();
     await this.activation?.catch(() => undefined);
     await this.worker;
+    await Promise.allSettled([...this.settling]);
     for (const resolve of this.idleWaiters.splice(0)) resolve();
     // The run is over: tell the trainer (atropos /disconnect-env), briefly.
     if (this.connected) await this.client.disconnect(AbortSignal.timeout(2_000)).catch(() => undefined);

@@ -32,6 +32,9 @@ import { describeReply, type HttpReply, JsonHttpClient, TransportError } from '.
 import { type DeliveryResult, RetryableTrainerError, type Settlement, type TrainerProtocolClient } from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
+/** How long items taken from the buffer by a look may take to go back, whatever stops the run. */
+const RESTORE_TIMEOUT_MS = 10_000;
+
 const WriteReplySchema = z.object({ success: z.boolean(), message: z.string().optional() });
 const ModelInfoSchema = z.object({ weight_version: z.union([z.string(), z.number()]).nullish() });
 const ReadReplySchema = z.object({
@@ -227,7 +230,7 @@ export class SlimeClient implements TrainerProtocolClient {
   }
 
   private async deliverNow(group: SpooledGroup, spool: TrainerSpool, signal: AbortSignal): Promise<DeliveryResult> {
-    await this.restore(signal);
+    await this.restore();
     if (group.samples.length !== this.options.groupSize) {
       return {
         kind: 'rejected',
@@ -267,12 +270,14 @@ export class SlimeClient implements TrainerProtocolClient {
    * never written twice. `justWritten`: the group whose writes just went in.
    */
   private async look(spool: TrainerSpool, signal: AbortSignal, justWritten: string | null): Promise<Settlement> {
-    const reply = await this.call(this.http, 'POST', '/get_rollout_data', {}, signal);
+    // Not on the caller's signal either: a read aborted after the buffer gave its items out would lose them.
+    if (signal.aborted) throw new RetryableTrainerError('stopped before looking at the buffer');
+    const reply = await this.call(this.http, 'POST', '/get_rollout_data', {}, AbortSignal.timeout(RESTORE_TIMEOUT_MS));
     const parsed = reply.status === 200 ? ReadReplySchema.safeParse(reply.json) : null;
     if (!parsed?.success) throw new RetryableTrainerError(`POST /get_rollout_data: ${describeReply(reply)}`);
     const items = parsed.data.success ? (parsed.data.data?.data ?? []) : [];
     this.toRestore.push(...items);
-    await this.restore(signal);
+    await this.restore();
     const waiting = new Map<number, SpooledGroup>();
     for (const g of spool.pending()) {
       const instanceId = spool.postedEnv(g.id);
@@ -368,12 +373,17 @@ export class SlimeClient implements TrainerProtocolClient {
   }
 
   /** Write back what a probe took, oldest first. */
-  private async restore(signal: AbortSignal): Promise<void> {
+  /**
+   * Write back what a look took from the buffer. Not on the caller's signal:
+   * a run that stops mid-look must still put back what it took (slime's
+   * trainer would never see it otherwise), within RESTORE_TIMEOUT_MS.
+   */
+  private async restore(): Promise<void> {
     while (this.toRestore.length > 0) {
       const item = this.toRestore[0] as Record<string, unknown>;
       let refused: string | null;
       try {
-        refused = await this.write(item, 'an item written back after a look at the buffer', null, signal);
+        refused = await this.write(item, 'an item written back after a look at the buffer', null, AbortSignal.timeout(RESTORE_TIMEOUT_MS));
       } catch (error) {
         // It may be in the buffer already: never written twice (a group with a response twice). The next look tells whether its group is whole.
         if (error instanceof RetryableTrainerError && error.ambiguous) {
@@ -399,7 +409,7 @@ export class SlimeClient implements TrainerProtocolClient {
 
   settle(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement> {
     return this.exclusive(async () => {
-      await this.restore(signal);
+      await this.restore();
       const learned = addSettlements(this.unreported, await this.look(spool, signal, null));
       this.unreported = { pulled: 0, resent: 0, lost: 0 };
       return learned;

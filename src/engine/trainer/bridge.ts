@@ -73,6 +73,8 @@ export class TrainerBridge {
   private readonly closing = new AbortController();
   /** Settles started outside the worker (flush, afterCommit): close() waits for them. */
   private readonly settling = new Set<Promise<unknown>>();
+  /** The last settle asked of the client: one at a time, or two would count the same pulled group twice. */
+  private settleTail: Promise<unknown> = Promise.resolve();
   private readonly changed = new Notifier();
   private readonly backoff: BackoffOptions;
   private readonly pollIntervalMs: number;
@@ -469,12 +471,22 @@ export class TrainerBridge {
   private async settleNow(signal: AbortSignal): Promise<void> {
     const spool = this.spool as TrainerSpool;
     if (!spool.pending().some((g) => this.client.awaitsTrainer(g, spool))) return;
-    const settling = this.client.settle(spool, anySignal(signal, this.closing.signal)).catch(() => null);
+    const settling = this.settleOnce(spool, anySignal(signal, this.closing.signal)).catch(() => null);
     // close() waits for it: a look puts back what it took from the trainer's buffer before the client closes.
     this.settling.add(settling);
     const settled = await settling.finally(() => this.settling.delete(settling));
     if (settled) this.counted(settled);
     this.emitState();
+  }
+
+  /** One settle of the client at a time (the worker's polls and flush's looks would otherwise overlap). */
+  private settleOnce(spool: TrainerSpool, signal: AbortSignal): Promise<Settlement> {
+    const next = this.settleTail.then(
+      () => this.client.settle(spool, signal),
+      () => this.client.settle(spool, signal),
+    );
+    this.settleTail = next.catch(() => undefined);
+    return next;
   }
 
   /** The trainer (or its server's queue) has the group. */
@@ -533,7 +545,7 @@ export class TrainerBridge {
       if (spool && waitingInServer && Date.now() - settledAt >= this.pollIntervalMs) {
         settledAt = Date.now();
         try {
-          this.counted(await client.settle(spool, signal));
+          this.counted(await this.settleOnce(spool, signal));
         } catch (error) {
           if (signal.aborted) break;
           this.connected = false;

@@ -13,6 +13,7 @@ export const COMMAND_IDS = {
   newTaskForFile: 'thetaevolve.newTaskForFile',
   markEvolveBlock: 'thetaevolve.markEvolveBlock',
   openEvaluationOutput: 'thetaevolve.openEvaluationOutput',
+  addFileToRun: 'thetaevolve.addFileToRun',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',
@@ -20,4 +21,7 @@ export const COMMAND_IDS = {
   openProgram: 'thetaevolve.openProgram',
   refreshRuns: 'thetaevolve.refreshRuns',
   deleteRun: 'thetaevolve.deleteRun',
+  banProgram: 'thetaevolve.banProgram',
+  pinProgram: 'thetaevolve.pinProgram',
+  showLineage: 'thetaevolve.showLineage',
 } as const;

@@ -9,7 +9,7 @@ import { COMMAND_IDS } from './commandIds';
 import { compareProgramWithFile, showProgramDiff } from './diffViews';
 import { programUri } from './programDocuments';
 import { listRunFiles, type RunController, runOrigin } from './runController';
-import type { ProgramNode, RunsTreeProvider } from './runsTree';
+import { isProgramNode, type ProgramNode, type RunsTreeProvider } from './runsTree';
 
 /** A run known by its database: what the commands need of it. */
 interface RunRef {
@@ -25,15 +25,6 @@ interface BestItem extends vscode.QuickPickItem {
   ref: RunRef;
   best: { id: string; score: number };
   direction: 'maximize' | 'minimize';
-}
-
-function isProgramNode(value: unknown): value is ProgramNode {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { kind?: unknown }).kind === 'program' &&
-    typeof (value as { programId?: unknown }).programId === 'string'
-  );
 }
 
 export function registerProgramCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {

@@ -26,6 +26,10 @@ import { parseRunMeta } from '../engine/common/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
+import { blameOf, lineageOf } from '../engine/database/lineage';
+import { checkSteer } from '../engine/steering/applySteer';
+import { enqueueSteer } from '../engine/steering/inbox';
+import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 
 interface ActiveRun extends AssembledRun {
   runId: string;
@@ -50,6 +54,8 @@ if (!port) {
 let active: ActiveRun | null = null;
 /** Aborts the start in progress (the endpoint check, reaching the trainer) when the host says stop before the run is up. */
 let starting: AbortController | null = null;
+/** The database of the run being started (its lock is this process's: steer requests for it wait in its inbox). */
+let startingDbFile: string | null = null;
 /** The RL toggle as last set while a run was starting (null: not touched). */
 let toggleWhileStarting: boolean | null = null;
 const readCache = new Map<string, CachedDatabase>();
@@ -141,6 +147,7 @@ async function startRun(message: StartMessage): Promise<void> {
   const dbFile = resolve(message.dbFile);
   const runId = message.runId;
   const startSignal = (starting = new AbortController()).signal;
+  startingDbFile = dbFile;
   toggleWhileStarting = null;
   let runAnnounced = false;
   let assembled: AssembledRun;
@@ -180,6 +187,7 @@ async function startRun(message: StartMessage): Promise<void> {
     return;
   } finally {
     starting = null;
+    startingDbFile = null;
   }
   const current: ActiveRun = { ...assembled, runId, dbFile };
   active = current;
@@ -206,6 +214,7 @@ async function startRun(message: StartMessage): Promise<void> {
 
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
+  if (query.kind === 'steer') return steer(query);
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
   if (query.kind === 'evaluationOutputs') return listEvaluationOutputs(resolve(query.dbFile));
   if (query.kind === 'evaluationOutput') return readEvaluationOutput(resolve(query.dbFile), query.step, query.jobKey, query.sampleIndex);
@@ -236,10 +245,45 @@ async function answer(query: Query): Promise<unknown> {
         return db.lineageDepth(query.programId);
       case 'ancestors':
         return db.ancestors(query.programId).map((p) => ({ id: p.id, step: p.step, score: p.score }));
+      case 'lineage':
+      case 'blame': {
+        const program = db.get(query.programId);
+        if (!program) throw new Error(`no program ${query.programId} in ${file}`);
+        return query.kind === 'lineage' ? lineageOf(db, program) : blameOf(db, program);
+      }
     }
   };
   if (live) return ask(live);
   return withReadOnly(file, ask);
+}
+
+/**
+ * A steer request. The run this worker runs (or is starting) holds its lock in this very process, where the
+ * lock cannot tell it from a stale one: its requests are checked against its open database and wait in its
+ * inbox for its next step (answered by a `steered` event). Any other run goes through steerRun, which queues
+ * for a process that runs it or applies the request now.
+ */
+async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryResult<'steer'>> {
+  const file = resolve(query.dbFile);
+  const live = active && active.dbFile === file ? active : null;
+  if (live || startingDbFile === file) {
+    const db = live?.run.database ?? null;
+    if (db) checkSteer(query.request, { db, language: parseRunMeta(db.meta(), file).language });
+    await enqueueSteer(file, query.request);
+    return { kind: query.request.kind, queued: true };
+  }
+  try {
+    return await steerRun(file, query.request, {
+      openEvaluator: async (meta): Promise<ClosableSteerEvaluator> => {
+        const task = await loadTask(meta.taskDir);
+        const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+        if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
+        return evaluator;
+      },
+    });
+  } finally {
+    dropCached(file);
+  }
 }
 
 /** The best program's solution kept beside a run's database, or null (none kept yet, or not readable as ours). */

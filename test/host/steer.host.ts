@@ -1,0 +1,148 @@
+// Runs inside the extension host: interactive evolution from the editor
+// (issue 29): Add This File to the Run on the run this window runs (queued,
+// then applied at its next step) and on a stopped run (evaluated and added
+// at once), refusals said, and the Runs view's Ban, Pin as Parent and Show
+// Lineage on a program, all recorded in the run's database.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { ThetaEvolveApi } from '../../src/extension';
+import type { SteerAnswer } from '../../src/vscode/steerCommands';
+import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
+import { waitFor } from '../support/waitFor';
+import { api, nextEvent, stopRun, taskCopy } from './support';
+
+/** Replace the file's choose() body in its open document, unsaved: the command takes the file as edited. */
+async function editChoose(program: vscode.Uri, body: string): Promise<vscode.TextDocument> {
+  const document = await vscode.workspace.openTextDocument(program);
+  await vscode.window.showTextDocument(document);
+  const text = document.getText();
+  const start = text.indexOf('    return ');
+  const end = text.indexOf('\n', start);
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(program, new vscode.Range(document.positionAt(start), document.positionAt(end)), `    return ${body}`);
+  assert.ok(await vscode.workspace.applyEdit(edit));
+  assert.ok(document.isDirty, 'the edit is unsaved');
+  return document;
+}
+
+/** Run a command that shows a quick pick or input boxes, accepting what each offers first, until it returns. */
+async function acceptingPicks(command: string, ...args: unknown[]): Promise<unknown> {
+  let done = false;
+  const result = Promise.resolve(vscode.commands.executeCommand(command, ...args)).finally(() => (done = true));
+  await waitFor(
+    async () => {
+      if (done) return true;
+      await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+      return false;
+    },
+    { what: `${command} returned`, deadlineMs: 30_000 },
+  );
+  return result;
+}
+
+describe('steering a run from the editor (Add This File, Ban, Pin as Parent, Show Lineage)', function () {
+  this.timeout(120_000);
+  let theta: ThetaEvolveApi;
+  const answers: SteerAnswer[] = [];
+  let subscription: vscode.Disposable | undefined;
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.ConfigurationTarget.Workspace;
+
+  before(async () => {
+    theta = await api();
+    await stopRun(theta.controller);
+    await config().update('sampler', 'mutate', target);
+    await config().update('batchSize', 2, target);
+    await config().update('samplesPerPrompt', 2, target);
+    await config().update('evaluationConcurrency', 2, target);
+    await config().update('database.preset', 'small', target);
+    subscription = theta.onDidAnswerSteer((answer) => answers.push(answer));
+  });
+
+  after(async () => {
+    subscription?.dispose();
+    await stopRun(theta.controller);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it('adds the open file, as edited, to the live run at its next step, then to the stopped run at once', async () => {
+    const { program } = await taskCopy(theta, 'steer-add');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = theta.controller.active;
+    assert.ok(run, 'the run is live');
+
+    // Live: queued, then the run's next step applies it and says so.
+    const edited = await editChoose(program, '3 + 0 * 7919');
+    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'add', 'the add to be applied');
+    const queued = await vscode.commands.executeCommand('thetaevolve.addFileToRun', program);
+    assert.deepEqual(queued, { kind: 'add', queued: true });
+    const event = await steered;
+    assert.ok(event.type === 'steered' && event.ok && event.id !== null, `applied: ${JSON.stringify(event)}`);
+    const added = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
+    assert.ok(added);
+    assert.equal(added.code, edited.getText());
+    assert.equal(added.origin, 'researcher');
+    assert.equal(added.outcome, 'valid');
+    assert.ok(
+      answers.some((a) => a.dbFile === run.dbFile && a.kind === 'add' && a.ok && a.id === event.id),
+      'the answer names the program added',
+    );
+    await stopRun(theta.controller);
+
+    // Stopped, from the Runs view's row: evaluated in the sandbox and added now.
+    const again = await editChoose(program, '2 + 0 * 7919');
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row, 'the run is in the Runs view');
+    const result = await vscode.commands.executeCommand('thetaevolve.addFileToRun', row);
+    assert.ok(result && typeof result === 'object' && 'id' in result && typeof result.id === 'string', `added: ${JSON.stringify(result)}`);
+    const stored = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: result.id });
+    assert.equal(stored?.code, again.getText());
+    assert.equal(stored?.origin, 'researcher');
+    const lineage = await theta.controller.query({ kind: 'lineage', dbFile: run.dbFile, programId: result.id });
+    assert.equal(lineage.programs[0]?.origin, 'researcher');
+
+    // The same program again is refused, said, and changes nothing.
+    const before = (await theta.controller.query({ kind: 'summary', dbFile: run.dbFile })).programs;
+    const refused = await vscode.commands.executeCommand('thetaevolve.addFileToRun', row);
+    assert.equal(refused, undefined);
+    assert.match(answers[answers.length - 1]?.message ?? '', /already has this program/);
+    assert.equal((await theta.controller.query({ kind: 'summary', dbFile: run.dbFile })).programs, before);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it('the Runs view bans a program, pins one as parent and shows its lineage, recorded in the database', async () => {
+    const { program } = await taskCopy(theta, 'steer-rows');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = await stopRun(theta.controller);
+    assert.ok(run);
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row);
+    const programs = (await theta.tree.getChildren(row)) as ProgramNode[];
+    const child = programs.find((p) => p.parentId !== null);
+    assert.ok(child, 'an improvement with a parent');
+
+    // Show Lineage: the program first; picking it opens the diff to its parent.
+    const picked = (await acceptingPicks('thetaevolve.showLineage', child)) as { id: string; parentId: string | null } | undefined;
+    assert.equal(picked?.id, child.programId);
+    assert.equal(picked?.parentId, child.parentId);
+    await waitFor(() => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, {
+      what: 'the diff to its parent',
+    });
+
+    // Pin as Parent with the offered share and steps, then Ban (this program alone): applied to the stopped run.
+    const pinned = await acceptingPicks('thetaevolve.pinProgram', child);
+    assert.ok(pinned && typeof pinned === 'object' && 'step' in pinned, `pinned: ${JSON.stringify(pinned)}`);
+    const banned = await acceptingPicks('thetaevolve.banProgram', child);
+    assert.ok(banned && typeof banned === 'object' && 'ids' in banned, `banned: ${JSON.stringify(banned)}`);
+    assert.deepEqual((banned as { ids: string[] }).ids.includes(child.programId), true);
+    // The database holds the ban: a second one is refused, naming why.
+    assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
+    assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
+  });
+});

@@ -278,6 +278,8 @@ export const DatabaseViewSchema = z.object({
   }),
   archive: z.object({ size: count, capacity: count, worst: optionalFinite, best: optionalFinite }),
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+  /** The researcher's guidance in force and the first step it applies to (null: none). */
+  guidance: z.object({ text: z.string(), step: count }).nullable(),
   histogram: z
     .object({
       /** What was counted, e.g. "valid programs evaluated (1,234)". */

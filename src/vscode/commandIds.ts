@@ -14,6 +14,7 @@ export const COMMAND_IDS = {
   markEvolveBlock: 'thetaevolve.markEvolveBlock',
   openEvaluationOutput: 'thetaevolve.openEvaluationOutput',
   addFileToRun: 'thetaevolve.addFileToRun',
+  editGuidance: 'thetaevolve.editGuidance',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',

@@ -1,6 +1,7 @@
 // Interactive evolution in the editor (docs/algorithm.md section 11;
 // docs/architecture.md "Steering a run"): Add This File to the Run, and the
-// Runs view's Ban, Pin as Parent and Show Lineage on a program. Every request
+// Runs view's Ban, Pin as Parent and Show Lineage on a program, and Edit
+// Guidance (src/vscode/guidanceDocuments.ts). Every request
 // goes to the engine worker (the `steer` query): the run this window runs
 // takes it at its next step and says what became of it with a `steered`
 // event; a stopped run gets it applied at once.
@@ -11,6 +12,7 @@ import { type SteerRequest, type SteerResult, steerResultText } from '../engine/
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { showProgramDiff } from './diffViews';
+import { guidanceUri, registerGuidanceDocuments } from './guidanceDocuments';
 import { guardWorkspaceTrust, listRunFiles, type RunController } from './runController';
 import { isProgramNode, isRunNode, type ProgramNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
@@ -71,6 +73,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
   // What the live run did with a queued request: said like its children are.
   context.subscriptions.push(
     answers,
+    registerGuidanceDocuments(controller, (run, request) => steer(run, request, undefined)),
     controller.onDidEngineEvent(({ runId, event }) => {
       if (event.type !== 'steered') return;
       const dbFile = controller.dbFileOf(runId) ?? '';
@@ -92,7 +95,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     }
     const picked = await vscode.window.showQuickPick(
       files.map((file) => ({ label: file.runId, description: file.dbFile, file })),
-      { title: 'ThetaEvolve: add the file to which run?' },
+      { title: 'ThetaEvolve: which run?' },
     );
     return picked ? { runId: picked.file.runId, dbFile: picked.file.dbFile } : undefined;
   };
@@ -110,6 +113,14 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     controller.registerRun(run.runId, run.dbFile);
     // The file as edited, unsaved changes included.
     return steer(run, { kind: 'add', code: document.getText(), note: `added from ${fileName(document.uri)}` }, document.uri);
+  });
+
+  registerCommand(context, COMMAND_IDS.editGuidance, async (arg?: unknown) => {
+    const run = await runOf(arg);
+    if (!run) return undefined;
+    controller.registerRun(run.runId, run.dbFile);
+    const editor = await vscode.window.showTextDocument(guidanceUri(run), { preview: false });
+    return editor.document.uri;
   });
 
   const programArg = (arg: unknown): ProgramNode => {

@@ -145,4 +145,46 @@ describe('steering a run from the editor (Add This File, Ban, Pin as Parent, Sho
     assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
     assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
   });
+
+  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step, empty clears it", async () => {
+    const { program } = await taskCopy(theta, 'steer-guidance');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = theta.controller.active;
+    assert.ok(run);
+
+    // Live: the save is queued; the run's next step takes it and the database says since which step.
+    const uri = (await vscode.commands.executeCommand('thetaevolve.editGuidance')) as vscode.Uri;
+    assert.equal(uri.scheme, 'thetaevolve-guidance');
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), '', 'no guidance yet');
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(uri, new vscode.Position(0, 0), 'Prefer x close to 3.');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
+    assert.ok(await document.save(), 'saved');
+    const event = await steered;
+    assert.ok(event.type === 'steered' && event.ok, JSON.stringify(event));
+    const live = await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
+    assert.deepEqual(live.guidance, { text: 'Prefer x close to 3.', step: event.step });
+    const stopped = await stopRun(theta.controller);
+    assert.ok(stopped);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+    // Stopped, from the Runs view: the document reads the guidance back from the database; saving it empty clears it now.
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row);
+    await vscode.commands.executeCommand('thetaevolve.editGuidance', row);
+    const reopened = await vscode.workspace.openTextDocument(uri);
+    assert.equal(reopened.getText(), 'Prefer x close to 3.');
+    const clear = new vscode.WorkspaceEdit();
+    clear.delete(uri, new vscode.Range(new vscode.Position(0, 0), reopened.lineAt(reopened.lineCount - 1).range.end));
+    assert.ok(await vscode.workspace.applyEdit(clear));
+    assert.ok(await reopened.save());
+    assert.equal((await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile })).guidance, null);
+    assert.ok(answers.some((a) => a.dbFile === run.dbFile && a.kind === 'clearGuidance' && a.ok && !a.queued));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
 });

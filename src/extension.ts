@@ -18,6 +18,7 @@ import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
 import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
 import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
+import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
@@ -39,6 +40,8 @@ export interface ThetaEvolveApi {
   onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
   /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
+  /** A program document got its blame annotations. */
+  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -75,6 +78,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidHandleBest,
     onDidNotifyRunFailure,
     onDidAnswerSteer,
+    onDidAnnotateBlame,
   };
 }
 

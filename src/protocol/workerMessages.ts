@@ -81,12 +81,13 @@ export type StepRow = z.infer<typeof StepRowSchema>;
 /** What the loop keeps beside a run's database: the best program's id and its solution file's text. */
 export const BestSolutionSchema = z.object({ id: z.string(), solution: z.string() });
 
-/** One program of a lineage (src/engine/database/lineage.ts LineageEntry). */
+/** One program of a lineage (src/engine/database/lineage.ts LineageEntry) with the task's objective (what people read). */
 const LineageEntrySchema = z.object({
   id: z.string(),
   parentId: z.string().nullable(),
   step: count,
   score: finite,
+  objective: finite.nullable(),
   origin: z.enum(PROGRAM_ORIGINS),
   note: z.string().nullable(),
 });
@@ -151,6 +152,8 @@ export const QueryResultSchemas = {
       z.object({ line: z.number().int().min(1), text: z.string(), id: z.string(), step: count, origin: z.enum(PROGRAM_ORIGINS) }),
     ),
     complete: z.boolean(),
+    /** The programs the lines came from (the lineage's). */
+    programs: z.array(LineageEntrySchema),
   }),
   steer: SteerResultSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),

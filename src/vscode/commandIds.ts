@@ -25,4 +25,6 @@ export const COMMAND_IDS = {
   banProgram: 'thetaevolve.banProgram',
   pinProgram: 'thetaevolve.pinProgram',
   showLineage: 'thetaevolve.showLineage',
+  // A blame annotation's hover link (hidden from the palette).
+  showBlameDiff: 'thetaevolve.showBlameDiff',
 } as const;

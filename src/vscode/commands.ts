@@ -11,6 +11,7 @@ import { registerProgramCommands } from './programCommands';
 import { registerRunCommands } from './runCommands';
 import { registerDeleteRun } from './deleteRun';
 import { registerSteerCommands } from './steerCommands';
+import { registerBlameDecorations } from './blameDecorations';
 import type { RunController } from './runController';
 import type { RunsTreeProvider } from './runsTree';
 import type { DashboardHost } from './dashboardPanel';
@@ -30,6 +31,7 @@ export function registerCommands({ context, controller, tree }: CommandDeps): Da
   registerDeleteRun(context, controller, tree);
   registerProgramCommands(context, controller, tree);
   registerSteerCommands(context, controller, tree);
+  registerBlameDecorations(context, controller);
   const dashboard = registerDashboardCommands(context, controller);
   registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
   registerNewTask(context);

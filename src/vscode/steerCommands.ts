@@ -159,7 +159,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     const node = programArg(arg);
     const lineage = await controller.query({ kind: 'lineage', dbFile: node.dbFile, programId: node.programId });
     const items = lineage.programs.map((entry) => ({
-      label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.score)}`,
+      label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective)}`,
       description: `program ${forDisplay(entry.id)}`,
       detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
       entry,

@@ -249,7 +249,9 @@ async function answer(query: Query): Promise<unknown> {
       case 'blame': {
         const program = db.get(query.programId);
         if (!program) throw new Error(`no program ${query.programId} in ${file}`);
-        return query.kind === 'lineage' ? lineageOf(db, program) : blameOf(db, program);
+        const lineage = lineageOf(db, program);
+        const programs = lineage.programs.map((entry) => ({ ...entry, objective: db.get(entry.id)?.objective ?? null }));
+        return query.kind === 'lineage' ? { ...lineage, programs } : { ...blameOf(db, program), programs };
       }
     }
   };

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
+import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
@@ -40,7 +41,7 @@ async function acceptingPicks(command: string, ...args: unknown[]): Promise<unkn
   return result;
 }
 
-describe('steering a run from the editor (Add This File, Ban, Pin as Parent, Show Lineage)', function () {
+describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin as Parent, Show Lineage, Blame)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
   const answers: SteerAnswer[] = [];
@@ -113,7 +114,7 @@ describe('steering a run from the editor (Add This File, Ban, Pin as Parent, Sho
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it('the Runs view bans a program, pins one as parent and shows its lineage, recorded in the database', async () => {
+  it("the Runs view shows a program's lineage and blame, pins it as parent and bans it, recorded in the database", async () => {
     const { program } = await taskCopy(theta, 'steer-rows');
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
@@ -134,6 +135,34 @@ describe('steering a run from the editor (Add This File, Ban, Pin as Parent, Sho
     await waitFor(() => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, {
       what: 'the diff to its parent',
     });
+
+    // Blame: the program document says, per block of lines, the step, author and objective of its origin; the hover opens that step's diff.
+    const blamed = new Promise<BlameAnnotation[]>((resolve) => {
+      const sub = theta.onDidAnnotateBlame(({ uri, annotations }) => {
+        if (!uri.path.includes(`/${child.programId}/`)) return;
+        sub.dispose();
+        resolve(annotations);
+      });
+    });
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    await vscode.commands.executeCommand('thetaevolve.openProgram', child);
+    const annotations = await blamed;
+    assert.equal(annotations[0]?.line, 0);
+    assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
+    const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));
+    assert.ok(own, `a line of step ${child.step}: ${annotations.map((a) => a.text).join(' | ')}`);
+    const link = /\(command:thetaevolve\.showBlameDiff\?([^)]+)\)/.exec(own.hover.value);
+    assert.ok(link, own.hover.value);
+    const args = JSON.parse(decodeURIComponent(link[1] as string)) as unknown[];
+    assert.deepEqual(args.slice(0, 3), [run.runId, child.parentId, child.programId]);
+    await vscode.commands.executeCommand('thetaevolve.showBlameDiff', ...args);
+    await waitFor(
+      () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.modified.path.includes(`/${child.programId}/`);
+      },
+      { what: "the diff of the line's step" },
+    );
 
     // Pin as Parent with the offered share and steps, then Ban (this program alone): applied to the stopped run.
     const pinned = await acceptingPicks('thetaevolve.pinProgram', child);

@@ -35,7 +35,8 @@ export function blameAnnotations(blame: Blame, runId: string, extension: string)
     if (line.id === previous) continue;
     previous = line.id;
     const program = programs.get(line.id);
-    const objective = formatScore(program?.objective ?? null);
+    // Six digits, as the Runs view shows objectives.
+    const objective = formatScore(program?.objective ?? null, 6);
     const hover = new vscode.MarkdownString();
     // Ids and notes are text from the database: appended as text, never as markup.
     hover.appendText(`Line from program ${line.id} (step ${line.step}, written by ${line.origin}, objective ${objective})`);
@@ -80,8 +81,9 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
     editor.setDecorations(
       decoration,
       annotations.map((a) => {
-        const end = editor.document.lineAt(Math.min(a.line, editor.document.lineCount - 1)).range.end;
-        return { range: new vscode.Range(end, end), hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } };
+        // The whole line: its hover is there wherever the pointer rests on it; the annotation is drawn after its end.
+        const range = editor.document.lineAt(Math.min(a.line, editor.document.lineCount - 1)).range;
+        return { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } };
       }),
     );
     annotated.fire({ uri: editor.document.uri, annotations });
@@ -101,6 +103,7 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
     decoration,
     annotated,
     vscode.window.onDidChangeVisibleTextEditors(decorateVisible),
+    vscode.window.onDidChangeActiveTextEditor((editor) => editor && decorateVisible([editor])),
     vscode.workspace.onDidCloseTextDocument((document) => cache.delete(document.uri.toString())),
   );
   decorateVisible(vscode.window.visibleTextEditors);

@@ -54,7 +54,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       answers.fire({ dbFile: run.dbFile, kind: request.kind, ok: false, message, id: null, queued: false });
-      void vscode.window.showWarningMessage(`ThetaEvolve: ${request.kind} refused for run ${run.runId}: ${forDisplay(message)}`);
+      void vscode.window.showWarningMessage(`ThetaEvolve: ${request.kind} refused: ${forDisplay(message)} (run ${run.runId})`);
       return undefined;
     }
     if ('queued' in result) {
@@ -64,7 +64,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
       const message = steerResultText(result);
       const id = result.kind === 'add' ? result.id : (result.ids?.[0] ?? null);
       answers.fire({ dbFile: run.dbFile, kind: result.kind, ok: true, message, id, queued: false });
-      void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId}: ${forDisplay(message)}`);
+      void vscode.window.showInformationMessage(`ThetaEvolve: ${forDisplay(message)} (run ${run.runId})`);
       tree.scheduleRefresh(0);
     }
     return result;
@@ -78,7 +78,8 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
       if (event.type !== 'steered') return;
       const dbFile = controller.dbFileOf(runId) ?? '';
       answers.fire({ dbFile, kind: event.kind, ok: event.ok, message: event.message, id: event.id, queued: false });
-      const text = `ThetaEvolve: run ${runId}, step ${event.step}: ${forDisplay(event.message)}`;
+      // What it did first: a toast shows its start.
+      const text = `ThetaEvolve: ${forDisplay(event.message)} (run ${runId}, step ${event.step})`;
       void (event.ok ? vscode.window.showInformationMessage(text) : vscode.window.showWarningMessage(text));
     }),
   );
@@ -159,7 +160,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     const node = programArg(arg);
     const lineage = await controller.query({ kind: 'lineage', dbFile: node.dbFile, programId: node.programId });
     const items = lineage.programs.map((entry) => ({
-      label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective)}`,
+      label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective, 6)}`,
       description: `program ${forDisplay(entry.id)}`,
       detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
       entry,

@@ -372,6 +372,8 @@ export const PageMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('setRl'), enabled: z.boolean() }),
   z.object({ type: z.literal('showDiff'), programId: z.string().min(1) }),
   z.object({ type: z.literal('applyToFile'), programId: z.string().min(1) }),
+  /** The best card's Lineage: its ancestors, each opening the diff to its parent. */
+  z.object({ type: z.literal('showLineage'), programId: z.string().min(1) }),
 ]);
 export type PageMessage = z.infer<typeof PageMessageSchema>;
 

@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import { forDisplay } from '../engine/common/displayText';
 import { formatScore } from '../engine/common/format';
 import { type SteerRequest, type SteerResult, steerResultText } from '../engine/common/steering';
+import type { QueryResult } from '../protocol/workerMessages';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { showProgramDiff } from './diffViews';
@@ -156,22 +157,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     return steer(node, { kind: 'pin', id: node.programId, share, steps }, undefined);
   });
 
-  registerCommand(context, COMMAND_IDS.showLineage, async (arg?: unknown) => {
-    const node = programArg(arg);
-    const lineage = await controller.query({ kind: 'lineage', dbFile: node.dbFile, programId: node.programId });
-    const items = lineage.programs.map((entry) => ({
-      label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective, 6)}`,
-      description: `program ${forDisplay(entry.id)}`,
-      detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
-      entry,
-    }));
-    const picked = await vscode.window.showQuickPick(items, {
-      title: `Lineage of program ${node.programId}${lineage.complete ? '' : ' (older ancestors were evicted)'}: each opens the diff to its parent`,
-    });
-    if (!picked?.entry || picked.entry.parentId === null) return picked?.entry;
-    await showProgramDiff(node.runId, picked.entry.parentId, picked.entry.id, node.extension);
-    return picked.entry;
-  });
+  registerCommand(context, COMMAND_IDS.showLineage, async (arg?: unknown) => showLineage(controller, programArg(arg)));
 }
 
 async function askNumber(prompt: string, initial: number, problem: (value: number) => string | undefined): Promise<number | undefined> {
@@ -184,4 +170,24 @@ async function askNumber(prompt: string, initial: number, problem: (value: numbe
     },
   });
   return text === undefined ? undefined : Number(text);
+}
+
+/** A program's lineage as a quick pick (the program first); the one picked opens the diff to its parent. */
+export async function showLineage(
+  controller: RunController,
+  program: { runId: string; dbFile: string; programId: string; extension: string },
+): Promise<QueryResult<'lineage'>['programs'][number] | undefined> {
+  const lineage = await controller.query({ kind: 'lineage', dbFile: program.dbFile, programId: program.programId });
+  const items = lineage.programs.map((entry) => ({
+    label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective, 6)}`,
+    description: `program ${forDisplay(entry.id)}`,
+    detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
+    entry,
+  }));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: `Lineage of program ${program.programId}${lineage.complete ? '' : ' (older ancestors were evicted)'}: each opens the diff to its parent`,
+  });
+  if (!picked || picked.entry.parentId === null) return picked?.entry;
+  await showProgramDiff(program.runId, picked.entry.parentId, picked.entry.id, program.extension);
+  return picked.entry;
 }

@@ -100,6 +100,20 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /stopped|done/.test(t), 60_000);
   });
 
+  it("the dashboard's best card opens the best program's lineage", async () => {
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    const frame = await dashboardFrame(page);
+    const button = frame.locator('.best-card vscode-button', { hasText: 'Lineage' }).first();
+    await button.waitFor({ state: 'visible', timeout: 60_000 });
+    await waitFor(async () => (await button.getAttribute('disabled')) === null, { what: 'the Lineage button enabled', deadlineMs: 60_000 });
+    await button.click();
+    const picks = page.locator('.quick-input-widget', { hasText: 'Lineage of program' }).first();
+    await picks.waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-steer-3a-dashboard-lineage');
+    await page.keyboard.press('Escape');
+    await runPaletteCommand(page, 'View: Close Editor');
+  });
+
   it("shows a program's lineage from the Runs view, each entry opening the diff to its parent", async () => {
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();

@@ -85,6 +85,7 @@ const stepTime = chartPanel('Step time: generation and evaluation');
 const bestCard = new BestCard(
   (programId) => api.postMessage({ type: 'showDiff', programId }),
   (programId) => api.postMessage({ type: 'applyToFile', programId }),
+  (programId) => api.postMessage({ type: 'showLineage', programId }),
 );
 
 const dbFacts = el('dl', 'db-facts');

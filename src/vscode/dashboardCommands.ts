@@ -64,7 +64,11 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (!run?.fileUri) throw new Error('no run with a file to apply to');
       const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
       if (!program) throw new Error(`program ${programId} is no longer in the database`);
-      await applyProgramToFile(run.fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: true });
+      await applyProgramToFile(run.fileUri, program.code, {
+        textAtRunStart: run.textAtRunStart,
+        interactive: true,
+        program: { runId: run.runId, dbFile: run.dbFile, programId },
+      });
     },
     showLineage: async (programId: string) => {
       const run = shownRun();

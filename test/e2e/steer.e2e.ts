@@ -90,10 +90,8 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
       .getByText(/since step \d+: Prefer circles that touch the border/)
       .first()
       .waitFor({ state: 'visible', timeout: 60_000 });
-    await frame
-      .getByText(/since step \d+: Prefer circles/)
-      .first()
-      .scrollIntoViewIfNeeded();
+    // The panel stays while its facts are redrawn after each step.
+    await frame.locator('.db-panel').first().scrollIntoViewIfNeeded();
     await saveScreenshot(page, 'e2e-steer-2b-dashboard-guidance');
     await runPaletteCommand(page, 'View: Close Editor');
     await runPaletteCommand(page, 'ThetaEvolve: Stop Run');
@@ -175,5 +173,40 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await link.click();
     await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-steer-6-blame-diff');
+  });
+
+  it('annotates the file after Apply to File with the blame of its EVOLVE-BLOCK lines', async () => {
+    await runPaletteCommand(page, 'View: Close All Editors');
+    const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
+    const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · / }).first();
+    await child.click({ button: 'right' });
+    await chooseMenuItem(page, 'Apply to File');
+    // The file was edited since the run started (the first test): Apply asks before replacing its EVOLVE-BLOCK.
+    const replace = page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Replace EVOLVE-BLOCK' }).first();
+    const applied = notification(page, /applied .* to initial\.py/);
+    await waitFor(async () => (await replace.isVisible()) || (await applied.isVisible()), {
+      what: 'Apply to File to ask or apply',
+      deadlineMs: 30_000,
+    });
+    if (await replace.isVisible()) await replace.click();
+    await applied.waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.tabs-container .tab.active', { hasText: 'initial.py' }).waitFor({ state: 'visible', timeout: 30_000 });
+    // The EVOLVE-BLOCK's first lines in view (only lines in view are drawn).
+    await page.locator('.editor-instance .view-lines').first().click();
+    await page.keyboard.press('Control+Home');
+    const annotations = await waitFor(
+      () =>
+        page.evaluate(() =>
+          [...document.querySelectorAll('.editor-instance .view-line span')]
+            .map((span) => getComputedStyle(span, '::after').content)
+            .filter((content) => content.includes('step ')),
+        ),
+      { what: 'blame annotations on the file after Apply', until: (found) => found.length >= 2, deadlineMs: 30_000, intervalMs: 500 },
+    );
+    assert.ok(
+      annotations.some((a) => /step [1-9]\d* · model/.test(a)),
+      annotations.join(' | '),
+    );
+    await saveScreenshot(page, 'e2e-steer-7-blame-after-apply');
   });
 });

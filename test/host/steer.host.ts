@@ -173,6 +173,33 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     // The database holds the ban: a second one is refused, naming why.
     assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
     assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
+
+    // After Apply to File, the file's EVOLVE-BLOCK lines carry the program's blame, until the file is edited away from it.
+    const annotationsOf = (predicate: (annotations: BlameAnnotation[]) => boolean): Promise<BlameAnnotation[]> =>
+      new Promise((resolve) => {
+        const sub = theta.onDidAnnotateBlame(({ uri, annotations }) => {
+          if (uri.toString() !== program.toString() || !predicate(annotations)) return;
+          sub.dispose();
+          resolve(annotations);
+        });
+      });
+    const onFile = annotationsOf((annotations) => annotations.length > 0);
+    await vscode.commands.executeCommand('thetaevolve.applyProgramToFile', child);
+    const fileAnnotations = await onFile;
+    const document = await vscode.workspace.openTextDocument(program);
+    const blockStart = document
+      .getText()
+      .split('\n')
+      .findIndex((line) => line.includes('EVOLVE-BLOCK-START'));
+    assert.equal(fileAnnotations[0]?.line, blockStart + 1, 'the first line inside the EVOLVE-BLOCK');
+    assert.ok(
+      fileAnnotations.some((a) => a.text.startsWith(`step ${child.step} · `)),
+      fileAnnotations.map((a) => `${a.line}: ${a.text}`).join(' | '),
+    );
+    const cleared = annotationsOf((annotations) => annotations.length === 0);
+    await editChoose(program, '7 + 0 * 7919');
+    await cleared;
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
   it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step, empty clears it", async () => {

@@ -149,7 +149,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
       { what: 'blame annotations on the program document', until: (found) => found.length >= 2, deadlineMs: 30_000, intervalMs: 500 },
     );
     assert.ok(
-      annotations.some((a) => a.includes('step 0 · initial')),
+      annotations.every((a) => /step \d+ · (initial|model|researcher|migration) · /.test(a)),
       annotations.join(' | '),
     );
     await saveScreenshot(page, 'e2e-steer-4-blame');

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
+import { steeredLine } from '../../src/vscode/evaluationTask';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
@@ -82,6 +83,8 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     assert.deepEqual(queued, { kind: 'add', queued: true });
     const event = await steered;
     assert.ok(event.type === 'steered' && event.ok && event.id !== null, `applied: ${JSON.stringify(event)}`);
+    // The evaluations terminal's line for it.
+    assert.match(steeredLine(event), /^step \d+: added program \w+ \(valid, score [\d.]+\) on island \d+$/);
     const added = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
     assert.ok(added);
     assert.equal(added.code, edited.getText());

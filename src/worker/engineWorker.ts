@@ -27,8 +27,6 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evalu
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
-import { checkSteer } from '../engine/steering/applySteer';
-import { enqueueSteer } from '../engine/steering/inbox';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 
 interface ActiveRun extends AssembledRun {
@@ -54,8 +52,6 @@ if (!port) {
 let active: ActiveRun | null = null;
 /** Aborts the start in progress (the endpoint check, reaching the trainer) when the host says stop before the run is up. */
 let starting: AbortController | null = null;
-/** The database of the run being started (its lock is this process's: steer requests for it wait in its inbox). */
-let startingDbFile: string | null = null;
 /** The RL toggle as last set while a run was starting (null: not touched). */
 let toggleWhileStarting: boolean | null = null;
 const readCache = new Map<string, CachedDatabase>();
@@ -147,7 +143,6 @@ async function startRun(message: StartMessage): Promise<void> {
   const dbFile = resolve(message.dbFile);
   const runId = message.runId;
   const startSignal = (starting = new AbortController()).signal;
-  startingDbFile = dbFile;
   toggleWhileStarting = null;
   let runAnnounced = false;
   let assembled: AssembledRun;
@@ -187,7 +182,6 @@ async function startRun(message: StartMessage): Promise<void> {
     return;
   } finally {
     starting = null;
-    startingDbFile = null;
   }
   const current: ActiveRun = { ...assembled, runId, dbFile };
   active = current;
@@ -260,20 +254,13 @@ async function answer(query: Query): Promise<unknown> {
 }
 
 /**
- * A steer request. The run this worker runs (or is starting) holds its lock in this very process, where the
- * lock cannot tell it from a stale one: its requests are checked against its open database and wait in its
- * inbox for its next step (answered by a `steered` event). Any other run goes through steerRun, which queues
- * for a process that runs it or applies the request now.
+ * A steer request, through steerRun like the CLI's: the run lock says live or stopped. This worker's own run
+ * holds its lock in this thread (runLock's heldHere), so its requests wait in its inbox for its next step (a
+ * `steered` event answers); a stopped run gets it applied now. The extension host never takes a run's lock:
+ * its thread would take this worker's lock for a stale one.
  */
 async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryResult<'steer'>> {
   const file = resolve(query.dbFile);
-  const live = active && active.dbFile === file ? active : null;
-  if (live || startingDbFile === file) {
-    const db = live?.run.database ?? null;
-    if (db) checkSteer(query.request, { db, language: parseRunMeta(db.meta(), file).language });
-    await enqueueSteer(file, query.request);
-    return { kind: query.request.kind, queued: true };
-  }
   try {
     return await steerRun(file, query.request, {
       openEvaluator: async (meta): Promise<ClosableSteerEvaluator> => {

@@ -17,6 +17,8 @@ import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runComm
 import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
 import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
 import { registerStatusBar } from './vscode/statusBar';
+import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
+import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
@@ -36,6 +38,10 @@ export interface ThetaEvolveApi {
   onDidHandleBest: vscode.Event<{ programId: string; outcome: FollowOutcome }>;
   /** A run ended in an error: the notification shown. */
   onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
+  /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
+  onDidAnswerSteer: vscode.Event<SteerAnswer>;
+  /** A program document got its blame annotations. */
+  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -71,6 +77,8 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidOfferStartFailure,
     onDidHandleBest,
     onDidNotifyRunFailure,
+    onDidAnswerSteer,
+    onDidAnnotateBlame,
   };
 }
 

@@ -4,10 +4,8 @@
 // line and exit 1, with the database unchanged.
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { forDisplay } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
-import { formatScore } from '../engine/common/format';
-import type { SteerRequest, SteerResult } from '../engine/common/steering';
+import { type SteerRequest, type SteerResult, steerResultText } from '../engine/common/steering';
 import { DatabaseFileError } from '../engine/database/programDatabase';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import { SteerInputError } from '../engine/steering/applySteer';
@@ -119,9 +117,5 @@ async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: CliIO): 
 }
 
 function resultLine(result: SteerResult, dbFile: string): string {
-  if ('queued' in result) return `${result.kind}: queued for the next step of the live run of ${dbFile}`;
-  if (result.kind === 'add')
-    return `added program ${result.id}: ${result.outcome}, score ${formatScore(result.score)}, island ${result.island} (enters at step ${result.step})`;
-  const ids = result.ids && result.ids.length > 0 ? ` (${result.ids.map(forDisplay).join(', ')})` : '';
-  return `${result.kind}${ids}: from step ${result.step} on`;
+  return 'queued' in result ? `${result.kind}: queued for the next step of the live run of ${dbFile}` : steerResultText(result);
 }

@@ -245,6 +245,10 @@ export class DashboardFeed {
       case 'trainer_state':
         sink.setTrainer(trainerView(event.state));
         return;
+      case 'steered':
+        // A steer request the run took changes what the database part shows (the guidance in force, the population).
+        if (event.ok && dbFile) this.refreshDatabase(dbFile);
+        return;
       default:
         return;
     }

@@ -349,6 +349,7 @@ export function databaseView(
       best: displayObjective(input.archive.maxScore, direction),
     },
     migrations: { ...input.migrations },
+    guidance: input.guidance ?? null,
     histogram: hist && histogramInput ? { label: histogramInput.label, ...hist } : null,
   };
 }

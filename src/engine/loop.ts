@@ -20,6 +20,7 @@ import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
 import { type EngineState, isEngineState } from './step/engineState';
 import { planStep } from './step/plan';
 import { type CandidateEvaluator, StepResponses } from './step/responses';
+import { formatScore } from './common/format';
 import { applySteer } from './steering/applySteer';
 import { readInbox, removeRequest } from './steering/inbox';
 
@@ -434,7 +435,10 @@ export class EvolutionRun {
 function steeredMessage(result: Awaited<ReturnType<typeof applySteer>>): { message: string; id: string | null } {
   if ('queued' in result) return { message: `${result.kind} queued`, id: null };
   if (result.kind === 'add')
-    return { message: `added program ${result.id} (${result.outcome}, score ${result.score}) on island ${result.island}`, id: result.id };
+    return {
+      message: `added program ${result.id} (${result.outcome}, score ${formatScore(result.score)}) on island ${result.island}`,
+      id: result.id,
+    };
   const ids = 'ids' in result && result.ids ? ` ${result.ids.join(', ')}` : '';
   return { message: `${result.kind}${ids} from step ${result.step}`, id: result.ids?.[0] ?? null };
 }

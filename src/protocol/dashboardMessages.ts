@@ -285,6 +285,8 @@ export const DatabaseViewSchema = z.object({
   }),
   archive: z.object({ size: count, capacity: count, worst: optionalFinite, best: optionalFinite }),
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+  /** The researcher's guidance in force and the first step it applies to (null: none). */
+  guidance: z.object({ text: z.string(), step: count }).nullable(),
   histogram: z
     .object({
       /** What was counted, e.g. "valid programs evaluated (1,234)". */
@@ -377,6 +379,8 @@ export const PageMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('setRl'), enabled: z.boolean() }),
   z.object({ type: z.literal('showDiff'), programId: z.string().min(1) }),
   z.object({ type: z.literal('applyToFile'), programId: z.string().min(1) }),
+  /** The best card's Lineage: its ancestors, each opening the diff to its parent. */
+  z.object({ type: z.literal('showLineage'), programId: z.string().min(1) }),
 ]);
 export type PageMessage = z.infer<typeof PageMessageSchema>;
 

@@ -17,7 +17,7 @@ import {
 import { RunMetaSchema } from '../engine/common/runMeta';
 import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
-import { PROGRAM_ORIGINS } from '../engine/common/steering';
+import { PROGRAM_ORIGINS, SteerRequestSchema, SteerResultSchema } from '../engine/common/steering';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -81,6 +81,17 @@ export type StepRow = z.infer<typeof StepRowSchema>;
 /** What the loop keeps beside a run's database: the best program's id and its solution file's text. */
 export const BestSolutionSchema = z.object({ id: z.string(), solution: z.string() });
 
+/** One program of a lineage (src/engine/database/lineage.ts LineageEntry) with the task's objective (what people read). */
+const LineageEntrySchema = z.object({
+  id: z.string(),
+  parentId: z.string().nullable(),
+  step: count,
+  score: finite,
+  objective: finite.nullable(),
+  origin: z.enum(PROGRAM_ORIGINS),
+  note: z.string().nullable(),
+});
+
 // ----------------------------------------------------------------- queries
 
 /**
@@ -107,6 +118,15 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('evaluationOutputs'), dbFile: z.string().min(1) }),
   /** One kept output (null: none kept for that evaluation). */
   z.object({ kind: z.literal('evaluationOutput'), dbFile: z.string().min(1), step: count, jobKey: z.string().min(1), sampleIndex: count }),
+  /** A program and each parent back to the starting program (src/engine/database/lineage.ts). */
+  z.object({ kind: z.literal('lineage'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  /** For each line of a program, the program of its lineage where the line first appeared. */
+  z.object({ kind: z.literal('blame'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  /**
+   * A steer request (docs/algorithm.md section 11), the one query that changes a run: queued for the
+   * active run's next step, else applied now (`add` evaluated in the sandbox with `settings`).
+   */
+  z.object({ kind: z.literal('steer'), dbFile: z.string().min(1), request: SteerRequestSchema, settings: SettingsSchema }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
   z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
 ]);
@@ -125,6 +145,17 @@ export const QueryResultSchemas = {
   lineageDepth: count,
   bestSolution: BestSolutionSchema.nullable(),
   ancestors: z.array(z.object({ id: z.string(), step: count, score: finite })),
+  lineage: z.object({ programs: z.array(LineageEntrySchema), complete: z.boolean() }),
+  blame: z.object({
+    id: z.string(),
+    lines: z.array(
+      z.object({ line: z.number().int().min(1), text: z.string(), id: z.string(), step: count, origin: z.enum(PROGRAM_ORIGINS) }),
+    ),
+    complete: z.boolean(),
+    /** The programs the lines came from (the lineage's). */
+    programs: z.array(LineageEntrySchema),
+  }),
+  steer: SteerResultSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
   evaluationOutput: EvaluationOutputSchema.nullable(),
   evaluate: z.object({

@@ -8,6 +8,17 @@ import { errorMessage } from '../engine/common/errors';
 
 export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
 
+/** Which program of which run was applied (its blame then annotates the file: src/vscode/blameDecorations.ts). */
+export interface AppliedProgram {
+  runId: string;
+  dbFile: string;
+  programId: string;
+}
+
+const appliedEmitter = new vscode.EventEmitter<{ fileUri: vscode.Uri; programCode: string; program: AppliedProgram }>();
+/** A program was applied to a file (told before the file is shown). */
+export const onDidApplyProgram = appliedEmitter.event;
+
 function fileNameOf(uri: vscode.Uri): string {
   return uri.path.split('/').pop() ?? uri.toString();
 }
@@ -24,7 +35,7 @@ function fileNameOf(uri: vscode.Uri): string {
 export async function applyProgramToFile(
   fileUri: vscode.Uri,
   programCode: string,
-  options: { textAtRunStart?: string; interactive: boolean },
+  options: { textAtRunStart?: string; interactive: boolean; program?: AppliedProgram },
 ): Promise<ApplyOutcome> {
   const fileName = fileNameOf(fileUri);
   let document: vscode.TextDocument;
@@ -82,6 +93,7 @@ export async function applyProgramToFile(
     void vscode.window.showErrorMessage(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
     return 'refused';
   }
+  if (options.program) appliedEmitter.fire({ fileUri: document.uri, programCode, program: options.program });
   // Asked for by the user: show the result, where one Undo takes it back.
   if (options.interactive && !vscode.window.visibleTextEditors.some((e) => e.document === document)) {
     await vscode.window.showTextDocument(document, { preview: false });

@@ -13,6 +13,8 @@ export const COMMAND_IDS = {
   newTaskForFile: 'thetaevolve.newTaskForFile',
   markEvolveBlock: 'thetaevolve.markEvolveBlock',
   openEvaluationOutput: 'thetaevolve.openEvaluationOutput',
+  addFileToRun: 'thetaevolve.addFileToRun',
+  editGuidance: 'thetaevolve.editGuidance',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',
   compareProgramWithFile: 'thetaevolve.compareProgramWithFile',
@@ -20,4 +22,9 @@ export const COMMAND_IDS = {
   openProgram: 'thetaevolve.openProgram',
   refreshRuns: 'thetaevolve.refreshRuns',
   deleteRun: 'thetaevolve.deleteRun',
+  banProgram: 'thetaevolve.banProgram',
+  pinProgram: 'thetaevolve.pinProgram',
+  showLineage: 'thetaevolve.showLineage',
+  // A blame annotation's hover link (hidden from the palette).
+  showBlameDiff: 'thetaevolve.showBlameDiff',
 } as const;

@@ -10,6 +10,8 @@ import { registerNewTask } from './newTask';
 import { registerProgramCommands } from './programCommands';
 import { registerRunCommands } from './runCommands';
 import { registerDeleteRun } from './deleteRun';
+import { registerSteerCommands } from './steerCommands';
+import { registerBlameDecorations } from './blameDecorations';
 import type { RunController } from './runController';
 import type { RunsTreeProvider } from './runsTree';
 import type { DashboardHost } from './dashboardPanel';
@@ -28,6 +30,8 @@ export function registerCommands({ context, controller, tree }: CommandDeps): Da
   registerRunCommands(context, controller, tree);
   registerDeleteRun(context, controller, tree);
   registerProgramCommands(context, controller, tree);
+  registerSteerCommands(context, controller, tree);
+  registerBlameDecorations(context, controller);
   const dashboard = registerDashboardCommands(context, controller);
   registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
   registerNewTask(context);

@@ -11,6 +11,7 @@ import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { type DashboardHost, registerDashboard } from './dashboardPanel';
 import { showProgramDiff } from './diffViews';
+import { showLineage } from './steerCommands';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin, type TrackedRun } from './runController';
 import { isRunNode } from './runsTree';
@@ -63,7 +64,16 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (!run?.fileUri) throw new Error('no run with a file to apply to');
       const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId });
       if (!program) throw new Error(`program ${programId} is no longer in the database`);
-      await applyProgramToFile(run.fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: true });
+      await applyProgramToFile(run.fileUri, program.code, {
+        textAtRunStart: run.textAtRunStart,
+        interactive: true,
+        program: { runId: run.runId, dbFile: run.dbFile, programId },
+      });
+    },
+    showLineage: async (programId: string) => {
+      const run = shownRun();
+      if (!run) return;
+      await showLineage(controller, { ...run, programId });
     },
     showLatestRun: async () => {
       if (controller.latest) return;

@@ -38,6 +38,8 @@ export interface DashboardController {
   showDiff(programId: string): void | Promise<void>;
   /** Replace the file's EVOLVE-BLOCK with the program's (undoable). */
   applyToFile(programId: string): void | Promise<void>;
+  /** Its lineage as a quick pick, each entry opening the diff to its parent. */
+  showLineage(programId: string): void | Promise<void>;
   /** A page opened (or came back after a reload) while the dashboard has no run: show the latest run on disk, if any. */
   showLatestRun(): void | Promise<void>;
 }
@@ -222,13 +224,15 @@ export class DashboardHost implements vscode.Disposable {
       case 'setRl':
         return this.controller.setRlEnabled(message.enabled);
       case 'showDiff':
-      case 'applyToFile': {
+      case 'applyToFile':
+      case 'showLineage': {
         // Only the program the page was shown may be acted on.
         const best = this.model.snapshot().best;
         if (!best || best.id !== message.programId) {
           this.notify('warning', 'The best program changed meanwhile; look at the card again.');
           return;
         }
+        if (message.type === 'showLineage') return this.controller.showLineage(best.id);
         return message.type === 'showDiff' ? this.controller.showDiff(best.id) : this.controller.applyToFile(best.id);
       }
     }

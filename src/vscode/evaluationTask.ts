@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
 import { forDisplay } from '../engine/common/displayText';
-import type { EvaluationFinishedEvent, EvaluationStartedEvent } from '../engine/common/events';
+import type { EngineEvent, EvaluationFinishedEvent, EvaluationStartedEvent } from '../engine/common/events';
 import { errorMessage } from '../engine/common/errors';
 import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
@@ -40,6 +40,11 @@ function isEvaluationDefinition(definition: vscode.TaskDefinition): definition i
 
 /** Lines of a failure's output shown under its evaluation: the end, where the exception is. */
 const OUTPUT_TAIL_LINES = 8;
+
+/** A researcher's request, taken at a step: what it did (an added program's outcome) or why not. */
+export function steeredLine(event: Extract<EngineEvent, { type: 'steered' }>): string {
+  return `step ${event.step}: ${forDisplay(event.message)}`;
+}
 
 /**
  * The terminal lines of one evaluation (exported for tests): a summary line
@@ -122,6 +127,9 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
                 `step ${event.step} committed: best ${formatScore(displayObjective(event.bestEver, run.direction))}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
               ),
             );
+            break;
+          case 'steered':
+            this.line(colour(event.ok ? 35 : 33, steeredLine(event)));
             break;
           case 'run_finished':
             this.line(colour(36, `run ${forDisplay(event.message)}`));

@@ -36,7 +36,11 @@ export function followBest(controller: RunController): vscode.Disposable {
         if (newest !== event.id) return handled.fire({ programId: event.id, outcome: 'superseded' });
         const program = await controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
         if (!program) return handled.fire({ programId: event.id, outcome: 'gone' });
-        const outcome = await applyProgramToFile(fileUri, program.code, { textAtRunStart: run.textAtRunStart, interactive: false });
+        const outcome = await applyProgramToFile(fileUri, program.code, {
+          textAtRunStart: run.textAtRunStart,
+          interactive: false,
+          program: { runId: run.runId, dbFile: run.dbFile, programId: event.id },
+        });
         log().info(`follow best: ${event.id} (score ${formatScore(event.score)}) -> ${fileName(fileUri)}: ${outcome}`);
         // The file now holds the new best: later bests may replace it again.
         if (outcome === 'applied') {

@@ -9,7 +9,7 @@ import { COMMAND_IDS } from './commandIds';
 import { compareProgramWithFile, showProgramDiff } from './diffViews';
 import { programUri } from './programDocuments';
 import { listRunFiles, type RunController, runOrigin } from './runController';
-import type { ProgramNode, RunsTreeProvider } from './runsTree';
+import { isProgramNode, type ProgramNode, type RunsTreeProvider } from './runsTree';
 
 /** A run known by its database: what the commands need of it. */
 interface RunRef {
@@ -25,15 +25,6 @@ interface BestItem extends vscode.QuickPickItem {
   ref: RunRef;
   best: { id: string; score: number };
   direction: 'maximize' | 'minimize';
-}
-
-function isProgramNode(value: unknown): value is ProgramNode {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { kind?: unknown }).kind === 'program' &&
-    typeof (value as { programId?: unknown }).programId === 'string'
-  );
 }
 
 export function registerProgramCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
@@ -99,7 +90,11 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const program = await controller.query({ kind: 'program', dbFile: node.dbFile, programId: node.programId });
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
     const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
-    const outcome = await applyProgramToFile(node.fileUri, program.code, { textAtRunStart, interactive: true });
+    const outcome = await applyProgramToFile(node.fileUri, program.code, {
+      textAtRunStart,
+      interactive: true,
+      program: { runId: node.runId, dbFile: node.dbFile, programId: node.programId },
+    });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
         `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, objective ${formatScore(node.objective)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
@@ -166,7 +161,11 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     controller.registerRun(ref.runId, ref.dbFile);
     const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
     if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
-    const outcome = await applyProgramToFile(target, program.code, { textAtRunStart: ref.textAtRunStart, interactive: true });
+    const outcome = await applyProgramToFile(target, program.code, {
+      textAtRunStart: ref.textAtRunStart,
+      interactive: true,
+      program: { runId: ref.runId, dbFile: ref.dbFile, programId: best.id },
+    });
     if (outcome === 'applied') {
       void vscode.window.showInformationMessage(
         `ThetaEvolve: applied ${programName(program)} (program ${best.id}, objective ${formatScore(program.objective)}) to ${fileName(target)}. Undo restores the file.`,

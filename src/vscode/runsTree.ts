@@ -52,6 +52,16 @@ export interface MessageNode {
 
 export type RunsTreeNode = RunNode | ProgramNode | MessageNode;
 
+/** A program row of the view (the argument its context menu's commands get). */
+export function isProgramNode(value: unknown): value is ProgramNode {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'program' &&
+    typeof (value as { programId?: unknown }).programId === 'string'
+  );
+}
+
 /** A run row of the view (the argument its context menu's commands get). */
 export function isRunNode(value: unknown): value is Pick<RunNode, 'kind' | 'runId' | 'dbFile'> {
   if (typeof value !== 'object' || value === null) return false;

@@ -26,6 +26,8 @@ import { parseRunMeta } from '../engine/common/runMeta';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
+import { blameOf, lineageOf } from '../engine/database/lineage';
+import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 
 interface ActiveRun extends AssembledRun {
   runId: string;
@@ -206,6 +208,7 @@ async function startRun(message: StartMessage): Promise<void> {
 
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
+  if (query.kind === 'steer') return steer(query);
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
   if (query.kind === 'evaluationOutputs') return listEvaluationOutputs(resolve(query.dbFile));
   if (query.kind === 'evaluationOutput') return readEvaluationOutput(resolve(query.dbFile), query.step, query.jobKey, query.sampleIndex);
@@ -236,10 +239,40 @@ async function answer(query: Query): Promise<unknown> {
         return db.lineageDepth(query.programId);
       case 'ancestors':
         return db.ancestors(query.programId).map((p) => ({ id: p.id, step: p.step, score: p.score }));
+      case 'lineage':
+      case 'blame': {
+        const program = db.get(query.programId);
+        if (!program) throw new Error(`no program ${query.programId} in ${file}`);
+        const lineage = lineageOf(db, program);
+        const programs = lineage.programs.map((entry) => ({ ...entry, objective: db.get(entry.id)?.objective ?? null }));
+        return query.kind === 'lineage' ? { ...lineage, programs } : { ...blameOf(db, program), programs };
+      }
     }
   };
   if (live) return ask(live);
   return withReadOnly(file, ask);
+}
+
+/**
+ * A steer request, through steerRun like the CLI's: the run lock says live or stopped. This worker's own run
+ * holds its lock in this thread (runLock's heldHere), so its requests wait in its inbox for its next step (a
+ * `steered` event answers); a stopped run gets it applied now. The extension host never takes a run's lock:
+ * its thread would take this worker's lock for a stale one.
+ */
+async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryResult<'steer'>> {
+  const file = resolve(query.dbFile);
+  try {
+    return await steerRun(file, query.request, {
+      openEvaluator: async (meta): Promise<ClosableSteerEvaluator> => {
+        const task = await loadTask(meta.taskDir);
+        const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+        if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
+        return evaluator;
+      },
+    });
+  } finally {
+    dropCached(file);
+  }
 }
 
 /** The best program's solution kept beside a run's database, or null (none kept yet, or not readable as ours). */

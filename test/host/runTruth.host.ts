@@ -113,6 +113,8 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       const running = await rowMenu(run.runId);
       assert.equal(running.contextValue, 'thetaevolve.run.running');
       assert.deepEqual(running.commands, [
+        'thetaevolve.addFileToRun',
+        'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.pauseRun',
@@ -127,6 +129,8 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       const pausedRow = await rowMenu(run.runId);
       assert.equal(pausedRow.contextValue, 'thetaevolve.run.paused');
       assert.deepEqual(pausedRow.commands, [
+        'thetaevolve.addFileToRun',
+        'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.resumeRun',
@@ -140,7 +144,9 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       const stored = await rowMenu(run.runId);
       assert.equal(stored.contextValue, 'thetaevolve.run.stored');
       assert.deepEqual(stored.commands, [
+        'thetaevolve.addFileToRun',
         'thetaevolve.deleteRun',
+        'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.resumeRun',
@@ -162,7 +168,9 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       assert.equal(next.type === 'step_committed' && next.step, finished.lastStep + 1);
       // While it runs, other runs' rows offer neither Resume nor Open Dashboard (the dashboard follows the active run).
       assert.deepEqual(rowMenuCommands('thetaevolve.run.stored', { 'thetaevolve.runState': theta.controller.stateContext }), [
+        'thetaevolve.addFileToRun',
         'thetaevolve.deleteRun',
+        'thetaevolve.editGuidance',
         'thetaevolve.openEvaluationOutput',
       ]);
       // The run in progress is not deleted: nothing goes, and the error says why.

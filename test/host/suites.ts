@@ -5,3 +5,4 @@ import './run.host';
 import './runFlows.host';
 import './runTruth.host';
 import './slurm.host';
+import './steer.host';

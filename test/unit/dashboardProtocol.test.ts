@@ -56,6 +56,7 @@ describe('dashboard protocol', () => {
       { type: 'setRl', enabled: true },
       { type: 'showDiff', programId: 'abc' },
       { type: 'applyToFile', programId: 'abc' },
+      { type: 'showLineage', programId: 'abc' },
     ]) {
       assert.deepEqual(parsePageMessage(ok), ok);
     }

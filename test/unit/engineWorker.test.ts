@@ -3,11 +3,12 @@
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/common/config';
 import type { EngineEvent } from '../../src/engine/common/events';
-import { parseWorkerToHost, type WorkerToHost } from '../../src/protocol/workerMessages';
+import { parseWorkerToHost, type Query, type WorkerToHost } from '../../src/protocol/workerMessages';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 import { tempDir } from '../support/tempDirs';
@@ -165,6 +166,51 @@ describe('engine worker thread', function () {
     assert.ok(liveQuery);
     const summary = (await liveQuery) as { steps: number };
     assert.ok(summary.steps >= 3);
+  });
+
+  it('steers the stopped run at once and the running run at its next step, never taking the lock the run holds', async () => {
+    const initial = readFileSync(join(TASK_DIR, 'initial.py'), 'utf8');
+    const withChoice = (value: string): string => initial.replace(/return \d+/, `return ${value}`);
+    const steer = (request: Extract<Query, { kind: 'steer' }>['request']) =>
+      host.query({ kind: 'steer', dbFile: dbFile(), request, settings: smallSettings() }, { timeoutMs: 60_000 });
+
+    // Stopped: applied now, an added program evaluated in the sandbox.
+    const lastStep = (await host.query({ kind: 'runInfo', dbFile: dbFile() })).lastStep;
+    assert.deepEqual(await steer({ kind: 'guidance', text: 'try x near 3' }), { kind: 'guidance', step: lastStep + 1 });
+    assert.deepEqual((await host.query({ kind: 'snapshot', dbFile: dbFile() })).guidance, { text: 'try x near 3', step: lastStep + 1 });
+    const added = await steer({ kind: 'add', code: withChoice('3 + 0 * 101') });
+    assert.ok('id' in added && added.outcome === 'valid', JSON.stringify(added));
+    const lineage = await host.query({ kind: 'lineage', dbFile: dbFile(), programId: added.id });
+    assert.equal(lineage.programs[0]?.origin, 'researcher');
+    await assert.rejects(steer({ kind: 'add', code: withChoice('3 + 0 * 101') }), /already has this program/);
+
+    // Live: queued in the run's inbox, applied by its next step (a steered event says so).
+    let queued: Promise<unknown> | null = null;
+    let steered: EngineEvent | undefined;
+    const done = collectRun(host, 'two-steps', (event) => {
+      if (event.type === 'step_committed' && queued === null) queued = steer({ kind: 'add', code: withChoice('3 + 0 * 103') });
+      if (event.type === 'steered') {
+        steered = event;
+        host.stop();
+      }
+    });
+    host.start({
+      runId: 'two-steps',
+      dbFile: dbFile(),
+      taskDir: TASK_DIR,
+      startCode: null,
+      startPath: null,
+      settings: smallSettings({ maxSteps: 0 }),
+      apiKey: null,
+      resume: true,
+    });
+    const { startFailed } = await done;
+    assert.equal(startFailed, null);
+    assert.deepEqual(await queued, { kind: 'add', queued: true });
+    assert.ok(steered?.type === 'steered' && steered.ok && steered.kind === 'add', JSON.stringify(steered));
+    const program = await host.query({ kind: 'program', dbFile: dbFile(), programId: steered.id ?? '' });
+    assert.equal(program?.code, withChoice('3 + 0 * 103'));
+    assert.equal(program?.origin, 'researcher');
   });
 
   it('refuses to start over an existing database, with a message', async () => {

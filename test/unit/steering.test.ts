@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { keptLines } from '../../src/engine/common/lineDiff';
 import { Rng } from '../../src/engine/common/rng';
+import { databaseView } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { buildPrompt } from '../../src/engine/prompt';
@@ -65,6 +66,20 @@ describe('steering in the engine', () => {
     // The pin lapses after its steps.
     await evolve(db, 2, Rng.fromSeed(2));
     assert.deepEqual(db.pins(), []);
+  });
+
+  it('the database state names the guidance in force and since which step, as the dashboard shows it', async () => {
+    const db = await open();
+    await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
+    assert.equal(db.stateSnapshot().guidance, null);
+    await evolve(db, 2, Rng.fromSeed(3));
+    await db.recordSteering({ kind: 'guidance', step: 3, text: 'try a <b>lattice</b>' });
+    const again = await ProgramDatabase.openReadOnly(db.file);
+    opened.push(again);
+    assert.deepEqual(again.stateSnapshot().guidance, { text: 'try a <b>lattice</b>', step: 3 });
+    assert.deepEqual(databaseView(again.stateSnapshot(), 'maximize', null).guidance, { text: 'try a <b>lattice</b>', step: 3 });
+    await db.recordSteering({ kind: 'guidance', step: 3, text: null });
+    assert.equal(db.stateSnapshot().guidance, null);
   });
 
   it("adds a researcher's program at the next step, on the island asked for or the smallest", async () => {

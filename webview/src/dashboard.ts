@@ -85,6 +85,7 @@ const stepTime = chartPanel('Step time: generation and evaluation');
 const bestCard = new BestCard(
   (programId) => api.postMessage({ type: 'showDiff', programId }),
   (programId) => api.postMessage({ type: 'applyToFile', programId }),
+  (programId) => api.postMessage({ type: 'showLineage', programId }),
 );
 
 const dbFacts = el('dl', 'db-facts');
@@ -217,6 +218,9 @@ function renderDatabase(db: DatabaseView | null): void {
     'migrations',
     `${formatCount(m.count)}${m.lastStep !== null ? `, last at step ${m.lastStep}` : ''} (every ${m.interval} generations, rate ${m.rate})`,
   );
+  // Text a researcher wrote: set as text, never markup.
+  const guidance = db.guidance ? (db.guidance.text.length > 300 ? `${db.guidance.text.slice(0, 300)}…` : db.guidance.text) : null;
+  fact('guidance', db.guidance ? `since step ${db.guidance.step}: ${guidance}` : 'none');
   islandChart.set(
     db.islands.map((i) => String(i.island)),
     db.islands.map((i) => i.size),

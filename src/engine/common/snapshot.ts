@@ -31,5 +31,7 @@ export const DatabaseSnapshotSchema = z.object({
   }),
   archive: z.object({ size: count, capacity: count, minScore: finite.nullable(), maxScore: finite.nullable() }),
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
+  /** The researcher's guidance in force (docs/algorithm.md section 11) and the first step it applies to; null: none. */
+  guidance: z.object({ text: z.string(), step: count }).nullable().optional(),
 });
 export type DatabaseSnapshot = z.infer<typeof DatabaseSnapshotSchema>;

@@ -3,6 +3,8 @@
 // steering entry), and who wrote each program (its origin). Browser-safe: the
 // CLI, the engine and the editor speak these same shapes.
 import { z } from 'zod';
+import { forDisplay } from './displayText';
+import { formatScore } from './format';
 
 /** Who wrote a program: the run's starting program, the model, a researcher, or a copy migration (or island seeding) made. */
 export const PROGRAM_ORIGINS = ['initial', 'model', 'researcher', 'migration'] as const;
@@ -82,4 +84,12 @@ export type SteeringEntry = z.infer<typeof SteeringEntrySchema>;
 export interface GuidanceVersion {
   step: number;
   text: string | null;
+}
+
+/** What an applied request did, in one line for people (the CLI and the editor say it alike). */
+export function steerResultText(result: Exclude<SteerResult, { queued: true }>): string {
+  if (result.kind === 'add')
+    return `added program ${result.id}: ${result.outcome}, score ${formatScore(result.score)}, island ${result.island} (enters at step ${result.step})`;
+  const ids = 'ids' in result && result.ids && result.ids.length > 0 ? ` (${result.ids.map(forDisplay).join(', ')})` : '';
+  return `${result.kind}${ids}: from step ${result.step} on`;
 }

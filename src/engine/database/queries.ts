@@ -3,6 +3,7 @@
 // dashboard and the CLI show. Reads only; the population and the store are
 // changed by ProgramDatabase's commits.
 import type { DatabaseSnapshot } from '../common/snapshot';
+import type { GuidanceVersion } from '../common/steering';
 import { betterFirst, type Population, type PopulationNode } from './population';
 import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
@@ -176,6 +177,13 @@ export class RunQueries {
         interval: config.migrationInterval,
         rate: config.migrationRate,
       },
+      guidance: guidanceInForce(population.steering.guidanceHistory),
     };
   }
+}
+
+/** The last guidance version, unless it cleared the guidance. */
+function guidanceInForce(history: readonly GuidanceVersion[]): { text: string; step: number } | null {
+  const last = history[history.length - 1];
+  return last && last.text !== null ? { text: last.text, step: last.step } : null;
 }

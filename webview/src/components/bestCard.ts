@@ -1,4 +1,4 @@
-// The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, the evaluator's feedback on it, Show Diff / Apply to File.
+// The best program so far: objective, step, lineage depth, its EVOLVE-BLOCK code, the evaluator's feedback on it, Show Diff / Lineage / Apply to File.
 import type { BestView, RunView } from '../../../src/protocol/dashboardMessages';
 import { el } from '../dom';
 import { formatValue } from '../format';
@@ -19,9 +19,10 @@ export class BestCard {
   private readonly picture = el('canvas', 'best-picture');
   private readonly showDiff: ButtonControl;
   private readonly apply: ButtonControl;
+  private readonly lineage: ButtonControl;
   private best: BestView | null = null;
 
-  constructor(onShowDiff: (id: string) => void, onApply: (id: string) => void) {
+  constructor(onShowDiff: (id: string) => void, onApply: (id: string) => void, onLineage: (id: string) => void) {
     this.showDiff = createButton('Show Diff', {
       title: 'Open the diff parent <-> best program',
       onClick: () => this.best && onShowDiff(this.best.id),
@@ -31,8 +32,12 @@ export class BestCard {
       title: "Replace the file's EVOLVE-BLOCK with the best program's (undoable)",
       onClick: () => this.best && onApply(this.best.id),
     });
+    this.lineage = createButton('Lineage', {
+      title: 'Its ancestors back to the starting program, each opening the diff to its parent',
+      onClick: () => this.best && onLineage(this.best.id),
+    });
     const actions = el('div', 'button-group');
-    actions.append(this.showDiff.element, this.apply.element);
+    actions.append(this.showDiff.element, this.lineage.element, this.apply.element);
     this.code.title = "The best program's EVOLVE-BLOCK (Show Diff compares it with its parent)";
     this.picture.setAttribute('role', 'img');
     this.feedback.title = "The evaluator's feedback on the best program (its children's prompts get it)";
@@ -55,6 +60,7 @@ export class BestCard {
     if (best?.picture && theme) drawSolutionPicture(this.picture, best.picture, theme);
     this.showDiff.setDisabled(!best);
     this.apply.setDisabled(!best);
+    this.lineage.setDisabled(!best);
     this.empty.hidden = best !== null;
     this.facts.replaceChildren();
     this.code.textContent = best?.code ?? '';

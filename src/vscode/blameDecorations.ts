@@ -1,0 +1,169 @@
+// Blame on program documents (docs/algorithm.md section 11), as GitLens does
+// for commits: each block of lines that came from one program of the
+// lineage ends with "step 12 · model · 0.9613" (the step, who wrote it, its
+// objective), and its hover opens that step's diff (the program against its
+// parent). Read from the run's database through the worker's `blame` query.
+// A file a program was applied to carries the blame of its EVOLVE-BLOCK
+// lines until it is edited away from that program.
+import * as vscode from 'vscode';
+import { type EvolveRegion, evolveRegionLines, evolveRegions } from '../engine/common/diff';
+import { forDisplay } from '../engine/common/displayText';
+import { formatScore } from '../engine/common/format';
+import type { QueryResult } from '../protocol/workerMessages';
+import { registerCommand } from './commandRegistry';
+import { COMMAND_IDS } from './commandIds';
+import { showProgramDiff } from './diffViews';
+import { parseProgramUri } from './programDocuments';
+import { type AppliedProgram, onDidApplyProgram } from './applyProgram';
+import type { RunController } from './runController';
+
+/** One annotation as shown: the line (0-based), its text, and its hover. */
+export interface BlameAnnotation {
+  line: number;
+  text: string;
+  hover: vscode.MarkdownString;
+}
+
+const annotated = new vscode.EventEmitter<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>();
+/** A program document got its blame annotations (the in-host tests watch it). */
+export const onDidAnnotateBlame = annotated.event;
+
+type Blame = QueryResult<'blame'>;
+
+/** Where a program's line (0-based) is in a document, or undefined where the document does not show it. */
+export type LineMap = (programLine: number) => number | undefined;
+
+/** The annotations of a blame: one at the first line of each block of shown lines from the same program. */
+export function blameAnnotations(blame: Blame, runId: string, extension: string, lineOf: LineMap = (line) => line): BlameAnnotation[] {
+  const programs = new Map(blame.programs.map((p) => [p.id, p]));
+  const annotations: BlameAnnotation[] = [];
+  let previous: string | null = null;
+  for (const line of blame.lines) {
+    const at = lineOf(line.line - 1);
+    if (at === undefined) {
+      previous = null;
+      continue;
+    }
+    if (line.id === previous) continue;
+    previous = line.id;
+    const program = programs.get(line.id);
+    // Six digits, as the Runs view shows objectives.
+    const objective = formatScore(program?.objective ?? null, 6);
+    const hover = new vscode.MarkdownString();
+    // Ids and notes are text from the database: appended as text, never as markup.
+    hover.appendText(`Line from program ${line.id} (step ${line.step}, written by ${line.origin}, objective ${objective})`);
+    if (program?.note) hover.appendText(`\nNote: ${forDisplay(program.note)}`);
+    if (program?.parentId) {
+      const args = encodeURIComponent(JSON.stringify([runId, program.parentId, line.id, extension]));
+      hover.appendMarkdown(`\n\n[Open the diff of step ${line.step}](command:${COMMAND_IDS.showBlameDiff}?${args})`);
+      hover.isTrusted = { enabledCommands: [COMMAND_IDS.showBlameDiff] };
+    }
+    annotations.push({ line: at, text: `step ${line.step} · ${line.origin} · ${objective}`, hover });
+  }
+  return annotations;
+}
+
+/**
+ * A file after Apply holds the program's EVOLVE-BLOCK regions in its own: each region line of the program at the
+ * same offset in the file's region of the same rank. Undefined once the file's regions differ from the program's.
+ */
+export function appliedLineMap(fileText: string, programCode: string): LineMap | undefined {
+  let fileRegions: EvolveRegion[];
+  let programRegions: EvolveRegion[];
+  try {
+    fileRegions = evolveRegions(fileText, 'the file');
+    programRegions = evolveRegions(programCode);
+  } catch {
+    return undefined;
+  }
+  const same = evolveRegionLines(fileText).map((lines) => lines.join('\n'));
+  const applied = evolveRegionLines(programCode).map((lines) => lines.join('\n'));
+  if (same.length !== applied.length || same.some((text, r) => text !== applied[r])) return undefined;
+  return (programLine) => {
+    const r = programRegions.findIndex((region) => programLine > region.startLine && programLine < region.endLine);
+    const program = programRegions[r];
+    const file = fileRegions[r];
+    return program && file ? file.startLine + (programLine - program.startLine) : undefined;
+  };
+}
+
+export function registerBlameDecorations(context: vscode.ExtensionContext, controller: RunController): void {
+  const decoration = vscode.window.createTextEditorDecorationType({
+    after: { margin: '0 0 0 3em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
+  });
+  /** Blame per program: a program never changes, so once read it stays. */
+  const blames = new Map<string, Promise<Blame | null>>();
+  const blameOf = (dbFile: string, programId: string): Promise<Blame | null> => {
+    const key = `${dbFile}#${programId}`;
+    let pending = blames.get(key);
+    if (!pending) {
+      pending = controller.query({ kind: 'blame', dbFile, programId }).catch(() => null);
+      blames.set(key, pending);
+    }
+    return pending;
+  };
+  /** Files a program was applied to, and which (annotated while their EVOLVE-BLOCK is still that program's). */
+  const appliedFiles = new Map<string, { program: AppliedProgram; programCode: string }>();
+
+  const annotationsFor = async (document: vscode.TextDocument): Promise<BlameAnnotation[] | null> => {
+    const extension = /\.([^./]+)$/.exec(document.uri.path)?.[1] ?? '';
+    const ref = parseProgramUri(document.uri);
+    if (ref) {
+      const dbFile = controller.dbFileOf(ref.runId);
+      const blame = dbFile ? await blameOf(dbFile, ref.programId) : null;
+      return blame && blameAnnotations(blame, ref.runId, extension);
+    }
+    const applied = appliedFiles.get(document.uri.toString());
+    if (!applied) return null;
+    const lineOf = appliedLineMap(document.getText(), applied.programCode);
+    // Edited since: the file is no longer the program, and its blame no longer true.
+    if (!lineOf) {
+      appliedFiles.delete(document.uri.toString());
+      return [];
+    }
+    const blame = await blameOf(applied.program.dbFile, applied.program.programId);
+    return blame && blameAnnotations(blame, applied.program.runId, extension, lineOf);
+  };
+
+  const decorate = async (editor: vscode.TextEditor): Promise<void> => {
+    const annotations = await annotationsFor(editor.document);
+    if (!annotations) return;
+    editor.setDecorations(
+      decoration,
+      annotations.map((a) => {
+        // The whole line: its hover is there wherever the pointer rests on it; the annotation is drawn after its end.
+        const range = editor.document.lineAt(Math.min(a.line, editor.document.lineCount - 1)).range;
+        return { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } };
+      }),
+    );
+    annotated.fire({ uri: editor.document.uri, annotations });
+  };
+
+  const decorateVisible = (editors: readonly vscode.TextEditor[]): void => {
+    for (const editor of editors)
+      if (parseProgramUri(editor.document.uri) || appliedFiles.has(editor.document.uri.toString())) void decorate(editor);
+  };
+  const decorateDocument = (uri: vscode.Uri): void =>
+    decorateVisible(vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === uri.toString()));
+
+  registerCommand(context, COMMAND_IDS.showBlameDiff, async (...args: unknown[]) => {
+    const [runId, parentId, programId, extension] = args;
+    if (![runId, parentId, programId, extension].every((a) => typeof a === 'string'))
+      throw new Error('Open the diff of a step: a blame annotation gives its program');
+    await showProgramDiff(runId as string, parentId as string, programId as string, extension as string);
+  });
+  context.subscriptions.push(
+    decoration,
+    annotated,
+    vscode.window.onDidChangeVisibleTextEditors(decorateVisible),
+    vscode.window.onDidChangeActiveTextEditor((editor) => editor && decorateVisible([editor])),
+    onDidApplyProgram(({ fileUri, programCode, program }) => {
+      appliedFiles.set(fileUri.toString(), { program, programCode });
+      decorateDocument(fileUri);
+    }),
+    vscode.workspace.onDidChangeTextDocument((change) => {
+      if (appliedFiles.has(change.document.uri.toString())) decorateDocument(change.document.uri);
+    }),
+  );
+  decorateVisible(vscode.window.visibleTextEditors);
+}

@@ -1,0 +1,92 @@
+// A run's guidance as a document (docs/algorithm.md section 11): Edit
+// Guidance opens `thetaevolve-guidance:/<run>/guidance.md`, whose text is the
+// guidance in force read from the run's database; saving it sends the text
+// as a steer request (empty: clear the guidance), so it applies from the
+// run's next step. Nothing is kept outside the database.
+import * as vscode from 'vscode';
+import type { SteerRequest, SteerResult } from '../engine/common/steering';
+import type { RunController } from './runController';
+
+export const GUIDANCE_SCHEME = 'thetaevolve-guidance';
+
+export interface GuidanceRun {
+  runId: string;
+  dbFile: string;
+}
+
+/** Sends a steer request and says what became of it; undefined: refused (and said). */
+export type SendSteer = (run: GuidanceRun, request: SteerRequest) => Promise<SteerResult | undefined>;
+
+/** The guidance document of a run (the database's path rides in the query, so a restored editor still finds it). */
+export function guidanceUri(run: GuidanceRun): vscode.Uri {
+  return vscode.Uri.from({ scheme: GUIDANCE_SCHEME, path: `/${run.runId}/guidance.md`, query: run.dbFile });
+}
+
+function runOfUri(uri: vscode.Uri): GuidanceRun {
+  const runId = uri.path.split('/')[1];
+  if (!runId || uri.query === '') throw vscode.FileSystemError.FileNotFound(uri);
+  return { runId, dbFile: uri.query };
+}
+
+class GuidanceFileSystem implements vscode.FileSystemProvider {
+  private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changes.event;
+
+  constructor(
+    private readonly controller: RunController,
+    private readonly send: SendSteer,
+  ) {}
+
+  watch(): vscode.Disposable {
+    return new vscode.Disposable(() => undefined);
+  }
+
+  // A fixed time and size: the guidance is read whole on open, and a save is never taken for a conflict.
+  stat(uri: vscode.Uri): vscode.FileStat {
+    runOfUri(uri);
+    return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: 0 };
+  }
+
+  async readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    const run = runOfUri(uri);
+    const snapshot = await this.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
+    return new TextEncoder().encode(snapshot.guidance?.text ?? '');
+  }
+
+  async writeFile(uri: vscode.Uri, content: Uint8Array): Promise<void> {
+    const run = runOfUri(uri);
+    const text = new TextDecoder().decode(content);
+    const request: SteerRequest = text.trim() === '' ? { kind: 'clearGuidance' } : { kind: 'guidance', text };
+    const result = await this.send(run, request);
+    // Refused (said already): the document stays unsaved, its text kept.
+    if (!result) throw vscode.FileSystemError.NoPermissions(`the guidance of run ${run.runId} was not saved`);
+  }
+
+  readDirectory(): [string, vscode.FileType][] {
+    return [];
+  }
+
+  createDirectory(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  delete(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  rename(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  dispose(): void {
+    this.changes.dispose();
+  }
+}
+
+export function registerGuidanceDocuments(controller: RunController, send: SendSteer): vscode.Disposable {
+  const provider = new GuidanceFileSystem(controller, send);
+  return vscode.Disposable.from(
+    provider,
+    vscode.workspace.registerFileSystemProvider(GUIDANCE_SCHEME, provider, { isCaseSensitive: true }),
+  );
+}

@@ -1,0 +1,249 @@
+// Runs inside the extension host: interactive evolution from the editor
+// (issue 29): Add This File to the Run on the run this window runs (queued,
+// then applied at its next step) and on a stopped run (evaluated and added
+// at once), refusals said, and the Runs view's Ban, Pin as Parent and Show
+// Lineage on a program, all recorded in the run's database.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { ThetaEvolveApi } from '../../src/extension';
+import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
+import { steeredLine } from '../../src/vscode/evaluationTask';
+import type { SteerAnswer } from '../../src/vscode/steerCommands';
+import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
+import { waitFor } from '../support/waitFor';
+import { api, nextEvent, stopRun, taskCopy } from './support';
+
+/** Replace the file's choose() body in its open document, unsaved: the command takes the file as edited. */
+async function editChoose(program: vscode.Uri, body: string): Promise<vscode.TextDocument> {
+  const document = await vscode.workspace.openTextDocument(program);
+  await vscode.window.showTextDocument(document);
+  const text = document.getText();
+  const start = text.indexOf('    return ');
+  const end = text.indexOf('\n', start);
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(program, new vscode.Range(document.positionAt(start), document.positionAt(end)), `    return ${body}`);
+  assert.ok(await vscode.workspace.applyEdit(edit));
+  assert.ok(document.isDirty, 'the edit is unsaved');
+  return document;
+}
+
+/** Run a command that shows a quick pick or input boxes, accepting what each offers first, until it returns. */
+async function acceptingPicks(command: string, ...args: unknown[]): Promise<unknown> {
+  let done = false;
+  const result = Promise.resolve(vscode.commands.executeCommand(command, ...args)).finally(() => (done = true));
+  await waitFor(
+    async () => {
+      if (done) return true;
+      await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+      return false;
+    },
+    { what: `${command} returned`, deadlineMs: 30_000 },
+  );
+  return result;
+}
+
+describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin as Parent, Show Lineage, Blame)', function () {
+  this.timeout(120_000);
+  let theta: ThetaEvolveApi;
+  const answers: SteerAnswer[] = [];
+  let subscription: vscode.Disposable | undefined;
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.ConfigurationTarget.Workspace;
+
+  before(async () => {
+    theta = await api();
+    await stopRun(theta.controller);
+    await config().update('sampler', 'mutate', target);
+    await config().update('batchSize', 2, target);
+    await config().update('samplesPerPrompt', 2, target);
+    await config().update('evaluationConcurrency', 2, target);
+    await config().update('database.preset', 'small', target);
+    subscription = theta.onDidAnswerSteer((answer) => answers.push(answer));
+  });
+
+  after(async () => {
+    subscription?.dispose();
+    await stopRun(theta.controller);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it('adds the open file, as edited, to the live run at its next step, then to the stopped run at once', async () => {
+    const { program } = await taskCopy(theta, 'steer-add');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = theta.controller.active;
+    assert.ok(run, 'the run is live');
+
+    // Live: queued, then the run's next step applies it and says so.
+    const edited = await editChoose(program, '3 + 0 * 7919');
+    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'add', 'the add to be applied');
+    const queued = await vscode.commands.executeCommand('thetaevolve.addFileToRun', program);
+    assert.deepEqual(queued, { kind: 'add', queued: true });
+    const event = await steered;
+    assert.ok(event.type === 'steered' && event.ok && event.id !== null, `applied: ${JSON.stringify(event)}`);
+    // The evaluations terminal's line for it.
+    assert.match(steeredLine(event), /^step \d+: added program \w+ \(valid, score [\d.]+\) on island \d+$/);
+    const added = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: event.id });
+    assert.ok(added);
+    assert.equal(added.code, edited.getText());
+    assert.equal(added.origin, 'researcher');
+    assert.equal(added.outcome, 'valid');
+    assert.ok(
+      answers.some((a) => a.dbFile === run.dbFile && a.kind === 'add' && a.ok && a.id === event.id),
+      'the answer names the program added',
+    );
+    await stopRun(theta.controller);
+
+    // Stopped, from the Runs view's row: evaluated in the sandbox and added now.
+    const again = await editChoose(program, '2 + 0 * 7919');
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row, 'the run is in the Runs view');
+    const result = await vscode.commands.executeCommand('thetaevolve.addFileToRun', row);
+    assert.ok(result && typeof result === 'object' && 'id' in result && typeof result.id === 'string', `added: ${JSON.stringify(result)}`);
+    const stored = await theta.controller.query({ kind: 'program', dbFile: run.dbFile, programId: result.id });
+    assert.equal(stored?.code, again.getText());
+    assert.equal(stored?.origin, 'researcher');
+    const lineage = await theta.controller.query({ kind: 'lineage', dbFile: run.dbFile, programId: result.id });
+    assert.equal(lineage.programs[0]?.origin, 'researcher');
+
+    // The same program again is refused, said, and changes nothing.
+    const before = (await theta.controller.query({ kind: 'summary', dbFile: run.dbFile })).programs;
+    const refused = await vscode.commands.executeCommand('thetaevolve.addFileToRun', row);
+    assert.equal(refused, undefined);
+    assert.match(answers[answers.length - 1]?.message ?? '', /already has this program/);
+    assert.equal((await theta.controller.query({ kind: 'summary', dbFile: run.dbFile })).programs, before);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it("the Runs view shows a program's lineage and blame, pins it as parent and bans it, recorded in the database", async () => {
+    const { program } = await taskCopy(theta, 'steer-rows');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = await stopRun(theta.controller);
+    assert.ok(run);
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row);
+    const programs = (await theta.tree.getChildren(row)) as ProgramNode[];
+    const child = programs.find((p) => p.parentId !== null);
+    assert.ok(child, 'an improvement with a parent');
+
+    // Show Lineage: the program first; picking it opens the diff to its parent.
+    const picked = (await acceptingPicks('thetaevolve.showLineage', child)) as { id: string; parentId: string | null } | undefined;
+    assert.equal(picked?.id, child.programId);
+    assert.equal(picked?.parentId, child.parentId);
+    await waitFor(() => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, {
+      what: 'the diff to its parent',
+    });
+
+    // Blame: the program document says, per block of lines, the step, author and objective of its origin; the hover opens that step's diff.
+    const blamed = new Promise<BlameAnnotation[]>((resolve) => {
+      const sub = theta.onDidAnnotateBlame(({ uri, annotations }) => {
+        if (!uri.path.includes(`/${child.programId}/`)) return;
+        sub.dispose();
+        resolve(annotations);
+      });
+    });
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    await vscode.commands.executeCommand('thetaevolve.openProgram', child);
+    const annotations = await blamed;
+    assert.equal(annotations[0]?.line, 0);
+    assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
+    const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));
+    assert.ok(own, `a line of step ${child.step}: ${annotations.map((a) => a.text).join(' | ')}`);
+    const link = /\(command:thetaevolve\.showBlameDiff\?([^)]+)\)/.exec(own.hover.value);
+    assert.ok(link, own.hover.value);
+    const args = JSON.parse(decodeURIComponent(link[1] as string)) as unknown[];
+    assert.deepEqual(args.slice(0, 3), [run.runId, child.parentId, child.programId]);
+    await vscode.commands.executeCommand('thetaevolve.showBlameDiff', ...args);
+    await waitFor(
+      () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.modified.path.includes(`/${child.programId}/`);
+      },
+      { what: "the diff of the line's step" },
+    );
+
+    // Pin as Parent with the offered share and steps, then Ban (this program alone): applied to the stopped run.
+    const pinned = await acceptingPicks('thetaevolve.pinProgram', child);
+    assert.ok(pinned && typeof pinned === 'object' && 'step' in pinned, `pinned: ${JSON.stringify(pinned)}`);
+    const banned = await acceptingPicks('thetaevolve.banProgram', child);
+    assert.ok(banned && typeof banned === 'object' && 'ids' in banned, `banned: ${JSON.stringify(banned)}`);
+    assert.deepEqual((banned as { ids: string[] }).ids.includes(child.programId), true);
+    // The database holds the ban: a second one is refused, naming why.
+    assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
+    assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
+
+    // After Apply to File, the file's EVOLVE-BLOCK lines carry the program's blame, until the file is edited away from it.
+    const annotationsOf = (predicate: (annotations: BlameAnnotation[]) => boolean): Promise<BlameAnnotation[]> =>
+      new Promise((resolve) => {
+        const sub = theta.onDidAnnotateBlame(({ uri, annotations }) => {
+          if (uri.toString() !== program.toString() || !predicate(annotations)) return;
+          sub.dispose();
+          resolve(annotations);
+        });
+      });
+    const onFile = annotationsOf((annotations) => annotations.length > 0);
+    await vscode.commands.executeCommand('thetaevolve.applyProgramToFile', child);
+    const fileAnnotations = await onFile;
+    const document = await vscode.workspace.openTextDocument(program);
+    const blockStart = document
+      .getText()
+      .split('\n')
+      .findIndex((line) => line.includes('EVOLVE-BLOCK-START'));
+    assert.equal(fileAnnotations[0]?.line, blockStart + 1, 'the first line inside the EVOLVE-BLOCK');
+    assert.ok(
+      fileAnnotations.some((a) => a.text.startsWith(`step ${child.step} · `)),
+      fileAnnotations.map((a) => `${a.line}: ${a.text}`).join(' | '),
+    );
+    const cleared = annotationsOf((annotations) => annotations.length === 0);
+    await editChoose(program, '7 + 0 * 7919');
+    await cleared;
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step, empty clears it", async () => {
+    const { program } = await taskCopy(theta, 'steer-guidance');
+    await vscode.window.showTextDocument(program);
+    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
+    await vscode.commands.executeCommand('thetaevolve.startRun', program);
+    await committed;
+    const run = theta.controller.active;
+    assert.ok(run);
+
+    // Live: the save is queued; the run's next step takes it and the database says since which step.
+    const uri = (await vscode.commands.executeCommand('thetaevolve.editGuidance')) as vscode.Uri;
+    assert.equal(uri.scheme, 'thetaevolve-guidance');
+    const document = await vscode.workspace.openTextDocument(uri);
+    assert.equal(document.getText(), '', 'no guidance yet');
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(uri, new vscode.Position(0, 0), 'Prefer x close to 3.');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
+    assert.ok(await document.save(), 'saved');
+    const event = await steered;
+    assert.ok(event.type === 'steered' && event.ok, JSON.stringify(event));
+    const live = await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
+    assert.deepEqual(live.guidance, { text: 'Prefer x close to 3.', step: event.step });
+    const stopped = await stopRun(theta.controller);
+    assert.ok(stopped);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+    // Stopped, from the Runs view: the document reads the guidance back from the database; saving it empty clears it now.
+    const row = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+    assert.ok(row);
+    await vscode.commands.executeCommand('thetaevolve.editGuidance', row);
+    const reopened = await vscode.workspace.openTextDocument(uri);
+    assert.equal(reopened.getText(), 'Prefer x close to 3.');
+    const clear = new vscode.WorkspaceEdit();
+    clear.delete(uri, new vscode.Range(new vscode.Position(0, 0), reopened.lineAt(reopened.lineCount - 1).range.end));
+    assert.ok(await vscode.workspace.applyEdit(clear));
+    assert.ok(await reopened.save());
+    assert.equal((await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile })).guidance, null);
+    assert.ok(answers.some((a) => a.dbFile === run.dbFile && a.kind === 'clearGuidance' && a.ok && !a.queued));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+});

@@ -588,15 +588,24 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       try {
         // A server that is loading: the start waits for it (serverRetrySeconds), as it should.
         loading = await startTestServer({ loading: true });
-        await config().update('endpoint', loading.baseURL, vscode.ConfigurationTarget.Global);
-        await config().update('sampler', 'llm', target);
-        const waiting = nextEvent(
-          theta.controller,
-          (e) => e.type === 'endpoint_state' && e.waiting,
-          'the start to wait for the loading server',
+        // Written again until it reads back: in the full suite a User settings write was seen lost to a concurrent one.
+        const url = loading.baseURL;
+        await waitFor(
+          async () => {
+            if (config().get('endpoint') !== url) await config().update('endpoint', url, vscode.ConfigurationTarget.Global);
+            return config().get('endpoint') === url;
+          },
+          { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
         );
+        await config().update('sampler', 'llm', target);
         const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program));
-        await waiting;
+        // The start asks the loading server and waits for it (its 503s counted there).
+        await waitFor(() => (loading?.counters.loadingRejections ?? 0) > 0 && theta.controller.active?.state === 'starting', {
+          what: 'the start to wait for the loading server',
+          deadlineMs: 60_000,
+          detail: () =>
+            `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint: ${JSON.stringify(config().inspect('endpoint'))}; sampler: ${String(config().get('sampler'))}`,
+        });
         assert.equal(theta.controller.active?.state, 'starting');
         const done = closed(theta.controller);
         // What the progress notification's Cancel does.

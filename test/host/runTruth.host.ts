@@ -251,14 +251,21 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         beforeNewStep.some((text) => text.includes(`best ${bestObjective}`)),
         `the status bar showed best ${bestObjective} before the resumed step (saw ${JSON.stringify(beforeNewStep)})`,
       );
-      const resumed = await showingStep(resumedStep);
+      // Paused, so the dashboard holds still: the resumed run goes on stepping otherwise.
+      const pausedAgain = nextEvent(theta.controller, (e) => e.type === 'paused', 'the resumed run to pause');
+      await vscode.commands.executeCommand('thetaevolve.pauseRun');
+      await pausedAgain;
+      const lastResumed = theta.controller.active?.lastStep ?? resumedStep;
+      const resumed = await showingStep(lastResumed);
+      const newSteps = Array.from({ length: lastResumed - resumedStep + 1 }, (_, i) => resumedStep + i);
       assert.deepEqual(
         resumed.series.points.map((p) => p.step),
-        [...before.series.points.map((p) => p.step), resumedStep],
+        [...before.series.points.map((p) => p.step), ...newSteps],
         'the steps before the resume stay on the charts',
       );
       assert.ok(resumed.best, 'the best card keeps its program');
-      assert.equal(resumed.summary.samples, before.summary.samples + (resumed.series.points.at(-1)?.samples ?? 0));
+      const newSamples = resumed.series.points.filter((p) => p.step >= resumedStep).reduce((sum, p) => sum + p.samples, 0);
+      assert.equal(resumed.summary.samples, before.summary.samples + newSamples);
       assert.ok(resumed.summary.elapsedMs > before.summary.elapsedMs, 'elapsed time goes on from the first session');
       assert.equal(resumed.summary.session?.count, 2, "the elapsed tile says the run has two sessions and this one's time");
       assert.match(resumed.database?.histogram?.label ?? '', /valid programs in the database/);

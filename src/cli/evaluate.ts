@@ -68,14 +68,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
     } else {
-      const lines = [
-        `status     ${result.status}`,
-        `score      ${result.score ?? '-'}`,
-        `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
-        `time       ${(result.durationMs / 1000).toFixed(2)} s`,
-      ];
-      lines.push(...metricLines(result));
-      if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
+      const lines = resultLines(result, task);
       const [first, ...rest] = isolationLines(evaluator.isolation);
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
@@ -85,6 +78,18 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   } finally {
     await evaluator.close();
   }
+}
+
+/** What both backends print of a result: status, score, objective, time, metrics and feedback, reason. */
+function resultLines(result: EvaluationResult, task: Task): string[] {
+  return [
+    `status     ${result.status}`,
+    `score      ${result.score ?? '-'}`,
+    `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
+    `time       ${(result.durationMs / 1000).toFixed(2)} s`,
+    ...metricLines(result),
+    ...(result.reason ? [`reason     ${forDisplay(result.reason)}`] : []),
+  ];
 }
 
 /** The metrics, one a line, then the evaluator's feedback indented under its own heading. */
@@ -138,14 +143,7 @@ async function evaluateOnSlurm(
     if (json) {
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
     } else {
-      const lines = [
-        `status     ${result.status}`,
-        `score      ${result.score ?? '-'}`,
-        `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
-        `time       ${(result.durationMs / 1000).toFixed(2)} s`,
-      ];
-      lines.push(...metricLines(result));
-      if (result.reason) lines.push(`reason     ${forDisplay(result.reason)}`);
+      const lines = resultLines(result, task);
       lines.push(
         `backend    ${backend.description}`,
         `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`,

@@ -6,6 +6,7 @@
 // A stopped step is abandoned whole: nothing half-committed.
 import type { Settings } from './common/config';
 import { databaseConfigFromSettings, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
+import { NOT_GENERATED } from './database/records';
 import type { EngineEvent, IsolationSummary, RunFinishReason } from './common/events';
 import { Rng } from './common/rng';
 import { objectiveOfScore, type RewardShaping, resolveRewardShaping } from './common/scoring';
@@ -303,13 +304,9 @@ export class EvolutionRun {
       objective: result.objective,
       outcome,
       metrics: result.metrics,
-      metaInfoId: null,
-      response: null,
-      reasoning: null,
-      generationMs: 0,
+      // Not written by a model: no prompt, response or cost of its own.
+      ...NOT_GENERATED,
       evaluationMs: result.durationMs,
-      promptTokens: 0,
-      completionTokens: 0,
     });
     if (outcome === 'valid') {
       if (result.solution !== undefined) await keepBestSolution(this.spec.dbFile, record.id, result.solution, (event) => this.emit(event));

@@ -8,6 +8,7 @@ import { errorMessage, ThetaEvolveError } from '../common/errors';
 import type { SteeringEntry, SteerRequest, SteerResult } from '../common/steering';
 import { type EvaluationResult, outcomeOfEvaluation } from '../common/types';
 import type { ProgramDatabase } from '../database/programDatabase';
+import { NOT_GENERATED } from '../database/records';
 import { keepBestSolution } from '../step/bestSolution';
 
 /** A request that cannot apply to this run (an unknown id, a program without EVOLVE-BLOCK...): nothing changed. */
@@ -99,13 +100,9 @@ export async function applySteer(
           objective: result.objective,
           outcome: outcomeOfEvaluation(result.status),
           metrics: result.metrics,
-          metaInfoId: null,
-          response: null,
-          reasoning: null,
-          generationMs: 0,
+          // Not written by a model: no prompt, response or cost of its own.
+          ...NOT_GENERATED,
           evaluationMs: result.durationMs,
-          promptTokens: 0,
-          completionTokens: 0,
         },
         { island: request.island, note: request.note ?? null },
       );

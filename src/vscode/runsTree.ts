@@ -1,6 +1,6 @@
 // The Runs view: every run database under the runs directory (the active run
 // live), each with its improving programs (step, objective, delta, outcome counts
-// of that step). Programs carry context values for their menu actions (Show
+// of that step), the best pinned on top (programRowOrder). Programs carry context values for their menu actions (Show
 // Diff, Compare with File, Apply to File, Open Program). Everything is read
 // through the engine worker.
 import * as vscode from 'vscode';
@@ -12,6 +12,7 @@ import { formatScore, programName, programNameDetail, type StepRank } from '../e
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
 import { displayObjective } from '../engine/common/scoring';
+import { programRowId, programRowOrder } from './programRowOrder';
 
 export interface RunNode {
   kind: 'run';
@@ -43,6 +44,8 @@ export interface ProgramNode {
   /** The text the run started from (Apply asks before overwriting later edits). */
   startCode: string | undefined;
   direction: Direction;
+  /** The pinned best row on top of the run's rows (programRowOrder). */
+  pinnedBest: boolean;
 }
 
 export interface MessageNode {
@@ -282,10 +285,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const countsOf = new Map(steps.map((s) => [s.step, s.stats.counts as Record<string, number>]));
     const origin = runOrigin(info.meta);
     const direction: Direction = info.meta.direction;
-    const nodes: ProgramNode[] = improvements.map((p, i) => {
-      const previous = i > 0 ? improvements[i - 1] : undefined;
-      const objective = objectiveOf(p, direction);
-      const previousObjective = previous ? objectiveOf(previous, direction) : null;
+    const objectives = new Map(improvements.map((p) => [p.id, objectiveOf(p, direction)]));
+    const previousOf = new Map(improvements.map((p, i) => [p.id, improvements[i - 1]]));
+    return programRowOrder(improvements).map((p): ProgramNode => {
+      const previous = previousOf.get(p.id);
+      const objective = objectives.get(p.id) ?? null;
+      const previousObjective = previous ? (objectives.get(previous.id) ?? null) : null;
       return {
         kind: 'program',
         runId: run.runId,
@@ -302,10 +307,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         fileUri: origin.fileUri,
         startCode: origin.startCode,
         direction,
+        pinnedBest: p.pinnedBest,
       };
     });
-    // Newest improvement (the best) first.
-    return nodes.reverse();
   }
 
   private runItem(node: RunNode): vscode.TreeItem {
@@ -349,14 +353,14 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
   private programItem(node: ProgramNode): vscode.TreeItem {
     // The score first (rows are cut at a narrow sidebar), then its name (step and rank) and the gain; the id and counts in the tooltip.
     const item = new vscode.TreeItem(fmt(node.objective), vscode.TreeItemCollapsibleState.None);
-    item.id = `program:${node.dbFile}:${node.programId}`;
+    item.id = programRowId(node.dbFile, node);
     const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
-    item.description = `${programName(node)} · ${delta}`;
+    item.description = `${node.pinnedBest ? 'best · ' : ''}${programName(node)} · ${delta}`;
     item.tooltip =
       `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
       `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
     item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
-    item.iconPath = new vscode.ThemeIcon(node.parentId ? 'arrow-up' : 'circle-outline');
+    item.iconPath = new vscode.ThemeIcon(node.pinnedBest ? 'star-full' : node.parentId ? 'arrow-up' : 'circle-outline');
     item.command = node.parentId
       ? { command: 'thetaevolve.showProgramDiff', title: 'Show Diff', arguments: [node] }
       : { command: 'thetaevolve.openProgram', title: 'Open Program', arguments: [node] };

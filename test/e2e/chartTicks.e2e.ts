@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, REPO_ROOT } from '../support/codeServer';
-import type { TickLabel } from './chartTicksPage';
+import type { TickLabel, TitleOverflow } from './chartTicksPage';
 
 /** The smallest gap between two labels a reader still separates, in pixels. */
 const MIN_GAP_PX = 3;
@@ -61,5 +61,28 @@ describe('dashboard charts: step axis labels', function () {
     assert.equal(labels.at(-1)?.label, '20');
     const at21 = await page.evaluate(() => window.xTickLabels(420, 21));
     assert.equal(at21.at(-1)?.label, '20', 'the last tick is the round one, not 21 beside it');
+  });
+
+  // A panel is 360 px at the narrowest (the grid's minimum), about 370 px in a 760 px editor.
+  it('prints every axis title in full, at every panel width the dashboard lays out', async () => {
+    const overflows: TitleOverflow[] = [];
+    for (const width of [360, 380, 480, 700]) overflows.push(...(await page.evaluate((w) => window.axisTitleOverflows(w), width)));
+    assert.deepEqual(
+      overflows.map((o) => `${o.chart} ${o.axis} "${o.title}": ${o.titlePx.toFixed(0)} px on a ${o.axisPx.toFixed(0)} px axis`),
+      [],
+    );
+  });
+
+  // With the step axis from 0, one step's bar sat half outside the plot at its right edge, the rest empty.
+  it("fills the bar charts' plots with bars from the first step on, however few steps there are", async () => {
+    for (const lastStep of [1, 2, 3, 12, 60]) {
+      const coverage = await page.evaluate(([w, s]) => window.barCoverage(w, s), [420, lastStep] as const);
+      assert.deepEqual(Object.keys(coverage).sort(), ['outcomes', 'stepTime']);
+      for (const [chart, share] of Object.entries(coverage)) {
+        const at = `${chart} at ${lastStep} step(s)`;
+        assert.ok(share.bars > 0.97, `${at}: bars cover ${(share.bars * 100).toFixed(0)}% of the plot`);
+        assert.ok(share.plot > 0.8, `${at}: the plot spans ${(share.plot * 100).toFixed(0)}% of its panel`);
+      }
+    }
   });
 });

@@ -102,18 +102,31 @@ describe('runs (engine worker, commands, Runs view)', function () {
     const programs = (await theta.tree.getChildren(node)) as ProgramNode[];
     assert.ok(programs.length >= 1);
     assert.ok(programs.every((p) => p.kind === 'program'));
-    const initial = programs.at(-1);
-    assert.equal(initial?.parentId, null);
-    assert.equal(theta.tree.getTreeItem(programs[0] as ProgramNode).contextValue?.startsWith('thetaevolve.program.'), true);
+    // The best is pinned on top under one row id, the earlier improvements follow oldest first (the starting program first).
+    const [best, ...earlier] = programs;
+    assert.ok(best?.pinnedBest && programs.filter((p) => p.pinnedBest).length === 1);
+    assert.equal(theta.tree.getTreeItem(best).id, `best:${node.dbFile}`);
+    assert.match(String(theta.tree.getTreeItem(best).description), /^best · /);
+    assert.equal((earlier[0] ?? best).parentId, null, 'the starting program is the oldest row');
+    assert.deepEqual(
+      earlier.map((p) => p.step),
+      earlier.map((p) => p.step).sort((a, b) => a - b),
+    );
+    assert.equal(theta.tree.getTreeItem(best).contextValue?.startsWith('thetaevolve.program.'), true);
     // Rows name programs by step and rank in it ("step 2 #1"), not by their opaque ids, which the tooltip keeps.
     for (const p of programs) {
       const row = theta.tree.getTreeItem(p);
       const tooltip = String(row.tooltip);
       if (p.parentId === null) {
-        assert.match(String(row.description), /^initial · start$/);
+        assert.match(String(row.description), /^(best · )?initial · start$/);
       } else {
         assert.ok(p.stepRank, `program ${p.programId} has a rank in its step`);
-        assert.equal(String(row.description).split(' · ')[0], `step ${p.step} #${p.stepRank.rank}`);
+        assert.equal(
+          String(row.description)
+            .replace(/^best · /, '')
+            .split(' · ')[0],
+          `step ${p.step} #${p.stepRank.rank}`,
+        );
         assert.match(tooltip, new RegExp(`rank ${p.stepRank.rank} by score of the ${p.stepRank.of} children of step ${p.step}`));
       }
       assert.ok(tooltip.includes(`program ${p.programId}`), tooltip);

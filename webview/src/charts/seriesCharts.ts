@@ -2,6 +2,7 @@
 // percentiles, target), outcomes (stacked), throughput, request latency,
 // step time (generation / evaluation).
 import { OUTCOME_GROUPS, pointRates, type RunView, type SeriesPoint, type SeriesView } from '../../../src/protocol/dashboardMessages';
+import type { Scale } from 'chart.js';
 import type { ThemeColours } from '../theme';
 import { withAlpha } from '../theme';
 import { type DatasetSpec, LiveChart } from './liveChart';
@@ -123,7 +124,27 @@ export class SeriesCharts {
     }));
     const stacked = (options: Parameters<ConstructorParameters<typeof LiveChart>[3]>[0]) => {
       const scales = options.scales ?? {};
-      if (scales.x) scales.x = { ...scales.x, stacked: true, offset: false } as typeof scales.x;
+      // Each step's bar spans [step - 0.5, step + 0.5] and the axis those of the steps drawn: from 0, one step's
+      // bar sat half outside the plot at its right edge with the rest of the plot empty.
+      if (scales.x) {
+        const { min: _fromZero, ...x } = scales.x as typeof scales.x & { min?: number };
+        scales.x = {
+          ...x,
+          stacked: true,
+          offset: false,
+          afterDataLimits: (scale: Scale) => {
+            // Steps are whole numbers; chart.js widens a single step's range by 5% first.
+            scale.min = Math.ceil(scale.min) - 0.5;
+            scale.max = Math.floor(scale.max) + 0.5;
+          },
+          // chart.js rounds the last tick up past the axis' end (1.5 -> 2) and narrows the plot to print it.
+          afterBuildTicks: (scale: Scale) => {
+            scale.ticks = scale.ticks.filter((tick) => tick.value >= scale.min && tick.value <= scale.max);
+            x.afterBuildTicks?.(scale);
+          },
+          ticks: { ...x.ticks, includeBounds: false },
+        } as typeof scales.x;
+      }
       if (scales.y) scales.y = { ...scales.y, stacked: true, beginAtZero: true } as typeof scales.y;
     };
     const outcomes = new LiveChart(canvases.outcomes, outcomeSpecs, theme, stacked, 'samples per step');
@@ -150,7 +171,8 @@ export class SeriesCharts {
         };
         options.scales = scales;
       },
-      'per second of step wall time',
+      // The panel's note says "of step wall time": the whole phrase is longer than the axis (clipped).
+      'per second',
     );
     const latency = new LiveChart(
       canvases.latency,

@@ -20,7 +20,7 @@ import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
+import { api, closed, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
 
 /** The lines strictly between the EVOLVE-BLOCK markers. */
 function blockOf(text: string): string {
@@ -557,6 +557,71 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       } finally {
         watching.dispose();
         await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+      }
+    });
+  });
+
+  describe('a start cancelled from its progress notification', () => {
+    let program: vscode.Uri;
+    let loading: TestServer | undefined;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-cancel'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+      await loading?.close();
+      await config().update('sampler', 'mutate', target);
+      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+    });
+
+    it('shows no error and leaves the status bar without the previous run', async () => {
+      // An earlier run of this window, in the status bar until the next start.
+      const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'an earlier run to start');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      await started;
+      await stopRun(theta.controller);
+      assert.ok(theta.controller.latest, 'the earlier run is in the status bar');
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        // A server that is loading: the start waits for it (serverRetrySeconds), as it should.
+        loading = await startTestServer({ loading: true });
+        // Written again until it reads back: in the full suite a User settings write was seen lost to a concurrent one.
+        const url = loading.baseURL;
+        // Read as the start reads it: scoped to the program (folder settings apply there).
+        const atProgram = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve', program);
+        await waitFor(
+          async () => {
+            if (atProgram().get('endpoint') !== url) await config().update('endpoint', url, vscode.ConfigurationTarget.Global);
+            return atProgram().get('endpoint') === url;
+          },
+          { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
+        );
+        await config().update('sampler', 'llm', target);
+        const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program));
+        // The start asks the loading server and waits for it (its 503s counted there).
+        await waitFor(() => (loading?.counters.loadingRejections ?? 0) > 0 && theta.controller.active?.state === 'starting', {
+          what: 'the start to wait for the loading server',
+          deadlineMs: 60_000,
+          detail: () =>
+            `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint at the program: ${JSON.stringify(vscode.workspace.getConfiguration('thetaevolve', program).inspect('endpoint'))}; sampler: ${String(config().get('sampler'))}`,
+        });
+        assert.equal(theta.controller.active?.state, 'starting');
+        const done = closed(theta.controller);
+        // What the progress notification's Cancel does.
+        theta.controller.stop();
+        await done;
+        await command;
+        assert.deepEqual(
+          offers.map((o) => o.message),
+          [],
+          'no error notification',
+        );
+        assert.equal(theta.controller.latest, undefined, 'the status bar shows no run (not the previous one)');
+      } finally {
+        watching.dispose();
       }
     });
   });

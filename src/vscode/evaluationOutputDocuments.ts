@@ -3,7 +3,8 @@
 // programs are (programDocuments.ts). The evaluations terminal shows a
 // failure's last lines and names "ThetaEvolve: Open Evaluation Output" and
 // the evaluation (`s3-p1#2`), which is also a link there. The document is read
-// from the files beside the run's database, so it reopens after a reload.
+// from the files beside the run's database and served as a read-only file
+// system (readOnlyDocuments.ts), so its tab comes back after a reload.
 import { reasonOneLine } from '../engine/common/evaluationReason';
 import * as vscode from 'vscode';
 import { forDisplay } from '../engine/common/displayText';
@@ -14,6 +15,7 @@ import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { listRunFiles, type RunController } from './runController';
 import { isRunNode } from './runsTree';
+import { registerReadOnlyDocuments } from './readOnlyDocuments';
 
 export const OUTPUT_SCHEME = 'thetaevolve-output';
 export const OPEN_OUTPUT_TITLE = 'ThetaEvolve: Open Evaluation Output';
@@ -93,24 +95,21 @@ export function outputDocumentText(ref: EvaluationOutputRef, output: QueryResult
   ].join('\n');
 }
 
-class OutputContentProvider implements vscode.TextDocumentContentProvider {
-  constructor(private readonly controller: RunController) {}
-
-  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const ref = parseOutputUri(uri);
-    if (!ref) return `ThetaEvolve: ${uri.toString()} does not name an evaluation's output.\n`;
-    try {
-      const output = await this.controller.query({
-        kind: 'evaluationOutput',
-        dbFile: ref.dbFile,
-        step: ref.step,
-        jobKey: ref.jobKey,
-        sampleIndex: ref.sampleIndex,
-      });
-      return outputDocumentText(ref, output);
-    } catch (err) {
-      return `ThetaEvolve: cannot read the output of ${evaluationKey(ref.jobKey, ref.sampleIndex)} of run ${ref.runId}: ${errorMessage(err)}\n`;
-    }
+/** An output document's text (read from the files beside the run's database). */
+async function outputText(controller: RunController, uri: vscode.Uri): Promise<string> {
+  const ref = parseOutputUri(uri);
+  if (!ref) return `ThetaEvolve: ${uri.toString()} does not name an evaluation's output.\n`;
+  try {
+    const output = await controller.query({
+      kind: 'evaluationOutput',
+      dbFile: ref.dbFile,
+      step: ref.step,
+      jobKey: ref.jobKey,
+      sampleIndex: ref.sampleIndex,
+    });
+    return outputDocumentText(ref, output);
+  } catch (err) {
+    return `ThetaEvolve: cannot read the output of ${evaluationKey(ref.jobKey, ref.sampleIndex)} of run ${ref.runId}: ${errorMessage(err)}\n`;
   }
 }
 
@@ -132,7 +131,7 @@ function isEvaluationsTerminal(terminal: vscode.Terminal, terminalName: string):
 
 export function registerEvaluationOutputs(context: vscode.ExtensionContext, controller: RunController, terminalName: string): void {
   context.subscriptions.push(
-    vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, new OutputContentProvider(controller)),
+    registerReadOnlyDocuments(OUTPUT_SCHEME, (uri) => outputText(controller, uri)),
     vscode.window.registerTerminalLinkProvider({
       provideTerminalLinks: (link): OutputLink[] => {
         const run = terminalRun;

@@ -1,8 +1,11 @@
 // Programs of a run as read-only virtual documents:
 // thetaevolve:/<runId>/<programId>/<label>.<ext>. The path ends in the
 // program's extension so VS Code picks the language (and highlighting) from it.
+// Served as a read-only file system, so program tabs and diffs come back after
+// a window reload (readOnlyDocuments.ts).
 import * as vscode from 'vscode';
 import { errorMessage } from '../engine/common/errors';
+import { registerReadOnlyDocuments } from './readOnlyDocuments';
 
 export const PROGRAM_SCHEME = 'thetaevolve';
 
@@ -63,17 +66,15 @@ export async function findProgram(runId: string, programId: string): Promise<Pro
   return null;
 }
 
-class ProgramContentProvider implements vscode.TextDocumentContentProvider {
-  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const ref = parseProgramUri(uri);
-    if (!ref) return `ThetaEvolve: ${uri.toString()} does not name a program (thetaevolve:/<run>/<program>/<name>).\n`;
-    try {
-      const program = await findProgram(ref.runId, ref.programId);
-      if (program) return program.code;
-      return `ThetaEvolve: program ${ref.programId} of run ${ref.runId} is not available (is the run's database still there?).\n`;
-    } catch (err) {
-      return `ThetaEvolve: cannot read program ${ref.programId} of run ${ref.runId}: ${errorMessage(err)}\n`;
-    }
+async function programText(uri: vscode.Uri): Promise<string> {
+  const ref = parseProgramUri(uri);
+  if (!ref) return `ThetaEvolve: ${uri.toString()} does not name a program (thetaevolve:/<run>/<program>/<name>).\n`;
+  try {
+    const program = await findProgram(ref.runId, ref.programId);
+    if (program) return program.code;
+    return `ThetaEvolve: program ${ref.programId} of run ${ref.runId} is not available (is the run's database still there?).\n`;
+  } catch (err) {
+    return `ThetaEvolve: cannot read program ${ref.programId} of run ${ref.runId}: ${errorMessage(err)}\n`;
   }
 }
 
@@ -83,7 +84,7 @@ class ProgramContentProvider implements vscode.TextDocumentContentProvider {
  */
 export function registerProgramDocuments(lookup: ProgramLookup): vscode.Disposable {
   lookups.unshift(lookup);
-  provider ??= vscode.workspace.registerTextDocumentContentProvider(PROGRAM_SCHEME, new ProgramContentProvider());
+  provider ??= registerReadOnlyDocuments(PROGRAM_SCHEME, programText);
   return new vscode.Disposable(() => {
     const at = lookups.indexOf(lookup);
     if (at >= 0) lookups.splice(at, 1);

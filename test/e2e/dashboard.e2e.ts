@@ -333,8 +333,26 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       code: await frame.locator('.best-code').first().innerText(),
     });
     const before = await shown();
+    // Tabs of the run's documents come back after the reload too: the best program's diff and a failed evaluation's output.
+    const dashboardTab = page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).first();
+    await clickButton(frame, 'Show Diff');
+    const diffTab = page.locator('.tabs-container .tab.active', { hasText: '\u2194' }).first();
+    await diffTab.waitFor({ state: 'visible', timeout: 30_000 });
+    const diffTitle = (await diffTab.innerText()).trim();
+    await runPaletteCommand(page, 'View: Keep Editor');
+    await runPaletteCommand(page, 'ThetaEvolve: Open Evaluation Output');
+    const firstOutput = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
+    await firstOutput.waitFor({ state: 'visible', timeout: 30_000 });
+    await firstOutput.click();
+    const outputTab = page.locator('.tabs-container .tab.active', { hasText: 'output.log' }).first();
+    await outputTab.waitFor({ state: 'visible', timeout: 30_000 });
+    const outputTitle = (await outputTab.innerText()).trim();
+    await runPaletteCommand(page, 'View: Keep Editor');
+    await dashboardTab.click();
+    await dashboardFrame(page, 30_000);
     await page.reload();
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+    await dashboardTab.click();
     frame = await dashboardFrame(page, 90_000);
     // The same numbers as before the reload, read back from the run's database by the new extension host
     // (each part arrives as its query answers: wait until all have, then compare all).
@@ -368,6 +386,21 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     });
     assert.ok(ink.length >= 6);
     await saveScreenshot(page, 'e2e-dashboard-5-restored');
+    // Each restored tab shows its document, not "unable to open" (Monaco draws spaces as no-break spaces: \s).
+    const tabNamed = (title: string) => page.locator('.tabs-container .tab', { hasText: title }).first();
+    await tabNamed(diffTitle).click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.locator('.editor.modified .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-dashboard-5b-restored-diff');
+    await tabNamed(outputTitle).click();
+    await page
+      .locator('.editor-instance .view-lines', { hasText: /Evaluation\s+(initial|s\d+-p\d+)#\d+,\s+step\s+\d+\s+of\s+run/ })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-dashboard-5c-restored-output');
+    await dashboardTab.click();
+    frame = await dashboardFrame(page, 60_000);
   });
 
   it("Resume goes on with the run's history: earlier steps, best program and totals stay, elapsed time adds up", async () => {

@@ -86,6 +86,15 @@ const CRLF = '\r\n';
 const toTerminal = (text: string): string => text.replace(/\r?\n/g, CRLF);
 const colour = (code: number, text: string): string => `\x1b[${code}m${text}\x1b[0m`;
 
+/**
+ * How long lines wait to be written together. The terminal moves every line
+ * up as one arrives and forgets the link under the pointer; written line by
+ * line (several a second), Ctrl+click on "full output: ..." worked only with
+ * the run paused or the terminal scrolled back. In bursts, a line stays put
+ * long enough to point at it and click.
+ */
+const OUTPUT_BURST_MS = 1000;
+
 /** Streams the active run's evaluations; closes when the run is over. */
 class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   private readonly writeEmitter = new vscode.EventEmitter<string>();
@@ -95,7 +104,9 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   private readonly subscriptions: vscode.Disposable[] = [];
   private opened = false;
   private ended = false;
+  /** Lines not written yet: before VS Code opens the terminal, or until the burst's timer. */
   private readonly buffered: string[] = [];
+  private burst: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly controller: RunController,
@@ -146,7 +157,10 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
         this.line('The run is over.');
         this.dispose();
         this.ended = true;
-        if (this.opened) this.closeEmitter.fire(0);
+        if (this.opened) {
+          this.flush();
+          this.closeEmitter.fire(0);
+        }
       }),
     );
   }
@@ -154,18 +168,24 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   open(): void {
     this.opened = true;
     this.writeEmitter.fire(toTerminal(`ThetaEvolve evaluations of run ${this.run.runId} (${this.run.taskTitle})\n`));
-    for (const text of this.buffered.splice(0)) this.writeEmitter.fire(text);
+    this.flush();
     if (this.ended) this.closeEmitter.fire(0);
   }
 
   close(): void {
+    if (this.burst) clearTimeout(this.burst);
     this.dispose();
   }
 
   private line(text: string): void {
-    const out = toTerminal(text) + CRLF;
-    if (this.opened) this.writeEmitter.fire(out);
-    else this.buffered.push(out);
+    this.buffered.push(toTerminal(text) + CRLF);
+    if (this.opened) this.burst ??= setTimeout(() => this.flush(), OUTPUT_BURST_MS);
+  }
+
+  private flush(): void {
+    if (this.burst) clearTimeout(this.burst);
+    this.burst = undefined;
+    if (this.buffered.length > 0) this.writeEmitter.fire(this.buffered.splice(0).join(''));
   }
 
   private dispose(): void {

@@ -174,6 +174,16 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     assert.match((await programFact.getAttribute('title')) ?? '', /program \w+$/);
     await frame.locator('.best-card').first().scrollIntoViewIfNeeded();
     await saveScreenshot(page, 'e2e-dashboard-1b-best-program');
+    // Every chart panel ends soon after its chart: none is stretched to a taller neighbour's height (the best card).
+    const emptyBelow = await frame.evaluate(() =>
+      [...document.querySelectorAll('.chart-panel')].map((panel) => {
+        const box = panel.querySelector('.chart-box')?.getBoundingClientRect();
+        const bounds = panel.getBoundingClientRect();
+        return { title: panel.querySelector('h2')?.textContent ?? '', px: box ? Math.round(bounds.bottom - box.bottom) : -1 };
+      }),
+    );
+    assert.ok(emptyBelow.length >= 6, JSON.stringify(emptyBelow));
+    for (const panel of emptyBelow) assert.ok(panel.px >= 0 && panel.px < 40, `${panel.title}: ${panel.px} px empty below its chart`);
     // Back to the top (the header is sticky, so scrolling it into view would not move the page).
     await frame.evaluate(() => {
       for (const el of [document.scrollingElement, ...document.querySelectorAll('*')]) if (el && el.scrollTop > 0) el.scrollTop = 0;

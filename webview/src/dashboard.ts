@@ -107,6 +107,12 @@ const grid = (...children: HTMLElement[]) => {
   g.append(...children);
   return g;
 };
+/** Panels one above the other in one grid cell, each its own height. */
+const stack = (...children: HTMLElement[]) => {
+  const column = el('div', 'stack');
+  column.append(...children);
+  return column;
+};
 /** The SLURM queue and the inference servers (when there are several): shown only when there is something to show. */
 const backendPanel = el('section', 'panel backend');
 backendPanel.hidden = true;
@@ -133,9 +139,11 @@ app.append(
   backendPanel,
   summary,
   grid(progress.panel),
-  grid(outcomes.panel, bestCard.element),
+  // The per-step bar charts share a column beside the best program, which is tall (picture, code): alone, the
+  // outcomes panel was stretched to its height, half of it empty.
+  grid(stack(outcomes.panel, stepTime.panel), bestCard.element),
   sectionTitle('Throughput'),
-  grid(throughput.panel, latency.panel, stepTime.panel),
+  grid(throughput.panel, latency.panel),
   sectionTitle('Database state'),
   grid(dbPanel, islands.panel, hist.panel),
   grid(heatPanel),

@@ -51,7 +51,8 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   context.subscriptions.push(
     controller,
     tree,
-    vscode.window.registerTreeDataProvider('thetaevolve.runs', tree),
+    // Several runs may be selected: Compare Runs takes them all.
+    vscode.window.createTreeView('thetaevolve.runs', { treeDataProvider: tree, canSelectMany: true }),
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);

@@ -19,6 +19,8 @@ import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } fro
 import { registerStatusBar } from './vscode/statusBar';
 import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
 import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
+import { onDidPostComparison } from './vscode/compareRuns';
+import type { CompareHostMessage } from './protocol/compareMessages';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
@@ -42,6 +44,8 @@ export interface ThetaEvolveApi {
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
   /** A program document got its blame annotations. */
   onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
+  /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
+  onDidPostComparison: vscode.Event<CompareHostMessage>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -80,6 +84,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidNotifyRunFailure,
     onDidAnswerSteer,
     onDidAnnotateBlame,
+    onDidPostComparison,
   };
 }
 

@@ -15,6 +15,10 @@ import { isRunNode } from './runsTree';
 
 export const COMPARE_VIEW_TYPE = 'thetaevolve.compareRuns';
 
+const posted = new vscode.EventEmitter<CompareHostMessage>();
+/** Each message posted to the Compare Runs page (the in-host tests watch it). */
+export const onDidPostComparison = posted.event;
+
 /** The run databases a Compare Runs invocation names: the Runs view's selection, or none (then asked for). */
 export function selectedRunFiles(args: readonly unknown[]): string[] {
   const [clicked, selection] = args;
@@ -31,16 +35,12 @@ export class CompareRunsHost implements vscode.Disposable {
   private reading: Promise<void> | null = null;
   private readAgain = false;
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly postEmitter = new vscode.EventEmitter<CompareHostMessage>();
-  /** Each message posted to the page (the in-host tests watch it). */
-  readonly onDidPost = this.postEmitter.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly controller: RunController,
   ) {
     this.disposables.push(
-      this.postEmitter,
       controller.onDidEngineEvent(({ event }) => {
         const live = controller.active?.dbFile;
         if (event.type === 'step_committed' && live !== undefined && this.files.includes(live)) this.refresh();
@@ -100,7 +100,7 @@ export class CompareRunsHost implements vscode.Disposable {
     }
     if (!this.panel) return;
     await this.panel.webview.postMessage(message);
-    this.postEmitter.fire(message);
+    posted.fire(message);
   }
 
   dispose(): void {

@@ -6,7 +6,7 @@
 // opened in Chromium with the network off: both runs' series drawn, the
 // policy markers present; its --png picture is not blank.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser, Frame, Page } from 'playwright-core';
@@ -30,6 +30,8 @@ import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
 
 const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
+/** The run without RL starts from a program whose comment is markup and a terminal escape: shown as text only. */
+const HOSTILE_COMMENT = '# <img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>\u001b[31m red';
 const STEPS = 4;
 
 /** What the page shows of a comparison: the progress chart's description, policy rows, and each canvas's inked pixels. */
@@ -37,6 +39,10 @@ interface PageFacts {
   rendered: boolean;
   progress: string;
   policyRows: number;
+  /** The best programs' code as shown, their markup never run, their control characters gone. */
+  programText: string;
+  images: number;
+  pwned: number | null;
   ink: number[];
 }
 
@@ -47,6 +53,9 @@ function pageFacts(frame: Frame | Page): Promise<PageFacts> {
       rendered: document.body.dataset.rendered === 'true',
       progress: document.querySelector('.chart-box.progress canvas')?.getAttribute('aria-label') ?? '',
       policyRows: document.querySelectorAll('tr.policy-change').length,
+      programText: [...document.querySelectorAll('pre.program-code')].map((pre) => pre.textContent ?? '').join('\n'),
+      images: document.querySelectorAll('img').length,
+      pwned: (window as unknown as { pwned?: number }).pwned ?? null,
       ink: canvases.map((canvas) => {
         const data = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
         let inked = 0;
@@ -63,6 +72,9 @@ function assertComparison(facts: PageFacts, where: string): void {
   assert.match(facts.progress, /Progress of 2 runs\. RL on · seed 0: 4 steps, best [\d.]+; policy changed at step 1, 2, 3, 4\./, where);
   assert.match(facts.progress, /RL off · seed 5: 4 steps, best [\d.]+; no policy versions/, where);
   assert.equal(facts.policyRows, STEPS, `${where}: one row per policy version`);
+  assert.ok(facts.programText.includes('<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>[31m red'), where);
+  assert.equal(facts.images, 0, `${where}: the program's markup made an element`);
+  assert.equal(facts.pwned, null, `${where}: the program's script ran`);
   assert.ok(facts.ink.length >= 3, `${where}: ${facts.ink.length} charts`);
   for (const [i, inked] of facts.ink.entries()) assert.ok(inked > 500, `${where}: chart ${i} blank (${inked} pixels)`);
 }
@@ -126,7 +138,9 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     const common = ['run', FIXTURE, '--endpoint', endpoint.baseURL, '--batch', '2', '--samples', '2', '--steps', String(STEPS)];
     const rl = await runCli([...common, '--db', dbOf('with-rl'), '--trainer', trainer.url, '--set', 'trainer.mode=sync'], workspace);
     assert.equal(rl.code, 0, rl.stderr);
-    const plain = await runCli([...common, '--db', dbOf('without-rl'), '--seed', '5'], workspace);
+    const program = join(tempDir('thetaevolve-e2e-compare-program-'), 'hostile.py');
+    writeFileSync(program, `${HOSTILE_COMMENT}\n${readFileSync(join(FIXTURE, 'initial.py'), 'utf8')}`);
+    const plain = await runCli([...common, '--db', dbOf('without-rl'), '--seed', '5', '--program', program], workspace);
     assert.equal(plain.code, 0, plain.stderr);
     server = await startCodeServer({ workspace });
     browser = await launchBrowser();
@@ -150,6 +164,12 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     assertComparison(await pageFacts(frame), 'editor');
     const shot = await saveScreenshot(page, 'e2e-compare-1-dark');
     assert.ok(shot.distinctColours > 40, `${shot.file} looks blank`);
+    // By elapsed time: the same series against minutes, then back by step.
+    await frame.getByRole('button', { name: 'by elapsed time' }).click();
+    assert.equal(await frame.getByRole('button', { name: 'by elapsed time' }).getAttribute('aria-pressed'), 'true');
+    assertComparison(await pageFacts(frame), 'editor, by elapsed time');
+    await saveScreenshot(page, 'e2e-compare-1b-by-time');
+    await frame.getByRole('button', { name: 'by step' }).click();
   });
 
   it('follows the light and high-contrast themes, charts drawn again', async () => {

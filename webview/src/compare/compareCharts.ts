@@ -4,6 +4,7 @@
 // Built on the dashboard's chart.js setup (charts/setup.ts).
 import type { ChartDataset } from 'chart.js';
 import type { ComparedRun, RunComparison } from '../../../src/engine/common/runComparison';
+import { forDisplay } from '../../../src/engine/common/displayText';
 import { OUTCOMES } from '../../../src/engine/common/types';
 import { baseOptions, Chart, type XY, xy } from '../charts/setup';
 import { formatValue } from '../format';
@@ -35,7 +36,7 @@ function progressDatasets(comparison: RunComparison, axis: ProgressAxis, theme: 
     const byStep = new Map(run.steps.map((s) => [s.step, s]));
     const datasets: LineDataset[] = [
       {
-        label: `${run.label}: best so far`,
+        label: `${forDisplay(run.label)}: best so far`,
         data: run.steps.map((s) => xy(xOf(axis, s), s.bestSoFar)),
         borderColor: colour,
         backgroundColor: colour,
@@ -44,7 +45,7 @@ function progressDatasets(comparison: RunComparison, axis: ProgressAxis, theme: 
         stepped: axis === 'step' ? 'before' : false,
       },
       {
-        label: `${run.label}: step mean`,
+        label: `${forDisplay(run.label)}: step mean`,
         data: run.steps.map((s) => xy(xOf(axis, s), s.mean)),
         borderColor: withAlpha(colour, 0.6),
         backgroundColor: withAlpha(colour, 0.6),
@@ -56,7 +57,7 @@ function progressDatasets(comparison: RunComparison, axis: ProgressAxis, theme: 
     ];
     if (run.policyChanges.length > 0) {
       datasets.push({
-        label: `${run.label}: policy changed`,
+        label: `${forDisplay(run.label)}: policy changed`,
         data: run.policyChanges.map((c) => {
           const s = byStep.get(c.step);
           return s ? xy(xOf(axis, s), s.bestSoFar ?? s.mean) : xy(c.step, null);
@@ -80,7 +81,7 @@ export function progressDescription(comparison: RunComparison): string {
     const last = run.steps[run.steps.length - 1];
     const policy =
       run.policyChanges.length > 0 ? `; policy changed at step ${run.policyChanges.map((c) => c.step).join(', ')}` : '; no policy versions';
-    return `${run.label}: ${run.steps.length} steps, best ${formatValue(last?.bestSoFar ?? null)}${policy}`;
+    return `${forDisplay(run.label)}: ${run.steps.length} steps, best ${formatValue(last?.bestSoFar ?? null)}${policy}`;
   });
   return `Progress of ${comparison.runs.length} runs. ${runs.join('. ')}.`;
 }
@@ -139,7 +140,7 @@ export class OutcomeChart {
       evaluation_failed: withAlpha(theme.muted, 0.5),
     };
     const totals = comparison.runs.map((r) => OUTCOMES.reduce((n, o) => n + r.outcomes[o], 0));
-    this.chart.data.labels = comparison.runs.map((r) => r.label);
+    this.chart.data.labels = comparison.runs.map((r) => forDisplay(r.label));
     this.chart.data.datasets = OUTCOMES.map((outcome) => ({
       label: outcome.replace('_', ' '),
       data: comparison.runs.map((r, i) => ((totals[i] ?? 0) > 0 ? (100 * r.outcomes[outcome]) / (totals[i] as number) : 0)),
@@ -175,7 +176,7 @@ export class ThroughputChart {
   update(comparison: RunComparison, theme: ThemeColours): void {
     this.chart.options = baseOptions(theme, 'samples / s') as typeof this.chart.options;
     this.chart.data.datasets = comparison.runs.map((run, i) => ({
-      label: run.label,
+      label: forDisplay(run.label),
       data: run.steps.map((s) => xy(s.step, s.samplesPerSecond)),
       borderColor: runColour(theme, i),
       backgroundColor: runColour(theme, i),

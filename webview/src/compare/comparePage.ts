@@ -2,7 +2,8 @@
 // and the `thetaevolve report` HTML file alike: the comparison comes embedded
 // in the page (a report) or from the editor's messages; either way it is
 // checked against the shared schema before anything is drawn. Every text of
-// a run (labels, program code) goes in as textContent, never as markup.
+// a run (labels, program code) goes in as textContent without control
+// characters (forDisplay), never as markup.
 import '../zodJitless';
 import './compare.css';
 import {
@@ -13,6 +14,7 @@ import {
   type RunComparison,
   RunComparisonSchema,
 } from '../../../src/engine/common/runComparison';
+import { forDisplay } from '../../../src/engine/common/displayText';
 import { zodIssueText } from '../../../src/engine/common/errors';
 import { type ComparePageMessage, parseCompareHostMessage } from '../../../src/protocol/compareMessages';
 import { applyChartDefaults } from '../charts/setup';
@@ -67,14 +69,14 @@ function settingsTable(c: RunComparison): HTMLElement {
   head.append(el('th', undefined, 'setting'));
   c.runs.forEach((run, i) => {
     const th = el('th');
-    th.append(swatch(i), document.createTextNode(run.runId));
+    th.append(swatch(i), document.createTextNode(forDisplay(run.runId)));
     head.append(th);
   });
   table.append(head);
   for (const key of COMPARED_SETTINGS) {
     const row = el('tr', c.differing.includes(key) ? 'differs' : undefined);
     row.append(el('td', undefined, COMPARED_SETTING_NAMES[key]));
-    for (const run of c.runs) row.append(el('td', undefined, run.settings[key]));
+    for (const run of c.runs) row.append(el('td', undefined, forDisplay(run.settings[key])));
     table.append(row);
   }
   return table;
@@ -85,7 +87,7 @@ function policyPanel(c: RunComparison): HTMLElement {
   c.runs.forEach((run, i) => {
     const block = el('div', 'policy-run');
     const title = el('h3');
-    title.append(swatch(i), document.createTextNode(run.label));
+    title.append(swatch(i), document.createTextNode(forDisplay(run.label)));
     block.append(title);
     if (run.policyVersions.length === 0) {
       block.append(el('p', 'muted', 'No policy versions: RL was off, or the run recorded none.'));
@@ -101,7 +103,7 @@ function policyPanel(c: RunComparison): HTMLElement {
       const row = el('tr', 'policy-change');
       row.dataset.step = String(v.firstStep);
       row.append(
-        el('td', undefined, v.version),
+        el('td', undefined, forDisplay(v.version)),
         el('td', undefined, String(v.firstStep)),
         el('td', undefined, formatCount(v.steps)),
         el('td', undefined, formatCount(v.samples)),
@@ -121,18 +123,20 @@ function bestPrograms(c: RunComparison): HTMLElement {
   c.runs.forEach((run: ComparedRun, i) => {
     const block = el('div', 'best-run');
     const title = el('h3');
-    title.append(swatch(i), document.createTextNode(run.label));
+    title.append(swatch(i), document.createTextNode(forDisplay(run.label)));
     block.append(title);
     if (!run.best) {
       block.append(el('p', 'muted', 'No valid program yet.'));
       list.append(block);
       return;
     }
-    block.append(el('p', undefined, `Program ${run.best.id}, step ${run.best.step}, objective ${formatValue(run.best.objective)}`));
-    block.append(el('pre', 'program-code', run.best.code));
+    block.append(
+      el('p', undefined, `Program ${forDisplay(run.best.id)}, step ${run.best.step}, objective ${formatValue(run.best.objective)}`),
+    );
+    block.append(el('pre', 'program-code', forDisplay(run.best.code)));
     const lineage = el('ol', 'lineage');
     for (const p of run.lineage.programs)
-      lineage.append(el('li', undefined, `${p.id} · step ${p.step} · ${p.origin} · ${formatValue(p.objective)}`));
+      lineage.append(el('li', undefined, `${forDisplay(p.id)} · step ${p.step} · ${p.origin} · ${formatValue(p.objective)}`));
     if (!run.lineage.complete) lineage.append(el('li', 'muted', 'earlier ancestors were evicted'));
     block.append(el('h4', undefined, 'Lineage (the program first)'), lineage);
     list.append(block);
@@ -147,9 +151,9 @@ function runSummary(c: RunComparison): HTMLElement {
     const last = run.steps[run.steps.length - 1];
     item.append(
       swatch(i),
-      el('strong', undefined, run.label),
+      el('strong', undefined, forDisplay(run.label)),
       document.createTextNode(
-        ` (run ${run.runId}: ${run.steps.length} steps, ${formatDuration(last?.elapsedMs ?? 0)}, best ${formatValue(last?.bestSoFar ?? null)})`,
+        ` (run ${forDisplay(run.runId)}: ${run.steps.length} steps, ${formatDuration(last?.elapsedMs ?? 0)}, best ${formatValue(last?.bestSoFar ?? null)})`,
       ),
     );
     list.append(item);

@@ -20,12 +20,15 @@ const HOSTILE_COMMENT = '# </script><script>document.title="pwned"</script><img 
 
 describe('comparing runs (thetaevolve report)', function () {
   this.timeout(120_000);
-  const dir = tempDir('thetaevolve-compare-');
   const closers: (() => Promise<void>)[] = [];
-  const rlDb = join(dir, 'with-rl.sqlite');
-  const plainDb = join(dir, 'without-rl.sqlite');
+  let dir: string;
+  let rlDb: string;
+  let plainDb: string;
 
   before(async () => {
+    dir = tempDir('thetaevolve-compare-');
+    rlDb = join(dir, 'with-rl.sqlite');
+    plainDb = join(dir, 'without-rl.sqlite');
     const endpoint = await startTestServer();
     closers.push(() => endpoint.close());
     // One trainer step per batch of 4 sequences: each step of B = 2 x n = 2 is one trainer step.

@@ -3,7 +3,7 @@
 //   dist/cli.js            the headless runner (node, `node dist/cli.js`)
 //   dist/nodeProbe.js      the SLURM backend's probe of a compute node (node)
 //   dist/engineWorker.js   the engine's worker thread (node)
-//   dist/webview/*.js      the dashboard page (browser)
+//   dist/webview/*.js      the dashboard and Compare Runs pages (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
 //   out/test/runner/       the test-only extension that runs it in code-server (not packaged)
 // plus sql-wasm.wasm and src/engine/task/foreign (the Python wrapper that runs
@@ -67,6 +67,16 @@ const builds = [
     entryPoints: ['webview/src/dashboard.ts'],
     outfile: 'dist/webview/dashboard.js',
     // The page loads this on every open and reload: small beats readable (the source map stays).
+    minify: true,
+  },
+  {
+    ...node,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    // The Compare Runs page, and the page `thetaevolve report` inlines into its HTML file.
+    entryPoints: ['webview/src/compare/comparePage.ts'],
+    outfile: 'dist/webview/compare.js',
     minify: true,
   },
   { ...node, entryPoints: ['src/worker/engineWorker.ts'], outfile: 'dist/engineWorker.js' },

@@ -10,6 +10,7 @@ import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
 import { convertCommand } from './cli/convert';
 import { steerCommand } from './cli/steer';
+import { reportCommand } from './cli/report';
 import { errorMessage } from './engine/common/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
@@ -19,6 +20,7 @@ const HANDLERS: Record<string, CommandHandler> = {
   db: dbCommand,
   steer: steerCommand,
   convert: convertCommand,
+  report: reportCommand,
 };
 
 export function mainHelp(): string {

@@ -19,6 +19,8 @@ import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } fro
 import { registerStatusBar } from './vscode/statusBar';
 import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
 import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
+import { onDidPostComparison } from './vscode/compareRuns';
+import type { CompareHostMessage } from './protocol/compareMessages';
 
 /** What activate() returns: the in-host tests reach the live objects through it. */
 export interface ThetaEvolveApi {
@@ -42,6 +44,8 @@ export interface ThetaEvolveApi {
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
   /** A program document got its blame annotations. */
   onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
+  /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
+  onDidPostComparison: vscode.Event<CompareHostMessage>;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -51,7 +55,8 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
   context.subscriptions.push(
     controller,
     tree,
-    vscode.window.registerTreeDataProvider('thetaevolve.runs', tree),
+    // Several runs may be selected: Compare Runs takes them all.
+    vscode.window.createTreeView('thetaevolve.runs', { treeDataProvider: tree, canSelectMany: true }),
     registerProgramDocuments({
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
@@ -79,6 +84,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidNotifyRunFailure,
     onDidAnswerSteer,
     onDidAnnotateBlame,
+    onDidPostComparison,
   };
 }
 

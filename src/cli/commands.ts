@@ -165,4 +165,18 @@ export const STEER_SPEC: CommandSpec = {
   },
 };
 
-export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, STEER_SPEC, CONVERT_SPEC];
+export const REPORT_SPEC: CommandSpec = {
+  name: 'report',
+  summary:
+    "Compare runs in one self-contained HTML file (no network): each run's progress by step and by time, policy versions with RL, outcomes, throughput, the settings that differ, each run's best program and its lineage.",
+  positionals: [
+    { name: 'db-file', help: 'Run databases (.sqlite) to compare, two or more (one gives its report alone).', repeatable: true },
+  ],
+  flags: {
+    output: { kind: 'string', value: 'FILE', help: 'Write the report to FILE (.html).' },
+    png: { kind: 'string', value: 'FILE', help: 'Draw the progress comparison into FILE (.png) with a headless Chromium from PATH.' },
+    json: { kind: 'boolean', help: 'Print the comparison as one JSON object.' },
+  },
+};
+
+export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, STEER_SPEC, CONVERT_SPEC, REPORT_SPEC];

@@ -9,10 +9,11 @@ import { evolveBlockContent } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
 import { feedbackOf, feedbackText } from '../engine/common/feedback';
 import { errorMessage } from '../engine/common/errors';
-import type { EngineEvent, EvaluationQueueEvent, RunStartedEvent, StepStatistics } from '../engine/common/events';
+import type { EngineEvent, EvaluationQueueEvent, RunStartedEvent } from '../engine/common/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import type { RunMeta } from '../engine/common/runMeta';
 import { loadTask } from '../engine/task/task';
+import { RunElapsed } from '../engine/common/runElapsed';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import {
   type BackendView,
@@ -64,42 +65,6 @@ export function modelSink(model: DashboardModel): DashboardSink {
 
 /** The engine worker's read-only queries about run databases. */
 export type RunQuery = <K extends QueryKind>(query: Extract<Query, { kind: K }>) => Promise<QueryResult<K>>;
-
-/**
- * A run's elapsed time across its sessions (a resume starts a new one, its
- * steps' elapsedMs counted from its own start): the sum of each session's
- * latest elapsed time. Steps of one session share `sessionStartedAt`; older
- * databases without it start a new session where elapsedMs goes down.
- */
-export class RunElapsed {
-  /** Each session's latest elapsed time. */
-  private readonly elapsedBySession = new Map<string, number>();
-  private legacySession = 0;
-  private lastLegacyElapsed = -1;
-
-  /** The step's elapsed time as the dashboard gets it: the run's (all its sessions) and its own session's. */
-  step(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): Pick<DashboardStepInput, 'elapsedMs' | 'session'> {
-    const [key, elapsed] = this.sessionOf(stats);
-    const sessionMs = Math.max(elapsed, this.elapsedBySession.get(key) ?? 0);
-    this.elapsedBySession.set(key, sessionMs);
-    let total = 0;
-    for (const ms of this.elapsedBySession.values()) total += ms;
-    return { elapsedMs: total, session: { count: this.elapsedBySession.size, elapsedMs: sessionMs } };
-  }
-
-  /** The step's session and its elapsed time in it. */
-  private sessionOf(stats: Pick<StepStatistics, 'elapsedMs' | 'sessionStartedAt' | 'timings'>): [string, number] {
-    if (stats.sessionStartedAt !== undefined && stats.elapsedMs !== undefined)
-      return [`session ${stats.sessionStartedAt}`, stats.elapsedMs];
-    if (stats.elapsedMs !== undefined) {
-      if (stats.elapsedMs < this.lastLegacyElapsed) this.legacySession++;
-      this.lastLegacyElapsed = stats.elapsedMs;
-      return [`legacy ${this.legacySession}`, stats.elapsedMs];
-    }
-    // Databases written before steps recorded their elapsed time: the sum of step times.
-    return ['step times', (this.elapsedBySession.get('step times') ?? 0) + stats.timings.totalMs];
-  }
-}
 
 /**
  * Feeds a sink with a run: on run_started, its history from its database

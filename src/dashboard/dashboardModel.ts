@@ -104,8 +104,13 @@ function evaluationsOf(input: DashboardStepInput): number {
   return c.valid + c.invalid_solution + c.no_solution + c.timeout;
 }
 
-/** One step as a series point (a bucket of one), in the task's objective. */
-export function stepPoint(input: DashboardStepInput, direction: Direction, bestSoFar: number | null): SeriesPoint {
+/** One step as a series point (a bucket of one), in the task's objective; `policyChange`: the policy version that took over with it. */
+export function stepPoint(
+  input: DashboardStepInput,
+  direction: Direction,
+  bestSoFar: number | null,
+  policyChange: string | null = null,
+): SeriesPoint {
   const stats = stepObjectiveStats(input, direction);
   return {
     step: input.step,
@@ -128,6 +133,7 @@ export function stepPoint(input: DashboardStepInput, direction: Direction, bestS
     totalMs: input.timings.totalMs,
     latencyMsP50: input.latencyMsP50 ?? null,
     latencyMsP95: input.latencyMsP95 ?? null,
+    ...(policyChange !== null ? { policyChange } : {}),
   };
 }
 
@@ -147,9 +153,11 @@ function maxOrNull(a: number | null, b: number | null): number | null {
  * Merge two consecutive points (`a` before `b`). Counts, tokens and times
  * add exactly; best is the better one; best-so-far is `b`'s; mean and
  * percentiles are means weighted by valid counts (percentiles of a merged
- * bucket are approximate); latencies take the worse.
+ * bucket are approximate); latencies take the worse; a policy change is the
+ * later one.
  */
 export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: Direction): SeriesPoint {
+  const policyChange = b.policyChange ?? a.policyChange;
   return {
     step: a.step,
     lastStep: b.lastStep,
@@ -171,6 +179,7 @@ export function mergePoints(a: SeriesPoint, b: SeriesPoint, direction: Direction
     totalMs: a.totalMs + b.totalMs,
     latencyMsP50: maxOrNull(a.latencyMsP50, b.latencyMsP50),
     latencyMsP95: maxOrNull(a.latencyMsP95, b.latencyMsP95),
+    ...(policyChange !== undefined ? { policyChange } : {}),
   };
 }
 
@@ -194,6 +203,8 @@ export class StepSeries {
   private width = 1;
   private points: SeriesPoint[] = [];
   private bestSoFar: number | null = null;
+  /** The policy version of the last step that named one. */
+  private policyVersion: string | null = null;
 
   constructor(
     private readonly direction: Direction,
@@ -217,8 +228,10 @@ export class StepSeries {
 
   /** Add a step; says how the page's series changes. */
   add(input: DashboardStepInput): { kind: 'append' | 'replaceLast'; point: SeriesPoint } | { kind: 'rebucketed'; series: SeriesView } {
-    const point = stepPoint(input, this.direction, this.bestSoFar);
+    const version = input.sampling?.policyVersion ?? null;
+    const point = stepPoint(input, this.direction, this.bestSoFar, version !== null && version !== this.policyVersion ? version : null);
     this.bestSoFar = point.bestSoFar;
+    if (version !== null) this.policyVersion = version;
     const last = this.points[this.points.length - 1];
     if (last && input.step <= last.lastStep) {
       throw new Error(`StepSeries: step ${input.step} is not after step ${last.lastStep}`);

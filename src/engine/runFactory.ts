@@ -225,7 +225,15 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     untilStep: request.untilStep,
     isolation: isolationSummary(evaluator.isolation, evaluator.kind),
     onEvent: request.onEvent,
-    beforeCommit: (committed, stepSignal) => trainer.spoolStep(committed, stepSignal),
+    beforeCommit: async (committed, stepSignal) => {
+      await trainer.spoolStep(committed, stepSignal);
+      // Committed with the step's statistics (the commit writes them after this hook): how it was sampled, and by which policy.
+      committed.stats.sampling = {
+        batchSize: settings.batchSize,
+        samplesPerPrompt: settings.samplesPerPrompt,
+        ...trainer.policyOf(committed),
+      };
+    },
     afterCommit: async (committed, stepSignal) => {
       // Per-server throughput, health and errors when requests are spread over several servers.
       if (source instanceof EndpointPool) request.onEvent(source.serversEvent());

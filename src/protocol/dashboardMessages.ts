@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { zodIssueText } from '../engine/common/errors';
 import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/common/snapshot';
-import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema } from '../engine/common/events';
+import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema, StepStatisticsSchema } from '../engine/common/events';
 import { OUTCOMES } from '../engine/common/types';
 
 const finite = z.number().finite();
@@ -81,6 +81,8 @@ export const DashboardStepInputSchema = z.object({
   /** Endpoint request latency of the step (GenerationStats.latencyMsP50 / P95). */
   latencyMsP50: optionalFinite.optional(),
   latencyMsP95: optionalFinite.optional(),
+  /** How the step was sampled and by which policy version (RL on); absent in databases written before it was recorded. */
+  sampling: StepStatisticsSchema.shape.sampling,
 });
 export type DashboardStepInput = z.infer<typeof DashboardStepInputSchema>;
 
@@ -230,6 +232,8 @@ export const SeriesPointSchema = z.object({
   /** Worst p50 / p95 request latency of the bucket's steps. */
   latencyMsP50: optionalFinite,
   latencyMsP95: optionalFinite,
+  /** The policy version that took over in the bucket (its last, with RL on; docs/architecture.md "Comparing runs"); absent when it did not change. */
+  policyChange: z.string().optional(),
 });
 export type SeriesPoint = z.infer<typeof SeriesPointSchema>;
 

@@ -15,6 +15,7 @@ import {
   StepStatisticsSchema,
 } from '../engine/common/events';
 import { RunMetaSchema } from '../engine/common/runMeta';
+import { RunComparisonSchema } from '../engine/common/runComparison';
 import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
 import { PROGRAM_ORIGINS, SteerRequestSchema, SteerResultSchema } from '../engine/common/steering';
@@ -127,6 +128,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
    * active run's next step, else applied now (`add` evaluated in the sandbox with `settings`).
    */
   z.object({ kind: z.literal('steer'), dbFile: z.string().min(1), request: SteerRequestSchema, settings: SettingsSchema }),
+  /** Runs compared (docs/architecture.md "Comparing runs"), each read from its database file as last committed. */
+  z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
   z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
 ]);
@@ -156,6 +159,7 @@ export const QueryResultSchemas = {
     programs: z.array(LineageEntrySchema),
   }),
   steer: SteerResultSchema,
+  comparison: RunComparisonSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
   evaluationOutput: EvaluationOutputSchema.nullable(),
   evaluate: z.object({

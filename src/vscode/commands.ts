@@ -12,6 +12,7 @@ import { registerRunCommands } from './runCommands';
 import { registerDeleteRun } from './deleteRun';
 import { registerSteerCommands } from './steerCommands';
 import { registerBlameDecorations } from './blameDecorations';
+import { registerCompareRuns } from './compareRuns';
 import type { RunController } from './runController';
 import type { RunsTreeProvider } from './runsTree';
 import type { DashboardHost } from './dashboardPanel';
@@ -34,6 +35,7 @@ export function registerCommands({ context, controller, tree }: CommandDeps): Da
   registerBlameDecorations(context, controller);
   const dashboard = registerDashboardCommands(context, controller);
   registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
+  registerCompareRuns(context, controller);
   registerNewTask(context);
   registerMarkEvolveBlock(context);
   context.subscriptions.push(followBest(controller));

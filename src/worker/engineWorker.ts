@@ -27,6 +27,7 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evalu
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
+import { compareRunFiles, readRunForComparison, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 
 interface ActiveRun extends AssembledRun {
@@ -209,6 +210,7 @@ async function startRun(message: StartMessage): Promise<void> {
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
   if (query.kind === 'steer') return steer(query);
+  if (query.kind === 'comparison') return compareRuns(query.dbFiles.map((f) => resolve(f)));
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
   if (query.kind === 'evaluationOutputs') return listEvaluationOutputs(resolve(query.dbFile));
   if (query.kind === 'evaluationOutput') return readEvaluationOutput(resolve(query.dbFile), query.step, query.jobKey, query.sampleIndex);
@@ -251,6 +253,14 @@ async function answer(query: Query): Promise<unknown> {
   };
   if (live) return ask(live);
   return withReadOnly(file, ask);
+}
+
+/** Runs compared; the run this worker runs is read from its open database, as it stands after its last commit. */
+function compareRuns(files: string[]): Promise<unknown> {
+  return compareRunFiles(files, Date.now(), (file) => {
+    const live = active && active.dbFile === file ? active.run.database : null;
+    return live ? runRecordOf(live, file) : readRunForComparison(file);
+  });
 }
 
 /**

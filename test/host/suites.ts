@@ -6,3 +6,4 @@ import './runFlows.host';
 import './runTruth.host';
 import './slurm.host';
 import './steer.host';
+import './compare.host';

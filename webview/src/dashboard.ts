@@ -149,7 +149,8 @@ app.append(
   grid(heatPanel),
 );
 
-progress.note.textContent = 'Best so far, best of each step, mean and 10th–90th percentiles of the valid scores, and the target.';
+progress.note.textContent =
+  'Best so far, best of each step, mean and 10th–90th percentiles of the valid scores, the target, and with RL where the policy changed.';
 outcomes.note.textContent = 'Samples per outcome, with the score each penalty gives.';
 throughput.note.textContent = 'Rates per second of step wall time.';
 stepTime.note.textContent = 'Where each step’s time went (generation and evaluation may overlap).';

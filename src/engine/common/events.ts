@@ -64,6 +64,14 @@ export const StepStatisticsSchema = z.object({
    * Absent in databases written before it was recorded.
    */
   sessionStartedAt: finite.optional(),
+  /**
+   * How the step was sampled, for comparing runs (docs/architecture.md "Comparing runs"):
+   * B x n, whether RL was on, and the policy version that wrote its samples
+   * (the inference server's weight_version, else the trainer step they were
+   * sampled at; null with RL off or when neither is known). Absent in
+   * databases written before it was recorded.
+   */
+  sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -25,7 +25,7 @@ import type { CommittedStep } from '../loop';
 import { AtroposClient } from './atropos';
 import { RetryableTrainerError, type Settlement, TrainerConfigError, type TrainerProtocol, type TrainerProtocolClient } from './protocol';
 import { SlimeClient } from './slime';
-import { rolloutGroupsOf, shortGroupWarning } from './rolloutGroups';
+import { namedPolicyVersion, rolloutGroupsOf, shortGroupWarning } from './rolloutGroups';
 import { spoolDirOf, type SpooledGroup, TrainerSpool } from './spool';
 import type { TrainerState } from './trainerState';
 import { errorMessage } from '../common/errors';
@@ -253,6 +253,12 @@ export class TrainerBridge {
     }
     this.changed.notify();
     this.emitState();
+  }
+
+  /** Whether RL is on, and the policy version that wrote a step's samples: what its responses name, else the trainer step they were sampled at. */
+  policyOf(committed: CommittedStep): { rl: boolean; policyVersion: string | null } {
+    if (!this.enabled) return { rl: false, policyVersion: null };
+    return { rl: true, policyVersion: namedPolicyVersion(committed) ?? this.samplingVersion };
   }
 
   state(): TrainerState {

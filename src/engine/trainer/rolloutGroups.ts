@@ -82,6 +82,12 @@ export function rolloutGroupsOf(committed: CommittedStep, options: RolloutGroupO
   return { groups, short };
 }
 
+/** The policy version a committed step's responses name (the first that names one), else null. */
+export function namedPolicyVersion(committed: CommittedStep): string | null {
+  for (const group of committed.groups) for (const s of group.samples) if (s.response?.policyVersion) return s.response.policyVersion;
+  return null;
+}
+
 /** The warning for a short group, `droppedSoFar` counting it. */
 export function shortGroupWarning(
   group: ShortGroup,

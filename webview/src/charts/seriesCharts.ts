@@ -1,5 +1,5 @@
 // The per-step charts: progress (best, best so far, mean, 10/50/90th
-// percentiles, target), outcomes (stacked), throughput, request latency,
+// percentiles, target, policy changes with RL), outcomes (stacked), throughput, request latency,
 // step time (generation / evaluation).
 import { OUTCOME_GROUPS, pointRates, type RunView, type SeriesPoint, type SeriesView } from '../../../src/protocol/dashboardMessages';
 import type { Scale } from 'chart.js';
@@ -89,6 +89,21 @@ export class SeriesCharts {
       },
       { label: '10th pct', type: 'line', value: (p) => p.p10, style: line((t) => withAlpha(t.blue, 0.6), { borderWidth: 1 }) },
       {
+        // With RL on: where the policy (the model's weights) changed, on the best-so-far line.
+        label: 'policy changed',
+        type: 'line',
+        value: (p) => (p.policyChange !== undefined ? (p.bestSoFar ?? p.mean) : null),
+        style: (t) => ({
+          ...line((c) => c.orange)(t),
+          showLine: false,
+          pointStyle: 'triangle',
+          pointRadius: 5,
+          pointHoverRadius: 6,
+          backgroundColor: t.background,
+          borderWidth: 2,
+        }),
+      },
+      {
         label: 'target',
         type: 'line',
         // One point per step like the others: chart.js's index-mode tooltip reads every dataset at the same index.
@@ -101,9 +116,13 @@ export class SeriesCharts {
       progressSpecs,
       theme,
       (options) => {
-        // The band's lower edge needs no legend entry of its own.
         const labels = options.plugins?.legend?.labels;
-        if (labels) labels.filter = (item) => item.text !== '10th pct';
+        // The band's lower edge needs no legend entry; policy changes have one only in a run that has them.
+        if (labels)
+          labels.filter = (item, data) =>
+            item.text !== '10th pct' &&
+            (item.text !== 'policy changed' ||
+              (data.datasets[item.datasetIndex ?? -1]?.data ?? []).some((point) => Number.isFinite((point as { y?: number } | null)?.y)));
       },
       'objective',
     );

@@ -1,0 +1,265 @@
+// The Compare Runs page (browser bundle), for the editor's Compare Runs panel
+// and the `thetaevolve report` HTML file alike: the comparison comes embedded
+// in the page (a report) or from the editor's messages; either way it is
+// checked against the shared schema before anything is drawn. Every text of
+// a run (labels, program code) goes in as textContent without control
+// characters (forDisplay), never as markup.
+import '../zodJitless';
+import './compare.css';
+import {
+  type ComparedRun,
+  COMPARED_SETTING_NAMES,
+  COMPARED_SETTINGS,
+  EMBEDDED_COMPARISON_ID,
+  type RunComparison,
+  RunComparisonSchema,
+} from '../../../src/engine/common/runComparison';
+import { forDisplay } from '../../../src/engine/common/displayText';
+import { zodIssueText } from '../../../src/engine/common/errors';
+import { type ComparePageMessage, parseCompareHostMessage } from '../../../src/protocol/compareMessages';
+import { applyChartDefaults } from '../charts/setup';
+import { el } from '../dom';
+import { formatCount, formatDuration, formatValue } from '../format';
+import { onThemeChange, readTheme } from '../theme';
+import { OutcomeChart, type ProgressAxis, ProgressChart, runColour, ThroughputChart } from './compareCharts';
+
+interface CompareVsCodeApi {
+  postMessage(message: ComparePageMessage): void;
+}
+declare function acquireVsCodeApi(): CompareVsCodeApi;
+
+/** `#picture`: the progress chart alone, for `thetaevolve report --png`. */
+const picture = location.hash === '#picture';
+let theme = readTheme();
+applyChartDefaults(theme);
+let axis: ProgressAxis = 'step';
+let comparison: RunComparison | null = null;
+
+const app = document.getElementById('app') ?? document.body.appendChild(el('main'));
+app.replaceChildren();
+document.body.classList.toggle('picture', picture);
+const status = el('p', 'compare-status', 'Reading the runs…');
+status.setAttribute('role', 'status');
+app.append(status);
+
+function canvasBox(className: string, label: string): HTMLCanvasElement {
+  const canvas = el('canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', label);
+  const box = el('div', `chart-box ${className}`);
+  box.append(canvas);
+  return canvas;
+}
+
+function section(title: string, ...children: HTMLElement[]): HTMLElement {
+  const s = el('section', 'compare-section');
+  s.append(el('h2', undefined, title), ...children);
+  return s;
+}
+
+function swatch(index: number): HTMLElement {
+  const dot = el('span', 'run-swatch');
+  dot.style.backgroundColor = runColour(theme, index);
+  return dot;
+}
+
+function settingsTable(c: RunComparison): HTMLElement {
+  const table = el('table', 'settings-table');
+  const head = el('tr');
+  head.append(el('th', undefined, 'setting'));
+  c.runs.forEach((run, i) => {
+    const th = el('th');
+    th.append(swatch(i), document.createTextNode(forDisplay(run.runId)));
+    head.append(th);
+  });
+  table.append(head);
+  for (const key of COMPARED_SETTINGS) {
+    const row = el('tr', c.differing.includes(key) ? 'differs' : undefined);
+    row.append(el('td', undefined, COMPARED_SETTING_NAMES[key]));
+    for (const run of c.runs) row.append(el('td', undefined, forDisplay(run.settings[key])));
+    table.append(row);
+  }
+  return table;
+}
+
+function policyPanel(c: RunComparison): HTMLElement {
+  const panel = el('div', 'policy-panel');
+  c.runs.forEach((run, i) => {
+    const block = el('div', 'policy-run');
+    const title = el('h3');
+    title.append(swatch(i), document.createTextNode(forDisplay(run.label)));
+    block.append(title);
+    if (run.policyVersions.length === 0) {
+      block.append(el('p', 'muted', 'No policy versions: RL was off, or the run recorded none.'));
+      panel.append(block);
+      return;
+    }
+    const table = el('table', 'policy-table');
+    const head = el('tr');
+    for (const h of ['policy version', 'from step', 'steps', 'samples', 'mean reward', 'valid children'])
+      head.append(el('th', undefined, h));
+    table.append(head);
+    for (const v of run.policyVersions) {
+      const row = el('tr', 'policy-change');
+      row.dataset.step = String(v.firstStep);
+      row.append(
+        el('td', undefined, forDisplay(v.version)),
+        el('td', undefined, String(v.firstStep)),
+        el('td', undefined, formatCount(v.steps)),
+        el('td', undefined, formatCount(v.samples)),
+        el('td', undefined, formatValue(v.meanReward)),
+        el('td', undefined, v.validShare === null ? '–' : `${(100 * v.validShare).toFixed(1)}%`),
+      );
+      table.append(row);
+    }
+    block.append(table);
+    panel.append(block);
+  });
+  return panel;
+}
+
+function bestPrograms(c: RunComparison): HTMLElement {
+  const list = el('div', 'best-programs');
+  c.runs.forEach((run: ComparedRun, i) => {
+    const block = el('div', 'best-run');
+    const title = el('h3');
+    title.append(swatch(i), document.createTextNode(forDisplay(run.label)));
+    block.append(title);
+    if (!run.best) {
+      block.append(el('p', 'muted', 'No valid program yet.'));
+      list.append(block);
+      return;
+    }
+    block.append(
+      el('p', undefined, `Program ${forDisplay(run.best.id)}, step ${run.best.step}, objective ${formatValue(run.best.objective)}`),
+    );
+    block.append(el('pre', 'program-code', forDisplay(run.best.code)));
+    const lineage = el('ol', 'lineage');
+    for (const p of run.lineage.programs)
+      lineage.append(el('li', undefined, `${forDisplay(p.id)} · step ${p.step} · ${p.origin} · ${formatValue(p.objective)}`));
+    if (!run.lineage.complete) lineage.append(el('li', 'muted', 'earlier ancestors were evicted'));
+    block.append(el('h4', undefined, 'Lineage (the program first)'), lineage);
+    list.append(block);
+  });
+  return list;
+}
+
+function runSummary(c: RunComparison): HTMLElement {
+  const list = el('ul', 'run-list');
+  c.runs.forEach((run, i) => {
+    const item = el('li');
+    const last = run.steps[run.steps.length - 1];
+    item.append(
+      swatch(i),
+      el('strong', undefined, forDisplay(run.label)),
+      document.createTextNode(
+        ` (run ${forDisplay(run.runId)}: ${run.steps.length} steps, ${formatDuration(last?.elapsedMs ?? 0)}, best ${formatValue(last?.bestSoFar ?? null)})`,
+      ),
+    );
+    list.append(item);
+  });
+  return list;
+}
+
+let progress: ProgressChart | null = null;
+let outcomes: OutcomeChart | null = null;
+let throughput: ThroughputChart | null = null;
+let rendered: RunComparison | null = null;
+
+function axisButtons(): HTMLElement {
+  const group = el('div', 'axis-buttons');
+  group.setAttribute('role', 'group');
+  group.setAttribute('aria-label', 'progress by');
+  for (const [value, text] of [
+    ['step', 'by step'],
+    ['time', 'by elapsed time'],
+  ] as const) {
+    const button = el('button', undefined, text);
+    button.type = 'button';
+    button.setAttribute('aria-pressed', String(value === axis));
+    button.addEventListener('click', () => {
+      axis = value;
+      for (const b of group.querySelectorAll('button')) b.setAttribute('aria-pressed', String(b === button));
+      if (comparison) progress?.update(comparison, axis, theme);
+    });
+    group.append(button);
+  }
+  return group;
+}
+
+/** Builds the page for a comparison of other runs; for the same runs again (a live run's new step), updates the charts and panels. */
+function render(c: RunComparison): void {
+  comparison = c;
+  const sameRuns = rendered !== null && rendered.runs.map((r) => r.file).join('\n') === c.runs.map((r) => r.file).join('\n');
+  if (!sameRuns || !progress) {
+    const progressCanvas = canvasBox('progress', 'progress');
+    app.replaceChildren(el('h1', undefined, picture ? 'ThetaEvolve: progress of the runs' : 'Compare runs'));
+    if (picture) {
+      app.append(progressCanvas.parentElement as HTMLElement);
+    } else {
+      const outcomesCanvas = canvasBox('outcomes', 'outcomes of each run');
+      const throughputCanvas = canvasBox('throughput', 'samples per second of each step, per run');
+      app.append(
+        runSummary(c),
+        section('Progress', axisButtons(), progressCanvas.parentElement as HTMLElement),
+        section('Policy versions', el('div', 'policy-slot')),
+        section('Outcomes', outcomesCanvas.parentElement as HTMLElement),
+        section('Throughput', throughputCanvas.parentElement as HTMLElement),
+        section('Settings', el('div', 'settings-slot')),
+        section('Best programs', el('div', 'best-slot')),
+      );
+      outcomes = new OutcomeChart(outcomesCanvas, c, theme);
+      throughput = new ThroughputChart(throughputCanvas, c, theme);
+    }
+    progress = new ProgressChart(progressCanvas, c, axis, theme);
+  } else {
+    progress.update(c, axis, theme);
+    outcomes?.update(c, theme);
+    throughput?.update(c, theme);
+  }
+  if (!picture) {
+    app.querySelector('.run-list')?.replaceWith(runSummary(c));
+    app.querySelector('.policy-slot')?.replaceChildren(policyPanel(c));
+    app.querySelector('.settings-slot')?.replaceChildren(settingsTable(c));
+    app.querySelector('.best-slot')?.replaceChildren(bestPrograms(c));
+  }
+  rendered = c;
+  document.body.dataset.rendered = 'true';
+}
+
+function showError(message: string): void {
+  status.textContent = message;
+  status.classList.add('error');
+  if (!status.isConnected) app.prepend(status);
+}
+
+onThemeChange(() => {
+  theme = readTheme();
+  applyChartDefaults(theme);
+  if (comparison) {
+    rendered = null;
+    render(comparison);
+  }
+});
+
+const embedded = document.getElementById(EMBEDDED_COMPARISON_ID);
+if (embedded) {
+  let raw: unknown = null;
+  try {
+    raw = JSON.parse(embedded.textContent ?? '');
+  } catch {
+    raw = null;
+  }
+  const parsed = RunComparisonSchema.safeParse(raw);
+  if (parsed.success) render(parsed.data);
+  else showError(`This report's data is damaged: ${zodIssueText(parsed.error, '(root)')}`);
+} else {
+  const api = acquireVsCodeApi();
+  window.addEventListener('message', (event: MessageEvent<unknown>) => {
+    const message = parseCompareHostMessage(event.data);
+    if (message instanceof Error) showError(message.message);
+    else if (message.type === 'error') showError(message.message);
+    else render(message.comparison);
+  });
+  api.postMessage({ type: 'ready' });
+}

@@ -3,7 +3,7 @@
 // ready EvolutionRun with its response source, evaluator and trainer bridge
 // out. A new evaluation backend or setting is wired here, once.
 import { stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Settings } from './common/config';
 import { errorMessage, ThetaEvolveError } from './common/errors';
 import { ProgramDatabase } from './database/programDatabase';
@@ -136,6 +136,13 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     const info = await readResumeInfo(dbFile);
     // Another task's programs would be scored by this task's evaluator and mixed into its population.
     if (info.task !== task.name) {
+      // The same folder with another evaluator (an OpenEvolve folder's --evaluator FILE): name the one the run used.
+      const ranWith = /\.py$/.test(info.taskDir) ? info.taskDir : null;
+      if (ranWith !== null && dirname(ranWith) === task.dir && ranWith !== task.source)
+        throw new RunSetupError(
+          `${dbFile} was run with the evaluator ${basename(ranWith)} of ${task.dir}, not ${task.source === task.dir ? 'its default one' : basename(task.source)}: ` +
+            `resume it with --evaluator ${ranWith} (in the editor: pick the task '${info.task}')`,
+        );
       throw new RunSetupError(
         `${dbFile} is a run of the task '${info.task}' (${info.taskDir}), not of '${task.name}': resume it with its own task, or give another database`,
       );

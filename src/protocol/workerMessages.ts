@@ -70,6 +70,8 @@ export const RunInfoSchema = z.object({
   lastStep: z.number().int().min(-1),
   summary: DatabaseSummarySchema,
   meta: RunMetaSchema,
+  /** Programs banned now (the Runs view offers Unban on them). */
+  banned: z.array(z.string()),
 });
 export type RunInfo = z.infer<typeof RunInfoSchema>;
 

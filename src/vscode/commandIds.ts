@@ -23,6 +23,7 @@ export const COMMAND_IDS = {
   refreshRuns: 'thetaevolve.refreshRuns',
   deleteRun: 'thetaevolve.deleteRun',
   banProgram: 'thetaevolve.banProgram',
+  unbanProgram: 'thetaevolve.unbanProgram',
   pinProgram: 'thetaevolve.pinProgram',
   showLineage: 'thetaevolve.showLineage',
   // A blame annotation's hover link (hidden from the palette).

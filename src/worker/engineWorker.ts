@@ -228,7 +228,13 @@ async function answer(query: Query): Promise<unknown> {
       case 'summary':
         return db.summary();
       case 'runInfo':
-        return { dbFile: file, lastStep: db.lastStep, summary: db.summary(), meta: parseRunMeta(db.meta(), file) };
+        return {
+          dbFile: file,
+          lastStep: db.lastStep,
+          summary: db.summary(),
+          meta: parseRunMeta(db.meta(), file),
+          banned: db.bannedIds(),
+        };
       case 'snapshot':
         return db.stateSnapshot();
       case 'steps':

@@ -42,7 +42,7 @@ async function acceptingPicks(command: string, ...args: unknown[]): Promise<unkn
   return result;
 }
 
-describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin as Parent, Show Lineage, Blame)', function () {
+describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unban, Pin as Parent, Show Lineage, Blame)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
   const answers: SteerAnswer[] = [];
@@ -117,7 +117,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it("the Runs view shows a program's lineage and blame, pins it as parent and bans it, recorded in the database", async () => {
+  it("the Runs view shows a program's lineage and blame, pins it as parent, bans and unbans it, recorded in the database", async () => {
     const { program } = await taskCopy(theta, 'steer-rows');
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
@@ -176,6 +176,21 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     // The database holds the ban: a second one is refused, naming why.
     assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
     assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
+
+    // The Runs view marks it banned and offers Unban on its row; the palette's Unban picks among the run's banned programs.
+    const rowOf = async (): Promise<ProgramNode | undefined> =>
+      ((await theta.tree.getChildren(row)) as ProgramNode[]).find((p) => p.programId === child.programId);
+    const bannedRow = await rowOf();
+    assert.ok(bannedRow?.banned, 'marked banned');
+    assert.match(String((await theta.tree.getTreeItem(bannedRow)).contextValue), /^thetaevolve\.program\.child\.banned$/);
+    const unbanned = await vscode.commands.executeCommand('thetaevolve.unbanProgram', bannedRow);
+    assert.ok(unbanned && typeof unbanned === 'object' && 'ids' in unbanned, `unbanned: ${JSON.stringify(unbanned)}`);
+    assert.ok((unbanned as { ids: string[] }).ids.includes(child.programId));
+    assert.equal((await rowOf())?.banned, false);
+    assert.ok(await acceptingPicks('thetaevolve.banProgram', child));
+    const fromPalette = await acceptingPicks('thetaevolve.unbanProgram');
+    assert.ok(fromPalette && typeof fromPalette === 'object' && 'ids' in fromPalette, `unbanned: ${JSON.stringify(fromPalette)}`);
+    assert.ok((fromPalette as { ids: string[] }).ids.includes(child.programId));
 
     // After Apply to File, the file's EVOLVE-BLOCK lines carry the program's blame, until the file is edited away from it.
     const annotationsOf = (predicate: (annotations: BlameAnnotation[]) => boolean): Promise<BlameAnnotation[]> =>

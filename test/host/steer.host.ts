@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
 import { steeredLine } from '../../src/vscode/evaluationTask';
+import { queuedLine } from '../../src/vscode/guidanceDocuments';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
@@ -220,7 +221,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step, empty clears it", async () => {
+  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step (shown queued until then), empty clears it", async () => {
     const { program } = await taskCopy(theta, 'steer-guidance');
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
@@ -229,7 +230,12 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     const run = theta.controller.active;
     assert.ok(run);
 
-    // Live: the save is queued; the run's next step takes it and the database says since which step.
+    // Live (paused between steps): the save is queued; until the run's next step takes it, the document reads the queued
+    // text under a line saying so; then the database says since which step.
+    const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+    await vscode.commands.executeCommand('thetaevolve.pauseRun');
+    const pausedAt = await paused;
+    assert.ok(pausedAt.type === 'paused');
     const uri = (await vscode.commands.executeCommand('thetaevolve.editGuidance')) as vscode.Uri;
     assert.equal(uri.scheme, 'thetaevolve-guidance');
     const document = await vscode.workspace.openTextDocument(uri);
@@ -237,10 +243,17 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     const edit = new vscode.WorkspaceEdit();
     edit.insert(uri, new vscode.Position(0, 0), 'Prefer x close to 3.');
     assert.ok(await vscode.workspace.applyEdit(edit));
-    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
     assert.ok(await document.save(), 'saved');
+    assert.ok(answers.some((a) => a.dbFile === run.dbFile && a.kind === 'guidance' && a.queued));
+    const read = async (): Promise<string> => new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    assert.equal(await read(), `${queuedLine(pausedAt.step + 1, false)}\nPrefer x close to 3.`);
+    assert.match(await read(), /^<!-- ThetaEvolve: queued, applies at step \d+ -->/);
+    const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
+    await vscode.commands.executeCommand('thetaevolve.resumeRun');
     const event = await steered;
     assert.ok(event.type === 'steered' && event.ok, JSON.stringify(event));
+    assert.equal(event.step, pausedAt.step + 1);
+    assert.equal(await read(), 'Prefer x close to 3.', 'applied: the guidance in force, no queued line');
     const live = await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
     assert.deepEqual(live.guidance, { text: 'Prefer x close to 3.', step: event.step });
     const stopped = await stopRun(theta.controller);

@@ -49,6 +49,21 @@ export async function readInbox(dbFile: string): Promise<InboxItem[]> {
   return items;
 }
 
+/**
+ * The guidance the waiting requests set once the run takes them: the last
+ * guidance or clear request not yet applied (its text; null: cleared), or
+ * null when none waits.
+ */
+export function queuedGuidance(items: readonly InboxItem[], applied: (id: string) => boolean): { text: string | null } | null {
+  let queued: { text: string | null } | null = null;
+  for (const item of items) {
+    if (applied(item.id)) continue;
+    if (item.request?.kind === 'guidance') queued = { text: item.request.text.trim() };
+    else if (item.request?.kind === 'clearGuidance') queued = { text: null };
+  }
+  return queued;
+}
+
 /** Remove a request once applied (or refused). */
 export async function removeRequest(item: InboxItem): Promise<void> {
   await rm(item.file, { force: true });

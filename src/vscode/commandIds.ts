@@ -26,6 +26,8 @@ export const COMMAND_IDS = {
   unbanProgram: 'thetaevolve.unbanProgram',
   pinProgram: 'thetaevolve.pinProgram',
   showLineage: 'thetaevolve.showLineage',
+  // A program document's feedback CodeLens (hidden from the palette).
+  showProgramFeedback: 'thetaevolve.showProgramFeedback',
   // A blame annotation's hover link (hidden from the palette).
   showBlameDiff: 'thetaevolve.showBlameDiff',
 } as const;

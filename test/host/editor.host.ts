@@ -205,8 +205,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
 describe('editor: program documents and diffs', () => {
   const runId = `editor-test-${Date.now().toString(36)}`;
   const programs = new Map<string, ProgramDocumentSource>([
-    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
-    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
+    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 }, feedback: '' }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 }, feedback: '' }],
   ]);
   // Test data behind the real lookup interface: a run with two programs.
   const lookup: ProgramLookup = {

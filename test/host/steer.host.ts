@@ -4,6 +4,8 @@
 // at once), refusals said, and the Runs view's Ban, Pin as Parent and Show
 // Lineage on a program, all recorded in the run's database.
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
@@ -119,7 +121,10 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
   });
 
   it("the Runs view shows a program's lineage and blame, pins it as parent, bans and unbans it, recorded in the database", async () => {
-    const { program } = await taskCopy(theta, 'steer-rows');
+    const { program, dir } = await taskCopy(theta, 'steer-rows');
+    // Its evaluator gives feedback on valid programs too (as OpenEvolve's artifacts do): the program document shows it.
+    const evaluator = join(dir, 'evaluate.py');
+    writeFileSync(evaluator, readFileSync(evaluator, 'utf8').replace('"reason": ""}', '"reason": "x = %r\\nsecond line" % x}'));
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
     await vscode.commands.executeCommand('thetaevolve.startRun', program);
@@ -151,6 +156,19 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await vscode.commands.executeCommand('thetaevolve.openProgram', child);
     const annotations = await blamed;
+    // The evaluator's feedback: a CodeLens over the program document's first line opens it whole, beside the code.
+    const documentUri = vscode.window.activeTextEditor?.document.uri;
+    assert.ok(documentUri?.scheme === 'thetaevolve', String(documentUri));
+    const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', documentUri)) ?? [];
+    const feedbackLens = lenses.find((lens) => lens.command?.command === 'thetaevolve.showProgramFeedback');
+    assert.ok(feedbackLens?.command, JSON.stringify(lenses.map((lens) => lens.command?.title)));
+    assert.match(feedbackLens.command.title, /Evaluator feedback: x = .* \(2 lines\)$/);
+    const feedbackDoc = (await vscode.commands.executeCommand(
+      feedbackLens.command.command,
+      ...(feedbackLens.command.arguments ?? []),
+    )) as vscode.Uri;
+    assert.match((await vscode.workspace.openTextDocument(feedbackDoc)).getText(), /^x = [^\n]+\nsecond line\n$/);
+    assert.equal(vscode.window.activeTextEditor?.document.getText().includes('second line'), true);
     assert.equal(annotations[0]?.line, 0);
     assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
     const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));

@@ -265,7 +265,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
 
   private async programsOf(run: RunNode): Promise<RunsTreeNode[]> {
     if (!run.info) return [{ kind: 'message', label: run.error ?? 'cannot read this run' }];
-    const readAt = `${run.info.lastStep}/${run.info.summary.programs}`;
+    // Bans change rows (marked, Unban offered) without a step.
+    const readAt = `${run.info.lastStep}/${run.info.summary.programs}/${run.info.banned.join(',')}`;
     const known = this.programRows.get(run.dbFile);
     if (known?.readAt === readAt) return known.rows;
     try {

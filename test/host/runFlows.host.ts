@@ -564,12 +564,17 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
-        const { program } = await taskCopy(theta, 'flows-whole');
+        // An OpenEvolve folder whose program has no markers (as two public ones have none).
+        const dir = join(workspaceDir(), 'flows-whole');
+        rmSync(dir, { recursive: true, force: true });
+        cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'kissing_number'), dir, { recursive: true });
+        const program = vscode.Uri.file(join(dir, 'initial_program.py'));
         const unmarked = readFileSync(program.fsPath, 'utf8')
           .split('\n')
           .filter((line) => !line.includes('EVOLVE-BLOCK'))
           .join('\n');
         writeFileSync(program.fsPath, unmarked);
+        await theta.rememberTaskFor(program, join(dir, 'evaluator.py'));
         await vscode.window.showTextDocument(program);
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         assert.equal(theta.controller.active, undefined, 'nothing runs before the choice');
@@ -579,8 +584,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run of the whole program to start');
         offer.choose('Evolve Whole Program');
         await started;
-        const text = (await vscode.workspace.openTextDocument(program)).getText();
-        assert.equal(text, `# EVOLVE-BLOCK-START\n${unmarked.replace(/\n$/, '')}\n# EVOLVE-BLOCK-END\n`);
+        const lines = (await vscode.workspace.openTextDocument(program)).getText().split('\n');
+        assert.equal(lines[0], '# EVOLVE-BLOCK-START');
+        const end = lines.indexOf('# EVOLVE-BLOCK-END');
+        assert.ok(end > 0 && lines.slice(end + 1).every((line) => line.trim() === ''), 'every line of code inside the block');
+        assert.equal(lines.filter((line) => !line.includes('EVOLVE-BLOCK')).join('\n'), unmarked, 'the code itself unchanged');
         await stopRun(theta.controller);
       } finally {
         watching.dispose();

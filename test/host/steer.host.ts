@@ -30,6 +30,15 @@ async function editChoose(program: vscode.Uri, body: string): Promise<vscode.Tex
   return document;
 }
 
+/** `promise`, or a failure naming `what` once it takes longer than `ms`: a bound that says where a test got stuck. */
+function bounded<T>(promise: Thenable<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([Promise.resolve(promise), late]).finally(() => clearTimeout(timer));
+}
+
 /** Run a command that shows a quick pick or input boxes, accepting what each offers first, until it returns. */
 async function acceptingPicks(command: string, ...args: unknown[]): Promise<unknown> {
   let done = false;
@@ -197,8 +206,11 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
 
     // The Runs view marks it banned and offers Unban on its row; the palette's Unban picks among the run's banned programs.
-    const rowOf = async (): Promise<ProgramNode | undefined> =>
-      ((await theta.tree.getChildren(row)) as ProgramNode[]).find((p) => p.programId === child.programId);
+    const rowOf = async (): Promise<ProgramNode | undefined> => {
+      // The run's row as the view reads it now (its info says which programs are banned).
+      const runRow = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+      return ((await theta.tree.getChildren(runRow)) as ProgramNode[]).find((p) => p.programId === child.programId);
+    };
     const bannedRow = await rowOf();
     assert.ok(bannedRow?.banned, 'marked banned');
     assert.match(String((await theta.tree.getTreeItem(bannedRow)).contextValue), /^thetaevolve\.program\.child\.banned$/);
@@ -251,23 +263,27 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     // Live (paused between steps): the save is queued; until the run's next step takes it, the document reads the queued
     // text under a line saying so; then the database says since which step.
     const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
-    await vscode.commands.executeCommand('thetaevolve.pauseRun');
+    await bounded(vscode.commands.executeCommand('thetaevolve.pauseRun'), 'Pause Run');
     const pausedAt = await paused;
     assert.ok(pausedAt.type === 'paused');
-    const uri = (await vscode.commands.executeCommand('thetaevolve.editGuidance')) as vscode.Uri;
+    const uri = (await bounded(vscode.commands.executeCommand('thetaevolve.editGuidance'), 'Edit Guidance')) as vscode.Uri;
     assert.equal(uri.scheme, 'thetaevolve-guidance');
-    const document = await vscode.workspace.openTextDocument(uri);
+    const document = await bounded(vscode.workspace.openTextDocument(uri), 'opening the guidance document');
     assert.equal(document.getText(), '', 'no guidance yet');
     const edit = new vscode.WorkspaceEdit();
     edit.insert(uri, new vscode.Position(0, 0), 'Prefer x close to 3.');
-    assert.ok(await vscode.workspace.applyEdit(edit));
-    assert.ok(await document.save(), 'saved');
-    assert.ok(answers.some((a) => a.dbFile === run.dbFile && a.kind === 'guidance' && a.queued));
-    const read = async (): Promise<string> => new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    assert.ok(await bounded(vscode.workspace.applyEdit(edit), 'editing the guidance'));
+    assert.ok(await bounded(document.save(), 'saving the guidance'), 'saved');
+    assert.ok(
+      answers.some((a) => a.dbFile === run.dbFile && a.kind === 'guidance' && a.queued),
+      JSON.stringify(answers.slice(-3)),
+    );
+    const read = async (): Promise<string> =>
+      new TextDecoder().decode(await bounded(vscode.workspace.fs.readFile(uri), 'reading the guidance document'));
     assert.equal(await read(), `${queuedLine(pausedAt.step + 1, false)}\nPrefer x close to 3.`);
     assert.match(await read(), /^<!-- ThetaEvolve: queued, applies at step \d+ -->/);
     const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
-    await vscode.commands.executeCommand('thetaevolve.resumeRun');
+    await bounded(vscode.commands.executeCommand('thetaevolve.resumeRun'), 'Resume Run');
     const event = await steered;
     assert.ok(event.type === 'steered' && event.ok, JSON.stringify(event));
     assert.equal(event.step, pausedAt.step + 1);

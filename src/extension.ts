@@ -11,6 +11,8 @@ import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
 import { registerProgramDocuments } from './vscode/programDocuments';
+import { registerProgramFeedback } from './vscode/programFeedback';
+import { feedbackOf } from './engine/common/feedback';
 import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
 import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
@@ -61,7 +63,13 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
       getProgram: async (runId, programId) => {
         const program = await controller.getProgram(runId, programId);
         return program
-          ? { code: program.code, objective: program.objective, step: program.step, stepRank: program.stepRank ?? null }
+          ? {
+              code: program.code,
+              objective: program.objective,
+              step: program.step,
+              stepRank: program.stepRank ?? null,
+              feedback: feedbackOf(program.metrics),
+            }
           : null;
       },
     }),
@@ -71,6 +79,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerEvolveBlockLens(context),
     watchRunsDirectory(tree),
   );
+  registerProgramFeedback(context);
   const dashboard = registerCommands({ context, controller, tree });
   return {
     controller,

@@ -105,7 +105,7 @@ function writeLineage(db: ProgramDatabase, file: string, id: string, args: Parse
   const lines = lineage.programs.map(
     (p) => `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}`,
   );
-  if (!lineage.complete) lines.push('(older ancestors were evicted: their rows are gone)');
+  if (!lineage.complete) lines.push('(older ancestors were evicted before this database kept lineage rows: their rows are gone)');
   io.stdout(lines.join('\n') + '\n');
   return 0;
 }

@@ -333,6 +333,11 @@ export class EvolutionRun {
   private async takeSteerRequests(db: ProgramDatabase): Promise<void> {
     for (const item of await readInbox(this.spec.dbFile)) {
       const step = db.lastStep + 1;
+      // Applied before a crash that left its file: never twice.
+      if (db.appliedRequest(item.id)) {
+        await removeRequest(item);
+        continue;
+      }
       if (item.request === null) {
         this.emit({ type: 'steered', time: Date.now(), step, kind: 'unknown', ok: false, message: item.problem, id: null });
         await removeRequest(item);
@@ -347,6 +352,7 @@ export class EvolutionRun {
           language: this.spec.task.language,
           evaluator: this.spec.evaluator,
           signal: this.stopController.signal,
+          requestId: item.id,
         });
         this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
         const best = db.best();

@@ -3,7 +3,7 @@
 // ready EvolutionRun with its response source, evaluator and trainer bridge
 // out. A new evaluation backend or setting is wired here, once.
 import { stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Settings } from './common/config';
 import { errorMessage, ThetaEvolveError } from './common/errors';
 import { ProgramDatabase } from './database/programDatabase';
@@ -124,10 +124,25 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
   let startPath = request.startPath;
   // The trainer's spool may hold a step that was spooled but never committed (killed in between): the database says which.
   let lastCommittedStep = -1;
+  // Bans as the database holds them: from the run's own database once it is open, before that (and after) as last read.
+  let banned: ReadonlySet<string> = new Set<string>();
+  const running: { run: EvolutionRun | null } = { run: null };
+  const bannedIds = (): ReadonlySet<string> => {
+    const db = running.run?.database;
+    if (db) banned = new Set(db.bannedIds());
+    return banned;
+  };
   if (exists) {
     const info = await readResumeInfo(dbFile);
     // Another task's programs would be scored by this task's evaluator and mixed into its population.
     if (info.task !== task.name) {
+      // The same folder with another evaluator (an OpenEvolve folder's --evaluator FILE): name the one the run used.
+      const ranWith = /\.py$/.test(info.taskDir) ? info.taskDir : null;
+      if (ranWith !== null && dirname(ranWith) === task.dir && ranWith !== task.source)
+        throw new RunSetupError(
+          `${dbFile} was run with the evaluator ${basename(ranWith)} of ${task.dir}, not ${task.source === task.dir ? 'its default one' : basename(task.source)}: ` +
+            `resume it with --evaluator ${ranWith} (in the editor: pick the task '${info.task}')`,
+        );
       throw new RunSetupError(
         `${dbFile} is a run of the task '${info.task}' (${info.taskDir}), not of '${task.name}': resume it with its own task, or give another database`,
       );
@@ -136,6 +151,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     startCode = info.startCode;
     startPath = info.programPath;
     lastCommittedStep = info.lastStep;
+    banned = new Set(info.banned);
   }
 
   // One server: its client; several base URLs in thetaevolve.endpoint: a pool spreading requests over them.
@@ -173,6 +189,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     tokenSupport: endpoint ? endpoint.tokenSupport : null,
     onWarning: (text) => request.onWarning(`RL trainer: ${text}`),
     onState: request.onTrainerState,
+    bannedIds,
   });
   try {
     await trainer.start(signal);
@@ -212,7 +229,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     request.onWarning(`Scores are not protected from a hostile candidate: ${IN_SANDBOX_TRUST_REASON}.`);
   for (const notice of task.notices) request.onWarning(notice);
 
-  const run = new EvolutionRun({
+  const run = (running.run = new EvolutionRun({
     runId: request.runId,
     task,
     settings,
@@ -240,7 +257,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       await trainer.afterCommit(committed, stepSignal);
       request.afterStep?.(committed);
     },
-  });
+  }));
   return {
     run,
     source,
@@ -274,7 +291,7 @@ export function isolationSummary(
 /** What a resumed run needs of its database, read without keeping it open. */
 async function readResumeInfo(
   dbFile: string,
-): Promise<{ startCode: string; programPath: string; lastStep: number; task: string; taskDir: string }> {
+): Promise<{ startCode: string; programPath: string; lastStep: number; task: string; taskDir: string; banned: string[] }> {
   let db: ProgramDatabase;
   try {
     db = await ProgramDatabase.openReadOnly(dbFile);
@@ -283,7 +300,14 @@ async function readResumeInfo(
   }
   try {
     const meta = parseRunMeta(db.meta(), dbFile);
-    return { startCode: meta.startCode, programPath: meta.programPath, lastStep: db.lastStep, task: meta.task, taskDir: meta.taskDir };
+    return {
+      startCode: meta.startCode,
+      programPath: meta.programPath,
+      lastStep: db.lastStep,
+      task: meta.task,
+      taskDir: meta.taskDir,
+      banned: db.bannedIds(),
+    };
   } catch (err) {
     throw new RunSetupError(errorMessage(err), null, { cause: err });
   } finally {

@@ -71,6 +71,8 @@ export const RunInfoSchema = z.object({
   lastStep: z.number().int().min(-1),
   summary: DatabaseSummarySchema,
   meta: RunMetaSchema,
+  /** Programs banned now (the Runs view offers Unban on them). */
+  banned: z.array(z.string()),
 });
 export type RunInfo = z.infer<typeof RunInfoSchema>;
 
@@ -123,6 +125,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('lineage'), dbFile: z.string().min(1), programId: z.string().min(1) }),
   /** For each line of a program, the program of its lineage where the line first appeared. */
   z.object({ kind: z.literal('blame'), dbFile: z.string().min(1), programId: z.string().min(1) }),
+  /** The guidance a request waiting in the run's steering inbox sets, and the step it applies at (null: none waits). */
+  z.object({ kind: z.literal('queuedGuidance'), dbFile: z.string().min(1) }),
   /**
    * A steer request (docs/algorithm.md section 11), the one query that changes a run: queued for the
    * active run's next step, else applied now (`add` evaluated in the sandbox with `settings`).
@@ -158,6 +162,7 @@ export const QueryResultSchemas = {
     /** The programs the lines came from (the lineage's). */
     programs: z.array(LineageEntrySchema),
   }),
+  queuedGuidance: z.object({ text: z.string().nullable(), step: count }).nullable(),
   steer: SteerResultSchema,
   comparison: RunComparisonSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),

@@ -24,8 +24,11 @@ export const COMMAND_IDS = {
   refreshRuns: 'thetaevolve.refreshRuns',
   deleteRun: 'thetaevolve.deleteRun',
   banProgram: 'thetaevolve.banProgram',
+  unbanProgram: 'thetaevolve.unbanProgram',
   pinProgram: 'thetaevolve.pinProgram',
   showLineage: 'thetaevolve.showLineage',
+  // A program document's feedback CodeLens (hidden from the palette).
+  showProgramFeedback: 'thetaevolve.showProgramFeedback',
   // A blame annotation's hover link (hidden from the palette).
   showBlameDiff: 'thetaevolve.showBlameDiff',
 } as const;

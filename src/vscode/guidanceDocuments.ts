@@ -2,12 +2,21 @@
 // Guidance opens `thetaevolve-guidance:/<run>/guidance.md`, whose text is the
 // guidance in force read from the run's database; saving it sends the text
 // as a steer request (empty: clear the guidance), so it applies from the
-// run's next step. Nothing is kept outside the database.
+// run's next step. While a saved text waits in the live run's steering inbox,
+// the document reads that text, under a first line saying it is queued and
+// from which step (the line is not part of the guidance: a save drops it).
+// Nothing is kept outside the database and the inbox.
 import * as vscode from 'vscode';
 import type { SteerRequest, SteerResult } from '../engine/common/steering';
 import type { RunController } from './runController';
 
 export const GUIDANCE_SCHEME = 'thetaevolve-guidance';
+
+/** The first line of a guidance document whose text waits for the run's next step. */
+export function queuedLine(step: number, cleared: boolean): string {
+  return `<!-- ThetaEvolve: queued, ${cleared ? 'clears the guidance' : 'applies'} at step ${step} -->`;
+}
+const QUEUED_LINE = /^<!-- ThetaEvolve: queued, [^\n]*-->\r?\n?/;
 
 export interface GuidanceRun {
   runId: string;
@@ -49,13 +58,15 @@ class GuidanceFileSystem implements vscode.FileSystemProvider {
 
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
     const run = runOfUri(uri);
+    const queued = await this.controller.query({ kind: 'queuedGuidance', dbFile: run.dbFile });
+    if (queued) return new TextEncoder().encode(`${queuedLine(queued.step, queued.text === null)}\n${queued.text ?? ''}`);
     const snapshot = await this.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
     return new TextEncoder().encode(snapshot.guidance?.text ?? '');
   }
 
   async writeFile(uri: vscode.Uri, content: Uint8Array): Promise<void> {
     const run = runOfUri(uri);
-    const text = new TextDecoder().decode(content);
+    const text = new TextDecoder().decode(content).replace(QUEUED_LINE, '');
     const request: SteerRequest = text.trim() === '' ? { kind: 'clearGuidance' } : { kind: 'guidance', text };
     const result = await this.send(run, request);
     // Refused (said already): the document stays unsaved, its text kept.

@@ -8,6 +8,7 @@
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import { errorMessage } from '../engine/common/errors';
 import type { Direction } from '../engine/common/types';
 import { isFunSearchSpecText } from '../engine/task/foreignTasks';
@@ -70,9 +71,19 @@ async function askGoal(code: string): Promise<{ direction: Direction; objective:
   return { direction: picked.direction, objective };
 }
 
+/**
+ * What a caller of the command (a keybinding's `args`) may offer as the
+ * answers' first values: a FunSearch specification's inputs (JSON text).
+ */
+const NewTaskArgsSchema = z.object({ inputs: z.string().optional() }).optional();
+
 /** A FunSearch specification: ask its inputs and reduction, write the task folder beside it; null when the user cancels. */
-async function newTaskForFunSearchSpec(specPath: string): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
+async function newTaskForFunSearchSpec(
+  specPath: string,
+  offered: { inputs?: string },
+): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
   const inputsText = await vscode.window.showInputBox({
+    value: offered.inputs,
     title: `ThetaEvolve: ${basename(specPath)} is a FunSearch specification`,
     prompt: 'The inputs its @funsearch.run function is called with, one call per item, as a JSON array (a list item is one argument)',
     placeHolder: '[8]   or   [[12, 7], [15, 10]]',
@@ -111,13 +122,15 @@ async function newTaskForFunSearchSpec(specPath: string): Promise<{ taskFile: st
  * task.json was already there: then nothing is written), or null when the
  * person cancelled the questions.
  */
-export async function newTaskForFile(): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
+export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
+  // Only a plain object of known fields: a command argument (a keybinding's, a tree item's) is anyone's.
+  const offered = NewTaskArgsSchema.safeParse(args instanceof vscode.Uri ? undefined : args).data ?? {};
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.uri.scheme !== 'file') throw new Error('open a saved program file first: the task is written beside it');
   const document = editor.document;
   if (document.isDirty && !(await document.save())) throw new Error(`${fileName(document.uri)} could not be saved`);
   const programPath = document.uri.fsPath;
-  if (isFunSearchSpecText(document.getText())) return newTaskForFunSearchSpec(programPath);
+  if (isFunSearchSpecText(document.getText())) return newTaskForFunSearchSpec(programPath, offered);
   const dir = dirname(programPath);
   const taskFile = join(dir, 'task.json');
   if (await exists(taskFile)) {

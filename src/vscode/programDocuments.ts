@@ -18,6 +18,8 @@ export interface ProgramDocumentSource {
   objective: number | null;
   step: number;
   stepRank?: StepRank | null;
+  /** The evaluator's feedback kept for it ('' when none): shown beside the document (programFeedback.ts), never in it. */
+  feedback: string;
 }
 
 export interface ProgramLookup {

@@ -88,16 +88,35 @@ function showStartFailure(err: unknown, again: { retry: () => Promise<void>; off
 
 /**
  * A program Start Run cannot evolve. With no region at all, the next steps
- * are offered: mark the selected lines, or scaffold a task for the file
- * (both act on the file, opened first). Broken markers are the user's to fix.
+ * are offered: evolve the whole program, as OpenEvolve and ShinkaEvolve do
+ * with a program without markers (its lines are marked as one EVOLVE-BLOCK,
+ * an edit of the file that Undo takes back, and the run starts), mark the
+ * selected lines, or scaffold a task for the file (all act on the file,
+ * opened first). Broken markers are the user's to fix.
  */
 function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boolean): void {
+  const whole = 'Evolve Whole Program';
   const mark = 'Mark Selection as EVOLVE-BLOCK';
   const newTask = 'New Task for This File';
-  const buttons = noRegion ? [mark, newTask] : [];
-  offerStartButtons(message, buttons, async (choice) => {
-    if (choice !== mark && choice !== newTask) return;
-    await vscode.window.showTextDocument(fileUri, { preserveFocus: false });
+  const buttons = noRegion ? [whole, mark, newTask] : [];
+  const offer = noRegion
+    ? `${message} Evolve Whole Program marks all its lines as the EVOLVE-BLOCK (as OpenEvolve evolves a program without markers) and starts the run.`
+    : message;
+  offerStartButtons(offer, buttons, async (choice) => {
+    if (choice !== whole && choice !== mark && choice !== newTask) return;
+    const editor = await vscode.window.showTextDocument(fileUri, { preserveFocus: false });
+    if (choice === whole) {
+      const lines = editor.document.getText().split(/\r?\n/);
+      // A first `#!` line stays above the block, as it must stay first.
+      const first = lines[0]?.startsWith('#!') ? 1 : 0;
+      let last = lines.length - 1;
+      while (last > first && (lines[last] ?? '').trim() === '') last--;
+      editor.selection = new vscode.Selection(first, 0, last, (lines[last] ?? '').length);
+      await vscode.commands.executeCommand(COMMAND_IDS.markEvolveBlock);
+      if (locateEvolveBlocks(editor.document.getText()).regions.length === 0) return;
+      await vscode.commands.executeCommand(COMMAND_IDS.startRun, fileUri);
+      return;
+    }
     await vscode.commands.executeCommand(choice === mark ? COMMAND_IDS.markEvolveBlock : COMMAND_IDS.newTaskForFile);
   });
 }

@@ -39,6 +39,8 @@ export interface ProgramNode {
   delta: number | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
+  /** Banned now (docs/algorithm.md section 11). */
+  banned: boolean;
   extension: string;
   fileUri: vscode.Uri | undefined;
   /** The text the run started from (Apply asks before overwriting later edits). */
@@ -85,6 +87,8 @@ export function activeRunContext(state: RunState): string {
 export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
+/** Added to a banned program's context value: its menu offers Unban instead of Ban. */
+export const BANNED_CONTEXT_SUFFIX = '.banned';
 
 function fmt(value: number | null): string {
   return formatScore(value, 6);
@@ -264,7 +268,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
 
   private async programsOf(run: RunNode): Promise<RunsTreeNode[]> {
     if (!run.info) return [{ kind: 'message', label: run.error ?? 'cannot read this run' }];
-    const readAt = `${run.info.lastStep}/${run.info.summary.programs}`;
+    // Bans change rows (marked, Unban offered) without a step.
+    const readAt = `${run.info.lastStep}/${run.info.summary.programs}/${run.info.banned.join(',')}`;
     const known = this.programRows.get(run.dbFile);
     if (known?.readAt === readAt) return known.rows;
     try {
@@ -303,6 +308,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         objective,
         delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
+        banned: info.banned.includes(p.id),
         extension: origin.extension,
         fileUri: origin.fileUri,
         startCode: origin.startCode,
@@ -359,8 +365,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     item.tooltip =
       `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
       `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
-    item.contextValue = node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT;
-    item.iconPath = new vscode.ThemeIcon(node.pinnedBest ? 'star-full' : node.parentId ? 'arrow-up' : 'circle-outline');
+    item.contextValue = (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) + (node.banned ? BANNED_CONTEXT_SUFFIX : '');
+    item.iconPath = new vscode.ThemeIcon(
+      node.banned ? 'circle-slash' : node.pinnedBest ? 'star-full' : node.parentId ? 'arrow-up' : 'circle-outline',
+    );
+    if (node.banned) item.tooltip += '\nBanned: never a parent, an inspiration or in a rollout (Unban Program lifts it)';
     item.command = node.parentId
       ? { command: 'thetaevolve.showProgramDiff', title: 'Show Diff', arguments: [node] }
       : { command: 'thetaevolve.openProgram', title: 'Open Program', arguments: [node] };

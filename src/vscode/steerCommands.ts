@@ -1,6 +1,6 @@
 // Interactive evolution in the editor (docs/algorithm.md section 11;
 // docs/architecture.md "Steering a run"): Add This File to the Run, and the
-// Runs view's Ban, Pin as Parent and Show Lineage on a program, and Edit
+// Runs view's Ban, Unban, Pin as Parent and Show Lineage on a program, and Edit
 // Guidance (src/vscode/guidanceDocuments.ts). Every request
 // goes to the engine worker (the `steer` query): the run this window runs
 // takes it at its next step and says what became of it with a `steered`
@@ -140,6 +140,21 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     });
     if (!choice) return undefined;
     return steer(node, { kind: 'ban', id: node.programId, descendants: choice.descendants }, undefined);
+  });
+
+  // A banned program's row in the Runs view, or from the palette: one of the run's banned programs, picked.
+  registerCommand(context, COMMAND_IDS.unbanProgram, async (arg?: unknown) => {
+    if (isProgramNode(arg)) return steer(programArg(arg), { kind: 'unban', id: arg.programId }, undefined);
+    const run = await runOf(arg);
+    if (!run) return undefined;
+    controller.registerRun(run.runId, run.dbFile);
+    const { banned } = await controller.query({ kind: 'runInfo', dbFile: run.dbFile });
+    if (banned.length === 0) return void vscode.window.showInformationMessage(`ThetaEvolve: no program of run ${run.runId} is banned.`);
+    const picked = await vscode.window.showQuickPick(
+      banned.map((id) => ({ label: `program ${forDisplay(id)}`, id })),
+      { title: `Unban a program of run ${run.runId}: it can be a parent and an inspiration again` },
+    );
+    return picked ? steer(run, { kind: 'unban', id: picked.id }, undefined) : undefined;
   });
 
   registerCommand(context, COMMAND_IDS.pinProgram, async (arg?: unknown) => {

@@ -81,7 +81,11 @@ export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Pr
   return summarizeChoices('workspace', await taskFilesBeside(forFile.fsPath));
 }
 
-/** Bundled tasks first, then the workspace's and those beside `forFile`; a task found twice is listed once. */
+/**
+ * Bundled tasks first, then the workspace's and those beside `forFile`; a
+ * task found twice is listed once (one folder and task name: an OpenEvolve
+ * folder's evaluators are each their own task).
+ */
 export async function listTaskChoices(
   extensionPath: string,
   token?: vscode.CancellationToken,
@@ -93,9 +97,9 @@ export async function listTaskChoices(
     listTaskChoicesBeside(forFile),
   ]);
   const seen = new Set<string>();
-  const folderOf = (c: TaskChoice): string => resolve(c.summary?.dir ?? dirname(c.taskFile));
+  const keyOf = (c: TaskChoice): string => `${resolve(c.summary?.dir ?? dirname(c.taskFile))}\0${c.summary?.name ?? c.taskFile}`;
   return [...bundled, ...workspace, ...beside].filter((c) => {
-    const key = folderOf(c);
+    const key = keyOf(c);
     if (seen.has(key)) return false;
     seen.add(key);
     return true;

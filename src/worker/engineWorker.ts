@@ -29,6 +29,7 @@ import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
 import { compareRunFiles, readRunForComparison, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
+import { queuedGuidance, readInbox } from '../engine/steering/inbox';
 
 interface ActiveRun extends AssembledRun {
   runId: string;
@@ -216,6 +217,14 @@ async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluationOutput') return readEvaluationOutput(resolve(query.dbFile), query.step, query.jobKey, query.sampleIndex);
   const file = resolve(query.dbFile);
   const live = active && active.dbFile === file ? active.run.database : null;
+  if (query.kind === 'queuedGuidance') {
+    const items = await readInbox(file);
+    const pick = (db: ProgramDatabase): QueryResult<'queuedGuidance'> => {
+      const queued = queuedGuidance(items, (id) => db.appliedRequest(id));
+      return queued && { text: queued.text, step: db.lastStep + 1 };
+    };
+    return live ? pick(live) : withReadOnly(file, pick);
+  }
   const ask = (db: ProgramDatabase): unknown => {
     switch (query.kind) {
       case 'program': {
@@ -230,7 +239,13 @@ async function answer(query: Query): Promise<unknown> {
       case 'summary':
         return db.summary();
       case 'runInfo':
-        return { dbFile: file, lastStep: db.lastStep, summary: db.summary(), meta: parseRunMeta(db.meta(), file) };
+        return {
+          dbFile: file,
+          lastStep: db.lastStep,
+          summary: db.summary(),
+          meta: parseRunMeta(db.meta(), file),
+          banned: db.bannedIds(),
+        };
       case 'snapshot':
         return db.stateSnapshot();
       case 'steps':

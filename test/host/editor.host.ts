@@ -3,7 +3,7 @@
 // validation and the task listing. They run inside a real VS Code
 // (code-server) on the workspace the host runner created.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
@@ -15,7 +15,7 @@ import { type ProgramDocumentSource, type ProgramLookup, programUri, registerPro
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
-import { api, EXTENSION_ID } from './support';
+import { api, EXTENSION_ID, REPO_ROOT } from './support';
 import { waitFor } from '../support/waitFor';
 
 function extension(): vscode.Extension<unknown> {
@@ -205,8 +205,8 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
 describe('editor: program documents and diffs', () => {
   const runId = `editor-test-${Date.now().toString(36)}`;
   const programs = new Map<string, ProgramDocumentSource>([
-    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 } }],
-    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 } }],
+    ['1v', { code: PYTHON, objective: 0.95981, step: 11, stepRank: { rank: 2, of: 8 }, feedback: '' }],
+    ['3k', { code: PYTHON.replace('return 1', 'return 2'), objective: 0.96123, step: 12, stepRank: { rank: 1, of: 8 }, feedback: '' }],
   ]);
   // Test data behind the real lookup interface: a run with two programs.
   const lookup: ProgramLookup = {
@@ -481,6 +481,89 @@ describe('editor: task picker', () => {
     await select();
     assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, copy);
     assert.match(readFileSync(copy, 'utf8'), /^# my edit/);
+  });
+
+  it('lists each evaluator of an OpenEvolve folder that has several, as a task of its program, and runs the one picked', async () => {
+    const dir = join(folder, 'kissing-phases');
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'kissing_number'), dir, { recursive: true });
+    cpSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
+    const program = vscode.Uri.file(join(dir, 'initial_program.py'));
+    const ofFolder = (await listTaskChoices(extension().extensionPath, undefined, program)).filter((c) => c.taskFile.startsWith(dir));
+    assert.deepEqual(
+      ofFolder.map((c) => c.taskFile.slice(dir.length + 1)).sort(),
+      ['evaluator.py', 'evaluator_phase_1.py'],
+      JSON.stringify(ofFolder.map((c) => c.taskFile)),
+    );
+    for (const choice of ofFolder) {
+      assert.equal(choice.error, undefined, choice.error);
+      assert.equal(choice.summary?.initialProgramPath, program.fsPath, "each is this file's task");
+    }
+    assert.equal(new Set(ofFolder.map((c) => c.summary?.name)).size, 2, 'two tasks, by name');
+    // The picker's list for the program, in its own order: both, under "This file's task".
+    const state = new Map<string, unknown>();
+    const workspaceState: vscode.Memento = {
+      keys: () => [...state.keys()],
+      get: <T>(key: string, fallback?: T): T | undefined => (state.has(key) ? (state.get(key) as T) : fallback),
+      update: async (key: string, value: unknown) => {
+        state.set(key, value);
+      },
+    };
+    const context = { extensionPath: extension().extensionPath, workspaceState };
+    await rememberTaskFile(context, program, join(dir, 'evaluator_phase_1.py'));
+    const task = await pickTask(context, program);
+    assert.equal(task?.source, join(dir, 'evaluator_phase_1.py'), 'the evaluator picked is the one the run uses');
+  });
+
+  it('New Task for This File on a FunSearch specification asks its inputs and reduction, then writes the task folder beside it', async () => {
+    const specDir = join(folder, 'funsearch-spec');
+    rmSync(specDir, { recursive: true, force: true });
+    mkdirSync(specDir, { recursive: true });
+    const spec = join(specDir, 'cap_set.py');
+    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'funsearch', 'cap_set.py'), spec);
+    await vscode.window.showTextDocument(vscode.Uri.file(spec));
+    // Asked first: cancelling the question writes nothing.
+    const cancelled = Promise.resolve(vscode.commands.executeCommand('thetaevolve.newTaskForFile'));
+    let answered = false;
+    void cancelled.finally(() => (answered = true));
+    await waitFor(
+      async () => {
+        if (answered) return true;
+        await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+        return false;
+      },
+      { what: 'the inputs question, cancelled', deadlineMs: 30_000 },
+    );
+    assert.equal(await cancelled, null);
+    assert.deepEqual(readdirSync(specDir), ['cap_set.py']);
+
+    // Answered (the inputs as a keybinding could offer them, then the first reduction): the folder in OpenEvolve's layout.
+    await vscode.window.showTextDocument(vscode.Uri.file(spec));
+    let done = false;
+    const written = Promise.resolve(vscode.commands.executeCommand('thetaevolve.newTaskForFile', { inputs: '[3, 4]' })).finally(
+      () => (done = true),
+    );
+    await waitFor(
+      async () => {
+        if (done) return true;
+        await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+        return false;
+      },
+      { what: 'the questions answered', deadlineMs: 30_000 },
+    );
+    const result = (await written) as { taskFile: string; evaluatorFile: string | null } | null;
+    assert.equal(result?.taskFile, join(specDir, 'cap_set', 'evaluator.py'));
+    const settings = JSON.parse(readFileSync(join(specDir, 'cap_set', 'funsearch.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(settings.inputs, [3, 4]);
+    assert.equal(settings.reduce, 'last', "FunSearch's own reduction, offered first");
+    assert.match(readFileSync(join(specDir, 'cap_set', 'initial_program.py'), 'utf8'), /EVOLVE-BLOCK-START/);
+    // The program it opened has the converted folder as its task.
+    const converted = vscode.Uri.file(join(specDir, 'cap_set', 'initial_program.py'));
+    const choices = await listTaskChoices(extension().extensionPath, undefined, converted);
+    assert.ok(
+      choices.some((c) => c.taskFile.startsWith(join(specDir, 'cap_set')) && c.summary?.initialProgramPath === converted.fsPath),
+      JSON.stringify(choices.map((c) => c.taskFile)),
+    );
   });
 
   it('uses the task remembered for a file without asking', async () => {

@@ -532,7 +532,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
   });
 
   describe('Start Run on a file without an EVOLVE-BLOCK', () => {
-    it('offers Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
+    it('offers Evolve Whole Program, Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
@@ -546,7 +546,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const offer = offers.at(-1);
         assert.ok(offer, 'the problem is shown');
         assert.match(offer.message, /cannot evolve plain\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
-        assert.deepEqual(offer.buttons, ['Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
+        assert.deepEqual(offer.buttons, ['Evolve Whole Program', 'Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
         offer.choose('Mark Selection as EVOLVE-BLOCK');
         const lines = await waitFor(() => editor.document.getText().split('\n'), {
           what: 'the markers around the selected lines',
@@ -554,6 +554,42 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           deadlineMs: 20_000,
         });
         assert.deepEqual(lines.slice(2, 6), ['# EVOLVE-BLOCK-START', 'def f(x):', '    return x * 2', '# EVOLVE-BLOCK-END']);
+      } finally {
+        watching.dispose();
+        await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+      }
+    });
+
+    it('Evolve Whole Program marks every line of the program as the EVOLVE-BLOCK, as OpenEvolve evolves it, and starts the run', async () => {
+      const offers: StartFailureOffer[] = [];
+      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
+      try {
+        // An OpenEvolve folder whose program has no markers (as two public ones have none).
+        const dir = join(workspaceDir(), 'flows-whole');
+        rmSync(dir, { recursive: true, force: true });
+        cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'kissing_number'), dir, { recursive: true });
+        const program = vscode.Uri.file(join(dir, 'initial_program.py'));
+        const unmarked = readFileSync(program.fsPath, 'utf8')
+          .split('\n')
+          .filter((line) => !line.includes('EVOLVE-BLOCK'))
+          .join('\n');
+        writeFileSync(program.fsPath, unmarked);
+        await theta.rememberTaskFor(program, join(dir, 'evaluator.py'));
+        await vscode.window.showTextDocument(program);
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        assert.equal(theta.controller.active, undefined, 'nothing runs before the choice');
+        const offer = offers.at(-1);
+        assert.ok(offer, 'offered');
+        assert.match(offer.message, /no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers.*Evolve Whole Program marks all its lines/);
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run of the whole program to start');
+        offer.choose('Evolve Whole Program');
+        await started;
+        const lines = (await vscode.workspace.openTextDocument(program)).getText().split('\n');
+        assert.equal(lines[0], '# EVOLVE-BLOCK-START');
+        const end = lines.indexOf('# EVOLVE-BLOCK-END');
+        assert.ok(end > 0 && lines.slice(end + 1).every((line) => line.trim() === ''), 'every line of code inside the block');
+        assert.equal(lines.filter((line) => !line.includes('EVOLVE-BLOCK')).join('\n'), unmarked, 'the code itself unchanged');
+        await stopRun(theta.controller);
       } finally {
         watching.dispose();
         await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');

@@ -4,10 +4,13 @@
 // at once), refusals said, and the Runs view's Ban, Pin as Parent and Show
 // Lineage on a program, all recorded in the run's database.
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
 import { steeredLine } from '../../src/vscode/evaluationTask';
+import { queuedLine } from '../../src/vscode/guidanceDocuments';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
@@ -27,6 +30,15 @@ async function editChoose(program: vscode.Uri, body: string): Promise<vscode.Tex
   return document;
 }
 
+/** `promise`, or a failure naming `what` once it takes longer than `ms`: a bound that says where a test got stuck. */
+function bounded<T>(promise: Thenable<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([Promise.resolve(promise), late]).finally(() => clearTimeout(timer));
+}
+
 /** Run a command that shows a quick pick or input boxes, accepting what each offers first, until it returns. */
 async function acceptingPicks(command: string, ...args: unknown[]): Promise<unknown> {
   let done = false;
@@ -42,7 +54,7 @@ async function acceptingPicks(command: string, ...args: unknown[]): Promise<unkn
   return result;
 }
 
-describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin as Parent, Show Lineage, Blame)', function () {
+describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unban, Pin as Parent, Show Lineage, Blame)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
   const answers: SteerAnswer[] = [];
@@ -117,8 +129,11 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it("the Runs view shows a program's lineage and blame, pins it as parent and bans it, recorded in the database", async () => {
-    const { program } = await taskCopy(theta, 'steer-rows');
+  it("the Runs view shows a program's lineage and blame, pins it as parent, bans and unbans it, recorded in the database", async () => {
+    const { program, dir } = await taskCopy(theta, 'steer-rows');
+    // Its evaluator gives feedback on valid programs too (as OpenEvolve's artifacts do): the program document shows it.
+    const evaluator = join(dir, 'evaluate.py');
+    writeFileSync(evaluator, readFileSync(evaluator, 'utf8').replace('"reason": ""}', '"reason": "x = %r\\nsecond line" % x}'));
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 2, 'step 2 to commit');
     await vscode.commands.executeCommand('thetaevolve.startRun', program);
@@ -150,6 +165,19 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await vscode.commands.executeCommand('thetaevolve.openProgram', child);
     const annotations = await blamed;
+    // The evaluator's feedback: a CodeLens over the program document's first line opens it whole, beside the code.
+    const documentUri = vscode.window.activeTextEditor?.document.uri;
+    assert.ok(documentUri?.scheme === 'thetaevolve', String(documentUri));
+    const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', documentUri)) ?? [];
+    const feedbackLens = lenses.find((lens) => lens.command?.command === 'thetaevolve.showProgramFeedback');
+    assert.ok(feedbackLens?.command, JSON.stringify(lenses.map((lens) => lens.command?.title)));
+    assert.match(feedbackLens.command.title, /Evaluator feedback: x = .* \(2 lines\)$/);
+    const feedbackDoc = (await vscode.commands.executeCommand(
+      feedbackLens.command.command,
+      ...(feedbackLens.command.arguments ?? []),
+    )) as vscode.Uri;
+    assert.match((await vscode.workspace.openTextDocument(feedbackDoc)).getText(), /^x = [^\n]+\nsecond line\n$/);
+    assert.equal(vscode.window.activeTextEditor?.document.getText().includes('second line'), true);
     assert.equal(annotations[0]?.line, 0);
     assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
     const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));
@@ -176,6 +204,24 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     // The database holds the ban: a second one is refused, naming why.
     assert.equal(await acceptingPicks('thetaevolve.banProgram', child), undefined);
     assert.match(answers[answers.length - 1]?.message ?? '', /already banned/);
+
+    // The Runs view marks it banned and offers Unban on its row; the palette's Unban picks among the run's banned programs.
+    const rowOf = async (): Promise<ProgramNode | undefined> => {
+      // The run's row as the view reads it now (its info says which programs are banned).
+      const runRow = (await theta.tree.getChildren()).find((n): n is RunNode => n.kind === 'run' && n.runId === run.runId);
+      return ((await theta.tree.getChildren(runRow)) as ProgramNode[]).find((p) => p.programId === child.programId);
+    };
+    const bannedRow = await rowOf();
+    assert.ok(bannedRow?.banned, 'marked banned');
+    assert.match(String((await theta.tree.getTreeItem(bannedRow)).contextValue), /^thetaevolve\.program\.child\.banned$/);
+    const unbanned = await vscode.commands.executeCommand('thetaevolve.unbanProgram', bannedRow);
+    assert.ok(unbanned && typeof unbanned === 'object' && 'ids' in unbanned, `unbanned: ${JSON.stringify(unbanned)}`);
+    assert.ok((unbanned as { ids: string[] }).ids.includes(child.programId));
+    assert.equal((await rowOf())?.banned, false);
+    assert.ok(await acceptingPicks('thetaevolve.banProgram', child));
+    const fromPalette = await acceptingPicks('thetaevolve.unbanProgram');
+    assert.ok(fromPalette && typeof fromPalette === 'object' && 'ids' in fromPalette, `unbanned: ${JSON.stringify(fromPalette)}`);
+    assert.ok((fromPalette as { ids: string[] }).ids.includes(child.programId));
 
     // After Apply to File, the file's EVOLVE-BLOCK lines carry the program's blame, until the file is edited away from it.
     const annotationsOf = (predicate: (annotations: BlameAnnotation[]) => boolean): Promise<BlameAnnotation[]> =>
@@ -205,7 +251,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step, empty clears it", async () => {
+  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step (shown queued until then), empty clears it", async () => {
     const { program } = await taskCopy(theta, 'steer-guidance');
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
@@ -214,18 +260,34 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Pin
     const run = theta.controller.active;
     assert.ok(run);
 
-    // Live: the save is queued; the run's next step takes it and the database says since which step.
-    const uri = (await vscode.commands.executeCommand('thetaevolve.editGuidance')) as vscode.Uri;
+    // Live (paused between steps): the save is queued; until the run's next step takes it, the document reads the queued
+    // text under a line saying so; then the database says since which step.
+    const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
+    await bounded(vscode.commands.executeCommand('thetaevolve.pauseRun'), 'Pause Run');
+    const pausedAt = await paused;
+    assert.ok(pausedAt.type === 'paused');
+    const uri = (await bounded(vscode.commands.executeCommand('thetaevolve.editGuidance'), 'Edit Guidance')) as vscode.Uri;
     assert.equal(uri.scheme, 'thetaevolve-guidance');
-    const document = await vscode.workspace.openTextDocument(uri);
+    const document = await bounded(vscode.workspace.openTextDocument(uri), 'opening the guidance document');
     assert.equal(document.getText(), '', 'no guidance yet');
     const edit = new vscode.WorkspaceEdit();
     edit.insert(uri, new vscode.Position(0, 0), 'Prefer x close to 3.');
-    assert.ok(await vscode.workspace.applyEdit(edit));
+    assert.ok(await bounded(vscode.workspace.applyEdit(edit), 'editing the guidance'));
+    assert.ok(await bounded(document.save(), 'saving the guidance'), 'saved');
+    assert.ok(
+      answers.some((a) => a.dbFile === run.dbFile && a.kind === 'guidance' && a.queued),
+      JSON.stringify(answers.slice(-3)),
+    );
+    const read = async (): Promise<string> =>
+      new TextDecoder().decode(await bounded(vscode.workspace.fs.readFile(uri), 'reading the guidance document'));
+    assert.equal(await read(), `${queuedLine(pausedAt.step + 1, false)}\nPrefer x close to 3.`);
+    assert.match(await read(), /^<!-- ThetaEvolve: queued, applies at step \d+ -->/);
     const steered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be applied');
-    assert.ok(await document.save(), 'saved');
+    await bounded(vscode.commands.executeCommand('thetaevolve.resumeRun'), 'Resume Run');
     const event = await steered;
     assert.ok(event.type === 'steered' && event.ok, JSON.stringify(event));
+    assert.equal(event.step, pausedAt.step + 1);
+    assert.equal(await read(), 'Prefer x close to 3.', 'applied: the guidance in force, no queued line');
     const live = await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
     assert.deepEqual(live.guidance, { text: 'Prefer x close to 3.', step: event.step });
     const stopped = await stopRun(theta.controller);

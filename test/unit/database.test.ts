@@ -11,6 +11,8 @@ import {
   type NewProgram,
   ProgramDatabase,
 } from '../../src/engine/database/programDatabase';
+import { blameOf, lineageOf } from '../../src/engine/database/lineage';
+import type { ProgramRecord } from '../../src/engine/database/records';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { Rng } from '../../src/engine/common/rng';
 import { tempDir } from '../support/tempDirs';
@@ -672,15 +674,105 @@ describe('program database: lineage depth of a best', () => {
     assert.ok(best);
     assert.equal(db.lineageDepth(best.id), 3, 'b, a, root');
     assert.equal(db.ancestors(best.id).length, 3);
-    // Better programs than a and b push them out of the population (their rows go: they were never bests).
+    // Better programs than a and b push them out of the population; as ancestors of the best, they keep a lineage row.
     await commit(
       db,
       [0.6, 0.61, 0.62, 0.63].map((score, i) => programWith(score, 100, root.id, 4, `later${i}`)),
     );
-    assert.ok(db.ancestors(best.id).length < 3, 'the evicted ancestors can no longer be walked');
+    assert.ok(!db.isLive(a.id) && !db.isLive(b.id));
+    assert.deepEqual(
+      db.ancestors(best.id).map((p) => p.id),
+      [b.id, a.id, root.id],
+      'the evicted ancestors are still walked',
+    );
+    assert.equal(db.get(a.id)?.code, a.code);
+    assert.equal(db.get(a.id)?.response, null, 'a lineage row keeps no response');
     assert.equal(db.lineageDepth(best.id), 3, 'the depth it had stays');
     const readOnly = await ProgramDatabase.openReadOnly(file);
     open.push(readOnly);
     assert.equal(readOnly.lineageDepth(best.id), 3, 'read back from the file');
+  });
+});
+
+describe('program database: evicted ancestors (lineage rows)', () => {
+  after(async () => {
+    for (const db of open.splice(0)) await db.close().catch(() => undefined);
+  });
+
+  async function lineageRowIds(file: string): Promise<string[]> {
+    const SQL = await loadSqlJs();
+    const raw = new SQL.Database(fs.readFileSync(file));
+    try {
+      return (raw.exec('SELECT id FROM lineage ORDER BY seq')[0]?.values ?? []).map(([id]) => String(id));
+    } finally {
+      raw.close();
+    }
+  }
+
+  it('keeps an evicted program while a kept program descends from it, from the first write of a version 2 file on', async () => {
+    const config = testConfig({ populationSize: 3, archiveSize: 1, numIslands: 1 });
+    const own = tempDir('thetaevolve-ancestors-');
+    const file = path.join(own, 'run.sqlite');
+    let db = await ProgramDatabase.open(file, { config });
+    open.push(db);
+    const root = await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
+    const x = (await commit(db, [programWith(0.2, 100, root.id, 1, 'x')])).inserted[0];
+    assert.ok(x);
+    await db.close();
+    // Make it a version 2 file (no lineage table): it opens, and keeps ancestors from then on.
+    const SQL = await loadSqlJs();
+    const raw = new SQL.Database(fs.readFileSync(file));
+    raw.exec("DROP TABLE lineage; UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+    fs.writeFileSync(file, raw.export());
+    raw.close();
+
+    db = await ProgramDatabase.open(file, { config });
+    open.push(db);
+    const y = (await commit(db, [programWith(0.3, 100, x.id, 2, 'y')])).inserted[0];
+    assert.ok(y);
+    // A fourth program evicts x, the lowest; y descends from it, so its row moves to the lineage table.
+    await commit(db, [programWith(0.4, 100, root.id, 3, 'z')]);
+    assert.equal(db.isLive(x.id), false);
+    assert.deepEqual(await lineageRowIds(file), [x.id]);
+    const lineage = lineageOf(db, db.get(y.id) as ProgramRecord);
+    assert.deepEqual(
+      lineage.programs.map((p) => [p.id, p.step, p.origin]),
+      [
+        [y.id, 2, 'model'],
+        [x.id, 1, 'model'],
+        [root.id, 0, 'initial'],
+      ],
+    );
+    assert.equal(lineage.complete, true);
+    assert.equal(blameOf(db, db.get(y.id) as ProgramRecord).complete, true);
+    await db.close();
+
+    // Read back: the same lineage; then evicting y, x's last descendant, lets x's row go too.
+    db = await ProgramDatabase.open(file, { config });
+    open.push(db);
+    assert.equal(lineageOf(db, db.get(y.id) as ProgramRecord).complete, true);
+    await commit(db, [programWith(0.45, 100, root.id, 4, 'w')]);
+    assert.equal(db.isLive(y.id), false);
+    assert.deepEqual(await lineageRowIds(file), [], 'no kept program descends from x or y');
+    assert.equal(db.get(x.id), null);
+    const back = new SQL.Database(fs.readFileSync(file));
+    assert.equal(back.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0]?.values[0]?.[0], '3');
+    back.close();
+  });
+
+  it('gives every live program of a long run with a tiny population its whole lineage, with a bounded lineage table', async () => {
+    const config = testConfig({ populationSize: 6, archiveSize: 2, numIslands: 2 });
+    const own = tempDir('thetaevolve-ancestors-');
+    const file = path.join(own, 'run.sqlite');
+    const db = await ProgramDatabase.open(file, { config });
+    open.push(db);
+    await db.addInitial(programWith(0.01, 100, null, 0, 'root'));
+    await evolve(db, 40, Rng.fromSeed(11), 2, 3);
+    const live = db.topPrograms(1000);
+    assert.ok(live.length > 0);
+    for (const program of live) assert.equal(lineageOf(db, program).complete, true, `lineage of ${program.id}`);
+    // Only ancestors stay: fewer lineage rows than programs ever evicted (40 steps x 6 children into 6 places).
+    const rows = await lineageRowIds(file);
+    assert.ok(rows.length > 0 && rows.length < 40 * 6 - 6, `${rows.length} lineage rows`);
   });
 });

@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/common/config';
 import type { EngineEvent } from '../../src/engine/common/events';
 import { parseWorkerToHost, type Query, type WorkerToHost } from '../../src/protocol/workerMessages';
+import { enqueueSteer } from '../../src/engine/steering/inbox';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 import { tempDir } from '../support/tempDirs';
@@ -211,6 +212,35 @@ describe('engine worker thread', function () {
     const program = await host.query({ kind: 'program', dbFile: dbFile(), programId: steered.id ?? '' });
     assert.equal(program?.code, withChoice('3 + 0 * 103'));
     assert.equal(program?.origin, 'researcher');
+  });
+
+  it("answers the guidance waiting in a run's steering inbox, and the step it applies at, until the run takes it", async () => {
+    const lastStep = (await host.query({ kind: 'runInfo', dbFile: dbFile() })).lastStep;
+    assert.equal(await host.query({ kind: 'queuedGuidance', dbFile: dbFile() }), null);
+    // As another process (the CLI, a window) leaves requests for the process that runs the database.
+    await enqueueSteer(dbFile(), { kind: 'guidance', text: '  prefer x above 2  ' });
+    assert.deepEqual(await host.query({ kind: 'queuedGuidance', dbFile: dbFile() }), { text: 'prefer x above 2', step: lastStep + 1 });
+    await enqueueSteer(dbFile(), { kind: 'clearGuidance' });
+    assert.deepEqual(await host.query({ kind: 'queuedGuidance', dbFile: dbFile() }), { text: null, step: lastStep + 1 });
+    await enqueueSteer(dbFile(), { kind: 'guidance', text: 'prefer x below 4' });
+
+    // The run takes them at its next step: nothing waits any more, and the last one is in force.
+    const done = collectRun(host, 'takes-guidance', (event) => {
+      if (event.type === 'step_committed') host.stop();
+    });
+    host.start({
+      runId: 'takes-guidance',
+      dbFile: dbFile(),
+      taskDir: TASK_DIR,
+      startCode: null,
+      startPath: null,
+      settings: smallSettings({ maxSteps: 0 }),
+      apiKey: null,
+      resume: true,
+    });
+    assert.equal((await done).startFailed, null);
+    assert.equal(await host.query({ kind: 'queuedGuidance', dbFile: dbFile() }), null);
+    assert.deepEqual((await host.query({ kind: 'snapshot', dbFile: dbFile() })).guidance, { text: 'prefer x below 4', step: lastStep + 1 });
   });
 
   it('refuses to start over an existing database, with a message', async () => {

@@ -107,6 +107,26 @@ describe("other systems' folders as their systems read them", function () {
     assert.equal(out.score, out.objective);
   });
 
+  it('resuming a run of another evaluator without --evaluator names the evaluator the run used', async () => {
+    const dir = copyOf(KISSING);
+    cpSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
+    const db = join(scratch, 'phase1.sqlite');
+    const common = ['--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', db];
+    const first = await runCli(['run', dir, '--evaluator', join(dir, 'evaluator_phase_1.py'), ...common], scratch);
+    assert.equal(first.code, 0, first.stderr);
+    const resumed = await runCli(['run', dir, ...common], scratch);
+    assert.equal(resumed.code, 1);
+    assert.match(
+      resumed.stderr,
+      new RegExp(
+        `was run with the evaluator evaluator_phase_1\\.py of .*, not its default one: resume it with --evaluator .*evaluator_phase_1\\.py`,
+      ),
+    );
+    assert.equal(resumed.stderr.trim().split('\n').length, 1, 'one line');
+    const again = await runCli(['run', dir, '--evaluator', join(dir, 'evaluator_phase_1.py'), ...common], scratch);
+    assert.equal(again.code, 0, again.stderr);
+  });
+
   it('an evaluator under another name (evaluator_phase_1.py): --evaluator FILE, its path as the task, or the only one; several without evaluator.py ask which', async () => {
     const original = await evaluateJson([KISSING, join(KISSING, 'initial_program.py')]);
     assert.equal(original.status, 'ok', JSON.stringify(original));

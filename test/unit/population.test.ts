@@ -29,7 +29,7 @@ function seed(pop: Population, program: NewProgram): string {
 }
 
 function kinds(changes: ChangeSet): string[] {
-  return changes.rows.map((row: RowChange) => `${row.kind}:${row.kind === 'delete' ? row.seq.toString(36) : row.node.id}`);
+  return changes.rows.map((row: RowChange) => `${row.kind}:${'node' in row ? row.node.id : row.seq.toString(36)}`);
 }
 
 describe('population rules (no SQLite)', () => {
@@ -94,7 +94,7 @@ describe('population rules (no SQLite)', () => {
       programWith(0.7, 100, root, 2, 'z'),
     ]);
     // The two 0.1 programs go first, then the former best '2' (0.2): it keeps its row, marked dead.
-    const former = changes.rows.find((row) => row.kind !== 'delete' && row.node.id === '2');
+    const former = changes.rows.find((row) => 'node' in row && row.node.id === '2');
     assert.ok(former && former.kind === 'update' && !former.node.alive && former.node.improvement);
     const {
       inserted: [child],
@@ -143,13 +143,13 @@ describe('population rules (no SQLite)', () => {
     assert.equal(pop.archiveCount, 3);
     const { changes: worse } = step(pop, [programWith(0.05, 100, root, 2, 'd')]);
     assert.deepEqual(
-      worse.rows.map((row) => row.kind !== 'delete' && row.node.inArchive),
+      worse.rows.map((row) => 'node' in row && row.node.inArchive),
       [false],
     );
     const { changes: better } = step(pop, [programWith(0.25, 100, root, 3, 'e')]);
     assert.deepEqual(kinds(better), ['update:0', 'insert:4']);
     assert.deepEqual(
-      better.rows.map((row) => row.kind !== 'delete' && row.node.inArchive),
+      better.rows.map((row) => 'node' in row && row.node.inArchive),
       [false, true],
     );
     assert.deepEqual(pop.archive.map((n) => n.score).sort(), [0.2, 0.25, 0.3]);

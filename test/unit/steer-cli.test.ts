@@ -224,6 +224,45 @@ describe('thetaevolve steer (stopped run) and db lineage/blame', function () {
     assert.equal(text.stdout.trimEnd().split('\n').length, blame.lines.length);
   });
 
+  it('lineage and blame reach the starting program through ancestors the population evicted', async () => {
+    const small = path.join(dir, 'small.sqlite');
+    const ran = await runCli(
+      ['run', TASK, '--sampler', 'mutate', '--steps', '12', '--batch', '4', '--samples', '2', '--db', small, '--seed', '3'].concat([
+        '--set',
+        'database.populationSize=3',
+        '--set',
+        'database.numIslands=1',
+        '--set',
+        'database.archiveSize=2',
+      ]),
+      dir,
+    );
+    assert.equal(ran.code, 0, ran.stderr);
+    const rows = await programRows(small);
+    const stored = new Set(rows.map((row) => row.id));
+    const live = await (async () => {
+      const file = await ProgramDatabase.openReadOnly(small);
+      try {
+        return rows.filter((row) => file.isLive(row.id)).map((row) => row.id);
+      } finally {
+        await file.close();
+      }
+    })();
+    let throughEvicted = 0;
+    for (const id of live) {
+      const lineage = LineageSchema.parse(JSON.parse((await runCli(['db', small, '--lineage', id, '--json'], dir)).stdout));
+      assert.equal(lineage.complete, true, `lineage of ${id}`);
+      assert.equal(lineage.programs[lineage.programs.length - 1]?.origin, 'initial');
+      for (const [i, entry] of lineage.programs.entries()) assert.equal(entry.parentId, lineage.programs[i + 1]?.id ?? null);
+      if (lineage.programs.some((entry) => !stored.has(entry.id))) throughEvicted++;
+      const blame = BlameSchema.parse(JSON.parse((await runCli(['db', small, '--blame', id, '--json'], dir)).stdout));
+      assert.equal(blame.complete, true);
+    }
+    assert.ok(throughEvicted > 0, 'some live program descends from an evicted ancestor');
+    const text = await runCli(['db', small, '--lineage', 'best'], dir);
+    assert.doesNotMatch(text.stdout, /evicted/);
+  });
+
   it('refuses bad input with one line, exit 1, and the database unchanged', async () => {
     fs.writeFileSync(path.join(dir, 'plain.py'), 'print(1)\n');
     fs.writeFileSync(path.join(dir, 'empty.txt'), '  \n');

@@ -171,12 +171,22 @@ describe('thetaevolve steer (live run)', function () {
     const queued = await runCli(['steer', db, '--guidance', 'guidance.txt', '--json'], dir);
     assert.equal(queued.code, 0, queued.stderr);
     assert.deepEqual(JSON.parse(queued.stdout), { kind: 'guidance', queued: true });
-    assert.equal(fs.readdirSync(steerInboxDir(db)).length, 1);
+    const [requestFile] = fs.readdirSync(steerInboxDir(db));
+    assert.ok(requestFile);
+    const requestText = fs.readFileSync(path.join(steerInboxDir(db), requestFile), 'utf8');
     holder.stdin?.end();
     await new Promise<void>((resolve) => holder.once('exit', () => resolve()));
     const resumed = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db], dir);
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE }]);
+    assert.deepEqual(fs.readdirSync(steerInboxDir(db)), []);
+
+    // A crash right after the request was applied, before its file was removed: the resumed run does not apply it again.
+    fs.writeFileSync(path.join(steerInboxDir(db), requestFile), requestText);
+    const again = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db], dir);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE }]);
+    assert.deepEqual(await readDb(db, (file) => file.lastStep), 3);
     assert.deepEqual(fs.readdirSync(steerInboxDir(db)), []);
   });
 });

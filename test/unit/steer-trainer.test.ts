@@ -112,6 +112,45 @@ describe("steering and the RL trainer: nothing of the researcher's in a rollout"
     }
   }
 
+  it('a group spooled before a ban is never delivered after it (asynchronous mode, the trainer away meanwhile)', async () => {
+    const db = join(dir, 'withheld.sqlite');
+    const run = (url: string) =>
+      runCli(
+        ['run', FIXTURE, '--endpoint', endpoint.baseURL, '--trainer', url, '--trainer-protocol', 'atropos', '--steps', '1'].concat([
+          '--batch',
+          String(B),
+          '--samples',
+          String(N),
+          '--db',
+          db,
+          '--set',
+          'trainer.mode=async',
+          '--set',
+          'trainer.syncTimeoutSeconds=1',
+        ]),
+        dir,
+      );
+    // Step 1 with no trainer listening: its groups (all prompted from the starting program or its island copies) stay spooled.
+    const first = await run('http://127.0.0.1:1');
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /still spooled/);
+    const banned = await runCli(['steer', db, '--ban', '0', '--json'], dir);
+    assert.equal(banned.code, 0, banned.stderr);
+    const bannedIds = z.object({ ids: z.array(z.string()) }).parse(JSON.parse(banned.stdout)).ids;
+    const server = await startAtroposTestServer({ trainer: { batchSize: 4 } });
+    closers.push(() => server.close());
+    const second = await run(server.url);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stderr, /withheld group s1-p\d/);
+    const sent = server.received.map(({ data }) => (data.group_overrides?.thetaevolve as Record<string, unknown>) ?? {});
+    assert.deepEqual(
+      sent.map((ours) => Number(ours.step)),
+      Array.from({ length: B }, () => 2),
+      "only step 2's groups: step 1's were prompted from the banned program",
+    );
+    for (const ours of sent) assert.ok(!bannedIds.includes(String(ours.parent_id)));
+  });
+
   it('atropos', async () => {
     const server = await startAtroposTestServer({ trainer: { batchSize: 4 } });
     closers.push(() => server.close());

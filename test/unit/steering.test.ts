@@ -113,7 +113,7 @@ describe('steering in the engine', () => {
     const SQL = await loadSqlJs();
     const raw = new SQL.Database(fs.readFileSync(path.join(dir, 'run.sqlite')));
     raw.exec(
-      "ALTER TABLE programs DROP COLUMN origin; ALTER TABLE programs DROP COLUMN note; DROP TABLE steering; UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+      "ALTER TABLE programs DROP COLUMN origin; ALTER TABLE programs DROP COLUMN note; DROP TABLE steering; DROP TABLE lineage; UPDATE meta SET value = '1' WHERE key = 'schema_version';",
     );
     fs.writeFileSync(path.join(dir, 'run.sqlite'), raw.export());
     raw.close();
@@ -127,7 +127,7 @@ describe('steering in the engine', () => {
     await resumed.close();
     opened.splice(0);
     const back = new SQL.Database(fs.readFileSync(path.join(dir, 'run.sqlite')));
-    assert.equal(back.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0]?.values[0]?.[0], '2');
+    assert.equal(back.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0]?.values[0]?.[0], '3');
     assert.equal(back.exec("SELECT origin FROM programs WHERE id = '0'")[0]?.values[0]?.[0], 'initial');
     back.close();
   });

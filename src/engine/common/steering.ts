@@ -68,15 +68,32 @@ export type SteerResult = z.infer<typeof SteerResultSchema>;
  * is the first step it applies to. Replaying the log rebuilds the guidance,
  * bans and pins exactly (src/engine/database/steeringRules.ts).
  */
+/** The inbox request a live run applied (its file name), recorded with the entry so that a restart never applies it twice. */
+const fromRequest = { request: z.string().optional() };
+
 export const SteeringEntrySchema = z.discriminatedUnion('kind', [
   /** A researcher's program entered (its row holds the rest). */
-  z.object({ kind: z.literal('add'), step: z.number().int(), id: z.string() }),
+  z.object({ kind: z.literal('add'), step: z.number().int(), id: z.string(), ...fromRequest }),
   /** New guidance, or null: cleared. */
-  z.object({ kind: z.literal('guidance'), step: z.number().int(), text: z.string().nullable() }),
+  z.object({ kind: z.literal('guidance'), step: z.number().int(), text: z.string().nullable(), ...fromRequest }),
   /** `ids`: every program the ban covers, decided when it was applied (the id, its migration copies, and with `descendants` theirs). */
-  z.object({ kind: z.literal('ban'), step: z.number().int(), id: z.string(), descendants: z.boolean(), ids: z.array(z.string()) }),
-  z.object({ kind: z.literal('unban'), step: z.number().int(), id: z.string(), ids: z.array(z.string()) }),
-  z.object({ kind: z.literal('pin'), step: z.number().int(), id: z.string(), share: z.number(), steps: z.number().int().min(1) }),
+  z.object({
+    kind: z.literal('ban'),
+    step: z.number().int(),
+    id: z.string(),
+    descendants: z.boolean(),
+    ids: z.array(z.string()),
+    ...fromRequest,
+  }),
+  z.object({ kind: z.literal('unban'), step: z.number().int(), id: z.string(), ids: z.array(z.string()), ...fromRequest }),
+  z.object({
+    kind: z.literal('pin'),
+    step: z.number().int(),
+    id: z.string(),
+    share: z.number(),
+    steps: z.number().int().min(1),
+    ...fromRequest,
+  }),
 ]);
 export type SteeringEntry = z.infer<typeof SteeringEntrySchema>;
 

@@ -1,8 +1,9 @@
 // Where a program came from (docs/algorithm.md section 11): its lineage, the
 // program and each parent back to the starting program, and the blame of
 // its lines, for each line the program of that lineage where it first
-// appeared. Read queries over the programs table; a lineage stops early
-// where an evicted ancestor's row is gone (`complete: false`).
+// appeared. Read queries over the programs and lineage tables; a lineage
+// stops early only where a database written before the lineage table lost
+// an evicted ancestor (`complete: false`).
 import { splitLines } from '../common/diff';
 import { keptLines } from '../common/lineDiff';
 import type { ProgramOrigin } from '../common/steering';
@@ -21,7 +22,7 @@ export interface LineageEntry {
 export interface Lineage {
   /** The program first, then its parent, and so on. */
   programs: LineageEntry[];
-  /** Whether it reaches a program without a parent (an evicted ancestor's row can be gone). */
+  /** Whether it reaches a program without a parent (an ancestor evicted before schema version 3 can be gone). */
   complete: boolean;
 }
 

@@ -13,6 +13,7 @@ import { Rng, type RngState } from '../common/rng';
 import type { ProgramOrigin } from '../common/steering';
 import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
+import { Ancestry, type EvictionPlan } from './ancestry';
 import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import { drawParents } from './parentSampling';
@@ -92,11 +93,19 @@ export type RowContent =
   | { kind: 'program'; program: NewProgram; createdAt: number; origin: ProgramOrigin; note: string | null }
   | { kind: 'storedCopy'; sourceSeq: number; createdAt: number };
 
-/** One row a step changes; a node changed in several ways appears once, as it ended up. */
+/**
+ * One row a step changes; a node changed in several ways appears once, as it
+ * ended up (but a program added and evicted in the same step that is kept as
+ * an ancestor: its insert, then its keep).
+ */
 export type RowChange =
   | { kind: 'insert'; node: Readonly<PopulationNode>; content: RowContent }
   | { kind: 'update'; node: Readonly<PopulationNode> }
-  | { kind: 'delete'; seq: number };
+  | { kind: 'delete'; seq: number }
+  /** Evicted, still an ancestor of a kept program: its row moves to the lineage table (ancestry.ts). */
+  | { kind: 'keep'; seq: number }
+  /** A lineage row whose last kept descendant went. */
+  | { kind: 'prune'; seq: number };
 
 /** Everything a step decided, for the store to write in one transaction. */
 export interface ChangeSet {
@@ -142,8 +151,9 @@ interface Entry {
 export class Population {
   readonly bins: number;
   private readonly nodes = new Map<string, PopulationNode>();
-  /** Evicted programs whose rows stay (past bests): what parent placement and lineage need of them. */
-  private readonly formerBests = new Map<string, { parentId: string | null; island: number }>();
+  /** Evicted programs whose rows stay (past bests, ancestors): what parent placement and lineage need of them. */
+  private readonly ancestry = new Ancestry();
+  private plan: EvictionPlan | null = null;
   private all: PopulationNode[] = [];
   private islandMembers: PopulationNode[][];
   private archiveList: PopulationNode[] = [];
@@ -202,6 +212,7 @@ export class Population {
       isNew: false,
     };
     this.nodes.set(node.id, node);
+    this.ancestry.refer(node.parentId);
     this.all.push(node);
     (this.islandMembers[node.island] as PopulationNode[]).push(node);
     this.islandSizeList[node.island] = (this.islandSizeList[node.island] as number) + 1;
@@ -217,9 +228,10 @@ export class Population {
     if (node.eliteCell !== null) (this.gridMaps[node.island] as Map<number, PopulationNode>).set(node.eliteCell, node);
   }
 
-  /** An evicted past best whose row stays. */
-  restoreFormerBest(id: string, parentId: string | null, island: number): void {
-    this.formerBests.set(id, { parentId, island });
+  /** An evicted program whose row stays: a past best (in `programs`) or an ancestor (in `lineage`). */
+  restoreKept(seq: number, id: string, parentId: string | null, island: number, formerBest: boolean): void {
+    this.ancestry.keep(id, { seq, parentId, island, formerBest });
+    this.ancestry.refer(parentId);
   }
 
   restoreHash(hash: string): void {
@@ -292,7 +304,7 @@ export class Population {
 
   /** Live programs whose lineage (through live programs and past bests) reaches `id`, `id` excluded. */
   descendantsOf(id: string): string[] {
-    return descendantsIn(this.all, id, (other) => this.nodes.get(other) ?? this.formerBests.get(other));
+    return descendantsIn(this.all, id, (other) => this.nodes.get(other) ?? this.ancestry.get(other));
   }
 
   /** Live migration copies of `id`. */
@@ -398,13 +410,16 @@ export class Population {
 
   /** After the store wrote the change set: forget the dead and the step's contents; keep every list in insertion order. */
   settle(): void {
+    const plan = this.evictionPlan();
     for (const node of this.touched) {
       node.isNew = false;
       if (!node.alive) {
         this.nodes.delete(node.id);
-        if (node.improvement) this.formerBests.set(node.id, { parentId: node.parentId, island: node.island });
+        if (node.improvement || plan.kept.has(node.seq))
+          this.ancestry.keep(node.id, { seq: node.seq, parentId: node.parentId, island: node.island, formerBest: node.improvement });
       }
     }
+    this.plan = null;
     this.touched.clear();
     this.contents.clear();
     this.newHashes = [];
@@ -418,21 +433,33 @@ export class Population {
   /**
    * What was decided since the last settle, for the store to write: the rows
    * changed, in sequence order (a program evicted in the step that added it
-   * never gets a row, unless it was a best), new code hashes, the state.
+   * gets a row only when it was a best or is an ancestor), then the lineage
+   * rows let go; new code hashes; the state.
    */
   changes(): ChangeSet {
+    const plan = this.evictionPlan();
     const rows: RowChange[] = [];
     for (const node of [...this.touched].sort((a, b) => a.seq - b.seq)) {
+      const evicted = !node.alive && !node.improvement;
+      const kept = evicted && plan.kept.has(node.seq);
       if (node.isNew) {
-        if (!node.alive && !node.improvement) continue;
+        if (evicted && !kept) continue;
         rows.push({ kind: 'insert', node, content: this.contents.get(node.seq) as RowContent });
-      } else if (!node.alive && !node.improvement) {
-        rows.push({ kind: 'delete', seq: node.seq });
+        if (kept) rows.push({ kind: 'keep', seq: node.seq });
+      } else if (evicted) {
+        rows.push({ kind: kept ? 'keep' : 'delete', seq: node.seq });
       } else {
         rows.push({ kind: 'update', node });
       }
     }
+    for (const seq of plan.pruned) rows.push({ kind: 'prune', seq });
     return { rows, newHashes: this.newHashes, state: this.state };
+  }
+
+  /** The step's evictions decided once (ancestry.ts), for changes() and settle() alike. */
+  private evictionPlan(): EvictionPlan {
+    this.plan ??= this.ancestry.decide([...this.touched].filter((node) => !node.alive && !node.improvement).sort((a, b) => b.seq - a.seq));
+    return this.plan;
   }
 
   private programContent(program: NewProgram, origin: ProgramOrigin, note: string | null = null): RowContent & { kind: 'program' } {
@@ -478,6 +505,7 @@ export class Population {
       isNew: true,
     };
     this.nodes.set(node.id, node);
+    this.ancestry.refer(node.parentId);
     this.contents.set(seq, content);
     this.touched.add(node);
     this.all.push(node);
@@ -510,7 +538,7 @@ export class Population {
   private storedParentOf(id: string): { parentId: string | null } | undefined {
     const node = this.nodes.get(id);
     if (node) return node.isNew ? undefined : node;
-    return this.formerBests.get(id);
+    return this.ancestry.get(id);
   }
 
   /** MAP-Elites: take an empty cell, or replace the occupant only with a higher score. */
@@ -637,7 +665,7 @@ export class Population {
     if (parentId !== null) {
       const parent = this.nodes.get(parentId);
       if (parent) return parent.island;
-      const island = this.formerBests.get(parentId)?.island;
+      const island = this.ancestry.get(parentId)?.island;
       if (island !== undefined && island >= 0 && island < this.config.numIslands) return island;
     }
     // Unknown parent: the smallest island, so islands stay balanced.

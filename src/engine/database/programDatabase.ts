@@ -225,6 +225,11 @@ export class ProgramDatabase {
     return this.population.steering.pinsAfter(this.lastStep);
   }
 
+  /** Whether the steering inbox request `request` (its file name) was applied already. */
+  appliedRequest(request: string): boolean {
+    return this.population.steering.applied(request);
+  }
+
   /** The steering log, in the order applied. */
   steeringLog(): SteeringEntry[] {
     return [...this.population.steering.log];
@@ -256,12 +261,13 @@ export class ProgramDatabase {
    * A researcher's program, already evaluated, entering at the next step (on
    * `island`, or the smallest), recorded with an `add` steering entry; persisted.
    */
-  async addResearcher(program: NewProgram, options: { island?: number; note?: string | null }): Promise<ProgramRecord> {
+  async addResearcher(program: NewProgram, options: { island?: number; note?: string | null; request?: string }): Promise<ProgramRecord> {
     this.assertWritable();
     this.population.checkResearcher(program, options.island);
     return this.write(program.step, () => {
       const record = this.population.addResearcher(program, options.island, options.note ?? null);
-      return { result: record, entries: [{ kind: 'add', step: program.step, id: record.id }] };
+      const request = options.request !== undefined ? { request: options.request } : {};
+      return { result: record, entries: [{ kind: 'add', step: program.step, id: record.id, ...request }] };
     });
   }
 

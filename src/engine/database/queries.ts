@@ -15,7 +15,7 @@ export class RunQueries {
     private readonly population: Population,
   ) {}
 
-  /** A live program, or an evicted one kept because it once was the best. */
+  /** A live program, or an evicted one kept because it once was the best or is an ancestor of a kept one. */
   get(id: string): ProgramRecord | null {
     const seq = seqOfId(id);
     return seq === null ? null : this.store.readProgram(seq);

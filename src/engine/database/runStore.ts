@@ -28,6 +28,9 @@ import {
   SCHEMA_VERSION,
   SQLITE_HEADER,
   UPGRADE_FROM_1_SQL,
+  UPGRADE_FROM_2_SQL,
+  LINEAGE_AS_PROGRAM_COLUMNS,
+  LINEAGE_COLUMNS,
 } from './schema';
 import { loadSqlJs } from './sqlite';
 import { decodeText, encodeText, type StoredText } from './textCodec';
@@ -51,8 +54,8 @@ interface CopiedColumns {
 const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROGRAM_COLUMNS.split(',')
   .map(() => '?')
   .join(', ')})`;
-/** id, parent_id, island of an evicted row. */
-const FORMER_BEST_ROW = z.tuple([z.string(), z.string().nullable(), z.number().int()]);
+/** seq, id, parent_id, island of an evicted row kept (a past best, an ancestor). */
+const KEPT_ROW = z.tuple([z.number().int(), z.string(), z.string().nullable(), z.number().int()]);
 
 function describe(err: unknown): string {
   return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
@@ -190,6 +193,7 @@ export class RunStore {
       if (version < 1) throw refuse(`schema version ${version} is older than 1`);
       // In memory: a resumed run writes the upgraded file with its next step, a read-only open never does.
       if (version === 1) sqlDb.exec(UPGRADE_FROM_1_SQL);
+      if (version <= 2) sqlDb.exec(UPGRADE_FROM_2_SQL);
       const parseJson = <T>(key: string, schema: z.ZodType<T>): T => {
         const raw = metaRows.get(key);
         if (raw === undefined) throw refuse(`meta row '${key}' is missing`);
@@ -233,8 +237,8 @@ export class RunStore {
       if (alive === 0) {
         // An evicted row is a past best: children of its own join its island, and lineages run through it.
         // A malformed one is skipped, not refused: opening never checked past bests' rows.
-        const parsed = FORMER_BEST_ROW.safeParse(row.slice(1, 4));
-        if (parsed.success) population.restoreFormerBest(...parsed.data);
+        const parsed = KEPT_ROW.safeParse(row.slice(0, 4));
+        if (parsed.success) population.restoreKept(...parsed.data, true);
         return;
       }
       if (alive !== 1) return;
@@ -256,6 +260,11 @@ export class RunStore {
         eliteCell,
         improvement: improvement === 1,
       });
+    });
+    this.eachRow('SELECT seq, id, parent_id, island FROM lineage', [], (row) => {
+      const parsed = KEPT_ROW.safeParse(row);
+      if (!parsed.success) throw refuse('a lineage row is malformed');
+      population.restoreKept(...parsed.data, false);
     });
     this.eachRow('SELECT hash FROM code_hashes', [], (row) => {
       const hash = row[0];
@@ -322,10 +331,21 @@ export class RunStore {
     try {
       const insertRow = this.statement(INSERT_PROGRAM);
       const deleteRow = this.statement('DELETE FROM programs WHERE seq = ?');
+      const keepRow = this.statement(`INSERT INTO lineage (${LINEAGE_COLUMNS}) SELECT ${LINEAGE_COLUMNS} FROM programs WHERE seq = ?`);
+      const pruneRow = this.statement('DELETE FROM lineage WHERE seq = ?');
       const updateRow = this.statement('UPDATE programs SET alive = ?, in_archive = ?, elite_cell = ? WHERE seq = ?');
       for (const change of changes.rows) {
         if (change.kind === 'delete') {
           runStatement(deleteRow, [change.seq]);
+          continue;
+        }
+        if (change.kind === 'keep') {
+          runStatement(keepRow, [change.seq]);
+          runStatement(deleteRow, [change.seq]);
+          continue;
+        }
+        if (change.kind === 'prune') {
+          runStatement(pruneRow, [change.seq]);
           continue;
         }
         const node = change.node;
@@ -455,9 +475,16 @@ export class RunStore {
 
   // ---------------------------------------------------------------- reading
 
-  /** A program's full row: live, or evicted and kept as a past best. */
+  /** A program's row: live, evicted and kept as a past best, or kept as an ancestor (without response and reasoning). */
   readProgram(seq: number): ProgramRecord | null {
-    const select = this.statement(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE seq = ?`);
+    return (
+      this.readOne(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE seq = ?`, seq) ??
+      this.readOne(`SELECT ${LINEAGE_AS_PROGRAM_COLUMNS} FROM lineage WHERE seq = ?`, seq)
+    );
+  }
+
+  private readOne(sql: string, seq: number): ProgramRecord | null {
+    const select = this.statement(sql);
     try {
       select.bind([seq]);
       return select.step() ? this.decodeRow(select.get()) : null;

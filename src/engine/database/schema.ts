@@ -5,14 +5,37 @@ import { ThetaEvolveError } from '../common/errors';
 import { PROGRAM_ORIGINS } from '../common/steering';
 
 export const MAGIC = 'thetaevolve-program-database';
-/** 2: programs gained origin and note, and the steering log (interactive evolution); version 1 files are upgraded on open. */
-export const SCHEMA_VERSION = 2;
+/**
+ * 2: programs gained origin and note, and the steering log (interactive evolution);
+ * 3: the lineage table (evicted ancestors). Older files are upgraded on open.
+ */
+export const SCHEMA_VERSION = 3;
 export const SQLITE_HEADER = 'SQLite format 3\u0000';
 
 /** A run database that cannot be used: not SQLite, not ours, damaged or newer. Never overwritten. */
 export class DatabaseFileError extends ThetaEvolveError {
   override readonly name = 'DatabaseFileError';
 }
+
+/**
+ * An evicted program that is still an ancestor of a kept one: its row less
+ * what only its own step needs (response, reasoning) and its place in the
+ * population, which it left.
+ */
+const LINEAGE_TABLE_COLUMNS = `seq INTEGER PRIMARY KEY, id TEXT NOT NULL, parent_id TEXT, island INTEGER NOT NULL, step INTEGER NOT NULL,
+  score REAL NOT NULL, objective REAL, outcome TEXT NOT NULL, code_length INTEGER NOT NULL, code_hash TEXT NOT NULL, code,
+  metrics TEXT NOT NULL, meta_info_id TEXT, generation_ms REAL NOT NULL, evaluation_ms REAL NOT NULL, prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, created_at INTEGER NOT NULL, migrant_of TEXT, origin TEXT NOT NULL, note TEXT`;
+
+/** The columns a lineage row shares with its program's row. */
+export const LINEAGE_COLUMNS =
+  'seq, id, parent_id, island, step, score, objective, outcome, code_length, code_hash, code, metrics, meta_info_id, ' +
+  'generation_ms, evaluation_ms, prompt_tokens, completion_tokens, created_at, migrant_of, origin, note';
+
+/** A lineage row read as PROGRAM_COLUMNS (no response or reasoning; not alive, in no archive or cell). */
+export const LINEAGE_AS_PROGRAM_COLUMNS =
+  'seq, id, parent_id, island, step, score, objective, outcome, code_length, code_hash, code, metrics, meta_info_id, NULL, NULL, ' +
+  'generation_ms, evaluation_ms, prompt_tokens, completion_tokens, created_at, migrant_of, 0, 0, NULL, 0, origin, note';
 
 export const SCHEMA_SQL = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -48,6 +71,7 @@ CREATE TABLE programs (
 CREATE TABLE code_hashes (hash TEXT PRIMARY KEY) WITHOUT ROWID; -- every program ever added
 CREATE TABLE steps (step INTEGER PRIMARY KEY, committed_at INTEGER NOT NULL, stats TEXT NOT NULL);
 CREATE TABLE steering (seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL); -- SteeringEntry JSON, in order applied
+CREATE TABLE lineage (${LINEAGE_TABLE_COLUMNS}); -- evicted ancestors of kept programs (ancestry.ts)
 CREATE VIEW population AS
   SELECT id, parent_id, island, step, score, objective, outcome, code_length, in_archive, elite_cell
   FROM programs WHERE alive = 1;
@@ -70,6 +94,12 @@ UPDATE programs SET origin = 'migration' WHERE migrant_of IS NOT NULL;
 UPDATE programs SET origin = 'initial' WHERE migrant_of IS NULL AND parent_id IS NULL;
 CREATE TABLE steering (seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, entry TEXT NOT NULL, created_at INTEGER NOT NULL);
 UPDATE meta SET value = '2' WHERE key = 'schema_version';
+`;
+
+/** Upgrades a version 2 database (in memory, as UPGRADE_FROM_1_SQL): an empty lineage table; evictions are kept from then on. */
+export const UPGRADE_FROM_2_SQL = `
+CREATE TABLE lineage (${LINEAGE_TABLE_COLUMNS});
+UPDATE meta SET value = '3' WHERE key = 'schema_version';
 `;
 
 export const DatabaseConfigSchema = z

@@ -17,10 +17,12 @@ export class SteeringState {
   private readonly bannedIds = new Set<string>();
   private readonly guidanceVersions: GuidanceVersion[] = [];
   private readonly pinList: ActivePin[] = [];
+  private readonly requests = new Set<string>();
 
   /** Take one log entry into account; call in log order. */
   apply(entry: SteeringEntry): void {
     this.entries.push(entry);
+    if (entry.request !== undefined) this.requests.add(entry.request);
     switch (entry.kind) {
       case 'guidance':
         this.guidanceVersions.push({ step: entry.step, text: entry.text });
@@ -37,6 +39,11 @@ export class SteeringState {
       case 'add':
         break;
     }
+  }
+
+  /** Whether the inbox request `request` was applied already (its entry is in the log). */
+  applied(request: string): boolean {
+    return this.requests.has(request);
   }
 
   get log(): readonly SteeringEntry[] {

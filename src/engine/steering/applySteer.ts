@@ -74,14 +74,16 @@ export function checkSteer(request: SteerRequest, { db, language }: SteerTarget)
 /**
  * Check and apply one request; persists. `evaluator` is needed for `add`
  * only; a program whose evaluation could not run (our side failed) is refused.
+ * `requestId` (an inbox request's) is recorded with the entry, in the same write.
  */
 export async function applySteer(
   request: SteerRequest,
-  target: SteerTarget & { dbFile: string; evaluator?: SteerEvaluator; signal?: AbortSignal },
+  target: SteerTarget & { dbFile: string; evaluator?: SteerEvaluator; signal?: AbortSignal; requestId?: string },
 ): Promise<SteerResult> {
   checkSteer(request, target);
   const { db } = target;
   const step = db.lastStep + 1;
+  const from = target.requestId !== undefined ? { request: target.requestId } : {};
   switch (request.kind) {
     case 'add': {
       if (!target.evaluator) throw new SteerInputError('no evaluator to run the program with');
@@ -104,7 +106,7 @@ export async function applySteer(
           ...NOT_GENERATED,
           evaluationMs: result.durationMs,
         },
-        { island: request.island, note: request.note ?? null },
+        { island: request.island, note: request.note ?? null, ...from },
       );
       if (db.best()?.id === record.id && result.status === 'ok' && result.solution !== undefined)
         await keepBestSolution(target.dbFile, record.id, result.solution, () => undefined);
@@ -112,20 +114,20 @@ export async function applySteer(
     }
     case 'guidance':
     case 'clearGuidance':
-      await db.recordSteering({ kind: 'guidance', step, text: request.kind === 'guidance' ? request.text.trim() : null });
+      await db.recordSteering({ kind: 'guidance', step, text: request.kind === 'guidance' ? request.text.trim() : null, ...from });
       return { kind: request.kind, step };
     case 'ban': {
       const ids = banIds(db, request.id, request.descendants);
-      await db.recordSteering({ kind: 'ban', step, id: request.id, descendants: request.descendants, ids });
+      await db.recordSteering({ kind: 'ban', step, id: request.id, descendants: request.descendants, ids, ...from });
       return { kind: 'ban', step, ids };
     }
     case 'unban': {
       const ids = unbanIds(db, request.id);
-      await db.recordSteering({ kind: 'unban', step, id: request.id, ids });
+      await db.recordSteering({ kind: 'unban', step, id: request.id, ids, ...from });
       return { kind: 'unban', step, ids };
     }
     case 'pin':
-      await db.recordSteering({ kind: 'pin', step, id: request.id, share: request.share, steps: request.steps });
+      await db.recordSteering({ kind: 'pin', step, id: request.id, share: request.share, steps: request.steps, ...from });
       return { kind: 'pin', step };
   }
 }

@@ -63,6 +63,12 @@ export interface TrainerBridgeOptions {
   backoff?: Partial<Pick<BackoffOptions, 'baseMs' | 'maxMs'>>;
   /** Per-request timeout (default 30 s). */
   requestTimeoutMs?: number;
+  /**
+   * The programs banned now (docs/algorithm.md section 11): a spooled group
+   * prompted from one, or with one among its samples, is withheld, never
+   * sent, even when it was spooled before the ban.
+   */
+  bannedIds?: () => ReadonlySet<string>;
 }
 
 export class TrainerBridge {
@@ -568,6 +574,17 @@ export class TrainerBridge {
         await this.changed.wait(waitingInServer ? Math.max(1, settledAt + this.pollIntervalMs - Date.now()) : 60_000, [signal]);
         continue;
       }
+      if (this.holdsBanned(next)) {
+        await spool.discard([next.id]);
+        this.inDoubt.delete(next.id);
+        this.droppedGroups++;
+        this.warn(
+          `withheld group ${next.key} of step ${next.step}: a program it holds was banned after it was spooled, and a banned program is never in a rollout again (${this.droppedGroups} dropped so far)`,
+        );
+        this.changed.notify();
+        this.emitState();
+        continue;
+      }
       this.sending = next.id;
       try {
         if (this.inDoubt.has(next.id)) {
@@ -605,6 +622,13 @@ export class TrainerBridge {
         this.emitState();
       }
     }
+  }
+
+  /** Whether the group was prompted from a program banned now, or has one among its samples. */
+  private holdsBanned(group: SpooledGroup): boolean {
+    const banned = this.options.bannedIds?.();
+    if (!banned || banned.size === 0) return false;
+    return banned.has(group.parentId) || group.samples.some((s) => s.childId !== null && banned.has(s.childId));
   }
 
   /** Count what a settle learned of the groups waiting in the trainer server. */

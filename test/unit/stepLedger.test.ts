@@ -57,7 +57,7 @@ describe('step plan and ledger', function () {
 
   /** The plan of step 1 from the generator seeded with 42. */
   function plan(s = settings()) {
-    return planStep({ step: 1, db, task, settings: s, rng: Rng.fromSeed(42) });
+    return planStep({ step: 1, db, task, settings: s, rng: Rng.fromSeed(42), previousDraw: null });
   }
 
   /** A real response to a planned job: the offline sampler's answer. */
@@ -98,7 +98,7 @@ describe('step plan and ledger', function () {
       assert.equal(job.parentId, first.parents[i]?.id);
       assert.ok(first.metaInfoIds.has(job.key));
     }
-    const again = planStep({ step: 1, db, task, settings: settings(), rng: Rng.fromSeed(42) });
+    const again = planStep({ step: 1, db, task, settings: settings(), rng: Rng.fromSeed(42), previousDraw: null });
     assert.deepEqual(
       again.jobs.map((j) => j.seed),
       first.jobs.map((j) => j.seed),

@@ -77,11 +77,17 @@ export function checkSteer(request: SteerRequest, { db, language }: SteerTarget)
  */
 export async function applySteer(
   request: SteerRequest,
-  target: SteerTarget & { dbFile: string; evaluator?: SteerEvaluator; signal?: AbortSignal },
+  target: SteerTarget & {
+    dbFile: string;
+    evaluator?: SteerEvaluator;
+    signal?: AbortSignal;
+    /** The step it takes effect at: the one a running loop plans next (ahead of the last commit when steps overlap); default the one after the last commit. */
+    step?: number;
+  },
 ): Promise<SteerResult> {
   checkSteer(request, target);
   const { db } = target;
-  const step = db.lastStep + 1;
+  const step = target.step ?? db.lastStep + 1;
   switch (request.kind) {
     case 'add': {
       if (!target.evaluator) throw new SteerInputError('no evaluator to run the program with');

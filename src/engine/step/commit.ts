@@ -115,7 +115,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   state.completionTokens += stats.tokens.completion;
   state.rng = rng.state();
   const previousBest = db.best();
-  const commit = await db.commitStep({ step, children, stats, engineState: state });
+  const commit = await db.commitStep({ step, children, stats, engineState: state, parentDraw: plan.draw });
   const ids = new Map<SlotOutcome, string>();
   commit.inserted.forEach((rec, i) => {
     const slot = slotOfChild.get(children[i] as NewProgram);

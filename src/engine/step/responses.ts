@@ -52,6 +52,10 @@ export class StepResponses {
   private firstEvalStart = Number.POSITIVE_INFINITY;
   private lastEvalEnd = 0;
   private lastResponseAt: number;
+  private generationOver = false;
+  private markGenerated: () => void = () => undefined;
+  /** Resolves once the step has all its responses (or was abandoned): a pipelined loop may then start the next step. */
+  readonly generated: Promise<void>;
 
   /** Listens to the run's stop from here on: call stopListening() when the step is over. */
   constructor(input: StepResponsesInput) {
@@ -64,6 +68,19 @@ export class StepResponses {
       announce: (jobKey, index, slot) => this.announce(jobKey, index, slot),
     });
     this.jobByKey = new Map(input.plan.jobs.map((j) => [j.key, j]));
+    this.generated = new Promise<void>((resolve) => {
+      this.markGenerated = resolve;
+    });
+  }
+
+  /** Whether the step has all its responses (or was abandoned). */
+  get generationDone(): boolean {
+    return this.generationOver;
+  }
+
+  /** Abandons the step alone (a step before it in a pipelined loop failed): collect() throws StopSignal, nothing is recorded. */
+  abandon(): void {
+    this.stepAbort.abort();
   }
 
   /** Whether the step was stopped. */
@@ -75,10 +92,19 @@ export class StepResponses {
   async collect(): Promise<StepTimings> {
     const { source, plan, stepStarted } = this.input;
     const onSample = (sample: Sample): void => this.onSample(sample);
-    await source.generate(plan.jobs, this.stepAbort.signal, onSample);
-    await this.resampleFailed(onSample);
+    try {
+      await source.generate(plan.jobs, this.stepAbort.signal, onSample);
+      await this.resampleFailed(onSample);
+    } catch (err) {
+      this.endGeneration();
+      throw err;
+    }
     if (!this.abandoned) this.ledger.announceUnrecovered();
     const generationDone = Math.max(this.lastResponseAt, stepStarted);
+    // Said before a pipelined loop can start the next step, so the step's phases read in order.
+    if (!this.abandoned)
+      this.input.emit({ type: 'generation_finished', time: Date.now(), step: plan.step, generationMs: generationDone - stepStarted });
+    this.endGeneration();
     // Evaluations may still be joining the list while earlier ones settle.
     for (let settled = 0; settled < this.evaluations.length;) {
       const batch = this.evaluations.slice(settled);
@@ -90,6 +116,11 @@ export class StepResponses {
       generationMs: generationDone - stepStarted,
       evaluationMs: Number.isFinite(this.firstEvalStart) ? Math.max(0, this.lastEvalEnd - this.firstEvalStart) : 0,
     };
+  }
+
+  private endGeneration(): void {
+    this.generationOver = true;
+    this.markGenerated();
   }
 
   stopListening(): void {

@@ -282,6 +282,11 @@ export class EvolutionRun {
         }
         failedInARow = 0;
         stepsDone++;
+        if (settings.lazyPenalty) {
+          // What the step brought into the database: the steps still in flight were checked without it.
+          const hashes = oldest.responses.ledger.allSlots().flatMap((slot) => (slot.kind === 'scored' ? [slot.child.codeHash] : []));
+          for (const later of inFlight) for (const hash of hashes) later.committedSincePlan.add(hash);
+        }
         if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
       }
     } finally {
@@ -440,6 +445,7 @@ export class EvolutionRun {
     // Every random choice of the step comes from the persisted generator; a
     // step redone after a crash or stop draws the same parents and prompts.
     const rng = Rng.fromState(previous ? previous.rng.state() : state.rng);
+    const committedSincePlan = new Set<string>();
     const plan = planStep({ step, db, task, settings, rng, previousDraw: previous?.plan.draw ?? null });
     this.emit({
       type: 'step_started',
@@ -458,9 +464,10 @@ export class EvolutionRun {
       emit: (e) => this.emit(e),
       runSignal: this.stopController.signal,
       stepStarted,
+      committedSincePlan,
     });
     const collected = responses.collect();
-    return { plan, rng, stepStarted, responses, collected, settled: collected.then(noop, noop) };
+    return { plan, rng, stepStarted, responses, committedSincePlan, collected, settled: collected.then(noop, noop) };
   }
 
   /** Waits for a step's evaluations and commits it (throws StopSignal or FailedStep, nothing committed). */
@@ -484,6 +491,7 @@ export class EvolutionRun {
         emit: (e) => this.emit(e),
         runSignal: this.stopController.signal,
         beforeCommit: this.spec.beforeCommit,
+        committedSincePlan: inFlight.committedSincePlan,
       });
     } finally {
       responses.stopListening();
@@ -499,6 +507,8 @@ interface StepInFlight {
   rng: Rng;
   stepStarted: number;
   responses: StepResponses;
+  /** Code hashes the steps committed since its plan brought in (with the lazy penalty on). */
+  committedSincePlan: Set<string>;
   /** Its responses and evaluations (a rejection is met where the step commits). */
   collected: Promise<StepTimings>;
   /** Settles with `collected`, never rejects. */

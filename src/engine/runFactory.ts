@@ -233,7 +233,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       request.afterStep?.(committed);
     },
     // The trainer's synchronous mode hands each step over once committed, before the next one generates.
-    stepsMayOverlap: () => !(trainer.state().enabled && settings['trainer.mode'] === 'sync'),
+    stepsMayOverlap: () => !trainer.holdsEachStep(),
   });
   return {
     run,

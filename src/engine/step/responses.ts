@@ -31,6 +31,13 @@ export interface StepResponsesInput {
   /** The run's stop: it abandons the step. */
   runSignal: AbortSignal;
   stepStarted: number;
+  /**
+   * Code hashes the steps committed after this one was planned brought into
+   * the database (steps overlapping): the lazy check leaves them out, so what
+   * a child is checked against does not depend on when it arrives; the
+   * step's commit penalises such children (StepLedger.penaliseLateDuplicates).
+   */
+  committedSincePlan: ReadonlySet<string>;
 }
 
 /** How long the step's two phases took. */
@@ -195,7 +202,7 @@ export class StepResponses {
       answer: sample.content,
       language: task.language,
       maxCodeLength: task.maxCodeLength,
-      seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) : undefined,
+      seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) && !this.input.committedSincePlan.has(hash) : undefined,
     });
     if (classified.kind === 'rejected') {
       // An over-long child is a program that never ran: it is not stored.

@@ -255,6 +255,11 @@ export class TrainerBridge {
     this.emitState();
   }
 
+  /** Whether each step is handed over before the next one generates (on, synchronous mode): the loop's steps may not overlap then. */
+  holdsEachStep(): boolean {
+    return this.enabled && this.settings['trainer.mode'] === 'sync';
+  }
+
   state(): TrainerState {
     return {
       enabled: this.enabled,

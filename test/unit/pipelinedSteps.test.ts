@@ -10,6 +10,8 @@ import { join, resolve } from 'node:path';
 import type { Settings } from '../../src/engine/common/config';
 import type { EngineEvent } from '../../src/engine/common/events';
 import { StepsInFlight } from '../../src/engine/common/stepsInFlight';
+import { DashboardFeed, modelSink } from '../../src/dashboard/dashboardFeed';
+import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CandidateEvaluator, EvolutionRun } from '../../src/engine/loop';
@@ -157,6 +159,23 @@ describe('pipelined steps: generation overlaps evaluation', function () {
     for (const e of events) if (steps.apply(e)) shown.add(steps.text());
     assert.ok(shown.has('step 1 evaluating, step 2 generating'), [...shown].join(' | '));
     assert.equal(steps.text(), '');
+    // The dashboard's run state line, fed the same events.
+    const model = new DashboardModel();
+    const lines: string[] = [];
+    const sink = modelSink(model);
+    const feed = new DashboardFeed(
+      {
+        ...sink,
+        setRunState: (state) => {
+          lines.push(`${state.state}: ${state.message}`);
+          sink.setRunState(state);
+        },
+      },
+      () => Promise.reject(new Error('no database queries without a database file')),
+    );
+    for (const e of events) feed.handle(e, undefined);
+    assert.ok(lines.includes('running: step 1 evaluating, step 2 generating'), lines.join(' | '));
+    assert.equal(model.snapshot().runState.state, 'finished');
   });
 
   it('the synchronous loop (pipelineDepth 0) never starts a step before the one before it committed', async () => {

@@ -566,6 +566,7 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     topP: s.topP,
     maxTokens: s.maxTokens,
     evaluationConcurrency: s.evaluationConcurrency,
+    pipelineDepth: s.pipelineDepth,
     databasePreset: s['database.preset'],
     lazyPenalty: s.lazyPenalty,
     seed: s.seed,

@@ -16,6 +16,7 @@ import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CandidateEvaluator, EvolutionRun } from '../../src/engine/loop';
 import { assembleRun } from '../../src/engine/runFactory';
+import { enqueueSteer } from '../../src/engine/steering/inbox';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { startAtroposTestServer } from '../server/atroposTestServer';
@@ -176,6 +177,45 @@ describe('pipelined steps: generation overlaps evaluation', function () {
     for (const e of events) feed.handle(e, undefined);
     assert.ok(lines.includes('running: step 1 evaluating, step 2 generating'), lines.join(' | '));
     assert.equal(model.snapshot().runState.state, 'finished');
+  });
+
+  it('a steer request takes effect at the step planned next, ahead of the last commit', async () => {
+    const s = settings({ endpoint: server.baseURL, sampler: 'llm', pipelineDepth: 1 });
+    const guidance = 'Researcher guidance: keep x an integer.';
+    let queued: Promise<string> | null = null;
+    const { result, events, dbFile } = await evolve(
+      s,
+      4,
+      (real) => ({
+        // Step 1 commits only once the request is in the inbox: step 3, planned after that commit, takes it at the latest.
+        evaluate: async (code, options) => {
+          await queued;
+          return real.evaluate(code, options);
+        },
+      }),
+      (e) => {
+        if (started(1)(e)) queued = enqueueSteer(join(dir, 'run.sqlite'), { kind: 'guidance', text: guidance });
+      },
+    );
+    assert.equal(result.reason, 'steps_done');
+    const steered = events[indexOf(events, 'the steer request taken', (e) => e.type === 'steered' && e.ok)];
+    assert.ok(steered?.type === 'steered');
+    assert.ok(steered.step >= 2, `taken at step ${steered.step}`);
+    // Taken while the step before it was in flight (not committed): it applies from the step planned right after, not from that one.
+    const next = events.slice(events.indexOf(steered)).find((e) => e.type === 'step_started');
+    assert.equal(next?.type === 'step_started' ? next.step : null, steered.step);
+    assert.ok(events.indexOf(steered) < indexOf(events, `step ${steered.step - 1} commit`, committed(steered.step - 1)));
+    const db = await ProgramDatabase.openReadOnly(dbFile);
+    try {
+      assert.deepEqual(
+        db.guidanceHistory().map((g) => g.step),
+        [steered.step],
+      );
+      assert.equal(db.guidanceAt(steered.step - 1), null);
+      assert.equal(db.guidanceAt(steered.step), guidance);
+    } finally {
+      await db.close();
+    }
   });
 
   it('the synchronous loop (pipelineDepth 0) never starts a step before the one before it committed', async () => {

@@ -18,6 +18,7 @@ import { settingsFromArgs, withFlagNames } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
+import { StepsInFlight } from '../engine/common/stepsInFlight';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const settings = settingsFromArgs(args, io.cwd);
@@ -53,24 +54,33 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${withFlagNames(message)}\n`);
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
-  let finished = 0;
+  const inFlight = new StepsInFlight();
+  /** One step: its bar; steps overlapping: what each is doing ("step 7 evaluating 30/32, step 8 generating 4/32"). */
+  const showSteps = (): void => {
+    const [only, ...others] = inFlight.current;
+    if (!only) return;
+    if (others.length === 0) progress.bar(`step ${only.step}`, only.finished, samplesPerStep);
+    else progress.update(inFlight.text(samplesPerStep));
+  };
   let lastBest: number | null = null;
   let fatal: string | null = null;
   /** After the run's last line nothing rewrites the progress line (the SLURM backend reports its queue once more as it closes). */
   let runOver = false;
 
   const onEvent = (event: EngineEvent): void => {
+    inFlight.apply(event);
     switch (event.type) {
       case 'run_started':
         io.stderr(
           `thetaevolve run: ${event.task.title} (${event.task.direction}) with ${event.source.label}; ` +
-            `B=${settings.batchSize} x n=${settings.samplesPerPrompt}, K=${settings.evaluationConcurrency}; ` +
+            `B=${settings.batchSize} x n=${settings.samplesPerPrompt}, K=${settings.evaluationConcurrency}` +
+            `${settings.pipelineDepth > 0 ? `, steps overlapping (pipelineDepth ${settings.pipelineDepth})` : ''}; ` +
             `${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}: ${event.dbFile}\n`,
         );
         break;
       case 'step_started':
-        finished = 0;
-        progress.update(`step ${event.step}: 0/${samplesPerStep}`);
+      case 'generation_finished':
+        showSteps();
         break;
       case 'evaluation_finished':
         if (event.jobKey === 'initial') {
@@ -78,8 +88,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
           if (event.outcome === 'valid') lastBest = event.score;
           break;
         }
-        finished++;
-        progress.bar(`step ${event.step}`, finished, samplesPerStep);
+        showSteps();
         break;
       case 'step_committed':
         progress.clear();

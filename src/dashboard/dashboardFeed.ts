@@ -12,6 +12,7 @@ import { errorMessage } from '../engine/common/errors';
 import type { EngineEvent, EvaluationQueueEvent, RunStartedEvent } from '../engine/common/events';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import type { RunMeta } from '../engine/common/runMeta';
+import { StepsInFlight } from '../engine/common/stepsInFlight';
 import { loadTask } from '../engine/task/task';
 import { RunElapsed } from '../engine/common/runElapsed';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
@@ -46,6 +47,9 @@ export interface DashboardSink {
   /** A notice on the page (a bare model drops it). */
   notify(level: 'info' | 'warning' | 'error', text: string): void;
 }
+
+/** The events that move a step from generating to evaluating to committed. */
+const STEP_PHASE_EVENTS: ReadonlySet<EngineEvent['type']> = new Set(['step_started', 'generation_finished', 'step_committed']);
 
 /** A DashboardModel as a sink (what a page would be sent is dropped). */
 export function modelSink(model: DashboardModel): DashboardSink {
@@ -83,6 +87,8 @@ export class DashboardFeed {
   private waiting: { event: EngineEvent; dbFile: string | undefined }[] | null = null;
   /** Counts run starts: a history read for an earlier run is dropped. */
   private generation = 0;
+  /** What the running steps are doing: the run state's line while it runs ("step 7 evaluating, step 8 generating"). */
+  private steps = new StepsInFlight();
 
   constructor(
     private readonly sink: DashboardSink,
@@ -109,6 +115,7 @@ export class DashboardFeed {
   private start(event: RunStartedEvent, dbFile: string | undefined): void {
     const generation = ++this.generation;
     this.elapsed = new RunElapsed();
+    this.steps = new StepsInFlight();
     this.lastStep = -1;
     const input = runInputOfEvent(event);
     const runState: RunStateView = {
@@ -144,6 +151,9 @@ export class DashboardFeed {
 
   private apply(event: EngineEvent, dbFile: string | undefined): void {
     const sink = this.sink;
+    // Only a running run has steps in flight (none after paused or run_finished).
+    if (this.steps.apply(event) && STEP_PHASE_EVENTS.has(event.type))
+      sink.setRunState({ state: 'running', message: this.steps.text() || 'running' });
     switch (event.type) {
       case 'step_committed':
         if (event.step <= this.lastStep) return;

@@ -48,10 +48,11 @@ export class EvaluationOutputWriter {
   }
 
   /** A step (re)starts: what an abandoned try of it kept goes, and the oldest steps go past the budget. */
-  startStep(step: number): Promise<void> {
+  /** A step starts (again): its old outputs go; over the budget, the oldest steps' go too, never those from `firstInFlight` on (still being written). */
+  startStep(step: number, firstInFlight = step): Promise<void> {
     return this.enqueue(async () => {
       await rm(join(this.dir, stepFileName(step)), { force: true });
-      await this.prune(step);
+      await this.prune(Math.min(step, firstInFlight));
     });
   }
 
@@ -74,13 +75,13 @@ export class EvaluationOutputWriter {
     return this.queue;
   }
 
-  private async prune(current: number): Promise<void> {
+  private async prune(firstKept: number): Promise<void> {
     const files = await stepFiles(this.dir);
     let total = 0;
     for (const f of files) total += f.bytes;
     for (const f of files) {
       if (total <= this.budgetBytes) break;
-      if (f.step === current) continue;
+      if (f.step >= firstKept) continue;
       await rm(f.path, { force: true });
       total -= f.bytes;
     }

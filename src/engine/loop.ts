@@ -19,8 +19,8 @@ import { FailedStep, StopSignal } from './step/abandoned';
 import { keepBestSolution } from './step/bestSolution';
 import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
 import { type EngineState, isEngineState } from './step/engineState';
-import { planStep } from './step/plan';
-import { type CandidateEvaluator, StepResponses } from './step/responses';
+import { planStep, type StepPlan } from './step/plan';
+import { type CandidateEvaluator, StepResponses, type StepTimings } from './step/responses';
 import { formatScore } from './common/format';
 import { applySteer } from './steering/applySteer';
 import { readInbox, removeRequest } from './steering/inbox';
@@ -54,6 +54,12 @@ export interface EvolutionRunSpec {
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
   /** Called after each committed step, with the same groups and their child ids, before the next starts (the trainer bridge waits here in synchronous mode). */
   afterCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
+  /**
+   * Whether a step may start before the one before it is committed and
+   * handed to afterCommit (settings.pipelineDepth); asked before each step.
+   * The trainer bridge says no in synchronous mode. Default yes.
+   */
+  stepsMayOverlap?: () => boolean;
 }
 
 export class EvolutionRun {
@@ -82,13 +88,13 @@ export class EvolutionRun {
     return this.db;
   }
 
-  /** Abandon the in-flight step (nothing of it is committed) and end the run. */
+  /** Abandon the steps in flight (nothing of them is committed) and end the run. */
   stop(): void {
     this.stopController.abort();
     this.releasePause();
   }
 
-  /** Pause after the in-flight step commits. */
+  /** Pause once the steps in flight commit (no further one starts meanwhile). */
   pause(): void {
     this.paused = true;
   }
@@ -160,38 +166,7 @@ export class EvolutionRun {
       const state: EngineState = isEngineState(saved) ? saved : { rng: Rng.fromSeed(settings.seed ^ 0x5eed).state(), completionTokens: 0 };
       if (db.lastStep < 0) await this.addInitialProgram(db);
 
-      let stepsDone = 0;
-      let failedInARow = 0;
-      for (;;) {
-        const limit = this.limitReached(db, state, stepsDone);
-        if (limit) {
-          reason = limit;
-          break;
-        }
-        if (this.paused) await this.waitWhilePaused(db.lastStep);
-        if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
-        let committed: CommittedStep;
-        try {
-          committed = await this.runStep(db, state, started);
-        } catch (err) {
-          if (!(err instanceof FailedStep)) throw err;
-          failedInARow++;
-          if (failedInARow >= settings.maxFailedSteps) {
-            const tries = settings.maxFailedSteps > 1 ? ` (${failedInARow} tries in a row; thetaevolve.maxFailedSteps)` : '';
-            throw new Error(`${err.message}${tries}; the run stops, every committed step is kept.`);
-          }
-          this.emit({
-            type: 'error',
-            time: Date.now(),
-            fatal: false,
-            message: `${err.message}; the step is redone (try ${failedInARow + 1} of ${settings.maxFailedSteps})`,
-          });
-          continue;
-        }
-        failedInARow = 0;
-        stepsDone++;
-        if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
-      }
+      reason = await this.runSteps(db, state, started);
     } catch (err) {
       if (err instanceof StopSignal || this.stopController.signal.aborted) {
         reason = 'stopped';
@@ -222,7 +197,8 @@ export class EvolutionRun {
     return { reason, lastStep, best };
   }
 
-  private limitReached(db: ProgramDatabase, state: EngineState, stepsDone: number): RunFinishReason | null {
+  /** Why no further step may start, given the steps committed in this invocation and those in flight (planned past the last commit). */
+  private limitReached(db: ProgramDatabase, state: EngineState, stepsDone: number, inFlight: number): RunFinishReason | null {
     const { settings, task } = this.spec;
     if (this.stopController.signal.aborted) return 'stopped';
     const best = db.best();
@@ -230,11 +206,93 @@ export class EvolutionRun {
       const objective = objectiveOfScore(best.score, task.direction);
       if (task.direction === 'maximize' ? objective >= task.targetValue : objective <= task.targetValue) return 'target_reached';
     }
-    if (settings.maxSteps > 0 && db.lastStep >= settings.maxSteps) return 'steps_done';
-    if (this.spec.stepsThisInvocation !== undefined && stepsDone >= this.spec.stepsThisInvocation) return 'steps_done';
-    if (this.spec.untilStep !== undefined && db.lastStep >= this.spec.untilStep) return 'steps_done';
+    const lastPlanned = db.lastStep + inFlight;
+    if (settings.maxSteps > 0 && lastPlanned >= settings.maxSteps) return 'steps_done';
+    if (this.spec.stepsThisInvocation !== undefined && stepsDone + inFlight >= this.spec.stepsThisInvocation) return 'steps_done';
+    if (this.spec.untilStep !== undefined && lastPlanned >= this.spec.untilStep) return 'steps_done';
     if (settings.maxTotalTokens > 0 && state.completionTokens >= settings.maxTotalTokens) return 'token_limit';
     return null;
+  }
+
+  /** How many steps may be in flight beyond the one committing next: none while the trainer takes each step before the next generates. */
+  private pipelineDepth(): number {
+    return this.spec.stepsMayOverlap && !this.spec.stepsMayOverlap() ? 0 : this.spec.settings.pipelineDepth;
+  }
+
+  /**
+   * Runs steps until a limit, a stop or an error, and says which limit. With
+   * pipelineDepth d, up to d + 1 steps are in flight: the next one starts
+   * once the newest has all its responses, and steps commit in order
+   * (docs/algorithm.md section 1, "Pipelined steps").
+   */
+  private async runSteps(db: ProgramDatabase, state: EngineState, runStarted: number): Promise<RunFinishReason> {
+    const { settings } = this.spec;
+    const inFlight: StepInFlight[] = [];
+    let stepsDone = 0;
+    let failedInARow = 0;
+    try {
+      for (;;) {
+        if (this.stopController.signal.aborted) {
+          if (inFlight.length === 0) return 'stopped';
+          throw new StopSignal('the run was stopped');
+        }
+        const newest = inFlight.at(-1);
+        const depth = this.pipelineDepth();
+        const room = newest === undefined || (inFlight.length <= depth && newest.responses.generationDone);
+        if (room && !this.paused && this.limitReached(db, state, stepsDone, inFlight.length) === null) {
+          inFlight.push(await this.startStep(db, state, newest ?? null));
+          continue;
+        }
+        const oldest = inFlight[0];
+        if (oldest === undefined) {
+          const limit = this.limitReached(db, state, stepsDone, 0);
+          if (limit) return limit;
+          await this.waitWhilePaused(db.lastStep);
+          if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
+          continue;
+        }
+        // Another step may start once the newest has its responses: whichever comes first, that or the oldest's last evaluation.
+        if (newest && inFlight.length <= depth && !newest.responses.generationDone && !this.paused) {
+          const next = await Promise.race([
+            oldest.settled.then(() => 'commit' as const),
+            newest.responses.generated.then(() => 'start' as const),
+          ]);
+          if (next === 'start') continue;
+        }
+        inFlight.shift();
+        let committed: CommittedStep;
+        try {
+          committed = await this.finishStep(db, state, runStarted, oldest);
+        } catch (err) {
+          // The steps planned after it drew from its plan: they are abandoned too, and planned again.
+          await abandonSteps(inFlight.splice(0));
+          if (!(err instanceof FailedStep)) throw err;
+          failedInARow++;
+          if (failedInARow >= settings.maxFailedSteps) {
+            const tries = settings.maxFailedSteps > 1 ? ` (${failedInARow} tries in a row; thetaevolve.maxFailedSteps)` : '';
+            throw new Error(`${err.message}${tries}; the run stops, every committed step is kept.`);
+          }
+          this.emit({
+            type: 'error',
+            time: Date.now(),
+            fatal: false,
+            message: `${err.message}; the step is redone (try ${failedInARow + 1} of ${settings.maxFailedSteps})`,
+          });
+          continue;
+        }
+        failedInARow = 0;
+        stepsDone++;
+        if (settings.lazyPenalty) {
+          // What the step brought into the database: the steps still in flight were checked without it.
+          const hashes = oldest.responses.ledger.allSlots().flatMap((slot) => (slot.kind === 'scored' ? [slot.child.codeHash] : []));
+          for (const later of inFlight) for (const hash of hashes) later.committedSincePlan.add(hash);
+        }
+        if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
+      }
+    } finally {
+      // A stop or an error: nothing of the steps still in flight is recorded, and none of their evaluations outlives the run.
+      await abandonSteps(inFlight);
+    }
   }
 
   private async waitWhilePaused(step: number): Promise<void> {
@@ -330,9 +388,8 @@ export class EvolutionRun {
   }
 
   /** Apply the steering inbox's requests in order; a refused one is said and removed, the run goes on. */
-  private async takeSteerRequests(db: ProgramDatabase): Promise<void> {
+  private async takeSteerRequests(db: ProgramDatabase, step: number): Promise<void> {
     for (const item of await readInbox(this.spec.dbFile)) {
-      const step = db.lastStep + 1;
       // Applied before a crash that left its file: never twice.
       if (db.appliedRequest(item.id)) {
         await removeRequest(item);
@@ -353,6 +410,7 @@ export class EvolutionRun {
           evaluator: this.spec.evaluator,
           signal: this.stopController.signal,
           requestId: item.id,
+          step,
         });
         this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
         const best = db.best();
@@ -377,25 +435,30 @@ export class EvolutionRun {
     }
   }
 
-  /** One step: plan the jobs, collect the responses and their evaluations, commit (throws StopSignal or FailedStep, nothing committed). */
-  private async runStep(db: ProgramDatabase, state: EngineState, runStarted: number): Promise<CommittedStep> {
+  /**
+   * Plans a step and starts collecting its responses and evaluations: the
+   * step after `previous` while that one is in flight (its parents drawn
+   * where previous's draw left off, from the steps committed so far), else
+   * the step after the last commit.
+   */
+  private async startStep(db: ProgramDatabase, state: EngineState, previous: StepInFlight | null): Promise<StepInFlight> {
     const { task, settings, source, evaluator } = this.spec;
+    const step = previous ? previous.plan.step + 1 : db.lastStep + 1;
     // Steer requests made since the last step take effect now (docs/algorithm.md section 11).
-    await this.takeSteerRequests(db);
-    const step = db.lastStep + 1;
+    await this.takeSteerRequests(db, step);
     const stepStarted = Date.now();
-    await this.outputs.startStep(step);
+    await this.outputs.startStep(step, db.lastStep + 1);
     // Every random choice of the step comes from the persisted generator; a
     // step redone after a crash or stop draws the same parents and prompts.
-    const rng = Rng.fromState(state.rng);
-    const plan = planStep({ step, db, task, settings, rng });
+    const rng = Rng.fromState(previous ? previous.rng.state() : state.rng);
+    const committedSincePlan = new Set<string>();
+    const plan = planStep({ step, db, task, settings, rng, previousDraw: previous?.plan.draw ?? null });
     this.emit({
       type: 'step_started',
       time: Date.now(),
       step,
       parents: plan.parents.map((p) => ({ id: p.id, score: p.score, island: p.island })),
     });
-    const runSignal = this.stopController.signal;
     const responses = new StepResponses({
       plan,
       task,
@@ -405,32 +468,68 @@ export class EvolutionRun {
       evaluator,
       outputs: this.outputs,
       emit: (e) => this.emit(e),
-      runSignal,
+      runSignal: this.stopController.signal,
       stepStarted,
+      committedSincePlan,
     });
+    const collected = responses.collect();
+    return { plan, rng, stepStarted, responses, committedSincePlan, collected, settled: collected.then(noop, noop) };
+  }
+
+  /** Waits for a step's evaluations and commits it (throws StopSignal or FailedStep, nothing committed). */
+  private async finishStep(db: ProgramDatabase, state: EngineState, runStarted: number, inFlight: StepInFlight): Promise<CommittedStep> {
+    const { responses } = inFlight;
     try {
-      const timings = await responses.collect();
+      const timings = await inFlight.collected;
       return await commitStep({
-        plan,
+        plan: inFlight.plan,
         ledger: responses.ledger,
         timings,
-        stepStarted,
+        stepStarted: inFlight.stepStarted,
         runStarted,
         state,
-        rng,
+        rng: inFlight.rng,
         db,
-        task,
+        task: this.spec.task,
         dbFile: this.spec.dbFile,
         shaping: this.shaping,
         tokenIds: this.tokenIds,
         emit: (e) => this.emit(e),
-        runSignal,
+        runSignal: this.stopController.signal,
         beforeCommit: this.spec.beforeCommit,
+        committedSincePlan: inFlight.committedSincePlan,
       });
     } finally {
       responses.stopListening();
       if (responses.abandoned) await responses.allSettled();
     }
+  }
+}
+
+/** A step planned and not yet committed. */
+interface StepInFlight {
+  plan: StepPlan;
+  /** The step's generator as its plan left it: committed with the step, and where the next step's generator starts. */
+  rng: Rng;
+  stepStarted: number;
+  responses: StepResponses;
+  /** Code hashes the steps committed since its plan brought in (with the lazy penalty on). */
+  committedSincePlan: Set<string>;
+  /** Its responses and evaluations (a rejection is met where the step commits). */
+  collected: Promise<StepTimings>;
+  /** Settles with `collected`, never rejects. */
+  settled: Promise<void>;
+}
+
+function noop(): void {}
+
+/** Abandons steps in flight (nothing of them is recorded) and waits until none of their evaluations runs. */
+async function abandonSteps(steps: readonly StepInFlight[]): Promise<void> {
+  for (const step of steps) step.responses.abandon();
+  for (const step of steps) {
+    await step.settled;
+    step.responses.stopListening();
+    await step.responses.allSettled();
   }
 }
 
@@ -473,6 +572,7 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     topP: s.topP,
     maxTokens: s.maxTokens,
     evaluationConcurrency: s.evaluationConcurrency,
+    pipelineDepth: s.pipelineDepth,
     databasePreset: s['database.preset'],
     lazyPenalty: s.lazyPenalty,
     seed: s.seed,

@@ -257,6 +257,8 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       await trainer.afterCommit(committed, stepSignal);
       request.afterStep?.(committed);
     },
+    // The trainer's synchronous mode hands each step over once committed, before the next one generates.
+    stepsMayOverlap: () => !trainer.holdsEachStep(),
   }));
   return {
     run,

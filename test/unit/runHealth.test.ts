@@ -87,36 +87,39 @@ describe('run health: infrastructure failures are never the model’s', function
     assert.match(stderr, /the evaluation could not run \(not the program's fault\): the evaluator exited with code 1/);
   });
 
-  it('a step whose every evaluation failed on our side stops the run like a step with no answers (maxFailedSteps), and scores nothing', async () => {
-    // Works on the starting program (x = 1), crashes on every other solution: the evaluator's bug, not the children's.
-    const dir = taskWithEvaluator(
-      [
-        'import json, sys',
-        'x = json.load(open(sys.argv[1]))["x"]',
-        'if x != 1:',
-        '    raise RuntimeError("evaluator bug on x=%r" % x)',
-        'print(json.dumps({"valid": True, "objective": 10 - (x - 3) ** 2, "metrics": {}, "reason": ""}))',
-        '',
-      ].join('\n'),
-    );
-    const db = join(dir, '..', 'run.sqlite');
-    const args = ['run', dir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--db', db, '--json'];
-    const { code, stdout, stderr } = await runCli([...args, '--set', 'maxFailedSteps=2'], dir);
-    assert.equal(code, 1, stderr);
-    assert.match(
-      stderr,
-      /no evaluation of step 1 could run \(\d+ failed on our side, not the model's\): \d+ x the evaluator exited with code 1/,
-    );
-    assert.match(stderr, /\(2 tries in a row; thetaevolve\.maxFailedSteps\); the run stops, every committed step is kept/);
-    assert.ok(!stdout.includes('"step":1'), 'step 1 was never committed');
-    assert.ok(existsSync(db));
-    const summary = await runCli(['db', db, '--json'], dir);
-    assert.equal(
-      z.object({ lastStep: z.number() }).passthrough().parse(JSON.parse(summary.stdout)).lastStep,
-      0,
-      'only the starting program is in the database',
-    );
-  });
+  // Overlapping, the step planned after the failed one is abandoned with it and planned again (docs/algorithm.md section 1).
+  for (const pipelineDepth of [0, 1])
+    it(`a step whose every evaluation failed on our side stops the run like a step with no answers (maxFailedSteps), and scores nothing (pipelineDepth ${pipelineDepth})`, async () => {
+      // Works on the starting program (x = 1), crashes on every other solution: the evaluator's bug, not the children's.
+      const dir = taskWithEvaluator(
+        [
+          'import json, sys',
+          'x = json.load(open(sys.argv[1]))["x"]',
+          'if x != 1:',
+          '    raise RuntimeError("evaluator bug on x=%r" % x)',
+          'print(json.dumps({"valid": True, "objective": 10 - (x - 3) ** 2, "metrics": {}, "reason": ""}))',
+          '',
+        ].join('\n'),
+      );
+      const db = join(dir, '..', 'run.sqlite');
+      const args = ['run', dir, '--sampler', 'mutate', '--steps', '3', '--batch', '2', '--samples', '2', '--db', db, '--json'];
+      const { code, stdout, stderr } = await runCli([...args, '--set', 'maxFailedSteps=2', '--set', `pipelineDepth=${pipelineDepth}`], dir);
+      assert.equal(code, 1, stderr);
+      if (pipelineDepth > 0) assert.match(stderr, /steps overlapping \(pipelineDepth 1\)/);
+      assert.match(
+        stderr,
+        /no evaluation of step 1 could run \(\d+ failed on our side, not the model's\): \d+ x the evaluator exited with code 1/,
+      );
+      assert.match(stderr, /\(2 tries in a row; thetaevolve\.maxFailedSteps\); the run stops, every committed step is kept/);
+      assert.ok(!stdout.includes('"step":1'), 'step 1 was never committed');
+      assert.ok(existsSync(db));
+      const summary = await runCli(['db', db, '--json'], dir);
+      assert.equal(
+        z.object({ lastStep: z.number() }).passthrough().parse(JSON.parse(summary.stdout)).lastStep,
+        0,
+        'only the starting program is in the database',
+      );
+    });
 });
 
 describe('run health: a trainer that never answers is named at once, with the deadline the settings give', function () {

@@ -15,6 +15,7 @@ import { planStep } from '../../src/engine/step/plan';
 import { codeHash } from '../../src/engine/codeHash';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { tempDir } from '../support/tempDirs';
+import { syntheticProgram, testConfig } from './fixtures/database/programs';
 
 const FIXTURE = resolve(__dirname, '..', 'fixtures', 'tasks', 'quadratic');
 
@@ -57,7 +58,7 @@ describe('step plan and ledger', function () {
 
   /** The plan of step 1 from the generator seeded with 42. */
   function plan(s = settings()) {
-    return planStep({ step: 1, db, task, settings: s, rng: Rng.fromSeed(42) });
+    return planStep({ step: 1, db, task, settings: s, rng: Rng.fromSeed(42), previousDraw: null });
   }
 
   /** A real response to a planned job: the offline sampler's answer. */
@@ -98,7 +99,7 @@ describe('step plan and ledger', function () {
       assert.equal(job.parentId, first.parents[i]?.id);
       assert.ok(first.metaInfoIds.has(job.key));
     }
-    const again = planStep({ step: 1, db, task, settings: settings(), rng: Rng.fromSeed(42) });
+    const again = planStep({ step: 1, db, task, settings: settings(), rng: Rng.fromSeed(42), previousDraw: null });
     assert.deepEqual(
       again.jobs.map((j) => j.seed),
       first.jobs.map((j) => j.seed),
@@ -200,6 +201,49 @@ describe('step plan and ledger', function () {
     assert.equal(outputKeptOf(scored), true);
   });
 
+  it('with steps overlapping, turns a scored child equal to one a later-committed step brought in into the duplicate it would have been', () => {
+    const { jobs } = plan();
+    const { ledger, announced } = ledgerFor(jobs, false);
+    const [a, b] = jobs as [GenerationJob, GenerationJob];
+    const scored = (job: GenerationJob, index: number, code: string): SlotOutcome => ({
+      kind: 'scored',
+      child: {
+        parentId: job.parentId,
+        step: 1,
+        code,
+        codeHash: codeHash(code, task.language),
+        score: 7,
+        objective: 7,
+        outcome: 'valid',
+        metrics: {},
+        ...NOT_GENERATED,
+        evaluationMs: 3,
+      },
+      reason: '',
+      response: response(job, index),
+      durationMs: 3,
+      outputKept: false,
+      solution: null,
+    });
+    const late = scored(a, 0, 'x = 4\n');
+    const fresh = scored(b, 1, 'x = 5\n');
+    ledger.settle(a.key, 0, late as Exclude<SlotOutcome, { kind: 'request_failed' }>);
+    ledger.settle(b.key, 1, fresh as Exclude<SlotOutcome, { kind: 'request_failed' }>);
+    assert.equal(ledger.penaliseLateDuplicates(new Set()), 0, 'nothing committed since the plan');
+    assert.equal(ledger.penaliseLateDuplicates(new Set([codeHash('x = 4\n', task.language)])), 1);
+    const [first] = ledger.filledSlots(a.key);
+    assert.equal(first?.kind, 'rejected_early');
+    assert.deepEqual(viewOfSlot(first as SlotOutcome).outcome, 'duplicate');
+    assert.equal(viewOfSlot(first as SlotOutcome).score, -0.3);
+    assert.equal(
+      viewOfSlot(first as SlotOutcome).response,
+      late.kind === 'scored' ? late.response : null,
+      'the response stays for the trainer',
+    );
+    assert.equal(ledger.filledSlots(b.key)[1], fresh);
+    assert.equal(announced.length, 2, 'announced once each, as they settled');
+  });
+
   it('asks again only with the RL trainer on', () => {
     assert.equal(resampleRoundsOf(settings()), 0);
     assert.equal(resampleRoundsOf(settings({ 'trainer.enabled': true, 'trainer.resampleRounds': 3 })), 3);
@@ -292,5 +336,48 @@ describe('step plan and ledger', function () {
     const { ledger } = ledgerFor([job], true);
     ledger.requestFailed(job.key, 0, 'HTTP 500');
     assert.equal(ledger.resampleJobs(1)[0]?.job.seed, 2);
+  });
+});
+
+describe('parent draws of overlapping steps', function () {
+  this.timeout(30_000);
+
+  /** A database of a few committed steps of synthetic programs. */
+  async function filled(file: string): Promise<ProgramDatabase> {
+    const db = await ProgramDatabase.open(file, {
+      config: testConfig({ populationSize: 60, archiveSize: 10, numIslands: 3, migrationInterval: 50 }),
+    });
+    const rng = Rng.fromSeed(5);
+    await db.addInitial(syntheticProgram(rng, 0, null));
+    for (let step = 1; step <= 3; step++) {
+      const children = db.sampleParents(4).flatMap((p) => [syntheticProgram(rng, step, p.id), syntheticProgram(rng, step, p.id)]);
+      await db.commitStep({ step, children, stats: {}, engineState: null });
+    }
+    return db;
+  }
+
+  it('draws the step after an uncommitted one where its draw left off; its commit adopts its own draw whatever was drawn since', async () => {
+    const dir = tempDir('thetaevolve-draws-');
+    const pipelined = await filled(join(dir, 'pipelined.sqlite'));
+    const synchronous = await filled(join(dir, 'synchronous.sqlite'));
+    try {
+      const ids = (records: { id: string }[]) => records.map((r) => r.id);
+      // Step 4 planned; step 5 planned before step 4 commits.
+      const step4 = pipelined.sampleParentsFor(6, null, 4);
+      const step5 = pipelined.sampleParentsFor(6, step4.draw, 5);
+      assert.notDeepEqual(step5.draw, step4.draw, 'the draws go on, not over');
+      // The synchronous loop: step 4 drawn and committed (nothing added), then step 5 drawn after it.
+      const sync4 = synchronous.sampleParentsFor(6, null, 4);
+      assert.deepEqual(ids(sync4.parents), ids(step4.parents));
+      await synchronous.commitStep({ step: 4, children: [], stats: {}, engineState: null });
+      assert.deepEqual(ids(synchronous.sampleParentsFor(6, null, 5).parents), ids(step5.parents));
+      // Step 4 commits with its own draw though step 5 was drawn since; the draw after it is step 5's again.
+      await pipelined.commitStep({ step: 4, children: [], stats: {}, engineState: null, parentDraw: step4.draw });
+      assert.deepEqual(ids(pipelined.sampleParentsFor(6, null, 5).parents), ids(step5.parents));
+      assert.throws(() => pipelined.sampleParentsFor(6, null, 7), /step 7 is not the one after the last commit \(4\)/);
+    } finally {
+      await pipelined.close();
+      await synchronous.close();
+    }
   });
 });

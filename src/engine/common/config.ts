@@ -129,6 +129,15 @@ export const SETTINGS = [
       'Stop the run with an error after this many consecutive steps in which no request succeeded (such a step is redone, never committed empty).',
   },
   {
+    key: 'pipelineDepth',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 4,
+    description:
+      "Steps whose generation may start while earlier steps are still being evaluated. `0` is the paper's synchronous loop: a step plans its parents only after the one before it is committed. `1` starts the next step as soon as a step has all its responses, so the model server generates while the sandbox evaluates (a step then takes about the longer of the two, not their sum); its parents are drawn from the database as committed one step earlier. With the RL trainer on in `sync` mode steps never overlap (a step is handed to the trainer once committed, before the next one generates).",
+  },
+  {
     key: 'evaluationConcurrency',
     type: 'integer',
     default: 16,

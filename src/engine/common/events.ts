@@ -108,6 +108,15 @@ export const StepStartedEventSchema = z.object({
   parents: z.array(z.object({ id: z.string(), score: finite, island: count.nullable() })),
 });
 
+/** A step has all its responses (its failed requests asked again when resampling); only its evaluations are left. */
+export const GenerationFinishedEventSchema = z.object({
+  type: z.literal('generation_finished'),
+  time,
+  step: count,
+  /** From the step's start to its last response. */
+  generationMs: finite.min(0),
+});
+
 export const EvaluationStartedEventSchema = z.object({
   type: z.literal('evaluation_started'),
   time,
@@ -273,6 +282,7 @@ export const SteeredEventSchema = z.object({
 export const EngineEventSchema = z.discriminatedUnion('type', [
   RunStartedEventSchema,
   StepStartedEventSchema,
+  GenerationFinishedEventSchema,
   EvaluationStartedEventSchema,
   EvaluationFinishedEventSchema,
   StepCommittedEventSchema,
@@ -293,6 +303,7 @@ export type EngineEventType = EngineEvent['type'];
 export type EngineEventOf<T extends EngineEventType> = Extract<EngineEvent, { type: T }>;
 export type RunStartedEvent = EngineEventOf<'run_started'>;
 export type StepStartedEvent = EngineEventOf<'step_started'>;
+export type GenerationFinishedEvent = EngineEventOf<'generation_finished'>;
 export type EvaluationStartedEvent = EngineEventOf<'evaluation_started'>;
 export type EvaluationFinishedEvent = EngineEventOf<'evaluation_finished'>;
 export type StepCommittedEvent = EngineEventOf<'step_committed'>;

@@ -25,6 +25,12 @@ const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invali
 const FEATURE_DIMENSIONS = 2;
 
 /** Bins per feature dimension: max(10, ceil(archive^(1/d))). */
+/** Where a draw of parents left the sampling generator and the island turn: the next draw starts there. */
+export interface ParentDraw {
+  rng: RngState;
+  turn: number;
+}
+
 export function featureBins(archiveSize: number, dimensions = FEATURE_DIMENSIONS): number {
   const root = Math.pow(archiveSize, 1 / dimensions);
   const nearest = Math.round(root);
@@ -168,7 +174,7 @@ export class Population {
   private readonly hashes = new Set<string>();
   private aliveCount = 0;
   private bestNode: PopulationNode | null = null;
-  private pendingSample: { rng: RngState; turn: number } | null = null;
+  private pendingSample: ParentDraw | null = null;
   private readonly touched = new Set<PopulationNode>();
   private readonly contents = new Map<number, RowContent>();
   private newHashes: string[] = [];
@@ -321,25 +327,46 @@ export class Population {
    * the next step adopts where this draw left the generator.
    */
   sampleParents(count: number): Readonly<PopulationNode>[] {
-    if (this.aliveCount === 0) throw new Error('sampleParents: the database is empty (add the initial program first)');
-    const rng = Rng.fromState(this.state.rng);
-    const { parents, turn } = drawParents({
-      count,
-      rng,
-      turn: this.state.turn,
-      config: this.config,
-      pools: { all: this.all, islands: this.islandMembers, islandArchives: this.islandArchives, archive: this.archiveList },
-      pinned: this.pinnedParents(count),
-      isBanned: this.steering.banned.size === 0 ? null : (node) => this.steering.isBanned(node),
-    });
-    this.pendingSample = { rng: rng.state(), turn };
+    const { parents, draw } = this.drawParents(count, { rng: this.state.rng, turn: this.state.turn }, this.state.lastStep + 1);
+    this.pendingSample = draw;
     return parents;
   }
 
-  /** The parents the pins in force at the next step give, oldest pin first (docs/algorithm.md section 11). */
-  private pinnedParents(count: number): PopulationNode[] {
+  /**
+   * Parents for a step planned while the ones before it are still in flight
+   * (docs/algorithm.md section 1, "Pipelined steps"): drawn from where the
+   * previous step's draw left the generator and island turn, with the pins of
+   * `step`, from the programs committed so far. Nothing changes here: the
+   * step's commit adopts `draw` (addStep).
+   */
+  sampleParentsAfter(count: number, previous: ParentDraw, step: number): { parents: Readonly<PopulationNode>[]; draw: ParentDraw } {
+    return this.drawParents(count, previous, step);
+  }
+
+  private drawParents(count: number, from: ParentDraw, step: number): { parents: Readonly<PopulationNode>[]; draw: ParentDraw } {
+    if (this.aliveCount === 0) throw new Error('sampleParents: the database is empty (add the initial program first)');
+    const rng = Rng.fromState(from.rng);
+    const { parents, turn } = drawParents({
+      count,
+      rng,
+      turn: from.turn,
+      config: this.config,
+      pools: { all: this.all, islands: this.islandMembers, islandArchives: this.islandArchives, archive: this.archiveList },
+      pinned: this.pinnedParents(count, step),
+      isBanned: this.steering.banned.size === 0 ? null : (node) => this.steering.isBanned(node),
+    });
+    return { parents, draw: { rng: rng.state(), turn } };
+  }
+
+  /** Where the last sampleParents() left the generator (null after a commit or a researcher's program). */
+  get pendingDraw(): ParentDraw | null {
+    return this.pendingSample;
+  }
+
+  /** The parents the pins in force at `step` give, oldest pin first (docs/algorithm.md section 11). */
+  private pinnedParents(count: number, step: number): PopulationNode[] {
     const out: PopulationNode[] = [];
-    for (const pin of this.steering.pinsAt(this.state.lastStep + 1)) {
+    for (const pin of this.steering.pinsAt(step)) {
       const node = this.nodes.get(pin.id);
       // A pinned program evicted or banned since gives its share back to sampling.
       if (!node || !node.alive || this.steering.isBanned(node)) continue;
@@ -384,12 +411,18 @@ export class Population {
    * A step's children one by one (each joins its parent's island; MAP-Elites,
    * archive and capacity rules per insert), then a migration when due.
    */
-  addStep(step: number, children: readonly NewProgram[]): { inserted: ProgramRecord[]; newBest: Readonly<PopulationNode> | null } {
-    if (this.pendingSample) {
-      this.state.rng = this.pendingSample.rng;
-      this.state.turn = this.pendingSample.turn;
-      this.pendingSample = null;
+  addStep(
+    step: number,
+    children: readonly NewProgram[],
+    parentDraw: ParentDraw | null = null,
+  ): { inserted: ProgramRecord[]; newBest: Readonly<PopulationNode> | null } {
+    // The step's own draw when the loop says which it was (a pipelined step), else the last sampleParents().
+    const draw = parentDraw ?? this.pendingSample;
+    if (draw) {
+      this.state.rng = draw.rng;
+      this.state.turn = draw.turn;
     }
+    this.pendingSample = null;
     const bestBefore = this.bestNode;
     // Parents can be evicted by their siblings during the step: place every child first.
     const targetIslands = children.map((child) => this.islandOfParent(child.parentId));

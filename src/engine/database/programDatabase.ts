@@ -7,13 +7,13 @@
 import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
 import { type GuidanceVersion, PROGRAM_ORIGINS, type ProgramOrigin, type SteeringEntry } from '../common/steering';
-import type { Population } from './population';
+import type { ParentDraw, Population } from './population';
 import { RunQueries } from './queries';
 import type { DatabaseConfig, NewProgram, ProgramRecord } from './records';
 import { RunStore } from './runStore';
 import type { ActivePin } from './steeringRules';
 
-export { featureBins } from './population';
+export { featureBins, type ParentDraw } from './population';
 export { type DatabaseConfig, databaseConfigFromSettings, type NewProgram, type ProgramRecord } from './records';
 export { DatabaseFileError } from './schema';
 export type { ActivePin } from './steeringRules';
@@ -307,6 +307,24 @@ export class ProgramDatabase {
     return this.queries.records(this.population.sampleParents(count), 'sampleParents');
   }
 
+  /**
+   * `count` parents for `step` and where their draw left the generator: after
+   * the last commit (`previous` null, as sampleParents), or after the draw of
+   * a step still in flight (a pipelined loop: docs/algorithm.md section 1).
+   * Hand `draw` to that step's commitStep.
+   */
+  sampleParentsFor(count: number, previous: ParentDraw | null, step: number): { parents: ProgramRecord[]; draw: ParentDraw } {
+    this.assertOpen();
+    if (previous === null) {
+      if (step !== this.lastStep + 1)
+        throw new Error(`sampleParentsFor: step ${step} is not the one after the last commit (${this.lastStep})`);
+      const parents = this.sampleParents(count);
+      return { parents, draw: this.population.pendingDraw as ParentDraw };
+    }
+    const { parents, draw } = this.population.sampleParentsAfter(count, previous, step);
+    return { parents: this.queries.records(parents, 'sampleParents'), draw };
+  }
+
   // ---------------------------------------------------------------- writing
 
   /** Add the initial program (step 0) to island 0, seed a copy (an archive member) on every other island, persist. */
@@ -333,13 +351,20 @@ export class ProgramDatabase {
    * MAP-Elites, archive and capacity rules per insert), migrate when due,
    * write the changed rows in one transaction and replace the file atomically.
    */
-  async commitStep(input: { step: number; children: NewProgram[]; stats: unknown; engineState: unknown }): Promise<CommitResult> {
+  async commitStep(input: {
+    step: number;
+    children: NewProgram[];
+    stats: unknown;
+    engineState: unknown;
+    /** The step's draw of parents (sampleParentsFor); without it, the last sampleParents(). */
+    parentDraw?: ParentDraw;
+  }): Promise<CommitResult> {
     this.assertWritable();
     this.population.checkStep(input.step, input.children);
     this.busy = true;
     try {
       const started = performance.now();
-      const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children);
+      const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children, input.parentDraw ?? null);
       const applied = performance.now();
       this.store.apply(this.population.changes(), { step: input.step, stats: input.stats, engineState: input.engineState });
       this.population.settle();

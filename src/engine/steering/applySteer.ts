@@ -78,11 +78,19 @@ export function checkSteer(request: SteerRequest, { db, language }: SteerTarget)
  */
 export async function applySteer(
   request: SteerRequest,
-  target: SteerTarget & { dbFile: string; evaluator?: SteerEvaluator; signal?: AbortSignal; requestId?: string },
+  target: SteerTarget & {
+    dbFile: string;
+    evaluator?: SteerEvaluator;
+    signal?: AbortSignal;
+    /** The inbox request it comes from (recorded with it, so a crash never applies it twice). */
+    requestId?: string;
+    /** The step it takes effect at: the one a running loop plans next (ahead of the last commit when steps overlap); default the one after the last commit. */
+    step?: number;
+  },
 ): Promise<SteerResult> {
   checkSteer(request, target);
   const { db } = target;
-  const step = db.lastStep + 1;
+  const step = target.step ?? db.lastStep + 1;
   const from = target.requestId !== undefined ? { request: target.requestId } : {};
   switch (request.kind) {
     case 'add': {

@@ -63,6 +63,8 @@ export interface CommitInput {
   shaping: RewardShaping;
   tokenIds: TokenIdsCheck;
   emit: (event: EngineEvent) => void;
+  /** Code hashes committed since the step was planned, when the lazy penalty is on (StepLedger.penaliseLateDuplicates). */
+  committedSincePlan: ReadonlySet<string>;
   /** The run's stop, handed to beforeCommit. */
   runSignal: AbortSignal;
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
@@ -77,6 +79,7 @@ export interface CommitInput {
 export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   const { plan, ledger, timings, stepStarted, runStarted, state, rng, db, emit } = input;
   const { step } = plan;
+  ledger.penaliseLateDuplicates(input.committedSincePlan);
   const slots = ledger.allSlots();
   const failures = summarizeFailures(slots.flatMap((slot) => (slot.kind === 'request_failed' ? [slot.error] : [])));
   if (slots.length > 0 && slots.every((slot) => slot.kind === 'request_failed')) {
@@ -115,7 +118,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   state.completionTokens += stats.tokens.completion;
   state.rng = rng.state();
   const previousBest = db.best();
-  const commit = await db.commitStep({ step, children, stats, engineState: state });
+  const commit = await db.commitStep({ step, children, stats, engineState: state, parentDraw: plan.draw });
   const ids = new Map<SlotOutcome, string>();
   commit.inserted.forEach((rec, i) => {
     const slot = slotOfChild.get(children[i] as NewProgram);

@@ -6,7 +6,7 @@
 import type { Settings } from '../common/config';
 import type { EarlyOutcome } from '../classifyChild';
 import type { NewProgram } from '../database/programDatabase';
-import type { GenerationJob, Outcome, SampleResponse } from '../common/types';
+import { type GenerationJob, type Outcome, OUTCOME_PENALTY, type SampleResponse } from '../common/types';
 
 /** What became of one requested response. */
 export type SlotOutcome = ScoredSlot | RejectedEarlySlot | RequestFailedSlot | EvaluationFailedSlot;
@@ -197,6 +197,31 @@ export class StepLedger {
         if (slot) this.announce(jobKey, index, slot);
       }
     }
+  }
+
+  /**
+   * With steps overlapping, the children of the steps committed while this
+   * one was in flight were not in the database its lazy check looked at:
+   * at its commit, a child equal to one of them becomes the duplicate it
+   * would have been in the synchronous loop (docs/algorithm.md section 1,
+   * "Pipelined steps"). Says how many.
+   */
+  penaliseLateDuplicates(committedSincePlan: ReadonlySet<string>): number {
+    let count = 0;
+    for (const slots of this.slots.values()) {
+      slots.forEach((slot, index) => {
+        if (slot?.kind !== 'scored' || !committedSincePlan.has(slot.child.codeHash)) return;
+        slots[index] = {
+          kind: 'rejected_early',
+          outcome: 'duplicate',
+          score: OUTCOME_PENALTY.duplicate,
+          reason: 'the child equals, up to comments, a program the step before committed while this one was evaluated',
+          response: slot.response,
+        };
+        count++;
+      });
+    }
+    return count;
   }
 
   /** Each job's n slots, a response never delivered counted as a failed request (not announced). */

@@ -3,7 +3,7 @@
 // of each prompt. Every random choice of the prompts comes from the step's
 // generator, in a fixed order, so a redone step plans the same jobs.
 import type { Settings } from '../common/config';
-import type { ProgramDatabase, ProgramRecord } from '../database/programDatabase';
+import type { ParentDraw, ProgramDatabase, ProgramRecord } from '../database/programDatabase';
 import { buildPrompt } from '../prompt';
 import type { Rng } from '../common/rng';
 import type { GenerationJob } from '../common/types';
@@ -16,6 +16,8 @@ export interface StepPlan {
   jobs: GenerationJob[];
   /** The meta-info id each job's prompt was built with (recorded with its children), by job key. */
   metaInfoIds: Map<string, string | null>;
+  /** Where the draw of parents left the sampling generator: the step's commit adopts it, a step planned after it starts there. */
+  draw: ParentDraw;
 }
 
 export interface PlanInput {
@@ -25,10 +27,12 @@ export interface PlanInput {
   settings: Settings;
   /** The step's generator, restored from the engine state. */
   rng: Rng;
+  /** The draw of the step before, while that step is in flight (a pipelined loop); null: draw after the last commit. */
+  previousDraw: ParentDraw | null;
 }
 
-export function planStep({ step, db, task, settings, rng }: PlanInput): StepPlan {
-  const parents = db.sampleParents(settings.batchSize);
+export function planStep({ step, db, task, settings, rng, previousDraw }: PlanInput): StepPlan {
+  const { parents, draw } = db.sampleParentsFor(settings.batchSize, previousDraw, step);
   const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
   const n = settings.samplesPerPrompt;
   // A researcher's guidance in force at this step (docs/algorithm.md section 11).
@@ -49,5 +53,5 @@ export function planStep({ step, db, task, settings, rng }: PlanInput): StepPlan
     metaInfoIds.set(key, prompt.metaInfoId);
     jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
   }
-  return { step, parents, jobs, metaInfoIds };
+  return { step, parents, jobs, metaInfoIds, draw };
 }

@@ -31,6 +31,13 @@ export interface StepResponsesInput {
   /** The run's stop: it abandons the step. */
   runSignal: AbortSignal;
   stepStarted: number;
+  /**
+   * Code hashes the steps committed after this one was planned brought into
+   * the database (steps overlapping): the lazy check leaves them out, so what
+   * a child is checked against does not depend on when it arrives; the
+   * step's commit penalises such children (StepLedger.penaliseLateDuplicates).
+   */
+  committedSincePlan: ReadonlySet<string>;
 }
 
 /** How long the step's two phases took. */
@@ -52,6 +59,10 @@ export class StepResponses {
   private firstEvalStart = Number.POSITIVE_INFINITY;
   private lastEvalEnd = 0;
   private lastResponseAt: number;
+  private generationOver = false;
+  private markGenerated: () => void = () => undefined;
+  /** Resolves once the step has all its responses (or was abandoned): a pipelined loop may then start the next step. */
+  readonly generated: Promise<void>;
 
   /** Listens to the run's stop from here on: call stopListening() when the step is over. */
   constructor(input: StepResponsesInput) {
@@ -64,6 +75,19 @@ export class StepResponses {
       announce: (jobKey, index, slot) => this.announce(jobKey, index, slot),
     });
     this.jobByKey = new Map(input.plan.jobs.map((j) => [j.key, j]));
+    this.generated = new Promise<void>((resolve) => {
+      this.markGenerated = resolve;
+    });
+  }
+
+  /** Whether the step has all its responses (or was abandoned). */
+  get generationDone(): boolean {
+    return this.generationOver;
+  }
+
+  /** Abandons the step alone (a step before it in a pipelined loop failed): collect() throws StopSignal, nothing is recorded. */
+  abandon(): void {
+    this.stepAbort.abort();
   }
 
   /** Whether the step was stopped. */
@@ -75,10 +99,19 @@ export class StepResponses {
   async collect(): Promise<StepTimings> {
     const { source, plan, stepStarted } = this.input;
     const onSample = (sample: Sample): void => this.onSample(sample);
-    await source.generate(plan.jobs, this.stepAbort.signal, onSample);
-    await this.resampleFailed(onSample);
+    try {
+      await source.generate(plan.jobs, this.stepAbort.signal, onSample);
+      await this.resampleFailed(onSample);
+    } catch (err) {
+      this.endGeneration();
+      throw err;
+    }
     if (!this.abandoned) this.ledger.announceUnrecovered();
     const generationDone = Math.max(this.lastResponseAt, stepStarted);
+    // Said before a pipelined loop can start the next step, so the step's phases read in order.
+    if (!this.abandoned)
+      this.input.emit({ type: 'generation_finished', time: Date.now(), step: plan.step, generationMs: generationDone - stepStarted });
+    this.endGeneration();
     // Evaluations may still be joining the list while earlier ones settle.
     for (let settled = 0; settled < this.evaluations.length;) {
       const batch = this.evaluations.slice(settled);
@@ -90,6 +123,11 @@ export class StepResponses {
       generationMs: generationDone - stepStarted,
       evaluationMs: Number.isFinite(this.firstEvalStart) ? Math.max(0, this.lastEvalEnd - this.firstEvalStart) : 0,
     };
+  }
+
+  private endGeneration(): void {
+    this.generationOver = true;
+    this.markGenerated();
   }
 
   stopListening(): void {
@@ -164,7 +202,7 @@ export class StepResponses {
       answer: sample.content,
       language: task.language,
       maxCodeLength: task.maxCodeLength,
-      seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) : undefined,
+      seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) && !this.input.committedSincePlan.has(hash) : undefined,
     });
     if (classified.kind === 'rejected') {
       // An over-long child is a program that never ran: it is not stored.

@@ -267,6 +267,11 @@ export class TrainerBridge {
     return { rl: true, policyVersion: namedPolicyVersion(committed) ?? this.samplingVersion };
   }
 
+  /** Whether each step is handed over before the next one generates (on, synchronous mode): the loop's steps may not overlap then. */
+  holdsEachStep(): boolean {
+    return this.enabled && this.settings['trainer.mode'] === 'sync';
+  }
+
   state(): TrainerState {
     return {
       enabled: this.enabled,

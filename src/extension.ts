@@ -10,7 +10,7 @@ import { registerEvaluationTasks } from './vscode/evaluationTask';
 import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
-import { registerProgramDocuments } from './vscode/programDocuments';
+import { type ProgramLookup, registerProgramDocuments } from './vscode/programDocuments';
 import { registerProgramFeedback } from './vscode/programFeedback';
 import { feedbackOf } from './engine/common/feedback';
 import { RunController } from './vscode/runController';
@@ -48,6 +48,8 @@ export interface ThetaEvolveApi {
   onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
   /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
   onDidPostComparison: vscode.Event<CompareHostMessage>;
+  /** Serve more programs as thetaevolve: documents (the scheme's one file system is this extension's). */
+  registerProgramLookup: (lookup: ProgramLookup) => vscode.Disposable;
 }
 
 export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
@@ -94,6 +96,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidAnswerSteer,
     onDidAnnotateBlame,
     onDidPostComparison,
+    registerProgramLookup: registerProgramDocuments,
   };
 }
 

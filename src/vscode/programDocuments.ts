@@ -80,16 +80,24 @@ async function programText(uri: vscode.Uri): Promise<string> {
   }
 }
 
+/** Add a lookup findProgram asks (most recent first): diff titles and blame read programs through it. Disposing removes it. */
+export function addProgramLookup(lookup: ProgramLookup): vscode.Disposable {
+  lookups.unshift(lookup);
+  return new vscode.Disposable(() => {
+    const at = lookups.indexOf(lookup);
+    if (at >= 0) lookups.splice(at, 1);
+  });
+}
+
 /**
  * Serve thetaevolve: documents from `lookup` (programs never change, so no
  * change events). Several lookups may be registered; disposing one removes it.
  */
 export function registerProgramDocuments(lookup: ProgramLookup): vscode.Disposable {
-  lookups.unshift(lookup);
+  const added = addProgramLookup(lookup);
   provider ??= registerReadOnlyDocuments(PROGRAM_SCHEME, programText);
   return new vscode.Disposable(() => {
-    const at = lookups.indexOf(lookup);
-    if (at >= 0) lookups.splice(at, 1);
+    added.dispose();
     if (lookups.length === 0) {
       provider?.dispose();
       provider = undefined;

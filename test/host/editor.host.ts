@@ -11,7 +11,7 @@ import { replaceEvolveBlock } from '../../src/engine/common/diff';
 import { applyProgramToFile } from '../../src/vscode/applyProgram';
 import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
 import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';
-import { type ProgramDocumentSource, type ProgramLookup, programUri, registerProgramDocuments } from '../../src/vscode/programDocuments';
+import { addProgramLookup, type ProgramDocumentSource, type ProgramLookup, programUri } from '../../src/vscode/programDocuments';
 import { readSettings, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
@@ -213,8 +213,10 @@ describe('editor: program documents and diffs', () => {
     getProgram: async (run, id) => (run === runId ? (programs.get(id) ?? null) : null),
   };
   let registration: vscode.Disposable | undefined;
-  before(() => {
-    registration = registerProgramDocuments(lookup);
+  before(async () => {
+    // Served through the extension: a scheme has one file system, the extension's (this test bundle's copy of the
+    // module could not register it again); the diff titles this bundle's diffViews makes read its own lookups.
+    registration = vscode.Disposable.from((await api()).registerProgramLookup(lookup), addProgramLookup(lookup));
   });
   after(async () => {
     await closeOurTabs();

@@ -114,6 +114,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       assert.equal(running.contextValue, 'thetaevolve.run.running');
       assert.deepEqual(running.commands, [
         'thetaevolve.addFileToRun',
+        'thetaevolve.compareRuns',
         'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
@@ -130,6 +131,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       assert.equal(pausedRow.contextValue, 'thetaevolve.run.paused');
       assert.deepEqual(pausedRow.commands, [
         'thetaevolve.addFileToRun',
+        'thetaevolve.compareRuns',
         'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
@@ -145,6 +147,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       assert.equal(stored.contextValue, 'thetaevolve.run.stored');
       assert.deepEqual(stored.commands, [
         'thetaevolve.addFileToRun',
+        'thetaevolve.compareRuns',
         'thetaevolve.deleteRun',
         'thetaevolve.editGuidance',
         'thetaevolve.openDashboard',
@@ -169,6 +172,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       // While it runs, other runs' rows offer neither Resume nor Open Dashboard (the dashboard follows the active run).
       assert.deepEqual(rowMenuCommands('thetaevolve.run.stored', { 'thetaevolve.runState': theta.controller.stateContext }), [
         'thetaevolve.addFileToRun',
+        'thetaevolve.compareRuns',
         'thetaevolve.deleteRun',
         'thetaevolve.editGuidance',
         'thetaevolve.openEvaluationOutput',

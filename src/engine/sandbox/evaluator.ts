@@ -28,7 +28,6 @@ import {
   isolationReport,
   limitedCommand,
   openFilesLimitWithoutCgroup,
-  pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
   SANDBOX_STARTED_BYTE,
@@ -38,6 +37,8 @@ import {
   seccompFilterFor,
 } from './isolation';
 import { readOnlyCopies } from './readOnlyCopies';
+import { pidNamespaceCommand } from './rootNamespaces';
+import { seccompLauncherCommand } from './seccompLauncher';
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
@@ -320,9 +321,12 @@ export class Evaluator implements EvaluationBackend {
   /** The candidate's command with the task's variables (and read-only folders, by where the candidate sees them), under the resource limits. */
   private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
     const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
-    const command = this.task.candidateCommand.map((arg) =>
+    const filled = this.task.candidateCommand.map((arg) =>
       fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
     );
+    // Without bwrap the launcher installs the same filter (bwrap installs it itself).
+    const launcher = inBwrap ? null : this.info.seccompLauncher;
+    const command = launcher && this.seccompFilter ? seccompLauncherCommand(launcher, this.seccompFilter, filled) : filled;
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
     return limitedCommand(
@@ -460,9 +464,10 @@ export class Evaluator implements EvaluationBackend {
       ];
     } else if (this.info.pidNamespaceTools) {
       // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
-      // Without a cgroup nothing counts SysV segments: a quarter of the memory limit at most.
-      const sharedMemoryBytes = this.info.layers.cgroup ? undefined : (this.options.memoryLimitMb * 1024 * 1024) / 4;
-      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, sharedMemoryBytes);
+      // Without a cgroup nothing counts SysV segments or the private /tmp and /dev/shm: a quarter of the memory limit each at most.
+      const limitBytes = this.options.memoryLimitMb * 1024 * 1024;
+      const sharedMemoryBytes = this.info.layers.cgroup ? limitBytes : limitBytes / 4;
+      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, { sharedMemoryBytes, keepDir: root });
       asUser = null;
     }
     // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.

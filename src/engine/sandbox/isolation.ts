@@ -392,7 +392,8 @@ function probeBwrap(
 const WITHOUT_CGROUP =
   "instead the memory of a sandbox's processes, their memfds and its tmpfs folders is summed every 50 ms (killed past the limit), " +
   'with RLIMIT per process as the floor; in bwrap /dev is read-only, memfds, SysV shared memory and larger socket buffers are refused ' +
-  'and open files are capped, so queued datagrams hold at most about a third of the limit; CPU is shared per process, not per sandbox';
+  'and open files are capped, so queued datagrams hold at most about a third of the limit; setsid returns without making a session, ' +
+  'so CPU is shared per sandbox where the kernel has autogroup on, else per process';
 
 const FALLBACK_HOW =
   'candidates run in a private temporary folder, in their own process group with a wall-clock limit, memory and file-size limits and a cleared environment, ' +

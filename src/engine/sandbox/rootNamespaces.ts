@@ -92,7 +92,7 @@ export function fallbackWithoutCgroup(seccomp: boolean, tools: PidNamespaceTools
       : tools
         ? 'SysV segments are its own, capped at a quarter of the limit; files in RAM-backed host folders (/dev/shm, a tmpfs /tmp) are not held'
         : 'files in RAM-backed host folders (/dev/shm, a tmpfs /tmp) are not held',
-    'CPU is shared per process, not per sandbox',
+    'CPU: one scheduling group per evaluation where the kernel has autogroup on',
   ];
   return parts.join('; ');
 }

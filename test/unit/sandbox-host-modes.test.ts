@@ -274,6 +274,18 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
     }
   });
 
+  it('without bwrap, a candidate command that cannot start is ours (evaluation_failed, never scored), and the launcher says so', async () => {
+    const evaluator = new Evaluator({ ...task, candidateCommand: ['/nonexistent/python3', '{program}'] }, { ...OPTIONS, ...weak });
+    try {
+      const result = await evaluator.evaluate('print(1)\n');
+      assert.equal(result.status, 'evaluation_failed', result.reason);
+      assert.equal(result.metrics.sandbox_failed, true);
+      assert.match(result.reason, /the sandbox failed to start[^]*thetaevolve: cannot start \/nonexistent\/python3/);
+    } finally {
+      await evaluator.close();
+    }
+  });
+
   it('gives each sandbox its own CPU share: a cgroup of its own where there is one, else one scheduling group it cannot multiply (setsid without effect)', async () => {
     const modes: Partial<EvaluatorOptions>[] = [{}, { cgroup: 'off' }];
     if (IS_ROOT) modes.push({ ...weak, cgroup: 'off' });

@@ -38,7 +38,7 @@ import {
 } from './isolation';
 import { readOnlyCopies } from './readOnlyCopies';
 import { pidNamespaceCommand } from './rootNamespaces';
-import { seccompLauncherCommand } from './seccompLauncher';
+import { LAUNCHER_STARTED, LAUNCHER_STARTED_FD, seccompLauncherCommand } from './seccompLauncher';
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
@@ -324,9 +324,10 @@ export class Evaluator implements EvaluationBackend {
     const filled = this.task.candidateCommand.map((arg) =>
       fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
     );
-    // Without bwrap the launcher installs the same filter (bwrap installs it itself).
-    const launcher = inBwrap ? null : this.info.seccompLauncher;
-    const command = launcher && this.seccompFilter ? seccompLauncherCommand(launcher, this.seccompFilter, filled) : filled;
+    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started.
+    const command = this.launcherFilter(inBwrap)
+      ? seccompLauncherCommand(this.info.seccompLauncher as string, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
+      : filled;
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
     return limitedCommand(
@@ -340,6 +341,11 @@ export class Evaluator implements EvaluationBackend {
       },
       this.info.prlimitPath,
     );
+  }
+
+  /** Whether the seccomp launcher starts the candidate (no bwrap, on Linux where it works). */
+  private launcherFilter(inBwrap: boolean): boolean {
+    return !inBwrap && this.info.seccompLauncher !== null && this.seccompFilter !== null;
   }
 
   /**
@@ -473,6 +479,7 @@ export class Evaluator implements EvaluationBackend {
     // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.
     const cgroup = this.sandboxCgroup(this.options.processLimit);
     if (cgroup) command = inCgroupCommand(cgroup, command, null);
+    const launched = this.launcherFilter(false);
     let run: ProcessOutcome;
     try {
       run = await runProcess({
@@ -480,6 +487,7 @@ export class Evaluator implements EvaluationBackend {
         args: command.slice(1),
         cwd: workDir,
         env,
+        ...(launched ? { capture: { fd: LAUNCHER_STARTED_FD, limitBytes: 2 } } : {}),
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
         memoryWatch: this.memoryWatch(cgroup),
@@ -493,7 +501,8 @@ export class Evaluator implements EvaluationBackend {
       if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
-    // Nothing is set up between the spawn and the program here: a failure to start is the spawn error.
-    return { ...run, sandboxStarted: true, solution };
+    // Without the launcher nothing is set up between the spawn and the program: a failure to start is the spawn error.
+    const sandboxStarted = !launched || run.captured?.toString('latin1') === LAUNCHER_STARTED;
+    return { ...run, sandboxStarted, solution };
   }
 }

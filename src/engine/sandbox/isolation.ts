@@ -544,8 +544,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     };
     const missing = [why];
     if (launcherProblem !== null) missing.push(`seccomp: ${launcherProblem}, so candidates run without the filter`);
-    if (cgroupMissing)
-      missing.push(`cgroup: ${cgroup?.available === false ? cgroup.why : ''}; ${fallbackWithoutCgroup(layers.seccomp, pidNamespaceTools)}`);
+    if (cgroup && !cgroup.available) missing.push(`cgroup: ${cgroup.why}; ${fallbackWithoutCgroup(layers.seccomp, pidNamespaceTools)}`);
     return {
       ...base,
       kind: 'fallback',

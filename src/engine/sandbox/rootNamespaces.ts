@@ -86,7 +86,7 @@ export function fallbackWithoutCgroup(seccomp: boolean, tools: PidNamespaceTools
     "instead the memory of the candidate's processes and their open memfds is summed every 50 ms (killed past the limit), with RLIMIT per process as the floor",
     seccomp
       ? 'the seccomp filter refuses memfds, SysV shared memory and larger socket buffers and open files are capped, so queued datagrams hold at most about a third of the limit; setsid returns without making a session'
-      : 'without the seccomp filter, SysV shared memory and datagrams queued on sockets are not held',
+      : `without the seccomp filter, memfds count only while open and datagrams queued on sockets${tools ? '' : ' and detached SysV shared memory'} are not held`,
     tools?.mount
       ? 'its /tmp and /dev/shm are tmpfs of its own, and SysV segments its own, each capped at a quarter of the limit'
       : tools

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { detectCgroup } from '../../src/engine/sandbox/cgroup';
 import { removeTree } from '../../src/engine/sandbox/cleanup';
 import { sandboxExecProfile } from '../../src/engine/sandbox/isolation';
-import { pidNamespaceCommand } from '../../src/engine/sandbox/rootNamespaces';
+import { fallbackWithoutCgroup, pidNamespaceCommand } from '../../src/engine/sandbox/rootNamespaces';
 import { tempDir } from '../support/tempDirs';
 import {
   AUDIT_ARCH,
@@ -191,6 +191,22 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
     );
     assert.ok(withMount.includes('--mount'));
     assert.match(withMount.join(' '), / sh 16384 \/usr\/bin\/mount 67108864 \/tmp\/e /);
+  });
+});
+
+describe('sandbox layers: what the fallback says holds without a cgroup', () => {
+  it('names the routes the filter and the root namespaces close, and those that stay open', () => {
+    const root = { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv', mount: '/usr/bin/mount' };
+    assert.match(
+      fallbackWithoutCgroup(true, root),
+      /refuses memfds, SysV shared memory and larger socket buffers[^]*\/tmp and \/dev\/shm are tmpfs of its own/,
+    );
+    assert.match(fallbackWithoutCgroup(true, null), /RAM-backed host folders \(\/dev\/shm, a tmpfs \/tmp\) are not held/);
+    assert.match(
+      fallbackWithoutCgroup(false, { ...root, mount: null }),
+      /datagrams queued on sockets are not held[^]*SysV segments are its own/,
+    );
+    assert.match(fallbackWithoutCgroup(false, null), /datagrams queued on sockets and detached SysV shared memory are not held/);
   });
 });
 

@@ -4,20 +4,15 @@
 // remembered per file in workspaceState. The file's own task comes first. A
 // malformed task file is listed with its TaskError (which names the field)
 // instead of breaking the list. The list holds summaries (taskSummary.ts);
-// the task picked is loaded again. An untrusted workspace's folders are not
-// read at all: only bundled tasks are listed until the workspace is trusted.
-import { readdir, stat } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+// the task picked is loaded again. What is listed, and that an untrusted
+// workspace's folders are not read at all, is decided in taskChoices.ts.
+import { relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
-import { detectForeignLayout, taskFilesBeside } from '../engine/task/foreignTasks';
 import { loadTask, type Task } from '../engine/task/task';
-import { summarizeTaskFiles, type TaskFileSummary } from '../engine/task/taskSummary';
 import { errorMessage } from '../engine/common/errors';
+import { listTaskChoicesFrom, type TaskChoice, taskFileReadable } from './taskChoices';
 
-export type TaskSource = 'bundled' | 'workspace';
-
-/** One task file found: summarised, or the reason it cannot be used. */
-export type TaskChoice = TaskFileSummary & { source: TaskSource };
+export { listBundledTaskChoices, type TaskChoice } from './taskChoices';
 
 /** The parts of the extension context the picker uses. */
 export type TaskPickerContext = Pick<vscode.ExtensionContext, 'extensionPath' | 'workspaceState'>;
@@ -28,81 +23,24 @@ const FOREIGN_EVALUATOR_GLOB = '**/{evaluator.py,evaluate.py}';
 const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
 const MAX_WORKSPACE_TASK_FILES = 200;
 
-async function summarizeChoices(source: TaskSource, taskFiles: readonly string[]): Promise<TaskChoice[]> {
-  return (await summarizeTaskFiles(taskFiles)).map((s) => ({ ...s, source }));
-}
-
-/** Every task folder directly under `<extensionPath>/tasks`, sorted by folder name. */
-export async function listBundledTaskChoices(extensionPath: string): Promise<TaskChoice[]> {
-  const root = join(extensionPath, 'tasks');
-  let folders: string[];
-  try {
-    folders = (await readdir(root, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
-  } catch {
-    return [];
-  }
-  const files: string[] = [];
-  for (const folder of folders.sort()) {
-    const file = join(root, folder, 'task.json');
-    try {
-      if ((await stat(file)).isFile()) files.push(file);
-    } catch {
-      // A folder without task.json is not a task.
-    }
-  }
-  return summarizeChoices('bundled', files);
-}
-
-/**
- * Every task folder of the open workspace in the three layouts (node_modules
- * and .thetaevolve left out), sorted by path; none in an untrusted workspace.
- */
-export async function listWorkspaceTaskChoices(token?: vscode.CancellationToken): Promise<TaskChoice[]> {
-  if (!vscode.workspace.isTrusted) return [];
-  const [taskFiles, evaluators] = await Promise.all([
-    vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
-    vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
-  ]);
-  const foreign = await Promise.all(
-    evaluators
-      .filter((u) => u.scheme === 'file')
-      .map(async (u) => ((await detectForeignLayout(dirname(u.fsPath))) !== null ? u.fsPath : null)),
-  );
-  const files = [
-    ...taskFiles.filter((u) => u.scheme === 'file').map((u) => u.fsPath),
-    ...foreign.filter((f): f is string => f !== null),
-  ].sort();
-  return summarizeChoices('workspace', files);
-}
-
-/** Task folders beside a file, in any of the three layouts (its own folder and the folders next to it); none when untrusted. */
-export async function listTaskChoicesBeside(forFile: vscode.Uri | undefined): Promise<TaskChoice[]> {
-  if (forFile?.scheme !== 'file' || !vscode.workspace.isTrusted) return [];
-  return summarizeChoices('workspace', await taskFilesBeside(forFile.fsPath));
-}
-
-/**
- * Bundled tasks first, then the workspace's and those beside `forFile`; a
- * task found twice is listed once (one folder and task name: an OpenEvolve
- * folder's evaluators are each their own task).
- */
+/** Bundled tasks first, then the workspace's and those beside `forFile` (taskChoices.ts: none in an untrusted workspace). */
 export async function listTaskChoices(
   extensionPath: string,
   token?: vscode.CancellationToken,
   forFile?: vscode.Uri,
 ): Promise<TaskChoice[]> {
-  const [bundled, workspace, beside] = await Promise.all([
-    listBundledTaskChoices(extensionPath),
-    listWorkspaceTaskChoices(token),
-    listTaskChoicesBeside(forFile),
-  ]);
-  const seen = new Set<string>();
-  const keyOf = (c: TaskChoice): string => `${resolve(c.summary?.dir ?? dirname(c.taskFile))}\0${c.summary?.name ?? c.taskFile}`;
-  return [...bundled, ...workspace, ...beside].filter((c) => {
-    const key = keyOf(c);
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
+  const localPaths = (uris: readonly vscode.Uri[]): string[] => uris.filter((u) => u.scheme === 'file').map((u) => u.fsPath);
+  return listTaskChoicesFrom({
+    extensionPath,
+    trusted: vscode.workspace.isTrusted,
+    findWorkspaceFiles: async () => {
+      const [taskFiles, evaluators] = await Promise.all([
+        vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
+        vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
+      ]);
+      return { taskFiles: localPaths(taskFiles), evaluators: localPaths(evaluators) };
+    },
+    ...(forFile?.scheme === 'file' ? { forFile: forFile.fsPath } : {}),
   });
 }
 
@@ -202,8 +140,7 @@ export async function pickTask(
 ): Promise<Task | undefined> {
   const remembered = rememberedTaskFile(context, forFile);
   // An untrusted workspace's folders are not read, even the one remembered.
-  const readable = (file: string): boolean => vscode.workspace.isTrusted || !relative(context.extensionPath, file).startsWith('..');
-  if (remembered && readable(remembered) && !options?.forcePick) {
+  if (remembered && taskFileReadable(remembered, context.extensionPath, vscode.workspace.isTrusted) && !options?.forcePick) {
     try {
       return await loadTask(remembered);
     } catch (err) {

@@ -1,11 +1,11 @@
 // Memory and CPU held where no process's RSS shows them, in every host mode
 // the tests can reach: root with a cgroup (v2 delegated, or v1 on a hybrid
 // host), root with bwrap but no cgroup, root without bwrap, and the CLI as
-// an unprivileged user (bwrap without a cgroup). Each candidate tries to hold
-// 200 MiB against a 64 MiB limit through one channel (files in /dev, a memfd
-// filled with write(), a detached SysV segment, datagrams queued on
-// socketpairs) and writes its solution only when it got all of it: a
-// contained run never scores.
+// an unprivileged user (bwrap without a cgroup, and without bwrap). Each
+// candidate tries to hold 200 MiB against a 64 MiB limit through one channel
+// (files in /dev, /dev/shm or /tmp, a memfd filled with write(), a detached
+// SysV segment, datagrams queued on socketpairs) and writes its solution
+// only when it got all of it: a contained run never scores.
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -24,7 +24,7 @@ const IS_ROOT = process.getuid?.() === 0;
 const LIMIT_MB = 64;
 const OPTIONS: EvaluatorOptions = { concurrency: 2, memoryLimitMb: LIMIT_MB, outputLimitBytes: 16 * 1024, runtimeLimitSec: 10 };
 
-const CHANNELS = ['dev', 'memfd', 'shm', 'socket'] as const;
+const CHANNELS = ['dev', 'memfd', 'shm', 'socket', 'devshm', 'tmp'] as const;
 type Channel = (typeof CHANNELS)[number];
 
 /** A candidate that holds 200 MiB through one channel for a moment, then writes a solution; any failure on the way exits non-zero. */
@@ -35,8 +35,8 @@ function filler(channel: Channel): string {
     'block = b"\\x01" * MiB\n' +
     'held = []\n' +
     `kind = "${channel}"\n` +
-    'if kind == "dev":\n' +
-    '    with open("/dev/te-fill", "wb") as f:\n' +
+    'if kind in ("dev", "devshm", "tmp"):\n' +
+    '    with open({"dev": "/dev", "devshm": "/dev/shm", "tmp": "/tmp"}[kind] + "/te-fill-%d" % os.getpid(), "wb") as f:\n' +
     '        for _ in range(200):\n' +
     '            f.write(block)\n' +
     'elif kind == "memfd":\n' +
@@ -80,6 +80,15 @@ function filler(channel: Channel): string {
   );
 }
 
+/** Ordinary code starting a child in a new session, and whether it got one. */
+const NEW_SESSION_PROGRAM =
+  'import os, subprocess, sys\n' +
+  'p = subprocess.Popen([sys.executable, "-c", "import os; print(os.getsid(0))"], start_new_session=True, stdout=subprocess.PIPE)\n' +
+  'sid = int(p.communicate()[0])\n' +
+  'print("session", "same" if sid == os.getsid(0) else "new")\n' +
+  'with open("solution.json", "w") as f:\n' +
+  '    f.write(\'{"value": 1}\')\n';
+
 /** Contained: never scored, and stopped for memory or refused the channel (the reason says which). */
 function assertContained(result: { status: string; reason: string }, what: string): void {
   assert.equal(result.status, 'no_solution', `${what}: held 200 MiB against a ${LIMIT_MB} MiB limit and scored (${result.reason})`);
@@ -108,23 +117,34 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
   });
 
   const weak = { isolation: 'fallback', allowWeakIsolation: true } as const;
+  const WITHOUT_BWRAP_AS_ROOT: readonly Channel[] = ['memfd', 'shm', 'socket', 'devshm', 'tmp'];
   // Without bwrap /dev is the host's (not writable by the candidate's user): nothing to fill.
-  const modes: { name: string; options: Partial<EvaluatorOptions>; rootOnly: boolean; channels: readonly Channel[] }[] = [
-    { name: 'bwrap, cgroup where the host has one', options: {}, rootOnly: false, channels: CHANNELS },
-    { name: 'bwrap without a cgroup', options: { cgroup: 'off' }, rootOnly: false, channels: CHANNELS },
-    { name: 'no bwrap (allowed), as root with its cgroup', options: weak, rootOnly: true, channels: ['memfd', 'shm', 'socket'] },
-    // Socket buffers are not held here (no seccomp to refuse larger ones): README, "What each host mode guarantees".
+  /** who: which user the tests must run as to reach the mode (the CLI test below runs the user's mode as nobody when the tests run as root). */
+  const modes: { name: string; options: Partial<EvaluatorOptions>; who: 'any' | 'root' | 'user'; channels: readonly Channel[] }[] = [
+    { name: 'bwrap, cgroup where the host has one', options: {}, who: 'any', channels: CHANNELS },
+    { name: 'bwrap without a cgroup', options: { cgroup: 'off' }, who: 'any', channels: CHANNELS },
+    { name: 'no bwrap (allowed), as root with its cgroup', options: weak, who: 'root', channels: WITHOUT_BWRAP_AS_ROOT },
+    // The seccomp launcher refuses memfds, SysV segments and larger socket buffers; /tmp and /dev/shm are tmpfs of its own.
     {
       name: 'no bwrap (allowed), as root without a cgroup',
       options: { ...weak, cgroup: 'off' },
-      rootOnly: true,
-      channels: ['memfd', 'shm'],
+      who: 'root',
+      channels: WITHOUT_BWRAP_AS_ROOT,
+    },
+    // As a user, files in RAM-backed host folders are not held: README, "What each host mode guarantees".
+    {
+      name: 'no bwrap (allowed), as a user without a cgroup',
+      options: { ...weak, cgroup: 'off' },
+      who: 'user',
+      channels: ['memfd', 'shm', 'socket'],
     },
   ];
   for (const mode of modes) {
     it(`${mode.name}: ${mode.channels.join(', ')} cannot hold 200 MiB past a 64 MiB limit`, async function () {
-      if (mode.rootOnly && !IS_ROOT) {
-        console.log('      (skipped: without bwrap only root has a cgroup v1 or a private IPC namespace to offer)');
+      if ((mode.who === 'root' && !IS_ROOT) || (mode.who === 'user' && IS_ROOT)) {
+        console.log(
+          `      (skipped: this mode is reached as ${mode.who === 'root' ? 'root' : 'a user (as root: the CLI test below runs it as nobody)'})`,
+        );
         this.skip();
       }
       const evaluator = new Evaluator(task, { ...OPTIONS, ...mode.options });
@@ -155,80 +175,144 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
       assert.match(without.isolation.summary, /\(no cgroup\)/);
       const why = without.isolation.missing.find((line) => line.startsWith('cgroup: ')) ?? '';
       assert.match(why, /\/dev is read-only, memfds, SysV shared memory and larger socket buffers are refused/);
+      // Without bwrap the same filter, through the launcher; as root also a /tmp and /dev/shm of its own.
+      const weakWithout = new Evaluator(task, { ...OPTIONS, ...weak, cgroup: 'off' });
+      await weakWithout.close();
+      assert.match(weakWithout.isolation.summary, /^no sandbox \(limits and a private folder only\) \+ seccomp$/);
+      assert.equal(weakWithout.isolation.layers.seccomp, true);
+      const weakWhy = weakWithout.isolation.missing.find((line) => line.startsWith('cgroup: ')) ?? '';
+      assert.match(weakWhy, /the seccomp filter refuses memfds, SysV shared memory and larger socket buffers/);
+      assert.match(weakWhy, /setsid returns without making a session/);
+      assert.match(
+        weakWhy,
+        IS_ROOT ? /its \/tmp and \/dev\/shm are tmpfs of its own/ : /RAM-backed host folders \(\/dev\/shm, a tmpfs \/tmp\) are not held/,
+      );
     } finally {
       await evaluator.close();
       await without.close();
     }
   });
 
-  it('as an unprivileged user (bwrap, no cgroup on a hybrid host): the same channels are contained', async function () {
-    const setpriv = findExecutable('setpriv');
+  /** `thetaevolve evaluate --json` of a built copy, run as nobody (setpriv): its result. */
+  async function evaluateAsUser(
+    copy: string,
+    program: string,
+    code: string,
+    extra: { env?: Record<string, string>; args?: string[] } = {},
+  ) {
+    await writeFile(program, code, { mode: 0o644 });
+    const args = [
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+      '--',
+      process.execPath,
+      join(copy, 'dist', 'cli.js'),
+      'evaluate',
+      join(copy, 'task'),
+      program,
+      '--json',
+      '--set',
+      `sandbox.memoryLimitMb=${LIMIT_MB}`,
+      ...(extra.args ?? []),
+    ];
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolvePromise, reject) => {
+      const child = spawn(findExecutable('setpriv') as string, args, {
+        cwd: copy,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', ...extra.env },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.on('error', reject);
+      child.on('close', (exit) => resolvePromise({ code: exit, stdout, stderr }));
+    });
+    const line = run.stdout.trim().split('\n').pop() ?? '';
+    try {
+      return JSON.parse(line) as { status: string; reason: string; stdout?: string };
+    } catch {
+      throw new Error(`no JSON result (exit ${String(run.code)}): ${run.stdout}${run.stderr}`);
+    }
+  }
+
+  /** A copy of the built CLI and the fixture task that nobody can read; skips where the CLI cannot run as another user. */
+  function userCopy(context: Mocha.Context): string {
     const built = join(REPO, 'dist', 'cli.js');
-    if (!IS_ROOT || !setpriv) {
+    if (!IS_ROOT || !findExecutable('setpriv')) {
       console.log('      (skipped: running the CLI as another user needs root and setpriv, as CI has)');
-      this.skip();
+      context.skip();
     }
     if (!existsSync(built)) throw new Error(`${built} is missing: run \`npm run build\` first (npm test does)`);
     const copy = tempDir('te-host-modes-user-', { mode: 0o755 });
     cpSync(join(REPO, 'dist'), join(copy, 'dist'), { recursive: true });
     cpSync(FIXTURE, join(copy, 'task'), { recursive: true });
+    return copy;
+  }
+
+  it('as an unprivileged user (bwrap, no cgroup on a hybrid host): the same channels are contained', async function () {
+    const copy = userCopy(this);
     for (const channel of CHANNELS) {
-      const program = join(copy, `${channel}.py`);
-      await writeFile(program, filler(channel), { mode: 0o644 });
-      const args = [
-        '--reuid=65534',
-        '--regid=65534',
-        '--clear-groups',
-        '--',
-        process.execPath,
-        join(copy, 'dist', 'cli.js'),
-        'evaluate',
-        join(copy, 'task'),
-        program,
-        '--json',
-        '--set',
-        `sandbox.memoryLimitMb=${LIMIT_MB}`,
-      ];
-      const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolvePromise, reject) => {
-        const child = spawn(setpriv as string, args, {
-          cwd: copy,
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp' },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-        child.on('error', reject);
-        child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
-      });
-      const line = run.stdout.trim().split('\n').pop() ?? '';
-      let result: { status: string; reason: string };
-      try {
-        result = JSON.parse(line) as { status: string; reason: string };
-      } catch {
-        throw new Error(`no JSON result (exit ${String(run.code)}): ${run.stdout}${run.stderr}`);
-      }
-      assertContained(result, `as a user, ${channel}`);
+      assertContained(await evaluateAsUser(copy, join(copy, `${channel}.py`), filler(channel)), `as a user, ${channel}`);
     }
   });
 
-  it('gives each sandbox its own CPU share: a cgroup of its own where there is one, else one scheduling group it cannot multiply (no setsid)', async () => {
-    for (const options of [{}, { cgroup: 'off' as const }]) {
+  it('as an unprivileged user without bwrap (allowed): memfds, SysV segments and socket buffers are contained by the seccomp launcher', async function () {
+    const copy = userCopy(this);
+    // Files in RAM-backed host folders are not held here: README, "What each host mode guarantees".
+    const weakArgs = { env: { THETAEVOLVE_ISOLATION: 'fallback' }, args: ['--allow-weak-isolation'] };
+    for (const channel of ['memfd', 'shm', 'socket'] as const) {
+      const result = await evaluateAsUser(copy, join(copy, `${channel}.py`), filler(channel), weakArgs);
+      assertContained(result, `as a user without bwrap, ${channel}`);
+    }
+    const honest = await evaluateAsUser(copy, join(copy, 'session.py'), NEW_SESSION_PROGRAM, weakArgs);
+    assert.equal(honest.status, 'ok', honest.reason);
+  });
+
+  it('without a cgroup, start_new_session=True still runs (setsid returns without making a session); with one, it makes one', async () => {
+    const modes: Partial<EvaluatorOptions>[] = [{ cgroup: 'off' }, {}];
+    if (IS_ROOT) modes.push({ ...weak, cgroup: 'off' });
+    for (const options of modes) {
+      const evaluator = new Evaluator(task, { ...OPTIONS, ...options });
+      try {
+        const result = await evaluator.evaluate(NEW_SESSION_PROGRAM);
+        assert.equal(result.status, 'ok', `${evaluator.isolation.summary}: ${result.reason}`);
+        assert.match(result.stdout ?? '', evaluator.isolation.layers.cgroup ? /session new/ : /session same/, evaluator.isolation.summary);
+      } finally {
+        await evaluator.close();
+      }
+    }
+  });
+
+  it('without bwrap, a candidate command that cannot start is ours (evaluation_failed, never scored), and the launcher says so', async () => {
+    const evaluator = new Evaluator({ ...task, candidateCommand: ['/nonexistent/python3', '{program}'] }, { ...OPTIONS, ...weak });
+    try {
+      const result = await evaluator.evaluate('print(1)\n');
+      assert.equal(result.status, 'evaluation_failed', result.reason);
+      assert.equal(result.metrics.sandbox_failed, true);
+      assert.match(result.reason, /the sandbox failed to start[^]*thetaevolve: cannot start \/nonexistent\/python3/);
+    } finally {
+      await evaluator.close();
+    }
+  });
+
+  it('gives each sandbox its own CPU share: a cgroup of its own where there is one, else one scheduling group it cannot multiply (setsid without effect)', async () => {
+    const modes: Partial<EvaluatorOptions>[] = [{}, { cgroup: 'off' }];
+    if (IS_ROOT) modes.push({ ...weak, cgroup: 'off' });
+    for (const options of modes) {
       // Room under RLIMIT_AS for 8 threads (a stack and a malloc arena of 64 MiB each).
       const evaluator = new Evaluator(task, { ...OPTIONS, memoryLimitMb: 2048, ...options });
       try {
         // 8 busy threads (a process per thread would be the same), and a child trying to start a session of its own.
         const hog = evaluator.evaluate(
           'import os, threading, time\n' +
+            'session = os.getsid(0)\n' +
             'pid = os.fork()\n' +
             'if pid == 0:\n' +
-            '    try:\n' +
-            '        os.setsid()\n' +
-            '        os._exit(0)\n' +
-            '    except OSError:\n' +
-            '        os._exit(1)\n' +
+            '    os.setsid()\n' +
+            '    os._exit(0 if os.getsid(0) != session else 1)\n' +
             '_, status = os.waitpid(pid, 0)\n' +
-            'print("setsid", "allowed" if os.waitstatus_to_exitcode(status) == 0 else "refused", flush=True)\n' +
+            'print("setsid", "made a session" if os.waitstatus_to_exitcode(status) == 0 else "without effect", flush=True)\n' +
             'def spin():\n' +
             '    end = time.time() + 30\n' +
             '    while time.time() < end:\n' +
@@ -264,7 +348,7 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
         evaluator.close().catch(() => undefined);
         const result = await hog;
         // Printed before the threads started, so before we looked.
-        if (!evaluator.isolation.layers.cgroup) assert.match(result.stdout, /setsid refused/);
+        if (!evaluator.isolation.layers.cgroup) assert.match(result.stdout, /setsid without effect/);
       } finally {
         await evaluator.close();
       }

@@ -6,7 +6,8 @@ import { chmod, mkdir, readdir, stat, symlink, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { detectCgroup } from '../../src/engine/sandbox/cgroup';
 import { removeTree } from '../../src/engine/sandbox/cleanup';
-import { pidNamespaceCommand, sandboxExecProfile } from '../../src/engine/sandbox/isolation';
+import { sandboxExecProfile } from '../../src/engine/sandbox/isolation';
+import { fallbackWithoutCgroup, pidNamespaceCommand } from '../../src/engine/sandbox/rootNamespaces';
 import { tempDir } from '../support/tempDirs';
 import {
   AUDIT_ARCH,
@@ -19,7 +20,9 @@ import {
   type SeccompArch,
   seccompFilterBytes,
   seccompProgram,
+  SOCKET_BUFFER_OPTIONS,
   syscallNumber,
+  WITHOUT_CGROUP_SYSCALLS,
   X32_SYSCALL_BIT,
 } from '../../src/engine/sandbox/seccomp';
 
@@ -122,6 +125,30 @@ describe('sandbox layers: seccomp filter', () => {
   }
 });
 
+describe('sandbox layers: seccomp filter without a cgroup', () => {
+  for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
+    it(`${arch}: memfds, SysV segments and larger socket buffers refused; setsid returns 0 without effect (only without a cgroup)`, () => {
+      const without = seccompProgram(arch, { withoutCgroup: true });
+      const withCgroup = seccompProgram(arch);
+      const decide = (program: BpfInstruction[], nr: number, args: number[] = []): number =>
+        runFilter(program, { nr, arch: AUDIT_ARCH[arch], args });
+      for (const name of WITHOUT_CGROUP_SYSCALLS) {
+        const nr = syscallNumber(name, arch) as number;
+        assert.equal(decide(without, nr), errno(EPERM), name);
+        assert.equal(decide(withCgroup, nr), SECCOMP_RET_ALLOW, `${name} with a cgroup`);
+      }
+      const setsid = syscallNumber('setsid', arch) as number;
+      // SECCOMP_RET_ERRNO with 0: the kernel skips the call and returns 0, so start_new_session=True still works.
+      assert.equal(decide(without, setsid), errno(0));
+      assert.equal(decide(withCgroup, setsid), SECCOMP_RET_ALLOW);
+      const setsockopt = syscallNumber('setsockopt', arch) as number;
+      for (const option of SOCKET_BUFFER_OPTIONS) assert.equal(decide(without, setsockopt, [3, 1, option]), errno(EPERM), `SO ${option}`);
+      assert.equal(decide(without, setsockopt, [3, 1, 2]), SECCOMP_RET_ALLOW, 'SO_REUSEADDR');
+      assert.equal(decide(without, setsockopt, [3, 6, 7]), SECCOMP_RET_ALLOW, 'a TCP option numbered like SO_SNDBUF');
+    });
+  }
+});
+
 describe('sandbox layers: macOS profile and fallback commands', () => {
   it('sandbox-exec profile: deny by default, no network, writes only to the scratch folder, paths only as parameters', () => {
     const profile = sandboxExecProfile();
@@ -145,18 +172,41 @@ describe('sandbox layers: macOS profile and fallback commands', () => {
   });
 
   it('fallback as root: a PID namespace and the drop to nobody with no capabilities', () => {
-    const command = pidNamespaceCommand(['/usr/bin/python3', 'p.py'], { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' });
+    const tools = { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv', mount: null };
+    const command = pidNamespaceCommand(['/usr/bin/python3', 'p.py'], tools, { sharedMemoryBytes: 64 << 20, keepDir: '/tmp/e' });
     assert.deepEqual(command.slice(0, 5), ['/usr/bin/unshare', '--pid', '--fork', '--kill-child', '--mount-proc']);
     for (const arg of ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'])
       assert.ok(command.includes(arg), arg);
     assert.deepEqual(command.slice(-2), ['/usr/bin/python3', 'p.py']);
-    // SysV segments capped in the namespace, by root before the drop.
-    const capped = pidNamespaceCommand(
-      ['/usr/bin/python3', 'p.py'],
-      { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv' },
-      64 << 20,
+    // SysV segments capped in the namespace (16384 pages), by root before the drop; no mount namespace without mount.
+    assert.ok(!command.includes('--mount'));
+    const setup = command.indexOf('sh');
+    assert.match(command[setup - 1] ?? '', /kernel\/shmall/);
+    assert.deepEqual(command.slice(setup + 1, setup + 6), ['16384', '', '67108864', '/tmp/e', '/usr/bin/setpriv']);
+    // With mount: its own mount namespace, where the setup covers /tmp and /dev/shm.
+    const withMount = pidNamespaceCommand(
+      ['/bin/true'],
+      { ...tools, mount: '/usr/bin/mount' },
+      { sharedMemoryBytes: 64 << 20, keepDir: '/tmp/e' },
     );
-    assert.match(capped.join(' '), /echo 16384 > \/proc\/sys\/kernel\/shmall[^]*\/usr\/bin\/setpriv --reuid=65534/);
+    assert.ok(withMount.includes('--mount'));
+    assert.match(withMount.join(' '), / sh 16384 \/usr\/bin\/mount 67108864 \/tmp\/e /);
+  });
+});
+
+describe('sandbox layers: what the fallback says holds without a cgroup', () => {
+  it('names the routes the filter and the root namespaces close, and those that stay open', () => {
+    const root = { unshare: '/usr/bin/unshare', setpriv: '/usr/bin/setpriv', mount: '/usr/bin/mount' };
+    assert.match(
+      fallbackWithoutCgroup(true, root),
+      /refuses memfds, SysV shared memory and larger socket buffers[^]*\/tmp and \/dev\/shm are tmpfs of its own/,
+    );
+    assert.match(fallbackWithoutCgroup(true, null), /RAM-backed host folders \(\/dev\/shm, a tmpfs \/tmp\) are not held/);
+    assert.match(
+      fallbackWithoutCgroup(false, { ...root, mount: null }),
+      /datagrams queued on sockets are not held[^]*SysV segments are its own/,
+    );
+    assert.match(fallbackWithoutCgroup(false, null), /datagrams queued on sockets and detached SysV shared memory are not held/);
   });
 });
 

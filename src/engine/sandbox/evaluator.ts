@@ -28,7 +28,6 @@ import {
   isolationReport,
   limitedCommand,
   openFilesLimitWithoutCgroup,
-  pidNamespaceCommand,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
   SANDBOX_STARTED_BYTE,
@@ -38,6 +37,8 @@ import {
   seccompFilterFor,
 } from './isolation';
 import { readOnlyCopies } from './readOnlyCopies';
+import { pidNamespaceCommand } from './rootNamespaces';
+import { LAUNCHER_STARTED, LAUNCHER_STARTED_FD, seccompLauncherCommand } from './seccompLauncher';
 import { killMarkedProcesses } from './survivors';
 import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile, type SolutionRead, solutionReadProblem } from './solutionFile';
@@ -320,9 +321,13 @@ export class Evaluator implements EvaluationBackend {
   /** The candidate's command with the task's variables (and read-only folders, by where the candidate sees them), under the resource limits. */
   private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
     const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
-    const command = this.task.candidateCommand.map((arg) =>
+    const filled = this.task.candidateCommand.map((arg) =>
       fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
     );
+    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started.
+    const command = this.launcherFilter(inBwrap)
+      ? seccompLauncherCommand(this.info.seccompLauncher as string, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
+      : filled;
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
     return limitedCommand(
@@ -336,6 +341,11 @@ export class Evaluator implements EvaluationBackend {
       },
       this.info.prlimitPath,
     );
+  }
+
+  /** Whether the seccomp launcher starts the candidate (no bwrap, on Linux where it works). */
+  private launcherFilter(inBwrap: boolean): boolean {
+    return !inBwrap && this.info.seccompLauncher !== null && this.seccompFilter !== null;
   }
 
   /**
@@ -460,14 +470,16 @@ export class Evaluator implements EvaluationBackend {
       ];
     } else if (this.info.pidNamespaceTools) {
       // As root: a PID namespace that dies with the candidate, and the drop to the unprivileged user inside it.
-      // Without a cgroup nothing counts SysV segments: a quarter of the memory limit at most.
-      const sharedMemoryBytes = this.info.layers.cgroup ? undefined : (this.options.memoryLimitMb * 1024 * 1024) / 4;
-      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, sharedMemoryBytes);
+      // Without a cgroup nothing counts SysV segments or the private /tmp and /dev/shm: a quarter of the memory limit each at most.
+      const limitBytes = this.options.memoryLimitMb * 1024 * 1024;
+      const sharedMemoryBytes = this.info.layers.cgroup ? limitBytes : limitBytes / 4;
+      command = pidNamespaceCommand(limited, this.info.pidNamespaceTools, { sharedMemoryBytes, keepDir: root });
       asUser = null;
     }
     // The kernel counts processes per user here, so the cgroup's process limit is the one per evaluation.
     const cgroup = this.sandboxCgroup(this.options.processLimit);
     if (cgroup) command = inCgroupCommand(cgroup, command, null);
+    const launched = this.launcherFilter(false);
     let run: ProcessOutcome;
     try {
       run = await runProcess({
@@ -475,6 +487,7 @@ export class Evaluator implements EvaluationBackend {
         args: command.slice(1),
         cwd: workDir,
         env,
+        ...(launched ? { capture: { fd: LAUNCHER_STARTED_FD, limitBytes: 2 } } : {}),
         timeoutMs: this.options.runtimeLimitSec * 1000,
         outputLimitBytes: this.options.outputLimitBytes,
         memoryWatch: this.memoryWatch(cgroup),
@@ -488,7 +501,8 @@ export class Evaluator implements EvaluationBackend {
       if (cgroup) this.reportCleanup(await removeSandboxCgroup(cgroup));
     }
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
-    // Nothing is set up between the spawn and the program here: a failure to start is the spawn error.
-    return { ...run, sandboxStarted: true, solution };
+    // Without the launcher nothing is set up between the spawn and the program: a failure to start is the spawn error.
+    const sandboxStarted = !launched || run.captured?.toString('latin1') === LAUNCHER_STARTED;
+    return { ...run, sandboxStarted, solution };
   }
 }

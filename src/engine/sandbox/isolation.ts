@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { type CgroupSupport, detectCgroup } from './cgroup';
 import { hostSeccompArch, type SeccompArch, seccompFilterBytes } from './seccomp';
+import { probeSeccompLauncher } from './seccompLauncher';
+import { fallbackWithoutCgroup, type PidNamespaceTools, UNPRIVILEGED_ID, withPrivateTmpfs } from './rootNamespaces';
 import { errorMessage } from '../common/errors';
 
 /** bwrap: the full sandbox; sandbox-exec: macOS's profile; fallback: limits and a private folder only; none: Windows. */
@@ -55,6 +57,8 @@ export interface IsolationInfo extends IsolationReport {
   disableUsernsOption: boolean;
   /** The architecture of the seccomp filter; null: none. */
   seccompArch: SeccompArch | null;
+  /** Fallback on Linux: the python3 that installs the seccomp filter before the candidate starts (seccompLauncher.ts); null: none. */
+  seccompLauncher: string | null;
   /**
    * Whether a process-count limit can be set. Inside bwrap, kernels since
    * 5.14 count processes per user namespace, so the limit is per sandbox;
@@ -62,8 +66,12 @@ export interface IsolationInfo extends IsolationReport {
    */
   processLimit: boolean;
   cgroup: CgroupSupport | null;
-  /** Fallback as root: util-linux unshare and setpriv, for a PID namespace whose end kills every process in it. */
-  pidNamespaceTools: { unshare: string; setpriv: string } | null;
+  /**
+   * Fallback as root: util-linux unshare and setpriv, for a PID namespace
+   * whose end kills every process in it; mount, where a mount namespace with
+   * its own size-capped /tmp and /dev/shm works here (null: the host's).
+   */
+  pidNamespaceTools: PidNamespaceTools | null;
   /** As root with a cgroup: setpriv, to drop to the unprivileged user after entering it. */
   cgroupSetpriv: string | null;
   /** macOS: /usr/bin/sandbox-exec. */
@@ -77,8 +85,6 @@ export const SANDBOX_PROGRAM_DIR = '/sandbox/program';
 export const SANDBOX_WORK_DIR = '/sandbox/work';
 /** Where a task's extra read-only folders appear (Task.sandboxReadOnlyDirs: /sandbox/ro/<name>). */
 export const SANDBOX_READ_ONLY_ROOT = '/sandbox/ro';
-/** nobody/nogroup: whom candidates run as when ThetaEvolve itself runs as root. */
-export const UNPRIVILEGED_ID = 65534;
 /** The candidate's working directory (a tmpfs): what it may write in all, solution included. */
 export const SANDBOX_WORK_BYTES = 256 * 1024 * 1024;
 const SANDBOX_TMP_BYTES = 256 * 1024 * 1024;
@@ -285,47 +291,6 @@ export function limitedCommand(command: readonly string[], limits: ResourceLimit
   return ['/bin/sh', '-c', script, 'sh', ...command];
 }
 
-/** kernel.shmall's default: no limit of our own on SysV segments. */
-const SYSV_SHM_UNLIMITED = 2 ** 52;
-
-/**
- * Fallback as root: a PID namespace (its init's end kills every process in
- * it, daemons included), own IPC (SysV segments capped at sharedMemoryBytes
- * in all) and UTS, and the candidate
- * dropped to the unprivileged user with no capabilities and no_new_privs.
- */
-export function pidNamespaceCommand(
-  command: readonly string[],
-  tools: { unshare: string; setpriv: string },
-  sharedMemoryBytes: number = SYSV_SHM_UNLIMITED,
-): string[] {
-  // The IPC namespace's own SysV limit (kernel.shmall, in pages), set as root before the drop: segments are memory no RSS shows.
-  const pages = Math.max(1, Math.floor(sharedMemoryBytes / 4096));
-  return [
-    tools.unshare,
-    '--pid',
-    '--fork',
-    '--kill-child',
-    '--mount-proc',
-    '--ipc',
-    '--uts',
-    '--',
-    '/bin/sh',
-    '-c',
-    `echo ${pages} > /proc/sys/kernel/shmall 2>/dev/null; exec "$@"`,
-    'sh',
-    tools.setpriv,
-    `--reuid=${UNPRIVILEGED_ID}`,
-    `--regid=${UNPRIVILEGED_ID}`,
-    '--clear-groups',
-    '--inh-caps=-all',
-    '--bounding-set=-all',
-    '--no-new-privs',
-    '--',
-    ...command,
-  ];
-}
-
 /**
  * macOS sandbox-exec profile: deny by default; reads of the system, the
  * program and the scratch folder; writes only to the scratch folder (and
@@ -427,7 +392,8 @@ function probeBwrap(
 const WITHOUT_CGROUP =
   "instead the memory of a sandbox's processes, their memfds and its tmpfs folders is summed every 50 ms (killed past the limit), " +
   'with RLIMIT per process as the floor; in bwrap /dev is read-only, memfds, SysV shared memory and larger socket buffers are refused ' +
-  'and open files are capped, so queued datagrams hold at most about a third of the limit; CPU is shared per process, not per sandbox';
+  'and open files are capped, so queued datagrams hold at most about a third of the limit; setsid returns without making a session, ' +
+  'so CPU is shared per sandbox where the kernel has autogroup on, else per process';
 
 const FALLBACK_HOW =
   'candidates run in a private temporary folder, in their own process group with a wall-clock limit, memory and file-size limits and a cleared environment, ' +
@@ -502,6 +468,7 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
     tmpfsSizeOption: false,
     disableUsernsOption: false,
     seccompArch: null,
+    seccompLauncher: null,
     cgroup,
     pidNamespaceTools: null,
     sandboxExecPath: null,
@@ -560,11 +527,24 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
   const fallback = (why: string): IsolationInfo => {
     const unshare = findExecutable('unshare');
     const setpriv = findExecutable('setpriv');
-    const pidNamespaceTools = rootUser && unshare && setpriv ? { unshare, setpriv } : null;
+    const pidNamespaceTools =
+      rootUser && unshare && setpriv
+        ? withPrivateTmpfs({ unshare, setpriv, mount: null }, findExecutable('mount'), base.scratchBase)
+        : null;
+    // The same filter as in bwrap, installed by a launcher (seccompLauncher.ts) where python3 can.
+    const arch = process.platform === 'linux' ? hostSeccompArch() : null;
+    const python = arch ? findExecutable('python3') : null;
+    const launcherProblem = !arch ? 'no filter for this platform' : !python ? 'python3 was not found' : probeSeccompLauncher(python, arch);
+    const seccompLauncher = launcherProblem === null ? python : null;
     // As root, the shell that enters the cgroup is root: the PID namespace's setpriv drops to nobody after it.
-    const layers = { ...noLayers, cgroup: cgroup?.available === true && (!rootUser || pidNamespaceTools !== null) };
+    const layers = {
+      ...noLayers,
+      seccomp: seccompLauncher !== null,
+      cgroup: cgroup?.available === true && (!rootUser || pidNamespaceTools !== null),
+    };
     const missing = [why];
-    if (cgroupMissing) missing.push(cgroupMissing);
+    if (launcherProblem !== null) missing.push(`seccomp: ${launcherProblem}, so candidates run without the filter`);
+    if (cgroup && !cgroup.available) missing.push(`cgroup: ${cgroup.why}; ${fallbackWithoutCgroup(layers.seccomp, pidNamespaceTools)}`);
     return {
       ...base,
       kind: 'fallback',
@@ -574,6 +554,8 @@ export function probeIsolation(options: DetectOptions = {}): IsolationInfo {
       weak: true,
       warning: `Sandbox: ${why}, so ${FALLBACK_HOW}. ${HOW_TO_GET_A_SANDBOX}`,
       bwrapPath: null,
+      seccompArch: seccompLauncher ? arch : null,
+      seccompLauncher,
       processLimit: rootUser && prlimitPath !== null,
       pidNamespaceTools,
     };

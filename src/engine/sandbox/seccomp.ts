@@ -7,7 +7,8 @@
 // kexec, clock setting, userfaultfd, io_uring, NUMA policy, TTY input
 // injection. Everything else is allowed, so ordinary Python/numpy runs.
 // Where no cgroup holds a sandbox, it also denies the memory no process's
-// RSS shows (memfds, SysV segments), larger socket buffers and new sessions.
+// RSS shows (memfds, SysV segments) and larger socket buffers, and makes
+// setsid succeed without effect (one scheduling group per sandbox).
 
 /** struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (little-endian on both supported architectures). */
 const OFFSET_NR = 0;
@@ -117,17 +118,23 @@ export type DeniedSyscall = keyof typeof SYSCALLS | 'clone3';
 /**
  * Denied only where no cgroup holds the sandbox: a memfd filled with
  * write() or a detached SysV segment is memory no process's RSS shows
- * (shared memory through /dev/shm, a size-capped tmpfs, stays), and a new
- * session would be a new scheduling group (autogroup) of its own, where
- * the one bwrap makes is the sandbox's share of the CPU.
+ * (shared memory through /dev/shm, a size-capped tmpfs, stays).
  */
 const WITHOUT_CGROUP_DENIED = {
   memfd_create: [319, 279],
   memfd_secret: [447, 447],
   shmget: [29, 194],
-  setsid: [112, 157],
 } as const satisfies Record<string, readonly [number | null, number | null]>;
 export const WITHOUT_CGROUP_SYSCALLS = Object.keys(WITHOUT_CGROUP_DENIED) as (keyof typeof WITHOUT_CGROUP_DENIED)[];
+
+/**
+ * setsid without a cgroup: a new session would be a new scheduling group
+ * (autogroup) of its own, where the sandbox's one is its share of the CPU.
+ * It returns 0 without effect (SECCOMP_RET_ERRNO with 0 skips the call and
+ * returns 0), so ordinary code (Python's start_new_session=True) still runs;
+ * the caller stays in its session and process group.
+ */
+const WITHOUT_CGROUP_NO_EFFECT = { setsid: [112, 157] } as const satisfies Record<string, readonly [number | null, number | null]>;
 
 /** Calls checked on an argument rather than by number alone. */
 const CONDITIONAL = { clone: [56, 220], clone3: [435, 435], ioctl: [16, 29], setsockopt: [54, 208] } as const;
@@ -140,10 +147,15 @@ export const DENIED_SYSCALLS: readonly (keyof typeof SYSCALLS)[] = Object.keys(S
 
 /** The number of a system call on an architecture (also for the calls checked on arguments); null when it has none. */
 export function syscallNumber(
-  name: DeniedSyscall | keyof typeof CONDITIONAL | keyof typeof WITHOUT_CGROUP_DENIED,
+  name: DeniedSyscall | keyof typeof CONDITIONAL | keyof typeof WITHOUT_CGROUP_DENIED | keyof typeof WITHOUT_CGROUP_NO_EFFECT,
   arch: SeccompArch,
 ): number | null {
-  const table: Record<string, readonly [number | null, number | null]> = { ...SYSCALLS, ...CONDITIONAL, ...WITHOUT_CGROUP_DENIED };
+  const table: Record<string, readonly [number | null, number | null]> = {
+    ...SYSCALLS,
+    ...CONDITIONAL,
+    ...WITHOUT_CGROUP_DENIED,
+    ...WITHOUT_CGROUP_NO_EFFECT,
+  };
   const entry = table[name];
   if (!entry) return null;
   return entry[arch === 'x86_64' ? 0 : 1];
@@ -204,6 +216,7 @@ export function seccompProgram(arch: SeccompArch, options: SeccompOptions = {}):
   ];
   if (arch === 'x86_64') lines.push({ code: JGE_K, k: X32_SYSCALL_BIT, jt: 'eperm' });
   for (const nr of denied) lines.push({ code: JEQ_K, k: nr, jt: 'eperm' });
+  if (options.withoutCgroup) lines.push({ code: JEQ_K, k: syscallNumber('setsid', arch) as number, jt: 'noeffect' });
   lines.push(
     // seccomp cannot read clone3's flags (they are in memory): ENOSYS makes libc use clone, checked below.
     { code: JEQ_K, k: syscallNumber('clone3', arch) as number, jt: 'enosys' },
@@ -213,6 +226,7 @@ export function seccompProgram(arch: SeccompArch, options: SeccompOptions = {}):
     { label: 'allow', code: RET_K, k: SECCOMP_RET_ALLOW },
     { label: 'eperm', code: RET_K, k: errno(EPERM) },
     { label: 'enosys', code: RET_K, k: errno(ENOSYS) },
+    { label: 'noeffect', code: RET_K, k: errno(0) },
     // clone's flags are argument 0 on both architectures; the namespace flags are in its low 32 bits.
     { label: 'clone', code: LD_W_ABS, k: argLow(0) },
     { code: JSET_K, k: CLONE_NAMESPACE_FLAGS, jt: 'eperm2' },
@@ -238,7 +252,7 @@ export function seccompProgram(arch: SeccompArch, options: SeccompOptions = {}):
 }
 
 export interface SeccompOptions {
-  /** No cgroup holds the sandbox: deny WITHOUT_CGROUP_SYSCALLS (setsid included) and larger socket buffers too. */
+  /** No cgroup holds the sandbox: deny WITHOUT_CGROUP_SYSCALLS and larger socket buffers too, and make setsid a no-op. */
   withoutCgroup?: boolean;
 }
 

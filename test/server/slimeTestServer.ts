@@ -74,6 +74,10 @@ export interface SlimeTestServer {
   readonly epoch: number;
   /** Told of each write as it arrives (before its fault); a fault it returns strikes this write. */
   onWrite: ((index: number) => DataFault | undefined | void) | null;
+  /** Told of each write once stored, before its reply (what slime's trainer may do between a write and the writer's next request). */
+  onStored: ((index: number) => void) | null;
+  /** The simulated trainer pulls every whole group now (as its poll would). */
+  pullNow(): void;
   goDown(): Promise<void>;
   comeUp(): Promise<void>;
   downFor(ms: number): Promise<void>;
@@ -91,7 +95,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   const refused: Refusal[] = [];
   const pulled: BufferWrite[][] = [];
   let trainerTimer: NodeJS.Timeout | null = null;
-  const api = { onWrite: null } as SlimeTestServer;
+  const api = { onWrite: null, onStored: null } as SlimeTestServer;
 
   /** buffer.py's read(): the groups with at least group_size items, removed (`pulled` records the simulated trainer's). */
   function read(byTrainer: boolean): BufferWrite[][] {
@@ -153,6 +157,7 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
           repeat: seenWrites.has(identity),
         });
         seenWrites.add(identity);
+        api.onStored?.(received.length - 1);
         if (server.afterStore(fault, req, res)) return;
         return sendJson(res, 200, {
           success: true,
@@ -210,6 +215,9 @@ export async function startSlimeTestServer(options: SlimeTestServerOptions = {})
   await server.comeUp();
   startTrainer();
 
+  api.pullNow = () => {
+    read(true);
+  };
   server.expose(
     api,
     {

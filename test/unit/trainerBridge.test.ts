@@ -746,6 +746,32 @@ describe('RL trainer bridge', function () {
   });
 
   describe('slime', () => {
+    it('a group the trainer pulls before the look right after its writes is counted pulled, never written again when the buffer is away for a while', async () => {
+      const server = await startSlimeTestServer({ groupSize: 3 });
+      cleanups.push(() => server.close());
+      // slime's trainer takes the first group between its last write and the writer's look (a quick poll).
+      server.onStored = (index) => {
+        if (index === 2) server.pullNow();
+      };
+      const { b } = bridge(
+        settings({ 'trainer.url': server.url, 'trainer.protocol': 'slime', sampler: 'mutate', 'trainer.mode': 'async' }),
+        {
+          tokenSupport: null,
+        },
+      );
+      await b.start(new AbortController().signal);
+      await b.afterCommit(committedStep(1), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      // Refused requests: a restart as far as the writer can tell (what the buffer held may be gone).
+      await server.downFor(300);
+      await b.afterCommit(committedStep(2), new AbortController().signal);
+      assert.equal(await b.flush(new AbortController().signal, 5_000), 0);
+      server.pullNow();
+      const pulled = server.pulled.map((items) => String(items[0]?.extra_info.group_key));
+      assert.deepEqual([...pulled].sort(), ['s1-p0', 's1-p1', 's2-p0', 's2-p1'], 'every group pulled once');
+      assert.equal(server.received.filter((r) => r.item.extra_info.group_key === 's1-p0').length, 3, 's1-p0 written once (3 responses)');
+    });
+
     it('writes one item per response with a stable uid, a numeric instance_id per attempt, the reply with its reasoning, reward and extra_info; through faults every group ends up whole in the buffer exactly once', async () => {
       const server = await startSlimeTestServer({ groupSize: 3, script: ['unavailable', 'ok', 'reset', 'reset_after_store', 'ok'] });
       cleanups.push(() => server.close());

@@ -139,6 +139,13 @@ export class SlimeClient implements TrainerProtocolClient {
   private readonly seen = new Set<string>();
   /** Waiting groups the look right after their writes found held at a group size that did not fit: surely never pulled. */
   private readonly held = new Set<string>();
+  /**
+   * Waiting groups the look right after their writes missed before the group
+   * size was known: held at a size that does not fit, or pulled at once by a
+   * quick trainer. A second look after a write that misses too says the
+   * former (held); one that finds ours whole, the latter (released).
+   */
+  private readonly unconfirmed = new Set<string>();
   /** A request to the buffer was refused since the last look (nothing listened): it may have restarted, losing what it held. */
   private restartSuspected = false;
   /** What looks made after a write learned, for the next settle() to report. */
@@ -251,6 +258,7 @@ export class SlimeClient implements TrainerProtocolClient {
     await spool.markPosted(group.id, instanceId);
     this.seen.delete(group.id);
     this.held.delete(group.id);
+    this.unconfirmed.delete(group.id);
     const learned = await this.look(spool, signal, group.id).catch(() => null);
     if (learned) this.unreported = addSettlements(this.unreported, learned);
     return { kind: 'delivered' };
@@ -300,8 +308,10 @@ export class SlimeClient implements TrainerProtocolClient {
     this.restartSuspected = false;
     // A restarted buffer is back at group size 16. Once it fits, a look that misses a group just written means slime's trainer was quicker.
     if (restarted) this.sizeFits = null;
+    if (justWritten !== null) this.emptyProbes = whole.size > 0 ? 0 : this.emptyProbes + 1;
     if (whole.size > 0) this.sizeFits = true;
-    else if (justWritten !== null && this.sizeFits !== true) this.sizeFits = false;
+    // One miss may be a quick trainer (it polls often); misses in a row mean the size does not fit.
+    else if (justWritten !== null && this.sizeFits !== true && this.emptyProbes >= EMPTY_PROBES_BEFORE_WARNING) this.sizeFits = false;
     const replaced = restarted || (fittedBefore === false && this.sizeFits === true);
     const result: Settlement = { pulled: 0, resent: 0, lost: 0 };
     const released: string[] = [];
@@ -316,10 +326,25 @@ export class SlimeClient implements TrainerProtocolClient {
       } else if (whole.has(g.id)) {
         this.seen.add(g.id);
         this.held.delete(g.id);
+        this.unconfirmed.delete(g.id);
       } else if (g.id === justWritten) {
         // Unseen right after its writes: held at a group size that does not fit, or (the size fitting before) already pulled by slime's trainer.
         if (this.sizeFits === true) this.seen.add(g.id);
-        else this.held.add(g.id);
+        else if (this.sizeFits === false) this.held.add(g.id);
+        else this.unconfirmed.add(g.id);
+      } else if (this.unconfirmed.has(g.id)) {
+        // Missed once before the size was known: the size found fitting since says a quick trainer pulled it, not fitting
+        // says it is held; a buffer replaced meanwhile may have handed it out first: lost, never written twice.
+        if (replaced) {
+          this.unconfirmed.delete(g.id);
+          lost.push(g.id);
+        } else if (this.sizeFits === true) {
+          this.unconfirmed.delete(g.id);
+          released.push(g.id);
+        } else if (this.sizeFits === false) {
+          this.unconfirmed.delete(g.id);
+          this.held.add(g.id);
+        }
       } else if (this.seen.delete(g.id)) {
         (replaced ? lost : released).push(g.id);
       } else if (this.held.has(g.id)) {
@@ -357,14 +382,11 @@ export class SlimeClient implements TrainerProtocolClient {
     return result;
   }
 
-  /** Looks right after a write that found none of our groups whole, twice in a row: the buffer waits for more than n. */
+  /** Looks right after a write that found none of our groups whole, twice in a row (look() counts them): the buffer waits for more than n. */
   private warnAboutGroupSize(foundOurs: boolean): void {
-    if (foundOurs) {
-      this.emptyProbes = 0;
-      return;
-    }
+    if (foundOurs) return;
     const n = this.options.groupSize;
-    if (++this.emptyProbes >= EMPTY_PROBES_BEFORE_WARNING) {
+    if (this.emptyProbes >= EMPTY_PROBES_BEFORE_WARNING) {
       this.options.onWarning(
         `the slime rollout buffer at ${this.options.url} holds our whole groups of ${n} but releases none: its group size is larger than n = ${n} ` +
           `(16 until slime's trainer calls /start_rollout, and again after the buffer restarts); ${slimeGroupSizeAdvice(n)}`,

@@ -13,10 +13,10 @@ import { join, resolve } from 'node:path';
 import { parseSettings } from '../src/engine/common/config';
 import type { StepCommittedEvent } from '../src/engine/common/events';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
-import { type CandidateEvaluator, EvolutionRun } from '../src/engine/loop';
+import { EvolutionRun } from '../src/engine/loop';
 import { loadTask } from '../src/engine/task/task';
-import type { EvaluationResult } from '../src/engine/common/types';
 import { startTestServer } from '../test/server/openaiTestServer';
+import { FixedDurationEvaluator } from './support/fixedDurationEvaluator';
 
 const B = 32;
 const N = 16;
@@ -24,26 +24,6 @@ const K = 16;
 const LATENCY_SPREAD_MS = 4000;
 const EVAL_MS = 100;
 const STEPS = 3;
-
-/** Fixed-duration evaluations in K slots: what the sandbox costs is measured by bench sandbox-overhead, not here. */
-class FixedDurationEvaluator implements CandidateEvaluator {
-  private running = 0;
-  private readonly queue: (() => void)[] = [];
-  async evaluate(code: string, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<EvaluationResult> {
-    if (this.running >= K) await new Promise<void>((r) => this.queue.push(r));
-    this.running++;
-    options.onStart?.();
-    const started = Date.now();
-    await new Promise((r) => setTimeout(r, EVAL_MS));
-    this.running--;
-    this.queue.shift()?.();
-    // A deterministic objective from the code so the database sees distinct scores.
-    let h = 0;
-    for (let i = 0; i < code.length; i++) h = (h * 31 + code.charCodeAt(i)) >>> 0;
-    const objective = 1 + (h % 1000) / 1000;
-    return { status: 'ok', score: objective, objective, metrics: {}, reason: '', durationMs: Date.now() - started, stdout: '', stderr: '' };
-  }
-}
 
 async function main(): Promise<void> {
   const task = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'tasks', 'quadratic'));
@@ -83,7 +63,7 @@ async function main(): Promise<void> {
       settings,
       dbFile: join(dir, 'bench.sqlite'),
       source: new EndpointClient(endpointOptionsFromSettings(settings, undefined)),
-      evaluator: new FixedDurationEvaluator(),
+      evaluator: new FixedDurationEvaluator(K, EVAL_MS),
       stepsThisInvocation: STEPS,
       onEvent: (e) => {
         if (e.type === 'step_committed') committed.push(e);

@@ -15,11 +15,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseSettings } from '../src/engine/common/config';
 import type { EngineEvent } from '../src/engine/common/events';
-import type { EvaluationResult } from '../src/engine/common/types';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
-import { type CandidateEvaluator, EvolutionRun } from '../src/engine/loop';
+import { EvolutionRun } from '../src/engine/loop';
 import { loadTask, type Task } from '../src/engine/task/task';
 import { startTestServer } from '../test/server/openaiTestServer';
+import { FixedDurationEvaluator } from './support/fixedDurationEvaluator';
 
 const B = 8;
 const N = 16;
@@ -29,26 +29,6 @@ const STEPS = 6;
 const ROUNDS = 2;
 /** About the evaluation phase of a step: B x n children, K at a time. */
 const LATENCY_MS = Math.round(((B * N) / K) * EVAL_MS);
-
-/** Fixed-duration evaluations in K slots. */
-class FixedDurationEvaluator implements CandidateEvaluator {
-  private running = 0;
-  private readonly queue: (() => void)[] = [];
-  async evaluate(code: string, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<EvaluationResult> {
-    if (this.running >= K) await new Promise<void>((r) => this.queue.push(r));
-    this.running++;
-    options.onStart?.();
-    const started = Date.now();
-    await new Promise((r) => setTimeout(r, EVAL_MS));
-    this.running--;
-    this.queue.shift()?.();
-    // A deterministic objective from the code so the database sees distinct scores.
-    let h = 0;
-    for (let i = 0; i < code.length; i++) h = (h * 31 + code.charCodeAt(i)) >>> 0;
-    const objective = 1 + (h % 1000) / 1000;
-    return { status: 'ok', score: objective, objective, metrics: {}, reason: '', durationMs: Date.now() - started, stdout: '', stderr: '' };
-  }
-}
 
 interface Measured {
   wallMs: number;
@@ -82,7 +62,7 @@ async function runSteps(task: Task, baseURL: string, pipelineDepth: number, dbFi
     settings,
     dbFile,
     source,
-    evaluator: new FixedDurationEvaluator(),
+    evaluator: new FixedDurationEvaluator(K, EVAL_MS),
     stepsThisInvocation: STEPS,
     onEvent: (e) => events.push(e),
   });

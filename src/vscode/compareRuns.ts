@@ -3,8 +3,8 @@
 // (the Compare Runs page of webview/src/compare, also the page of
 // `thetaevolve report`). The runs are read by the engine worker from their
 // databases; a live run among them is read again after each step it commits.
-import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import { webviewPageHtml } from './webviewPage';
 import { errorMessage } from '../engine/common/errors';
 import type { RunComparison } from '../engine/common/runComparison';
 import { type CompareHostMessage, parseComparePageMessage } from '../protocol/compareMessages';
@@ -67,7 +67,7 @@ export class CompareRunsHost implements vscode.Disposable {
       panel.onDidDispose(() => {
         if (this.panel === panel) this.panel = undefined;
       });
-      panel.webview.html = comparePageHtml(panel.webview, root);
+      panel.webview.html = webviewPageHtml(panel.webview, root, 'compare', 'Compare Runs');
     } else {
       this.panel.reveal();
       this.refresh();
@@ -107,34 +107,6 @@ export class CompareRunsHost implements vscode.Disposable {
     this.panel?.dispose();
     for (const d of this.disposables.splice(0)) d.dispose();
   }
-}
-
-/** The page: the bundle and its stylesheet from dist/webview, under a CSP with a fresh nonce. */
-function comparePageHtml(webview: vscode.Webview, root: vscode.Uri): string {
-  const nonce = randomBytes(18).toString('base64url');
-  const script = webview.asWebviewUri(vscode.Uri.joinPath(root, 'compare.js'));
-  const style = webview.asWebviewUri(vscode.Uri.joinPath(root, 'compare.css'));
-  const csp = [
-    "default-src 'none'",
-    `img-src ${webview.cspSource} data:`,
-    `font-src ${webview.cspSource}`,
-    `style-src ${webview.cspSource} 'nonce-${nonce}'`,
-    `script-src 'nonce-${nonce}'`,
-  ].join('; ');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" nonce="${nonce}" href="${style.toString()}">
-<title>Compare Runs</title>
-</head>
-<body>
-<main id="app" aria-live="polite"></main>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
 }
 
 /** Asks for the runs to compare (two or more) among the workspace's run databases; those in `picked` come checked. */

@@ -5,8 +5,8 @@
 // reload through a WebviewPanelSerializer, and forwards the page's buttons to
 // a DashboardController. The data lives in a DashboardModel that is fed
 // whether or not the panel is open.
-import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import { webviewPageHtml } from './webviewPage';
 import { DashboardModel } from '../dashboard/dashboardModel';
 import {
   type BackendView,
@@ -42,10 +42,6 @@ export interface DashboardController {
   showLineage(programId: string): void | Promise<void>;
   /** A page opened (or came back after a reload) while the dashboard has no run: show the latest run on disk, if any. */
   showLatestRun(): void | Promise<void>;
-}
-
-function nonce(): string {
-  return randomBytes(18).toString('base64url');
 }
 
 export class DashboardHost implements vscode.Disposable {
@@ -172,7 +168,12 @@ export class DashboardHost implements vscode.Disposable {
   private render(): void {
     if (!this.panel) return;
     this.pageReady = false;
-    this.panel.webview.html = dashboardHtml(this.panel.webview, this.extensionUri, nonce());
+    this.panel.webview.html = webviewPageHtml(
+      this.panel.webview,
+      vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview'),
+      'dashboard',
+      TITLE,
+    );
   }
 
   private post(message: HostMessage): void {
@@ -237,39 +238,6 @@ export class DashboardHost implements vscode.Disposable {
       }
     }
   }
-}
-
-/**
- * The page: the bundle and its stylesheet from dist/webview, nothing inline
- * but the nonce'd script tag. The csp-nonce meta is where the toolkit (FAST)
- * finds the nonce for the one <style> element it creates.
- */
-export function dashboardHtml(webview: vscode.Webview, extensionUri: vscode.Uri, scriptNonce: string): string {
-  const root = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
-  const script = webview.asWebviewUri(vscode.Uri.joinPath(root, 'dashboard.js'));
-  const style = webview.asWebviewUri(vscode.Uri.joinPath(root, 'dashboard.css'));
-  const csp = [
-    "default-src 'none'",
-    `img-src ${webview.cspSource} data:`,
-    `font-src ${webview.cspSource}`,
-    `style-src ${webview.cspSource} 'nonce-${scriptNonce}'`,
-    `script-src 'nonce-${scriptNonce}'`,
-  ].join('; ');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<meta property="csp-nonce" content="${scriptNonce}">
-<link rel="stylesheet" nonce="${scriptNonce}" href="${style.toString()}">
-<title>${TITLE}</title>
-</head>
-<body>
-<main id="app" aria-live="polite"></main>
-<script nonce="${scriptNonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
 }
 
 /**

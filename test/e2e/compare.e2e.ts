@@ -14,6 +14,7 @@ import { startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
 import {
+  distinctColours,
   launchBrowser,
   openWorkbench,
   pickQuickInputItem,
@@ -93,31 +94,6 @@ async function compareFrame(page: Page): Promise<Frame> {
     },
     { what: 'the Compare Runs page showing a comparison', until: (f) => f !== null, deadlineMs: 60_000, intervalMs: 500 },
   ) as Promise<Frame>;
-}
-
-/** Distinct colours of a PNG, decoded in the browser (a blank picture has one or two). */
-async function distinctColours(browser: Browser, png: Buffer): Promise<number> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  try {
-    return await page.evaluate(async (b64: string) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.width;
-      canvas.height = img.height;
-      const ctx = canvas.getContext('2d');
-      if (!ctx) return 0;
-      ctx.drawImage(img, 0, 0);
-      const data = ctx.getImageData(0, 0, img.width, img.height).data;
-      const colours = new Set<number>();
-      for (let i = 0; i < data.length; i += 4) colours.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
-      return colours.size;
-    }, png.toString('base64'));
-  } finally {
-    await context.close();
-  }
 }
 
 describe('compare runs in the editor and as a report (code-server + Chromium)', () => {
@@ -255,7 +231,8 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     } finally {
       await context.close();
     }
-    const colours = await distinctColours(browser, readFileSync(png));
+    const probe = await browser.newContext();
+    const colours = await distinctColours(probe, readFileSync(png)).finally(() => probe.close());
     assert.ok(colours > 20, `${png}: ${colours} colours, looks blank`);
   });
 });

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Frame, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Frame, type Page } from 'playwright-core';
 import { freePort } from './freePort';
 
 export { freePort };
@@ -200,6 +200,33 @@ export async function runPaletteCommand(page: Page, title: string): Promise<void
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().click();
 }
 
+/** Distinct colours of a PNG, decoded in a page of `context`, sampling every `every`-th pixel (a blank picture has one or two). */
+export async function distinctColours(context: BrowserContext, png: Buffer, every = 1): Promise<number> {
+  const probe = await context.newPage();
+  try {
+    return await probe.evaluate(
+      async ([b64, stride]) => {
+        const img = new Image();
+        img.src = `data:image/png;base64,${b64}`;
+        await img.decode();
+        const canvas = document.createElement('canvas');
+        canvas.width = img.width;
+        canvas.height = img.height;
+        const ctx = canvas.getContext('2d');
+        if (!ctx) return 0;
+        ctx.drawImage(img, 0, 0);
+        const data = ctx.getImageData(0, 0, img.width, img.height).data;
+        const colours = new Set<number>();
+        for (let i = 0; i < data.length; i += 4 * stride) colours.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
+        return colours.size;
+      },
+      [png.toString('base64'), every] as const,
+    );
+  } finally {
+    await probe.close();
+  }
+}
+
 /**
  * Saves a screenshot and checks it is not blank: decodes it in the browser
  * and counts distinct colours (a blank or single-colour page has very few).
@@ -208,27 +235,7 @@ export async function saveScreenshot(page: Page, name: string): Promise<{ file: 
   mkdirSync(TEST_OUTPUT, { recursive: true });
   const file = join(TEST_OUTPUT, `${name}.png`);
   const png = await page.screenshot({ path: file });
-  const probe = await page.context().newPage();
-  try {
-    const distinctColours = await probe.evaluate(async (b64: string) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.width;
-      canvas.height = img.height;
-      const ctx = canvas.getContext('2d');
-      if (!ctx) return 0;
-      ctx.drawImage(img, 0, 0);
-      const data = ctx.getImageData(0, 0, img.width, img.height).data;
-      const colours = new Set<number>();
-      for (let i = 0; i < data.length; i += 4 * 7) colours.add((data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!);
-      return colours.size;
-    }, png.toString('base64'));
-    return { file, distinctColours };
-  } finally {
-    await probe.close();
-  }
+  return { file, distinctColours: await distinctColours(page.context(), png, 7) };
 }
 
 /** Opens a workspace file through Quick Open (Ctrl+P) and waits for its editor tab. */

@@ -92,6 +92,8 @@ async function main(): Promise<void> {
         pollSeconds: POLL_SECONDS,
         maxResubmits: 2,
         exportVariables: [],
+        // The default: short candidates are packed several to a job.
+        candidatesPerJob: 'auto',
         env: cluster.env,
       });
       started.push(evaluator);

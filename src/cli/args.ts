@@ -17,7 +17,8 @@ export interface FlagSpec {
 export interface CommandSpec {
   name: string;
   summary: string;
-  positionals: { name: string; help: string; optional?: boolean }[];
+  /** `variadic`: the last positional may be given several times (`<name>...`). */
+  positionals: { name: string; help: string; optional?: boolean; variadic?: boolean }[];
   flags: Record<string, FlagSpec>;
 }
 
@@ -71,7 +72,7 @@ export function parseArgs(spec: CommandSpec, argv: readonly string[]): ParsedArg
     const missing = spec.positionals[positionals.length];
     throw new UsageError(`'${spec.name}' needs <${missing?.name ?? '?'}> (usage: ${usageLine(spec)})`);
   }
-  if (positionals.length > spec.positionals.length) {
+  if (positionals.length > spec.positionals.length && !spec.positionals[spec.positionals.length - 1]?.variadic) {
     throw new UsageError(`'${spec.name}' got an unexpected argument '${positionals[spec.positionals.length]}' (usage: ${usageLine(spec)})`);
   }
   return { positionals, flags };
@@ -104,7 +105,7 @@ function convert(name: string, flag: FlagSpec, raw: string): string | number {
 }
 
 export function usageLine(spec: CommandSpec): string {
-  const pos = spec.positionals.map((p) => (p.optional ? `[${p.name}]` : `<${p.name}>`)).join(' ');
+  const pos = spec.positionals.map((p) => (p.optional ? `[${p.name}]` : `<${p.name}>`) + (p.variadic ? '...' : '')).join(' ');
   const flags = Object.entries(spec.flags)
     .map(([name, f]) =>
       f.kind === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? f.kind.toUpperCase()}]${f.kind === 'list' ? '...' : ''}`,

@@ -130,6 +130,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       pollSeconds: 0.2,
       maxResubmits: 2,
       exportVariables: [],
+      candidatesPerJob: 'auto',
       env: cluster.env,
       ...extra,
     };
@@ -192,6 +193,60 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(stats.lost, 0);
     const event = EngineEventSchema.parse(evaluationQueueEvent(stats));
     assert.deepEqual(event.type === 'evaluation_queue' && [event.backend, event.pending, event.running, event.done], ['slurm', 0, 0, 3]);
+  });
+
+  it('packs candidates several to a job: each in its own sandbox, results as the local ones, each picked up as it lands', async () => {
+    // A long poll interval: only done/ brings results back before the jobs end.
+    const evaluator = await start('packed', { candidatesPerJob: 4, pollSeconds: 30 });
+    assert.equal(evaluator.candidatesPerJob(), 4);
+    const kinds = [
+      task.initialProgram,
+      'raise SystemExit(3)\n',
+      'import json\njson.dump({"value": -1}, open("solution.json", "w"))\n',
+      // Runs into the task's 5 s limit: its job is still running when the others' results come back.
+      sleeper(60, 1),
+    ];
+    const programs = [...kinds, ...kinds];
+    const local = new Evaluator(task, { concurrency: 8, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 });
+    const jobOf: string[] = [];
+    const stillQueuedWhenDone: boolean[] = [];
+    try {
+      const [onSlurm, onLocal] = await Promise.all([
+        Promise.all(
+          programs.map((p, i) =>
+            evaluator.evaluate(p, { onSubmitted: (id) => (jobOf[i] = id) }).then(async (r) => {
+              if (i === 0) stillQueuedWhenDone.push((await cluster.queuedJobs()).includes(jobOf[0] as string));
+              return r;
+            }),
+          ),
+        ),
+        Promise.all(programs.map((p) => local.evaluate(p))),
+      ]);
+      for (const [i, slurm] of onSlurm.entries()) {
+        const here = onLocal[i] as EvaluationResult;
+        assert.equal(slurm.status, here.status, `${i}: ${slurm.reason}`);
+        assert.equal(slurm.score, here.score);
+        assert.equal(slurm.objective, here.objective);
+        assert.deepEqual(withoutRuntime(slurm.metrics), withoutRuntime(here.metrics));
+        assert.equal(slurm.stdout, here.stdout);
+      }
+      assert.deepEqual(
+        onSlurm.map((r) => r.status),
+        ['ok', 'no_solution', 'invalid_solution', 'timeout', 'ok', 'no_solution', 'invalid_solution', 'timeout'],
+      );
+    } finally {
+      await local.close();
+    }
+    // Eight candidates, two array tasks of four, one sbatch.
+    assert.equal(new Set(jobOf).size, 2, jobOf.join(' '));
+    assert.deepEqual(
+      [...new Set(jobOf)].map((job) => jobOf.filter((j) => j === job).length),
+      [4, 4],
+    );
+    assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
+    // The first result came back while its job still ran (the timeout beside it): one result does not wait for the others.
+    assert.deepEqual(stillQueuedWhenDone, [true]);
+    assert.equal(evaluator.queueStats().done, 8);
   });
 
   it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {

@@ -249,6 +249,14 @@ export const SETTINGS = [
       "Times a lost, preempted or node-failed evaluation job is resubmitted before its sample ends as evaluation_failed (no score; not the model's fault).",
   },
   {
+    key: 'slurm.candidatesPerJob',
+    type: 'string',
+    default: 'auto',
+    scope: 'machine',
+    description:
+      "Candidates one evaluation job runs at once (each in its own sandbox, one CPU each, each result kept on its own): a number, or `auto`, which packs short candidates (about 10 for candidates of a second, 1 from 10 s up) from the run's recent evaluation times, or the task's runtime limit before any.",
+  },
+  {
     key: 'database.preset',
     type: 'string',
     default: 'large',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../common/config';
 import { errorMessage, firstZodIssue } from '../common/errors';
+import type { CandidatesPerJob } from './slurmPacking';
 
 export type SlurmSettings = Pick<
   Settings,
@@ -17,6 +18,7 @@ export type SlurmSettings = Pick<
   | 'slurm.maxJobs'
   | 'slurm.pollSeconds'
   | 'slurm.maxResubmits'
+  | 'slurm.candidatesPerJob'
 >;
 
 /** The cluster-facing part of the SLURM backend's options (the rest comes from the run). */
@@ -40,6 +42,8 @@ export interface SlurmClusterOptions {
   maxJobs: number;
   pollSeconds: number;
   maxResubmits: number;
+  /** Candidates per array task, run at once by one `evaluate` on the node (slurmPacking.ts). */
+  candidatesPerJob: CandidatesPerJob;
 }
 
 /** Split a command line into words the way a POSIX shell would for plain and quoted words (no expansions). */
@@ -97,6 +101,13 @@ const ExportVariablesSchema = z
   .transform((text) => text.split(/[\s,]+/).filter((name) => name !== ''))
   .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'holds a word that is not a variable name (letters, digits, _)')));
 
+const CandidatesPerJobSchema = z
+  .string()
+  .trim()
+  .regex(/^(auto|\d+)$/, 'must be auto or a whole number of candidates')
+  .transform((text): CandidatesPerJob => (text === 'auto' ? 'auto' : Number(text)))
+  .refine((value) => value === 'auto' || (value >= 1 && value <= 1000), 'must be auto or a number from 1 to 1000');
+
 const NodeCommandSchema = z
   .string()
   .trim()
@@ -132,5 +143,6 @@ export function slurmOptionsFromSettings(settings: SlurmSettings, runFolder: str
     maxJobs: settings['slurm.maxJobs'],
     pollSeconds: settings['slurm.pollSeconds'],
     maxResubmits: settings['slurm.maxResubmits'],
+    candidatesPerJob: field('slurm.candidatesPerJob', CandidatesPerJobSchema),
   };
 }

@@ -6,7 +6,7 @@ import { defaultSettings, parseSettings } from '../../src/engine/common/config';
 import { jobTimeLimitMinutes, shellQuote } from '../../src/engine/evaluation/slurm';
 import { jobNameOfRun, SlurmCli, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
 import { findExecutable } from '../../src/engine/sandbox/isolation';
-import { slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
+import { slurmInferenceOptionsFromSettings, slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
 import {
   AUTO_MAX_CANDIDATES_PER_JOB,
   autoCandidatesPerJob,
@@ -83,6 +83,33 @@ describe('SLURM settings', () => {
     // The user's own CPU count wins.
     assert.deepEqual(cpusPerTaskArguments(['--cpus-per-task=4'], 8), []);
     assert.deepEqual(cpusPerTaskArguments(['-c', '4'], 8), []);
+  });
+
+  it('reads the inference jobs (none by default) and names the bad setting', () => {
+    assert.equal(slurmInferenceOptionsFromSettings(defaultSettings()), null);
+    const o = slurmInferenceOptionsFromSettings(
+      parseSettings({
+        'slurm.inference.count': 2,
+        'slurm.inference.command': 'vllm serve m --host {host} --port {port}',
+        'slurm.inference.sbatchArguments': '--gres=gpu:1 --time=24:00:00',
+        'slurm.inference.setupCommands': 'module load cuda\nsource venv/bin/activate',
+      }),
+    );
+    assert.deepEqual(o, {
+      count: 2,
+      command: 'vllm serve m --host {host} --port {port}',
+      sbatchArguments: ['--gres=gpu:1', '--time=24:00:00'],
+      setupCommands: ['module load cuda', 'source venv/bin/activate'],
+      maxResubmits: 3,
+    });
+    const bad = (raw: Record<string, unknown>) => () =>
+      slurmInferenceOptionsFromSettings(parseSettings({ 'slurm.inference.count': 1, ...raw }));
+    assert.throws(bad({}), /thetaevolve\.slurm\.inference\.command is empty/);
+    assert.throws(bad({ 'slurm.inference.command': 'vllm serve m' }), /thetaevolve\.slurm\.inference\.command has no \{port\}/);
+    assert.throws(
+      bad({ 'slurm.inference.command': 'x {port}', 'slurm.inference.sbatchArguments': '--job-name=x' }),
+      /thetaevolve\.slurm\.inference\.sbatchArguments names an option ThetaEvolve sets itself/,
+    );
   });
 
   it('splits like a shell for plain, quoted and escaped words', () => {

@@ -21,6 +21,25 @@ export type SlurmSettings = Pick<
   | 'slurm.candidatesPerJob'
 >;
 
+export type SlurmInferenceSettings = Pick<
+  Settings,
+  | 'slurm.inference.count'
+  | 'slurm.inference.command'
+  | 'slurm.inference.sbatchArguments'
+  | 'slurm.inference.setupCommands'
+  | 'slurm.inference.maxResubmits'
+>;
+
+/** Inference servers started as SLURM jobs (thetaevolve.slurm.inference.*). */
+export interface SlurmInferenceOptions {
+  count: number;
+  /** The job's command, {port} and {host} filled in on the node. */
+  command: string;
+  sbatchArguments: string[];
+  setupCommands: string[];
+  maxResubmits: number;
+}
+
 /** The cluster-facing part of the SLURM backend's options (the rest comes from the run). */
 export interface SlurmClusterOptions {
   partition: string;
@@ -117,6 +136,42 @@ const SlurmNameSchema = z
   .string()
   .trim()
   .refine((s) => /^[A-Za-z0-9_.,+-]*$/.test(s), 'may hold only letters, digits and _ . , + -');
+
+function settingLines(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+function settingField<K extends string, T>(settings: Record<K, unknown>, key: K, schema: z.ZodType<T>): T {
+  const parsed = schema.safeParse(settings[key]);
+  if (parsed.success) return parsed.data;
+  throw new Error(`Setting thetaevolve.${key} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(settings[key])}).`);
+}
+
+/** Validate thetaevolve.slurm.inference.*; null when no inference job is asked for. Throws one message naming the bad setting. */
+export function slurmInferenceOptionsFromSettings(settings: SlurmInferenceSettings): SlurmInferenceOptions | null {
+  const count = settings['slurm.inference.count'];
+  if (count === 0) return null;
+  const command = settingField(
+    settings,
+    'slurm.inference.command',
+    z
+      .string()
+      .trim()
+      .min(1, 'is empty: say what an inference job runs, e.g. vllm serve MODEL --host {host} --port {port}')
+      .refine((s) => s.includes('{port}'), 'has no {port}: the server must listen on the port the job picked')
+      .refine((s) => !/[\n\r]/.test(s), 'must be one line'),
+  );
+  return {
+    count,
+    command,
+    sbatchArguments: settingField(settings, 'slurm.inference.sbatchArguments', SbatchArgumentsSchema),
+    setupCommands: settingLines(settings['slurm.inference.setupCommands']),
+    maxResubmits: settings['slurm.inference.maxResubmits'],
+  };
+}
 
 /**
  * Validate the SLURM settings; `runFolder` is where the run keeps its files

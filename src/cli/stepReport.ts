@@ -2,6 +2,7 @@
 // failed (each reason once, with its count) and the server's comings and
 // goings. Kept apart from run.ts so any front end can print the same lines.
 import type { EndpointServersEvent, EndpointStateEvent, StepCommittedEvent } from '../engine/common/events';
+import { inferenceJobText } from '../engine/common/inferenceJobs';
 
 /** A server's words go to a terminal: no control characters (escape sequences could rewrite what it shows), one line. */
 function printable(text: string): string {
@@ -29,13 +30,5 @@ export function endpointStateLine(event: EndpointStateEvent): string {
  */
 export function inferenceJobsLine(event: EndpointServersEvent): string | null {
   if (!event.jobs || event.jobs.length === 0) return null;
-  const parts = event.jobs.map((job) => {
-    const server = job.baseURL === null ? undefined : event.servers.find((s) => s.baseURL === job.baseURL);
-    const where = job.host ? ` on ${job.host}` : '';
-    const why = job.reason && job.reason !== 'None' ? ` (${job.reason})` : '';
-    const load = server ? `, ${server.requests} requests, ${Math.round(server.tokensPerSecond)} tok/s` : '';
-    const again = job.resubmits > 0 ? `, resubmitted ${job.resubmits}x` : '';
-    return `server ${job.index} job ${job.jobId ?? '-'} ${job.state}${why}${where}${load}${again}`;
-  });
-  return `thetaevolve run: inference jobs: ${printable(parts.join('; '))}`;
+  return `thetaevolve run: inference jobs: ${printable(event.jobs.map((job) => inferenceJobText(job, event.servers)).join('; '))}`;
 }

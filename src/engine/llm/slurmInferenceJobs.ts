@@ -42,8 +42,8 @@ export interface SlurmInferenceJobsOptions extends SlurmInferenceOptions {
   onServerDown: (baseURL: string) => void;
   /** After any change of a job's state. */
   onChange?: (jobs: InferenceJobState[]) => void;
-  /** Things people should hear of: a server up, a job ended and resubmitted, orphans cancelled. */
-  onNotice: (message: string) => void;
+  /** Things people should hear of: a server up (info); a job ended and resubmitted, orphans cancelled, a failing tool (warning). */
+  onNotice: (message: string, level: 'info' | 'warning') => void;
 }
 
 /** What a job writes once it picked its port (host as the node names itself). */
@@ -67,6 +67,7 @@ export class SlurmInferenceJobs {
   private pollTimer: NodeJS.Timeout | null = null;
   private polling: Promise<void> = Promise.resolve();
   private closing: Promise<void> | null = null;
+  private squeueFailures = 0;
   private readonly readyWaiters = new Set<{ resolve: () => void; reject: (err: Error) => void }>();
 
   private constructor(private readonly options: SlurmInferenceJobsOptions) {
@@ -149,7 +150,7 @@ export class SlurmInferenceJobs {
           await waitUntilGone(this.cli, this.names(this.jobs.length), ids);
         }
       } catch (err) {
-        this.options.onNotice(`cancelling the inference jobs ${ids.join(', ')} failed: ${errorMessage(err)}`);
+        this.options.onNotice(`cancelling the inference jobs ${ids.join(', ')} failed: ${errorMessage(err)}`, 'warning');
       }
       for (const job of this.jobs) {
         if (job.baseURL) this.options.onServerDown(job.baseURL);
@@ -182,6 +183,7 @@ export class SlurmInferenceJobs {
       await waitUntilGone(this.cli, this.names(Math.max(this.jobs.length, recordedCount)), ids);
       this.options.onNotice(
         `cancelled ${ids.length} SLURM inference job(s) of run ${this.options.runId} that an earlier ThetaEvolve left running`,
+        'warning',
       );
     }
     await rm(this.dir, { recursive: true, force: true });
@@ -230,7 +232,7 @@ export class SlurmInferenceJobs {
     } catch (err) {
       job.jobId = null;
       job.state = 'SUBMIT_FAILED';
-      this.options.onNotice(`sbatch of inference server ${job.index} failed (will retry): ${errorMessage(err)}`);
+      this.options.onNotice(`sbatch of inference server ${job.index} failed (will retry): ${errorMessage(err)}`, 'warning');
     }
     await this.record();
   }
@@ -245,7 +247,7 @@ export class SlurmInferenceJobs {
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
       this.polling = this.poll()
-        .catch((err: unknown) => this.options.onNotice(`watching the inference jobs: ${errorMessage(err)}`))
+        .catch((err: unknown) => this.options.onNotice(`watching the inference jobs: ${errorMessage(err)}`, 'warning'))
         .finally(() => this.schedulePoll());
     }, this.options.cluster.pollSeconds * 1000);
   }
@@ -254,9 +256,12 @@ export class SlurmInferenceJobs {
     let queue: Map<string, QueueEntry>;
     try {
       queue = await this.cli.queue(this.names(this.jobs.length));
+      this.squeueFailures = 0;
     } catch (err) {
       // Never guess: without the queue no server counts as gone.
-      this.options.onNotice(`squeue failed (will retry): ${errorMessage(err)}`);
+      this.squeueFailures++;
+      if (this.squeueFailures === 1 || this.squeueFailures % 10 === 0)
+        this.options.onNotice(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorMessage(err)}`, 'warning');
       return;
     }
     let changed = false;
@@ -305,7 +310,10 @@ export class SlurmInferenceJobs {
       return false;
     }
     job.baseURL = baseURL;
-    this.options.onNotice(`inference job ${job.jobId as string} (server ${job.index}) answers at ${baseURL}: it joins the endpoint pool`);
+    this.options.onNotice(
+      `inference job ${job.jobId as string} (server ${job.index}) answers at ${baseURL}: it joins the endpoint pool`,
+      'info',
+    );
     for (const waiter of this.readyWaiters) waiter.resolve();
     this.readyWaiters.clear();
     return true;
@@ -323,6 +331,7 @@ export class SlurmInferenceJobs {
       job.resubmits++;
       this.options.onNotice(
         `inference job ${jobId} (server ${job.index}) ended (${how}); submitting it again (${job.resubmits} of ${this.options.maxResubmits} resubmits)`,
+        'warning',
       );
       await this.submit(job);
       return;
@@ -330,6 +339,7 @@ export class SlurmInferenceJobs {
     job.state = 'GIVEN_UP';
     this.options.onNotice(
       `inference job ${jobId} (server ${job.index}) ended (${how}) and its ${this.options.maxResubmits} resubmits are used up: that server is given up`,
+      'warning',
     );
     if (this.jobs.every((j) => j.state === 'GIVEN_UP')) {
       for (const waiter of this.readyWaiters) waiter.reject(new Error('every SLURM inference job ended and was given up'));

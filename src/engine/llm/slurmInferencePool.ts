@@ -65,7 +65,11 @@ export async function startSlurmInferencePool(
       context.onEvent(serversEvent());
       if (waiting && jobs) context.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: true, message: jobs.waitingLine() });
     },
-    onNotice: (message) => context.onWarning(`SLURM: ${message}`),
+    // A server joining is news, not a problem: said as the endpoint's state, as a server coming back is.
+    onNotice: (message, level) =>
+      level === 'info'
+        ? context.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: false, message: `SLURM: ${message}` })
+        : context.onWarning(`SLURM: ${message}`),
   });
   const started = jobs;
   try {

@@ -39,14 +39,20 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     throw err;
   }
   const programs: { path: string; code: string }[] = [];
+  let unreadable = 0;
   for (const programFile of programFiles) {
     const programPath = resolve(io.cwd, programFile);
     try {
       programs.push({ path: programPath, code: await readFile(programPath, 'utf8') });
     } catch {
-      throw new InputError(`cannot read the program file ${programPath}`);
+      const problem = `cannot read the program file ${programPath}`;
+      // With --result-files one missing program (a candidate cancelled meanwhile) costs the others nothing.
+      if (!resultFiles || programFiles.length === 1) throw new InputError(problem);
+      io.stderr(`thetaevolve evaluate: ${problem}\n`);
+      unreadable++;
     }
   }
+  if (programs.length === 0) throw new InputError('none of the program files can be read');
   const [first] = programs as [{ path: string; code: string }];
 
   const settings = settingsFromArgs(args, io.cwd);
@@ -76,8 +82,9 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   if (json || resultFiles) io.stderr(`thetaevolve: isolation: ${isolationLines(evaluator.isolation).join('; ')}\n`);
   try {
     if (resultFiles) {
-      await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir)));
-      return 0;
+      const written = await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir)));
+      // 1 when a program had no result written: the SLURM job marks it failed (the others' results stand).
+      return unreadable === 0 && written.every(Boolean) ? 0 : 1;
     }
     const result = await evaluator.evaluate(first.code, { signal: io.signal });
     if (json) {
@@ -109,12 +116,18 @@ async function evaluateToResultFile(
   task: Task,
   io: CliIO,
   doneDir: string | undefined,
-): Promise<void> {
+): Promise<boolean> {
   const result = await evaluator.evaluate(program.code, { signal: io.signal });
   const folder = dirname(program.path);
-  await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
-  await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
-  if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
+  try {
+    await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
+    await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
+    if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
+    return true;
+  } catch (err) {
+    io.stderr(`thetaevolve evaluate: the result of ${program.path} could not be written: ${errorMessage(err)}\n`);
+    return false;
+  }
 }
 
 /** What both backends print of a result: status, score, objective, time, metrics and feedback, reason. */

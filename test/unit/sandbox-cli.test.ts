@@ -136,6 +136,20 @@ describe('cli: evaluate', function () {
     assert.deepEqual((await readdir(join(root, 'done'))).sort(), ['exits', 'good', 'slow']);
     assert.deepEqual((await readdir(join(root, 'good'))).sort(), ['program.py', 'result.json'], 'no partial file left');
 
+    // A program gone meanwhile (its candidate was cancelled) costs the others nothing; exit 1 says one has no result.
+    await mkdir(join(root, 'again'));
+    await writeFile(join(root, 'again', 'program.py'), programs.good);
+    const withMissing = await cli([
+      'evaluate',
+      FIXTURE,
+      join(root, 'gone', 'program.py'),
+      join(root, 'again', 'program.py'),
+      '--result-files',
+    ]);
+    assert.equal(withMissing.code, 1);
+    assert.match(withMissing.stderr, /cannot read the program file .*gone/);
+    assert.equal((JSON.parse(await readFile(join(root, 'again', 'result.json'), 'utf8')) as { status: string }).status, 'ok');
+
     const several = await cli(['evaluate', FIXTURE, ...files, '--json']);
     assert.equal(several.code, 2);
     assert.match(several.stderr, /several program files need --result-files/);

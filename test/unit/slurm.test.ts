@@ -249,6 +249,27 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(evaluator.queueStats().done, 8);
   });
 
+  it('cancelling one candidate of a packed job leaves the job running for the other, which keeps its result', async () => {
+    const evaluator = await start('packed-cancel', { candidatesPerJob: 2 });
+    const scancelsBefore = evaluator.calls.scancel;
+    const controller = new AbortController();
+    const jobOf: string[] = [];
+    const [cancelled, kept] = await Promise.all([
+      evaluator.evaluate(sleeper(3, 1), {
+        signal: controller.signal,
+        onSubmitted: (id) => jobOf.push(id),
+        onStart: () => controller.abort(),
+      }),
+      evaluator.evaluate(sleeper(1, 2), { onSubmitted: (id) => jobOf.push(id) }),
+    ]);
+    assert.equal(new Set(jobOf).size, 1, `one job for both: ${jobOf.join(' ')}`);
+    assert.equal(cancelled.metrics.cancelled, true);
+    assert.equal(kept.status, 'ok', kept.reason);
+    assert.equal(kept.objective, 2);
+    assert.equal(evaluator.calls.scancel, scancelsBefore, 'the shared job was not cancelled');
+    assert.equal(evaluator.queueStats().lost, 0);
+  });
+
   it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {
     const quadratic = await loadTask(join(ROOT, 'test/fixtures/tasks/quadratic'));
     const settings = parseSettings({

@@ -118,6 +118,8 @@ async function evaluateToResultFile(
   doneDir: string | undefined,
 ): Promise<boolean> {
   const result = await evaluator.evaluate(program.code, { signal: io.signal });
+  // Stopped (SLURM's scancel, a time limit): no result, and none is written; the job's end says the rest.
+  if (io.signal.aborted) return false;
   const folder = dirname(program.path);
   try {
     await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));

@@ -12,7 +12,7 @@
 // This file is the evaluator (waves, polls, resubmits); the staged files and
 // what jobs write back are slurmStaging.ts, the shared queue calls
 // slurmQueue.ts, the probe job slurmProbe.ts.
-import { type FSWatcher, watch } from 'node:fs';
+import { type FSWatcher, rmSync, watch } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { cancelledResult } from '../sandbox/trustedEvaluator';
@@ -576,7 +576,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     c.started = false;
     if (c.submissions <= this.options.maxResubmits) {
       this.warn(`SLURM job ${jobId} ${why}; resubmitting (${c.submissions} of ${this.options.maxResubmits} resubmits)`);
-      void rm(join(c.dir, 'failed'), { force: true });
+      // What the failed attempt left (a result it wrote as it was stopped) must not pass for the next attempt's: gone before it is submitted.
+      for (const name of ['failed', 'result.json', 'result.json.part']) rmSync(join(c.dir, name), { force: true });
       this.pending.push(c);
       return;
     }

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { shellQuote } from '../../src/engine/evaluation/slurm';
 import { inferenceJobName } from '../../src/engine/llm/slurmInferenceJobs';
+import { startTestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { tempDir } from '../support/tempDirs';
 
@@ -216,6 +217,28 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
       resumed.stderr.join('\n'),
     );
     assert.deepEqual(await cluster.queuedJobs(), []);
+  });
+
+  it('mixes the servers of thetaevolve.endpoint with job servers: the run starts on the first and uses both', async () => {
+    const own = await startTestServer({ latencyMs: 20 });
+    const work = await mkdtemp(join(staging, 'mixed-'));
+    const cli = startCli(work, 'inference-mixed', ['--steps', '500', '--endpoint', own.baseURL, '--set', 'slurm.inference.count=1']);
+    try {
+      // The run needs no job server to start: it has the one it was given.
+      await cli.until('a committed step', () => (cli.steps.length > 0 ? true : null));
+      await cli.until('the job server answering requests beside it', () => {
+        const job = cli.lastJobs()?.[0];
+        return job && job.state === 'RUNNING' && job.requests > 0 ? job : null;
+      });
+      assert.ok(own.counters.chatRequests > 0);
+      assert.equal(cli.lastJobs()?.length, 1);
+      cli.child.kill('SIGINT');
+      assert.equal(await cli.exited, 0, cli.stderr.slice(-20).join('\n'));
+      assert.deepEqual(await cluster.queuedJobs(), []);
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      await own.close();
+    }
   });
 
   it('names inference jobs thetaevolve-<run>-server-<k>', () => {

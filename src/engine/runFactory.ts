@@ -263,7 +263,9 @@ async function startInference(request: RunRequest): Promise<SlurmInferencePool |
   try {
     inference = inferenceJobsRequested(request.settings);
   } catch (err) {
-    throw new RunSetupError(errorMessage(err), 'thetaevolve.slurm.inference.command', { cause: err });
+    // The message names the bad setting ("Setting thetaevolve.slurm.inference.command has no {port} ...").
+    const setting = /Setting (thetaevolve\.\S+)/.exec(errorMessage(err))?.[1] ?? 'thetaevolve.slurm.inference.command';
+    throw new RunSetupError(errorMessage(err), setting, { cause: err });
   }
   if (!inference) return null;
   try {

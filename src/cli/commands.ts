@@ -55,16 +55,28 @@ export const RUN_SPEC: CommandSpec = {
 
 export const EVALUATE_SPEC: CommandSpec = {
   name: 'evaluate',
-  summary:
-    "Evaluate one program in the sandbox with the task's evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.",
+  summary: "Evaluate a program in the sandbox with the task's evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.",
   positionals: [
     { name: 'task-dir', help: 'Task folder: task.json, or an OpenEvolve or ShinkaEvolve folder as it is.' },
-    { name: 'program-file', help: 'Program to evaluate.' },
+    {
+      name: 'program-file',
+      help: 'Program to evaluate; several (with --result-files) are evaluated at once, each in its own sandbox.',
+      repeatable: true,
+    },
   ],
   flags: {
     timeout: { kind: 'number', value: 'SECONDS', help: "Override the task's runtime limit." },
     evaluator: EVALUATOR_FLAG,
     json: { kind: 'boolean', help: 'Print status, score, objective, metrics, reason, durationMs as JSON.' },
+    'result-files': {
+      kind: 'boolean',
+      help: "Write each program's --json line to result.json in the program's folder the moment it is done, instead of stdout (SLURM jobs).",
+    },
+    'done-dir': {
+      kind: 'string',
+      value: 'DIR',
+      help: "With --result-files: also create an empty file in DIR named after each finished program's folder.",
+    },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     backend: {
       kind: 'string',

@@ -1,9 +1,11 @@
-// `thetaevolve evaluate <task-dir> <program-file> [--json] [--timeout SECONDS]
-// [--allow-weak-isolation]`: one sandboxed evaluation with the task's
-// evaluator. Exit 0 whenever the evaluation ran, whatever the candidate did.
-// Exit 1 without a sandbox unless weaker isolation is allowed.
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+// `thetaevolve evaluate <task-dir> <program-file>... [--json] [--timeout SECONDS]
+// [--allow-weak-isolation] [--result-files [--done-dir DIR]]`: sandboxed
+// evaluations with the task's evaluator. Exit 0 whenever the evaluation ran,
+// whatever the candidate did. Exit 1 without a sandbox unless weaker isolation
+// is allowed. Several programs (a packed SLURM job) run at once, each in its
+// own sandbox, and each result is written beside its program as it lands.
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { forDisplay } from '../engine/common/displayText';
 import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
@@ -14,16 +16,20 @@ import { createEvaluationBackend, type EvaluationBackend } from '../engine/evalu
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
-import { booleanFlag, numberFlag, type ParsedArgs, UsageError } from './args';
+import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
 export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
-  const [taskDir, programFile] = args.positionals as [string, string];
+  const [taskDir, ...programFiles] = args.positionals as [string, string, ...string[]];
   const timeout = numberFlag(args, 'timeout');
   if (timeout !== undefined && !(timeout > 0)) throw new UsageError(`--timeout needs a positive number of seconds, got ${timeout}`);
   const json = booleanFlag(args, 'json');
+  const resultFiles = booleanFlag(args, 'result-files');
+  const doneDir = stringFlag(args, 'done-dir');
+  if (programFiles.length > 1 && !resultFiles) throw new UsageError('several program files need --result-files (one result file each)');
+  if (doneDir !== undefined && !resultFiles) throw new UsageError('--done-dir needs --result-files');
 
   let task;
   try {
@@ -32,24 +38,36 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     if (err instanceof TaskError) throw new InputError(err.message, { cause: err });
     throw err;
   }
-  let code: string;
-  const programPath = resolve(io.cwd, programFile);
-  try {
-    code = await readFile(programPath, 'utf8');
-  } catch {
-    throw new InputError(`cannot read the program file ${programPath}`);
+  const programs: { path: string; code: string }[] = [];
+  let unreadable = 0;
+  for (const programFile of programFiles) {
+    const programPath = resolve(io.cwd, programFile);
+    try {
+      programs.push({ path: programPath, code: await readFile(programPath, 'utf8') });
+    } catch {
+      const problem = `cannot read the program file ${programPath}`;
+      // With --result-files one missing program (a candidate cancelled meanwhile) costs the others nothing.
+      if (!resultFiles || programFiles.length === 1) throw new InputError(problem);
+      io.stderr(`thetaevolve evaluate: ${problem}\n`);
+      unreadable++;
+    }
   }
+  if (programs.length === 0) throw new InputError('none of the program files can be read');
+  const [first] = programs as [{ path: string; code: string }];
 
   const settings = settingsFromArgs(args, io.cwd);
   const onWarning = (message: string): void => io.stderr(`thetaevolve: ${message}\n`);
   for (const notice of task.notices) onWarning(notice);
-  if (settings['evaluation.backend'] === 'slurm') return evaluateOnSlurm(task, code, settings, timeout, json, io, onWarning);
+  if (settings['evaluation.backend'] === 'slurm') {
+    if (resultFiles) throw new UsageError('--result-files evaluates here: it is what a SLURM job runs, not --backend slurm');
+    return evaluateOnSlurm(task, first.code, settings, timeout, json, io, onWarning);
+  }
 
   let evaluator: Evaluator;
   try {
     evaluator = new Evaluator(task, {
       // thetaevolve.sandbox.* (--set / --config; a SLURM job passes the run's limits this way).
-      ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: 1 }),
+      ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: programs.length }),
       // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
       ...(io.env.THETAEVOLVE_ISOLATION === 'fallback' ? { isolation: 'fallback' as const } : {}),
       onWarning,
@@ -61,9 +79,14 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   }
   if (evaluator.isolation.warning) io.stderr(`thetaevolve: ${evaluator.isolation.warning}\n`);
   // With --json, stdout is the result alone: the isolation goes to stderr.
-  if (json) io.stderr(`thetaevolve: isolation: ${isolationLines(evaluator.isolation).join('; ')}\n`);
+  if (json || resultFiles) io.stderr(`thetaevolve: isolation: ${isolationLines(evaluator.isolation).join('; ')}\n`);
   try {
-    const result = await evaluator.evaluate(code, { signal: io.signal });
+    if (resultFiles) {
+      const written = await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir)));
+      // 1 when a program had no result written: the SLURM job marks it failed (the others' results stand).
+      return unreadable === 0 && written.every(Boolean) ? 0 : 1;
+    }
+    const result = await evaluator.evaluate(first.code, { signal: io.signal });
     if (json) {
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
@@ -77,6 +100,35 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     return exitCodeOf(result, io);
   } finally {
     await evaluator.close();
+  }
+}
+
+/**
+ * One program of --result-files: its --json line goes to result.json in its
+ * own folder (written beside, then renamed: a reader never sees half a
+ * result), and its folder's name into the done folder, the moment it is done:
+ * a packed job's results land one by one, and one that hangs or dies loses
+ * none of the others.
+ */
+async function evaluateToResultFile(
+  evaluator: Evaluator,
+  program: { path: string; code: string },
+  task: Task,
+  io: CliIO,
+  doneDir: string | undefined,
+): Promise<boolean> {
+  const result = await evaluator.evaluate(program.code, { signal: io.signal });
+  // Stopped (SLURM's scancel, a time limit): no result, and none is written; the job's end says the rest.
+  if (io.signal.aborted) return false;
+  const folder = dirname(program.path);
+  try {
+    await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
+    await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
+    if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
+    return true;
+  } catch (err) {
+    io.stderr(`thetaevolve evaluate: the result of ${program.path} could not be written: ${errorMessage(err)}\n`);
+    return false;
   }
 }
 

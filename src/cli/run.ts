@@ -13,7 +13,7 @@ import { type TrainerState, trainerStateLine, trainerSummary } from '../engine/t
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
-import { endpointStateLine, stepFailureLines } from './stepReport';
+import { endpointStateLine, inferenceJobsLine, stepFailureLines } from './stepReport';
 import { settingsFromArgs, withFlagNames } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
@@ -66,6 +66,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   let fatal: string | null = null;
   /** After the run's last line nothing rewrites the progress line (the SLURM backend reports its queue once more as it closes). */
   let runOver = false;
+  /** The last inference-jobs line printed (printed again only when it changes). */
+  let lastJobsLine: string | null = null;
 
   const onEvent = (event: EngineEvent): void => {
     inFlight.apply(event);
@@ -112,11 +114,18 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
           `SLURM: ${event.pending} pending, ${event.running} running, ${event.done} done${event.lost > 0 ? `, ${event.lost} lost` : ''}${event.queueWaitMsP50 !== null ? `, queue wait ${(event.queueWaitMsP50 / 1000).toFixed(1)} s` : ''}`,
         );
         break;
-      case 'endpoint_servers':
+      case 'endpoint_servers': {
+        const jobsLine = inferenceJobsLine(event);
+        if (jobsLine !== null && jobsLine !== lastJobsLine) {
+          progress.clear();
+          io.stderr(jobsLine + '\n');
+          lastJobsLine = jobsLine;
+        }
         for (const server of event.servers) {
           if (!server.healthy) warn(`inference server ${server.baseURL} is set aside${server.lastError ? `: ${server.lastError}` : ''}`);
         }
         break;
+      }
       case 'steered':
         progress.clear();
         io.stderr(`thetaevolve run: steer: ${forDisplay(event.message)}\n`);

@@ -1,7 +1,8 @@
 // What `thetaevolve run` prints beside a step's line: why its requests
 // failed (each reason once, with its count) and the server's comings and
 // goings. Kept apart from run.ts so any front end can print the same lines.
-import type { EndpointStateEvent, StepCommittedEvent } from '../engine/common/events';
+import type { EndpointServersEvent, EndpointStateEvent, StepCommittedEvent } from '../engine/common/events';
+import { inferenceJobText } from '../engine/common/inferenceJobs';
 
 /** A server's words go to a terminal: no control characters (escape sequences could rewrite what it shows), one line. */
 function printable(text: string): string {
@@ -20,4 +21,14 @@ export function stepFailureLines(event: StepCommittedEvent, limit = 5): string[]
 /** The line for an endpoint_state event: waiting for the server, or it answers again. */
 export function endpointStateLine(event: EndpointStateEvent): string {
   return `thetaevolve run: ${printable(event.message)}`;
+}
+
+/**
+ * The line for the inference servers run as SLURM jobs: each job's id, state,
+ * node and, once its server is in the pool, its requests and throughput;
+ * null when the run has none.
+ */
+export function inferenceJobsLine(event: EndpointServersEvent): string | null {
+  if (!event.jobs || event.jobs.length === 0) return null;
+  return `thetaevolve run: inference jobs: ${printable(event.jobs.map((job) => inferenceJobText(job, event.servers)).join('; '))}`;
 }

@@ -5,6 +5,7 @@
 // numbers agree live, after a resume and after a reload. The extension feeds
 // its DashboardHost through this module, and the tests feed a DashboardModel
 // through the same code, so a wiring regression shows in both.
+import { inferenceJobText } from '../engine/common/inferenceJobs';
 import { evolveBlockContent } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
 import { feedbackOf, feedbackText } from '../engine/common/feedback';
@@ -215,6 +216,9 @@ export class DashboardFeed {
             tokensPerSecond: server.tokensPerSecond,
             lastError: server.lastError === null ? null : forDisplay(server.lastError),
           })),
+          ...(event.jobs
+            ? { jobs: event.jobs.map((job) => ({ text: forDisplay(inferenceJobText(job, event.servers)), up: job.baseURL !== null })) }
+            : {}),
         });
         return;
       case 'trainer_state':

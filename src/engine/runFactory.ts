@@ -11,6 +11,8 @@ import type { EngineEvent, IsolationSummary } from './common/events';
 import { createEvaluationBackend, type EvaluationBackend, evaluationQueueEvent } from './evaluation';
 import { EndpointClient, endpointOptionsFromSettings } from './llm/endpointClient';
 import { EndpointPool, endpointSource } from './llm/endpointPool';
+import { inferenceJobsRequested, type SlurmInferencePool, startSlurmInferencePool } from './llm/slurmInferencePool';
+import type { SlurmInferenceOptions } from './evaluation/slurmSettings';
 import { type CommittedStep, EvolutionRun } from './loop';
 import { MutateSampler } from './llm/mutateSampler';
 import { parseRunMeta } from './common/runMeta';
@@ -154,11 +156,14 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     banned = new Set(info.banned);
   }
 
+  // Inference servers as SLURM jobs: submitted now, the run waits for one to answer (or a server of thetaevolve.endpoint).
+  const inference = await startInference(request);
   // One server: its client; several base URLs in thetaevolve.endpoint: a pool spreading requests over them.
   const source: ResponseSource =
-    settings.sampler === 'mutate'
+    inference?.pool ??
+    (settings.sampler === 'mutate'
       ? new MutateSampler({ seed: settings.seed, language: task.language })
-      : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning }));
+      : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning })));
   const endpoint = source instanceof EndpointClient || source instanceof EndpointPool ? source : null;
   if (endpoint) {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
@@ -170,7 +175,8 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     );
     await endpoint
       .check(signal, { waitForServer: true, unreachableFailsFast: request.unreachableServerFailsFast ?? false })
-      .catch((err: unknown) => {
+      .catch(async (err: unknown) => {
+        await inference?.close();
         throw new RunSetupError(
           signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`,
           'thetaevolve.endpoint',
@@ -195,6 +201,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     await trainer.start(signal);
   } catch (err) {
     await trainer.close();
+    await inference?.close();
     throw new RunSetupError(
       signal.aborted ? 'stopped before the run started' : `RL trainer: ${errorMessage(err)}`,
       'thetaevolve.trainer.url',
@@ -214,6 +221,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     });
   } catch (err) {
     await trainer.close();
+    await inference?.close();
     if (signal.aborted) throw new RunSetupError('stopped before the run started', null, { cause: err });
     // No sandbox here and weaker isolation not allowed: the message says how to get one, or which setting allows less.
     const setting =
@@ -253,7 +261,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     },
     afterCommit: async (committed, stepSignal) => {
       // Per-server throughput, health and errors when requests are spread over several servers.
-      if (source instanceof EndpointPool) request.onEvent(source.serversEvent());
+      if (source instanceof EndpointPool) request.onEvent(inference ? inference.serversEvent() : source.serversEvent());
       await trainer.afterCommit(committed, stepSignal);
       request.afterStep?.(committed);
     },
@@ -269,9 +277,40 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     close: async () => {
       await evaluator.close();
       await trainer.close();
+      // Stop leaves no inference job in the queue.
+      await inference?.close();
       if (source instanceof EndpointPool) source.dispose();
     },
   };
+}
+
+/** The run's inference jobs on SLURM (thetaevolve.slurm.inference.*), started and waited for; null when it has none. */
+async function startInference(request: RunRequest): Promise<SlurmInferencePool | null> {
+  let inference: SlurmInferenceOptions | null;
+  try {
+    inference = inferenceJobsRequested(request.settings);
+  } catch (err) {
+    // The message names the bad setting ("Setting thetaevolve.slurm.inference.command has no {port} ...").
+    const setting = /Setting (thetaevolve\.\S+)/.exec(errorMessage(err))?.[1] ?? 'thetaevolve.slurm.inference.command';
+    throw new RunSetupError(errorMessage(err), setting, { cause: err });
+  }
+  if (!inference) return null;
+  try {
+    return await startSlurmInferencePool(request.settings, inference, {
+      runId: request.runId,
+      runFolder: dirname(request.dbFile),
+      apiKey: request.apiKey,
+      signal: request.signal,
+      onEvent: request.onEvent,
+      onWarning: request.onWarning,
+    });
+  } catch (err) {
+    throw new RunSetupError(
+      request.signal.aborted ? 'stopped before the run started' : `SLURM inference jobs: ${errorMessage(err)}`,
+      'thetaevolve.slurm.inference.command',
+      { cause: err },
+    );
+  }
 }
 
 /** What people are shown of a backend's isolation (a SLURM backend reports the compute node's kind and warning only). */

@@ -327,6 +327,8 @@ export const BackendViewSchema = z.object({
       lastError: z.string().nullable(),
     }),
   ),
+  /** Inference servers run as SLURM jobs: one line each (job, state, node, throughput); `up` while its server is in the pool. */
+  jobs: z.array(z.object({ text: z.string(), up: z.boolean() })).optional(),
 });
 export type BackendView = z.infer<typeof BackendViewSchema>;
 

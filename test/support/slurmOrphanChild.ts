@@ -25,6 +25,8 @@ void (async () => {
     maxJobs: 16,
     pollSeconds: 0.2,
     maxResubmits: 0,
+    // One job each: the test expects two orphaned jobs.
+    candidatesPerJob: 1,
     runtimeLimitSec: 120,
   });
   for (const value of [1, 2]) {

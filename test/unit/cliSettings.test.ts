@@ -79,6 +79,21 @@ describe('CLI settings: --config, --set, flags', () => {
       assert.match(r.stderr, message, argv.join(' '));
     }
   });
+
+  it('refuses inference jobs on SLURM without a command (or one without {port}) in one line naming the setting, before any job', async () => {
+    for (const [command, message] of [
+      [[], /thetaevolve\.slurm\.inference\.command \(--set slurm\.inference\.command=\.\.\.\) is empty/],
+      [
+        ['--set', 'slurm.inference.command=vllm serve m'],
+        /thetaevolve\.slurm\.inference\.command \(--set slurm\.inference\.command=\.\.\.\) has no \{port\}/,
+      ],
+    ] as const) {
+      const r = await runCli(['run', TASK_DIR, '--set', 'slurm.inference.count=1', ...command, '--db', join(dir, 'inference.sqlite')], dir);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, message);
+    }
+  });
 });
 
 describe('CLI: settings named with their flags', () => {

@@ -535,4 +535,37 @@ describe('dashboard data: the SLURM queue and the inference servers', () => {
     assert.equal(page.backend?.queue, null);
     assert.equal(page.backend?.servers.length, 2);
   });
+
+  it('shows inference servers run as SLURM jobs: job id, state, node and throughput of each', () => {
+    const model = new DashboardModel();
+    const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));
+    const server = {
+      baseURL: 'http://gpu-07:41234/v1',
+      healthy: true,
+      outstanding: 1,
+      requests: 48,
+      failures: 0,
+      samples: 48,
+      completionTokens: 9000,
+      tokensPerSecond: 910.4,
+      latencyMsP50: 800,
+      lastError: null,
+    };
+    feed.handle(
+      {
+        type: 'endpoint_servers',
+        time: 3,
+        servers: [server],
+        jobs: [
+          { index: 0, jobId: '12', state: 'RUNNING', reason: null, host: 'gpu-07', baseURL: server.baseURL, resubmits: 1 },
+          { index: 1, jobId: '13', state: 'PENDING', reason: 'Resources', host: null, baseURL: null, resubmits: 0 },
+        ],
+      },
+      undefined,
+    );
+    assert.deepEqual(model.snapshot().backend?.jobs, [
+      { text: 'server 0 job 12 RUNNING on gpu-07, 48 requests, 910 tok/s, resubmitted 1x', up: true },
+      { text: 'server 1 job 13 PENDING (Resources)', up: false },
+    ]);
+  });
 });

@@ -104,6 +104,35 @@ describe('endpoint pool against two real test servers', function () {
     await b.close();
   });
 
+  it('servers join (once they answer, serving the same model) and leave while it runs: inference jobs on SLURM', async () => {
+    const source = pool([], { maxInFlight: 4, retrySeconds: 10 });
+    const samples: Sample[] = [];
+    // Nothing yet: the requests wait for a server to join.
+    const generating = source.generate(jobs(4, 2), new AbortController().signal, (s) => samples.push(s));
+    await source.addServer(a.baseURL);
+    await generating;
+    assert.equal(samples.length, 8);
+    assert.ok(samples.every((s) => s.ok));
+    assert.equal(a.counters.chatRequests, 8);
+    // A server serving another model is refused, and the pool stays as it was.
+    const other = await startTestServer({ models: ['another-model'] });
+    try {
+      await assert.rejects(source.addServer(other.baseURL), /serves another-model, not test-model/);
+    } finally {
+      await other.close();
+    }
+    await source.addServer(b.baseURL);
+    assert.deepEqual(
+      source.serverStats().map((s) => s.baseURL),
+      [a.baseURL, b.baseURL],
+    );
+    source.removeServer(a.baseURL);
+    await source.generate(jobs(2, 2), new AbortController().signal, () => undefined);
+    assert.equal(a.counters.chatRequests, 8, 'the server that left gets nothing more');
+    assert.equal(b.counters.chatRequests, 4);
+    source.dispose();
+  });
+
   it('spreads requests across both servers and reports per-server throughput', async () => {
     const source = pool([a.baseURL, b.baseURL], { maxInFlight: 8 });
     const samples: Sample[] = [];

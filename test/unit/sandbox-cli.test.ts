@@ -1,6 +1,6 @@
 // `thetaevolve evaluate` as product.md specifies it.
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { main } from '../../src/cli';
 import type { CliIO } from '../../src/cli/io';
@@ -109,5 +109,52 @@ describe('cli: evaluate', function () {
     const usage = await cli(['evaluate', FIXTURE, join(FIXTURE, 'initial.py'), '--timeout', '-1']);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--timeout needs a positive number/);
+  });
+
+  it('--result-files evaluates several programs at once, each result beside its program and its folder named in --done-dir', async () => {
+    const root = await mkdtemp(join(dir, 'packed-'));
+    const programs = {
+      good: 'import json\njson.dump({"value": 4}, open("solution.json", "w"))\n',
+      exits: 'raise SystemExit(3)\n',
+      slow: 'import time\ntime.sleep(60)\n',
+    };
+    for (const [name, code] of Object.entries(programs)) {
+      await mkdir(join(root, name));
+      await writeFile(join(root, name, 'program.py'), code);
+    }
+    await mkdir(join(root, 'done'));
+    const files = Object.keys(programs).map((name) => join(root, name, 'program.py'));
+    const run = await cli(['evaluate', FIXTURE, ...files, '--result-files', '--done-dir', join(root, 'done'), '--timeout', '2']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, '', 'the results go to their files');
+    const result = async (name: string): Promise<Record<string, unknown>> =>
+      JSON.parse(await readFile(join(root, name, 'result.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(
+      [(await result('good')).status, (await result('good')).objective, (await result('exits')).status, (await result('slow')).status],
+      ['ok', 4, 'no_solution', 'timeout'],
+    );
+    assert.deepEqual((await readdir(join(root, 'done'))).sort(), ['exits', 'good', 'slow']);
+    assert.deepEqual((await readdir(join(root, 'good'))).sort(), ['program.py', 'result.json'], 'no partial file left');
+
+    // A program gone meanwhile (its candidate was cancelled) costs the others nothing; exit 1 says one has no result.
+    await mkdir(join(root, 'again'));
+    await writeFile(join(root, 'again', 'program.py'), programs.good);
+    const withMissing = await cli([
+      'evaluate',
+      FIXTURE,
+      join(root, 'gone', 'program.py'),
+      join(root, 'again', 'program.py'),
+      '--result-files',
+    ]);
+    assert.equal(withMissing.code, 1);
+    assert.match(withMissing.stderr, /cannot read the program file .*gone/);
+    assert.equal((JSON.parse(await readFile(join(root, 'again', 'result.json'), 'utf8')) as { status: string }).status, 'ok');
+
+    const several = await cli(['evaluate', FIXTURE, ...files, '--json']);
+    assert.equal(several.code, 2);
+    assert.match(several.stderr, /several program files need --result-files/);
+    const doneAlone = await cli(['evaluate', FIXTURE, files[0] as string, '--done-dir', root]);
+    assert.equal(doneAlone.code, 2);
+    assert.match(doneAlone.stderr, /--done-dir needs --result-files/);
   });
 });

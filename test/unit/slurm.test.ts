@@ -130,6 +130,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       pollSeconds: 0.2,
       maxResubmits: 2,
       exportVariables: [],
+      candidatesPerJob: 'auto',
       env: cluster.env,
       ...extra,
     };
@@ -192,6 +193,84 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(stats.lost, 0);
     const event = EngineEventSchema.parse(evaluationQueueEvent(stats));
     assert.deepEqual(event.type === 'evaluation_queue' && [event.backend, event.pending, event.running, event.done], ['slurm', 0, 0, 3]);
+  });
+
+  it('packs candidates several to a job: each in its own sandbox, results as the local ones, each picked up as it lands', async () => {
+    // A long poll interval: only done/ brings results back before the jobs end.
+    // A runtime limit of 10 s (local and on the nodes alike) for the candidate that runs into it.
+    const evaluator = await start('packed', { candidatesPerJob: 4, pollSeconds: 30, runtimeLimitSec: 10 });
+    assert.equal(evaluator.candidatesPerJob(), 4);
+    const kinds = [
+      task.initialProgram,
+      'raise SystemExit(3)\n',
+      'import json\njson.dump({"value": -1}, open("solution.json", "w"))\n',
+      // Runs into the 10 s limit: its job is still running when the others' results come back.
+      sleeper(60, 1),
+    ];
+    const programs = [...kinds, ...kinds];
+    const local = new Evaluator(task, { concurrency: 8, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024, runtimeLimitSec: 10 });
+    const jobOf: string[] = [];
+    const resolvedAt: number[] = [];
+    try {
+      const [onSlurm, onLocal] = await Promise.all([
+        Promise.all(
+          programs.map((p, i) =>
+            evaluator.evaluate(p, { onSubmitted: (id) => (jobOf[i] = id) }).then((r) => {
+              resolvedAt[i] = performance.now();
+              return r;
+            }),
+          ),
+        ),
+        Promise.all(programs.map((p) => local.evaluate(p))),
+      ]);
+      for (const [i, slurm] of onSlurm.entries()) {
+        const here = onLocal[i] as EvaluationResult;
+        assert.equal(slurm.status, here.status, `${i}: ${slurm.reason}`);
+        assert.equal(slurm.score, here.score);
+        assert.equal(slurm.objective, here.objective);
+        assert.deepEqual(withoutRuntime(slurm.metrics), withoutRuntime(here.metrics));
+        assert.equal(slurm.stdout, here.stdout);
+      }
+      assert.deepEqual(
+        onSlurm.map((r) => r.status),
+        ['ok', 'no_solution', 'invalid_solution', 'timeout', 'ok', 'no_solution', 'invalid_solution', 'timeout'],
+      );
+    } finally {
+      await local.close();
+    }
+    // Eight candidates, two array tasks of four, one sbatch.
+    assert.equal(new Set(jobOf).size, 2, jobOf.join(' '));
+    assert.deepEqual(
+      [...new Set(jobOf)].map((job) => jobOf.filter((j) => j === job).length),
+      [4, 4],
+    );
+    assert.equal(evaluator.calls.sbatch, 2, 'the probe job and one job array');
+    // With a 30 s poll, results read only when a job ends would come back together: the first came seconds before the
+    // timeout beside it in the same job, as it landed.
+    const gapMs = (resolvedAt[3] as number) - (resolvedAt[0] as number);
+    assert.ok(gapMs > 3000, `the first result came back ${Math.round(gapMs)} ms before its job's last`);
+    assert.equal(evaluator.queueStats().done, 8);
+  });
+
+  it('cancelling one candidate of a packed job leaves the job running for the other, which keeps its result', async () => {
+    const evaluator = await start('packed-cancel', { candidatesPerJob: 2 });
+    const scancelsBefore = evaluator.calls.scancel;
+    const controller = new AbortController();
+    const jobOf: string[] = [];
+    const [cancelled, kept] = await Promise.all([
+      evaluator.evaluate(sleeper(3, 1), {
+        signal: controller.signal,
+        onSubmitted: (id) => jobOf.push(id),
+        onStart: () => controller.abort(),
+      }),
+      evaluator.evaluate(sleeper(1, 2), { onSubmitted: (id) => jobOf.push(id) }),
+    ]);
+    assert.equal(new Set(jobOf).size, 1, `one job for both: ${jobOf.join(' ')}`);
+    assert.equal(cancelled.metrics.cancelled, true);
+    assert.equal(kept.status, 'ok', kept.reason);
+    assert.equal(kept.objective, 2);
+    assert.equal(evaluator.calls.scancel, scancelsBefore, 'the shared job was not cancelled');
+    assert.equal(evaluator.queueStats().lost, 0);
   });
 
   it('evolves a task for a few steps with evaluations on SLURM, committing the same steps as the local backend', async () => {

@@ -6,7 +6,13 @@ import { defaultSettings, parseSettings } from '../../src/engine/common/config';
 import { jobTimeLimitMinutes, shellQuote } from '../../src/engine/evaluation/slurm';
 import { jobNameOfRun, SlurmCli, slurmToolEnvironment } from '../../src/engine/evaluation/slurmCli';
 import { findExecutable } from '../../src/engine/sandbox/isolation';
-import { slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
+import { slurmInferenceOptionsFromSettings, slurmOptionsFromSettings, splitShellWords } from '../../src/engine/evaluation/slurmSettings';
+import {
+  AUTO_MAX_CANDIDATES_PER_JOB,
+  autoCandidatesPerJob,
+  cpusPerTaskArguments,
+  packGroups,
+} from '../../src/engine/evaluation/slurmPacking';
 
 describe('SLURM settings', () => {
   it('defaults: local backend; SLURM staging under the run folder, 512 jobs, 5 s polls, 2 resubmits', () => {
@@ -46,6 +52,64 @@ describe('SLURM settings', () => {
     assert.throws(bad({ 'slurm.nodeCommand': '  ' }), /thetaevolve\.slurm\.nodeCommand is empty/);
     assert.throws(() => parseSettings({ 'slurm.pollSeconds': 0 }), /thetaevolve\.slurm\.pollSeconds/);
     assert.throws(() => parseSettings({ 'evaluation.backend': 'kubernetes' }), /thetaevolve\.evaluation\.backend/);
+  });
+
+  it('reads slurm.candidatesPerJob as auto (the default) or a whole number', () => {
+    assert.equal(slurmOptionsFromSettings(defaultSettings(), '/r').candidatesPerJob, 'auto');
+    assert.equal(slurmOptionsFromSettings(parseSettings({ 'slurm.candidatesPerJob': ' 8 ' }), '/r').candidatesPerJob, 8);
+    for (const bad of ['0', 'many', '2.5', '-1'])
+      assert.throws(
+        () => slurmOptionsFromSettings(parseSettings({ 'slurm.candidatesPerJob': bad }), '/r'),
+        /thetaevolve\.slurm\.candidatesPerJob must be auto or a (whole )?number/,
+        bad,
+      );
+  });
+
+  it('packs short candidates (auto: about 10 for a second each, 1 from 10 s up) into even jobs, one CPU each', () => {
+    assert.equal(autoCandidatesPerJob(1), 10);
+    assert.equal(autoCandidatesPerJob(5), 2);
+    assert.equal(autoCandidatesPerJob(10), 1);
+    assert.equal(autoCandidatesPerJob(600), 1);
+    assert.equal(autoCandidatesPerJob(0.01), AUTO_MAX_CANDIDATES_PER_JOB);
+    assert.deepEqual(
+      packGroups([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], 10).map((g) => g.length),
+      [8, 8],
+    );
+    assert.deepEqual(packGroups([1, 2, 3, 4, 5], 2), [[1, 2], [3, 4], [5]]);
+    assert.deepEqual(packGroups([1, 2, 3], 1), [[1], [2], [3]]);
+    assert.deepEqual(packGroups([], 4), []);
+    assert.deepEqual(cpusPerTaskArguments([], 8), ['--cpus-per-task=8']);
+    assert.deepEqual(cpusPerTaskArguments([], 1), []);
+    // The user's own CPU count wins.
+    assert.deepEqual(cpusPerTaskArguments(['--cpus-per-task=4'], 8), []);
+    assert.deepEqual(cpusPerTaskArguments(['-c', '4'], 8), []);
+  });
+
+  it('reads the inference jobs (none by default) and names the bad setting', () => {
+    assert.equal(slurmInferenceOptionsFromSettings(defaultSettings()), null);
+    const o = slurmInferenceOptionsFromSettings(
+      parseSettings({
+        'slurm.inference.count': 2,
+        'slurm.inference.command': 'vllm serve m --host {host} --port {port}',
+        'slurm.inference.sbatchArguments': '--gres=gpu:1 --time=24:00:00',
+        'slurm.inference.setupCommands': 'module load cuda\nsource venv/bin/activate',
+      }),
+    );
+    assert.deepEqual(o, {
+      count: 2,
+      command: 'vllm serve m --host {host} --port {port}',
+      sbatchArguments: ['--gres=gpu:1', '--time=24:00:00'],
+      setupCommands: ['module load cuda', 'source venv/bin/activate'],
+      maxResubmits: 3,
+    });
+    const bad = (raw: Record<string, unknown>) => () =>
+      slurmInferenceOptionsFromSettings(parseSettings({ 'slurm.inference.count': 1, ...raw }));
+    assert.throws(bad({}), /thetaevolve\.slurm\.inference\.command is empty/);
+    assert.throws(bad({ 'slurm.inference.command': 'vllm serve m' }), /thetaevolve\.slurm\.inference\.command has no \{port\}/);
+    assert.throws(
+      bad({ 'slurm.inference.command': 'x {port}', 'slurm.inference.sbatchArguments': '--job-name=x' }),
+      /thetaevolve\.slurm\.inference\.sbatchArguments names an option ThetaEvolve sets itself/,
+    );
   });
 
   it('splits like a shell for plain, quoted and escaped words', () => {

@@ -129,6 +129,11 @@ function renderBackend(backend: BackendView | undefined): void {
     }
     parts.push(el('h2', undefined, 'Inference servers'), list);
   }
+  if (backend?.jobs && backend.jobs.length > 0) {
+    const list = el('ul', 'backend-jobs');
+    for (const job of backend.jobs) list.append(el('li', job.up ? undefined : 'warning', job.text));
+    parts.push(el('h2', undefined, 'Inference jobs (SLURM)'), list);
+  }
   backendPanel.append(...parts);
   backendPanel.hidden = parts.length === 0;
 }

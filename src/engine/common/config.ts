@@ -258,6 +258,55 @@ export const SETTINGS = [
       "Times a lost, preempted or node-failed evaluation job is resubmitted before its sample ends as evaluation_failed (no score; not the model's fault).",
   },
   {
+    key: 'slurm.candidatesPerJob',
+    type: 'string',
+    default: 'auto',
+    scope: 'machine',
+    description:
+      "Candidates one evaluation job runs at once (each in its own sandbox, one CPU each, each result kept on its own): a number, or `auto`, which packs short candidates (about 10 for candidates of a second, 1 from 10 s up) from the run's recent evaluation times, or the task's runtime limit before any.",
+  },
+  {
+    key: 'slurm.inference.count',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 256,
+    scope: 'machine',
+    description:
+      'Inference servers to start as SLURM jobs for the run (named thetaevolve-<run>-server-<k>); each joins the endpoint pool once its /v1/models answers, beside the servers of thetaevolve.endpoint unless that is left at its default. 0: none.',
+  },
+  {
+    key: 'slurm.inference.command',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description:
+      'Command an inference job runs, with {port} (a free port the job picked) and {host} (the node), e.g. `vllm serve MODEL --host {host} --port {port} --max-num-seqs 512`.',
+  },
+  {
+    key: 'slurm.inference.sbatchArguments',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description: 'More sbatch options for the inference jobs, e.g. `--gres=gpu:1 --time=24:00:00 --mem=64G`.',
+  },
+  {
+    key: 'slurm.inference.setupCommands',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description: 'Shell commands run at the start of every inference job, e.g. `module load cuda/12.4; source ~/venvs/vllm/bin/activate`.',
+  },
+  {
+    key: 'slurm.inference.maxResubmits',
+    type: 'integer',
+    default: 3,
+    minimum: 0,
+    maximum: 100,
+    scope: 'machine',
+    description: 'Times an inference job that ended or was preempted is submitted again before that server is given up.',
+  },
+  {
     key: 'database.preset',
     type: 'string',
     default: 'large',

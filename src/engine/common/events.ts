@@ -264,6 +264,20 @@ export const EndpointServersEventSchema = z.object({
       lastError: z.string().nullable(),
     }),
   ),
+  /** Inference servers run as SLURM jobs (thetaevolve.slurm.inference.*): each job, whether or not its server is up yet. */
+  jobs: z
+    .array(
+      z.object({
+        index: count,
+        jobId: z.string().nullable(),
+        state: z.string(),
+        reason: z.string().nullable(),
+        host: z.string().nullable(),
+        baseURL: z.string().nullable(),
+        resubmits: count,
+      }),
+    )
+    .optional(),
 });
 
 /** A steer request the running loop took from its inbox (docs/algorithm.md section 11): applied from `step` on, or refused. */

@@ -6,10 +6,13 @@
 // CLI. One sbatch per wave, one squeue per poll for all jobs of the run.
 // A job that left the queue without a result file is lost, never "still
 // running"; lost jobs are resubmitted, then the sample ends as
-// evaluation_failed (no score: not the model's fault). This file is the
-// evaluator (waves, polls, resubmits); the staged files and what jobs write
-// back are slurmStaging.ts, the shared queue calls slurmQueue.ts, the probe
-// job slurmProbe.ts.
+// evaluation_failed (no score: not the model's fault). Short candidates are
+// packed, several to an array task (slurmPacking.ts), and results are picked
+// up the moment a job writes them (a watch on done/, a listing as fallback).
+// This file is the evaluator (waves, polls, resubmits); the staged files and
+// what jobs write back are slurmStaging.ts, the shared queue calls
+// slurmQueue.ts, the probe job slurmProbe.ts.
+import { type FSWatcher, rmSync, watch } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { cancelledResult } from '../sandbox/trustedEvaluator';
@@ -24,6 +27,7 @@ import type { SlurmClusterOptions } from './slurmSettings';
 import { errorMessage } from '../common/errors';
 import { cancelRunJobs, commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, ORDINARY_PENDING_REASONS, waitUntilGone } from './slurmQueue';
 import { runProbe } from './slurmProbe';
+import { autoCandidatesPerJob, cpusPerTaskArguments, packGroups, RUNTIME_WINDOW } from './slurmPacking';
 import {
   jobTimeLimitMinutes,
   readJobFile,
@@ -48,7 +52,7 @@ export {
 /** SLURM's default MaxArraySize is 1001. */
 const MAX_ARRAY_TASKS = 1000;
 const SUBMIT_FAILURES_BEFORE_GIVING_UP = 3;
-/** How often done/ is listed between polls. */
+/** How often done/ is listed between polls (where the watch hears nothing: a filesystem shared over the network). */
 const DONE_CHECK_MS = 250;
 
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
@@ -120,7 +124,12 @@ export class SlurmEvaluator implements EvaluationBackend {
 
   private readonly cli: SlurmCli;
   private readonly pending: Candidate[] = [];
-  private readonly submitted = new Map<string, Candidate>();
+  /** Submitted candidates by candidate id (a packed job holds several). */
+  private readonly submitted = new Map<number, Candidate>();
+  /** Recent evaluation times on the nodes, for candidatesPerJob `auto`. */
+  private readonly runtimesMs: number[] = [];
+  private doneWatcher: FSWatcher | null = null;
+  private doneCheckQueued = false;
   private readonly queueWaits: number[] = [];
   private readonly toldReasons = new Set<string>();
   private readonly counts = { done: 0, lost: 0, failed: 0 };
@@ -140,6 +149,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private readonly gatherMs: number;
   private readonly doneCheckMs: number;
   private readonly timeMinutes: number;
+  private readonly runtimeLimitSec: number;
 
   private constructor(
     readonly task: Task,
@@ -155,10 +165,12 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.pollMs = options.pollSeconds * 1000;
     this.gatherMs = Math.min(options.gatherMs ?? 200, this.pollMs);
     this.doneCheckMs = Math.min(DONE_CHECK_MS, this.pollMs);
-    this.timeMinutes = jobTimeLimitMinutes(options.runtimeLimitSec ?? task.runtimeLimitSec, task.evaluatorTimeLimitSec);
+    this.runtimeLimitSec = options.runtimeLimitSec ?? task.runtimeLimitSec;
+    this.timeMinutes = jobTimeLimitMinutes(this.runtimeLimitSec, task.evaluatorTimeLimitSec);
     const where = options.partition ? `partition ${options.partition}` : 'the default partition';
     const sandbox = probe.isolation.kind === 'bwrap' ? 'bubblewrap' : 'fallback sandbox: no bubblewrap';
     this.description = `SLURM jobs on ${where}, up to ${options.maxJobs} at once; ${sandbox} on ${probe.host} (Node ${probe.node})`;
+    this.watchDone();
   }
 
   /**
@@ -293,7 +305,29 @@ export class SlurmEvaluator implements EvaluationBackend {
     return next;
   }
 
+  /**
+   * A job creates its candidate's file in done/ the moment the result is
+   * written: the watch picks it up then. Where the filesystem tells no one
+   * (NFS written from another host), the listing every DONE_CHECK_MS remains.
+   */
+  private watchDone(): void {
+    try {
+      this.doneWatcher = watch(join(this.staging.root, 'done'), () => this.doneLanded());
+      this.doneWatcher.on('error', () => this.doneWatcher?.close());
+    } catch {
+      this.doneWatcher = null;
+    }
+  }
+
+  private doneLanded(): void {
+    if (this.doneCheckQueued || this.closing) return;
+    this.doneCheckQueued = true;
+    void this.enqueue(() => this.checkDone());
+  }
+
   private clearTimers(): void {
+    this.doneWatcher?.close();
+    this.doneWatcher = null;
     if (this.submitTimer) clearTimeout(this.submitTimer);
     if (this.pollTimer) clearTimeout(this.pollTimer);
     if (this.doneTimer) clearTimeout(this.doneTimer);
@@ -329,7 +363,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (this.doneTimer || this.closing || this.submitted.size === 0 || this.doneCheckMs >= this.pollMs) return;
     this.doneTimer = setTimeout(() => {
       this.doneTimer = null;
-      void this.enqueue(() => this.checkDone());
+      this.doneLanded();
     }, this.doneCheckMs);
   }
 
@@ -339,20 +373,18 @@ export class SlurmEvaluator implements EvaluationBackend {
    * failure, a result not visible yet) waits for the next poll.
    */
   private async checkDone(): Promise<void> {
+    this.doneCheckQueued = false;
     if (this.closing || this.submitted.size === 0) return;
     const doneDir = join(this.staging.root, 'done');
     const names = await readdir(doneDir).catch(() => []);
     if (names.length > 0) {
-      const byId = new Map([...this.submitted.values()].map((c) => [String(c.id), c]));
       for (const name of names) {
         await rm(join(doneDir, name), { force: true });
-        const c = byId.get(name);
+        const c = this.submitted.get(Number(name));
         if (!c) continue;
         const result = await readJobResult(c.dir);
         if (result.kind !== 'result') continue;
-        this.markStarted(c, null);
-        this.counts.done++;
-        this.finish(c, result.result);
+        this.resultArrived(c, result.result);
       }
       if (this.pending.length > 0) await this.submitWave();
       // Results picked up between polls change the queue too: the status bar must not go on showing them running.
@@ -361,11 +393,25 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.scheduleDoneCheck();
   }
 
-  /** One sbatch: a job array of the staged candidates, as many as maxJobs leaves room for. */
+  /** Jobs of this run in the queue (a packed job counts once). */
+  private jobsInQueue(): number {
+    return new Set([...this.submitted.values()].map((c) => c.jobId)).size;
+  }
+
+  /** Candidates one job runs: the setting, or `auto` from the recent evaluation times (the task's runtime limit before any). */
+  candidatesPerJob(): number {
+    const setting = this.options.candidatesPerJob;
+    if (setting !== 'auto') return setting;
+    const expectedMs = this.runtimesMs.length > 0 ? percentile(this.runtimesMs, 50) : this.runtimeLimitSec * 1000;
+    return autoCandidatesPerJob(expectedMs / 1000);
+  }
+
+  /** One sbatch: a job array of the staged candidates, packed, as many jobs as maxJobs leaves room for. */
   private async submitWave(): Promise<void> {
     if (this.closing) return;
+    const perJob = this.candidatesPerJob();
     // Cancelled while waiting: never submitted (cancelRequested() resolves them).
-    const room = Math.min(this.options.maxJobs - this.submitted.size, MAX_ARRAY_TASKS);
+    const room = Math.min(this.options.maxJobs - this.jobsInQueue(), MAX_ARRAY_TASKS) * perJob;
     const wave: Candidate[] = [];
     for (let i = 0; i < this.pending.length && wave.length < room;) {
       const c = this.pending[i] as Candidate;
@@ -373,15 +419,18 @@ export class SlurmEvaluator implements EvaluationBackend {
       else wave.push(...this.pending.splice(i, 1));
     }
     if (wave.length === 0) return;
+    const jobs = packGroups(wave, perJob);
+    const largest = Math.max(...jobs.map((job) => job.length));
     this.lastSubmitAt = performance.now();
     const list = join(this.staging.root, 'waves', `${this.nextWave++}.txt`);
     let arrayId: string;
     try {
-      await writeFile(list, wave.map((c) => `${c.id}\n`).join(''));
+      await writeFile(list, jobs.map((job) => `${job.map((c) => c.id).join(' ')}\n`).join(''));
       arrayId = await this.cli.submit([
         ...this.commonSbatchArguments(),
+        ...cpusPerTaskArguments(this.options.sbatchArguments, largest),
         `--time=${this.timeMinutes}`,
-        `--array=0-${wave.length - 1}%${this.options.maxJobs}`,
+        `--array=0-${jobs.length - 1}%${this.options.maxJobs}`,
         `--output=${join(this.staging.root, 'logs', '%A_%a.log')}`,
         this.staging.jobScript,
         list,
@@ -401,16 +450,18 @@ export class SlurmEvaluator implements EvaluationBackend {
       return;
     }
     const now = performance.now();
-    wave.forEach((c, index) => {
-      c.jobId = `${arrayId}_${index}`;
-      c.submissions++;
-      c.submittedAt = now;
-      c.missingPolls = 0;
-      c.lastState = null;
-      this.submitted.set(c.jobId, c);
-      c.options.onSubmitted?.(c.jobId);
+    jobs.forEach((job, index) => {
+      for (const c of job) {
+        c.jobId = `${arrayId}_${index}`;
+        c.submissions++;
+        c.submittedAt = now;
+        c.missingPolls = 0;
+        c.lastState = null;
+        this.submitted.set(c.id, c);
+        c.options.onSubmitted?.(c.jobId);
+      }
     });
-    if (this.pending.length > 0 && this.submitted.size < this.options.maxJobs) this.scheduleSubmit(0);
+    if (this.pending.length > 0 && this.jobsInQueue() < this.options.maxJobs) this.scheduleSubmit(0);
     this.schedulePoll();
   }
 
@@ -447,9 +498,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       }
       const result = await readJobResult(c.dir);
       if (result.kind === 'result') {
-        this.markStarted(c, null);
-        this.counts.done++;
-        this.finish(c, result.result);
+        this.resultArrived(c, result.result);
         continue;
       }
       if (result.kind === 'broken') {
@@ -463,9 +512,9 @@ export class SlurmEvaluator implements EvaluationBackend {
       c.missingPolls++;
       const failedCode = await readJobFile(join(c.dir, 'failed'), 64);
       if (failedCode !== null) {
-        const stderr = (await readJobFile(join(c.dir, 'stderr.txt'))) ?? '';
+        // The job log holds evaluate's stderr (shared by the candidates of a packed job).
         const log = (await readJobFile(join(this.staging.root, 'logs', `${c.jobId as string}.log`))) ?? '';
-        const said = tail(`${log}\n${stderr}`);
+        const said = tail(log);
         this.attemptFailed(c, `ThetaEvolve's evaluate exited with code ${failedCode.trim()} on the compute node${said ? `: ${said}` : ''}`);
       } else if (c.missingPolls >= MISSING_POLLS_BEFORE_LOST) {
         lost.push(c);
@@ -499,6 +548,15 @@ export class SlurmEvaluator implements EvaluationBackend {
     }
   }
 
+  /** A result from the node: the candidate is done, and its time tells `auto` packing what to expect. */
+  private resultArrived(c: Candidate, result: EvaluationResult): void {
+    this.markStarted(c, null);
+    this.counts.done++;
+    this.runtimesMs.push(result.durationMs);
+    if (this.runtimesMs.length > RUNTIME_WINDOW) this.runtimesMs.shift();
+    this.finish(c, result);
+  }
+
   /** `now` when squeue showed the job running (its queue wait is known), null when only its result showed it ran. */
   private markStarted(c: Candidate, now: number | null): void {
     if (c.started) return;
@@ -512,13 +570,14 @@ export class SlurmEvaluator implements EvaluationBackend {
   /** A lost or failed job: submit the candidate again while resubmits are left, else end it as evaluation_failed. */
   private attemptFailed(c: Candidate, why: string): void {
     const jobId = c.jobId as string;
-    this.submitted.delete(jobId);
+    this.submitted.delete(c.id);
     this.counts.lost++;
     c.jobId = null;
     c.started = false;
     if (c.submissions <= this.options.maxResubmits) {
       this.warn(`SLURM job ${jobId} ${why}; resubmitting (${c.submissions} of ${this.options.maxResubmits} resubmits)`);
-      void rm(join(c.dir, 'failed'), { force: true });
+      // What the failed attempt left (a result it wrote as it was stopped) must not pass for the next attempt's: gone before it is submitted.
+      for (const name of ['failed', 'result.json', 'result.json.part']) rmSync(join(c.dir, name), { force: true });
       this.pending.push(c);
       return;
     }
@@ -535,7 +594,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (c.settled) return;
     c.settled = true;
     c.detach();
-    if (c.jobId) this.submitted.delete(c.jobId);
+    this.submitted.delete(c.id);
     const index = this.pending.indexOf(c);
     if (index !== -1) this.pending.splice(index, 1);
     void rm(c.dir, { recursive: true, force: true }).catch(() => undefined);
@@ -558,7 +617,11 @@ export class SlurmEvaluator implements EvaluationBackend {
     for (const c of waiting) this.finish(c, cancelledResult());
     const running = [...this.submitted.values()].filter((c) => c.cancelRequested);
     if (running.length === 0) return;
-    const ids = running.map((c) => c.jobId as string);
+    // A packed job is cancelled only when all its candidates are; the others' job runs on (a cancelled one's result is not awaited).
+    const keep = new Set([...this.submitted.values()].filter((c) => !c.cancelRequested).map((c) => c.jobId));
+    const ids = [...new Set(running.map((c) => c.jobId as string))].filter((id) => !keep.has(id));
+    for (const c of running) if (keep.has(c.jobId)) this.finish(c, cancelledResult());
+    if (ids.length === 0) return;
     try {
       await this.cli.cancel(ids);
       await waitUntilGone(this.cli, this.jobName, ids);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../common/config';
 import { errorMessage, firstZodIssue } from '../common/errors';
+import type { CandidatesPerJob } from './slurmPacking';
 
 export type SlurmSettings = Pick<
   Settings,
@@ -17,7 +18,27 @@ export type SlurmSettings = Pick<
   | 'slurm.maxJobs'
   | 'slurm.pollSeconds'
   | 'slurm.maxResubmits'
+  | 'slurm.candidatesPerJob'
 >;
+
+export type SlurmInferenceSettings = Pick<
+  Settings,
+  | 'slurm.inference.count'
+  | 'slurm.inference.command'
+  | 'slurm.inference.sbatchArguments'
+  | 'slurm.inference.setupCommands'
+  | 'slurm.inference.maxResubmits'
+>;
+
+/** Inference servers started as SLURM jobs (thetaevolve.slurm.inference.*). */
+export interface SlurmInferenceOptions {
+  count: number;
+  /** The job's command, {port} and {host} filled in on the node. */
+  command: string;
+  sbatchArguments: string[];
+  setupCommands: string[];
+  maxResubmits: number;
+}
 
 /** The cluster-facing part of the SLURM backend's options (the rest comes from the run). */
 export interface SlurmClusterOptions {
@@ -40,6 +61,8 @@ export interface SlurmClusterOptions {
   maxJobs: number;
   pollSeconds: number;
   maxResubmits: number;
+  /** Candidates per array task, run at once by one `evaluate` on the node (slurmPacking.ts). */
+  candidatesPerJob: CandidatesPerJob;
 }
 
 /** Split a command line into words the way a POSIX shell would for plain and quoted words (no expansions). */
@@ -97,6 +120,13 @@ const ExportVariablesSchema = z
   .transform((text) => text.split(/[\s,]+/).filter((name) => name !== ''))
   .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'holds a word that is not a variable name (letters, digits, _)')));
 
+const CandidatesPerJobSchema = z
+  .string()
+  .trim()
+  .regex(/^(auto|\d+)$/, 'must be auto or a whole number of candidates')
+  .transform((text): CandidatesPerJob => (text === 'auto' ? 'auto' : Number(text)))
+  .refine((value) => value === 'auto' || (value >= 1 && value <= 1000), 'must be auto or a number from 1 to 1000');
+
 const NodeCommandSchema = z
   .string()
   .trim()
@@ -106,6 +136,42 @@ const SlurmNameSchema = z
   .string()
   .trim()
   .refine((s) => /^[A-Za-z0-9_.,+-]*$/.test(s), 'may hold only letters, digits and _ . , + -');
+
+function settingLines(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+function settingField<K extends string, T>(settings: Record<K, unknown>, key: K, schema: z.ZodType<T>): T {
+  const parsed = schema.safeParse(settings[key]);
+  if (parsed.success) return parsed.data;
+  throw new Error(`Setting thetaevolve.${key} ${firstZodIssue(parsed.error, '').message} (got ${JSON.stringify(settings[key])}).`);
+}
+
+/** Validate thetaevolve.slurm.inference.*; null when no inference job is asked for. Throws one message naming the bad setting. */
+export function slurmInferenceOptionsFromSettings(settings: SlurmInferenceSettings): SlurmInferenceOptions | null {
+  const count = settings['slurm.inference.count'];
+  if (count === 0) return null;
+  const command = settingField(
+    settings,
+    'slurm.inference.command',
+    z
+      .string()
+      .trim()
+      .min(1, 'is empty: say what an inference job runs, e.g. vllm serve MODEL --host {host} --port {port}')
+      .refine((s) => s.includes('{port}'), 'has no {port}: the server must listen on the port the job picked')
+      .refine((s) => !/[\n\r]/.test(s), 'must be one line'),
+  );
+  return {
+    count,
+    command,
+    sbatchArguments: settingField(settings, 'slurm.inference.sbatchArguments', SbatchArgumentsSchema),
+    setupCommands: settingLines(settings['slurm.inference.setupCommands']),
+    maxResubmits: settings['slurm.inference.maxResubmits'],
+  };
+}
 
 /**
  * Validate the SLURM settings; `runFolder` is where the run keeps its files
@@ -132,5 +198,6 @@ export function slurmOptionsFromSettings(settings: SlurmSettings, runFolder: str
     maxJobs: settings['slurm.maxJobs'],
     pollSeconds: settings['slurm.pollSeconds'],
     maxResubmits: settings['slurm.maxResubmits'],
+    candidatesPerJob: field('slurm.candidatesPerJob', CandidatesPerJobSchema),
   };
 }

@@ -65,6 +65,7 @@ export function parseEndpointList(value: string): string[] {
 }
 
 export interface EndpointPoolOptions extends Omit<EndpointOptions, 'baseURL'> {
+  /** The servers it starts with; may be empty when servers join later (addServer: inference jobs on SLURM). */
   baseURLs: string[];
   /** First wait before a server taken out is checked again (default 5 s; doubles per failed check, at most 2 min). */
   healthRetryMs?: number;
@@ -213,21 +214,56 @@ export class EndpointPool implements ResponseSource {
   readonly kind = 'llm' as const;
   private readonly servers: Server[];
   private readonly options: EndpointPoolOptions;
+  private readonly healthRetryMs: number;
+  /** Woken when a server joins (addServer): a pool waiting for any server takes it at once. */
+  private readonly joinWaiters = new Set<() => void>();
   private readonly backoff: BackoffOptions;
   private readonly statusListeners = new Set<(status: SourceStatus) => void>();
   /** Every server is out and requests wait for one to come back (the status bar and dashboard say so). */
   private waiting = false;
 
   constructor(options: EndpointPoolOptions) {
-    if (options.baseURLs.length === 0) throw new Error('EndpointPool needs at least one base URL');
     this.options = options;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
-    const healthRetryMs = options.healthRetryMs ?? DEFAULT_HEALTH_RETRY_MS;
-    const { baseURLs: _all, healthRetryMs: _retry, ...common } = options;
+    this.healthRetryMs = options.healthRetryMs ?? DEFAULT_HEALTH_RETRY_MS;
+    this.servers = options.baseURLs.map((baseURL) => this.newServer(baseURL));
+  }
+
+  private newServer(baseURL: string): Server {
+    const { baseURLs: _all, healthRetryMs: _retry, ...common } = this.options;
     // Retries are the pool's (across servers), and so is waiting for a server that went away (it is set aside); the cap on requests in flight too.
-    this.servers = options.baseURLs.map(
-      (baseURL) => new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, healthRetryMs),
-    );
+    return new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, this.healthRetryMs);
+  }
+
+  /**
+   * A server joins the pool (an inference job that came up): checked first
+   * (it must answer /v1/models and serve the pool's model); throws, and the
+   * pool is unchanged, when it does not.
+   */
+  async addServer(baseURL: string, signal?: AbortSignal): Promise<void> {
+    if (this.servers.some((s) => s.baseURL === baseURL)) return;
+    const server = this.newServer(baseURL);
+    await server.client.check(signal);
+    const model = this.model;
+    if (model !== null && server.client.model !== model) {
+      server.dispose();
+      throw new Error(`${baseURL} serves ${server.client.model ?? 'no model'}, not ${model} as the other servers do`);
+    }
+    this.servers.push(server);
+    for (const wake of this.joinWaiters) wake();
+    this.joinWaiters.clear();
+  }
+
+  /** A server leaves the pool (its job ended); its requests in flight fail over to the others. */
+  removeServer(baseURL: string): void {
+    const index = this.servers.findIndex((s) => s.baseURL === baseURL);
+    if (index === -1) return;
+    const [server] = this.servers.splice(index, 1);
+    server?.dispose();
+  }
+
+  private whenJoined(): Promise<void> {
+    return new Promise((resolve) => this.joinWaiters.add(resolve));
   }
 
   addStatusListener(listener: (status: SourceStatus) => void): () => void {
@@ -315,7 +351,7 @@ export class EndpointPool implements ResponseSource {
     const stopWaiting = (): void => waitDone.abort();
     signal?.addEventListener('abort', stopWaiting, { once: true });
     try {
-      await Promise.race([Promise.race(this.servers.map((s) => s.whenUp())), sleep(ms, waitDone.signal)]);
+      await Promise.race([Promise.race(this.servers.map((s) => s.whenUp())), this.whenJoined(), sleep(ms, waitDone.signal)]);
     } finally {
       waitDone.abort();
       signal?.removeEventListener('abort', stopWaiting);

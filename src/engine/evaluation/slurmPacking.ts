@@ -1,0 +1,51 @@
+// Candidate packing for the SLURM backend (docs/architecture.md "Evaluation
+// backends"): several short candidates share one array task, run at once by
+// one `evaluate` on the node (each in its own sandbox, each result written on
+// its own), so a job's start (the scheduler's launch, Node.js loading our CLI)
+// is paid once for several candidates instead of once each.
+
+/** What one job's start costs, about, in seconds (slurmd's launch plus Node.js loading cli.js). */
+const JOB_START_SEC = 1;
+/** `auto` packs until a job's start is at most this share of each candidate's expected runtime. */
+const START_SHARE = 0.1;
+/** `auto` never packs more than this many candidates into one job (one CPU each). */
+export const AUTO_MAX_CANDIDATES_PER_JOB = 16;
+/** How many recent evaluation times `auto` takes the median of. */
+export const RUNTIME_WINDOW = 64;
+
+/** thetaevolve.slurm.candidatesPerJob: a number, or `auto` (from the expected runtime). */
+export type CandidatesPerJob = number | 'auto';
+
+/**
+ * `auto`'s choice for candidates whose evaluation is expected to take
+ * `expectedSec`: 1 for a candidate of 10 s or more (a job's start is noise
+ * then), about 10 for one of a second, at most AUTO_MAX_CANDIDATES_PER_JOB.
+ */
+export function autoCandidatesPerJob(expectedSec: number): number {
+  if (!(expectedSec > 0)) return AUTO_MAX_CANDIDATES_PER_JOB;
+  return Math.max(1, Math.min(AUTO_MAX_CANDIDATES_PER_JOB, Math.ceil(JOB_START_SEC / (START_SHARE * expectedSec))));
+}
+
+/** Split `items` into as few groups of at most `perJob` as possible, of sizes as even as possible (jobs of one array end together). */
+export function packGroups<T>(items: readonly T[], perJob: number): T[][] {
+  if (items.length === 0) return [];
+  const groups = Math.ceil(items.length / Math.max(1, Math.floor(perJob)));
+  const out: T[][] = [];
+  let at = 0;
+  for (let g = 0; g < groups; g++) {
+    const size = Math.floor(items.length / groups) + (g < items.length % groups ? 1 : 0);
+    out.push(items.slice(at, at + size));
+    at += size;
+  }
+  return out;
+}
+
+/**
+ * The CPUs a packed job asks for: one per candidate it runs at once, unless
+ * the user's own sbatch arguments say how many (theirs win).
+ */
+export function cpusPerTaskArguments(sbatchArguments: readonly string[], candidatesInJob: number): string[] {
+  if (candidatesInJob <= 1) return [];
+  if (sbatchArguments.some((w) => /^(--cpus-per-task(=|$)|-c)/.test(w))) return [];
+  return [`--cpus-per-task=${candidatesInJob}`];
+}

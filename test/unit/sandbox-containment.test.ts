@@ -374,14 +374,17 @@ describe('sandbox: containment on every host mode', function () {
     const weak = new Evaluator(task, { ...OPTIONS, isolation: 'fallback', allowWeakIsolation: true });
     try {
       const daemon = await weak.evaluate(
+        // It spares its own solution (a write racing the host's read would fail this run, not the later one's).
         'import glob, os, time\n' +
+          'own = os.path.realpath("solution.json")\n' +
           'if os.fork() == 0:\n' +
           '    os.setsid()\n' +
           '    if os.fork() == 0:\n' +
           '        for _ in range(600):\n' +
           '            for path in glob.glob("/tmp/thetaevolve-eval-*/work/solution.json") + glob.glob("/var/tmp/thetaevolve-eval-*/work/solution.json"):\n' +
           '                try:\n' +
-          '                    open(path, "w").write(\'{"value": 99}\')\n' +
+          '                    if os.path.realpath(path) != own:\n' +
+          '                        open(path, "w").write(\'{"value": 99}\')\n' +
           '                except OSError:\n' +
           '                    pass\n' +
           '            time.sleep(0.01)\n' +

@@ -624,26 +624,42 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       try {
         // A server that is loading: the start waits for it (serverRetrySeconds), as it should.
         loading = await startTestServer({ loading: true });
-        // Written again until it reads back: in the full suite a User settings write was seen lost to a concurrent one.
+        // Written again until it reads back: in the full suite a User settings write was seen lost after it read back
+        // (the start then read the default endpoint and failed at once, saying so): then written and started again.
         const url = loading.baseURL;
         // Read as the start reads it: scoped to the program (folder settings apply there).
         const atProgram = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve', program);
-        await waitFor(
-          async () => {
-            if (atProgram().get('endpoint') !== url) await config().update('endpoint', url, vscode.ConfigurationTarget.Global);
-            return atProgram().get('endpoint') === url;
-          },
-          { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
-        );
         await config().update('sampler', 'llm', target);
-        const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program));
-        // The start asks the loading server and waits for it (its 503s counted there).
-        await waitFor(() => (loading?.counters.loadingRejections ?? 0) > 0 && theta.controller.active?.state === 'starting', {
-          what: 'the start to wait for the loading server',
-          deadlineMs: 60_000,
-          detail: () =>
-            `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint at the program: ${JSON.stringify(vscode.workspace.getConfiguration('thetaevolve', program).inspect('endpoint'))}; sampler: ${String(config().get('sampler'))}`,
-        });
+        let command: Promise<unknown> = Promise.resolve();
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          await waitFor(
+            async () => {
+              if (atProgram().get('endpoint') !== url) await config().update('endpoint', url, vscode.ConfigurationTarget.Global);
+              return atProgram().get('endpoint') === url;
+            },
+            { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
+          );
+          offers.length = 0;
+          command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program));
+          // The start asks the loading server and waits for it (its 503s counted there), or failed on another endpoint.
+          const waiting = await waitFor(
+            () =>
+              (loading?.counters.loadingRejections ?? 0) > 0 && theta.controller.active?.state === 'starting'
+                ? 'waiting'
+                : offers.some((o) => !o.message.includes(url))
+                  ? 'read another endpoint'
+                  : null,
+            {
+              what: 'the start to wait for the loading server',
+              until: (state) => state !== null,
+              deadlineMs: 60_000,
+              detail: () =>
+                `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint at the program: ${JSON.stringify(atProgram().inspect('endpoint'))}; sampler: ${String(config().get('sampler'))}`,
+            },
+          );
+          if (waiting === 'waiting') break;
+          await command;
+        }
         assert.equal(theta.controller.active?.state, 'starting');
         const done = closed(theta.controller);
         // What the progress notification's Cancel does.

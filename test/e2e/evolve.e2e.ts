@@ -157,28 +157,42 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
         return null;
       });
     const opened = page.locator('.tabs-container .tab', { hasText: 'output.log' }).first();
-    let spot: { key: string; x: number; y: number } | null = null;
+    // The keys clicked: on a slow machine the tab of an earlier click may open after the next try began.
+    const clicked: string[] = [];
     // The terminal asks the link provider when the pointer rests: click once the link is there (its hover says so).
     // Output lands in bursts (evaluationTask.ts) so the link stays put between them; a burst between hover and click moves it: try again.
     for (let attempt = 1; attempt <= 3 && !(await opened.isVisible()); attempt++) {
       await page.mouse.move(0, 0);
-      spot = await linkSpot();
+      const spot = await linkSpot();
       assert.ok(spot, 'the line naming the output is on screen');
       await page.mouse.move(spot.x, spot.y);
       const hovered = await succeeds(page.getByText('Open the whole output').first().waitFor({ state: 'visible', timeout: 10_000 }));
       if (!hovered) continue;
+      // The line under the pointer now (the terminal may have moved since its spot was read): the output Ctrl+click opens.
+      const under = await page.evaluate(
+        ([x, y]) => {
+          const rows = [...document.querySelectorAll('.terminal-wrapper .xterm-rows > div')];
+          const row = rows.find((r) => {
+            const box = r.getBoundingClientRect();
+            return box.top <= y && y < box.bottom && box.left <= x && x < box.right;
+          });
+          return /s\d+-p\d+#\d+/.exec((row?.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? null;
+        },
+        [spot.x, spot.y] as const,
+      );
       await page.keyboard.down('Control');
       await page.mouse.click(spot.x, spot.y);
       await page.keyboard.up('Control');
+      if (under) clicked.push(under);
       await succeeds(opened.waitFor({ state: 'visible', timeout: 5_000 }));
     }
-    assert.ok(spot, 'the line naming the output is on screen');
-    const [jobKey, sampleIndex] = spot.key.split('#');
-    const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
-    await tab.waitFor({ state: 'visible', timeout: 30_000 });
+    await opened.waitFor({ state: 'visible', timeout: 30_000 });
+    const tabKey = /(s\d+-p\d+)-(\d+) output\.log/.exec(await opened.innerText());
+    const key = tabKey ? `${tabKey[1]}#${tabKey[2]}` : '';
+    assert.ok(clicked.includes(key), `the tab opened (${key}) is one of those clicked (${clicked.join(', ')})`);
     const editor = page.locator('.editor-instance .view-lines').first();
     await editor
-      .locator('.view-line', { hasText: `Evaluation ${spot.key}` })
+      .locator('.view-line', { hasText: `Evaluation ${key}` })
       .first()
       .waitFor({ state: 'visible', timeout: 30_000 });
     await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });

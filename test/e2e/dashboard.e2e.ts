@@ -360,7 +360,10 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     await runPaletteCommand(page, 'View: Keep Editor');
     await dashboardTab.click();
     await dashboardFrame(page, 30_000);
-    await page.reload();
+    // As a person reloads: the command shuts the workbench down (its open editors saved), then loads it again.
+    const reloaded = page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: 90_000 });
+    await runPaletteCommand(page, 'Developer: Reload Window');
+    await reloaded;
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
     await dashboardTab.click();
     frame = await dashboardFrame(page, 90_000);

@@ -550,6 +550,9 @@ export class SlurmEvaluator implements EvaluationBackend {
 
   /** A result from the node: the candidate is done, and its time tells `auto` packing what to expect. */
   private resultArrived(c: Candidate, result: EvaluationResult): void {
+    // Run and done between two polls (squeue never saw it running): its wait is what its own evaluation time leaves
+    // of the time since its submission (node start included).
+    if (!c.started && c.submittedAt > 0) this.queueWaits.push(Math.max(0, performance.now() - c.submittedAt - result.durationMs));
     this.markStarted(c, null);
     this.counts.done++;
     this.runtimesMs.push(result.durationMs);

@@ -135,70 +135,50 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
       deadlineMs: 120_000,
       intervalMs: 500,
     });
-    // While the run goes on (the terminal scrolling): the line is found again on each try, since it moves up as lines arrive.
-    const linkSpot = () =>
-      terminal.evaluate((rows) => {
-        const lines = [...rows.children].filter((row) =>
-          /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')),
-        );
-        const row = lines.at(-1);
-        if (!row) return null;
-        const key = /s\d+-p\d+#\d+/.exec((row.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? '';
-        const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-          const at = (node.textContent ?? '').replace(/\u00a0/g, ' ').indexOf(key.slice(0, 3));
-          if (at < 0) continue;
-          const range = document.createRange();
-          range.setStart(node, at);
-          range.setEnd(node, Math.min((node.textContent ?? '').length, at + 3));
-          const box = range.getBoundingClientRect();
-          return { key, x: box.left + box.width / 2, y: box.top + box.height / 2 };
-        }
-        return null;
-      });
-    const opened = page.locator('.tabs-container .tab', { hasText: 'output.log' }).first();
-    // The keys clicked: on a slow machine the tab of an earlier click may open after the next try began.
-    const clicked: string[] = [];
-    // The terminal asks the link provider when the pointer rests: click once the link is there (its hover says so).
-    // Output lands in bursts (evaluationTask.ts) so the link stays put between them; a burst between hover and click moves it: try again.
-    for (let attempt = 1; attempt <= 3 && !(await opened.isVisible()); attempt++) {
-      await page.mouse.move(0, 0);
-      const spot = await linkSpot();
-      assert.ok(spot, 'the line naming the output is on screen');
-      await page.mouse.move(spot.x, spot.y);
-      const hovered = await succeeds(page.getByText('Open the whole output').first().waitFor({ state: 'visible', timeout: 10_000 }));
-      if (!hovered) continue;
-      // The line under the pointer now (the terminal may have moved since its spot was read): the output Ctrl+click opens.
-      const under = await page.evaluate(
-        ([x, y]) => {
-          const rows = [...document.querySelectorAll('.terminal-wrapper .xterm-rows > div')];
-          const row = rows.find((r) => {
-            const box = r.getBoundingClientRect();
-            return box.top <= y && y < box.bottom && box.left <= x && x < box.right;
-          });
-          return /s\d+-p\d+#\d+/.exec((row?.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? null;
-        },
-        [spot.x, spot.y] as const,
+    // Paused, the terminal stops scrolling under the pointer.
+    await runPaletteCommand(page, 'ThetaEvolve: Pause Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);
+    // Where the last named evaluation is drawn (the DOM renderer keeps the text in the page).
+    const spot = await terminal.evaluate((rows) => {
+      const lines = [...rows.children].filter((row) =>
+        /full output: ThetaEvolve: Open Evaluation Output s\d+-p\d+#\d+/.test((row.textContent ?? '').replace(/\u00a0/g, ' ')),
       );
-      await page.keyboard.down('Control');
-      await page.mouse.click(spot.x, spot.y);
-      await page.keyboard.up('Control');
-      if (under) clicked.push(under);
-      await succeeds(opened.waitFor({ state: 'visible', timeout: 5_000 }));
-    }
-    await opened.waitFor({ state: 'visible', timeout: 30_000 });
-    const tabKey = /(s\d+-p\d+)-(\d+) output\.log/.exec(await opened.innerText());
-    const key = tabKey ? `${tabKey[1]}#${tabKey[2]}` : '';
-    assert.ok(clicked.includes(key), `the tab opened (${key}) is one of those clicked (${clicked.join(', ')})`);
+      const row = lines.at(-1);
+      if (!row) return null;
+      const key = /s\d+-p\d+#\d+/.exec((row.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? '';
+      const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = (node.textContent ?? '').replace(/\u00a0/g, ' ').indexOf(key.slice(0, 3));
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, Math.min((node.textContent ?? '').length, at + 3));
+        const box = range.getBoundingClientRect();
+        return { key, x: box.left + box.width / 2, y: box.top + box.height / 2 };
+      }
+      return null;
+    });
+    assert.ok(spot, 'the line naming the output is on screen');
+    await page.mouse.move(spot.x, spot.y);
+    // The terminal asks the link provider when the pointer rests: click once the link is there (its hover says so).
+    await page.getByText('Open the whole output').first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.keyboard.down('Control');
+    await page.mouse.click(spot.x, spot.y);
+    await page.keyboard.up('Control');
+    const [jobKey, sampleIndex] = spot.key.split('#');
+    const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
+    await tab.waitFor({ state: 'visible', timeout: 30_000 });
     const editor = page.locator('.editor-instance .view-lines').first();
     await editor
-      .locator('.view-line', { hasText: `Evaluation ${key}` })
+      .locator('.view-line', { hasText: `Evaluation ${spot.key}` })
       .first()
       .waitFor({ state: 'visible', timeout: 30_000 });
     await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-evolve-3c-evaluation-output');
     await runPaletteCommand(page, 'View: Close Editor');
     await runPaletteCommand(page, 'View: Toggle Terminal');
+    await runPaletteCommand(page, 'ThetaEvolve: Resume Run');
+    await waitForStatusBarText(page, 'ThetaEvolve', (v) => !/paused/.test(v), 60_000);
   });
 
   it('opens a parent <-> child diff from the Runs view', async () => {

@@ -8,6 +8,7 @@
 // Nothing is kept outside the database and the inbox.
 import * as vscode from 'vscode';
 import type { SteerRequest, SteerResult } from '../engine/common/steering';
+import { DocumentFileSystem } from './readOnlyDocuments';
 import type { RunController } from './runController';
 
 export const GUIDANCE_SCHEME = 'thetaevolve-guidance';
@@ -37,17 +38,12 @@ function runOfUri(uri: vscode.Uri): GuidanceRun {
   return { runId, dbFile: uri.query };
 }
 
-class GuidanceFileSystem implements vscode.FileSystemProvider {
-  private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
-  readonly onDidChangeFile = this.changes.event;
-
+class GuidanceFileSystem extends DocumentFileSystem {
   constructor(
     private readonly controller: RunController,
     private readonly send: SendSteer,
-  ) {}
-
-  watch(): vscode.Disposable {
-    return new vscode.Disposable(() => undefined);
+  ) {
+    super();
   }
 
   // A fixed time and size: the guidance is read whole on open, and a save is never taken for a conflict.
@@ -71,26 +67,6 @@ class GuidanceFileSystem implements vscode.FileSystemProvider {
     const result = await this.send(run, request);
     // Refused (said already): the document stays unsaved, its text kept.
     if (!result) throw vscode.FileSystemError.NoPermissions(`the guidance of run ${run.runId} was not saved`);
-  }
-
-  readDirectory(): [string, vscode.FileType][] {
-    return [];
-  }
-
-  createDirectory(uri: vscode.Uri): void {
-    throw vscode.FileSystemError.NoPermissions(uri);
-  }
-
-  delete(uri: vscode.Uri): void {
-    throw vscode.FileSystemError.NoPermissions(uri);
-  }
-
-  rename(uri: vscode.Uri): void {
-    throw vscode.FileSystemError.NoPermissions(uri);
-  }
-
-  dispose(): void {
-    this.changes.dispose();
   }
 }
 

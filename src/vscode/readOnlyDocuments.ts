@@ -9,31 +9,25 @@ import * as vscode from 'vscode';
 /** The text of a document; never throws (a problem is said in the text). */
 export type ReadDocument = (uri: vscode.Uri) => Promise<string>;
 
-class ReadOnlyFileSystem implements vscode.FileSystemProvider {
+/**
+ * Documents served as a file system of single files, no folders: what every
+ * such provider shares (no change events, nothing to list, create, delete or
+ * rename). Subclasses say how a file is statted, read and written.
+ */
+export abstract class DocumentFileSystem implements vscode.FileSystemProvider {
   private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changes.event;
 
-  constructor(private readonly read: ReadDocument) {}
+  abstract stat(uri: vscode.Uri): vscode.FileStat;
+  abstract readFile(uri: vscode.Uri): Promise<Uint8Array>;
+  abstract writeFile(uri: vscode.Uri, content: Uint8Array): void | Promise<void>;
 
   watch(): vscode.Disposable {
     return new vscode.Disposable(() => undefined);
   }
 
-  // The size is not known before reading; VS Code reads the whole file anyway.
-  stat(): vscode.FileStat {
-    return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: 0, permissions: vscode.FilePermission.Readonly };
-  }
-
-  async readFile(uri: vscode.Uri): Promise<Uint8Array> {
-    return new TextEncoder().encode(await this.read(uri));
-  }
-
   readDirectory(): [string, vscode.FileType][] {
     return [];
-  }
-
-  writeFile(uri: vscode.Uri): void {
-    throw vscode.FileSystemError.NoPermissions(uri);
   }
 
   createDirectory(uri: vscode.Uri): void {
@@ -50,6 +44,25 @@ class ReadOnlyFileSystem implements vscode.FileSystemProvider {
 
   dispose(): void {
     this.changes.dispose();
+  }
+}
+
+class ReadOnlyFileSystem extends DocumentFileSystem {
+  constructor(private readonly read: ReadDocument) {
+    super();
+  }
+
+  // The size is not known before reading; VS Code reads the whole file anyway.
+  stat(): vscode.FileStat {
+    return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: 0, permissions: vscode.FilePermission.Readonly };
+  }
+
+  async readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    return new TextEncoder().encode(await this.read(uri));
+  }
+
+  writeFile(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
   }
 }
 

@@ -142,6 +142,10 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
           case 'steered':
             this.line(colour(event.ok ? 35 : 33, steeredLine(event)));
             break;
+          case 'paused':
+            // Nothing follows until Resume: written now, so the lines stand still for the reader (no burst lands later).
+            if (this.opened) this.flush();
+            break;
           case 'run_finished':
             this.line(colour(36, `run ${forDisplay(event.message)}`));
             break;

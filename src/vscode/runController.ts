@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/common/runMeta';
-import type { EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';
+import type { EndpointServersEvent, EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';
 import type { Direction } from '../engine/common/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/workerMessages';
 import { EngineHost } from '../worker/engineHost';
@@ -54,6 +54,8 @@ export interface TrackedRun {
   isolation: IsolationSummary | null;
   /** The SLURM queue of the run's evaluation jobs (null: evaluated on this machine). */
   queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'> | null;
+  /** The inference servers run as SLURM jobs and the pool's servers (their requests, throughput); null: the run has none. */
+  inferenceJobs: Required<Pick<EndpointServersEvent, 'jobs' | 'servers'>> | null;
   message: string;
 }
 
@@ -241,6 +243,7 @@ export class RunController implements vscode.Disposable {
       waitingForTrainer: null,
       isolation: null,
       queue: null,
+      inferenceJobs: null,
       message: spec.resume ? 'resuming' : 'starting',
     };
     log().info(
@@ -434,6 +437,10 @@ export class RunController implements vscode.Disposable {
             failed: event.failed,
             queueWaitMsP50: event.queueWaitMsP50,
           };
+          break;
+        case 'endpoint_servers':
+          // Only inference jobs on SLURM are shown; a pool of thetaevolve.endpoint's servers alone has no jobs.
+          run.inferenceJobs = event.jobs?.length ? { jobs: event.jobs, servers: event.servers } : null;
           break;
         default:
           break;

@@ -1,10 +1,12 @@
 // The status bar item of the active run: step, best objective (in the
-// task's direction, as the dashboard shows it), samples/s.
-// Clicking it opens the dashboard.
+// task's direction, as the dashboard shows it), samples/s, and on SLURM the
+// evaluation queue and the inference jobs. Clicking it opens the dashboard.
 import * as vscode from 'vscode';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
+import { forDisplay } from '../engine/common/displayText';
 import { formatScore } from '../engine/common/format';
+import { inferenceJobText } from '../engine/common/inferenceJobs';
 import { displayObjective } from '../engine/common/scoring';
 
 function score(value: number | null): string {
@@ -21,6 +23,11 @@ const STATE_SUFFIX: Record<TrackedRun['state'], string> = {
   finished: ' · done',
   error: ' · failed',
 };
+
+/** The run's inference jobs while it holds them: once it is over, its last report names jobs it has cancelled since. */
+function heldInferenceJobs(run: TrackedRun): TrackedRun['inferenceJobs'] {
+  return run.state === 'finished' || run.state === 'error' ? null : run.inferenceJobs;
+}
 
 /** The item's text for a run (exported for the in-host tests). Throughput only while the run samples. */
 export function statusText(run: TrackedRun): string {
@@ -48,7 +55,27 @@ export function statusText(run: TrackedRun): string {
           : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
   const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${queue}${state}${sandbox}`;
+  const inference = heldInferenceJobs(run);
+  // A job's server is up once it joined the endpoint pool (its baseURL is known only then).
+  const servers = inference ? ` · servers ${inference.jobs.filter((job) => job.baseURL !== null).length}/${inference.jobs.length} up` : '';
+  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${queue}${servers}${state}${sandbox}`;
+}
+
+/** The item's tooltip for a run (exported for the in-host tests): the run's message, queue, inference jobs, sandbox. */
+export function statusTooltip(run: TrackedRun): vscode.MarkdownString {
+  const queue = run.queue ? `\n\n${queueText(run.queue)}` : '';
+  const inference = heldInferenceJobs(run);
+  const jobs = inference
+    ? `\n\nInference jobs (SLURM):\n${inference.jobs.map((job) => forDisplay(inferenceJobText(job, inference.servers))).join('\n')}`
+    : '';
+  const sandbox = run.isolation
+    ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}`
+    : '';
+  // The task's title, the run's message and the jobs' states (an evaluator's, server's or scheduler's words) are shown as text, never as Markdown.
+  const tooltip = new vscode.MarkdownString();
+  tooltip.appendMarkdown('**').appendText(`ThetaEvolve: ${run.taskTitle}`).appendMarkdown(`** (${run.direction})\n\nRun `);
+  tooltip.appendText(`${run.runId}: ${run.message}${queue}${jobs}${sandbox}`).appendMarkdown('\n\nClick to open the dashboard.');
+  return tooltip;
 }
 
 export function registerStatusBar(controller: RunController): vscode.Disposable {
@@ -62,19 +89,9 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
       return;
     }
     item.text = statusText(run);
-    const queue = run.queue ? `\n\n${queueText(run.queue)}` : '';
-    const sandbox =
-      queue +
-      (run.isolation
-        ? `\n\nSandbox: ${run.isolation.summary}${run.isolation.weak ? ` (weaker than the full sandbox: ${run.isolation.missing.join('; ')})` : ''}`
-        : '');
-    // The task's title and the run's message (an evaluator's or server's words) are shown as text, never as Markdown.
-    const tooltip = new vscode.MarkdownString();
-    tooltip.appendMarkdown('**').appendText(`ThetaEvolve: ${run.taskTitle}`).appendMarkdown(`** (${run.direction})\n\nRun `);
-    tooltip.appendText(`${run.runId}: ${run.message}${sandbox}`).appendMarkdown('\n\nClick to open the dashboard.');
     // A weaker sandbox stays visible for the whole run, not only in a log.
     item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
-    item.tooltip = tooltip;
+    item.tooltip = statusTooltip(run);
     item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
     item.show();
   };

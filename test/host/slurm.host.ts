@@ -5,6 +5,8 @@
 // test server. The children are evaluated as SLURM jobs (job ids in the
 // evaluations terminal's lines), the status bar shows the queue, the results
 // are those a local evaluation gives, and Stop Run leaves no job in the queue.
+// With thetaevolve.slurm.inference.* the run's inference servers are SLURM jobs
+// too (each running the test server): the status bar counts them and lists them.
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { queueText } from '../../src/dashboard/dashboardFeed';
 import type {
+  EndpointServersEvent,
   EngineEvent,
   EvaluationFinishedEvent,
   EvaluationQueueEvent,
@@ -19,14 +22,16 @@ import type {
   StepCommittedEvent,
 } from '../../src/engine/common/events';
 import { jobNameOfRun } from '../../src/engine/evaluation/slurmCli';
+import { inferenceJobName } from '../../src/engine/llm/slurmInferenceJobs';
 import { outcomeOfEvaluation } from '../../src/engine/common/types';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { ProgramRecordMessage, QueryResult } from '../../src/protocol/workerMessages';
 import { evaluationStartedLine } from '../../src/vscode/evaluationTask';
 import { readSettings } from '../../src/vscode/settings';
-import { statusText } from '../../src/vscode/statusBar';
+import { statusText, statusTooltip } from '../../src/vscode/statusBar';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
+import { testServerJobCommand } from '../support/testServerJob';
 import { api, closed, nextEvent, REPO_ROOT, skipBecause, workspaceDir } from './support';
 
 const TASK = 'slurm-quadratic';
@@ -219,6 +224,86 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       assert.deepEqual(await cluster?.queuedJobs(), []);
     } finally {
       for (const s of subs) s.dispose();
+    }
+  });
+
+  it('runs its inference servers as SLURM jobs: the status bar counts those up and its tooltip lists each job; Stop Run leaves no job', async function () {
+    // Two job servers start (Node.js and tsx each) before the run's first step.
+    this.timeout(180_000);
+    // The jobs are the run's only servers: thetaevolve.endpoint left at its default names none of the user's.
+    const inferenceSettings = {
+      endpoint: undefined,
+      'slurm.inference.count': 2,
+      'slurm.inference.command': testServerJobCommand(REPO_ROOT),
+    };
+    for (const [key, value] of Object.entries(inferenceSettings)) await config().update(key, value, vscode.ConfigurationTarget.Global);
+    /** What the status bar says right after each report of the servers. */
+    const seen: { event: EndpointServersEvent; text: string; tooltip: string }[] = [];
+    const failures: string[] = [];
+    const subs = [
+      theta.onDidFailCommand(({ message }) => failures.push(message)),
+      theta.controller.onDidEngineEvent(({ event }) => {
+        const run = theta.controller.active;
+        if (event.type === 'endpoint_servers' && run) seen.push({ event, text: statusText(run), tooltip: statusTooltip(run).value });
+      }),
+    ];
+    try {
+      assert.equal(readSettings(program)['slurm.inference.count'], 2, 'the setting reaches the run');
+      // Both job servers up and each answered requests (reported after a step's commit).
+      const bothServing = nextEvent(
+        theta.controller,
+        (e) =>
+          e.type === 'endpoint_servers' &&
+          e.jobs?.length === 2 &&
+          e.jobs.every((job) => (e.servers.find((s) => s.baseURL === job.baseURL)?.requests ?? 0) > 0),
+        'both inference job servers answering requests',
+        100_000,
+      );
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const run = theta.controller.active;
+      assert.ok(run, `a run is active after Start Run (failures: ${JSON.stringify(failures)})`);
+      const serving = await bothServing;
+      assert.ok(serving.type === 'endpoint_servers' && serving.jobs);
+      const jobIds = serving.jobs.map((job) => job.jobId ?? '-');
+      assert.ok(
+        jobIds.every((id) => /^\d+$/.test(id)),
+        `both jobs were submitted: ${jobIds.join(', ')}`,
+      );
+
+      // Submitted, not up yet: the first report counts none up (the run is still starting, waiting for one).
+      assert.match(seen[0]?.text ?? '', / · servers 0\/2 up/, JSON.stringify(seen[0]?.text));
+      const shown = seen.find((s) => s.event === serving);
+      assert.ok(shown, 'the status bar was read at that report');
+      assert.match(shown.text, / · servers 2\/2 up/, shown.text);
+      // The tooltip has one line per job: its id, state, requests (appendText may write the spaces as &nbsp;).
+      for (const [index, id] of jobIds.entries())
+        assert.match(shown.tooltip, new RegExp(`server(?: |&nbsp;)${index}(?: |&nbsp;)job(?: |&nbsp;)${id}\\b`), shown.tooltip);
+      assert.match(shown.tooltip, /RUNNING/, shown.tooltip);
+      assert.equal(shown.tooltip.match(/requests/g)?.length, 2, shown.tooltip);
+
+      const done = closed(theta.controller);
+      await vscode.commands.executeCommand('thetaevolve.stopRun');
+      const stopped = await done;
+      assert.equal(stopped.state, 'finished');
+      // Once stopped, the run holds no job: the status bar counts none.
+      assert.doesNotMatch(statusText(stopped), /servers/, statusText(stopped));
+      assert.doesNotMatch(statusTooltip(stopped).value, /Inference jobs/);
+      for (const name of [jobNameOfRun(run.runId), inferenceJobName(run.runId, 0), inferenceJobName(run.runId, 1)]) {
+        const queued = await cluster?.client('squeue', ['-h', '-r', '-n', name, '-o', '%i']);
+        assert.equal(queued?.code, 0, queued?.stderr);
+        assert.equal(queued?.stdout.trim(), '', `no job of ${name} is left in the queue`);
+      }
+      assert.deepEqual(await cluster?.queuedJobs(), []);
+    } finally {
+      for (const s of subs) s.dispose();
+      if (theta.controller.active) {
+        const done = closed(theta.controller);
+        theta.controller.stop();
+        await done;
+      }
+      await config().update('endpoint', userSettings.endpoint, vscode.ConfigurationTarget.Global);
+      for (const key of ['slurm.inference.count', 'slurm.inference.command'])
+        await config().update(key, undefined, vscode.ConfigurationTarget.Global);
     }
   });
 });

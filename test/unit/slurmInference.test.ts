@@ -9,17 +9,17 @@ import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { shellQuote } from '../../src/engine/evaluation/slurm';
 import { inferenceJobName } from '../../src/engine/llm/slurmInferenceJobs';
 import { startTestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { tempDir } from '../support/tempDirs';
+import { testServerJobCommand } from '../support/testServerJob';
 
 const ROOT = resolve(__dirname, '../..');
 const DIST = join(ROOT, 'dist');
 const TASK = join(ROOT, 'test/fixtures/tasks/quadratic');
 /** What each inference job runs: our test server, on the port and host the job picked. */
-const SERVER_COMMAND = `cd ${shellQuote(ROOT)} && exec ${shellQuote(process.execPath)} --import tsx test/server/main.ts --host {host} --port {port}`;
+const SERVER_COMMAND = testServerJobCommand(ROOT);
 
 interface JobView {
   index: number;

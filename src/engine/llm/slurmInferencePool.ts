@@ -52,7 +52,8 @@ export async function startSlurmInferencePool(
   const { baseURL: _list, ...endpointOptions } = endpointOptionsFromSettings(settings, context.apiKey, { onWarning: context.onWarning });
   const pool = new EndpointPool({ ...endpointOptions, baseURLs: staticURLs });
   let jobs: SlurmInferenceJobs | null = null;
-  const serversEvent = (): EndpointServersEvent => ({ ...pool.serversEvent(), ...(jobs ? { jobs: jobs.states() } : {}) });
+  // The jobs' first report comes from inside SlurmInferenceJobs.start, before `jobs` is set: it passes its states.
+  const serversEvent = (states = jobs?.states()): EndpointServersEvent => ({ ...pool.serversEvent(), ...(states ? { jobs: states } : {}) });
   let waiting = false;
   jobs = await SlurmInferenceJobs.start({
     ...inference,
@@ -61,8 +62,8 @@ export async function startSlurmInferencePool(
     ...(context.env ? { env: context.env } : {}),
     onServerUp: (baseURL) => pool.addServer(baseURL, context.signal),
     onServerDown: (baseURL) => pool.removeServer(baseURL),
-    onChange: () => {
-      context.onEvent(serversEvent());
+    onChange: (states) => {
+      context.onEvent(serversEvent(states));
       if (waiting && jobs) context.onEvent({ type: 'endpoint_state', time: Date.now(), waiting: true, message: jobs.waitingLine() });
     },
     // A server joining is news, not a problem: said as the endpoint's state, as a server coming back is.
@@ -88,7 +89,7 @@ export async function startSlurmInferencePool(
   return {
     pool,
     jobs: started,
-    serversEvent,
+    serversEvent: () => serversEvent(),
     close: async () => {
       await started.close();
       pool.dispose();

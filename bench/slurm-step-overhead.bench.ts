@@ -13,21 +13,35 @@
 // has fewer tasks: the floor of that shape is printed beside it too.
 // The default is sbatch's --export=ALL with a scrubbed environment; the
 // --export=NONE variant (slurm.sbatchArguments) is measured beside it.
+// slurmctld starts queued batch jobs on a pass of its background loop, about
+// once a second, so a job waits 0 to 1 s for it whoever submits it: with a
+// few rounds that wait alone moved the ratio by +-0.3. So each round draws
+// one moment of that cycle, and every measurement of the round submits its
+// sbatch at that moment (found from a no-op job seen to start, then the
+// round's offset): the step and its floor wait alike, their difference is
+// what ThetaEvolve adds, and over the rounds the moments cover the cycle, so
+// the raw times are not flattered. A first step, not measured, lets `auto`
+// packing learn the candidates' runtime and times how long the step takes
+// to reach its sbatch (the floor's sbatch is issued that much later).
 // Needs the built bundle (npm run build) and SLURM's Debian packages.
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
 import type { SchedulerCalls } from '../src/engine/evaluation/slurmCli';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { percentile } from '../src/engine/common/stats';
 import { loadTask } from '../src/engine/task/task';
 import type { EvaluationResult } from '../src/engine/common/types';
+import type { EvaluateOptions } from '../src/engine/evaluation/backend';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../test/support/slurmCluster';
 
 const CANDIDATES = 16;
 const FEW_CANDIDATES = 4;
-const ROUNDS = 3;
+const ROUNDS = 5;
+/** slurmctld's background loop, which starts queued batch jobs, runs about once a second. */
+const SCHEDULER_CYCLE_MS = 1000;
 /** The product default (thetaevolve.slurm.pollSeconds): results come from done/ between polls. */
 const POLL_SECONDS = 5;
 
@@ -35,12 +49,45 @@ function candidate(i: number): string {
   return `import json, time\ntime.sleep(1)\nwith open("solution.json", "w") as f:\n    json.dump({"value": ${i + 1}}, f)\n`;
 }
 
-async function step(evaluate: (code: string) => Promise<EvaluationResult>, count: number): Promise<number> {
+/** One step; `submittedAfter` gets how long after its start the first sbatch returned. */
+async function step(
+  evaluate: (code: string, options: EvaluateOptions) => Promise<EvaluationResult>,
+  count: number,
+  submittedAfter?: (ms: number) => void,
+): Promise<number> {
   const started = performance.now();
-  const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i))));
+  let told = false;
+  const onSubmitted = (): void => {
+    if (!told) submittedAfter?.(performance.now() - started);
+    told = true;
+  };
+  const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i), { onSubmitted })));
   const bad = results.find((r) => r.status !== 'ok');
   if (bad) throw new Error(`a candidate failed: ${bad.status} ${bad.reason}`);
   return performance.now() - started;
+}
+
+/** Until every file `count` names is in `folder` (a benchmark's own stopwatch: it looks every 5 ms). */
+async function allRan(folder: string, count: number): Promise<void> {
+  while ((await readdir(folder)).length < count) await delay(5);
+}
+
+/**
+ * Returns at a known moment of slurmctld's scheduling cycle: right after a
+ * no-op job was seen to start (its start is that cycle's pass).
+ */
+async function schedulerPass(cluster: SlurmCluster, folder: string): Promise<void> {
+  await rm(folder, { recursive: true, force: true });
+  await mkdir(folder, { recursive: true });
+  const submitted = await cluster.client('sbatch', [
+    '--parsable',
+    `--partition=${cluster.partition}`,
+    '--job-name=thetaevolve-bench-pass',
+    '--output=/dev/null',
+    `--wrap=touch ${join(folder, 'ran')}`,
+  ]);
+  if (submitted.code !== 0) throw new Error(`sbatch failed: ${submitted.stderr}`);
+  await allRan(folder, 1);
 }
 
 /** SLURM alone: sbatch of a no-op array of `count` tasks until every task has run (the same --export as ThetaEvolve's jobs). */
@@ -61,8 +108,7 @@ async function noOpArray(cluster: SlurmCluster, folder: string, count: number, e
     script,
   ]);
   if (submitted.code !== 0) throw new Error(`sbatch failed: ${submitted.stderr}`);
-  // A benchmark's own stopwatch: look every 10 ms until all have run.
-  while ((await readdir(join(folder, 'ran'))).length < count) await new Promise((r) => setTimeout(r, 10));
+  await allRan(join(folder, 'ran'), count);
   return performance.now() - started;
 }
 
@@ -114,18 +160,56 @@ async function main(): Promise<void> {
     const packedFloorTimes: number[] = [];
     const packedTasks = (): number => Math.ceil(CANDIDATES / onSlurm.candidatesPerJob());
     const callsPerStep: number[] = [];
+    // Not measured: `auto` learns the runtime (packing as in a run's later steps), and the time to the sbatch is known.
+    const submitOffsets: number[] = [];
+    await step(
+      (code, options) => onSlurm.evaluate(code, options),
+      CANDIDATES,
+      (ms) => submitOffsets.push(ms),
+    );
+    await step((code, options) => onSlurmNone.evaluate(code, options), CANDIDATES);
+    const passFolder = join(staging, 'pass');
     for (let round = 0; round < ROUNDS; round++) {
+      // This round's moment of the scheduling cycle (spread evenly over the rounds): every SLURM measurement submits then.
+      const phaseMs = ((round + 0.5) / ROUNDS) * SCHEDULER_CYCLE_MS;
+      const atPhase = async (extraMs: number): Promise<void> => {
+        await schedulerPass(cluster, passFolder);
+        await delay(phaseMs + extraMs);
+      };
+      // A floor's sbatch is issued when the step's would be: the step reaches its sbatch that long after it starts.
+      const floorAfter = (): number => percentile(submitOffsets, 50);
       const before = totalCalls(onSlurm.calls);
       // Rotate the order so drift hits all alike.
       const runs = [
         async () => localTimes.push(await step((code) => local.evaluate(code), CANDIDATES)),
-        async () => slurmTimes.push(await step((code) => onSlurm.evaluate(code), CANDIDATES)),
-        async () => slurmNoneTimes.push(await step((code) => onSlurmNone.evaluate(code), CANDIDATES)),
-        async () => floorTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=ALL')),
-        async () => floorNoneTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=NONE')),
-        async () => packedFloorTimes.push(await noOpArray(cluster, join(staging, 'floor'), packedTasks(), '--export=ALL')),
+        async () => {
+          await atPhase(0);
+          slurmTimes.push(
+            await step(
+              (code, options) => onSlurm.evaluate(code, options),
+              CANDIDATES,
+              (ms) => submitOffsets.push(ms),
+            ),
+          );
+        },
+        async () => {
+          await atPhase(0);
+          slurmNoneTimes.push(await step((code, options) => onSlurmNone.evaluate(code, options), CANDIDATES));
+        },
+        async () => {
+          await atPhase(floorAfter());
+          floorTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=ALL'));
+        },
+        async () => {
+          await atPhase(floorAfter());
+          floorNoneTimes.push(await noOpArray(cluster, join(staging, 'floor'), CANDIDATES, '--export=NONE'));
+        },
+        async () => {
+          await atPhase(floorAfter());
+          packedFloorTimes.push(await noOpArray(cluster, join(staging, 'floor'), packedTasks(), '--export=ALL'));
+        },
       ];
-      for (let k = 0; k < runs.length; k++) await (runs[(k + round) % runs.length] as () => Promise<number>)();
+      for (let k = 0; k < runs.length; k++) await (runs[(k + round) % runs.length] as () => Promise<void>)();
       callsPerStep.push(totalCalls(onSlurm.calls) - before);
     }
     const beforeFew = totalCalls(onSlurm.calls);
@@ -142,7 +226,7 @@ async function main(): Promise<void> {
       `bench slurm-step-overhead: ${(slurmMs / localMs).toFixed(2)} x (one step of ${CANDIDATES} candidates of ~1 s: SLURM ${(slurmMs / 1000).toFixed(2)} s vs local ${(localMs / 1000).toFixed(2)} s, medians of ${ROUNDS}; ` +
         `with --export=NONE in slurm.sbatchArguments ${(slurmNoneMs / localMs).toFixed(2)} x (${(slurmNoneMs / 1000).toFixed(2)} s); ` +
         `SLURM's own floor, a no-op array of ${CANDIDATES} with the same sbatch arguments: ${(floorMs / 1000).toFixed(2)} s (${((localMs + floorMs) / localMs).toFixed(2)} x if added to the local step), ${(floorNoneMs / 1000).toFixed(2)} s with --export=NONE; ` +
-        `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll; target <= 1.5)`,
+        `single-node cluster on this machine (${availableParallelism()} cores), ${POLL_SECONDS} s poll, sbatch at ${ROUNDS} moments spread over slurmctld's ~1 s scheduling cycle; target <= 1.5)`,
     );
     console.log(
       `bench slurm-overhead-above-floor: ${((slurmMs - floorMs) / localMs).toFixed(2)} x ((SLURM step ${(slurmMs / 1000).toFixed(2)} s - SLURM's floor ${(floorMs / 1000).toFixed(2)} s) / local step ${(localMs / 1000).toFixed(2)} s: what ThetaEvolve adds, not SLURM; ` +

@@ -252,6 +252,38 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(evaluator.queueStats().done, 8);
   });
 
+  it("submits a step's burst of candidates as one array once the burst ends, and a new step at once when the queue is empty", async () => {
+    // A 30 s gather window and poll: either one waited out would take the test past these steps' few seconds.
+    const evaluator = await start('bursts', { candidatesPerJob: 4, pollSeconds: 30, gatherMs: 30_000 });
+    const burst = async (): Promise<{ jobs: Set<string>; submittedAfterMs: number }> => {
+      const begun = performance.now();
+      let submittedAfterMs = Number.POSITIVE_INFINITY;
+      const jobs = new Set<string>();
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          evaluator.evaluate(task.initialProgram, {
+            onSubmitted: (id) => {
+              jobs.add(id);
+              submittedAfterMs = Math.min(submittedAfterMs, performance.now() - begun);
+            },
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        Array.from({ length: 8 }, () => 'ok'),
+      );
+      return { jobs, submittedAfterMs };
+    };
+    const first = await burst();
+    const second = await burst();
+    for (const step of [first, second]) {
+      assert.equal(step.jobs.size, 2, [...step.jobs].join(' '));
+      assert.ok(step.submittedAfterMs < 10_000, `submitted ${Math.round(step.submittedAfterMs)} ms after the burst`);
+    }
+    assert.equal(evaluator.calls.sbatch, 3, 'the probe job and one job array per step');
+  });
+
   it('cancelling one candidate of a packed job leaves the job running for the other, which keeps its result', async () => {
     const evaluator = await start('packed-cancel', { candidatesPerJob: 2 });
     const scancelsBefore = evaluator.calls.scancel;

@@ -54,6 +54,8 @@ const MAX_ARRAY_TASKS = 1000;
 const SUBMIT_FAILURES_BEFORE_GIVING_UP = 3;
 /** How often done/ is listed between polls (where the watch hears nothing: a filesystem shared over the network). */
 const DONE_CHECK_MS = 250;
+/** A burst of children (a step's responses) has ended once no new candidate came for this long: its wave is submitted then. */
+const QUIET_MS = 25;
 
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   runId: string;
@@ -65,7 +67,11 @@ export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   sandboxLimits?: SandboxLimits;
   /** Environment SLURM's tools are started from (SLURM_CONF, PATH); default process.env. Only SLURM's own variables are passed on. */
   env?: NodeJS.ProcessEnv;
-  /** How long new candidates are gathered into one job array before it is submitted (default 200 ms, at most one poll). */
+  /**
+   * The longest new candidates are gathered into one job array before it is
+   * submitted (default 200 ms, at most one poll); a burst that ends sooner
+   * (QUIET_MS without a new candidate) is submitted then.
+   */
   gatherMs?: number;
   /** Start even when the compute node has no bubblewrap (its sandbox is the weaker fallback). Default false: refuse. */
   allowFallbackIsolation?: boolean;
@@ -141,6 +147,10 @@ export class SlurmEvaluator implements EvaluationBackend {
   private squeueFailures = 0;
   private chain: Promise<void> = Promise.resolve();
   private submitTimer: NodeJS.Timeout | null = null;
+  /** When the first candidate of the wave being gathered was staged (null: none is being gathered). */
+  private gatherStartedAt: number | null = null;
+  /** The armed submit is a retry after sbatch failed: new candidates do not bring it forward. */
+  private submitIsRetry = false;
   private pollTimer: NodeJS.Timeout | null = null;
   private doneTimer: NodeJS.Timeout | null = null;
   private cancelScheduled = false;
@@ -271,7 +281,7 @@ export class SlurmEvaluator implements EvaluationBackend {
           return;
         }
         this.pending.push(candidate);
-        this.scheduleSubmit(this.gatherMs);
+        this.candidateStaged();
       })();
     });
   }
@@ -337,17 +347,39 @@ export class SlurmEvaluator implements EvaluationBackend {
   }
 
   /**
-   * Submit what is staged after `afterMs`, but at most one wave per poll
-   * interval: responses that trickle in over a step are gathered into a few
-   * arrays rather than one sbatch each.
+   * A candidate was staged: the wave is submitted once the burst it belongs
+   * to is over (QUIET_MS without another), at the latest gatherMs after the
+   * burst's first candidate, so the children of one step go in one array
+   * without waiting out the whole window.
    */
-  private scheduleSubmit(afterMs: number): void {
+  private candidateStaged(): void {
+    if (this.closing || (this.submitTimer && this.submitIsRetry)) return;
+    const now = performance.now();
+    this.gatherStartedAt ??= now;
+    const due = Math.min(this.gatherStartedAt + this.gatherMs, now + Math.min(QUIET_MS, this.gatherMs));
+    if (this.submitTimer) clearTimeout(this.submitTimer);
+    this.submitTimer = null;
+    this.scheduleSubmit(due - now);
+  }
+
+  /**
+   * Submit what is staged after `afterMs`; while jobs of the run are in the
+   * queue, at most one wave per poll interval: responses that trickle in
+   * over a step are gathered into a few arrays rather than one sbatch each.
+   * With none in the queue (a new step) nothing is gained by waiting.
+   */
+  private scheduleSubmit(afterMs: number, retry = false): void {
     if (this.submitTimer || this.closing) return;
-    const wait = Math.max(afterMs, this.lastSubmitAt + this.pollMs - performance.now());
-    this.submitTimer = setTimeout(() => {
-      this.submitTimer = null;
-      void this.enqueue(() => this.submitWave());
-    }, wait);
+    const throttled = this.submitted.size > 0 ? this.lastSubmitAt + this.pollMs - performance.now() : 0;
+    this.submitIsRetry = retry;
+    this.submitTimer = setTimeout(
+      () => {
+        this.submitTimer = null;
+        this.gatherStartedAt = null;
+        void this.enqueue(() => this.submitWave());
+      },
+      Math.max(afterMs, throttled),
+    );
   }
 
   private schedulePoll(): void {
@@ -445,7 +477,7 @@ export class SlurmEvaluator implements EvaluationBackend {
       } else {
         this.pending.unshift(...wave);
         this.warn(`sbatch failed (will retry): ${errorMessage(err)}`);
-        this.scheduleSubmit(this.pollMs);
+        this.scheduleSubmit(this.pollMs, true);
       }
       return;
     }

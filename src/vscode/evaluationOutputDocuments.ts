@@ -113,11 +113,24 @@ async function outputText(controller: RunController, uri: vscode.Uri): Promise<s
   }
 }
 
-/** The run whose evaluations the terminal shows (its links open that run's outputs). */
-let terminalRun: { runId: string; dbFile: string } | undefined;
+/**
+ * What the evaluations terminal hears of its links. VS Code asks for a
+ * line's links as the pointer reaches that line, so a link asked for is
+ * one the pointer rests on: the terminal holds its lines still until it is
+ * clicked or left (no extension API tells where the pointer is otherwise).
+ */
+export interface TerminalLinkListener {
+  /** An output link was found under the pointer. */
+  pointedAt(): void;
+  /** An output link was opened (Ctrl+click). */
+  opened(): void;
+}
 
-export function setTerminalRun(run: { runId: string; dbFile: string }): void {
-  terminalRun = { runId: run.runId, dbFile: run.dbFile };
+/** The run whose evaluations the terminal shows (its links open that run's outputs), and the terminal to tell. */
+let terminalRun: { runId: string; dbFile: string; listener: TerminalLinkListener | undefined } | undefined;
+
+export function setTerminalRun(run: { runId: string; dbFile: string }, listener?: TerminalLinkListener): void {
+  terminalRun = { runId: run.runId, dbFile: run.dbFile, listener };
 }
 
 interface OutputLink extends vscode.TerminalLink {
@@ -140,18 +153,21 @@ export function registerEvaluationOutputs(context: vscode.ExtensionContext, cont
         const key = m?.[1];
         const parsed = key ? parseEvaluationKey(key) : undefined;
         if (!m || !key || !parsed) return [];
+        run.listener?.pointedAt();
         return [
           {
             startIndex: m.index + m[0].length - key.length,
             length: key.length,
             tooltip: 'Open the whole output',
-            ref: { ...run, ...parsed },
+            ref: { runId: run.runId, dbFile: run.dbFile, ...parsed },
           },
         ];
       },
       // Only links this provider made come back here.
-      handleTerminalLink: (link: vscode.TerminalLink) =>
-        void vscode.commands.executeCommand(COMMAND_IDS.openEvaluationOutput, (link as OutputLink).ref),
+      handleTerminalLink: (link: vscode.TerminalLink) => {
+        terminalRun?.listener?.opened();
+        void vscode.commands.executeCommand(COMMAND_IDS.openEvaluationOutput, (link as OutputLink).ref);
+      },
     }),
   );
 

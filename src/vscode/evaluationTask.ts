@@ -87,13 +87,20 @@ const toTerminal = (text: string): string => text.replace(/\r?\n/g, CRLF);
 const colour = (code: number, text: string): string => `\x1b[${code}m${text}\x1b[0m`;
 
 /**
- * How long lines wait to be written together. The terminal moves every line
- * up as one arrives and forgets the link under the pointer; written line by
- * line (several a second), Ctrl+click on "full output: ..." worked only with
- * the run paused or the terminal scrolled back. In bursts, a line stays put
- * long enough to point at it and click.
+ * How long lines wait to be written together: written line by line
+ * (several a second) the terminal never stood still.
  */
 const OUTPUT_BURST_MS = 1000;
+/**
+ * How long the lines stand still once the pointer rests on an output link.
+ * The terminal moves every line up as one arrives and forgets the link under
+ * the pointer, so Ctrl+click on "full output: ..." worked only with the run
+ * paused or the terminal scrolled back. VS Code asks for a line's links when
+ * the pointer reaches it: from then on nothing is written until the link is
+ * clicked or this long has passed (the lines then move once, and a link that
+ * comes to rest under the pointer holds them again).
+ */
+const LINK_HOLD_MS = 6000;
 
 /** Streams the active run's evaluations; closes when the run is over. */
 class LiveEvaluationTerminal implements vscode.Pseudoterminal {
@@ -107,6 +114,8 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   /** Lines not written yet: before VS Code opens the terminal, or until the burst's timer. */
   private readonly buffered: string[] = [];
   private burst: NodeJS.Timeout | undefined;
+  /** Nothing is written before this time (performance.now()): the pointer rests on a link. */
+  private heldUntil = 0;
 
   constructor(
     private readonly controller: RunController,
@@ -143,7 +152,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             this.line(colour(event.ok ? 35 : 33, steeredLine(event)));
             break;
           case 'paused':
-            // Nothing follows until Resume: written now, so the lines stand still for the reader (no burst lands later).
+            // Nothing follows until Resume: written now (unless a link is pointed at), so no burst lands later.
             if (this.opened) this.flush();
             break;
           case 'run_finished':
@@ -162,7 +171,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
         this.dispose();
         this.ended = true;
         if (this.opened) {
-          this.flush();
+          this.flush(true);
           this.closeEmitter.fire(0);
         }
       }),
@@ -172,8 +181,19 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   open(): void {
     this.opened = true;
     this.writeEmitter.fire(toTerminal(`ThetaEvolve evaluations of run ${this.run.runId} (${this.run.taskTitle})\n`));
-    this.flush();
+    this.flush(true);
     if (this.ended) this.closeEmitter.fire(0);
+  }
+
+  /** The pointer rests on one of this terminal's output links: hold the lines still (LINK_HOLD_MS). */
+  holdForLink(): void {
+    this.heldUntil = performance.now() + LINK_HOLD_MS;
+  }
+
+  /** The link was opened: what waits is written at the next burst. */
+  releaseHold(): void {
+    this.heldUntil = 0;
+    if (this.buffered.length > 0 && this.opened && !this.ended) this.armBurst(OUTPUT_BURST_MS);
   }
 
   close(): void {
@@ -186,7 +206,18 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
     if (this.opened) this.burst ??= setTimeout(() => this.flush(), OUTPUT_BURST_MS);
   }
 
-  private flush(): void {
+  private armBurst(afterMs: number): void {
+    if (this.burst) clearTimeout(this.burst);
+    this.burst = setTimeout(() => this.flush(), afterMs);
+  }
+
+  /** Write what waits, unless a link is pointed at (then when the hold ends); `force`: now (the terminal opens or ends). */
+  private flush(force = false): void {
+    const held = this.heldUntil - performance.now();
+    if (!force && held > 0) {
+      if (this.buffered.length > 0) this.armBurst(held);
+      return;
+    }
     if (this.burst) clearTimeout(this.burst);
     this.burst = undefined;
     if (this.buffered.length > 0) this.writeEmitter.fire(this.buffered.splice(0).join(''));
@@ -212,8 +243,8 @@ export async function startLiveEvaluationTerminal(controller: RunController, run
     task: run.taskName,
     ...(run.fileUri ? { program: run.fileUri.fsPath } : {}),
   };
-  setTerminalRun(run);
   const terminal = new LiveEvaluationTerminal(controller, run);
+  setTerminalRun(run, { pointedAt: () => terminal.holdForLink(), opened: () => terminal.releaseHold() });
   const task = new vscode.Task(
     definition,
     folder ?? vscode.TaskScope.Workspace,

@@ -124,20 +124,22 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     await runPaletteCommand(page, 'View: Toggle Terminal');
   });
 
-  it("opens a failed evaluation's whole output from the evaluation its terminal line names (a link there)", async () => {
+  it("opens a failed evaluation's whole output by Ctrl+click on its terminal line while the run streams (the lines hold still)", async () => {
     await runPaletteCommand(page, 'View: Toggle Terminal');
     const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
     await terminal.waitFor({ state: 'visible', timeout: 30_000 });
+    const terminalText = async (): Promise<string> => (await terminal.innerText()).replace(/\u00a0/g, ' ');
     const hint = /full output: ThetaEvolve: Open Evaluation Output (s\d+-p\d+#\d+)/;
-    await waitFor(async () => (await terminal.innerText()).replace(/\u00a0/g, ' '), {
+    await waitFor(terminalText, {
       what: 'a failed evaluation in the terminal (the test model writes some invalid children)',
       until: (text) => hint.test(text),
       deadlineMs: 120_000,
       intervalMs: 500,
     });
-    // Paused, the terminal stops scrolling under the pointer.
-    await runPaletteCommand(page, 'ThetaEvolve: Pause Run');
-    await waitForStatusBarText(page, 'ThetaEvolve', (v) => /paused/.test(v), 120_000);
+    // The run goes on: lines keep arriving (seen: the terminal changes again), and the pointer comes while they do.
+    assert.doesNotMatch(await page.locator('.statusbar-item', { hasText: 'ThetaEvolve step' }).first().innerText(), /paused|done|stopped/);
+    const before = await terminalText();
+    await waitFor(terminalText, { what: 'new lines in the running terminal', until: (text) => text !== before, deadlineMs: 60_000 });
     // Where the last named evaluation is drawn (the DOM renderer keeps the text in the page).
     const spot = await terminal.evaluate((rows) => {
       const lines = [...rows.children].filter((row) =>
@@ -154,31 +156,61 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
         range.setStart(node, at);
         range.setEnd(node, Math.min((node.textContent ?? '').length, at + 3));
         const box = range.getBoundingClientRect();
-        return { key, x: box.left + box.width / 2, y: box.top + box.height / 2 };
+        return { x: box.left + box.width / 2, y: box.top + box.height / 2 };
       }
       return null;
     });
     assert.ok(spot, 'the line naming the output is on screen');
+    /** The evaluation named by the terminal row under the pointer now. */
+    const keyUnderPointer = (): Promise<string | null> =>
+      page.evaluate(
+        ([x, y]) => {
+          const rows = [...document.querySelectorAll('.terminal-wrapper .xterm-rows > div')];
+          const row = rows.find((r) => {
+            const box = r.getBoundingClientRect();
+            return box.top <= y && y < box.bottom && box.left <= x && x < box.right;
+          });
+          return /s\d+-p\d+#\d+/.exec((row?.textContent ?? '').replace(/\u00a0/g, ' '))?.[0] ?? null;
+        },
+        [spot.x, spot.y] as const,
+      );
     await page.mouse.move(spot.x, spot.y);
-    // The terminal asks the link provider when the pointer rests: click once the link is there (its hover says so).
+    // The terminal asks the link provider when the pointer rests: its hover says the link is there, and the lines hold from then on.
     await page.getByText('Open the whole output').first().waitFor({ state: 'visible', timeout: 30_000 });
+    const pointed = await keyUnderPointer();
+    assert.ok(pointed, 'the pointer rests on a line naming an output');
+    // While it rests there the run goes on (its step in the status bar advances) and the terminal does not move:
+    // watched for longer than a burst (evaluationTask.ts writes lines at least once a second).
+    const statusStep = async (): Promise<number> =>
+      stepOf(await page.locator('.statusbar-item', { hasText: 'ThetaEvolve step' }).first().innerText());
+    const heldText = await terminalText();
+    const stepAtHover = await statusStep();
+    const watchUntil = performance.now() + 1500;
+    while (performance.now() < watchUntil) {
+      assert.equal(await terminalText(), heldText, 'the terminal moved while the pointer rested on its link');
+      await page.waitForTimeout(100);
+    }
+    assert.ok((await statusStep()) > stepAtHover, 'the run went on while the terminal held still');
+    assert.equal(await keyUnderPointer(), pointed);
+    await saveScreenshot(page, 'e2e-evolve-3c-terminal-link-hover');
     await page.keyboard.down('Control');
     await page.mouse.click(spot.x, spot.y);
     await page.keyboard.up('Control');
-    const [jobKey, sampleIndex] = spot.key.split('#');
+    const [jobKey, sampleIndex] = pointed.split('#');
+    // One click, the output of the line the hover was on: the line did not move between hover and click.
     const tab = page.locator('.tabs-container .tab', { hasText: `${jobKey}-${sampleIndex} output.log` }).first();
     await tab.waitFor({ state: 'visible', timeout: 30_000 });
     const editor = page.locator('.editor-instance .view-lines').first();
     await editor
-      .locator('.view-line', { hasText: `Evaluation ${spot.key}` })
+      .locator('.view-line', { hasText: `Evaluation ${pointed}` })
       .first()
       .waitFor({ state: 'visible', timeout: 30_000 });
     await editor.locator('.view-line', { hasText: '--- candidate stderr ---' }).first().waitFor({ state: 'attached', timeout: 30_000 });
-    await saveScreenshot(page, 'e2e-evolve-3c-evaluation-output');
+    await saveScreenshot(page, 'e2e-evolve-3d-evaluation-output');
     await runPaletteCommand(page, 'View: Close Editor');
     await runPaletteCommand(page, 'View: Toggle Terminal');
-    await runPaletteCommand(page, 'ThetaEvolve: Resume Run');
-    await waitForStatusBarText(page, 'ThetaEvolve', (v) => !/paused/.test(v), 60_000);
+    // Released by the click: the run's lines come again.
+    await page.mouse.move(0, 0);
   });
 
   it('opens a parent <-> child diff from the Runs view', async () => {

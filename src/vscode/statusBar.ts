@@ -1,6 +1,8 @@
-// The status bar item of the active run: step, best objective (in the
-// task's direction, as the dashboard shows it), samples/s, and on SLURM the
-// evaluation queue and the inference jobs. Clicking it opens the dashboard.
+// The status bar items of the active run: step, best objective (in the
+// task's direction, as the dashboard shows it), samples/s; and on SLURM a
+// second item beside it with the evaluation queue and the inference jobs (in
+// one item the text passed the 40% of the window's width VS Code gives an
+// item, and the servers were cut off). Clicking either opens the dashboard.
 import * as vscode from 'vscode';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
@@ -29,7 +31,7 @@ function heldInferenceJobs(run: TrackedRun): TrackedRun['inferenceJobs'] {
   return run.state === 'finished' || run.state === 'error' ? null : run.inferenceJobs;
 }
 
-/** The item's text for a run (exported for the in-host tests). Throughput only while the run samples. */
+/** The run item's text (exported for the in-host tests). Throughput only while the run samples. */
 export function statusText(run: TrackedRun): string {
   const icon =
     run.state === 'paused'
@@ -54,14 +56,24 @@ export function statusText(run: TrackedRun): string {
           ? ` · waiting for the trainer at ${run.waitingForTrainer}`
           : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
-  const queue = live && run.queue ? ` · SLURM ${run.queue.running} running, ${run.queue.pending} queued` : '';
-  const inference = heldInferenceJobs(run);
-  // A job's server is up once it joined the endpoint pool (its baseURL is known only then).
-  const servers = inference ? ` · servers ${inference.jobs.filter((job) => job.baseURL !== null).length}/${inference.jobs.length} up` : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${queue}${servers}${state}${sandbox}`;
+  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${state}${sandbox}`;
 }
 
-/** The item's tooltip for a run (exported for the in-host tests): the run's message, queue, inference jobs, sandbox. */
+/**
+ * The SLURM item's text (exported for the in-host tests): the evaluation queue while the run is live and the
+ * inference jobs' servers up while it holds them; null (the item hidden) when there is neither.
+ */
+export function clusterStatusText(run: TrackedRun): string | null {
+  const live = run.state === 'running' || run.state === 'pausing';
+  const queue = live && run.queue ? `${run.queue.running} running, ${run.queue.pending} queued` : null;
+  const inference = heldInferenceJobs(run);
+  // A job's server is up once it joined the endpoint pool (its baseURL is known only then).
+  const servers = inference ? `servers ${inference.jobs.filter((job) => job.baseURL !== null).length}/${inference.jobs.length} up` : null;
+  if (queue === null && servers === null) return null;
+  return `$(server-environment) SLURM ${[queue, servers].filter((part) => part !== null).join(' · ')}`;
+}
+
+/** Both items' tooltip (exported for the in-host tests): the run's message, queue, inference jobs, sandbox. */
 export function statusTooltip(run: TrackedRun): vscode.MarkdownString {
   const queue = run.queue ? `\n\n${queueText(run.queue)}` : '';
   const inference = heldInferenceJobs(run);
@@ -95,7 +107,26 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
     item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
     item.show();
   };
-  const subscriptions = [controller.onDidChangeRun(render), controller.onDidCloseRun(render)];
-  render();
-  return vscode.Disposable.from(item, ...subscriptions);
+  // Just right of the run's item: items of one priority and extension keep the order they were first shown in.
+  const cluster = vscode.window.createStatusBarItem('thetaevolve.cluster', vscode.StatusBarAlignment.Left, 50);
+  cluster.name = 'ThetaEvolve SLURM';
+  cluster.command = 'thetaevolve.openDashboard';
+  const renderCluster = (run: TrackedRun | undefined): void => {
+    const text = run ? clusterStatusText(run) : null;
+    if (!run || text === null) {
+      cluster.hide();
+      return;
+    }
+    cluster.text = text;
+    cluster.tooltip = statusTooltip(run);
+    cluster.accessibilityInformation = { label: text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
+    cluster.show();
+  };
+  const renderAll = (): void => {
+    render();
+    renderCluster(controller.latest);
+  };
+  const subscriptions = [controller.onDidChangeRun(renderAll), controller.onDidCloseRun(renderAll)];
+  renderAll();
+  return vscode.Disposable.from(item, cluster, ...subscriptions);
 }

@@ -28,7 +28,7 @@ import type { ThetaEvolveApi } from '../../src/extension';
 import type { ProgramRecordMessage, QueryResult } from '../../src/protocol/workerMessages';
 import { evaluationStartedLine } from '../../src/vscode/evaluationTask';
 import { readSettings } from '../../src/vscode/settings';
-import { statusText, statusTooltip } from '../../src/vscode/statusBar';
+import { clusterStatusText, statusTooltip } from '../../src/vscode/statusBar';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { testServerJobCommand } from '../support/testServerJob';
@@ -120,9 +120,9 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       theta.controller.onDidCloseRun((closedRun) => failures.push(`${closedRun.runId} ${closedRun.state}: ${closedRun.message}`)),
       theta.controller.onDidEngineEvent(({ event }) => {
         events.push(event);
-        // What the status bar says right after each queue report.
+        // What the status bar's SLURM item says right after each queue report.
         const run = theta.controller.active;
-        if (event.type === 'evaluation_queue' && run) statusTexts.push(statusText(run));
+        if (event.type === 'evaluation_queue' && run) statusTexts.push(clusterStatusText(run) ?? '(hidden)');
       }),
     ];
     try {
@@ -244,7 +244,8 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       theta.onDidFailCommand(({ message }) => failures.push(message)),
       theta.controller.onDidEngineEvent(({ event }) => {
         const run = theta.controller.active;
-        if (event.type === 'endpoint_servers' && run) seen.push({ event, text: statusText(run), tooltip: statusTooltip(run).value });
+        if (event.type === 'endpoint_servers' && run)
+          seen.push({ event, text: clusterStatusText(run) ?? '(hidden)', tooltip: statusTooltip(run).value });
       }),
     ];
     try {
@@ -271,10 +272,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       );
 
       // Submitted, not up yet: the first report counts none up (the run is still starting, waiting for one).
-      assert.match(seen[0]?.text ?? '', / · servers 0\/2 up/, JSON.stringify(seen[0]?.text));
+      assert.match(seen[0]?.text ?? '', /servers 0\/2 up$/, JSON.stringify(seen[0]?.text));
       const shown = seen.find((s) => s.event === serving);
       assert.ok(shown, 'the status bar was read at that report');
-      assert.match(shown.text, / · servers 2\/2 up/, shown.text);
+      assert.match(shown.text, /servers 2\/2 up$/, shown.text);
       // The tooltip has one line per job: its id, state, requests (appendText may write the spaces as &nbsp;).
       for (const [index, id] of jobIds.entries())
         assert.match(shown.tooltip, new RegExp(`server(?: |&nbsp;)${index}(?: |&nbsp;)job(?: |&nbsp;)${id}\\b`), shown.tooltip);
@@ -285,8 +286,8 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       await vscode.commands.executeCommand('thetaevolve.stopRun');
       const stopped = await done;
       assert.equal(stopped.state, 'finished');
-      // Once stopped, the run holds no job: the status bar counts none.
-      assert.doesNotMatch(statusText(stopped), /servers/, statusText(stopped));
+      // Once stopped, the run holds no job (nor a live queue): the SLURM item is gone.
+      assert.equal(clusterStatusText(stopped), null);
       assert.doesNotMatch(statusTooltip(stopped).value, /Inference jobs/);
       for (const name of [jobNameOfRun(run.runId), inferenceJobName(run.runId, 0), inferenceJobName(run.runId, 1)]) {
         const queued = await cluster?.client('squeue', ['-h', '-r', '-n', name, '-o', '%i']);

@@ -285,7 +285,7 @@ export class EndpointPool implements ResponseSource {
 
   get label(): string {
     const model = this.servers.find((s) => s.client.model !== null)?.client.model ?? (this.options.model || 'the served model');
-    return `${model} at ${this.servers.length} servers (${this.servers.map((s) => s.baseURL).join(', ')})`;
+    return `${model} at ${this.servers.length} server${this.servers.length === 1 ? '' : 's'} (${this.servers.map((s) => s.baseURL).join(', ')})`;
   }
 
   /** The model requests go to, once check() resolved it. */

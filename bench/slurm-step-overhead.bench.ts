@@ -113,7 +113,7 @@ async function noOpArray(cluster: SlurmCluster, folder: string, count: number, e
 }
 
 function totalCalls(calls: SchedulerCalls): number {
-  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct;
+  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct + calls.sinfo;
 }
 
 async function main(): Promise<void> {

@@ -284,6 +284,28 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     assert.equal(evaluator.calls.sbatch, 3, 'the probe job and one job array per step');
   });
 
+  it("sizes auto-packed jobs to the partition's nodes: beside a job holding CPUs (an inference server's), evaluations still start", async () => {
+    const evaluator = await start('fits', { pollSeconds: 1 });
+    // One quick candidate first: `auto` learns the runtime, and would now ask for 16 CPUs a job, the whole node.
+    assert.equal((await evaluator.evaluate(task.initialProgram)).status, 'ok');
+    assert.equal(evaluator.candidatesPerJob(), 8, "half the node's 16 CPUs (sinfo)");
+    const blocker = await cluster.client('sbatch', [
+      '--parsable',
+      `--partition=${cluster.partition}`,
+      '--job-name=thetaevolve-test-blocker',
+      '--cpus-per-task=2',
+      '--output=/dev/null',
+      '--wrap=sleep 600',
+    ]);
+    assert.equal(blocker.code, 0, blocker.stderr);
+    try {
+      const results = await Promise.all(Array.from({ length: 16 }, () => evaluator.evaluate(task.initialProgram)));
+      assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['ok']));
+    } finally {
+      await cluster.client('scancel', [blocker.stdout.trim()]);
+    }
+  });
+
   it('cancelling one candidate of a packed job leaves the job running for the other, which keeps its result', async () => {
     const evaluator = await start('packed-cancel', { candidatesPerJob: 2 });
     const scancelsBefore = evaluator.calls.scancel;

@@ -10,9 +10,12 @@ import { slurmInferenceOptionsFromSettings, slurmOptionsFromSettings, splitShell
 import {
   AUTO_MAX_CANDIDATES_PER_JOB,
   autoCandidatesPerJob,
+  candidatesPerJobLimit,
   cpusPerTaskArguments,
   packGroups,
+  partitionOfJobs,
 } from '../../src/engine/evaluation/slurmPacking';
+import { PendingWatch } from '../../src/engine/evaluation/slurmQueue';
 
 describe('SLURM settings', () => {
   it('defaults: local backend; SLURM staging under the run folder, 512 jobs, 5 s polls, 2 resubmits', () => {
@@ -83,6 +86,45 @@ describe('SLURM settings', () => {
     // The user's own CPU count wins.
     assert.deepEqual(cpusPerTaskArguments(['--cpus-per-task=4'], 8), []);
     assert.deepEqual(cpusPerTaskArguments(['-c', '4'], 8), []);
+  });
+
+  it("never packs more than the partition's nodes fit: auto half the smallest node, a number set by hand a whole node", () => {
+    assert.equal(candidatesPerJobLimit(16, true), 8);
+    assert.equal(candidatesPerJobLimit(16, false), 16);
+    assert.equal(candidatesPerJobLimit(1, true), 1);
+    assert.equal(candidatesPerJobLimit(3, true), 1);
+    assert.equal(candidatesPerJobLimit(null, true), Number.POSITIVE_INFINITY);
+    assert.equal(partitionOfJobs('cpu', ['--partition=gpu']), 'cpu');
+    assert.equal(partitionOfJobs('', ['--mem=8G', '--partition=gpu']), 'gpu');
+    assert.equal(partitionOfJobs('', ['-p', 'short']), 'short');
+    assert.equal(partitionOfJobs('', ['-pshort']), 'short');
+    assert.equal(partitionOfJobs('', ['--partition', 'long']), 'long');
+    assert.equal(partitionOfJobs('', ['--qos=short']), null);
+  });
+
+  it("says once when the run's jobs have pended a minute with none running, not while others of the run run", () => {
+    const watch = new PendingWatch();
+    const pending = [
+      { jobId: '5_0', submittedAt: 0, reason: 'Resources' },
+      { jobId: '5_0', submittedAt: 0, reason: 'Resources' },
+      { jobId: '5_1', submittedAt: 0, reason: 'Priority' },
+    ];
+    assert.equal(watch.observe(pending, false, 59_000, 8), null);
+    const notice = watch.observe(pending, false, 61_000, 8);
+    assert.match(
+      notice ?? '',
+      /^2 SLURM evaluation job\(s\) of this run have been pending for 61 s with none running \(squeue: Resources, Priority\); each runs up to 8 candidate\(s\)/,
+    );
+    assert.equal(watch.observe(pending, false, 90_000, 8), null, 'said once');
+    // Something of the run ran: the wait starts again from then.
+    assert.equal(watch.observe(pending, true, 100_000, 8), null);
+    assert.equal(watch.observe(pending, false, 150_000, 8), null);
+    assert.match(watch.observe(pending, false, 161_000, 8) ?? '', /pending for 61 s/);
+    // A job that ran a while ago and others queued since: counted from the later of the two.
+    const later = new PendingWatch();
+    later.progressed(0);
+    assert.equal(later.observe([{ jobId: '9_0', submittedAt: 30_000, reason: 'Resources' }], false, 80_000, 1), null);
+    assert.match(later.observe([{ jobId: '9_0', submittedAt: 30_000, reason: 'Resources' }], false, 91_000, 1) ?? '', /pending for 61 s/);
   });
 
   it('reads the inference jobs (none by default) and names the bad setting', () => {

@@ -242,7 +242,7 @@ export const EvaluationQueueEventSchema = z.object({
   failed: count,
   /** Median time from submission to running. */
   queueWaitMsP50: z.number().nonnegative().nullable(),
-  /** sbatch + squeue + scancel (+ sacct for lost jobs) calls so far. */
+  /** sbatch + squeue + scancel (+ sacct for lost jobs, + one sinfo at the start) calls so far. */
   schedulerCalls: count,
 });
 

@@ -69,6 +69,6 @@ export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()):
     time,
     backend: 'slurm',
     ...counts,
-    schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct,
+    schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct + calls.sinfo,
   };
 }

@@ -25,9 +25,24 @@ import type { NodeProbe } from './nodeProbe';
 import { type AccountingEntry, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli } from './slurmCli';
 import type { SlurmClusterOptions } from './slurmSettings';
 import { errorMessage } from '../common/errors';
-import { cancelRunJobs, commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, ORDINARY_PENDING_REASONS, waitUntilGone } from './slurmQueue';
+import {
+  cancelRunJobs,
+  commonSbatchArguments,
+  MISSING_POLLS_BEFORE_LOST,
+  ORDINARY_PENDING_REASONS,
+  PendingWatch,
+  type SlurmQueueStats,
+  waitUntilGone,
+} from './slurmQueue';
 import { runProbe } from './slurmProbe';
-import { autoCandidatesPerJob, cpusPerTaskArguments, packGroups, RUNTIME_WINDOW } from './slurmPacking';
+import {
+  autoCandidatesPerJob,
+  candidatesPerJobLimit,
+  cpusPerTaskArguments,
+  packGroups,
+  packingNodeCpus,
+  RUNTIME_WINDOW,
+} from './slurmPacking';
 import {
   jobTimeLimitMinutes,
   readJobFile,
@@ -39,7 +54,7 @@ import {
   tail,
 } from './slurmStaging';
 
-export { cancelOrphans, findOrphans } from './slurmQueue';
+export { cancelOrphans, findOrphans, type SlurmQueueStats } from './slurmQueue';
 export {
   BUNDLE_FILES,
   BUNDLE_FOREIGN_DIR,
@@ -67,11 +82,7 @@ export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   sandboxLimits?: SandboxLimits;
   /** Environment SLURM's tools are started from (SLURM_CONF, PATH); default process.env. Only SLURM's own variables are passed on. */
   env?: NodeJS.ProcessEnv;
-  /**
-   * The longest new candidates are gathered into one job array before it is
-   * submitted (default 200 ms, at most one poll); a burst that ends sooner
-   * (QUIET_MS without a new candidate) is submitted then.
-   */
+  /** The longest new candidates are gathered into one array (default 200 ms, at most one poll); a burst that ends sooner goes then. */
   gatherMs?: number;
   /** Start even when the compute node has no bubblewrap (its sandbox is the weaker fallback). Default false: refuse. */
   allowFallbackIsolation?: boolean;
@@ -79,21 +90,6 @@ export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   onQueue?: (queue: SlurmQueueStats) => void;
   /** Problems that do not end the run (squeue failing for a while, a resubmitted job). */
   onWarning?: (message: string) => void;
-}
-
-export interface SlurmQueueStats {
-  /** Staged or submitted, not running yet. */
-  pending: number;
-  running: number;
-  /** Ended with a result from the node. */
-  done: number;
-  /** Jobs that left the queue without a result (each resubmit counts). */
-  lost: number;
-  /** Samples that ended as evaluation_failed. */
-  failed: number;
-  /** Median time from submission to the job running, over the jobs that ran. */
-  queueWaitMsP50: number | null;
-  calls: SchedulerCalls;
 }
 
 interface Candidate {
@@ -137,6 +133,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private doneWatcher: FSWatcher | null = null;
   private doneCheckQueued = false;
   private readonly queueWaits: number[] = [];
+  private readonly pendingWatch = new PendingWatch();
   private readonly toldReasons = new Set<string>();
   private readonly counts = { done: 0, lost: 0, failed: 0 };
   private nextId = 0;
@@ -167,6 +164,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     private readonly staging: Staging,
     cli: SlurmCli,
     probe: NodeProbe,
+    /** The fewest CPUs a node of the partition has (null: sinfo did not say). */
+    private readonly nodeCpus: number | null,
   ) {
     this.cli = cli;
     this.node = probe;
@@ -204,7 +203,8 @@ export class SlurmEvaluator implements EvaluationBackend {
     const staging = await stage(task, options, jobName, runtimeLimitSec);
     try {
       const probe = await runProbe(cli, options, staging, jobName, signal);
-      return new SlurmEvaluator(task, options, staging, cli, probe);
+      const nodeCpus = await packingNodeCpus(cli, options);
+      return new SlurmEvaluator(task, options, staging, cli, probe, nodeCpus);
     } catch (err) {
       await rm(staging.root, { recursive: true, force: true });
       throw err;
@@ -259,7 +259,8 @@ export class SlurmEvaluator implements EvaluationBackend {
         cancelRequested: false,
         detach: () => undefined,
       };
-      const signal = options.signal;
+      // A signal of its own that follows the caller's: a step's hundreds of candidates share one signal, which warns past 10 listeners.
+      const signal = options.signal && AbortSignal.any([options.signal]);
       if (signal) {
         const onAbort = (): void => this.requestCancel(candidate);
         signal.addEventListener('abort', onAbort, { once: true });
@@ -346,12 +347,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.pollTimer = null;
   }
 
-  /**
-   * A candidate was staged: the wave is submitted once the burst it belongs
-   * to is over (QUIET_MS without another), at the latest gatherMs after the
-   * burst's first candidate, so the children of one step go in one array
-   * without waiting out the whole window.
-   */
+  /** A candidate was staged: its wave goes once its burst is over (QUIET_MS without another), at the latest gatherMs after the burst began. */
   private candidateStaged(): void {
     if (this.closing || (this.submitTimer && this.submitIsRetry)) return;
     const now = performance.now();
@@ -363,10 +359,9 @@ export class SlurmEvaluator implements EvaluationBackend {
   }
 
   /**
-   * Submit what is staged after `afterMs`; while jobs of the run are in the
-   * queue, at most one wave per poll interval: responses that trickle in
-   * over a step are gathered into a few arrays rather than one sbatch each.
-   * With none in the queue (a new step) nothing is gained by waiting.
+   * Submit what is staged after `afterMs`; while jobs of the run are queued,
+   * at most one wave per poll (a step's stragglers go in a few arrays, not one
+   * sbatch each); with none queued (a new step) waiting gains nothing.
    */
   private scheduleSubmit(afterMs: number, retry = false): void {
     if (this.submitTimer || this.closing) return;
@@ -430,12 +425,17 @@ export class SlurmEvaluator implements EvaluationBackend {
     return new Set([...this.submitted.values()].map((c) => c.jobId)).size;
   }
 
-  /** Candidates one job runs: the setting, or `auto` from the recent evaluation times (the task's runtime limit before any). */
+  /**
+   * Candidates one job runs: the setting, or `auto` from the recent
+   * evaluation times (the task's runtime limit before any); never more than
+   * the partition's nodes fit (candidatesPerJobLimit).
+   */
   candidatesPerJob(): number {
     const setting = this.options.candidatesPerJob;
-    if (setting !== 'auto') return setting;
+    const limit = candidatesPerJobLimit(this.nodeCpus, setting === 'auto');
+    if (setting !== 'auto') return Math.min(setting, limit);
     const expectedMs = this.runtimesMs.length > 0 ? percentile(this.runtimesMs, 50) : this.runtimeLimitSec * 1000;
-    return autoCandidatesPerJob(expectedMs / 1000);
+    return Math.min(autoCandidatesPerJob(expectedMs / 1000), limit);
   }
 
   /** One sbatch: a job array of the staged candidates, packed, as many jobs as maxJobs leaves room for. */
@@ -564,6 +564,20 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.attemptFailed(c, `left the queue without a result file${how}`);
       }
     }
+    // Said when the run's jobs have pended long with none running, so no run waits in silence.
+    const pendingJobs = [...this.submitted.values()].filter((c) => !c.started && queue.get(c.jobId as string)?.state === 'PENDING');
+    const jobs = pendingJobs.map((c) => ({
+      jobId: c.jobId as string,
+      submittedAt: c.submittedAt,
+      reason: queue.get(c.jobId as string)?.reason ?? 'None',
+    }));
+    const notice = this.pendingWatch.observe(
+      jobs,
+      [...this.submitted.values()].some((c) => c.started),
+      now,
+      this.candidatesPerJob(),
+    );
+    if (notice) this.warn(notice);
     this.options.onQueue?.(this.queueStats());
     if (this.pending.length > 0) await this.submitWave();
     this.schedulePoll();
@@ -586,6 +600,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     // of the time since its submission (node start included).
     if (!c.started && c.submittedAt > 0) this.queueWaits.push(Math.max(0, performance.now() - c.submittedAt - result.durationMs));
     this.markStarted(c, null);
+    this.pendingWatch.progressed(performance.now());
     this.counts.done++;
     this.runtimesMs.push(result.durationMs);
     if (this.runtimesMs.length > RUNTIME_WINDOW) this.runtimesMs.shift();

@@ -86,6 +86,8 @@ export interface SchedulerCalls {
   scancel: number;
   /** Only for jobs that left the queue without a result, and only where accounting exists. */
   sacct: number;
+  /** Once per backend start: the CPUs of the partition's nodes (packing never asks for more). */
+  sinfo: number;
 }
 
 /** How a finished job ended, as accounting (sacct) remembers it. */
@@ -104,9 +106,12 @@ const AccountingLineSchema = z
     return { id: id as string, state: state as string, exitCode: exitCode as string };
   });
 
+const NodeCpusLinePattern = /^([^|\s]+)\|(\d+)\+?$/;
+const NodeCpusLineSchema = z.string().regex(NodeCpusLinePattern, 'sinfo printed a line that is not PARTITION|CPUS');
+
 /** One cluster as seen through its tools, counting every call (the scheduler's load is part of the benchmark). */
 export class SlurmCli {
-  readonly calls: SchedulerCalls = { sbatch: 0, squeue: 0, scancel: 0, sacct: 0 };
+  readonly calls: SchedulerCalls = { sbatch: 0, squeue: 0, scancel: 0, sacct: 0, sinfo: 0 };
   private readonly env: Record<string, string>;
   private readonly user: string;
 
@@ -151,6 +156,26 @@ export class SlurmCli {
       entries.set(parsed.data.id, parsed.data);
     }
     return entries;
+  }
+
+  /**
+   * The fewest CPUs a node of `partition` has as SLURM counts them (the
+   * default partition, marked `*` by sinfo, where null); null where sinfo
+   * lists no node. One sinfo call.
+   */
+  async nodeCpus(partition: string | null): Promise<number | null> {
+    this.calls.sinfo++;
+    const out = await this.tool('sinfo', ['--noheader', '--format=%P|%c', ...(partition ? [`--partition=${partition}`] : [])]);
+    let fewest: number | null = null;
+    for (const line of out.split('\n')) {
+      if (line.trim() === '') continue;
+      const parsed = NodeCpusLineSchema.safeParse(line.trim());
+      if (!parsed.success) throw new SlurmError(`sinfo printed ${JSON.stringify(line.slice(0, 200))}, not PARTITION|CPUS`);
+      const [, name, cpus] = NodeCpusLinePattern.exec(parsed.data) as RegExpExecArray;
+      if (partition === null && !(name as string).endsWith('*')) continue;
+      fewest = Math.min(fewest ?? Number.POSITIVE_INFINITY, Number(cpus));
+    }
+    return fewest;
   }
 
   /** scancel these jobs (array tasks `123_4` or whole jobs); one call. */

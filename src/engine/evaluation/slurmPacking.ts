@@ -4,6 +4,15 @@
 // its own), so a job's start (the scheduler's launch, Node.js loading our CLI)
 // is paid once for several candidates instead of once each.
 
+import { errorMessage } from '../common/errors';
+import type { SlurmCli } from './slurmCli';
+import type { SlurmClusterOptions } from './slurmSettings';
+
+/** What packing needs of the backend's options. */
+interface PackingOptions extends Pick<SlurmClusterOptions, 'partition' | 'sbatchArguments' | 'candidatesPerJob'> {
+  onWarning?: (message: string) => void;
+}
+
 /** What one job's start costs, about, in seconds (slurmd's launch plus Node.js loading cli.js). */
 const JOB_START_SEC = 1;
 /** `auto` packs until a job's start is at most this share of each candidate's expected runtime. */
@@ -24,6 +33,50 @@ export type CandidatesPerJob = number | 'auto';
 export function autoCandidatesPerJob(expectedSec: number): number {
   if (!(expectedSec > 0)) return AUTO_MAX_CANDIDATES_PER_JOB;
   return Math.max(1, Math.min(AUTO_MAX_CANDIDATES_PER_JOB, Math.ceil(JOB_START_SEC / (START_SHARE * expectedSec))));
+}
+
+/**
+ * The most candidates one job may run, for nodes of `nodeCpus` CPUs (null:
+ * unknown, no limit). A packed job asks for one CPU per candidate: `auto`
+ * asks for at most half the smallest node, since a job that needs a whole
+ * node waits until the node is idle and never starts beside anything that
+ * stays (an inference job of the run's own); a number set by hand is kept up
+ * to a whole node (a bigger job could never start).
+ */
+export function candidatesPerJobLimit(nodeCpus: number | null, auto: boolean): number {
+  if (nodeCpus === null || !(nodeCpus >= 1)) return Number.POSITIVE_INFINITY;
+  return auto ? Math.max(1, Math.floor(nodeCpus / 2)) : nodeCpus;
+}
+
+/** The partition a job of these options is submitted to: slurm.partition, else one named in slurm.sbatchArguments, else null (the default). */
+export function partitionOfJobs(partition: string, sbatchArguments: readonly string[]): string | null {
+  if (partition) return partition;
+  for (const [i, word] of sbatchArguments.entries()) {
+    const inline = /^(?:--partition=|-p)(.+)$/.exec(word);
+    if (inline) return inline[1] as string;
+    if ((word === '--partition' || word === '-p') && sbatchArguments[i + 1]) return sbatchArguments[i + 1] as string;
+  }
+  return null;
+}
+
+/** The CPUs of the partition's smallest node, which packed jobs must fit in (one sinfo); null (no limit) where sinfo cannot tell, which is said. */
+export async function packingNodeCpus(cli: SlurmCli, options: PackingOptions): Promise<number | null> {
+  let cpus: number | null;
+  try {
+    cpus = await cli.nodeCpus(partitionOfJobs(options.partition, options.sbatchArguments));
+  } catch (err) {
+    options.onWarning?.(
+      `sinfo could not say how many CPUs the partition's nodes have, so packed jobs are not sized to them: ${errorMessage(err)}`,
+    );
+    return null;
+  }
+  const setting = options.candidatesPerJob;
+  if (cpus !== null && setting !== 'auto' && setting > cpus) {
+    options.onWarning?.(
+      `thetaevolve.slurm.candidatesPerJob is ${setting}, but the partition's smallest node has ${cpus} CPUs (sinfo): a job runs at most ${cpus} candidates, one CPU each`,
+    );
+  }
+  return cpus;
 }
 
 /** Split `items` into as few groups of at most `perJob` as possible, of sizes as even as possible (jobs of one array end together). */

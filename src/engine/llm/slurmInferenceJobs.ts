@@ -152,10 +152,10 @@ export class SlurmInferenceJobs {
       } catch (err) {
         this.options.onNotice(`cancelling the inference jobs ${ids.join(', ')} failed: ${errorMessage(err)}`, 'warning');
       }
+      // Each keeps its last job id: the last report says which job was cancelled.
       for (const job of this.jobs) {
         if (job.baseURL) this.options.onServerDown(job.baseURL);
         job.baseURL = null;
-        job.jobId = null;
         job.state = 'CANCELLED';
       }
       this.changed();

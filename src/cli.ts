@@ -90,10 +90,14 @@ const VERSION = typeof __THETAEVOLVE_VERSION__ === 'string' ? __THETAEVOLVE_VERS
 
 if (require.main === module) {
   const controller = new AbortController();
-  let interrupts = 0;
-  const onSignal = (): void => {
-    interrupts++;
-    if (interrupts > 1) process.exit(130);
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    // Ctrl-C again quits now. A repeated SIGTERM is the same request: timeout(1) and schedulers send it to the process and its group.
+    if (stopping) {
+      if (signal === 'SIGINT') process.exit(130);
+      return;
+    }
+    stopping = true;
     process.stderr.write('thetaevolve: stopping after the current step is settled (Ctrl-C again to quit now)\n');
     controller.abort();
   };

@@ -150,7 +150,8 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
         `slurm.inference.command=${SERVER_COMMAND}`,
         ...extra,
       ],
-      { cwd: work, env: { ...cluster.env, OPENAI_API_KEY: 'sk-test' } },
+      // A process group of its own, as a job step or `timeout` gives it: a stop can be sent to the group.
+      { cwd: work, env: { ...cluster.env, OPENAI_API_KEY: 'sk-test' }, detached: true },
     );
     return new RunningCli(child);
   }
@@ -187,9 +188,17 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
         cli.steps,
         cli.steps.map((_, i) => i + 1),
       );
-      // Stop (Ctrl-C): the run ends after its step, and cancels every inference job.
-      cli.child.kill('SIGINT');
+      // Stop as timeout(1) or a scheduler sends it, SIGTERM to the process, then to its group (one request, not "again"):
+      // the run ends after its step, and cancels every inference job.
+      const pid = cli.child.pid as number;
+      process.kill(pid, 'SIGTERM');
+      await cli.until('the stop heard', () => cli.stderr.find((l) => l.includes('stopping after the current step is settled')));
+      process.kill(-pid, 'SIGTERM');
       assert.equal(await cli.exited, 0, cli.stderr.slice(-20).join('\n'));
+      assert.ok(
+        cli.stderr.some((l) => /thetaevolve run: stopped/.test(l)),
+        cli.stderr.slice(-5).join('\n'),
+      );
       assert.deepEqual(await cluster.queuedJobs(), []);
     } finally {
       if (cli.child.exitCode === null) cli.child.kill('SIGKILL');

@@ -311,7 +311,20 @@ export async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Fr
         .catch(() => null);
       if (marker === 'dashboard') return frame;
     }
-    if (Date.now() > deadline) throw new Error('the dashboard webview never showed');
+    if (Date.now() > deadline) {
+      // What each frame held, so a failure says whether the page never loaded or loaded and was never sent its snapshot.
+      const frames = await Promise.all(
+        page.frames().map(async (frame) => {
+          const body = await frame
+            .evaluate(() =>
+              document.body ? `${JSON.stringify({ ...document.body.dataset })}, ${document.body.innerText.length} chars` : 'no body',
+            )
+            .catch((err: unknown) => `unreadable: ${String(err).slice(0, 80)}`);
+          return `${frame.url().slice(0, 100)} (${body})`;
+        }),
+      );
+      throw new Error(`the dashboard webview never showed; frames:\n${frames.join('\n')}`);
+    }
     await page.waitForTimeout(500);
   }
 }

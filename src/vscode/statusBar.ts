@@ -90,43 +90,45 @@ export function statusTooltip(run: TrackedRun): vscode.MarkdownString {
   return tooltip;
 }
 
+/** What a screen reader reads of an item's text: its words, not its $(icon) names. */
+function withoutIcons(text: string): string {
+  return text.replace(/\$\([^)]*\)\s*/g, '');
+}
+
 export function registerStatusBar(controller: RunController): vscode.Disposable {
   const item = vscode.window.createStatusBarItem('thetaevolve.run', vscode.StatusBarAlignment.Left, 50);
   item.name = 'ThetaEvolve run';
   item.command = 'thetaevolve.openDashboard';
-  const render = (): void => {
-    const run = controller.latest;
-    if (!run) {
-      item.hide();
-      return;
-    }
-    item.text = statusText(run);
-    // A weaker sandbox stays visible for the whole run, not only in a log.
-    item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
-    item.tooltip = statusTooltip(run);
-    item.accessibilityInformation = { label: item.text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
-    item.show();
-  };
   // Just right of the run's item: items of one priority and extension keep the order they were first shown in.
   const cluster = vscode.window.createStatusBarItem('thetaevolve.cluster', vscode.StatusBarAlignment.Left, 50);
   cluster.name = 'ThetaEvolve SLURM';
   cluster.command = 'thetaevolve.openDashboard';
-  const renderCluster = (run: TrackedRun | undefined): void => {
-    const text = run ? clusterStatusText(run) : null;
-    if (!run || text === null) {
+  const render = (): void => {
+    const run = controller.latest;
+    if (!run) {
+      item.hide();
+      cluster.hide();
+      return;
+    }
+    // Built once for both items: the run changes with every engine event.
+    const tooltip = statusTooltip(run);
+    item.text = statusText(run);
+    // A weaker sandbox stays visible for the whole run, not only in a log.
+    item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    item.tooltip = tooltip;
+    item.accessibilityInformation = { label: withoutIcons(item.text), role: 'button' };
+    item.show();
+    const text = clusterStatusText(run);
+    if (text === null) {
       cluster.hide();
       return;
     }
     cluster.text = text;
-    cluster.tooltip = statusTooltip(run);
-    cluster.accessibilityInformation = { label: text.replace(/\$\([^)]*\)\s*/g, ''), role: 'button' };
+    cluster.tooltip = tooltip;
+    cluster.accessibilityInformation = { label: withoutIcons(text), role: 'button' };
     cluster.show();
   };
-  const renderAll = (): void => {
-    render();
-    renderCluster(controller.latest);
-  };
-  const subscriptions = [controller.onDidChangeRun(renderAll), controller.onDidCloseRun(renderAll)];
-  renderAll();
+  const subscriptions = [controller.onDidChangeRun(render), controller.onDidCloseRun(render)];
+  render();
   return vscode.Disposable.from(item, cluster, ...subscriptions);
 }

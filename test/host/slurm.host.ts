@@ -48,6 +48,12 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
   let taskDir = '';
   const slurmConfBefore = process.env.SLURM_CONF;
   const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  /** squeue lists no job of this name. */
+  const assertNoJobNamed = async (name: string): Promise<void> => {
+    const queued = await cluster?.client('squeue', ['-h', '-r', '-n', name, '-o', '%i']);
+    assert.equal(queued?.code, 0, queued?.stderr);
+    assert.equal(queued?.stdout.trim(), '', `no job of ${name} is left in the queue`);
+  };
   // The SLURM and endpoint settings are machine-scoped (a workspace must not choose where jobs or requests go): User settings.
   const userSettings = {
     endpoint: '',
@@ -218,9 +224,7 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       const stopped = await done;
       assert.equal(stopped.state, 'finished');
       assert.ok(stopped.lastStep >= 2);
-      const queued = await cluster?.client('squeue', ['-h', '-r', '-n', jobName, '-o', '%i']);
-      assert.equal(queued?.code, 0, queued?.stderr);
-      assert.equal(queued?.stdout.trim(), '', `no job of ${jobName} is left in the queue`);
+      await assertNoJobNamed(jobName);
       assert.deepEqual(await cluster?.queuedJobs(), []);
     } finally {
       for (const s of subs) s.dispose();
@@ -289,11 +293,8 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       // Once stopped, the run holds no job (nor a live queue): the SLURM item is gone.
       assert.equal(clusterStatusText(stopped), null);
       assert.doesNotMatch(statusTooltip(stopped).value, /Inference jobs/);
-      for (const name of [jobNameOfRun(run.runId), inferenceJobName(run.runId, 0), inferenceJobName(run.runId, 1)]) {
-        const queued = await cluster?.client('squeue', ['-h', '-r', '-n', name, '-o', '%i']);
-        assert.equal(queued?.code, 0, queued?.stderr);
-        assert.equal(queued?.stdout.trim(), '', `no job of ${name} is left in the queue`);
-      }
+      for (const name of [jobNameOfRun(run.runId), inferenceJobName(run.runId, 0), inferenceJobName(run.runId, 1)])
+        await assertNoJobNamed(name);
       assert.deepEqual(await cluster?.queuedJobs(), []);
     } finally {
       for (const s of subs) s.dispose();

@@ -565,18 +565,14 @@ export class SlurmEvaluator implements EvaluationBackend {
       }
     }
     // Said when the run's jobs have pended long with none running, so no run waits in silence.
-    const pendingJobs = [...this.submitted.values()].filter((c) => !c.started && queue.get(c.jobId as string)?.state === 'PENDING');
-    const jobs = pendingJobs.map((c) => ({
-      jobId: c.jobId as string,
-      submittedAt: c.submittedAt,
-      reason: queue.get(c.jobId as string)?.reason ?? 'None',
-    }));
-    const notice = this.pendingWatch.observe(
-      jobs,
-      [...this.submitted.values()].some((c) => c.started),
-      now,
-      this.candidatesPerJob(),
-    );
+    const pendingJobs: { jobId: string; submittedAt: number; reason: string }[] = [];
+    let anyStarted = false;
+    for (const c of this.submitted.values()) {
+      const entry = queue.get(c.jobId as string);
+      anyStarted ||= c.started;
+      if (!c.started && entry?.state === 'PENDING') pendingJobs.push({ jobId: entry.id, submittedAt: c.submittedAt, reason: entry.reason });
+    }
+    const notice = this.pendingWatch.observe(pendingJobs, anyStarted, now, this.candidatesPerJob());
     if (notice) this.warn(notice);
     this.options.onQueue?.(this.queueStats());
     if (this.pending.length > 0) await this.submitWave();

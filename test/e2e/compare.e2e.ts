@@ -26,6 +26,7 @@ import {
   startCodeServer,
   taskWorkspace,
   TEST_OUTPUT,
+  webviewFrame,
 } from '../support/codeServer';
 import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
@@ -82,18 +83,9 @@ function assertComparison(facts: PageFacts, where: string): void {
 
 /** The Compare Runs page's frame, once it shows a comparison. */
 async function compareFrame(page: Page): Promise<Frame> {
-  return waitFor(
-    async () => {
-      for (const frame of page.frames()) {
-        const shown = await frame
-          .evaluate(() => document.body?.dataset.rendered === 'true' && document.querySelector('.policy-panel') !== null)
-          .catch(() => false);
-        if (shown) return frame;
-      }
-      return null;
-    },
-    { what: 'the Compare Runs page showing a comparison', until: (f) => f !== null, deadlineMs: 60_000, intervalMs: 500 },
-  ) as Promise<Frame>;
+  return webviewFrame(page, 'compare', (frame) =>
+    frame.evaluate(() => document.body?.dataset.rendered === 'true' && document.querySelector('.policy-panel') !== null),
+  );
 }
 
 describe('compare runs in the editor and as a report (code-server + Chromium)', () => {

@@ -300,19 +300,27 @@ export async function waitForStatusBarText(
   }
 }
 
-/** The dashboard page's frame (the webview's inner iframe), found by the marker the page sets on its body. */
-export async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * The frame of one of our webview pages (`kind`: the marker its script sets
+ * on its body) once `ready` says it shows what the test needs. When it never
+ * does, the failure says what each frame held: whether the page never loaded
+ * (seen now and then in the fresh-clone CI, a blank tab, cause not found) or
+ * loaded and never became ready.
+ */
+export async function webviewFrame(
+  page: Page,
+  kind: 'dashboard' | 'compare',
+  ready: (frame: Frame) => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<Frame> {
+  const started = Date.now();
   for (;;) {
     for (const frame of page.frames()) {
-      // The page is found once it has the host's first snapshot, not its saved or empty state.
-      const marker = await frame
-        .evaluate(() => (document.body?.dataset.synced === 'true' ? (document.body.dataset.thetaevolve ?? null) : null))
-        .catch(() => null);
-      if (marker === 'dashboard') return frame;
+      const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
+      if (marker === kind && (await ready(frame).catch(() => false))) return frame;
     }
-    if (Date.now() > deadline) {
-      // What each frame held, so a failure says whether the page never loaded or loaded and was never sent its snapshot.
+    if (Date.now() - started > timeoutMs) {
+      // What each frame held, so a failure says whether the page never loaded or loaded and never became ready.
       const frames = await Promise.all(
         page.frames().map(async (frame) => {
           const body = await frame
@@ -323,10 +331,15 @@ export async function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Fr
           return `${frame.url().slice(0, 100)} (${body})`;
         }),
       );
-      throw new Error(`the dashboard webview never showed; frames:\n${frames.join('\n')}`);
+      throw new Error(`the ${kind} webview never showed; frames:\n${frames.join('\n')}`);
     }
     await page.waitForTimeout(500);
   }
+}
+
+/** The dashboard page's frame, once it has the host's first snapshot (not its saved or empty state). */
+export function dashboardFrame(page: Page, timeoutMs = 60_000): Promise<Frame> {
+  return webviewFrame(page, 'dashboard', (frame) => frame.evaluate(() => document.body?.dataset.synced === 'true'), timeoutMs);
 }
 
 /** Pixels the best card's solution picture has drawn (0 while hidden or blank). */

@@ -261,5 +261,7 @@ if (embedded) {
     else if (message.type === 'error') showError(message.message);
     else render(message.comparison);
   });
+  // Marks that the page's script runs (tests tell a page that never loaded from one that has nothing to show yet).
+  document.body.dataset.thetaevolve = 'compare';
   api.postMessage({ type: 'ready' });
 }

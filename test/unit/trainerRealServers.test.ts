@@ -121,6 +121,8 @@ class AtroposTrainer {
   readonly batches: { group_overrides?: { thetaevolve?: { group_key?: string } } }[][] = [];
   notRegisteredAfterRegister = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** One poll at a time, as a real trainer's loop: a poll still in flight when it stops would pull one more batch. */
+  private polling: Promise<void> | null = null;
   constructor(
     private readonly url: string,
     private readonly batchSize: number,
@@ -139,7 +141,9 @@ class AtroposTrainer {
       starting_step: this.step,
       num_steps: 1000,
     });
-    this.timer = setInterval(() => void this.poll(), 20);
+    this.timer = setInterval(() => {
+      this.polling ??= this.poll().finally(() => (this.polling = null));
+    }, 20);
   }
 
   private async poll(): Promise<void> {
@@ -152,9 +156,11 @@ class AtroposTrainer {
     }
   }
 
-  stop(): void {
+  /** Stops polling; resolves once no poll is in flight, so nothing more is pulled after. */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.polling;
   }
 
   keys(): string[] {
@@ -288,7 +294,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     assert.equal(await b.flush(new AbortController().signal, 10_000), 0);
     assert.equal(b.state().queuedGroups, 2, 'queued in the server, not yet pulled');
 
-    trainer.stop();
+    await trainer.stop();
     await server.restart();
     const late = new AtroposTrainer(server.url, 4 * N);
     cleanups.push(() => late.stop());
@@ -329,7 +335,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
     assert.deepEqual(trainer.keys(), ['s1-p0', 's1-p1']);
 
     // The trainer is slow to poll: step 2 waits in the server's queue, and the server dies there.
-    trainer.stop();
+    await trainer.stop();
     const acknowledged = new Promise<void>((resolveAck) => {
       onState = (state) => {
         if (state.queuedGroups === 2) resolveAck();

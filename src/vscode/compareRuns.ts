@@ -4,6 +4,7 @@
 // `thetaevolve report`). The runs are read by the engine worker from their
 // databases; a live run among them is read again after each step it commits.
 import * as vscode from 'vscode';
+import { WebviewLoadWatch } from './webviewLoadWatch';
 import { webviewPageHtml } from './webviewPage';
 import { errorMessage } from '../engine/common/errors';
 import type { RunComparison } from '../engine/common/runComparison';
@@ -35,6 +36,15 @@ export class CompareRunsHost implements vscode.Disposable {
   private reading: Promise<void> | null = null;
   private readAgain = false;
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly loadWatch = new WebviewLoadWatch({
+    what: 'Compare Runs',
+    reloadsWhenShown: false,
+    replace: (panel, column) => {
+      if (this.panel === panel) this.panel = undefined;
+      panel.dispose();
+      this.show(this.files, column);
+    },
+  });
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -48,11 +58,11 @@ export class CompareRunsHost implements vscode.Disposable {
     );
   }
 
-  show(files: readonly string[]): void {
+  show(files: readonly string[], column: vscode.ViewColumn = vscode.ViewColumn.Active): void {
     this.files = [...files];
     if (!this.panel) {
       const root = vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview');
-      this.panel = vscode.window.createWebviewPanel(COMPARE_VIEW_TYPE, 'Compare Runs', vscode.ViewColumn.Active, {
+      this.panel = vscode.window.createWebviewPanel(COMPARE_VIEW_TYPE, 'Compare Runs', column, {
         enableScripts: true,
         retainContextWhenHidden: true,
         localResourceRoots: [root],
@@ -62,11 +72,13 @@ export class CompareRunsHost implements vscode.Disposable {
       panel.webview.onDidReceiveMessage((raw: unknown) => {
         if (parseComparePageMessage(raw)?.type !== 'ready') return;
         this.pageReady = true;
+        this.loadWatch.readied();
         this.refresh();
       });
       panel.onDidDispose(() => {
         if (this.panel === panel) this.panel = undefined;
       });
+      this.loadWatch.loading(panel);
       panel.webview.html = webviewPageHtml(panel.webview, root, 'compare', 'Compare Runs');
     } else {
       this.panel.reveal();
@@ -104,6 +116,7 @@ export class CompareRunsHost implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.loadWatch.dispose();
     this.panel?.dispose();
     for (const d of this.disposables.splice(0)) d.dispose();
   }

@@ -6,6 +6,7 @@
 // a DashboardController. The data lives in a DashboardModel that is fed
 // whether or not the panel is open.
 import * as vscode from 'vscode';
+import { WebviewLoadWatch } from './webviewLoadWatch';
 import { webviewPageHtml } from './webviewPage';
 import { DashboardModel } from '../dashboard/dashboardModel';
 import {
@@ -51,6 +52,18 @@ export class DashboardHost implements vscode.Disposable {
   private panelDisposables: vscode.Disposable[] = [];
   /** The page has said `ready` since it was (re)loaded; nothing is posted before. */
   private pageReady = false;
+  private readonly loadWatch = new WebviewLoadWatch({
+    what: 'the dashboard',
+    reloadsWhenShown: true,
+    replace: (panel, column) => {
+      if (this.panel === panel) {
+        this.panel = undefined;
+        this.detach();
+      }
+      panel.dispose();
+      this.show(column);
+    },
+  });
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -144,6 +157,7 @@ export class DashboardHost implements vscode.Disposable {
     const panel = this.panel;
     this.panel = undefined;
     this.detach();
+    this.loadWatch.dispose();
     panel?.dispose();
   }
 
@@ -168,6 +182,7 @@ export class DashboardHost implements vscode.Disposable {
   private render(): void {
     if (!this.panel) return;
     this.pageReady = false;
+    this.loadWatch.loading(this.panel);
     this.panel.webview.html = webviewPageHtml(
       this.panel.webview,
       vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview'),
@@ -196,6 +211,7 @@ export class DashboardHost implements vscode.Disposable {
     }
     if (message.type === 'ready') {
       this.pageReady = true;
+      this.loadWatch.readied();
       this.post(this.model.snapshotMessage());
       return;
     }

@@ -5,13 +5,31 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import {
+  dashboardFrame,
   launchBrowser,
   openWorkbench,
   paletteEntries,
+  runPaletteCommand,
   type RunningCodeServer,
   saveScreenshot,
   startCodeServer,
 } from '../support/codeServer';
+import { waitFor } from '../support/waitFor';
+
+/**
+ * The next `count` webviews to start hang where VS Code's own platform bug
+ * leaves them: their service worker registration never settles, so the page
+ * is never loaded (a blank tab, as seen now and then in these runs).
+ */
+async function hangNextWebviews(page: Page, count: number): Promise<void> {
+  await page.evaluate((n) => {
+    (window as unknown as { thetaevolveHangWebviews: number }).thetaevolveHangWebviews = n;
+  }, count);
+}
+
+function webviewsLeftToHang(page: Page): Promise<number> {
+  return page.evaluate(() => (window as unknown as { thetaevolveHangWebviews?: number }).thetaevolveHangWebviews ?? 0);
+}
 
 /** What the palette offers with no run in progress (Stop and Pause show only while a run is). */
 const COMMANDS = ['Start Run', 'Resume Run', 'Open Dashboard', 'Show Best Diff', 'Apply Program to File', 'Set API Key', 'Select Task'];
@@ -28,6 +46,14 @@ describe('foundation (code-server + Chromium)', () => {
     server = await startCodeServer({ workspace });
     browser = await launchBrowser();
     page = await openWorkbench(browser, server.url, workspace);
+    // Runs in every frame attached from now on, the webviews' own host frames included (same origin as the workbench in code-server).
+    await page.addInitScript(() => {
+      if (!location.pathname.endsWith('/webview/browser/pre/index.html') || window.top === window) return;
+      const top = window.top as unknown as { thetaevolveHangWebviews?: number } | null;
+      if (!top?.thetaevolveHangWebviews) return;
+      top.thetaevolveHangWebviews--;
+      navigator.serviceWorker.register = () => new Promise<ServiceWorkerRegistration>(() => undefined);
+    });
   });
 
   after(async () => {
@@ -58,5 +84,43 @@ describe('foundation (code-server + Chromium)', () => {
     await page.getByText('No runs yet').first().waitFor({ state: 'visible', timeout: 30_000 });
     const shot = await saveScreenshot(page, 'e2e-foundation-view');
     assert.ok(shot.distinctColours > 20, `screenshot ${shot.file} looks blank (${shot.distinctColours} colours)`);
+  });
+
+  it('a dashboard tab VS Code never starts is opened again in its place, and the page shows', async () => {
+    await hangNextWebviews(page, 1);
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    // The first tab hangs (blank); 10 s later a new one replaces it and loads.
+    const frame = await dashboardFrame(page, 60_000);
+    assert.equal(await webviewsLeftToHang(page), 0, 'the first dashboard webview was hung');
+    assert.equal(await page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).count(), 1, 'one dashboard tab');
+    await frame.locator('body').waitFor({ state: 'visible' });
+    const shot = await saveScreenshot(page, 'e2e-foundation-dashboard-replaced');
+    assert.ok(shot.distinctColours > 20, `screenshot ${shot.file} looks blank (${shot.distinctColours} colours)`);
+    await runPaletteCommand(page, 'View: Close Editor');
+  });
+
+  it('after three blank tabs it closes the last and says so, offering Reload Window; opening the dashboard again starts afresh', async () => {
+    await hangNextWebviews(page, 3);
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    const warning = page.locator('.notifications-toasts .notification-list-item', { hasText: 'the dashboard did not load' }).first();
+    await warning.waitFor({ state: 'visible', timeout: 90_000 });
+    // The toast slides in: the screenshot waits until it is whole in the window.
+    await waitFor(
+      async () => {
+        const box = await warning.boundingBox();
+        return box !== null && box.y + box.height <= (page.viewportSize()?.height ?? 0);
+      },
+      { what: 'the warning toast whole in the window', deadlineMs: 10_000 },
+    );
+    assert.ok(await warning.getByRole('button', { name: 'Reload Window' }).isVisible(), 'Reload Window offered');
+    await waitFor(async () => (await page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).count()) === 0, {
+      what: 'the blank dashboard tab closed',
+      deadlineMs: 10_000,
+    });
+    await saveScreenshot(page, 'e2e-foundation-dashboard-did-not-load');
+    assert.equal(await webviewsLeftToHang(page), 0);
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    await dashboardFrame(page, 30_000);
+    await runPaletteCommand(page, 'View: Close Editor');
   });
 });

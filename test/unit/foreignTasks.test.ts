@@ -463,7 +463,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
           assert.equal(out.objective, direct.combined_score);
           assert.deepEqual(withoutTiming(out.metrics), expectedMetrics(direct));
         } else {
-          // Our format's rule: a valid objective is positive (README "Bring your own problem").
+          // Our format's rule: a valid objective is positive (docs/guide.md "Bring your own problem").
           assert.equal(out.status, 'invalid_solution');
         }
         const again = await runCli(['convert', copy], scratch);

@@ -131,7 +131,7 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
       who: 'root',
       channels: WITHOUT_BWRAP_AS_ROOT,
     },
-    // As a user, files in RAM-backed host folders are not held: README, "What each host mode guarantees".
+    // As a user, files in RAM-backed host folders are not held: docs/guide.md "What each host mode guarantees".
     {
       name: 'no bwrap (allowed), as a user without a cgroup',
       options: { ...weak, cgroup: 'off' },
@@ -259,7 +259,7 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
 
   it('as an unprivileged user without bwrap (allowed): memfds, SysV segments and socket buffers are contained by the seccomp launcher', async function () {
     const copy = userCopy(this);
-    // Files in RAM-backed host folders are not held here: README, "What each host mode guarantees".
+    // Files in RAM-backed host folders are not held here: docs/guide.md "What each host mode guarantees".
     const weakArgs = { env: { THETAEVOLVE_ISOLATION: 'fallback' }, args: ['--allow-weak-isolation'] };
     for (const channel of ['memfd', 'shm', 'socket'] as const) {
       const result = await evaluateAsUser(copy, join(copy, `${channel}.py`), filler(channel), weakArgs);

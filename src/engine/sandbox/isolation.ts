@@ -388,7 +388,7 @@ function probeBwrap(
   }
 }
 
-/** What holds the limits where no cgroup can be had (docs: README, "Sandbox"). */
+/** What holds the limits where no cgroup can be had (docs/guide.md "What each host mode guarantees"). */
 const WITHOUT_CGROUP =
   "instead the memory of a sandbox's processes, their memfds and its tmpfs folders is summed every 50 ms (killed past the limit), " +
   'with RLIMIT per process as the floor; in bwrap /dev is read-only, memfds, SysV shared memory and larger socket buffers are refused ' +

@@ -80,7 +80,7 @@ export function pidNamespaceCommand(command: readonly string[], tools: PidNamesp
   ];
 }
 
-/** What holds the limits in the fallback where no cgroup can be had (README, "What each host mode guarantees"). */
+/** What holds the limits in the fallback where no cgroup can be had (docs/guide.md "What each host mode guarantees"). */
 export function fallbackWithoutCgroup(seccomp: boolean, tools: PidNamespaceTools | null): string {
   const parts = [
     "instead the memory of the candidate's processes and their open memfds is summed every 50 ms (killed past the limit), with RLIMIT per process as the floor",

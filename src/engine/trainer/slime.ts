@@ -101,7 +101,7 @@ export function serverRootOf(endpoint: string): string {
 export function slimeGroupSizeAdvice(n: number): string {
   return (
     `start slime with --n-samples-per-prompt ${n} --rollout-task-type thetaevolve, put a generator module slime_plugins/rollout_buffer/generator/thetaevolve_generator.py ` +
-    '(TASK_TYPE = "thetaevolve" and a run_rollout(data) that just returns) beside buffer.py, start slime\'s trainer before this run, and restart it whenever the buffer restarts (README: RL with slime)'
+    '(TASK_TYPE = "thetaevolve" and a run_rollout(data) that just returns) beside buffer.py, start slime\'s trainer before this run, and restart it whenever the buffer restarts (ThetaEvolve docs/guide.md, "Training the model while it evolves (RL)")'
   );
 }
 

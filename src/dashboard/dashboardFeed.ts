@@ -43,6 +43,8 @@ export interface DashboardSink {
   setBest(input: DashboardBestInput | null): void;
   setTrainer(trainer: TrainerView): void;
   setBackend(part: Partial<BackendView>): void;
+  /** The run's source label as it is now (an endpoint pool's servers change). */
+  setSourceLabel(label: string): void;
   /** Feed a whole history at once (a run from disk); an open page gets one snapshot. */
   load(feed: (model: DashboardModel) => void): void;
   /** A notice on the page (a bare model drops it). */
@@ -63,6 +65,7 @@ export function modelSink(model: DashboardModel): DashboardSink {
     setBest: (input) => void model.setBest(input),
     setTrainer: (trainer) => void model.setTrainer(trainer),
     setBackend: (part) => void model.setBackend(part),
+    setSourceLabel: (label) => void model.setSourceLabel(label),
     load: (feed) => feed(model),
     notify: () => undefined,
   };
@@ -220,6 +223,7 @@ export class DashboardFeed {
             ? { jobs: event.jobs.map((job) => ({ text: forDisplay(inferenceJobText(job, event.servers)), up: job.baseURL !== null })) }
             : {}),
         });
+        if (event.label !== undefined) sink.setSourceLabel(forDisplay(event.label));
         return;
       case 'trainer_state':
         sink.setTrainer(trainerView(event.state));

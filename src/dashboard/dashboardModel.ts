@@ -487,6 +487,14 @@ export class DashboardModel {
     return { type: 'backend', backend: this.state.backend };
   }
 
+  /** The run's source as it is now (the servers of a pool join and leave); a page is sent a snapshot only when it changed. */
+  setSourceLabel(label: string): HostMessage | null {
+    const run = this.state.run;
+    if (!run || run.source.label === label) return null;
+    run.source = { ...run.source, label };
+    return this.snapshotMessage();
+  }
+
   setRunState(runState: RunStateView): HostMessage {
     this.state.runState = { ...runState };
     return { type: 'runState', runState: this.state.runState };

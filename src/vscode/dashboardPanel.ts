@@ -145,6 +145,11 @@ export class DashboardHost implements vscode.Disposable {
     this.post(this.model.setBackend(part));
   }
 
+  setSourceLabel(label: string): void {
+    const message = this.model.setSourceLabel(label);
+    if (message) this.post(message);
+  }
+
   setRunState(runState: RunStateView): void {
     this.post(this.model.setRunState(runState));
   }

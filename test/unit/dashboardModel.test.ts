@@ -536,6 +536,33 @@ describe('dashboard data: the SLURM queue and the inference servers', () => {
     assert.equal(page.backend?.servers.length, 2);
   });
 
+  it("keeps the header's source up to date as the pool's servers change (a resubmitted job's server has a new address)", () => {
+    const model = new DashboardModel();
+    const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));
+    model.setRun({
+      runId: 'r',
+      taskName: 't',
+      taskTitle: 'T',
+      direction: 'maximize',
+      targetValue: null,
+      source: { kind: 'llm', label: 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-08:41000/v1)' },
+      batchSize: 2,
+      samplesPerPrompt: 2,
+      resumedFromStep: null,
+    });
+    const label = 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-11:40007/v1)\u001b[31m';
+    feed.handle({ type: 'endpoint_servers', time: 4, servers: [], label }, undefined);
+    assert.equal(model.snapshot().run?.source.label, 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-11:40007/v1)[31m');
+    assert.equal(model.snapshot().run?.source.kind, 'llm');
+    // The page is sent a snapshot only when the label changed.
+    assert.equal(model.setSourceLabel('m at 2 servers (http://gpu-07:41234/v1, http://gpu-11:40007/v1)[31m'), null);
+    const page = reduceDashboardState(
+      emptyDashboardState(),
+      model.setSourceLabel('m at 1 server (http://gpu-07:41234/v1)') ?? assert.fail(),
+    );
+    assert.equal(page.run?.source.label, 'm at 1 server (http://gpu-07:41234/v1)');
+  });
+
   it('shows inference servers run as SLURM jobs: job id, state, node and throughput of each', () => {
     const model = new DashboardModel();
     const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));

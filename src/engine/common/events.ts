@@ -264,6 +264,8 @@ export const EndpointServersEventSchema = z.object({
       lastError: z.string().nullable(),
     }),
   ),
+  /** The pool as the run's source names it now (servers join and leave: a resubmitted job's server has a new address). */
+  label: z.string().optional(),
   /** Inference servers run as SLURM jobs (thetaevolve.slurm.inference.*): each job, whether or not its server is up yet. */
   jobs: z
     .array(

@@ -304,7 +304,7 @@ export class EndpointPool implements ResponseSource {
 
   /** The engine event with every server's share (emit it after each step). */
   serversEvent(time = Date.now()): EndpointServersEvent {
-    return { type: 'endpoint_servers', time, servers: this.serverStats() };
+    return { type: 'endpoint_servers', time, servers: this.serverStats(), label: this.label };
   }
 
   /** Every server is checked; failing ones are taken out. Throws only when none answers, or when they serve different models. */

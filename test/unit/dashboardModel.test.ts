@@ -21,6 +21,7 @@ import { percentile } from '../../src/engine/common/stats';
 import { IN_SANDBOX_TRUST_REASON, OUTCOMES } from '../../src/engine/common/types';
 import {
   type DashboardDatabaseInput,
+  type DashboardRunInput,
   type DashboardStepInput,
   HEAT_EMPTY,
   HEAT_PENALTY,
@@ -33,6 +34,19 @@ import {
 } from '../../src/protocol/dashboardMessages';
 
 type Counts = DashboardStepInput['counts'];
+/** A live run's card input; tests override what they look at. */
+const RUN_INPUT: DashboardRunInput = {
+  runId: 'r',
+  taskName: 't',
+  taskTitle: 'T',
+  direction: 'maximize',
+  targetValue: null,
+  source: { kind: 'llm', label: 'm at s' },
+  batchSize: 2,
+  samplesPerPrompt: 2,
+  resumedFromStep: null,
+};
+
 const zero = (): Counts => Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;
 
 /** A step whose valid combined scores are `scores` (plus fixed penalties and failures). */
@@ -437,17 +451,7 @@ describe('dashboard data: the RL card', () => {
 });
 
 describe('dashboard data: the run card says what the score and the sandbox can be trusted for', () => {
-  const base = {
-    runId: 'r',
-    taskName: 't',
-    taskTitle: 'T',
-    direction: 'maximize' as const,
-    targetValue: null,
-    source: { kind: 'llm' as const, label: 'm at s' },
-    batchSize: 2,
-    samplesPerPrompt: 2,
-    resumedFromStep: null,
-  };
+  const base = RUN_INPUT;
 
   it("a score from another system's folder is marked not protected; a weak sandbox is a warning", () => {
     assert.equal(runView(base).scoreWarning, undefined);
@@ -539,17 +543,7 @@ describe('dashboard data: the SLURM queue and the inference servers', () => {
   it("keeps the header's source up to date as the pool's servers change (a resubmitted job's server has a new address)", () => {
     const model = new DashboardModel();
     const feed = new DashboardFeed(modelSink(model), () => Promise.reject(new Error('no queries in this test')));
-    model.setRun({
-      runId: 'r',
-      taskName: 't',
-      taskTitle: 'T',
-      direction: 'maximize',
-      targetValue: null,
-      source: { kind: 'llm', label: 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-08:41000/v1)' },
-      batchSize: 2,
-      samplesPerPrompt: 2,
-      resumedFromStep: null,
-    });
+    model.setRun({ ...RUN_INPUT, source: { kind: 'llm', label: 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-08:41000/v1)' } });
     const label = 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-11:40007/v1)\u001b[31m';
     feed.handle({ type: 'endpoint_servers', time: 4, servers: [], label }, undefined);
     assert.equal(model.snapshot().run?.source.label, 'm at 2 servers (http://gpu-07:41234/v1, http://gpu-11:40007/v1)[31m');

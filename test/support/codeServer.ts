@@ -170,10 +170,21 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
+/** The last lines each page's frames logged about webviews and their service worker (said when a page never shows). */
+const webviewConsole = new WeakMap<Page, string[]>();
+
 /** Opens the workbench on `folder` and waits until it is ready. */
 export async function openWorkbench(browser: Browser, url: string, folder: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
+  const lines: string[] = [];
+  webviewConsole.set(page, lines);
+  page.on('console', (message) => {
+    const text = message.text();
+    if (!/service ?worker|webview|controller/i.test(text)) return;
+    lines.push(`[${message.type()}] ${text.slice(0, 240)}`);
+    if (lines.length > 30) lines.shift();
+  });
   await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
   // The activity bar and status bar appear once the workbench has restored.
@@ -314,10 +325,19 @@ export async function webviewFrame(
   timeoutMs = 60_000,
 ): Promise<Frame> {
   const started = Date.now();
+  let workersStopped = false;
   for (;;) {
     for (const frame of page.frames()) {
       const marker = await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null);
       if (marker === kind && (await ready(frame).catch(() => false))) return frame;
+    }
+    if (!workersStopped && Date.now() - started > 8_000) {
+      // code-server's webviews share one service-worker scope, and a worker that never finishes an event
+      // keeps every new webview waiting (docs/architecture.md "Webview pages"); the extension opens a blank
+      // page again after 10 s, which starts afresh once the browser's workers are stopped. Said, never silent.
+      workersStopped = true;
+      const stopped = await stopServiceWorkers(page);
+      console.log(`    [e2e] no ${kind} page after 8 s: ${stopped}`);
     }
     if (Date.now() - started > timeoutMs) {
       // What each frame held, so a failure says whether the page never loaded or loaded and never became ready.
@@ -331,9 +351,25 @@ export async function webviewFrame(
           return `${frame.url().slice(0, 100)} (${body})`;
         }),
       );
-      throw new Error(`the ${kind} webview never showed; frames:\n${frames.join('\n')}`);
+      const logged = webviewConsole.get(page) ?? [];
+      throw new Error(
+        `the ${kind} webview never showed; frames:\n${frames.join('\n')}\nwebview console (last ${logged.length}):\n${logged.join('\n')}`,
+      );
     }
     await page.waitForTimeout(500);
+  }
+}
+
+/** Stops every service worker of the page's browser (they start again on the next request); says what it did. */
+async function stopServiceWorkers(page: Page): Promise<string> {
+  try {
+    const session = await page.context().newCDPSession(page);
+    await session.send('ServiceWorker.enable');
+    await session.send('ServiceWorker.stopAllWorkers');
+    await session.detach();
+    return "stopped the browser's service workers";
+  } catch (err) {
+    return `could not stop the browser's service workers: ${String(err).slice(0, 120)}`;
   }
 }
 

@@ -29,7 +29,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
-import type { SchedulerCalls } from '../src/engine/evaluation/slurmCli';
+import { totalSchedulerCalls } from '../src/engine/evaluation/slurmCli';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { percentile } from '../src/engine/common/stats';
 import { loadTask } from '../src/engine/task/task';
@@ -112,10 +112,6 @@ async function noOpArray(cluster: SlurmCluster, folder: string, count: number, e
   return performance.now() - started;
 }
 
-function totalCalls(calls: SchedulerCalls): number {
-  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct + calls.sinfo;
-}
-
 async function main(): Promise<void> {
   const unavailable = slurmUnavailableReason();
   if (unavailable) throw new Error(`bench slurm-step-overhead needs a SLURM test cluster: ${unavailable}`);
@@ -178,7 +174,7 @@ async function main(): Promise<void> {
       };
       // A floor's sbatch is issued when the step's would be: the step reaches its sbatch that long after it starts.
       const floorAfter = (): number => percentile(submitOffsets, 50);
-      const before = totalCalls(onSlurm.calls);
+      const before = totalSchedulerCalls(onSlurm.calls);
       // Rotate the order so drift hits all alike.
       const runs = [
         async () => localTimes.push(await step((code) => local.evaluate(code), CANDIDATES)),
@@ -210,11 +206,11 @@ async function main(): Promise<void> {
         },
       ];
       for (let k = 0; k < runs.length; k++) await (runs[(k + round) % runs.length] as () => Promise<void>)();
-      callsPerStep.push(totalCalls(onSlurm.calls) - before);
+      callsPerStep.push(totalSchedulerCalls(onSlurm.calls) - before);
     }
-    const beforeFew = totalCalls(onSlurm.calls);
+    const beforeFew = totalSchedulerCalls(onSlurm.calls);
     const fewMs = await step((code) => onSlurm.evaluate(code), FEW_CANDIDATES);
-    const fewCalls = totalCalls(onSlurm.calls) - beforeFew;
+    const fewCalls = totalSchedulerCalls(onSlurm.calls) - beforeFew;
 
     const localMs = percentile(localTimes, 50);
     const slurmMs = percentile(slurmTimes, 50);

@@ -39,11 +39,7 @@ export class CompareRunsHost implements vscode.Disposable {
   private readonly loadWatch = new WebviewLoadWatch({
     what: 'Compare Runs',
     reloadsWhenShown: false,
-    replace: (panel, column) => {
-      if (this.panel === panel) this.panel = undefined;
-      panel.dispose();
-      this.show(this.files, column);
-    },
+    reopen: (column) => this.show(this.files, column),
   });
 
   constructor(

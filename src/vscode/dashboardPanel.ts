@@ -55,14 +55,7 @@ export class DashboardHost implements vscode.Disposable {
   private readonly loadWatch = new WebviewLoadWatch({
     what: 'the dashboard',
     reloadsWhenShown: true,
-    replace: (panel, column) => {
-      if (this.panel === panel) {
-        this.panel = undefined;
-        this.detach();
-      }
-      panel.dispose();
-      this.show(column);
-    },
+    reopen: (column) => this.show(column),
   });
 
   constructor(

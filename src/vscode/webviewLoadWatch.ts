@@ -20,8 +20,8 @@ export interface WebviewLoadWatchOptions {
   what: string;
   /** The page reloads each time its hidden panel is shown again (retainContextWhenHidden off), saying `ready` again. */
   reloadsWhenShown: boolean;
-  /** Dispose the panel and open a new one in `column`. */
-  replace(panel: vscode.WebviewPanel, column: vscode.ViewColumn | undefined): void;
+  /** Open a new panel in `column`; the old one is disposed already (its owner's onDidDispose ran within dispose()). */
+  reopen(column: vscode.ViewColumn | undefined): void;
 }
 
 export class WebviewLoadWatch implements vscode.Disposable {
@@ -91,7 +91,8 @@ export class WebviewLoadWatch implements vscode.Disposable {
       );
       const column = panel.viewColumn;
       this.release();
-      this.options.replace(panel, column);
+      panel.dispose();
+      this.options.reopen(column);
       return;
     }
     log().error(`${this.options.what}: the page did not load after ${MAX_REPLACEMENTS + 1} tries; closed its blank tab`);

@@ -6,6 +6,7 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
 import type { Task } from '../task/task';
 import type { EvaluationBackend } from './backend';
 import { SlurmEvaluator, type SlurmQueueStats } from './slurm';
+import { totalSchedulerCalls } from './slurmCli';
 import { type SlurmSettings, slurmOptionsFromSettings } from './slurmSettings';
 
 export type { EvaluateOptions, EvaluationBackend, EvaluationBackendKind } from './backend';
@@ -69,6 +70,6 @@ export function evaluationQueueEvent(queue: SlurmQueueStats, time = Date.now()):
     time,
     backend: 'slurm',
     ...counts,
-    schedulerCalls: calls.sbatch + calls.squeue + calls.scancel + calls.sacct + calls.sinfo,
+    schedulerCalls: totalSchedulerCalls(calls),
   };
 }

@@ -90,6 +90,11 @@ export interface SchedulerCalls {
   sinfo: number;
 }
 
+/** Every call to the scheduler's tools, whichever tool (the queue event and the bench count this). */
+export function totalSchedulerCalls(calls: SchedulerCalls): number {
+  return calls.sbatch + calls.squeue + calls.scancel + calls.sacct + calls.sinfo;
+}
+
 /** How a finished job ended, as accounting (sacct) remembers it. */
 export interface AccountingEntry {
   id: string;

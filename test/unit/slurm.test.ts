@@ -143,10 +143,11 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
   }
 
   it('evaluates a program as a SLURM job with the same result as the local sandbox, and reports the node', async () => {
-    // A long poll interval: results are picked up from done/ between polls, with no squeue at all.
+    // A long poll interval: results are picked up from done/ between polls, with no squeue at all. A long gather window:
+    // the three are one burst however slowly a loaded host stages them (the wave goes once none is still staging).
     let reportedAllDone: (queue: SlurmQueueStats) => void = () => undefined;
     const allDone = new Promise<SlurmQueueStats>((r) => (reportedAllDone = r));
-    const evaluator = await start('same-result', { pollSeconds: 30, onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined) });
+    const evaluator = await start('same-result', { pollSeconds: 30, gatherMs: 30_000, onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined) });
     const squeueAtStart = evaluator.calls.squeue;
     assert.equal(evaluator.kind, 'slurm');
     assert.equal(evaluator.isolation.kind, 'bwrap');
@@ -198,7 +199,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
   it('packs candidates several to a job: each in its own sandbox, results as the local ones, each picked up as it lands', async () => {
     // A long poll interval: only done/ brings results back before the jobs end.
     // A runtime limit of 10 s (local and on the nodes alike) for the candidate that runs into it.
-    const evaluator = await start('packed', { candidatesPerJob: 4, pollSeconds: 30, runtimeLimitSec: 10 });
+    const evaluator = await start('packed', { candidatesPerJob: 4, pollSeconds: 30, gatherMs: 30_000, runtimeLimitSec: 10 });
     assert.equal(evaluator.candidatesPerJob(), 4);
     const kinds = [
       task.initialProgram,

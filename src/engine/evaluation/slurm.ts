@@ -148,6 +148,8 @@ export class SlurmEvaluator implements EvaluationBackend {
   private gatherStartedAt: number | null = null;
   /** The armed submit is a retry after sbatch failed: new candidates do not bring it forward. */
   private submitIsRetry = false;
+  /** Candidates whose files are still being written: the burst is not over while one is (a loaded host can stage slower than QUIET_MS). */
+  private candidatesStaging = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private doneTimer: NodeJS.Timeout | null = null;
   private cancelScheduled = false;
@@ -266,17 +268,20 @@ export class SlurmEvaluator implements EvaluationBackend {
         signal.addEventListener('abort', onAbort, { once: true });
         candidate.detach = () => signal.removeEventListener('abort', onAbort);
       }
+      this.candidatesStaging++;
       void (async () => {
         try {
           await mkdir(dir);
           await writeFile(join(dir, `program.${this.task.language}`), code, { mode: 0o644 });
         } catch (err) {
+          this.candidatesStaging--;
           this.finish(
             candidate,
             failedResult(`the candidate could not be staged in ${dir}: ${errorMessage(err)}`, performance.now() - calledAt),
           );
           return;
         }
+        this.candidatesStaging--;
         if (candidate.cancelRequested || this.closing) {
           this.finish(candidate, cancelledResult());
           return;
@@ -347,12 +352,17 @@ export class SlurmEvaluator implements EvaluationBackend {
     this.pollTimer = null;
   }
 
-  /** A candidate was staged: its wave goes once its burst is over (QUIET_MS without another), at the latest gatherMs after the burst began. */
+  /**
+   * A candidate was staged: its wave goes once its burst is over (none still
+   * being staged, and QUIET_MS without another), at the latest gatherMs after
+   * the burst began.
+   */
   private candidateStaged(): void {
     if (this.closing || (this.submitTimer && this.submitIsRetry)) return;
     const now = performance.now();
     this.gatherStartedAt ??= now;
-    const due = Math.min(this.gatherStartedAt + this.gatherMs, now + Math.min(QUIET_MS, this.gatherMs));
+    const latest = this.gatherStartedAt + this.gatherMs;
+    const due = this.candidatesStaging > 0 ? latest : Math.min(latest, now + Math.min(QUIET_MS, this.gatherMs));
     if (this.submitTimer) clearTimeout(this.submitTimer);
     this.submitTimer = null;
     this.scheduleSubmit(due - now);

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
+import { inlineScriptText, inlineStyleText } from '../engine/common/inlineElementText';
 import { EMBEDDED_COMPARISON_ID, type RunComparison } from '../engine/common/runComparison';
 import { InputError } from './io';
 
@@ -69,9 +70,6 @@ const REPORT_THEME = `
 export function reportHtml(comparison: RunComparison, assets: ReportAssets): string {
   const nonce = randomBytes(16).toString('base64');
   const title = `ThetaEvolve report: ${comparison.runs.map((r) => r.label).join(' vs ')}`;
-  // A script element ends at the first "</script" whatever surrounds it.
-  const script = assets.script.replace(/<\/(script)/gi, '<\\/$1');
-  const style = assets.style.replace(/<\/(style)/gi, '<\\/$1');
   return [
     '<!DOCTYPE html>',
     '<html lang="en">',
@@ -80,12 +78,12 @@ export function reportHtml(comparison: RunComparison, assets: ReportAssets): str
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'">`,
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${escapeHtml(title)}</title>`,
-    `<style nonce="${nonce}">${REPORT_THEME}\n${style}</style>`,
+    `<style nonce="${nonce}">${REPORT_THEME}\n${inlineStyleText(assets.style)}</style>`,
     '</head>',
     '<body>',
     '<main id="app"></main>',
     `<script type="application/json" id="${EMBEDDED_COMPARISON_ID}">${jsonForScript(comparison)}</script>`,
-    `<script nonce="${nonce}">${script}</script>`,
+    `<script nonce="${nonce}">${inlineScriptText(assets.script)}</script>`,
     '</body>',
     '</html>',
     '',

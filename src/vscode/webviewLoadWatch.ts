@@ -6,7 +6,10 @@
 // is the desktop form): the tab stays blank and the page's script never runs.
 // A page that has not said `ready` after READY_WAIT_MS visible is therefore
 // replaced by a new panel in the same column, twice at most; then its blank
-// tab is closed and the user told, with Reload Window offered.
+// tab is closed and the user told, with Reload Window offered. The last try
+// waits longer: a fetch of another webview that closed mid-load holds the
+// shared worker for VS Code's 30 s resource timeout, and no new webview
+// starts before (our own pages fetch nothing: webviewPage.ts).
 import * as vscode from 'vscode';
 import { log } from './log';
 
@@ -14,6 +17,8 @@ import { log } from './log';
 export const READY_WAIT_MS = 10_000;
 /** Replacements before giving up (each a new webview, so a new worker registration). */
 export const MAX_REPLACEMENTS = 2;
+/** The last replacement's wait: the tries together outlast the 30 s a held fetch keeps new webviews waiting. */
+export const LAST_TRY_WAIT_MS = 20_000;
 
 export interface WebviewLoadWatchOptions {
   /** The page as the user calls it, for the log and the warning ("the dashboard"). */
@@ -79,11 +84,15 @@ export class WebviewLoadWatch implements vscode.Disposable {
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       if (this.panel === panel && panel.visible && !this.ready) this.expired(panel);
-    }, READY_WAIT_MS);
+    }, this.waitMs());
+  }
+
+  private waitMs(): number {
+    return this.replacements < MAX_REPLACEMENTS ? READY_WAIT_MS : LAST_TRY_WAIT_MS;
   }
 
   private expired(panel: vscode.WebviewPanel): void {
-    const seconds = READY_WAIT_MS / 1000;
+    const seconds = this.waitMs() / 1000;
     if (this.replacements < MAX_REPLACEMENTS) {
       this.replacements++;
       log().warn(

@@ -54,6 +54,31 @@ describe('foundation (code-server + Chromium)', () => {
       top.thetaevolveHangWebviews--;
       navigator.serviceWorker.register = () => new Promise<ServiceWorkerRegistration>(() => undefined);
     });
+    // Every resource a webview's service worker asks its host frame for is counted, and the next `thetaevolveDropLoads`
+    // webviews' are never answered (as when the tab closes mid-load): VS Code's worker then holds the fetch for 30 s.
+    await page.addInitScript(() => {
+      if (!location.pathname.endsWith('/webview/browser/pre/index.html') || window.top === window) return;
+      const top = window.top as unknown as { thetaevolveResourceLoads?: string[]; thetaevolveDropLoads?: number } | null;
+      if (!top) return;
+      const drop = (top.thetaevolveDropLoads ?? 0) > 0;
+      if (drop) top.thetaevolveDropLoads = (top.thetaevolveDropLoads ?? 1) - 1;
+      const worker = navigator.serviceWorker;
+      const add = worker.addEventListener.bind(worker);
+      worker.addEventListener = ((type: string, listener: (e: Event) => void, options?: boolean | AddEventListenerOptions) => {
+        if (type !== 'message') return add(type, listener, options);
+        return add(
+          'message',
+          (e: MessageEvent<{ channel?: string; path?: string } | null>) => {
+            if (e.data?.channel === 'load-resource') {
+              (top.thetaevolveResourceLoads ??= []).push(`${drop ? 'dropped' : 'answered'} ${e.data.path ?? ''}`);
+              if (drop) return;
+            }
+            listener(e);
+          },
+          options,
+        );
+      }) as typeof worker.addEventListener;
+    });
   });
 
   after(async () => {
@@ -84,6 +109,30 @@ describe('foundation (code-server + Chromium)', () => {
     await page.getByText('No runs yet').first().waitFor({ state: 'visible', timeout: 30_000 });
     const shot = await saveScreenshot(page, 'e2e-foundation-view');
     assert.ok(shot.distinctColours > 20, `screenshot ${shot.file} looks blank (${shot.distinctColours} colours)`);
+  });
+
+  it('the dashboard fetches nothing through the webview service worker, so one closed while it loads holds up no later webview', async () => {
+    // Were the page's script and style fetched, the first tab's fetches would stay unanswered: closed, it would leave
+    // VS Code's worker holding them for 30 s, and no dashboard opened meanwhile would start (seen: the next showed after 29.6 s).
+    await page.evaluate(() => {
+      const top = window as unknown as { thetaevolveResourceLoads?: string[]; thetaevolveDropLoads?: number };
+      top.thetaevolveResourceLoads = [];
+      top.thetaevolveDropLoads = 1;
+    });
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    // Closed as soon as its tab is there (the new webview takes the focus from the palette, so not through the palette).
+    const tab = page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' });
+    await tab.locator('.tab-actions .action-label').first().click();
+    await waitFor(async () => (await tab.count()) === 0, { what: 'the first dashboard tab closed', deadlineMs: 10_000 });
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    // Well within the 30 s a held fetch would cost.
+    await dashboardFrame(page, 20_000);
+    const loads = await page.evaluate(() => (window as unknown as { thetaevolveResourceLoads?: string[] }).thetaevolveResourceLoads ?? []);
+    assert.deepEqual(loads, [], 'resources the webviews asked VS Code for');
+    await page.evaluate(() => {
+      (window as unknown as { thetaevolveDropLoads?: number }).thetaevolveDropLoads = 0;
+    });
+    await runPaletteCommand(page, 'View: Close Editor');
   });
 
   it('a dashboard tab VS Code never starts is opened again in its place, and the page shows', async () => {

@@ -147,7 +147,11 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     // the three are one burst however slowly a loaded host stages them (the wave goes once none is still staging).
     let reportedAllDone: (queue: SlurmQueueStats) => void = () => undefined;
     const allDone = new Promise<SlurmQueueStats>((r) => (reportedAllDone = r));
-    const evaluator = await start('same-result', { pollSeconds: 30, gatherMs: 30_000, onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined) });
+    const evaluator = await start('same-result', {
+      pollSeconds: 30,
+      gatherMs: 30_000,
+      onQueue: (q) => (q.done === 3 ? reportedAllDone(q) : undefined),
+    });
     const squeueAtStart = evaluator.calls.squeue;
     assert.equal(evaluator.kind, 'slurm');
     assert.equal(evaluator.isolation.kind, 'bwrap');

@@ -332,12 +332,12 @@ export async function webviewFrame(
       if (marker === kind && (await ready(frame).catch(() => false))) return frame;
     }
     if (!workersStopped && Date.now() - started > 8_000) {
-      // code-server's webviews share one service-worker scope, and a worker that never finishes an event
-      // keeps every new webview waiting (docs/architecture.md "Webview pages"); the extension opens a blank
-      // page again after 10 s, which starts afresh once the browser's workers are stopped. Said, never silent.
+      // code-server's webviews share one service-worker scope, and a webview can wait on it for good
+      // (docs/architecture.md "Webview pages"); the extension opens a blank page again after 10 s. Before that,
+      // the webview workers' state is printed (so a recurrence says where it stuck), their registration dropped
+      // and the browser's workers stopped, so the next page starts afresh. Said, never silent.
       workersStopped = true;
-      const stopped = await stopServiceWorkers(page);
-      console.log(`    [e2e] no ${kind} page after 8 s: ${stopped}`);
+      console.log(`    [e2e] no ${kind} page after 8 s: ${await resetWebviewWorkers(page)}`);
     }
     if (Date.now() - started > timeoutMs) {
       // What each frame held, so a failure says whether the page never loaded or loaded and never became ready.
@@ -360,17 +360,50 @@ export async function webviewFrame(
   }
 }
 
-/** Stops every service worker of the page's browser (they start again on the next request); says what it did. */
-async function stopServiceWorkers(page: Page): Promise<string> {
+/** The webview frames and workers as they stand, then VS Code's webview worker registrations dropped and every worker stopped. */
+async function resetWebviewWorkers(page: Page): Promise<string> {
+  const frames = page.frames().filter((f) => f.url().includes('/webview/browser/pre/'));
+  const said = [`${frames.length} webview host frame(s)`];
+  try {
+    // No named functions inside: the test's TypeScript loader would wrap them in a helper the page lacks.
+    const registrations = await page.evaluate(async () => {
+      const all = await Promise.race([
+        navigator.serviceWorker.getRegistrations(),
+        new Promise<null>((r) => setTimeout(() => r(null), 5_000)),
+      ]);
+      if (!all) return ['getRegistrations did not answer within 5 s'];
+      const lines: string[] = [];
+      for (const r of all) {
+        const workers = (['active', 'waiting', 'installing'] as const).map((k) => {
+          const w = r[k];
+          const url = w ? new URL(w.scriptURL) : null;
+          return `${k} ${w && url ? `${w.state} ${url.searchParams.get('id')?.slice(0, 8) ?? url.pathname.split('/').pop()}` : '-'}`;
+        });
+        lines.push(`${new URL(r.scope).pathname.split('/').slice(-4).join('/')}: ${workers.join(', ')}`);
+        if (r.scope.endsWith('/webview/browser/pre/')) {
+          const dropped = await Promise.race([
+            r.unregister(),
+            new Promise<string>((res) => setTimeout(() => res('no answer in 5 s'), 5_000)),
+          ]);
+          lines.push(`  unregistered: ${String(dropped)}`);
+        }
+      }
+      return lines;
+    });
+    said.push(...registrations);
+  } catch (err) {
+    said.push(`registrations unreadable: ${String(err).slice(0, 120)}`);
+  }
   try {
     const session = await page.context().newCDPSession(page);
     await session.send('ServiceWorker.enable');
     await session.send('ServiceWorker.stopAllWorkers');
     await session.detach();
-    return "stopped the browser's service workers";
+    said.push("stopped the browser's service workers");
   } catch (err) {
-    return `could not stop the browser's service workers: ${String(err).slice(0, 120)}`;
+    said.push(`could not stop the browser's service workers: ${String(err).slice(0, 120)}`);
   }
+  return said.join('\n      ');
 }
 
 /** The dashboard page's frame, once it has the host's first snapshot (not its saved or empty state). */

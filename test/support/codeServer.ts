@@ -334,8 +334,9 @@ export async function webviewFrame(
     if (!workersStopped && Date.now() - started > 8_000) {
       // code-server's webviews share one service-worker scope, and a webview can wait on it for good
       // (docs/architecture.md "Webview pages"); the extension opens a blank page again after 10 s. Before that,
-      // the webview workers' state is printed (so a recurrence says where it stuck), their registration dropped
-      // and the browser's workers stopped, so the next page starts afresh. Said, never silent.
+      // the webview frames' and workers' state is printed (so a recurrence says where it stuck), every worker
+      // registration of the origin cleared (VS Code's and code-server's own) and the browser's workers stopped,
+      // so the next page starts afresh. Said, never silent.
       workersStopped = true;
       console.log(`    [e2e] no ${kind} page after 8 s: ${await resetWebviewWorkers(page)}`);
     }
@@ -360,10 +361,22 @@ export async function webviewFrame(
   }
 }
 
-/** The webview frames and workers as they stand, then VS Code's webview worker registrations dropped and every worker stopped. */
+/** The webview frames and workers as they stand, then every worker registration of the origin cleared and every worker stopped. */
 async function resetWebviewWorkers(page: Page): Promise<string> {
   const frames = page.frames().filter((f) => f.url().includes('/webview/browser/pre/'));
   const said = [`${frames.length} webview host frame(s)`];
+  for (const frame of frames) {
+    const state = await Promise.race([
+      frame
+        .evaluate(
+          () =>
+            `${document.readyState}, controller ${navigator.serviceWorker.controller ? (new URL(navigator.serviceWorker.controller.scriptURL).searchParams.get('id')?.slice(0, 8) ?? navigator.serviceWorker.controller.scriptURL.split('/').pop()) : 'none'}`,
+        )
+        .catch((err: unknown) => `unreadable: ${String(err).slice(0, 80)}`),
+      new Promise<string>((r) => setTimeout(() => r('no answer in 3 s'), 3_000)),
+    ]);
+    said.push(`frame ${new URL(frame.url()).searchParams.get('id')?.slice(0, 8) ?? '?'}: ${state}`);
+  }
   try {
     // No named functions inside: the test's TypeScript loader would wrap them in a helper the page lacks.
     const registrations = await page.evaluate(async () => {
@@ -380,13 +393,6 @@ async function resetWebviewWorkers(page: Page): Promise<string> {
           return `${k} ${w && url ? `${w.state} ${url.searchParams.get('id')?.slice(0, 8) ?? url.pathname.split('/').pop()}` : '-'}`;
         });
         lines.push(`${new URL(r.scope).pathname.split('/').slice(-4).join('/')}: ${workers.join(', ')}`);
-        if (r.scope.endsWith('/webview/browser/pre/')) {
-          const dropped = await Promise.race([
-            r.unregister(),
-            new Promise<string>((res) => setTimeout(() => res('no answer in 5 s'), 5_000)),
-          ]);
-          lines.push(`  unregistered: ${String(dropped)}`);
-        }
       }
       return lines;
     });
@@ -394,15 +400,30 @@ async function resetWebviewWorkers(page: Page): Promise<string> {
   } catch (err) {
     said.push(`registrations unreadable: ${String(err).slice(0, 120)}`);
   }
-  try {
-    const session = await page.context().newCDPSession(page);
-    await session.send('ServiceWorker.enable');
-    await session.send('ServiceWorker.stopAllWorkers');
-    await session.detach();
-    said.push("stopped the browser's service workers");
-  } catch (err) {
-    said.push(`could not stop the browser's service workers: ${String(err).slice(0, 120)}`);
-  }
+  // Through the DevTools protocol, each step bounded: once, a webview registration's own unregister() never answered.
+  const session = await page.context().newCDPSession(page);
+  const bounded = async (what: string, step: Promise<unknown>): Promise<void> => {
+    const outcome = await Promise.race([
+      step.then(
+        () => 'done',
+        (err: unknown) => `failed: ${String(err).slice(0, 120)}`,
+      ),
+      new Promise<string>((r) => setTimeout(() => r('no answer in 5 s'), 5_000)),
+    ]);
+    said.push(`${what}: ${outcome}`);
+  };
+  await bounded(
+    'cleared every service worker registration of the origin',
+    session.send('Storage.clearDataForOrigin', { origin: new URL(page.url()).origin, storageTypes: 'service_workers' }),
+  );
+  await bounded(
+    "stopped the browser's service workers",
+    (async () => {
+      await session.send('ServiceWorker.enable');
+      await session.send('ServiceWorker.stopAllWorkers');
+    })(),
+  );
+  await session.detach().catch(() => undefined);
   return said.join('\n      ');
 }
 

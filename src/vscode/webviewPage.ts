@@ -14,14 +14,14 @@ import { readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { inlineScriptText, inlineStyleText } from '../engine/common/inlineElementText';
 
-/** Bundles read once per extension host: they change only with the extension. */
+/** Bundles read and escaped for their element once per extension host: they change only with the extension. */
 const assets = new Map<string, string>();
 
-function asset(root: vscode.Uri, file: string): string {
+function asset(root: vscode.Uri, file: string, escape: (text: string) => string): string {
   const path = vscode.Uri.joinPath(root, file).fsPath;
   let text = assets.get(path);
   if (text === undefined) {
-    text = readFileSync(path, 'utf8');
+    text = escape(readFileSync(path, 'utf8'));
     assets.set(path, text);
   }
   return text;
@@ -38,8 +38,8 @@ function withSourceMapUrl(text: string, webview: vscode.Webview, root: vscode.Ur
 /** The page `<name>.js` and `<name>.css` under `root` (dist/webview), titled `title`. */
 export function webviewPageHtml(webview: vscode.Webview, root: vscode.Uri, name: string, title: string): string {
   const nonce = randomBytes(18).toString('base64url');
-  const script = inlineScriptText(withSourceMapUrl(asset(root, `${name}.js`), webview, root));
-  const style = inlineStyleText(withSourceMapUrl(asset(root, `${name}.css`), webview, root));
+  const script = withSourceMapUrl(asset(root, `${name}.js`, inlineScriptText), webview, root);
+  const style = withSourceMapUrl(asset(root, `${name}.css`, inlineStyleText), webview, root);
   const csp = [
     "default-src 'none'",
     `img-src ${webview.cspSource} data:`,

@@ -361,68 +361,51 @@ export async function webviewFrame(
   }
 }
 
+/** What `step` said, that it failed, or that it did not answer within 5 s (a wedged browser may never answer). */
+function outcomeWithin(step: Promise<string>): Promise<string> {
+  return Promise.race([
+    step.catch((err: unknown) => `failed: ${String(err).slice(0, 120)}`),
+    new Promise<string>((r) => setTimeout(() => r('no answer in 5 s'), 5_000)),
+  ]);
+}
+
 /** The webview frames and workers as they stand, then every worker registration of the origin cleared and every worker stopped. */
 async function resetWebviewWorkers(page: Page): Promise<string> {
   const frames = page.frames().filter((f) => f.url().includes('/webview/browser/pre/'));
   const said = [`${frames.length} webview host frame(s)`];
   for (const frame of frames) {
-    const state = await Promise.race([
-      frame
-        .evaluate(
-          () =>
-            `${document.readyState}, controller ${navigator.serviceWorker.controller ? (new URL(navigator.serviceWorker.controller.scriptURL).searchParams.get('id')?.slice(0, 8) ?? navigator.serviceWorker.controller.scriptURL.split('/').pop()) : 'none'}`,
-        )
-        .catch((err: unknown) => `unreadable: ${String(err).slice(0, 80)}`),
-      new Promise<string>((r) => setTimeout(() => r('no answer in 3 s'), 3_000)),
-    ]);
+    const state = await outcomeWithin(
+      frame.evaluate(
+        () =>
+          `${document.readyState}, controller ${navigator.serviceWorker.controller ? (new URL(navigator.serviceWorker.controller.scriptURL).searchParams.get('id')?.slice(0, 8) ?? navigator.serviceWorker.controller.scriptURL.split('/').pop()) : 'none'}`,
+      ),
+    );
     said.push(`frame ${new URL(frame.url()).searchParams.get('id')?.slice(0, 8) ?? '?'}: ${state}`);
   }
-  try {
-    // No named functions inside: the test's TypeScript loader would wrap them in a helper the page lacks.
-    const registrations = await page.evaluate(async () => {
-      const all = await Promise.race([
-        navigator.serviceWorker.getRegistrations(),
-        new Promise<null>((r) => setTimeout(() => r(null), 5_000)),
-      ]);
-      if (!all) return ['getRegistrations did not answer within 5 s'];
-      const lines: string[] = [];
-      for (const r of all) {
-        const workers = (['active', 'waiting', 'installing'] as const).map((k) => {
-          const w = r[k];
-          const url = w ? new URL(w.scriptURL) : null;
-          return `${k} ${w && url ? `${w.state} ${url.searchParams.get('id')?.slice(0, 8) ?? url.pathname.split('/').pop()}` : '-'}`;
-        });
-        lines.push(`${new URL(r.scope).pathname.split('/').slice(-4).join('/')}: ${workers.join(', ')}`);
-      }
-      return lines;
-    });
-    said.push(...registrations);
-  } catch (err) {
-    said.push(`registrations unreadable: ${String(err).slice(0, 120)}`);
-  }
+  // No named functions inside: the test's TypeScript loader would wrap them in a helper the page lacks.
+  const registrations = page.evaluate(async () => {
+    const lines: string[] = [];
+    for (const r of await navigator.serviceWorker.getRegistrations()) {
+      const workers = (['active', 'waiting', 'installing'] as const).map((k) => {
+        const w = r[k];
+        const url = w ? new URL(w.scriptURL) : null;
+        return `${k} ${w && url ? `${w.state} ${url.searchParams.get('id')?.slice(0, 8) ?? url.pathname.split('/').pop()}` : '-'}`;
+      });
+      lines.push(`${new URL(r.scope).pathname.split('/').slice(-4).join('/')}: ${workers.join(', ')}`);
+    }
+    return lines.join('\n      ');
+  });
+  said.push(`registrations: ${await outcomeWithin(registrations)}`);
   // Through the DevTools protocol, each step bounded: once, a webview registration's own unregister() never answered.
   const session = await page.context().newCDPSession(page);
-  const bounded = async (what: string, step: Promise<unknown>): Promise<void> => {
-    const outcome = await Promise.race([
-      step.then(
-        () => 'done',
-        (err: unknown) => `failed: ${String(err).slice(0, 120)}`,
-      ),
-      new Promise<string>((r) => setTimeout(() => r('no answer in 5 s'), 5_000)),
-    ]);
-    said.push(`${what}: ${outcome}`);
-  };
-  await bounded(
-    'cleared every service worker registration of the origin',
-    session.send('Storage.clearDataForOrigin', { origin: new URL(page.url()).origin, storageTypes: 'service_workers' }),
-  );
-  await bounded(
-    "stopped the browser's service workers",
-    (async () => {
-      await session.send('ServiceWorker.enable');
-      await session.send('ServiceWorker.stopAllWorkers');
-    })(),
-  );
+  const cleared = session.send('Storage.clearDataForOrigin', { origin: new URL(page.url()).origin, storageTypes: 'service_workers' });
+  said.push(`cleared every service worker registration of the origin: ${await outcomeWithin(cleared.then(() => 'done'))}`);
+  const stopped = (async () => {
+    await session.send('ServiceWorker.enable');
+    await session.send('ServiceWorker.stopAllWorkers');
+    return 'done';
+  })();
+  said.push(`stopped the browser's service workers: ${await outcomeWithin(stopped)}`);
   await session.detach().catch(() => undefined);
   return said.join('\n      ');
 }

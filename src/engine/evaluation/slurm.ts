@@ -274,14 +274,14 @@ export class SlurmEvaluator implements EvaluationBackend {
           await mkdir(dir);
           await writeFile(join(dir, `program.${this.task.language}`), code, { mode: 0o644 });
         } catch (err) {
-          this.candidatesStaging--;
           this.finish(
             candidate,
             failedResult(`the candidate could not be staged in ${dir}: ${errorMessage(err)}`, performance.now() - calledAt),
           );
           return;
+        } finally {
+          this.candidatesStaging--;
         }
-        this.candidatesStaging--;
         if (candidate.cancelRequested || this.closing) {
           this.finish(candidate, cancelledResult());
           return;

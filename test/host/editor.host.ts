@@ -486,9 +486,9 @@ describe('editor: task picker', () => {
   });
 
   it('lists each evaluator of an OpenEvolve folder that has several, as a task of its program, and runs the one picked', async () => {
-    const dir = join(folder, 'kissing-phases');
+    const dir = join(folder, 'code-phases');
     rmSync(dir, { recursive: true, force: true });
-    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'kissing_number'), dir, { recursive: true });
+    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'binary_code'), dir, { recursive: true });
     cpSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
     const program = vscode.Uri.file(join(dir, 'initial_program.py'));
     const ofFolder = (await listTaskChoices(extension().extensionPath, undefined, program)).filter((c) => c.taskFile.startsWith(dir));
@@ -521,8 +521,8 @@ describe('editor: task picker', () => {
     const specDir = join(folder, 'funsearch-spec');
     rmSync(specDir, { recursive: true, force: true });
     mkdirSync(specDir, { recursive: true });
-    const spec = join(specDir, 'cap_set.py');
-    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'funsearch', 'cap_set.py'), spec);
+    const spec = join(specDir, 'sum_free.py');
+    cpSync(join(REPO_ROOT, 'test', 'fixtures', 'funsearch', 'sum_free.py'), spec);
     await vscode.window.showTextDocument(vscode.Uri.file(spec));
     // Asked first: cancelling the question writes nothing.
     const cancelled = Promise.resolve(vscode.commands.executeCommand('thetaevolve.newTaskForFile'));
@@ -537,7 +537,7 @@ describe('editor: task picker', () => {
       { what: 'the inputs question, cancelled', deadlineMs: 30_000 },
     );
     assert.equal(await cancelled, null);
-    assert.deepEqual(readdirSync(specDir), ['cap_set.py']);
+    assert.deepEqual(readdirSync(specDir), ['sum_free.py']);
 
     // Answered (the inputs as a keybinding could offer them, then the first reduction): the folder in OpenEvolve's layout.
     await vscode.window.showTextDocument(vscode.Uri.file(spec));
@@ -554,16 +554,16 @@ describe('editor: task picker', () => {
       { what: 'the questions answered', deadlineMs: 30_000 },
     );
     const result = (await written) as { taskFile: string; evaluatorFile: string | null } | null;
-    assert.equal(result?.taskFile, join(specDir, 'cap_set', 'evaluator.py'));
-    const settings = JSON.parse(readFileSync(join(specDir, 'cap_set', 'funsearch.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(result?.taskFile, join(specDir, 'sum_free', 'evaluator.py'));
+    const settings = JSON.parse(readFileSync(join(specDir, 'sum_free', 'funsearch.json'), 'utf8')) as Record<string, unknown>;
     assert.deepEqual(settings.inputs, [3, 4]);
     assert.equal(settings.reduce, 'last', "FunSearch's own reduction, offered first");
-    assert.match(readFileSync(join(specDir, 'cap_set', 'initial_program.py'), 'utf8'), /EVOLVE-BLOCK-START/);
+    assert.match(readFileSync(join(specDir, 'sum_free', 'initial_program.py'), 'utf8'), /EVOLVE-BLOCK-START/);
     // The program it opened has the converted folder as its task.
-    const converted = vscode.Uri.file(join(specDir, 'cap_set', 'initial_program.py'));
+    const converted = vscode.Uri.file(join(specDir, 'sum_free', 'initial_program.py'));
     const choices = await listTaskChoices(extension().extensionPath, undefined, converted);
     assert.ok(
-      choices.some((c) => c.taskFile.startsWith(join(specDir, 'cap_set')) && c.summary?.initialProgramPath === converted.fsPath),
+      choices.some((c) => c.taskFile.startsWith(join(specDir, 'sum_free')) && c.summary?.initialProgramPath === converted.fsPath),
       JSON.stringify(choices.map((c) => c.taskFile)),
     );
   });

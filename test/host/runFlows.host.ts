@@ -567,7 +567,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         // An OpenEvolve folder whose program has no markers (as two public ones have none).
         const dir = join(workspaceDir(), 'flows-whole');
         rmSync(dir, { recursive: true, force: true });
-        cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'kissing_number'), dir, { recursive: true });
+        cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'binary_code'), dir, { recursive: true });
         const program = vscode.Uri.file(join(dir, 'initial_program.py'));
         const unmarked = readFileSync(program.fsPath, 'utf8')
           .split('\n')

@@ -1,5 +1,5 @@
-// Evaluator feedback (issue 28 item 6): OpenEvolve's artifacts (its
-// k_module_problem, vendored, Apache-2.0, test/fixtures/openevolve/NOTICE),
+// Evaluator feedback (issue 28 item 6): OpenEvolve's artifacts (a dict
+// result's "artifacts", test/fixtures/openevolve/pipeline_choices),
 // ShinkaEvolve's text_feedback and a note of our own evaluator are kept with
 // the program, bounded and without control characters, shown by evaluate,
 // and put into the prompt of the program's children (setting feedbackChars).
@@ -19,7 +19,7 @@ import { loadTask } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
-const K_MODULE = resolve(__dirname, '../fixtures/openevolve/k_module_problem');
+const PIPELINE = resolve(__dirname, '../fixtures/openevolve/pipeline_choices');
 const PYTHON = '/usr/bin/python3';
 const OPTIONS = { concurrency: 1, memoryLimitMb: 2048, outputLimitBytes: 65536 };
 const PROGRAM = '# EVOLVE-BLOCK-START\nVALUE = 1.5\n# EVOLVE-BLOCK-END\n';
@@ -56,15 +56,15 @@ describe('evaluator feedback (artifacts, text_feedback, our reason) into the nex
     return dir;
   }
 
-  it("OpenEvolve's k_module_problem: its artifacts are the program's feedback, shown by evaluate under their own heading", async () => {
-    const { code, stdout, stderr } = await runCli(['evaluate', K_MODULE, join(K_MODULE, 'initial_program.py'), '--json'], scratch);
+  it("an OpenEvolve folder's artifacts are the program's feedback, shown by evaluate under their own heading", async () => {
+    const { code, stdout, stderr } = await runCli(['evaluate', PIPELINE, join(PIPELINE, 'initial_program.py'), '--json'], scratch);
     assert.equal(code, 0, stderr);
     const out = JSON.parse(stdout) as { metrics: Record<string, unknown> };
     const feedback = String(out.metrics[FEEDBACK_METRIC]);
-    assert.match(feedback, /^configuration: \{'loader': 'json_reader'/);
+    assert.match(feedback, /^configuration: \{'reader': 'lines'/);
     assert.match(feedback, /\nstatus: Needs improvement: 0\/4 modules correct\.\n/);
     assert.equal(out.metrics.artifacts, undefined, 'not a metric of its own');
-    const text = await runCli(['evaluate', K_MODULE, join(K_MODULE, 'initial_program.py')], scratch);
+    const text = await runCli(['evaluate', PIPELINE, join(PIPELINE, 'initial_program.py')], scratch);
     assert.match(text.stdout, /\nfeedback\n {2}configuration: .*\n {2}status: Needs improvement/);
   });
 

@@ -1,8 +1,8 @@
 // Other systems' folders as their systems read them (issue 28): OpenEvolve's
 // ranking of a program without combined_score, an evaluator under another
 // name, a program without EVOLVE-BLOCK markers, convert's reasons, and the
-// `openevolve` stand-in beside a converted evaluator. Public folders are
-// vendored unchanged with their licence (test/fixtures/openevolve/NOTICE).
+// `openevolve` stand-in beside a converted evaluator. The folders in
+// test/fixtures/openevolve/ are written here in OpenEvolve's layout.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -14,18 +14,17 @@ import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '../fixtures/openevolve');
-const SIGNAL_PROCESSING = join(FIXTURES, 'signal_processing');
-const KISSING = join(FIXTURES, 'kissing_number');
-/** OpenEvolve's k_module_problem: its evaluator holds the program as `module` and calls module.configure_pipeline(). */
-const K_MODULE = join(FIXTURES, 'k_module_problem');
-/** OpenEvolve's circle_packing_with_artifacts: its evaluator imports openevolve.evaluation_result. */
-const ARTIFACTS = join(FIXTURES, 'circle_packing_with_artifacts');
+/** No combined_score, a cascade (evaluate_stage1/2), scipy imported, the program's function handed to a timeout helper. */
+const SMOOTHING = join(FIXTURES, 'smoothing_filter');
+const CODE = join(FIXTURES, 'binary_code');
+/** Its evaluator holds the program as `module` and calls module.configure_pipeline(). */
+const PIPELINE = join(FIXTURES, 'pipeline_choices');
+/** Its evaluator imports openevolve.evaluation_result and runs the program in a subprocess. */
+const ARTIFACTS = join(FIXTURES, 'disk_radii');
 /** Our stand-in `openevolve` package, for running such an evaluator directly. */
 const STAND_INS = resolve(__dirname, '../../src/engine/task/foreign');
-/** OpenEvolve's attention_optimization: its initial program has no EVOLVE-BLOCK markers (its evaluator needs MLIR tools). */
-const ATTENTION = join(FIXTURES, 'attention_optimization');
-/** OpenEvolve's own openevolve/utils/metrics_utils.py (vendored, Apache-2.0). */
-const OPENEVOLVE_UTILS = join(FIXTURES, 'openevolve_utils');
+/** Its initial program has no EVOLVE-BLOCK markers. */
+const WHOLE = join(FIXTURES, 'whole_program');
 const PYTHON = '/usr/bin/python3';
 /** The built CLI a SLURM job runs (npm test builds it first). */
 const DIST = resolve(__dirname, '../../dist');
@@ -55,13 +54,6 @@ function directMetrics(taskDir: string, program: string, env: NodeJS.ProcessEnv 
   return JSON.parse(out.trim().split('\n').pop() as string) as Metrics;
 }
 
-/** OpenEvolve's own get_fitness_score of a metrics dict (its code, run by python3). */
-function openEvolveFitness(metrics: Metrics): number {
-  const script =
-    'import json, sys\nfrom metrics_utils import get_fitness_score\nprint(repr(get_fitness_score(json.loads(sys.argv[1]), ["complexity", "diversity"])))';
-  return Number(execFileSync(PYTHON, ['-c', script, JSON.stringify(metrics)], { cwd: OPENEVOLVE_UTILS, encoding: 'utf8' }).trim());
-}
-
 describe("other systems' folders as their systems read them", function () {
   this.timeout(120_000);
   let scratch: string;
@@ -74,7 +66,7 @@ describe("other systems' folders as their systems read them", function () {
     scratch = tempDir('thetaevolve-compat-', { mode: 0o755 });
   });
 
-  /** A copy of a vendored folder, readable by the sandbox user. */
+  /** A copy of a fixture folder, readable by the sandbox user. */
   function copyOf(source: string): string {
     const copy = mkdtempSync(join(scratch, 'copy-'));
     chmodSync(copy, 0o755);
@@ -88,27 +80,48 @@ describe("other systems' folders as their systems read them", function () {
     return JSON.parse(stdout) as EvaluateOut;
   }
 
-  it("OpenEvolve's signal_processing (no combined_score): ranked by the mean of its numeric metrics, as OpenEvolve ranks it, and evaluate --json says so", async () => {
-    const { code, stdout, stderr } = await runCli(
-      ['evaluate', SIGNAL_PROCESSING, join(SIGNAL_PROCESSING, 'initial_program.py'), '--json'],
-      scratch,
-    );
+  it('a folder without combined_score is ranked by the mean of its numeric metrics, as OpenEvolve ranks it (numbers worked out by hand), and evaluate --json says so', async () => {
+    const { code, stdout, stderr } = await runCli(['evaluate', SMOOTHING, join(SMOOTHING, 'initial_program.py'), '--json'], scratch);
     assert.equal(code, 0, stderr);
     const out = JSON.parse(stdout) as EvaluateOut;
     assert.equal(out.status, 'ok', JSON.stringify(out));
     assert.equal(out.protected, false);
     assert.match(String(out.metrics.score_rule), /no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it/);
-    // What the folder's evaluator returned (its cascade, merged as OpenEvolve merges it), ranked by OpenEvolve's own code.
+    // What the evaluator returned (the values are worked out in evaluator.py's docstring), its two stages merged as
+    // OpenEvolve merges them: every int, float or bool as a float (stable: true as 1), the text left out.
     const returned = (JSON.parse(out.solution ?? '{}') as { metrics: Metrics }).metrics;
     assert.equal(returned.combined_score, undefined);
-    const expected = openEvolveFitness(returned);
-    assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${out.objective} vs OpenEvolve's ${expected}`);
-    assert.ok(expected > 13 && expected < 14.5, `OpenEvolve ranks the initial program at about 13.73 (got ${expected})`);
+    assert.deepEqual(
+      { ...returned, fidelity: Number((returned.fidelity as number).toFixed(12)) },
+      {
+        runs: 1,
+        output_length: 15,
+        complexity: 8,
+        fidelity: Number((2 / 3).toFixed(12)),
+        smoothness: 1,
+        noise_removed: 0.75,
+        peaks: 0,
+        stable: 1,
+      },
+    );
+    // The rule: the mean of the numeric metrics, the feature dimensions (OpenEvolve's default: complexity, diversity)
+    // left out: (1 + 15 + 2/3 + 1 + 3/4 + 0 + 1) / 7 = 233/84.
+    const expected = 233 / 84;
+    assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${out.objective} vs ${expected} (233/84)`);
     assert.equal(out.score, out.objective);
+
+    // With complexity counted (config.yaml naming other feature dimensions): (233/12 + 8) / 8 = 329/96.
+    const otherFeatures = copyOf(SMOOTHING);
+    writeFileSync(
+      join(otherFeatures, 'config.yaml'),
+      `${readFileSync(join(SMOOTHING, 'config.yaml'), 'utf8')}database:\n  feature_dimensions: [diversity]\n`,
+    );
+    const counted = await evaluateJson([otherFeatures, join(otherFeatures, 'initial_program.py')]);
+    assert.ok(Math.abs((counted.objective as number) - 329 / 96) <= 1e-9, `${counted.objective} vs ${329 / 96} (329/96)`);
   });
 
   it('resuming a run of another evaluator without --evaluator names the evaluator the run used', async () => {
-    const dir = copyOf(KISSING);
+    const dir = copyOf(CODE);
     cpSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
     const db = join(scratch, 'phase1.sqlite');
     const common = ['--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', db];
@@ -128,9 +141,9 @@ describe("other systems' folders as their systems read them", function () {
   });
 
   it('an evaluator under another name (evaluator_phase_1.py): --evaluator FILE, its path as the task, or the only one; several without evaluator.py ask which', async () => {
-    const original = await evaluateJson([KISSING, join(KISSING, 'initial_program.py')]);
+    const original = await evaluateJson([CODE, join(CODE, 'initial_program.py')]);
     assert.equal(original.status, 'ok', JSON.stringify(original));
-    const dir = copyOf(KISSING);
+    const dir = copyOf(CODE);
     const program = join(dir, 'initial_program.py');
     renameSync(join(dir, 'evaluator.py'), join(dir, 'evaluator_phase_1.py'));
     const only = await evaluateJson([dir, program]);
@@ -154,7 +167,7 @@ describe("other systems' folders as their systems read them", function () {
       'the task picker offers each',
     );
 
-    const withDefault = copyOf(KISSING);
+    const withDefault = copyOf(CODE);
     cpSync(join(withDefault, 'evaluator.py'), join(withDefault, 'evaluator_phase_1.py'));
     assert.deepEqual(
       await taskFilesBeside(join(withDefault, 'initial_program.py')),
@@ -184,7 +197,7 @@ describe("other systems' folders as their systems read them", function () {
       10,
     );
     assert.doesNotMatch(readFileSync(plain.jobScript, 'utf8'), /--evaluator/);
-    const outside = await runCli(['evaluate', dir, program, '--evaluator', join(KISSING, 'evaluator.py')], scratch);
+    const outside = await runCli(['evaluate', dir, program, '--evaluator', join(CODE, 'evaluator.py')], scratch);
     assert.equal(outside.code, 1);
     assert.match(outside.stderr, /must be a file in the task folder/);
     const converted = await runCli(['convert', dir, '--evaluator', join(dir, 'evaluator_phase_2.py'), '--json'], scratch);
@@ -195,8 +208,8 @@ describe("other systems' folders as their systems read them", function () {
   });
 
   it('a program without EVOLVE-BLOCK markers is evolved whole, as OpenEvolve does, with a line that says so', async () => {
-    const text = readFileSync(join(ATTENTION, 'initial_program.py'), 'utf8');
-    const task = await loadTask(ATTENTION);
+    const text = readFileSync(join(WHOLE, 'initial_program.py'), 'utf8');
+    const task = await loadTask(WHOLE);
     assert.ok(text.startsWith('#!/usr/bin/env python3\n'));
     assert.equal(
       task.initialProgram,
@@ -206,13 +219,13 @@ describe("other systems' folders as their systems read them", function () {
     assert.deepEqual(task.notices, [
       'initial_program.py has no EVOLVE-BLOCK markers: the whole program is evolved, as OpenEvolve does (put # EVOLVE-BLOCK-START / # EVOLVE-BLOCK-END lines around the code to evolve to narrow it).',
     ]);
-    assert.deepEqual((await loadTask(KISSING)).notices, [], 'a program with markers keeps them');
+    assert.deepEqual((await loadTask(CODE)).notices, [], 'a program with markers keeps them');
 
     // Scored as the folder's evaluator scores the file itself (a folder in the same style whose evaluator runs here).
-    const dir = copyOf(KISSING);
+    const dir = copyOf(CODE);
     const program = join(dir, 'initial_program.py');
     writeFileSync(program, readFileSync(program, 'utf8').replace(/^.*EVOLVE-BLOCK-(START|END).*\n/gm, ''));
-    const original = await evaluateJson([KISSING, join(KISSING, 'initial_program.py')]);
+    const original = await evaluateJson([CODE, join(CODE, 'initial_program.py')]);
     const { code, stdout, stderr } = await runCli(['evaluate', dir, (await loadTask(dir)).initialProgramPath, '--json'], scratch);
     assert.equal(code, 0, stderr);
     assert.match(stderr, /initial_program\.py has no EVOLVE-BLOCK markers: the whole program is evolved, as OpenEvolve does/);
@@ -226,27 +239,27 @@ describe("other systems' folders as their systems read them", function () {
   });
 
   it('convert follows the name the evaluator gives the program (module.configure_pipeline()) and says exactly why it refuses', async () => {
-    const dir = copyOf(K_MODULE);
+    const dir = copyOf(PIPELINE);
     const converted = await runCli(['convert', dir], scratch);
     assert.equal(converted.code, 0, converted.stderr);
-    // A program with two of the four modules right: the folder's own evaluator gives 0.5.
+    // A program with two of the four stages right: the folder's own evaluator gives 0.5.
     const program = join(scratch, 'two-right.py');
     writeFileSync(
       program,
-      readFileSync(join(K_MODULE, 'initial_program.py'), 'utf8')
-        .replace("'loader': 'json_reader'", "'loader': 'csv_reader'")
-        .replace("'preprocess': 'standardize'", "'preprocess': 'normalize'"),
+      readFileSync(join(PIPELINE, 'initial_program.py'), 'utf8')
+        .replace("'reader': 'lines'", "'reader': 'csv'")
+        .replace("'ranker': 'bm25'", "'ranker': 'tfidf'"),
     );
-    const direct = directMetrics(K_MODULE, program);
+    const direct = directMetrics(PIPELINE, program);
     assert.equal(direct.combined_score, 0.5);
     const out = await evaluateJson([dir, program]);
     assert.equal(out.protected, true);
     assert.equal(out.status, 'ok', JSON.stringify(out));
     assert.equal(out.objective, direct.combined_score);
 
-    const signal = await runCli(['convert', copyOf(SIGNAL_PROCESSING)], scratch);
+    const signal = await runCli(['convert', copyOf(SMOOTHING)], scratch);
     assert.equal(signal.code, 1);
-    assert.match(signal.stderr, /evaluator\.py line 296 hands program\.run_signal_processing on uncalled \(e\.g\. to a timeout helper\)/);
+    assert.match(signal.stderr, /evaluator\.py line 32 hands program\.run_filter on uncalled \(e\.g\. to a timeout helper\)/);
 
     const tsp = mkdtempSync(join(scratch, 'tsp-'));
     writeFileSync(
@@ -290,6 +303,6 @@ describe("other systems' folders as their systems read them", function () {
       Math.abs((out.objective as number) - (direct.combined_score as number)) <= 1e-9,
       `${out.objective} vs ${direct.combined_score}`,
     );
-    assert.ok(Math.abs((out.objective as number) - 0.3642) < 1e-4);
+    assert.ok(Math.abs((out.objective as number) - 0.92 / 1.35) < 1e-9, 'nine radii summing to 0.92, over 1.35');
   });
 });

@@ -1,8 +1,9 @@
-// Task folders of other systems, unchanged: three of OpenEvolve's AlphaEvolve
-// problems (vendored, Apache-2.0, test/fixtures/openevolve/NOTICE) and a
-// ShinkaEvolve-layout folder of our own, through `thetaevolve evaluate` and
-// `run --sampler mutate`. Every score is compared with what the folder's own
-// evaluator returns when python3 runs it directly, outside ThetaEvolve.
+// Task folders in other systems' layouts, unchanged: three in OpenEvolve's
+// (test/fixtures/openevolve/, written here as its AlphaEvolve problems are
+// laid out) and two in ShinkaEvolve's (one through its run_shinka_eval),
+// through `thetaevolve evaluate` and `run --sampler mutate`. Every score is
+// compared with what the folder's own evaluator returns when python3 runs it
+// directly, outside ThetaEvolve.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -16,14 +17,15 @@ import { detectForeignLayout, taskFilesBeside } from '../../src/engine/task/fore
 import { leadingDocText } from '../../src/engine/task/scaffold';
 import { loadTask, TaskError } from '../../src/engine/task/task';
 import { OUTCOME_PENALTY } from '../../src/engine/common/types';
+import { FEEDBACK_METRIC } from '../../src/engine/common/feedback';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '../fixtures');
-const OPENEVOLVE = ['minimizing_max_min_dist/2', 'heilbronn_triangle', 'kissing_number'].map((p) => join(FIXTURES, 'openevolve', p));
+const OPENEVOLVE = ['point_dispersion/3', 'triangle_area', 'binary_code'].map((p) => join(FIXTURES, 'openevolve', p));
 const SHINKA = join(FIXTURES, 'shinka/spread-points');
-/** ShinkaEvolve's own example (vendored, Apache-2.0, test/fixtures/shinka/NOTICE). */
-const SHINKA_CIRCLES = join(FIXTURES, 'shinka/circle_packing');
+/** A ShinkaEvolve-layout folder whose evaluate.py goes through shinka.core's run_shinka_eval, with a text_feedback. */
+const SHINKA_SQUARES = join(FIXTURES, 'shinka/square-tiles');
 /** Our stand-in `shinka` package (ShinkaEvolve is not installed here), for running its evaluate.py directly. */
 const STAND_INS = resolve(__dirname, '../../src/engine/task/foreign');
 const PYTHON = '/usr/bin/python3';
@@ -39,7 +41,7 @@ function directEvaluation(taskDir: string, code: string, scratch: string): Metri
   const program = join(dir, 'program.py');
   writeFileSync(program, code);
   const env = { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1', OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1' };
-  if (taskDir === SHINKA || taskDir === SHINKA_CIRCLES) {
+  if (taskDir === SHINKA || taskDir === SHINKA_SQUARES) {
     execFileSync(PYTHON, [join(taskDir, 'evaluate.py'), '--program_path', program, '--results_dir', join(dir, 'results')], {
       env: { ...env, PYTHONPATH: STAND_INS },
       cwd: dir,
@@ -57,11 +59,12 @@ function directEvaluation(taskDir: string, code: string, scratch: string): Metri
   return JSON.parse(execFileSync(PYTHON, ['-c', script, taskDir, program], { env, cwd: dir, encoding: 'utf8' })) as Metrics;
 }
 
-/** ThetaEvolve's metrics as the folder's evaluator gave them: numeric ones, ShinkaEvolve's public/private as dotted names. */
+/** ThetaEvolve's metrics as the folder's evaluator gave them: numeric ones, ShinkaEvolve's public/private as dotted names, its text_feedback as the feedback. */
 function expectedMetrics(direct: Metrics): Metrics {
   const out: Metrics = {};
   for (const [name, value] of Object.entries(direct)) {
     if (name === 'combined_score' || TIMING_METRICS.has(name)) continue;
+    if (name === 'text_feedback' && typeof value === 'string') out[FEEDBACK_METRIC] = value;
     if (typeof value === 'number') out[name] = value;
     else if (value && typeof value === 'object')
       for (const [inner, v] of Object.entries(value)) if (typeof v === 'number') out[`${name}.${inner}`] = v;
@@ -95,10 +98,10 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     assert.equal(minMax.layout, 'openevolve');
     assert.equal(minMax.evaluatorTrust, 'in-sandbox');
     assert.equal(minMax.direction, 'maximize');
-    assert.equal(minMax.name, 'minimizing_max_min_dist-2');
-    assert.equal(minMax.runtimeLimitSec, 360, 'config.yaml evaluator.timeout');
+    assert.equal(minMax.name, 'point_dispersion-3');
+    assert.equal(minMax.runtimeLimitSec, 240, 'config.yaml evaluator.timeout');
     assert.equal(minMax.metaInformation.length, 1);
-    assert.match(minMax.metaInformation[0]?.text ?? '', /^SETTING:\nYou are an expert computational geometer/, 'prompt.system_message');
+    assert.match(minMax.metaInformation[0]?.text ?? '', /^TASK:\nPlace twelve points in three-dimensional space/, 'prompt.system_message');
     assert.equal(minMax.initialProgram, readFileSync(join(OPENEVOLVE[0] as string, 'initial_program.py'), 'utf8'));
     assert.equal(minMax.sandboxReadOnlyDirs.taskDir, OPENEVOLVE[0]);
     if (process.getuid?.() === 0) {
@@ -129,18 +132,18 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
   it('finds the task folders beside a file in the three layouts: its own folder and the folders next to it', async () => {
     const root = mkdtempSync(join(scratch, 'beside-'));
     writeFileSync(join(root, 'mine.py'), '# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n');
-    cpSync(OPENEVOLVE[2] as string, join(root, 'kissing'), { recursive: true });
+    cpSync(OPENEVOLVE[2] as string, join(root, 'code'), { recursive: true });
     cpSync(SHINKA, join(root, 'points'), { recursive: true });
     mkdirSync(join(root, 'ours'));
     writeFileSync(join(root, 'ours', 'task.json'), '{}');
     mkdirSync(join(root, 'notes'));
     assert.deepEqual(await taskFilesBeside(join(root, 'mine.py')), [
-      join(root, 'kissing/evaluator.py'),
+      join(root, 'code/evaluator.py'),
       join(root, 'ours/task.json'),
       join(root, 'points/evaluate.py'),
     ]);
     // Inside an OpenEvolve folder: the folder itself.
-    assert.deepEqual(await taskFilesBeside(join(root, 'kissing', 'initial_program.py')), [join(root, 'kissing/evaluator.py')]);
+    assert.deepEqual(await taskFilesBeside(join(root, 'code', 'initial_program.py')), [join(root, 'code/evaluator.py')]);
   });
 
   it('says what is missing in a folder that is none of the three layouts', async () => {
@@ -164,7 +167,7 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
     await assert.rejects(loadTask(empty), /config\.yaml: cannot read it/);
   });
 
-  for (const taskDir of [...OPENEVOLVE, SHINKA, SHINKA_CIRCLES]) {
+  for (const taskDir of [...OPENEVOLVE, SHINKA, SHINKA_SQUARES]) {
     const label = taskDir.slice(FIXTURES.length + 1);
     it(`evaluate --json on ${label}: objective = the evaluator's own combined_score, metrics = its other numeric metrics`, async () => {
       const program = taskDir.includes('/shinka/') ? join(taskDir, 'initial.py') : join(taskDir, 'initial_program.py');
@@ -422,16 +425,16 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
   it('copies of the fixtures keep working: nothing is written into the folder', async () => {
     const copy = join(scratch, 'copy');
     mkdirSync(copy);
-    cpSync(OPENEVOLVE[2] as string, join(copy, 'kissing_number'), { recursive: true });
+    cpSync(OPENEVOLVE[2] as string, join(copy, 'binary_code'), { recursive: true });
     const before = JSON.stringify(
-      execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' })
+      execFileSync('ls', ['-la', join(copy, 'binary_code')], { encoding: 'utf8' })
         .split('\n')
         .map((l) => l.split(/\s+/).pop()),
     );
-    const { code } = await runCli(['evaluate', 'copy/kissing_number', 'copy/kissing_number/initial_program.py', '--json'], scratch);
+    const { code } = await runCli(['evaluate', 'copy/binary_code', 'copy/binary_code/initial_program.py', '--json'], scratch);
     assert.equal(code, 0);
     const after = JSON.stringify(
-      execFileSync('ls', ['-la', join(copy, 'kissing_number')], { encoding: 'utf8' })
+      execFileSync('ls', ['-la', join(copy, 'binary_code')], { encoding: 'utf8' })
         .split('\n')
         .map((l) => l.split(/\s+/).pop()),
     );

@@ -1,6 +1,7 @@
 // FunSearch specifications through `thetaevolve convert SPEC --inputs JSON`:
-// FunSearch's own admissible-set specification and its cap-set skeleton
-// (vendored, Apache-2.0, test/fixtures/funsearch/NOTICE) become task folders
+// two written here in FunSearch's format (test/fixtures/funsearch/: one with
+// real decorators and tuple inputs, one with the decorators commented out, as
+// FunSearch's notebooks have them) become task folders
 // whose scores equal what FunSearch's evaluation gives: the @funsearch.run
 // function called once per input, the scores reduced as FunSearch's
 // _reduce_score (the last input) or its forks (mean, sum) do. The expected
@@ -15,10 +16,10 @@ import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const FIXTURES = resolve(__dirname, '../fixtures/funsearch');
-/** FunSearch's implementation/specification_nonsymmetric_admissible_set.txt: real decorators, tuple inputs. */
-const ADMISSIBLE = join(FIXTURES, 'specification_nonsymmetric_admissible_set.py');
-/** The skeleton of FunSearch's cap_set/cap_set.ipynb: decorators commented out, as its notebooks have them. */
-const CAP_SET = join(FIXTURES, 'cap_set.py');
+/** Binary codes of a given length and distance: real decorators, tuple inputs. */
+const CODES = join(FIXTURES, 'binary_code_spec.py');
+/** Sum-free sets: decorators commented out, as FunSearch's notebooks have them. */
+const SUM_FREE = join(FIXTURES, 'sum_free.py');
 const PYTHON = '/usr/bin/python3';
 
 interface EvaluateOut {
@@ -77,9 +78,9 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
     return JSON.parse(stdout) as EvaluateOut;
   }
 
-  it("cap_set: the @funsearch.evolve function becomes the EVOLVE-BLOCK, the spec's text kept, scored as FunSearch scores it (last input), not protected", async () => {
+  it("sum_free: the @funsearch.evolve function becomes the EVOLVE-BLOCK, the spec's text kept, scored as FunSearch scores it (last input), not protected", async () => {
     const dir = outputDir();
-    const converted = await runCli(['convert', CAP_SET, '--inputs', '[3, 4, 5]', '--output', dir], scratch);
+    const converted = await runCli(['convert', SUM_FREE, '--inputs', '[3, 4, 5]', '--output', dir], scratch);
     assert.equal(converted.code, 0, converted.stderr);
     assert.match(
       converted.stderr,
@@ -88,34 +89,52 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
     const program = readFileSync(join(dir, 'initial_program.py'), 'utf8');
     assert.equal(
       program.replace(/^# EVOLVE-BLOCK-(START|END)\n/gm, ''),
-      readFileSync(CAP_SET, 'utf8'),
+      readFileSync(SUM_FREE, 'utf8'),
       'the specification unchanged but the two markers',
     );
     assert.match(
       program,
-      /# EVOLVE-BLOCK-START\n# @funsearch\.evolve\ndef priority\(el: tuple\[int, \.\.\.\], n: int\) -> float:\n[\s\S]*return 0\.0\n# EVOLVE-BLOCK-END\n/,
+      /# EVOLVE-BLOCK-START\n# @funsearch\.evolve\ndef priority\(k: int, n: int\) -> float:\n[\s\S]*return 0\.0\n# EVOLVE-BLOCK-END\n/,
     );
     const task = await loadTask(dir);
     assert.equal(task.layout, 'openevolve');
     assert.equal(task.evaluatorTrust, 'in-sandbox');
     assert.equal(task.runtimeLimitSec, 90, "FunSearch's 30 s per input");
-    assert.match(task.metaInformation[0]?.text ?? '', /FunSearch specification \(cap_set\.py\)\. Improve the function `priority`/);
+    assert.match(task.metaInformation[0]?.text ?? '', /FunSearch specification \(sum_free\.py\)\. Improve the function `priority`/);
 
     const out = await evaluateJson(dir, join(dir, 'initial_program.py'));
     assert.equal(out.status, 'ok', JSON.stringify(out));
     assert.equal(out.protected, false);
-    const expected = funSearchScore(CAP_SET, [3, 4, 5], 'last');
+    const expected = funSearchScore(SUM_FREE, [3, 4, 5], 'last');
     assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${out.objective} vs FunSearch's ${expected}`);
-    assert.deepEqual(out.metrics, { 'evaluate(3)': 8, 'evaluate(4)': 16, 'evaluate(5)': 32 });
+    assert.deepEqual(
+      out.metrics,
+      { 'evaluate(3)': 2, 'evaluate(4)': 2, 'evaluate(5)': 3 },
+      'the odd numbers up to n, as the greedy takes them',
+    );
 
     const run = await runCli(
-      ['run', dir, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '2', '--db', join(scratch, 'cap.sqlite'), '--json'],
+      [
+        'run',
+        dir,
+        '--sampler',
+        'mutate',
+        '--steps',
+        '1',
+        '--batch',
+        '1',
+        '--samples',
+        '2',
+        '--db',
+        join(scratch, 'sum-free.sqlite'),
+        '--json',
+      ],
       scratch,
     );
     assert.equal(run.code, 0, run.stderr);
   });
 
-  it('the admissible-set spec (real decorators, tuple inputs as one argument): --reduce mean and sum equal the mean and sum of its scores', async () => {
+  it('the binary-code spec (real decorators, tuple inputs as one argument): --reduce mean and sum equal the mean and sum of its scores', async () => {
     const inputs = [
       [6, 3],
       [7, 4],
@@ -123,14 +142,14 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
     for (const reduce of ['mean', 'sum'] as const) {
       const dir = outputDir();
       const converted = await runCli(
-        ['convert', ADMISSIBLE, '--inputs', JSON.stringify(inputs), '--reduce', reduce, '--output', dir, '--json'],
+        ['convert', CODES, '--inputs', JSON.stringify(inputs), '--reduce', reduce, '--output', dir, '--json'],
         scratch,
       );
       assert.equal(converted.code, 0, converted.stderr);
       assert.equal((JSON.parse(converted.stdout) as { protected: boolean }).protected, false);
       const out = await evaluateJson(dir, join(dir, 'initial_program.py'));
       assert.equal(out.status, 'ok', JSON.stringify(out));
-      const expected = funSearchScore(ADMISSIBLE, inputs, reduce);
+      const expected = funSearchScore(CODES, inputs, reduce);
       assert.ok(Math.abs((out.objective as number) - expected) <= 1e-9, `${reduce}: ${out.objective} vs ${expected}`);
       assert.deepEqual(Object.keys(out.metrics), ['evaluate((6, 3))', 'evaluate((7, 4))']);
     }
@@ -138,7 +157,7 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
 
   it('a failing or non-numeric result on any input makes the candidate invalid, saying which input', async () => {
     const dir = outputDir();
-    assert.equal((await runCli(['convert', CAP_SET, '--inputs', '[3, 4]', '--output', dir], scratch)).code, 0);
+    assert.equal((await runCli(['convert', SUM_FREE, '--inputs', '[3, 4]', '--output', dir], scratch)).code, 0);
     const original = readFileSync(join(dir, 'initial_program.py'), 'utf8');
     const failing = join(scratch, 'failing.py');
     writeFileSync(failing, original.replace('  return 0.0', '  if n == 4:\n    raise ValueError("too big")\n  return 0.0'));
@@ -147,32 +166,32 @@ describe('FunSearch specifications (thetaevolve convert SPEC --inputs JSON)', fu
     assert.equal(failed.score, OUTCOME_PENALTY.invalid_solution);
     assert.match(failed.reason, /evaluate\(4\) raised ValueError\('too big'\)/);
     const textual = join(scratch, 'textual.py');
-    writeFileSync(textual, original.replace('  return len(capset)', '  return str(len(capset))'));
+    writeFileSync(textual, original.replace('  return len(chosen)', '  return str(len(chosen))'));
     const notNumeric = await evaluateJson(dir, textual);
     assert.equal(notNumeric.status, 'invalid_solution');
     assert.match(notNumeric.reason, /evaluate\(3\) returned str, not an int or float score \(FunSearch's check\)/);
   });
 
   it('says what is missing: the inputs, a JSON array, a folder that is free; evaluate says to convert a spec first', async () => {
-    const direct = await runCli(['evaluate', CAP_SET, CAP_SET], scratch);
+    const direct = await runCli(['evaluate', SUM_FREE, SUM_FREE], scratch);
     assert.equal(direct.code, 1);
     assert.match(
       direct.stderr,
-      /a FunSearch specification, not a task: convert it first with thetaevolve convert .*cap_set\.py --inputs JSON/,
+      /a FunSearch specification, not a task: convert it first with thetaevolve convert .*sum_free\.py --inputs JSON/,
     );
-    const noInputs = await runCli(['convert', CAP_SET], scratch);
+    const noInputs = await runCli(['convert', SUM_FREE], scratch);
     assert.equal(noInputs.code, 2);
     assert.match(
       noInputs.stderr,
       /is a FunSearch specification: give the inputs its @funsearch\.run function is called with, e.g\. --inputs '\[8\]'/,
     );
-    const notArray = await runCli(['convert', CAP_SET, '--inputs', '8', '--output', outputDir()], scratch);
+    const notArray = await runCli(['convert', SUM_FREE, '--inputs', '8', '--output', outputDir()], scratch);
     assert.equal(notArray.code, 1);
     assert.match(notArray.stderr, /--inputs: must be a non-empty JSON array of inputs/);
-    const badReduce = await runCli(['convert', CAP_SET, '--inputs', '[3]', '--reduce', 'max'], scratch);
+    const badReduce = await runCli(['convert', SUM_FREE, '--inputs', '[3]', '--reduce', 'max'], scratch);
     assert.equal(badReduce.code, 2);
     assert.match(badReduce.stderr, /--reduce must be last, mean or sum/);
-    const taken = await runCli(['convert', CAP_SET, '--inputs', '[3]', '--output', FIXTURES], scratch);
+    const taken = await runCli(['convert', SUM_FREE, '--inputs', '[3]', '--output', FIXTURES], scratch);
     assert.equal(taken.code, 1);
     assert.match(taken.stderr, /already exists and is not empty: choose another folder with --output DIR/);
     const twoEvolved = join(scratch, 'two.py');

@@ -72,13 +72,13 @@ describe('trusted evaluator: its own limits, and solutions that would blow it up
 
   it("a converted OpenEvolve folder refuses an array type other than numbers and booleans (a 277-byte 'U20000000') as an invalid solution, allocating nothing", async () => {
     const copy = tempDir('te-trusted-convert-', { mode: 0o755 });
-    cpSync(join(REPO, 'test/fixtures/openevolve/heilbronn_triangle'), copy, { recursive: true });
+    cpSync(join(REPO, 'test/fixtures/openevolve/triangle_area'), copy, { recursive: true });
     chmodSync(copy, 0o755);
     await convertForeignTask(copy);
     const task = await loadTask(copy);
     const file = join(dir, 'dtype.json');
     const hostile = {
-      heilbronn_triangle11: {
+      triangle_points: {
         __ndarray__: [
           ['a', 'b'],
           ['c', 'd'],
@@ -93,8 +93,8 @@ describe('trusted evaluator: its own limits, and solutions that would blow it up
     assert.match(result.reason, /array type "U20000000"/);
     assert.equal(result.metrics.evaluator_limit, undefined, 'refused, not stopped by the memory limit');
     // A numeric array of the same values' shape still goes through to the evaluator.
-    const points = Array.from({ length: 11 }, (_, i) => [0.05 + 0.09 * i, ((i * 7) % 11) / 11]);
-    await writeFile(file, JSON.stringify({ heilbronn_triangle11: { __ndarray__: points, dtype: 'float64' } }));
+    const points = Array.from({ length: 9 }, (_, i) => [0.05 + 0.1 * i, ((i * 4) % 9) / 9]);
+    await writeFile(file, JSON.stringify({ triangle_points: { __ndarray__: points, dtype: 'float64' } }));
     const numeric = await scoreSolutionFile(task, file, { memoryLimitMb: 1024 });
     assert.doesNotMatch(numeric.reason, /array type/);
     assert.notEqual(numeric.status, 'evaluation_failed', numeric.reason);

@@ -88,10 +88,11 @@ def passes(metrics, threshold):
 
 
 def merged(*stages):
+    """OpenEvolve's merge of cascade stages: every int or float (a bool too, as 1.0 or 0.0) but 'error', as a float."""
     out = {}
     for metrics in stages:
         for name, value in metrics.items():
-            if name != "error" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if name != "error" and isinstance(value, (int, float)):
                 out[name] = float(value)
     return out
 

@@ -5,8 +5,6 @@
 #         (code-server's native build), bubblewrap (the sandbox),
 #         python3-numpy + python3-scipy (the bundled tasks), python3-yaml
 #         (OpenEvolve folders' config.yaml, read with PyYAML as OpenEvolve does),
-#         python3-fastapi + python3-uvicorn + python3-pydantic (the real atropos
-#         API server and slime rollout buffer the trainer tests run)
 #         slurmctld + slurmd + slurm-client + munge (the SLURM backend's tests
 #         start a one-node cluster; Debian's policy keeps the services from starting)
 #         unzip (the packaging test reads the .vsix)
@@ -17,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml python3-fastapi python3-uvicorn python3-pydantic slurmctld slurmd slurm-client munge unzip)
+apt_packages=(chromium ripgrep libkrb5-dev bubblewrap python3-numpy python3-scipy python3-yaml slurmctld slurmd slurm-client munge unzip)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,7 +16,6 @@ export const REQUIREMENTS = {
   python3: "python3 itself, standard library only (the candidates' and evaluators' interpreter)",
   'python3-numpy': "numpy and scipy for python3 (the bundled tasks' initial programs and evaluators): Debian python3-numpy python3-scipy",
   'python3-yaml': "PyYAML (OpenEvolve folders' config.yaml): Debian python3-yaml",
-  'python3-fastapi': 'the real atropos API server and slime rollout buffer: Debian python3-fastapi python3-uvicorn python3-pydantic',
   slurm: 'a one-node SLURM cluster: Debian slurmctld slurmd slurm-client munge',
   unzip: 'unzip, to read the packaged .vsix: Debian unzip',
   'code-server': 'code-server in tools/code-server (scripts/setup.sh), for the language configurations VS Code ships',
@@ -60,6 +59,5 @@ export const UNIT_TEST_NEEDS = {
   'task.test.ts': ['bubblewrap', 'python3'],
   'trainerCli.test.ts': ['bubblewrap', 'python3'],
   'trainerLoop.test.ts': ['bubblewrap', 'python3'],
-  'trainerRealServers.test.ts': ['python3', 'python3-fastapi'],
   'trusted-evaluator-limits.test.ts': ['python3', 'python3-numpy', 'python3-yaml'],
 };

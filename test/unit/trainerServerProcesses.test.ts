@@ -1,11 +1,15 @@
-// The RL trainer bridge against the real servers' own code, vendored in
-// test/fixtures/trainers/ (atropos' API server, slime's rollout buffer), run
-// as child processes on 127.0.0.1 with Debian's fastapi / uvicorn / pydantic.
-// A restart is a kill and a start on the same port. The trainers' side is
-// played here over HTTP as the real trainers do it (atropos: /register, then
-// /batch polls; slime: /start_rollout once, /get_rollout_data).
+// The RL trainer bridge against trainer servers run as processes of their
+// own: test/server/trainerMain.ts runs our atropos API server and slime
+// rollout buffer (test/server/atroposTestServer.ts, slimeTestServer.ts, which
+// keep the real servers' quirks: the /register wedge, exact batches, group
+// release at group_size, /start_rollout rebuilding, nothing told of what the
+// trainer pulled) on 127.0.0.1, with no simulated trainer inside. A restart
+// is a kill (SIGKILL) and a start on the same port: whatever the server held
+// is gone. The trainers' side is played here over HTTP as the real trainers
+// do it (atropos: /register, then /batch polls; slime: /start_rollout once,
+// /get_rollout_data).
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
@@ -16,17 +20,9 @@ import { freePort } from '../support/freePort';
 import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
 
-const FIXTURES = resolve(__dirname, '..', 'fixtures', 'trainers');
+const REPO = resolve(__dirname, '..', '..');
+const TRAINER_MAIN = join(REPO, 'test', 'server', 'trainerMain.ts');
 const N = 3;
-
-/** A python3 that has what the servers import (Debian's, when a pyenv one shadows it), or null. */
-function serverPython(): string | null {
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
-    const probe = spawnSync(candidate, ['-c', 'import fastapi, uvicorn, pydantic'], { stdio: 'ignore' });
-    if (probe.status === 0) return candidate;
-  }
-  return null;
-}
 
 interface Reply {
   status: number;
@@ -59,45 +55,45 @@ function call(url: string, method: 'GET' | 'POST', path: string, body?: unknown)
   });
 }
 
-/** A vendored server as a child process; ready once it answers HTTP (polled). */
-class PythonServer {
+/** A trainer test server as a child process; ready once it prints its URL. */
+class TrainerProcess {
   private child: ChildProcess | null = null;
   private output = '';
   readonly url: string;
 
   constructor(
-    private readonly python: string,
-    private readonly dir: string,
-    private readonly script: string,
+    private readonly protocol: 'atropos' | 'slime',
     readonly port: number,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
 
   async start(): Promise<void> {
-    const child = spawn(this.python, ['-B', this.script, String(this.port)], { cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.output = '';
+    const child = spawn(process.execPath, ['--import', 'tsx', TRAINER_MAIN, '--protocol', this.protocol, '--port', String(this.port)], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
-    child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code) => reject(new Error(`${this.script} exited (${code}) before it answered:\n${this.output}`))),
-    );
-    exited.catch(() => undefined);
-    await waitFor(
-      () =>
-        Promise.race([
-          call(this.url, 'GET', '/').then(
-            () => true,
-            () => false,
-          ),
-          exited,
-        ]),
-      {
-        what: `${this.script} to answer on ${this.url}`,
-        deadlineMs: 20_000,
-        detail: () => this.output,
-      },
-    );
+    const what = `the ${this.protocol} test server to listen on ${this.url}`;
+    await new Promise<void>((resolveStarted, reject) => {
+      const deadline = setTimeout(() => reject(new Error(`waited 30 s for ${what}:\n${this.output}`)), 30_000);
+      const done = (error?: Error) => {
+        clearTimeout(deadline);
+        child.stdout?.off('data', onData);
+        child.off('exit', onExit);
+        if (error) reject(error);
+        else resolveStarted();
+      };
+      const onData = () => {
+        if (this.output.includes(`${this.url}\n`)) done();
+      };
+      const onExit = (code: number | null) => done(new Error(`${what}: it exited (${code}) first:\n${this.output}`));
+      child.stdout?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
+      child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
+      child.stdout?.on('data', onData);
+      child.once('exit', onExit);
+    });
   }
 
   async stop(): Promise<void> {
@@ -225,22 +221,11 @@ function committedStep(step: number): CommittedStep {
   return { step, stats, groups };
 }
 
-describe('RL trainer bridge against the real atropos API server and slime rollout buffer (vendored)', function () {
+describe('RL trainer bridge against atropos and slime test servers run as processes, killed and restarted', function () {
   this.timeout(60_000);
-  let python: string;
   let dir: string;
   const cleanups: (() => Promise<void> | void)[] = [];
 
-  before(function () {
-    const found = serverPython();
-    if (!found) {
-      console.log(
-        "      (skipped: no python3 with fastapi, uvicorn and pydantic here; scripts/setup.sh installs Debian's python3-fastapi python3-uvicorn python3-pydantic)",
-      );
-      this.skip();
-    }
-    python = found as string;
-  });
   beforeEach(() => {
     dir = tempDir('thetaevolve-real-trainers-');
   });
@@ -266,7 +251,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
   }
 
   it('atropos: restarted with groups still queued and its trainer back late, it loses and duplicates nothing and is never wedged', async () => {
-    const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
+    const server = new TrainerProcess('atropos', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
     assert.deepEqual((await call(server.url, 'GET', '/batch')).json, {
@@ -317,7 +302,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
   });
 
   it('atropos, sync: a server killed right after it acknowledged a step, before its trainer pulled it, gets the step again once; the run goes on to its last step', async () => {
-    const server = new PythonServer(python, join(FIXTURES, 'atropos'), 'run_api.py', await freePort());
+    const server = new TrainerProcess('atropos', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
     let trainer = new AtroposTrainer(server.url, 2 * N); // one trainer step per evolution step
@@ -411,7 +396,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
   }
 
   it('slime: says what to configure while the group size is 16; the groups /start_rollout rebuilt away are written again under fresh numeric instance ids, and the trainer pulls every group whole once', async () => {
-    const server = new PythonServer(python, join(FIXTURES, 'slime'), 'run_buffer.py', await freePort());
+    const server = new TrainerProcess('slime', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
     const warnings: string[] = [];
@@ -454,7 +439,7 @@ describe('RL trainer bridge against the real atropos API server and slime rollou
   });
 
   it('slime: a buffer restarted (and rebuilt by the restarted trainer) before the trainer pulled a step: its groups are counted lost, never written twice; the next step is released', async () => {
-    const server = new PythonServer(python, join(FIXTURES, 'slime'), 'run_buffer.py', await freePort());
+    const server = new TrainerProcess('slime', await freePort());
     cleanups.push(() => server.stop());
     await server.start();
     await startRollout(server.url);

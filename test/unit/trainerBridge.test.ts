@@ -13,11 +13,12 @@ import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent
 import { rolloutGroupsOf, shortGroupWarning } from '../../src/engine/trainer/rolloutGroups';
 import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
 import type { TokenSupport } from '../../src/engine/llm/endpointClient';
-import { emptyOutcomeCounts, type Outcome } from '../../src/engine/common/types';
+import type { Outcome } from '../../src/engine/common/types';
 import { type AtroposTestServer, startAtroposTestServer } from '../server/atroposTestServer';
 import type { DataFault } from '../server/faultyTrainerServer';
 import { startSlimeTestServer, wholeSlimeGroups } from '../server/slimeTestServer';
 import { settingsBuilder } from '../support/settings';
+import { unmeasuredStepStatistics } from '../support/stepStatistics';
 import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
 
@@ -93,21 +94,7 @@ function committedStep(
       samples,
     });
   }
-  const stats = {
-    step,
-    samples: b * n,
-    counts: emptyOutcomeCounts(),
-    best: null,
-    mean: null,
-    p10: null,
-    p50: null,
-    p90: null,
-    meanAll: null,
-    tokens: { prompt: 0, completion: 0 },
-    timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 },
-    samplesPerSecond: 0,
-  };
-  return { step, stats, groups };
+  return { step, stats: unmeasuredStepStatistics(step, b * n), groups };
 }
 
 /** The step as the loop hands it to beforeCommit: the children have no ids yet. */

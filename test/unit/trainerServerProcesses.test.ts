@@ -15,8 +15,8 @@ import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
 import { TrainerBridge, type TrainerState, trainerSummary } from '../../src/engine/trainer/bridge';
-import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { freePort } from '../support/freePort';
+import { unmeasuredStepStatistics } from '../support/stepStatistics';
 import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
 
@@ -204,21 +204,7 @@ function committedStep(step: number): CommittedStep {
       samples,
     };
   });
-  const stats = {
-    step,
-    samples: 2 * N,
-    counts: emptyOutcomeCounts(),
-    best: null,
-    mean: null,
-    p10: null,
-    p50: null,
-    p90: null,
-    meanAll: null,
-    tokens: { prompt: 0, completion: 0 },
-    timings: { generationMs: 0, evaluationMs: 0, totalMs: 0 },
-    samplesPerSecond: 0,
-  };
-  return { step, stats, groups };
+  return { step, stats: unmeasuredStepStatistics(step, 2 * N), groups };
 }
 
 describe('RL trainer bridge against atropos and slime test servers run as processes, killed and restarted', function () {

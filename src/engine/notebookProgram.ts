@@ -6,7 +6,8 @@
 // cell magics) is neutralised line for line into comments: each cell line
 // keeps its place, so the one cell holding EVOLVE-BLOCK regions maps back.
 import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START, locateEvolveBlocks, splitLines } from './common/diff';
-import { ThetaEvolveError } from './common/errors';
+import { z } from 'zod';
+import { ThetaEvolveError, zodIssueText } from './common/errors';
 
 /** One cell as the notebook holds it. */
 export interface NotebookCellText {
@@ -199,4 +200,52 @@ export function assembleNotebookProgram(cells: readonly NotebookCellText[], name
     for (const line of made.neutralised) neutralised.push({ cell: index, line });
   });
   return { text: lines.join('\n'), evolveCell: target.cell, spans, neutralised };
+}
+
+const Source = z.union([z.string(), z.array(z.string())]);
+const LanguageOf = z
+  .object({ vscode: z.object({ languageId: z.string() }).partial() })
+  .partial()
+  .passthrough();
+/** The parts of an nbformat 4 file read here (https://nbformat.readthedocs.io: `source` is a string or its lines). */
+const IpynbFile = z.object({
+  cells: z.array(z.object({ cell_type: z.string(), source: Source, metadata: LanguageOf.optional() }).passthrough()),
+  metadata: z
+    .object({
+      kernelspec: z.object({ language: z.string() }).partial().passthrough().optional(),
+      language_info: z.object({ name: z.string() }).partial().passthrough().optional(),
+    })
+    .partial()
+    .passthrough()
+    .optional(),
+});
+
+/**
+ * The cells of a .ipynb file's text, as VS Code shows them: markdown as
+ * markup, raw cells as code in the language `raw` (never run), a code cell
+ * in the notebook's language unless its own metadata names another (VS Code
+ * writes `metadata.vscode.languageId`). Throws NotebookProgramError naming
+ * `name` when the text is not a notebook.
+ */
+export function cellsOfIpynb(text: string, name: string): NotebookCellText[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new NotebookProgramError(`${name} is not a Jupyter notebook: its text is not JSON`, { cause: err });
+  }
+  const parsed = IpynbFile.safeParse(json);
+  if (!parsed.success) throw new NotebookProgramError(`${name} is not a Jupyter notebook: ${zodIssueText(parsed.error, '(top level)')}`);
+  const language = parsed.data.metadata?.kernelspec?.language ?? parsed.data.metadata?.language_info?.name ?? 'python';
+  return parsed.data.cells.map((cell) => {
+    const source = typeof cell.source === 'string' ? cell.source : cell.source.join('');
+    if (cell.cell_type === 'markdown') return { kind: 'markup', languageId: 'markdown', text: source };
+    if (cell.cell_type === 'code') return { kind: 'code', languageId: cell.metadata?.vscode?.languageId ?? language, text: source };
+    return { kind: 'code', languageId: 'raw', text: source };
+  });
+}
+
+/** The script of a .ipynb file's text (its Python code cells as one program); NotebookProgramError when it is none. */
+export function scriptOfIpynb(text: string, name: string): string {
+  return assembleNotebookProgram(cellsOfIpynb(text, name), name).text;
 }

@@ -4,8 +4,9 @@
 // task with the offline sampler: the cell's CodeLens starts the run (the
 // notebook's Python cells as one script, magics and shell lines left out),
 // Apply writes the child into that cell (one Undo takes it back, the .ipynb on
-// disk untouched), blame annotates the cell, Best so far diffs the cell, and
-// markers split across cells are refused, saying so.
+// disk untouched), blame annotates the cell, Best so far diffs the cell,
+// follow-best writes into the cell, and markers split across cells are
+// refused, saying so.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,46 +14,13 @@ import * as vscode from 'vscode';
 import { locateEvolveBlocks, replaceEvolveBlock } from '../../src/engine/common/diff';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
+import type { FollowOutcome } from '../../src/vscode/followBest';
 import { CELL_VIEW_SCHEME } from '../../src/vscode/notebookCells';
 import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
+import { notebookJson, QUADRATIC_NOTEBOOK, sourceLines } from '../support/notebook';
 import { waitFor } from '../support/waitFor';
 import { api, nextEvent, stopRun, taskCopy } from './support';
-
-type Cell = { cell_type: 'code' | 'markdown'; source: string[] };
-
-/** An nbformat 4 notebook of these cells (sources as Jupyter writes them: lines keeping their newlines). */
-function notebookJson(cells: Cell[]): string {
-  return JSON.stringify(
-    {
-      cells: cells.map((c) =>
-        c.cell_type === 'code'
-          ? { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: c.source }
-          : { cell_type: 'markdown', metadata: {}, source: c.source },
-      ),
-      metadata: {
-        kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
-        language_info: { name: 'python' },
-      },
-      nbformat: 4,
-      nbformat_minor: 5,
-    },
-    null,
-    1,
-  );
-}
-
-const source = (...lines: string[]): string[] => lines.map((l, i) => (i < lines.length - 1 ? `${l}\n` : l));
-
-const CELLS: Cell[] = [
-  { cell_type: 'markdown', source: source('# Quadratic', 'The cell below is evolved.') },
-  { cell_type: 'code', source: source('%matplotlib inline', 'import json') },
-  { cell_type: 'code', source: source('# EVOLVE-BLOCK-START', 'def choose():', '    return 1', '# EVOLVE-BLOCK-END') },
-  {
-    cell_type: 'code',
-    source: source('!echo writing the answer', 'with open("solution.json", "w") as f:', '    json.dump({"x": choose()}, f)'),
-  },
-];
 
 /** `promise`, or a failure naming `what` once `ms` have passed. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -88,7 +56,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
     const { dir } = await taskCopy(theta, 'notebook-quadratic');
     taskFile = join(dir, 'task.json');
     notebookUri = vscode.Uri.file(join(dir, 'quadratic.ipynb'));
-    writeFileSync(notebookUri.fsPath, notebookJson(CELLS));
+    writeFileSync(notebookUri.fsPath, notebookJson(QUADRATIC_NOTEBOOK));
     await theta.rememberTaskFor(notebookUri, taskFile);
   });
 
@@ -189,13 +157,41 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
     await waitFor(() => cell.document.getText(), { what: 'the cell restored by Undo', until: (t) => t === cellBefore, deadlineMs: 10_000 });
   });
 
+  it('Start Run with the notebook in front evolves it, and thetaevolve.followBest puts each new best into the cell', async () => {
+    await config().update('followBest', true, target);
+    const outcomes: FollowOutcome[] = [];
+    const following = theta.onDidHandleBest(({ outcome }) => outcomes.push(outcome));
+    try {
+      const notebook = await vscode.workspace.openNotebookDocument(notebookUri);
+      await vscode.window.showNotebookDocument(notebook);
+      const cell = notebook.cellAt(2);
+      const before = cell.document.getText();
+      await vscode.commands.executeCommand('thetaevolve.startRun');
+      const run = theta.controller.active;
+      assert.ok(run, 'a run is active after Start Run');
+      assert.equal(run.fileUri?.toString(), notebookUri.toString(), 'the notebook in front is the program');
+      await waitFor(() => outcomes.includes('applied'), { what: 'a new best followed into the cell', deadlineMs: 90_000 });
+      await stopRun(theta.controller);
+      assert.ok(!outcomes.includes('refused') && !outcomes.includes('failed'), outcomes.join(', '));
+      const followed = cell.document.getText();
+      assert.notEqual(followed, before);
+      assert.deepEqual(outsideOf(followed), outsideOf(before), 'only the EVOLVE-BLOCK changed');
+      assert.ok(notebook.isDirty, 'followed, not saved');
+    } finally {
+      following.dispose();
+      await config().update('followBest', undefined, target);
+      await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(notebookUri));
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+    }
+  });
+
   it('refuses a notebook whose EVOLVE-BLOCK markers are split across cells, naming them', async () => {
     const split = vscode.Uri.file(join(notebookUri.fsPath, '..', 'split.ipynb'));
     writeFileSync(
       split.fsPath,
       notebookJson([
-        { cell_type: 'code', source: source('import json', '# EVOLVE-BLOCK-START', 'def choose():') },
-        { cell_type: 'code', source: source('    return 1', '# EVOLVE-BLOCK-END') },
+        { cell_type: 'code', source: sourceLines('import json', '# EVOLVE-BLOCK-START', 'def choose():') },
+        { cell_type: 'code', source: sourceLines('    return 1', '# EVOLVE-BLOCK-END') },
       ]),
     );
     await theta.rememberTaskFor(split, taskFile);

@@ -3,7 +3,15 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { evolveRegionLines, replaceEvolveBlock, splitLines } from '../../src/engine/common/diff';
-import { assembleNotebookProgram, NotebookProgramError, neutraliseIPython, type NotebookCellText } from '../../src/engine/notebookProgram';
+import {
+  assembleNotebookProgram,
+  cellsOfIpynb,
+  NotebookProgramError,
+  neutraliseIPython,
+  type NotebookCellText,
+  scriptOfIpynb,
+} from '../../src/engine/notebookProgram';
+import { notebookJson, QUADRATIC_NOTEBOOK } from '../support/notebook';
 import { tempDir } from '../support/tempDirs';
 
 const code = (...lines: string[]): NotebookCellText => ({ kind: 'code', languageId: 'python', text: lines.join('\n') });
@@ -131,5 +139,33 @@ describe('notebook cells as one program', () => {
 
     it('an EVOLVE-BLOCK in a cell that is not Python', () =>
       refused([code('%%bash', '# EVOLVE-BLOCK-START', 'echo 1', '# EVOLVE-BLOCK-END')], /a %%bash cell is not Python/));
+  });
+
+  describe('.ipynb files (the CLI reads them)', () => {
+    it('reads the cells as VS Code shows them: markdown as markup, raw cells never run, a cell of another language by its metadata', () => {
+      const nb = JSON.parse(notebookJson(QUADRATIC_NOTEBOOK)) as { cells: Record<string, unknown>[] };
+      nb.cells.push({ cell_type: 'raw', metadata: {}, source: 'not code' });
+      nb.cells.push({ cell_type: 'code', metadata: { vscode: { languageId: 'sql' } }, outputs: [], source: ['SELECT 1'] });
+      const cells = cellsOfIpynb(JSON.stringify(nb), 'q.ipynb');
+      assert.deepEqual(
+        cells.map((c) => [c.kind, c.languageId]),
+        [
+          ['markup', 'markdown'],
+          ['code', 'python'],
+          ['code', 'python'],
+          ['code', 'python'],
+          ['code', 'raw'],
+          ['code', 'sql'],
+        ],
+      );
+      assert.equal(cells[2]?.text, '# EVOLVE-BLOCK-START\ndef choose():\n    return 1\n# EVOLVE-BLOCK-END');
+      const script = scriptOfIpynb(JSON.stringify(nb), 'q.ipynb');
+      assert.ok(!script.includes('not code') && !script.includes('SELECT'));
+    });
+
+    it('says a file is not a notebook', () => {
+      assert.throws(() => cellsOfIpynb('{"cells": 3}', 'q.ipynb'), /^NotebookProgramError: q\.ipynb is not a Jupyter notebook: cells: /);
+      assert.throws(() => cellsOfIpynb('print(1)', 'q.ipynb'), /q\.ipynb is not a Jupyter notebook: its text is not JSON/);
+    });
   });
 });

@@ -341,7 +341,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
     const editor = vscode.window.activeTextEditor;
-    const fileUri = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    // A notebook cell's task is its notebook's (src/vscode/notebookCells.ts).
+    const given = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    const fileUri = given && notebookUriOf(given);
     // The open file is the program only when it has an EVOLVE-BLOCK; else the task's own program opens.
     const isProgram =
       fileUri !== undefined && editor?.document.uri.toString() === fileUri.toString()

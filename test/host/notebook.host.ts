@@ -149,6 +149,15 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
     assert.match(tab.label, /quadratic\.ipynb, cell 3 \(current\) \u2194 step \d+ #\d/);
     assert.equal((await vscode.workspace.openTextDocument(tab.input.modified)).getText(), applied);
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    // The cell's Best so far lens: the same diff, against the run's best.
+    const best = lenses.find((l) => l.command?.command === 'thetaevolve.showBestDiff');
+    assert.ok(best?.command);
+    await vscode.commands.executeCommand(best.command.command, ...(best.command.arguments ?? []));
+    const bestTab = vscode.window.tabGroups.activeTabGroup.activeTab;
+    assert.ok(bestTab?.input instanceof vscode.TabInputTextDiff, 'Best so far opened a diff');
+    assert.equal(bestTab.input.original.toString(), cell.document.uri.toString());
+    assert.equal(bestTab.input.modified.scheme, CELL_VIEW_SCHEME);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
 
     // One Undo in the cell restores it.
     await vscode.window.showNotebookDocument(notebook);

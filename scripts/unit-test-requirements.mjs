@@ -40,6 +40,8 @@ export const UNIT_TEST_NEEDS = {
   'loop.test.ts': ['bubblewrap', 'python3'],
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
+  'notebookCli.test.ts': ['bubblewrap', 'python3'],
+  'notebookProgram.test.ts': ['python3'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],
   'runHealth.test.ts': ['bubblewrap', 'python3'],
   'runComparison.test.ts': ['bubblewrap', 'python3'],

@@ -10,6 +10,7 @@ import { registerEvaluationTasks } from './vscode/evaluationTask';
 import type { DashboardHost } from './vscode/dashboardPanel';
 import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
 import { log } from './vscode/log';
+import { registerNotebookCells } from './vscode/notebookCells';
 import { type ProgramLookup, registerProgramDocuments } from './vscode/programDocuments';
 import { registerProgramFeedback } from './vscode/programFeedback';
 import { feedbackOf } from './engine/common/feedback';
@@ -79,6 +80,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     registerRunFailures(controller),
     registerEvaluationTasks(context.extensionPath, controller),
     registerEvolveBlockLens(context),
+    registerNotebookCells(),
     watchRunsDirectory(tree),
   );
   registerProgramFeedback(context);

@@ -14,6 +14,7 @@ import type { Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
+import { scriptOfIpynb } from '../engine/notebookProgram';
 import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
@@ -53,6 +54,15 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     }
   }
   if (programs.length === 0) throw new InputError('none of the program files can be read');
+  // A notebook: its Python code cells as one script (docs/guide.md "Notebook cells").
+  for (const program of programs) {
+    if (!program.path.endsWith('.ipynb')) continue;
+    try {
+      program.code = scriptOfIpynb(program.code, basename(program.path));
+    } catch (err) {
+      throw new InputError(errorMessage(err), { cause: err });
+    }
+  }
   const [first] = programs as [{ path: string; code: string }];
 
   const settings = settingsFromArgs(args, io.cwd);

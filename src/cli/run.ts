@@ -7,6 +7,7 @@ import { errorMessage } from '../engine/common/errors';
 import type { EngineEvent, StepCommittedEvent } from '../engine/common/events';
 import { apiKeyFromEnvironment } from '../engine/llm/endpointClient';
 import { type AssembledRun, assembleRun, RunSetupError } from '../engine/runFactory';
+import { scriptOfIpynb } from '../engine/notebookProgram';
 import { newRunId, runDatabaseFile, runsDirectoryOf } from '../engine/runFiles';
 import { loadTask, TaskError } from '../engine/task/task';
 import { type TrainerState, trainerStateLine, trainerSummary } from '../engine/trainer/bridge';
@@ -38,6 +39,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       throw new InputError(`cannot read the program ${startPath}`, { cause: err });
     });
     try {
+      // A notebook: its Python code cells as one script (docs/guide.md "Notebook cells").
+      if (startPath.endsWith('.ipynb')) startCode = scriptOfIpynb(startCode, basename(startPath));
       evolveRegions(startCode, startPath);
     } catch (err) {
       throw new InputError(errorMessage(err), { cause: err });

@@ -1,10 +1,13 @@
 // "Apply Program to File": replace only the content of the file's EVOLVE-BLOCK
 // regions with the program's (region by region, in order), as one
 // WorkspaceEdit (one Undo restores it). Everything outside the regions
-// (markers included) and the file's line endings stay.
+// (markers included) and the file's line endings stay. A notebook's program
+// goes into its evolved cell (src/vscode/notebookCells.ts).
 import * as vscode from 'vscode';
 import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
+import { NotebookProgramError } from '../engine/notebookProgram';
+import { isNotebookUri, type OpenNotebookProgram, openNotebookProgram } from './notebookCells';
 
 export type ApplyOutcome = 'applied' | 'unchanged' | 'cancelled' | 'refused';
 
@@ -37,12 +40,22 @@ export async function applyProgramToFile(
   programCode: string,
   options: { textAtRunStart?: string; interactive: boolean; program?: AppliedProgram },
 ): Promise<ApplyOutcome> {
-  const fileName = fileNameOf(fileUri);
+  let fileName = fileNameOf(fileUri);
   let document: vscode.TextDocument;
+  // A notebook's run started from its cells as one script: that is what changed or not; the edit goes into its evolved cell.
+  let notebook: OpenNotebookProgram | undefined;
   try {
-    document = await vscode.workspace.openTextDocument(fileUri);
+    if (isNotebookUri(fileUri)) {
+      notebook = await openNotebookProgram(fileUri);
+      fileName = notebook.name;
+      document = notebook.cell.document;
+    } else document = await vscode.workspace.openTextDocument(fileUri);
   } catch (err) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`);
+    void vscode.window.showErrorMessage(
+      err instanceof NotebookProgramError
+        ? `ThetaEvolve: cannot apply the program: ${err.message}.`
+        : `ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`,
+    );
     return 'refused';
   }
   const before = document.getText();
@@ -60,7 +73,7 @@ export async function applyProgramToFile(
     return 'unchanged';
   }
 
-  if (options.textAtRunStart !== undefined && before !== options.textAtRunStart) {
+  if (options.textAtRunStart !== undefined && (notebook?.program.text ?? before) !== options.textAtRunStart) {
     if (!options.interactive) {
       void vscode.window.showWarningMessage(
         `ThetaEvolve: did not apply the new best program to ${fileName}: the file changed since the run started. Use "Apply Program to File" to apply it anyway.`,
@@ -96,7 +109,8 @@ export async function applyProgramToFile(
   if (options.program) appliedEmitter.fire({ fileUri: document.uri, programCode, program: options.program });
   // Asked for by the user: show the result, where one Undo takes it back.
   if (options.interactive && !vscode.window.visibleTextEditors.some((e) => e.document === document)) {
-    await vscode.window.showTextDocument(document, { preview: false });
+    if (notebook) await vscode.window.showNotebookDocument(notebook.notebook, { preview: false });
+    else await vscode.window.showTextDocument(document, { preview: false });
   }
   return 'applied';
 }

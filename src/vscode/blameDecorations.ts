@@ -13,6 +13,7 @@ import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { showProgramDiff } from './diffViews';
+import { NOTEBOOK_CELL_SCHEME } from './notebookCells';
 import { parseProgramUri } from './programDocuments';
 import { type AppliedProgram, onDidApplyProgram } from './applyProgram';
 import type { RunController } from './runController';
@@ -106,7 +107,8 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
   const appliedFiles = new Map<string, { program: AppliedProgram; programCode: string }>();
 
   const annotationsFor = async (document: vscode.TextDocument): Promise<BlameAnnotation[] | null> => {
-    const extension = /\.([^./]+)$/.exec(document.uri.path)?.[1] ?? '';
+    // A notebook cell's path is its notebook's (.ipynb): its programs are Python scripts.
+    const extension = document.uri.scheme === NOTEBOOK_CELL_SCHEME ? 'py' : (/\.([^./]+)$/.exec(document.uri.path)?.[1] ?? '');
     const ref = parseProgramUri(document.uri);
     if (ref) {
       const dbFile = controller.dbFileOf(ref.runId);

@@ -1,8 +1,10 @@
 // Native diff editors over the read-only program documents, old on the left
 // and new on the right: parent <-> child ("Show Diff") and the file as it is
-// now <-> a program ("Compare with File", "Best so far").
+// now <-> a program ("Compare with File", "Best so far"; for a notebook, its
+// evolved cell: src/vscode/notebookCells.ts).
 import * as vscode from 'vscode';
 import { formatScore, programName, type StepRank } from '../engine/common/format';
+import { compareProgramWithCell, isNotebookUri } from './notebookCells';
 import { findProgram, programUri } from './programDocuments';
 
 interface ProgramSummary {
@@ -61,6 +63,7 @@ export async function showProgramDiff(runId: string, parentId: string, childId: 
 /** Open the file as it is now (unsaved edits included, on the left: old) <-> the program (right: new) in a diff editor. */
 export async function compareProgramWithFile(runId: string, programId: string, fileUri: vscode.Uri, extension: string): Promise<void> {
   const program = await summary(runId, programId);
+  if (isNotebookUri(fileUri)) return compareProgramWithCell(runId, programId, label(program), describe(program), fileUri);
   const fileName = fileUri.path.split('/').pop() ?? fileUri.toString();
   await vscode.commands.executeCommand(
     'vscode.diff',

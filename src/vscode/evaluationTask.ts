@@ -13,6 +13,7 @@ import type { EngineEvent, EvaluationFinishedEvent, EvaluationStartedEvent } fro
 import { errorMessage } from '../engine/common/errors';
 import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
+import { programTextOf } from './notebookCells';
 import { readSettings } from './settings';
 import { formatScore } from '../engine/common/format';
 import { displayObjective } from '../engine/common/scoring';
@@ -316,7 +317,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
         ? this.definition.program
         : resolve(folderPath ?? process.cwd(), this.definition.program)
       : task.initialProgramPath;
-    const code = await readFile(programPath, 'utf8');
+    // A notebook is its Python code cells as one script, unsaved edits included (src/vscode/notebookCells.ts).
+    const code = programPath.endsWith('.ipynb') ? await programTextOf(vscode.Uri.file(programPath)) : await readFile(programPath, 'utf8');
     const settings = readSettings(vscode.Uri.file(programPath));
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
     // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.

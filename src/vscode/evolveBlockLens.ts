@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START, type EvolveBlockLocation, locateEvolveBlocks } from '../engine/common/diff';
+import { NOTEBOOK_CELL_SCHEME, notebookUriOf } from './notebookCells';
 
 const LENS_COMMANDS = {
   evolve: 'thetaevolve.startRun',
@@ -14,8 +15,13 @@ const LENS_COMMANDS = {
   best: 'thetaevolve.showBestDiff',
 } as const;
 
-const DOCUMENT_SELECTOR: vscode.DocumentSelector = [{ scheme: 'file' }, { scheme: 'untitled' }];
-const SCHEMES = new Set(['file', 'untitled']);
+// A Jupyter notebook's Python cells too: a cell's lenses evolve its notebook (src/vscode/notebookCells.ts).
+const DOCUMENT_SELECTOR: vscode.DocumentSelector = [
+  { scheme: 'file' },
+  { scheme: 'untitled' },
+  { scheme: NOTEBOOK_CELL_SCHEME, language: 'python' },
+];
+const SCHEMES = new Set(['file', 'untitled', NOTEBOOK_CELL_SCHEME]);
 const DEBOUNCE_MS = 250;
 const NO_MARKERS: EvolveBlockLocation = {
   regions: [],
@@ -95,7 +101,7 @@ class EvolveBlockLensProvider implements vscode.CodeLensProvider {
     const lenses: vscode.CodeLens[] = [];
     for (const region of regions) {
       const range = new vscode.Range(region.startLine, 0, region.endLine, 0);
-      const args = [document.uri];
+      const args = [notebookUriOf(document.uri)];
       lenses.push(
         new vscode.CodeLens(range, {
           title: '$(play) Evolve',

@@ -6,6 +6,7 @@ import { formatScore } from '../engine/common/format';
 import { type ApplyOutcome, applyProgramToFile } from './applyProgram';
 import { fileName } from './commandRegistry';
 import { log } from './log';
+import { programTextOf } from './notebookCells';
 import type { RunController } from './runController';
 
 /** What became of one new best: applied (or not) to the file, the setting off, a newer best came first, its program gone, or the apply failed. */
@@ -43,10 +44,7 @@ export function followBest(controller: RunController): vscode.Disposable {
         });
         log().info(`follow best: ${event.id} (score ${formatScore(event.score)}) -> ${fileName(fileUri)}: ${outcome}`);
         // The file now holds the new best: later bests may replace it again.
-        if (outcome === 'applied') {
-          const document = await vscode.workspace.openTextDocument(fileUri);
-          run.textAtRunStart = document.getText();
-        }
+        if (outcome === 'applied') run.textAtRunStart = await programTextOf(fileUri);
         handled.fire({ programId: event.id, outcome });
       })
       .catch((err: unknown) => {

@@ -17,6 +17,7 @@ import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
 import { log } from './log';
+import { activeProgramUri, isNotebookUri, notebookStartText, notebookUriOf } from './notebookCells';
 import {
   guardWorkspaceTrust,
   listRunFiles,
@@ -198,13 +199,16 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       if (choice === stop) controller.stop();
       return;
     }
-    const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    // A notebook cell (its CodeLens, its editor) evolves its notebook: src/vscode/notebookCells.ts.
+    const fileUri = arg instanceof vscode.Uri ? notebookUriOf(arg) : activeProgramUri();
     if (!fileUri) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
       return;
     }
-    const document = await vscode.workspace.openTextDocument(fileUri);
-    const text = document.getText();
+    const notebook = isNotebookUri(fileUri);
+    const start = notebook ? await notebookStartText(fileUri) : { text: (await vscode.workspace.openTextDocument(fileUri)).getText() };
+    if ('problem' in start) return offerStartButtons(`ThetaEvolve: cannot evolve ${start.problem}.`, [], () => undefined);
+    const { text } = start;
     const problem = evolveBlockProblem(text, fileName(fileUri));
     if (problem) {
       showNoEvolveBlock(fileUri, `ThetaEvolve: cannot evolve ${problem}.`, locateEvolveBlocks(text).problems[0]?.kind === 'no_region');
@@ -223,7 +227,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const runsDir = runsDirectoryOfFolder(folder, settings);
     await mkdir(runsDir, { recursive: true });
     const runId = newRunId(task.name, runsDir);
-    const extension = fileUri.path.includes('.') ? (fileUri.path.split('.').pop() ?? task.language) : task.language;
+    const extension = notebook ? 'py' : fileUri.path.includes('.') ? (fileUri.path.split('.').pop() ?? task.language) : task.language;
     await startAndFollow({
       runId,
       dbFile: runDatabaseFile(runsDir, runId),
@@ -337,7 +341,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
 
   registerCommand(context, COMMAND_IDS.selectTask, async (arg?: unknown) => {
     const editor = vscode.window.activeTextEditor;
-    const fileUri = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    // A notebook cell's task is its notebook's (src/vscode/notebookCells.ts).
+    const given = arg instanceof vscode.Uri ? arg : editor?.document.uri;
+    const fileUri = given && notebookUriOf(given);
     // The open file is the program only when it has an EVOLVE-BLOCK; else the task's own program opens.
     const isProgram =
       fileUri !== undefined && editor?.document.uri.toString() === fileUri.toString()

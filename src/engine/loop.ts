@@ -493,6 +493,7 @@ export class EvolutionRun {
         task: this.spec.task,
         dbFile: this.spec.dbFile,
         shaping: this.shaping,
+        rewardProcess: this.spec.settings['rewardShaping.process'],
         tokenIds: this.tokenIds,
         emit: (e) => this.emit(e),
         runSignal: this.stopController.signal,

@@ -142,8 +142,8 @@ export const onDidOfferStartFailure = startFailureOffers.event;
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
-  const runSettings = async (fileUri: vscode.Uri | undefined): Promise<Settings | undefined> => {
-    const read = readSettingsOrShowError(fileUri);
+  const runSettings = async (fileUri: vscode.Uri | undefined, taskSettings?: Partial<Settings>): Promise<Settings | undefined> => {
+    const read = readSettingsOrShowError(fileUri, taskSettings);
     if (!read) return undefined;
     const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
@@ -210,8 +210,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       showNoEvolveBlock(fileUri, `ThetaEvolve: cannot evolve ${problem}.`, locateEvolveBlocks(text).problems[0]?.kind === 'no_region');
       return;
     }
-    const settings = await runSettings(fileUri);
-    if (!settings) return;
+    const readSettingsFirst = await runSettings(fileUri);
+    if (!readSettingsFirst) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -219,6 +219,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     }
     const task = await pickTask(context, fileUri);
     if (!task) return;
+    // A release config's sampling values and database sizes, below what the user set.
+    const settings = task.runSettings ? await runSettings(fileUri, task.runSettings) : readSettingsFirst;
+    if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     const runsDir = runsDirectoryOfFolder(folder, settings);
     await mkdir(runsDir, { recursive: true });

@@ -206,6 +206,25 @@ describe('ThetaEvolve release task folders', () => {
     });
   });
 
+  describe('whose failure', () => {
+    it('a module the evaluator cannot import is no score: evaluation_failed naming the interpreter, and a run stops at its start', async () => {
+      const cwd = tempDir('te-release-missing-');
+      const folder = join(cwd, 'tiny_sum');
+      cpSync(TINY, folder, { recursive: true });
+      const verify = join(folder, 'evaluators/verify.py');
+      writeFileSync(verify, `import a_module_nobody_has  # noqa: F401\n${readFileSync(verify, 'utf8')}`);
+      const evaluated = await runCli(['evaluate', folder, join(folder, 'initial_programs/initial_program.py'), '--json'], cwd);
+      assert.equal(evaluated.code, 1, 'the evaluation could not run: not a score');
+      assert.match(
+        evaluated.stderr,
+        /not the program's fault.*\n\/usr\/bin\/python3 \(Python 3\.\d+\.\d+\) cannot import a_module_nobody_has \(imported by evaluators\/evaluator_modular\.py or its verify\.py\)/,
+      );
+      const run = await runCli(['run', folder, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1'], cwd);
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /failed on the starting program, so no candidate could be scored: .*cannot import a_module_nobody_has/);
+    });
+  });
+
   describe('rewards: the release reward processes', () => {
     const shaping = { enabled: false, lower: 0, upper: 2, alpha: 2, k: 4 };
     const valid = { score: 0.875, objective: 0.875 };

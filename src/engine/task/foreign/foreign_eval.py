@@ -207,6 +207,17 @@ def numeric_metrics(metrics):
     return out
 
 
+def infrastructure_problem(path):
+    """What the wrapper reported it lacked to run the evaluator at all (run_release.py: a module this Python cannot import), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    problem = data.get("infrastructure") if isinstance(data, dict) else None
+    return problem[:MAX_REASON] if isinstance(problem, str) and problem else None
+
+
 def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     """The reply for the file run_foreign.py wrote."""
     try:

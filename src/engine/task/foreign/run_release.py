@@ -71,7 +71,22 @@ def main(argv):
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     if why_not:
         print(f"thetaevolve: {why_not}; ThetaEvolve's stand-in is used", file=sys.stderr)
-    module = load_module("evaluator_modular", os.path.join(task_dir, "evaluators", "evaluator_modular.py"))
+    # What the evaluator itself cannot import (PyYAML, numpy) is this Python's lack, not the program's: no score (run_release's reply).
+    missing = None
+    try:
+        import yaml  # noqa: F401 - the modular utils read the config with it
+    except ImportError:
+        missing = "yaml (PyYAML), which openevolve.modular_utils reads the config with"
+    if missing is None:
+        try:
+            module = load_module("evaluator_modular", os.path.join(task_dir, "evaluators", "evaluator_modular.py"))
+        except ImportError as err:
+            missing = f"{err.name or err} (imported by evaluators/evaluator_modular.py or its verify.py)"
+    if missing is not None:
+        version = ".".join(str(v) for v in sys.version_info[:3])
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"layout": "release", "infrastructure": f"{sys.executable} (Python {version}) cannot import {missing}"}, f)
+        return
     result = module.evaluate(program)
     metrics = metrics_of(result, "evaluate")
     # Its artifacts (the error, or the program's output) are what the release shows the model next.

@@ -6,7 +6,7 @@
 // against the test server and the slime test buffer. Objectives, shaped
 // rewards and error codes are worked out by hand below.
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultSettings } from '../../src/engine/common/config';
 import { rewardOfChild } from '../../src/engine/common/scoring';
@@ -166,6 +166,31 @@ describe('ThetaEvolve release task folders', () => {
       const crash = writeProgram(cwd, 'crash.py', join(TINY, 'initial_programs/initial_program.py'), ['base = 0.25', 'base = 1 / 0']);
       const crashed = await evaluate(TINY, crash, cwd);
       assert.deepEqual([crashed.result.status, crashed.result.score], ['no_solution', -0.2]);
+    });
+
+    it("evaluator.copy_folders: the folders a program imports sit beside it, as the release's evaluator copies them", async () => {
+      const cwd = tempDir('te-release-copy-');
+      const folder = join(cwd, 'tiny_sum');
+      cpSync(TINY, folder, { recursive: true });
+      mkdirSync(join(folder, 'initial_programs/ref'));
+      writeFileSync(join(folder, 'initial_programs/ref/start.py'), 'BASE = 0.5\n');
+      const config = join(folder, 'configs/config_tiny_sum_it_S.yaml');
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8').replace(
+          '  cascade_evaluation: false',
+          '  cascade_evaluation: false\n  copy_folders:\n    - "initial_programs/ref"',
+        ),
+      );
+      const program = writeProgram(cwd, 'with_ref.py', join(folder, 'initial_programs/initial_program.py'), [
+        '    base = 0.25',
+        '    from ref.start import BASE\n\n    base = BASE',
+      ]);
+      // 0.5 + 0.625 + 0.5
+      const { result } = await evaluate(folder, program, cwd);
+      assert.equal(result.objective, 1.625, result.reason);
+      const task = await loadTask(folder);
+      assert.ok(!task.notices.join('\n').includes('copy_folders'), 'copy_folders is used, not named as changing nothing');
     });
 
     it("inside a release checkout: the release's own package when it imports, the stand-in when it does not", async () => {

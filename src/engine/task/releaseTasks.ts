@@ -124,6 +124,8 @@ const USED_KEYS = new Set([
   'database.migration_rate',
   'evaluator.timeout',
   'evaluator.cascade_evaluation',
+  'evaluator.copy_folders',
+  'evaluator.copy_files',
 ]);
 
 async function isFile(path: string): Promise<boolean> {

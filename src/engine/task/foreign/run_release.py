@@ -10,6 +10,7 @@
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -47,6 +48,39 @@ def choose_package(root, here):
             return None, f"installed:{origin}", ""
         return here, "stand-in", f"the installed openevolve package at {origin} does not import ({why})"
     return here, "stand-in", ""
+
+
+def staged_program(program, task_dir, config):
+    """The program as the release's evaluator is given it: program.py in a fresh folder, with the config's
+    evaluator.copy_folders (e.g. initial_programs/ref, which a program imports) and copy_files beside it, found as the
+    release finds them (relative to evaluators/, a plain name also beside it)."""
+    import yaml
+
+    with open(config, encoding="utf-8") as f:
+        loaded = yaml.safe_load(f) or {}
+    settings = loaded.get("evaluator") if isinstance(loaded, dict) else None
+    settings = settings if isinstance(settings, dict) else {}
+    folder = tempfile.mkdtemp(prefix="thetaevolve-program-")
+    staged = os.path.join(folder, "program.py")
+    shutil.copyfile(program, staged)
+    eval_dir = os.path.join(task_dir, "evaluators")
+    inside = lambda path: os.path.commonpath([folder, os.path.normpath(path)]) == folder  # noqa: E731
+    for name in settings.get("copy_folders") or []:
+        if not isinstance(name, str) or not name:
+            continue
+        source = os.path.normpath(os.path.join(eval_dir, name))
+        if not name.startswith("../") and not os.path.exists(source):
+            source = os.path.normpath(os.path.join(eval_dir, "..", name))
+        if os.path.isdir(source):
+            shutil.copytree(source, os.path.join(folder, os.path.basename(name.rstrip("/"))), dirs_exist_ok=True)
+    for name in settings.get("copy_files") or []:
+        if not isinstance(name, str) or not name:
+            continue
+        source, target = os.path.join(eval_dir, name), os.path.join(folder, name)
+        if os.path.isfile(source) and inside(target):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(source, target)
+    return staged
 
 
 def main(argv):
@@ -87,7 +121,7 @@ def main(argv):
         with open(out, "w", encoding="utf-8") as f:
             json.dump({"layout": "release", "infrastructure": f"{sys.executable} (Python {version}) cannot import {missing}"}, f)
         return
-    result = module.evaluate(program)
+    result = module.evaluate(staged_program(program, task_dir, config))
     metrics = metrics_of(result, "evaluate")
     # Its artifacts (the error, or the program's output) are what the release shows the model next.
     feedback = feedback_text(artifacts_of(result))

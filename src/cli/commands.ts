@@ -143,7 +143,10 @@ export const CONVERT_SPEC: CommandSpec = {
   summary:
     "Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected); refused, with the reason, where the evaluator needs the program itself. Or turn a FunSearch specification into a task folder (OpenEvolve's layout): its @funsearch.evolve function is evolved, its @funsearch.run function scores each input.",
   positionals: [
-    { name: 'folder-or-spec', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), or a FunSearch specification (.py).' },
+    {
+      name: 'folder-or-spec',
+      help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), a ThetaEvolve release folder or one of its configs/*.yaml, or a FunSearch specification (.py).',
+    },
   ],
   flags: {
     evaluator: EVALUATOR_FLAG,

@@ -231,6 +231,35 @@ describe('ThetaEvolve release task folders', () => {
     });
   });
 
+  describe('convert', () => {
+    it('writes task.json: the program alone in the sandbox, verify.py outside on its saved solution (scores protected), same objective', async () => {
+      const cwd = tempDir('te-release-convert-');
+      const folder = join(cwd, 'sign_matrix');
+      cpSync(SIGNS, folder, { recursive: true });
+      const several = await runCli(['convert', folder], cwd);
+      assert.equal(several.code, 1);
+      assert.match(several.stderr, /several configs \(config_sign_matrix_large\.yaml, config_sign_matrix_small\.yaml\)/);
+      const converted = await runCli(['convert', join(folder, 'configs/config_sign_matrix_small.yaml'), '--json'], cwd);
+      assert.equal(converted.code, 0, converted.stderr);
+      const task = await loadTask(folder);
+      assert.deepEqual([task.layout, task.evaluatorTrust, task.direction], ['task.json', 'separate', 'minimize']);
+      assert.equal(task.metaInformation[0]?.text, (await loadTask(SIGNS_SMALL)).metaInformation[0]?.text, 'the same substituted text');
+      const { result } = await evaluate(folder, join(folder, 'initial_programs/initial_program.py'), cwd);
+      assert.deepEqual([result.status, result.objective, result.score], ['ok', 25, 1 / 25]);
+      assert.equal((result as EvaluateJson & { protected: boolean }).protected, true);
+      // Entries 2 are not signs: verify.py's validate_solution says no (-0.1).
+      const invalid = writeProgram(cwd, 'twos.py', join(folder, 'initial_programs/initial_program.py'), ['fill = 1', 'fill = 2']);
+      const bad = await evaluate(folder, invalid, cwd);
+      assert.deepEqual([bad.result.status, bad.result.score], ['invalid_solution', -0.1]);
+      assert.match(bad.result.reason, /each row needs 4 entries \+1 or -1/);
+      // The config path still reads the release layout; a second conversion is refused.
+      assert.equal((await loadTask(join(folder, 'configs/config_sign_matrix_large.yaml'))).layout, 'release');
+      const again = await runCli(['convert', join(folder, 'configs/config_sign_matrix_large.yaml')], cwd);
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /already converted/);
+    });
+  });
+
   describe('whose failure', () => {
     it('a module the evaluator cannot import is no score: evaluation_failed naming the interpreter, and a run stops at its start', async () => {
       const cwd = tempDir('te-release-missing-');

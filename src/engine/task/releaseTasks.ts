@@ -91,6 +91,7 @@ const ReaderOutputSchema = z.object({
   config: z.unknown(),
   messages: z.array(z.object({ weight: finite.positive(), text: z.string() })),
   system_message: z.string().nullable(),
+  variables_json: z.string(),
 });
 
 /**
@@ -193,7 +194,7 @@ export async function releasePackageNear(dir: string): Promise<string | null> {
 /** Run release_config.py (PyYAML, as the release reads its configs) and check what we use. */
 export async function readReleaseConfig(
   file: string,
-): Promise<{ config: ReleaseConfig; raw: Record<string, unknown>; texts: { weight: number; text: string }[] }> {
+): Promise<{ config: ReleaseConfig; raw: Record<string, unknown>; texts: { weight: number; text: string }[]; variablesJson: string }> {
   const script = join(foreignRuntimeDir(), 'release_config.py');
   const stdout = await new Promise<string>((resolvePromise, reject) => {
     execFile(
@@ -219,7 +220,7 @@ export async function readReleaseConfig(
   const system = output.system_message?.trim();
   // "system_message" alone is the name of OpenEvolve's default template, not a text.
   if (texts.length === 0 && system && system !== 'system_message') texts.push({ weight: 1, text: system });
-  return { config: parsed.data, raw: output.config as Record<string, unknown>, texts };
+  return { config: parsed.data, raw: output.config as Record<string, unknown>, texts, variablesJson: output.variables_json };
 }
 
 /** Every section.key of the config that changes nothing here (secrets named, never shown). */

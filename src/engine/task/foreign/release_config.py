@@ -36,8 +36,10 @@ def main(path):
         config = yaml.safe_load(f)
     if not isinstance(config, dict):
         raise SystemExit(f"{path}: the config is not a mapping of sections")
+    variables_text = json.dumps(config.get("variables") if isinstance(config.get("variables"), dict) else {}, default=str)
     variables = config.get("variables")
     if isinstance(variables, dict):
+        variables = dict(variables)
         core = variables.get("core_parameters", {})
         target = (core.get("target_value") if isinstance(core, dict) else None) or variables.get("TARGET_VALUE")
         if target is not None:
@@ -54,6 +56,8 @@ def main(path):
     system_message = prompt.get("system_message")
     out = {
         "config": config,
+        # Exact (a large integer keeps every digit): what a converted folder's program and evaluator read.
+        "variables_json": variables_text,
         "messages": messages,
         "system_message": substitute(system_message, variables) if isinstance(system_message, str) else None,
     }

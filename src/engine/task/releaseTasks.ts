@@ -244,10 +244,12 @@ export function runSettingsOfConfig(config: ReleaseConfig): { settings: Partial<
   const first = models[0];
   if (first) {
     settings.model = first.name;
-    if (models.length > 1)
-      notices.push(
-        `llm.models lists ${models.length} models (${models.map((m) => `${m.name} ${m.weight ?? 1}`).join(', ')}): this run asks the first, ${first.name}, for every response (--model or --set model=... picks another).`,
-      );
+    // Said whatever their number: the release's RL runs sample from the trained model, which the server lists under its own name.
+    notices.push(
+      models.length > 1
+        ? `llm.models lists ${models.length} models (${models.map((m) => `${m.name} ${m.weight ?? 1}`).join(', ')}): this run asks the first, ${first.name}, for every response (--model or --set model=... picks another).`
+        : `llm.models: this run asks for ${first.name} (--model or --set model=... picks another).`,
+    );
   }
   if (llm?.temperature != null) settings.temperature = llm.temperature;
   if (llm?.top_p != null) settings.topP = llm.top_p;

@@ -31,6 +31,7 @@ import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
+import { loadTask } from '../engine/task/task';
 import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
 
@@ -274,7 +275,12 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
-    const settings = await runSettings(origin.fileUri);
+    // A release config's settings again, below the user's (a task that no longer loads fails the start, named there).
+    const taskSettings = await loadTask(origin.taskDir).then(
+      (task) => task.runSettings,
+      () => undefined,
+    );
+    const settings = await runSettings(origin.fileUri, taskSettings);
     if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({

@@ -576,6 +576,7 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     pipelineDepth: s.pipelineDepth,
     databasePreset: s['database.preset'],
     lazyPenalty: s.lazyPenalty,
+    rewardProcess: s['rewardShaping.process'],
     seed: s.seed,
   };
 }

@@ -35,12 +35,12 @@ class DefaultValues:
 
 class ErrorMessages:
     MESSAGES = {
-        ErrorCodes.NO_DIFF_BLOCKS_ERROR: "No diff blocks found in LLM response",
-        ErrorCodes.NO_VALID_CHANGE: "No valid changes (identical to existing code or lazy output)",
-        ErrorCodes.EXECUTION_ERROR: "Execution failed (timeout, no solution, runtime error, etc.)",
-        ErrorCodes.VALIDATION_FAILED: "Solution validation failed",
+        ErrorCodes.NO_DIFF_BLOCKS_ERROR: "the response holds no SEARCH/REPLACE block",
+        ErrorCodes.NO_VALID_CHANGE: "the child equals an existing program (no valid change)",
+        ErrorCodes.EXECUTION_ERROR: "the program failed: crashed, timed out or saved no solution",
+        ErrorCodes.VALIDATION_FAILED: "the solution failed validation",
     }
 
     @classmethod
     def get_message(cls, error_code):
-        return cls.MESSAGES.get(error_code, f"Normal violations: {error_code}")
+        return cls.MESSAGES.get(error_code, f"not an error code: {error_code}")

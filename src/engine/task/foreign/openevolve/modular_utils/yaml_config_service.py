@@ -26,14 +26,14 @@ def load_yaml_variables(yaml_path=None):
         with open(path, "r") as f:
             return (yaml.safe_load(f) or {}).get("variables", {}) or {}
     except Exception as err:  # noqa: BLE001 - as the release: a warning and no variables
-        print(f"Warning: Failed to load YAML config from {path}: {err}")
+        print(f"Warning: cannot read the variables of {path}: {err}")
         return {}
 
 
 def create_problem_config_from_yaml(yaml_path=None):
     variables = load_yaml_variables(yaml_path)
     if not variables:
-        print("Warning: No YAML variables found, using default config")
+        print("Warning: the config gives no variables; problem settings are empty")
         return BaseConfig(problem_type="Unknown", core_parameters={})
     core = variables.get("core_parameters", {}) or {}
     extra = {}

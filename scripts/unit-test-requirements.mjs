@@ -43,6 +43,7 @@ export const UNIT_TEST_NEEDS = {
   'notebookCli.test.ts': ['bubblewrap', 'python3'],
   'notebookProgram.test.ts': ['python3'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],
+  'releaseTasks.test.ts': ['bubblewrap', 'python3', 'python3-yaml'],
   'runHealth.test.ts': ['bubblewrap', 'python3'],
   'runComparison.test.ts': ['bubblewrap', 'python3'],
   'runLock.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],

@@ -11,7 +11,10 @@ export const RUN_SPEC: CommandSpec = {
   summary:
     "Evolve the task's program (or --program FILE) step by step; one JSON object per committed step with --json. Re-running with the same --db resumes after the last committed step.",
   positionals: [
-    { name: 'task-dir', help: 'Task folder: task.json (e.g. tasks/circle-packing), or an OpenEvolve or ShinkaEvolve folder as it is.' },
+    {
+      name: 'task-dir',
+      help: 'Task folder: task.json (e.g. tasks/circle-packing), an OpenEvolve or ShinkaEvolve folder as it is, or a ThetaEvolve release folder (examples/<task>, or one of its configs/*.yaml).',
+    },
   ],
   flags: {
     program: { kind: 'string', value: 'FILE', help: "Program to start from (default: the task's initial program)." },
@@ -29,6 +32,17 @@ export const RUN_SPEC: CommandSpec = {
       help: 'Run database (.sqlite); resumed when it exists (default .thetaevolve/runs/<run-id>.sqlite).',
     },
     seed: { kind: 'integer', minimum: 0, value: 'S', help: 'Seed of every random choice (default 0).' },
+    'lazy-penalty-level': {
+      kind: 'integer',
+      minimum: 0,
+      value: '0|1|2',
+      help: "The ThetaEvolve release's LAZY_OUTPUT_PENALTY: 2 (default) gives -0.3 to a child equal to any program in the database; 0 and 1 only to one equal to its parent.",
+    },
+    'reward-process': {
+      kind: 'string',
+      value: 'NAME',
+      help: "The release's REWARD_PROCESS_TYPE for the trainer's rewards: original_reward, rl_normalized_reward, format_reward, validation_reward or improve_reward (default: the task's shaping).",
+    },
     trainer: { kind: 'url', value: 'URL', help: "Send each step's rollouts to this RL trainer." },
     'trainer-protocol': { kind: 'string', value: 'atropos|slime', help: 'Trainer protocol (default atropos).' },
     backend: {
@@ -57,7 +71,10 @@ export const EVALUATE_SPEC: CommandSpec = {
   name: 'evaluate',
   summary: "Evaluate a program in the sandbox with the task's evaluator. Exit 0 whenever the evaluation ran, even if the candidate failed.",
   positionals: [
-    { name: 'task-dir', help: 'Task folder: task.json, or an OpenEvolve or ShinkaEvolve folder as it is.' },
+    {
+      name: 'task-dir',
+      help: 'Task folder: task.json, an OpenEvolve or ShinkaEvolve folder as it is, or a ThetaEvolve release folder (or one of its configs/*.yaml).',
+    },
     {
       name: 'program-file',
       help: 'Program to evaluate; several (with --result-files) are evaluated at once, each in its own sandbox.',
@@ -126,7 +143,10 @@ export const CONVERT_SPEC: CommandSpec = {
   summary:
     "Write task.json into an OpenEvolve folder so that its evaluator runs apart from the candidate, on what the program returns (scores then protected); refused, with the reason, where the evaluator needs the program itself. Or turn a FunSearch specification into a task folder (OpenEvolve's layout): its @funsearch.evolve function is evolved, its @funsearch.run function scores each input.",
   positionals: [
-    { name: 'folder-or-spec', help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), or a FunSearch specification (.py).' },
+    {
+      name: 'folder-or-spec',
+      help: 'An OpenEvolve-layout folder (initial_program.* + evaluator.py), a ThetaEvolve release folder or one of its configs/*.yaml, or a FunSearch specification (.py).',
+    },
   ],
   flags: {
     evaluator: EVALUATOR_FLAG,

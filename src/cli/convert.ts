@@ -7,6 +7,8 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { convertForeignTask } from '../engine/task/convert';
+import { convertReleaseTask } from '../engine/task/releaseConvert';
+import { releaseTaskOf } from '../engine/task/releaseTasks';
 import { convertFunSearchSpec, FUNSEARCH_REDUCTIONS, type FunSearchReduction, parseFunSearchInputs } from '../engine/task/funsearch';
 import { isFunSearchSpecText } from '../engine/task/foreignTasks';
 import { TaskError } from '../engine/task/task';
@@ -23,7 +25,8 @@ export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     for (const flag of ['inputs', 'reduce', 'output'])
       if (stringFlag(args, flag) !== undefined)
         throw new UsageError(`--${flag} applies to a FunSearch specification (a .py file), not to a folder`);
-    const converted = await convertForeignTask(await taskPathFromArgs(args, io, source));
+    const taskPath = await taskPathFromArgs(args, io, source);
+    const converted = (await releaseTaskOf(taskPath)) ? await convertReleaseTask(taskPath) : await convertForeignTask(taskPath);
     if (json) {
       io.stdout(JSON.stringify({ files: converted.files, name: converted.task.name }) + '\n');
     } else {

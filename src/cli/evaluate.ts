@@ -65,7 +65,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   }
   const [first] = programs as [{ path: string; code: string }];
 
-  const settings = settingsFromArgs(args, io.cwd);
+  const settings = settingsFromArgs(args, io.cwd, task.runSettings);
   const onWarning = (message: string): void => io.stderr(`thetaevolve: ${message}\n`);
   for (const notice of task.notices) onWarning(notice);
   if (settings['evaluation.backend'] === 'slurm') {

@@ -22,13 +22,14 @@ import { forDisplay } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
-  const settings = settingsFromArgs(args, io.cwd);
   const taskDir = await taskPathFromArgs(args, io, args.positionals[0] as string);
   const task = await loadTask(taskDir).catch((err: unknown) => {
     throw new InputError(err instanceof TaskError ? err.message : `cannot load the task at ${taskDir}: ${errorMessage(err)}`, {
       cause: err,
     });
   });
+  // A release config's own settings sit below the command line's.
+  const settings = settingsFromArgs(args, io.cwd, task.runSettings);
 
   const programFlag = stringFlag(args, 'program');
   let startCode: string | undefined;

@@ -100,6 +100,8 @@ const FLAG_OF_SETTING = new Map<string, string>([
   ...Object.entries(FLAG_SETTINGS).map(([flag, key]): [string, string] => [key, `--${flag}`]),
   ['trainer.url', '--trainer URL'],
   ['trainer.protocol', '--trainer-protocol'],
+  ['lazyPenalty', '--lazy-penalty-level'],
+  ['rewardShaping.process', '--reward-process'],
 ]);
 
 /**
@@ -115,9 +117,16 @@ export function withFlagNames(message: string): string {
   });
 }
 
-/** Settings of a `run` (or `evaluate`) command line: defaults < --config < --set < flags. */
-export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
-  const raw: Record<string, unknown> = { ...defaultSettings() };
+/** The ThetaEvolve release's reward processes (run.sh REWARD_PROCESS_TYPE), as --reward-process takes them. */
+const REWARD_PROCESSES = ['original_reward', 'rl_normalized_reward', 'format_reward', 'validation_reward', 'improve_reward'] as const;
+
+/**
+ * Settings of a `run` (or `evaluate`) command line: defaults < the task's own
+ * config (`taskSettings`: a release config's sampling values, database
+ * sizes) < --config < --set < flags.
+ */
+export function settingsFromArgs(args: ParsedArgs, cwd: string, taskSettings: Partial<Settings> = {}): Settings {
+  const raw: Record<string, unknown> = { ...defaultSettings(), ...taskSettings };
   const configFile = stringFlag(args, 'config');
   if (configFile !== undefined) Object.assign(raw, readConfigFile(resolve(cwd, configFile)));
   for (const assignment of listFlag(args, 'set')) {
@@ -147,6 +156,19 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string): Settings {
   }
   if (protocol !== undefined) raw['trainer.protocol'] = protocol;
   if (args.flags['allow-weak-isolation'] === true) raw['sandbox.allowWeakIsolation'] = true;
+  // The release's run.sh choices: LAZY_OUTPUT_PENALTY and REWARD_PROCESS_TYPE.
+  const lazyLevel = args.flags['lazy-penalty-level'];
+  if (lazyLevel !== undefined) {
+    if (lazyLevel !== 0 && lazyLevel !== 1 && lazyLevel !== 2)
+      throw new UsageError(`--lazy-penalty-level must be 0, 1 or 2, got ${JSON.stringify(lazyLevel)}`);
+    raw.lazyPenalty = lazyLevel === 2;
+  }
+  const process = stringFlag(args, 'reward-process');
+  if (process !== undefined) {
+    if (!(REWARD_PROCESSES as readonly string[]).includes(process))
+      throw new UsageError(`--reward-process must be one of ${REWARD_PROCESSES.join(', ')}, got '${process}'`);
+    raw['rewardShaping.process'] = process;
+  }
   try {
     return parseSettings(raw);
   } catch (err) {

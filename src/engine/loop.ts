@@ -493,6 +493,7 @@ export class EvolutionRun {
         task: this.spec.task,
         dbFile: this.spec.dbFile,
         shaping: this.shaping,
+        rewardProcess: this.spec.settings['rewardShaping.process'],
         tokenIds: this.tokenIds,
         emit: (e) => this.emit(e),
         runSignal: this.stopController.signal,
@@ -575,6 +576,7 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     pipelineDepth: s.pipelineDepth,
     databasePreset: s['database.preset'],
     lazyPenalty: s.lazyPenalty,
+    rewardProcess: s['rewardShaping.process'],
     seed: s.seed,
   };
 }

@@ -32,6 +32,7 @@ import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
+import { loadTask } from '../engine/task/task';
 import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
 
@@ -143,8 +144,8 @@ export const onDidOfferStartFailure = startFailureOffers.event;
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
-  const runSettings = async (fileUri: vscode.Uri | undefined): Promise<Settings | undefined> => {
-    const read = readSettingsOrShowError(fileUri);
+  const runSettings = async (fileUri: vscode.Uri | undefined, taskSettings?: Partial<Settings>): Promise<Settings | undefined> => {
+    const read = readSettingsOrShowError(fileUri, taskSettings);
     if (!read) return undefined;
     const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
@@ -214,8 +215,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       showNoEvolveBlock(fileUri, `ThetaEvolve: cannot evolve ${problem}.`, locateEvolveBlocks(text).problems[0]?.kind === 'no_region');
       return;
     }
-    const settings = await runSettings(fileUri);
-    if (!settings) return;
+    const readSettingsFirst = await runSettings(fileUri);
+    if (!readSettingsFirst) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
@@ -223,6 +224,9 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     }
     const task = await pickTask(context, fileUri);
     if (!task) return;
+    // A release config's sampling values and database sizes, below what the user set.
+    const settings = task.runSettings ? await runSettings(fileUri, task.runSettings) : readSettingsFirst;
+    if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     const runsDir = runsDirectoryOfFolder(folder, settings);
     await mkdir(runsDir, { recursive: true });
@@ -275,7 +279,12 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
-    const settings = await runSettings(origin.fileUri);
+    // A release config's settings again, below the user's (a task that no longer loads fails the start, named there).
+    const taskSettings = await loadTask(origin.taskDir).then(
+      (task) => task.runSettings,
+      () => undefined,
+    );
+    const settings = await runSettings(origin.fileUri, taskSettings);
     if (!settings) return;
     const apiKey = await readApiKey(context.secrets);
     await startAndFollow({

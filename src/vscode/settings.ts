@@ -35,13 +35,16 @@ function whereSet(config: vscode.WorkspaceConfiguration, key: string): string | 
  * run is about, so folder settings of a multi-root workspace apply.
  * Throws SettingsError naming the first bad setting.
  */
-export function readSettings(scope?: vscode.Uri): Settings {
+export function readSettings(scope?: vscode.Uri, taskSettings: Partial<Settings> = {}): Settings {
   const config = vscode.workspace.getConfiguration(SECTION, scope ?? null);
   const raw: Record<string, unknown> = {};
   for (const spec of SETTINGS) {
     const value = config.get<unknown>(spec.key);
     // null is what a user gets by clearing a value in settings.json: treat it as unset.
     if (value !== undefined && value !== null) raw[spec.key] = value;
+    // The task's own config (a release config) wins over the defaults only: whatever the user set stays.
+    const fromTask = (taskSettings as Record<string, unknown>)[spec.key];
+    if (fromTask !== undefined && whereSet(config, spec.key) === undefined) raw[spec.key] = fromTask;
   }
   try {
     return parseSettings(raw);
@@ -59,9 +62,9 @@ export function readSettings(scope?: vscode.Uri): Settings {
  * readSettings, or undefined after showing the error with an "Open Settings"
  * button that opens the Settings editor at the bad setting.
  */
-export function readSettingsOrShowError(scope?: vscode.Uri): Settings | undefined {
+export function readSettingsOrShowError(scope?: vscode.Uri, taskSettings?: Partial<Settings>): Settings | undefined {
   try {
-    return readSettings(scope);
+    return readSettings(scope, taskSettings);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     const openSettings = 'Open Settings';

@@ -6,6 +6,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { detectForeignLayout, taskFilesBeside } from '../engine/task/foreignTasks';
+import { releaseTaskOf } from '../engine/task/releaseTasks';
 import { summarizeTaskFiles, type TaskFileSummary } from '../engine/task/taskSummary';
 
 export type TaskSource = 'bundled' | 'workspace';
@@ -18,8 +19,8 @@ export interface TaskSources {
   extensionPath: string;
   /** Whether the workspace is trusted (vscode.workspace.isTrusted). */
   trusted: boolean;
-  /** The workspace's task.json files and foreign evaluators (evaluator.py, evaluate.py); called only when trusted. */
-  findWorkspaceFiles: () => Promise<{ taskFiles: string[]; evaluators: string[] }>;
+  /** The workspace's task.json files, foreign evaluators (evaluator.py, evaluate.py) and configs/*.yaml files; called only when trusted. */
+  findWorkspaceFiles: () => Promise<{ taskFiles: string[]; evaluators: string[]; configs?: string[] }>;
   /** The local file a task is picked for, if any: task folders beside it are listed too (when trusted). */
   forFile?: string;
 }
@@ -49,12 +50,25 @@ export async function listBundledTaskChoices(extensionPath: string): Promise<Tas
   return summarizeChoices('bundled', files);
 }
 
-/** The workspace's task folders in the three layouts: task.json files, and evaluators whose folder is an OpenEvolve / ShinkaEvolve one; sorted. */
-async function workspaceTaskFiles(found: { taskFiles: string[]; evaluators: string[] }): Promise<string[]> {
+/** Whether a YAML file is a config of a ThetaEvolve release folder (each is one task). */
+async function isReleaseConfig(file: string): Promise<boolean> {
+  return releaseTaskOf(file).then(
+    (found) => found !== null,
+    () => false,
+  );
+}
+
+/**
+ * The workspace's task folders in the four layouts: task.json files,
+ * evaluators whose folder is an OpenEvolve / ShinkaEvolve one, and the
+ * configs of release folders; sorted.
+ */
+async function workspaceTaskFiles(found: { taskFiles: string[]; evaluators: string[]; configs?: string[] }): Promise<string[]> {
   const foreign = await Promise.all(
     found.evaluators.map(async (file) => ((await detectForeignLayout(dirname(file))) !== null ? file : null)),
   );
-  return [...found.taskFiles, ...foreign.filter((f): f is string => f !== null)].sort();
+  const configs = await Promise.all((found.configs ?? []).map(async (file) => ((await isReleaseConfig(file)) ? file : null)));
+  return [...found.taskFiles, ...[...foreign, ...configs].filter((f): f is string => f !== null)].sort();
 }
 
 /**

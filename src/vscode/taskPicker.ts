@@ -20,6 +20,8 @@ export type TaskPickerContext = Pick<vscode.ExtensionContext, 'extensionPath' | 
 const TASK_FILE_GLOB = '**/task.json';
 /** The evaluators of OpenEvolve (evaluator.py) and ShinkaEvolve (evaluate.py) folders; the folder decides whether it is one. */
 const FOREIGN_EVALUATOR_GLOB = '**/{evaluator.py,evaluate.py}';
+/** The configs of ThetaEvolve release folders (configs/*.yaml beside evaluators/ and initial_programs/); each is one task. */
+const RELEASE_CONFIG_GLOB = '**/configs/*.{yaml,yml}';
 const TASK_FILE_EXCLUDE = '{**/node_modules/**,**/.thetaevolve/**,**/.git/**}';
 const MAX_WORKSPACE_TASK_FILES = 200;
 
@@ -34,15 +36,18 @@ export async function listTaskChoices(
     extensionPath,
     trusted: vscode.workspace.isTrusted,
     findWorkspaceFiles: async () => {
-      const [taskFiles, evaluators] = await Promise.all([
+      const [taskFiles, evaluators, configs] = await Promise.all([
         vscode.workspace.findFiles(TASK_FILE_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
         vscode.workspace.findFiles(FOREIGN_EVALUATOR_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
+        vscode.workspace.findFiles(RELEASE_CONFIG_GLOB, TASK_FILE_EXCLUDE, MAX_WORKSPACE_TASK_FILES, token),
       ]);
-      return { taskFiles: localPaths(taskFiles), evaluators: localPaths(evaluators) };
+      return { taskFiles: localPaths(taskFiles), evaluators: localPaths(evaluators), configs: localPaths(configs) };
     },
     ...(forFile?.scheme === 'file' ? { forFile: forFile.fsPath } : {}),
   });
 }
+
+const LAYOUT_NAMES = { openevolve: 'OpenEvolve', shinka: 'ShinkaEvolve', release: 'ThetaEvolve release' } as const;
 
 function memoryKey(forFile: vscode.Uri | undefined): string {
   return `thetaevolve.task:${forFile ? forFile.toString() : '(no file)'}`;
@@ -100,9 +105,7 @@ function pickItems(choices: readonly TaskChoice[], forFile: vscode.Uri | undefin
       if (summary) {
         const notes = [
           summary.direction,
-          ...(summary.layout !== 'task.json'
-            ? [`${summary.layout === 'openevolve' ? 'OpenEvolve' : 'ShinkaEvolve'} folder, score not protected`]
-            : []),
+          ...(summary.layout !== 'task.json' ? [`${LAYOUT_NAMES[summary.layout]} folder, score not protected`] : []),
           ...(rank(choice) === 0 ? ["this file's task"] : rank(choice) === 1 ? ['last used'] : []),
         ];
         items.push({

@@ -395,7 +395,8 @@ export const SETTINGS = [
     key: 'lazyPenalty',
     type: 'boolean',
     default: true,
-    description: 'Give -0.3 without evaluation to a child equal (comments ignored) to any program ever in the database.',
+    description:
+      "Give -0.3 without evaluation to a child equal (comments ignored) to any program ever in the database: the ThetaEvolve release's lazy output penalty level 2 (`--lazy-penalty-level`). Off: levels 0 and 1, where only a child equal to its parent gets -0.3, as it always does.",
   },
   {
     key: 'rewardShaping.mode',
@@ -426,6 +427,22 @@ export const SETTINGS = [
     description: 'Scale k of the shaping. Used only when rewardShaping.override is on.',
   },
   { key: 'rewardShaping.override', type: 'boolean', default: false, description: "Use the L, U, a, k above instead of the task's." },
+  {
+    key: 'rewardShaping.process',
+    type: 'string',
+    default: 'task',
+    enum: ['task', 'original_reward', 'rl_normalized_reward', 'format_reward', 'validation_reward', 'improve_reward'],
+    enumDescriptions: [
+      'The reward as rewardShaping.mode says: the score, or its shaping.',
+      "The ThetaEvolve release's original_reward: the score (penalties included), clipped to [-10, 10].",
+      "The release's rl_normalized_reward: the shaping of a valid child's objective (on whatever rewardShaping.mode says); penalties pass; clipped to [-10, 10].",
+      "The release's format_reward: -0.4 (no diff) and -0.3 (no change, duplicate) pass; every other child gets 1.",
+      "The release's validation_reward: every penalty passes; a valid child gets 1.",
+      "The release's improve_reward: every penalty passes; a valid child gets 1 when its score beats its parent's by more than 1e-6, else 0.",
+    ],
+    description:
+      "How a scored child's reward for the RL trainer is computed: ours (`task`), or one of the ThetaEvolve release's reward processes (its run.sh REWARD_PROCESS_TYPE; docs/algorithm.md section 5).",
+  },
   { key: 'maxSteps', type: 'integer', default: 0, minimum: 0, maximum: 1000000, description: 'Stop after this many steps (0: no limit).' },
   {
     key: 'maxTotalTokens',

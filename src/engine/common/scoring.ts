@@ -3,7 +3,7 @@
 import type { Settings } from './config';
 import type { StepStatistics } from './events';
 import { mean, percentileOfSorted } from './stats';
-import { type Direction, emptyOutcomeCounts, type Outcome } from './types';
+import { type Direction, emptyOutcomeCounts, type Outcome, OUTCOME_PENALTY } from './types';
 
 /** Combined score (higher is better): the objective when maximising, 1/objective when minimising. */
 export function combinedScore(objective: number, direction: Direction): number {
@@ -82,6 +82,52 @@ export function shapeReward(s: number, direction: Direction, shaping: RewardShap
 export function rewardOfSample(sample: { score: number; objective: number | null }, direction: Direction, shaping: RewardShaping): number {
   if (sample.score < 0 || !shaping.enabled || sample.objective === null) return sample.score;
   return shapeReward(sample.objective, direction, shaping);
+}
+
+export type RewardProcess = Settings['rewardShaping.process'];
+
+/** The release's format errors (error_constants.py FORMAT_ERRORS): no diff, no valid change (a duplicate is scored as one). */
+const FORMAT_PENALTIES: readonly number[] = [OUTCOME_PENALTY.no_diff, OUTCOME_PENALTY.no_change];
+/** The release gym's bounds on a reward, and what a reward that is no number becomes (evolving_gym_rm.py). */
+const RELEASE_REWARD_BOUND = 10;
+const RELEASE_LOW_REWARD = -1;
+/** improve_reward: a child improves on its parent by more than this. */
+const IMPROVE_EPSILON = 1e-6;
+
+function releaseSanitised(reward: number): number {
+  if (!Number.isFinite(reward)) return RELEASE_LOW_REWARD;
+  return Math.min(RELEASE_REWARD_BOUND, Math.max(-RELEASE_REWARD_BOUND, reward));
+}
+
+/**
+ * The reward of one scored child under `rewardShaping.process`: 'task' is
+ * rewardOfSample; the others are the ThetaEvolve release's reward processes
+ * (docs/algorithm.md section 5), computed from the same score, objective and
+ * the parent's score. Penalties are negative in all of them.
+ */
+export function rewardOfChild(
+  sample: { score: number; objective: number | null },
+  parentScore: number | null,
+  direction: Direction,
+  shaping: RewardShaping,
+  process: RewardProcess,
+): number {
+  const { score } = sample;
+  switch (process) {
+    case 'task':
+      return rewardOfSample(sample, direction, shaping);
+    case 'original_reward':
+      return releaseSanitised(score);
+    case 'rl_normalized_reward':
+      return releaseSanitised(rewardOfSample(sample, direction, { ...shaping, enabled: true }));
+    case 'format_reward':
+      return FORMAT_PENALTIES.includes(score) ? score : 1;
+    case 'validation_reward':
+      return score < 0 ? score : 1;
+    case 'improve_reward':
+      if (score < 0) return score;
+      return score > (parentScore ?? RELEASE_LOW_REWARD) + IMPROVE_EPSILON ? 1 : 0;
+  }
 }
 
 /** The shaping a run uses: the task's, switched on/off by `rewardShaping.mode`, parameters overridden on request. */

@@ -7,7 +7,7 @@ import type { Settings } from '../common/config';
 import type { EngineEvent, StepStatistics } from '../common/events';
 import { failureSummaryText, summarizeFailures } from '../common/failureReasons';
 import type { Rng } from '../common/rng';
-import { type RewardShaping, rewardOfSample, stepStatistics } from '../common/scoring';
+import { type RewardProcess, type RewardShaping, rewardOfChild, stepStatistics } from '../common/scoring';
 import type { ChatMessage, GenerationJob, Outcome, SampleResponse } from '../common/types';
 import type { NewProgram, ProgramDatabase } from '../database/programDatabase';
 import type { Task } from '../task/task';
@@ -61,6 +61,8 @@ export interface CommitInput {
   task: Task;
   dbFile: string;
   shaping: RewardShaping;
+  /** thetaevolve.rewardShaping.process: ours, or one of the release's reward processes. */
+  rewardProcess: RewardProcess;
   tokenIds: TokenIdsCheck;
   emit: (event: EngineEvent) => void;
   /** Code hashes committed since the step was planned, when the lazy penalty is on (StepLedger.penaliseLateDuplicates). */
@@ -165,10 +167,11 @@ function distinctChildren(slots: readonly SlotOutcome[]): { children: NewProgram
 
 /** The step's groups for the trainer, with the child ids the commit gave (none before it). */
 function scoredGroups(
-  input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping'>,
+  input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping' | 'rewardProcess'>,
   ids: ReadonlyMap<SlotOutcome, string>,
 ): ScoredGroup[] {
-  const { plan, ledger, task, shaping } = input;
+  const { plan, ledger, task, shaping, rewardProcess } = input;
+  const parentScores = new Map(plan.parents.map((p) => [p.id, p.score]));
   return plan.jobs.map((job: GenerationJob) => ({
     key: job.key,
     step: plan.step,
@@ -181,7 +184,16 @@ function scoredGroups(
         outcome: v.outcome,
         score: v.score,
         objective: v.objective,
-        reward: v.score === null ? null : rewardOfSample({ score: v.score, objective: v.objective }, task.direction, shaping),
+        reward:
+          v.score === null
+            ? null
+            : rewardOfChild(
+                { score: v.score, objective: v.objective },
+                parentScores.get(job.parentId) ?? null,
+                task.direction,
+                shaping,
+                rewardProcess,
+              ),
         childId: ids.get(slot) ?? null,
         response: v.response,
         error: v.error,

@@ -23,6 +23,7 @@ import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from '../common/diff';
 import { errorMessage, zodIssueText } from '../common/errors';
 import { draftMetaInformation } from './scaffold';
 import { evolveBlockProblem, type Task, TaskError, type TaskLayout } from './task';
+import { isReleaseFolder, releaseConfigsOf } from './releaseTasks';
 import { readTaskText } from './taskText';
 
 export type ForeignLayout = Exclude<TaskLayout, 'task.json'>;
@@ -59,7 +60,7 @@ export function foreignRuntimeDir(): string {
  * folder is private): then a copy in the temp folder, readable by all,
  * named by its content so that an update never meets a stale copy.
  */
-function sandboxRuntimeDir(runtime: string): string {
+export function sandboxRuntimeDir(runtime: string): string {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return runtime;
   const files = readdirSync(runtime, { recursive: true, withFileTypes: true }).filter(
     (e) => e.isFile() && !e.parentPath.includes('__pycache__'),
@@ -146,10 +147,11 @@ export async function detectForeignLayout(dir: string): Promise<ForeignLayout | 
   return layoutOfFiles(await filesOf(dir));
 }
 
-/** The files naming a task in `dir`: its task.json, ShinkaEvolve's evaluate.py, or each evaluator of an OpenEvolve folder; none when it is no task folder. */
+/** The files naming a task in `dir`: its task.json, ShinkaEvolve's evaluate.py, each evaluator of an OpenEvolve folder, or each config of a release folder; none when it is no task folder. */
 export async function taskFilesIn(dir: string): Promise<string[]> {
   const files = await filesOf(dir);
   if (files.includes('task.json')) return [join(dir, 'task.json')];
+  if (await isReleaseFolder(dir)) return releaseConfigsOf(dir);
   const layout = layoutOfFiles(files);
   if (layout === 'openevolve') return openEvolveEvaluators(files).map((f) => join(dir, f));
   if (layout === 'shinka') return [join(dir, 'evaluate.py')];
@@ -164,7 +166,10 @@ export async function taskFilesBeside(file: string): Promise<string[]> {
       entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules').map((e) => join(dir, e.name)),
     () => [],
   );
-  const found = await Promise.all([dir, ...subfolders.sort()].map(taskFilesIn));
+  // A release program sits in initial_programs/: its folder's configs are the tasks beside it.
+  const parent = dirname(dir);
+  const releaseParent = basename(dir) === 'initial_programs' && (await isReleaseFolder(parent)) ? [parent] : [];
+  const found = await Promise.all([...releaseParent, dir, ...subfolders.sort()].map(taskFilesIn));
   return found.flat();
 }
 

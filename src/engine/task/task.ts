@@ -8,7 +8,9 @@ import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
 import { locateEvolveBlocks } from '../common/diff';
 import { errorMessage, fieldPathText, ThetaEvolveError } from '../common/errors';
+import type { Settings } from '../common/config';
 import { detectForeignLayout, isFunSearchSpecText, loadForeignTask } from './foreignTasks';
+import { loadReleaseTask, releaseTaskOf } from './releaseTasks';
 import { readTaskText } from './taskText';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
@@ -122,8 +124,8 @@ export const TaskFileSchema = z
 
 export type TaskFile = z.output<typeof TaskFileSchema>;
 
-/** The layouts a task folder may have: ours (task.json), OpenEvolve's, ShinkaEvolve's (read unchanged). */
-export const TASK_LAYOUTS = ['task.json', 'openevolve', 'shinka'] as const;
+/** The layouts a task folder may have: ours (task.json), OpenEvolve's, ShinkaEvolve's, the ThetaEvolve release's (read unchanged). */
+export const TASK_LAYOUTS = ['task.json', 'openevolve', 'shinka', 'release'] as const;
 export type TaskLayout = (typeof TASK_LAYOUTS)[number];
 
 export interface Task {
@@ -176,6 +178,8 @@ export interface Task {
   sandboxReadOnlyDirs: Record<string, string>;
   /** Lines to tell whoever uses the task, once (e.g. that the whole program is evolved for want of markers). */
   notices: string[];
+  /** Run settings the task's own config gives (a release config: sampling, database sizes); the user's flags and settings win. */
+  runSettings?: Partial<Settings>;
 }
 
 /** A task file that cannot be used; the message names the file and the field. */
@@ -258,13 +262,16 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if ((await stat(dir)).isFile()) {
       file = dir;
       dir = resolve(dir, '..');
+      // A config YAML of a ThetaEvolve release folder names that task.
+      if (await releaseTaskOf(file)) return await loadReleaseTask(file);
       // A file of another system's folder names it (OpenEvolve: a .py file other than the program is the evaluator to use).
       if (basename(file) !== 'task.json' && (await detectForeignLayout(dir)) !== null) return await loadForeignTask(file);
     } else if (!(await isFile(file))) {
+      if (await releaseTaskOf(dir)) return await loadReleaseTask(dir);
       const layout = await detectForeignLayout(dir);
       if (layout !== null) return await loadForeignTask(dir);
       throw new TaskError(
-        `${dir}: not a task folder: it holds no task.json, nor an OpenEvolve layout (initial_program.* + evaluator.py) or a ShinkaEvolve one (initial.* + evaluate.py)`,
+        `${dir}: not a task folder: it holds no task.json, nor an OpenEvolve layout (initial_program.* + evaluator.py), a ShinkaEvolve one (initial.* + evaluate.py) or a ThetaEvolve release one (configs/*.yaml + evaluators/evaluator_modular.py + initial_programs/)`,
       );
     }
   } catch (err) {

@@ -208,6 +208,17 @@ def numeric_metrics(metrics):
     return out
 
 
+def infrastructure_problem(path):
+    """What the wrapper reported it lacked to run the evaluator at all (run_release.py: a module this Python cannot import), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    problem = data.get("infrastructure") if isinstance(data, dict) else None
+    return problem[:MAX_REASON] if isinstance(problem, str) and problem else None
+
+
 def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     """The reply for the file run_foreign.py wrote."""
     try:
@@ -218,9 +229,34 @@ def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     return reply_of(data, feature_dimensions)
 
 
+# The release's error codes (modular_utils/error_constants.py): what each says of the program.
+RELEASE_INVALID = -0.1
+RELEASE_ERROR_BOUNDARY = -0.1
+
+
+def release_reply(data):
+    """A ThetaEvolve release evaluator's result: the raw objective (metrics.objective_value; combined_score where the evaluator
+    gives none) when it is valid; -0.1 an invalid solution; any other error code (-0.2) a run that failed or saved nothing."""
+    metrics = data["metrics"]
+    feedback = data.get("feedback") if isinstance(data.get("feedback"), str) else ""
+    others = numeric_metrics(metrics)
+    score = metrics.get("combined_score")
+    error = feedback.split("\n")[0][:MAX_REASON] if feedback else ""
+    if not number(score):
+        return reply(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})", True, feedback)
+    if score <= RELEASE_ERROR_BOUNDARY or metrics.get("validity") == 0:
+        if score == RELEASE_INVALID:
+            return reply(False, None, others, error or "the solution failed the validation", False, feedback)
+        return reply(False, None, others, error or f"the evaluator scored it {score}", True, feedback)
+    objective = metrics.get("objective_value")
+    return reply(True, objective if number(objective) else score, others, "", False, feedback)
+
+
 def reply_of(data, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     """The reply for what an evaluator returned: combined_score as the objective, exactly (OpenEvolve without one: the mean of
     the numeric metrics); its own failure marks invalid."""
+    if isinstance(data, dict) and isinstance(data.get("metrics"), dict) and data.get("layout") == "release":
+        return release_reply(data)
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict) or data.get("layout") not in ("openevolve", "shinka"):
         return reply(False, reason="the evaluator's output does not have the expected shape", unreadable=True)
     # The evaluator's feedback (artifacts, text_feedback) goes with every reply, valid or not.

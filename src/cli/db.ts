@@ -10,6 +10,7 @@ import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
+import { steerAuthorOf } from '../engine/common/steering';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 
@@ -46,6 +47,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       improvements: db.improvements().map((p) => ({ id: p.id, step: p.step, score: p.score })),
       origins: db.origins(),
       guidance: db.guidanceHistory(),
+      // Every steering entry in the order applied, with who asked (`by`: researcher or agent).
+      steering: db.steeringLog().map((entry) => ({ ...entry, by: steerAuthorOf(entry) })),
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,

@@ -18,6 +18,8 @@ const run = z
 const programId = z
   .string()
   .regex(/^[0-9a-z]{1,11}$/, 'a program id (base 36, as run_status and get_lineage give them)')
+  // "best" would read as an id: a change names the program it changes (run_status gives the best's id).
+  .refine((id) => id !== 'best', "give the program's id (run_status names the best program's), not best")
   .describe('A program id (base 36, as run_status, get_lineage and get_blame give them).');
 const programRef = z
   .string()
@@ -89,6 +91,8 @@ export interface AgentToolDefinition<N extends AgentToolName = AgentToolName> {
   name: N;
   /** What a person sees (VS Code's displayName, MCP's title). */
   title: string;
+  /** One line for people (VS Code's userDescription). */
+  summary: string;
   /** What the model reads to decide when and how to call it. */
   description: string;
   /** Whether it changes the run: then it asks for confirmation in the editor, is refused in an untrusted workspace, and is recorded as the agent's. */
@@ -104,6 +108,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   list_runs: {
     name: 'list_runs',
     title: 'List ThetaEvolve Runs',
+    summary: 'Lists the runs of this workspace.',
     description:
       'List the ThetaEvolve evolution runs (program databases) this workspace has: id, task, last committed step, best score, and whether a process runs it now (live) or it is stopped. Start here to find the run id the other tools take.',
     mutating: false,
@@ -111,6 +116,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   run_status: {
     name: 'run_status',
     title: 'ThetaEvolve Run Status',
+    summary: "Reports a run's step, best program, recent outcomes and what it waits for.",
     description:
       'How a run is doing: its last committed step, best program (id, score, task objective), the outcomes of its last steps (valid, invalid, timeouts...), what it waits for now, the guidance, bans and pins in force, steering requests not yet taken, and its spend in tokens. Use before steering, and after, to see the effect.',
     mutating: false,
@@ -118,6 +124,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   get_program: {
     name: 'get_program',
     title: 'Get ThetaEvolve Program',
+    summary: 'Reads a program of a run: code, score, metrics, feedback, origin.',
     description:
       "One program of a run: its code, score, task objective, metrics, the evaluator's feedback, its origin (initial, model, researcher, agent, migration), parent and step. `best` names the run's best program.",
     mutating: false,
@@ -125,6 +132,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   get_lineage: {
     name: 'get_lineage',
     title: 'Get ThetaEvolve Lineage',
+    summary: "Lists a program's ancestors back to the starting program.",
     description:
       'Where a program came from: the program, its parent, and so on back to the starting program, each with its step, score, objective and origin (who wrote it).',
     mutating: false,
@@ -132,6 +140,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   get_blame: {
     name: 'get_blame',
     title: 'Get ThetaEvolve Blame',
+    summary: 'Tells for each line of a program which program brought it.',
     description:
       "For each line of a program, the program of its lineage that first had that line (id, step, origin): which step's change brought which line.",
     mutating: false,
@@ -139,6 +148,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   diff_programs: {
     name: 'diff_programs',
     title: 'Diff ThetaEvolve Programs',
+    summary: 'Diffs two programs of a run.',
     description:
       'A unified line diff between two programs of a run (e.g. a program and its parent, or the best and the starting program), with both scores.',
     mutating: false,
@@ -146,6 +156,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   set_guidance: {
     name: 'set_guidance',
     title: 'Set ThetaEvolve Guidance',
+    summary: 'Sets the guidance every prompt carries from the next step on.',
     description:
       "Set the run's guidance: text that goes into every prompt from the next step on, replacing the guidance in force (recorded with the step and as the agent's). Use it to point the model at an idea; on a live run it is queued and taken at the next step.",
     mutating: true,
@@ -155,6 +166,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   clear_guidance: {
     name: 'clear_guidance',
     title: 'Clear ThetaEvolve Guidance',
+    summary: "Clears the run's guidance.",
     description: "Remove the run's guidance from the prompts of the next steps.",
     mutating: true,
     confirmation: (_input, runName) => `Clear the guidance of run ${runName}: prompts from the next step on carry none.`,
@@ -162,6 +174,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   add_program: {
     name: 'add_program',
     title: 'Add Program to ThetaEvolve Run',
+    summary: 'Adds a program to the run (evaluated in the sandbox).',
     description:
       "Add a program of your own to the run: its whole text with EVOLVE-BLOCK markers. It is evaluated in the sandbox with the run's evaluator, placed on an island and marked as the agent's; it can then be a parent but is never sent to an RL trainer. On a live run it enters at the next step.",
     mutating: true,
@@ -173,6 +186,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   ban_program: {
     name: 'ban_program',
     title: 'Ban ThetaEvolve Program',
+    summary: 'Bans a program (and optionally its descendants) as a parent.',
     description:
       'Ban a program (for a gamed evaluator, a dead end): from the next step on it is never a parent, never an inspiration and never sent to a trainer. `descendants` bans its live descendants too. unban_program takes it back.',
     mutating: true,
@@ -184,6 +198,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   unban_program: {
     name: 'unban_program',
     title: 'Unban ThetaEvolve Program',
+    summary: "Lifts a program's ban.",
     description: 'Lift the ban of a program (and whatever that ban covered): it can be a parent again from the next step on.',
     mutating: true,
     confirmation: (input, runName) =>
@@ -192,6 +207,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   pin_program: {
     name: 'pin_program',
     title: 'Pin ThetaEvolve Program',
+    summary: 'Pins a program as the parent of a share of the prompts.',
     description:
       "Pin a live program as the parent of a share of each step's prompts for some steps (default a quarter of them, 5 steps): to make the search explore around it.",
     mutating: true,
@@ -203,6 +219,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   pause_run: {
     name: 'pause_run',
     title: 'Pause ThetaEvolve Run',
+    summary: 'Pauses a live run.',
     description: 'Pause a live run once the steps in flight commit (nothing is lost); resume_run continues it.',
     mutating: true,
     confirmation: (_input, runName) => `Pause run ${runName} once its steps in flight commit; no further step starts until it is resumed.`,
@@ -210,6 +227,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   resume_run: {
     name: 'resume_run',
     title: 'Resume ThetaEvolve Run',
+    summary: 'Resumes a paused run.',
     description: "Resume a paused live run. (A stopped run is resumed by the researcher: the editor's Resume, or `thetaevolve run --db`.)",
     mutating: true,
     confirmation: (_input, runName) => `Resume run ${runName}: its steps start again.`,
@@ -217,6 +235,7 @@ export const AGENT_TOOLS: { readonly [N in AgentToolName]: AgentToolDefinition<N
   stop_run: {
     name: 'stop_run',
     title: 'Stop ThetaEvolve Run',
+    summary: 'Stops a live run.',
     description: 'Stop a live run: the steps in flight are abandoned, every committed step is kept, and the run can be resumed later.',
     mutating: true,
     confirmation: (_input, runName) =>
@@ -252,10 +271,18 @@ export function contributedLanguageModelTools(): Record<string, unknown>[] {
       toolReferenceName: `thetaevolve_${name}`,
       canBeReferencedInPrompt: true,
       icon: tool.mutating ? '$(edit)' : '$(search)',
-      userDescription: tool.description.split(': ')[0]?.split('. ')[0] ?? tool.description,
+      userDescription: tool.summary,
       modelDescription: tool.description,
       inputSchema: agentToolJsonSchema(name),
       tags: ['thetaevolve', tool.mutating ? 'steering' : 'read-only'],
     };
   });
+}
+
+/** The id under which the extension offers the MCP server (src/vscode/agentTools.ts registers it where VS Code can). */
+export const MCP_SERVER_PROVIDER_ID = 'thetaevolve.mcp';
+
+/** package.json's `contributes.mcpServerDefinitionProviders` (VS Code 1.101+ reads it; older ones ignore it). */
+export function contributedMcpServerDefinitionProviders(): Record<string, unknown>[] {
+  return [{ id: MCP_SERVER_PROVIDER_ID, label: 'ThetaEvolve runs' }];
 }

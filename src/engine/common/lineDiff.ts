@@ -53,17 +53,24 @@ export function unifiedLineDiff(before: readonly string[], after: readonly strin
   // One sequence of operations in order: removed lines of `before` come before the added ones at the same place.
   const ops: { tag: ' ' | '-' | '+'; text: string; a: number; b: number }[] = [];
   let i = 0;
+  let added: number[] = [];
+  const flush = (until: number): void => {
+    const b = added[0] ?? (ops.at(-1)?.b ?? -1) + 1;
+    for (; i < until; i++) ops.push({ tag: '-', text: before[i] as string, a: i, b });
+    for (const j of added) ops.push({ tag: '+', text: after[j] as string, a: i, b: j });
+    added = [];
+  };
   for (let j = 0; j < after.length; j++) {
     const from = kept[j] as number;
     if (from === -1) {
-      ops.push({ tag: '+', text: after[j] as string, a: i, b: j });
+      added.push(j);
       continue;
     }
-    for (; i < from; i++) ops.push({ tag: '-', text: before[i] as string, a: i, b: j });
+    flush(from);
     ops.push({ tag: ' ', text: after[j] as string, a: i, b: j });
     i = from + 1;
   }
-  for (; i < before.length; i++) ops.push({ tag: '-', text: before[i] as string, a: i, b: after.length });
+  flush(before.length);
   const changed = ops.flatMap((op, k) => (op.tag === ' ' ? [] : [k]));
   if (changed.length === 0) return '';
   const hunks: string[] = [];

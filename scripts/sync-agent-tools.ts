@@ -9,5 +9,7 @@ const file = join(__dirname, '..', 'package.json');
 const manifest = JSON.parse(readFileSync(file, 'utf8'));
 manifest.contributes.languageModelTools = contributedLanguageModelTools();
 manifest.contributes.mcpServerDefinitionProviders = contributedMcpServerDefinitionProviders();
+// VS Code 1.100 has the API under its proposed contribution name, and refuses a provider not listed there.
+manifest.contributes.modelContextServerCollections = contributedMcpServerDefinitionProviders();
 writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n');
 console.log(`package.json: ${manifest.contributes.languageModelTools.length} language-model tools written`);

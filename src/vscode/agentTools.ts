@@ -21,6 +21,7 @@ import {
 } from '../engine/agentTools/definitions';
 import type { QueryResult } from '../protocol/workerMessages';
 import { type RunController, runsDirectoryOfFolder } from './runController';
+import { log } from './log';
 import { readSettings } from './settings';
 
 /** add_program evaluates in the sandbox before the reply on a stopped run (the task's own timeout bounds that). */
@@ -134,7 +135,10 @@ function registerMcpServer(context: vscode.ExtensionContext): void {
     changed,
     vscode.workspace.onDidGrantWorkspaceTrust(() => changed.fire()),
     vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
-    lm.registerMcpServerDefinitionProvider(MCP_SERVER_PROVIDER_ID, {
+  );
+  let registration: vscode.Disposable;
+  try {
+    registration = lm.registerMcpServerDefinitionProvider(MCP_SERVER_PROVIDER_ID, {
       onDidChangeMcpServerDefinitions: changed.event,
       provideMcpServerDefinitions: () =>
         vscode.workspace.isTrusted
@@ -150,6 +154,11 @@ function registerMcpServer(context: vscode.ExtensionContext): void {
                 ),
             )
           : [],
-    }),
-  );
+    });
+  } catch (err) {
+    // An API still changing between VS Code versions: without it the tools above still work, and mcp.json can name the server.
+    log().warn(`the MCP server is not offered to this VS Code: ${err instanceof Error ? err.message : String(err)}`);
+    return;
+  }
+  context.subscriptions.push(registration);
 }

@@ -52,7 +52,8 @@ async function answerConfirmations(page: Page, log: string, done: () => boolean)
       if (message.startsWith('ThetaEvolve:')) {
         const detail = (await dialog.locator('.dialog-message-detail').first().innerText()).trim();
         appendFileSync(log, `${JSON.stringify({ message, detail })}\n`);
-        await dialog.locator('.dialog-buttons .monaco-button').first().click();
+        // The confirm dialog's buttons are Yes and Cancel, in an order that depends on the platform.
+        await dialog.locator('.dialog-buttons .monaco-button', { hasText: /^Yes$/ }).first().click();
       }
       await dialog.first().waitFor({ state: 'hidden', timeout: 10_000 });
     } catch (err) {

@@ -21,6 +21,7 @@ describe('agent tool table', () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8'));
     assert.deepEqual(manifest.contributes.languageModelTools, contributedLanguageModelTools());
     assert.deepEqual(manifest.contributes.mcpServerDefinitionProviders, contributedMcpServerDefinitionProviders());
+    assert.deepEqual(manifest.contributes.modelContextServerCollections, contributedMcpServerDefinitionProviders());
     assert.deepEqual(
       manifest.contributes.languageModelTools.map((t: { name: string }) => t.name),
       AGENT_TOOL_NAMES.map((n) => `thetaevolve_${n}`),

@@ -282,7 +282,7 @@ export function contributedLanguageModelTools(): Record<string, unknown>[] {
 /** The id under which the extension offers the MCP server (src/vscode/agentTools.ts registers it where VS Code can). */
 export const MCP_SERVER_PROVIDER_ID = 'thetaevolve.mcp';
 
-/** package.json's `contributes.mcpServerDefinitionProviders` (VS Code 1.101+ reads it; older ones ignore it). */
+/** package.json's `contributes.mcpServerDefinitionProviders` (VS Code 1.101+), also written as `modelContextServerCollections` (1.100's name). */
 export function contributedMcpServerDefinitionProviders(): Record<string, unknown>[] {
   return [{ id: MCP_SERVER_PROVIDER_ID, label: 'ThetaEvolve runs' }];
 }

@@ -80,7 +80,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     const guidance = report.guidance[report.guidance.length - 1];
     if (guidance)
       lines.push(
-        `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}`,
+        `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}${guidance.by === 'agent' ? ' (by the agent)' : ''}`,
       );
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)

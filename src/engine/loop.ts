@@ -427,7 +427,10 @@ export class EvolutionRun {
           requestId: item.id,
           step,
         });
-        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
+        const said = steeredMessage(result);
+        // What an agent did is said as its own, where the researcher reads the run's messages.
+        const message = item.request.by === 'agent' ? `${said.message} (asked by the agent)` : said.message;
+        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, id: said.id, message });
         const best = db.best();
         // A researcher's program can be the new best: said like any other.
         if (best && best.id !== bestBefore && best.outcome === 'valid')

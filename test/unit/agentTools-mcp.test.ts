@@ -162,6 +162,7 @@ describe('thetaevolve mcp (MCP SDK client over stdio)', function () {
       assert.equal(stopped.isError, false, stopped.text);
       assert.equal(await running, 0, stderr);
       assert.match(stderr, /steer: stop asked by the agent/);
+      assert.match(stderr, /steer: guidance from step \d+ \(asked by the agent\)/);
       assert.match(serverErr(), /serving 15 tools/);
 
       const report = await runCli(['db', db, '--json'], dir);

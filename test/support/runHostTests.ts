@@ -48,12 +48,12 @@ async function answerConfirmations(page: Page, log: string, done: () => boolean)
     if (!shown) continue;
     try {
       const message = (await dialog.locator('.dialog-message-text').first().innerText()).trim();
-      // Another dialog is left to whoever asked it.
-      if (message.startsWith('ThetaEvolve:')) {
+      // The confirm dialog's buttons are Yes and Cancel, in an order that depends on the platform; another dialog is left to whoever asked it.
+      const yes = dialog.locator('.dialog-buttons .monaco-button', { hasText: /^Yes$/ });
+      if (message.startsWith('ThetaEvolve:') && (await yes.count()) > 0) {
         const detail = (await dialog.locator('.dialog-message-detail').first().innerText()).trim();
         appendFileSync(log, `${JSON.stringify({ message, detail })}\n`);
-        // The confirm dialog's buttons are Yes and Cancel, in an order that depends on the platform.
-        await dialog.locator('.dialog-buttons .monaco-button', { hasText: /^Yes$/ }).first().click();
+        await yes.first().click();
       }
       await dialog.first().waitFor({ state: 'hidden', timeout: 10_000 });
     } catch (err) {

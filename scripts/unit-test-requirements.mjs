@@ -54,6 +54,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'slurmInference.test.ts': ['slurm', 'bubblewrap', 'python3'],
+  'agentTools-mcp.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'steer-cli.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'steer-live.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'steer-trainer.test.ts': ['bubblewrap', 'python3'],

@@ -11,6 +11,7 @@ import { dbCommand } from './cli/db';
 import { convertCommand } from './cli/convert';
 import { steerCommand } from './cli/steer';
 import { reportCommand } from './cli/report';
+import { mcpCommand } from './cli/mcp';
 import { errorMessage } from './engine/common/errors';
 
 const HANDLERS: Record<string, CommandHandler> = {
@@ -21,6 +22,7 @@ const HANDLERS: Record<string, CommandHandler> = {
   steer: steerCommand,
   convert: convertCommand,
   report: reportCommand,
+  mcp: mcpCommand,
 };
 
 export function mainHelp(): string {

@@ -13,6 +13,7 @@ import { log } from './vscode/log';
 import { registerNotebookCells } from './vscode/notebookCells';
 import { type ProgramLookup, registerProgramDocuments } from './vscode/programDocuments';
 import { registerProgramFeedback } from './vscode/programFeedback';
+import { registerAgentTools } from './vscode/agentTools';
 import { feedbackOf } from './engine/common/feedback';
 import { RunController } from './vscode/runController';
 import { RunsTreeProvider } from './vscode/runsTree';
@@ -84,6 +85,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     watchRunsDirectory(tree),
   );
   registerProgramFeedback(context);
+  registerAgentTools(context, controller);
   const dashboard = registerCommands({ context, controller, tree });
   return {
     controller,

@@ -211,4 +211,30 @@ export const REPORT_SPEC: CommandSpec = {
   },
 };
 
-export const COMMAND_SPECS: readonly CommandSpec[] = [RUN_SPEC, EVALUATE_SPEC, APPLY_SPEC, DB_SPEC, STEER_SPEC, CONVERT_SPEC, REPORT_SPEC];
+export const MCP_SPEC: CommandSpec = {
+  name: 'mcp',
+  summary:
+    "Serve the agent tools over stdio as an MCP server (VS Code's mcp.json, Claude Code, Codex): list runs, read their programs, lineage and blame, steer them as the researcher does (recorded as the agent's). Live runs are steered at their next step.",
+  positionals: [],
+  flags: {
+    runs: { kind: 'string', value: 'DIR', help: 'The folder of run databases (default .thetaevolve/runs, or thetaevolve.runsDirectory).' },
+    db: { kind: 'string', value: 'FILE', help: 'Serve this one run database instead.' },
+    config: { kind: 'string', value: 'FILE', help: 'Settings for evaluating add_program on a stopped run (sandbox limits), as for run.' },
+    set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting, as for run; repeatable.' },
+    'allow-weak-isolation': {
+      kind: 'boolean',
+      help: 'Evaluate add_program even without the full sandbox (no bubblewrap, macOS, Windows).',
+    },
+  },
+};
+
+export const COMMAND_SPECS: readonly CommandSpec[] = [
+  RUN_SPEC,
+  EVALUATE_SPEC,
+  APPLY_SPEC,
+  DB_SPEC,
+  STEER_SPEC,
+  CONVERT_SPEC,
+  REPORT_SPEC,
+  MCP_SPEC,
+];

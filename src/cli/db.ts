@@ -10,6 +10,7 @@ import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
+import { steerAuthorOf } from '../engine/common/steering';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 
@@ -46,6 +47,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       improvements: db.improvements().map((p) => ({ id: p.id, step: p.step, score: p.score })),
       origins: db.origins(),
       guidance: db.guidanceHistory(),
+      // Every steering entry in the order applied, with who asked (`by`: researcher or agent).
+      steering: db.steeringLog().map((entry) => ({ ...entry, by: steerAuthorOf(entry) })),
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,
@@ -77,7 +80,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     const guidance = report.guidance[report.guidance.length - 1];
     if (guidance)
       lines.push(
-        `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}`,
+        `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}${guidance.by === 'agent' ? ' (by the agent)' : ''}`,
       );
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)

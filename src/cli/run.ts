@@ -134,6 +134,12 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         progress.clear();
         io.stderr(`thetaevolve run: steer: ${forDisplay(event.message)}\n`);
         break;
+      // Only another process (an agent's pause_run) pauses a CLI run: said, as the editor shows it.
+      case 'paused':
+      case 'resumed':
+        progress.clear();
+        io.stderr(`thetaevolve run: ${event.type} after step ${event.step}\n`);
+        break;
       case 'run_finished':
         runOver = true;
         progress.clear();

@@ -95,8 +95,8 @@ async function requestOf(action: (typeof ACTIONS)[number], args: ParsedArgs, io:
   }
 }
 
-/** The sandboxed evaluator of the run's task, for --add on a stopped run. */
-async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: CliIO): Promise<ClosableSteerEvaluator> {
+/** The sandboxed evaluator of the run's task, for --add on a stopped run (and `mcp`'s add_program). */
+export async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: CliIO, command = 'steer'): Promise<ClosableSteerEvaluator> {
   const task = await loadTask(taskDir).catch((err: unknown) => {
     throw new InputError(err instanceof TaskError ? err.message : `cannot load the run's task at ${taskDir}: ${errorMessage(err)}`, {
       cause: err,
@@ -106,9 +106,9 @@ async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: CliIO): 
   try {
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: 1 }),
-      onWarning: (message) => io.stderr(`thetaevolve steer: ${message}\n`),
+      onWarning: (message) => io.stderr(`thetaevolve ${command}: ${message}\n`),
     });
-    if (evaluator.isolation.warning) io.stderr(`thetaevolve steer: ${evaluator.isolation.warning}\n`);
+    if (evaluator.isolation.warning) io.stderr(`thetaevolve ${command}: ${evaluator.isolation.warning}\n`);
     return evaluator;
   } catch (err) {
     if (err instanceof SandboxUnavailableError) throw new InputError(err.message, { cause: err });

@@ -24,6 +24,7 @@ import { type CandidateEvaluator, StepResponses, type StepTimings } from './step
 import { formatScore } from './common/format';
 import { applySteer } from './steering/applySteer';
 import { readInbox, removeRequest } from './steering/inbox';
+import { type RunControlRequest, watchRunControl } from './steering/runControl';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -103,6 +104,16 @@ export class EvolutionRun {
     this.releasePause();
   }
 
+  /** A control request from another process: said as a `steered` event, then done as the editor's buttons do it. */
+  private takeControl(request: RunControlRequest, db: ProgramDatabase): void {
+    const what = { pause: 'pauses once the steps in flight commit', resume: 'goes on', stop: 'stops; the steps in flight are abandoned' };
+    const message = `${request.action} asked by the ${request.by}: the run ${what[request.action]}`;
+    this.emit({ type: 'steered', time: Date.now(), step: db.lastStep + 1, kind: request.action, ok: true, message, id: null });
+    if (request.action === 'pause') this.pause();
+    else if (request.action === 'resume') this.resume();
+    else this.stop();
+  }
+
   private releasePause(): void {
     this.paused = false;
     const waiters = this.resumeWaiters;
@@ -124,6 +135,7 @@ export class EvolutionRun {
     const unsubscribe = this.spec.source.addStatusListener?.((status) =>
       this.emit({ type: 'endpoint_state', time: Date.now(), waiting: status.waiting, message: status.message }),
     );
+    let stopWatchingControl: (() => void) | null = null;
     try {
       this.db = await ProgramDatabase.open(this.spec.dbFile, {
         config: databaseConfigFromSettings(settings),
@@ -141,6 +153,8 @@ export class EvolutionRun {
         },
       });
       const db = this.db;
+      // Pause, resume or stop asked by another process (an agent's tools): docs/architecture.md "Agents".
+      stopWatchingControl = await watchRunControl(this.spec.dbFile, (request) => this.takeControl(request, db));
       const resumedFromStep = db.lastStep >= 0 ? db.lastStep : null;
       this.emit({
         type: 'run_started',
@@ -178,6 +192,7 @@ export class EvolutionRun {
       }
     }
     unsubscribe?.();
+    stopWatchingControl?.();
     const db = this.db;
     // After a failed write (a full disk) memory is ahead of the file: report what the file holds.
     const durable = db?.failedWrite ? await this.durableState() : null;
@@ -412,7 +427,10 @@ export class EvolutionRun {
           requestId: item.id,
           step,
         });
-        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, ...steeredMessage(result) });
+        const said = steeredMessage(result);
+        // What an agent did is said as its own, where the researcher reads the run's messages.
+        const message = item.request.by === 'agent' ? `${said.message} (asked by the agent)` : said.message;
+        this.emit({ type: 'steered', time: Date.now(), step, kind, ok: true, id: said.id, message });
         const best = db.best();
         // A researcher's program can be the new best: said like any other.
         if (best && best.id !== bestBefore && best.outcome === 'valid')

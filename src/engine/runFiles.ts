@@ -49,3 +49,8 @@ export function evaluationOutputsDir(dbFile: string): string {
 export function steerInboxDir(dbFile: string): string {
   return `${dbFile}.steer`;
 }
+
+/** A request to pause, resume or stop the process that runs the database (src/engine/steering/runControl.ts), beside it. */
+export function runControlFile(dbFile: string): string {
+  return `${dbFile}.control.json`;
+}

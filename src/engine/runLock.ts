@@ -62,6 +62,15 @@ export async function acquireRunLock(dbFile: string): Promise<RunLock> {
   throw new RunLockedError(`${dbFile} is being locked by another process at the same moment (${file}): try again`);
 }
 
+/** Who runs the database now (its lock's live holder, this process included), or null: nobody, the run is stopped. Takes nothing. */
+export async function runHolder(dbFile: string): Promise<{ pid: number; host: string; since: string } | null> {
+  const file = runLockFile(dbFile);
+  const holder = await readLock(file);
+  if (holder === 'gone' || holder === 'unreadable') return null;
+  if (heldHere.has(file) || (await isAlive(holder))) return { pid: holder.pid, host: holder.host, since: holder.since };
+  return null;
+}
+
 function lockHandle(file: string, text: string): RunLock {
   let released = false;
   return {

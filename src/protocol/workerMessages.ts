@@ -19,6 +19,7 @@ import { RunComparisonSchema } from '../engine/common/runComparison';
 import { EvaluationOutputSchema } from '../engine/common/evaluationOutputSchema';
 import { EVALUATION_STATUSES, OUTCOMES } from '../engine/common/types';
 import { PROGRAM_ORIGINS, SteerRequestSchema, SteerResultSchema } from '../engine/common/steering';
+import { AgentToolResultSchema } from '../engine/common/agentToolResult';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -134,6 +135,18 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('steer'), dbFile: z.string().min(1), request: SteerRequestSchema, settings: SettingsSchema }),
   /** Runs compared (docs/architecture.md "Comparing runs"), each read from its database file as last committed. */
   z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
+  /**
+   * One agent tool (docs/architecture.md "Agents"), run by the engine's handlers here, never in the host:
+   * the runs are those of `runsDirectories`; `trusted` false refuses the tools that change a run.
+   */
+  z.object({
+    kind: z.literal('agentTool'),
+    tool: z.string().min(1),
+    input: z.unknown(),
+    runsDirectories: z.array(z.string().min(1)),
+    trusted: z.boolean(),
+    settings: SettingsSchema,
+  }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
   z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
 ]);
@@ -164,6 +177,7 @@ export const QueryResultSchemas = {
   }),
   queuedGuidance: z.object({ text: z.string().nullable(), step: count }).nullable(),
   steer: SteerResultSchema,
+  agentTool: AgentToolResultSchema,
   comparison: RunComparisonSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
   evaluationOutput: EvaluationOutputSchema.nullable(),

@@ -30,10 +30,20 @@ import { blameOf, lineageOf } from '../engine/database/lineage';
 import { compareRunFiles, readRunForComparison, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 import { queuedGuidance, readInbox } from '../engine/steering/inbox';
+import { runAgentTool } from '../engine/agentTools/handlers';
+import type { AgentToolHost } from '../engine/agentTools/host';
+import { StepsInFlight } from '../engine/common/stepsInFlight';
+import type { EngineEvent } from '../engine/common/events';
+import type { Settings } from '../engine/common/config';
+import type { RunMeta } from '../engine/common/runMeta';
 
 interface ActiveRun extends AssembledRun {
   runId: string;
   dbFile: string;
+  /** What its steps are doing, from its events (what run_status says the run waits for). */
+  inFlight: StepsInFlight;
+  /** The inference server it waits for, or paused (null: neither). */
+  waiting: string | null;
 }
 
 interface CachedDatabase {
@@ -145,6 +155,17 @@ async function startRun(message: StartMessage): Promise<void> {
   const dbFile = resolve(message.dbFile);
   const runId = message.runId;
   const startSignal = (starting = new AbortController()).signal;
+  const inFlight = new StepsInFlight();
+  let activeWhileStarting: ActiveRun | null = null;
+  // Events before the run is active (run_started, endpoint waits) only feed the steps in flight.
+  const noteActivity = (event: EngineEvent): void => {
+    inFlight.apply(event);
+    const target = activeWhileStarting;
+    if (!target) return;
+    if (event.type === 'endpoint_state') target.waiting = event.waiting ? `the inference server: ${event.message}` : null;
+    else if (event.type === 'paused') target.waiting = `nothing: paused after step ${event.step} (resume_run continues it)`;
+    else if (event.type === 'resumed') target.waiting = null;
+  };
   toggleWhileStarting = null;
   let runAnnounced = false;
   let assembled: AssembledRun;
@@ -162,6 +183,7 @@ async function startRun(message: StartMessage): Promise<void> {
       unreachableServerFailsFast: true,
       signal: startSignal,
       onEvent: (event) => {
+        noteActivity(event);
         send({ type: 'event', runId, event });
         if (event.type === 'run_started') {
           runAnnounced = true;
@@ -185,7 +207,8 @@ async function startRun(message: StartMessage): Promise<void> {
   } finally {
     starting = null;
   }
-  const current: ActiveRun = { ...assembled, runId, dbFile };
+  const current: ActiveRun = { ...assembled, runId, dbFile, inFlight, waiting: null };
+  activeWhileStarting = current;
   active = current;
   if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
   dropCached(dbFile);
@@ -210,6 +233,7 @@ async function startRun(message: StartMessage): Promise<void> {
 
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
+  if (query.kind === 'agentTool') return runAgentTool(query.tool, query.input, agentToolHost(query));
   if (query.kind === 'steer') return steer(query);
   if (query.kind === 'comparison') return compareRuns(query.dbFiles.map((f) => resolve(f)));
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
@@ -287,17 +311,40 @@ function compareRuns(files: string[]): Promise<unknown> {
 async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryResult<'steer'>> {
   const file = resolve(query.dbFile);
   try {
-    return await steerRun(file, query.request, {
-      openEvaluator: async (meta): Promise<ClosableSteerEvaluator> => {
-        const task = await loadTask(meta.taskDir);
-        const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
-        if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
-        return evaluator;
-      },
-    });
+    return await steerRun(file, query.request, { openEvaluator: taskEvaluatorFor(query.settings) });
   } finally {
     dropCached(file);
   }
+}
+
+/** The sandboxed evaluator of a stopped run's task, for a steer request's `add`. */
+function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
+  return async (meta) => {
+    const task = await loadTask(meta.taskDir);
+    const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), concurrency: 1 });
+    if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
+    return evaluator;
+  };
+}
+
+/** The agent tools' view of this worker: its own run read from its open database, other runs read-only; steering through steerRun. */
+function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolHost {
+  return {
+    runsDirectories: query.runsDirectories,
+    runFiles: active ? [active.dbFile] : [],
+    trusted: query.trusted,
+    read: (file, use) => {
+      const live = active && active.dbFile === resolve(file) ? active.run.database : null;
+      return live ? Promise.resolve(use(live)) : withReadOnly(resolve(file), use);
+    },
+    openEvaluator: taskEvaluatorFor(query.settings),
+    activity: (file) => {
+      if (!active || active.dbFile !== resolve(file)) return null;
+      const steps = active.inFlight.text();
+      return active.waiting ?? (steps ? `its steps in flight: ${steps}` : null);
+    },
+    changed: (file) => dropCached(resolve(file)),
+  };
 }
 
 /** The best program's solution kept beside a run's database, or null (none kept yet, or not readable as ours). */

@@ -8,3 +8,4 @@ import './slurm.host';
 import './steer.host';
 import './compare.host';
 import './notebook.host';
+import './agentTools.host';

@@ -5,9 +5,10 @@
 // Needs `npm run build && npm run package` first (npm test does both).
 // THETAEVOLVE_HOST_GREP=<pattern> runs only the tests whose full title matches.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { launchBrowser, openWorkbench, REPO_ROOT, saveScreenshot, startCodeServer } from './codeServer';
 
 interface Report {
@@ -30,6 +31,38 @@ function packageRunner(dir: string): string {
   return vsix;
 }
 
+/**
+ * Answer the workbench's ThetaEvolve confirmation dialogs (the agent tools'
+ * confirmationMessages, which VS Code asks in a modal dialog when a tool is
+ * invoked outside a chat) with Yes, logging each one's message and detail as a
+ * JSON line that the in-host test reads; until `done`.
+ */
+async function answerConfirmations(page: Page, log: string, done: () => boolean): Promise<void> {
+  const dialog = page.locator('.monaco-dialog-box');
+  while (!done() && !page.isClosed()) {
+    const shown = await dialog
+      .first()
+      .waitFor({ state: 'visible', timeout: 1_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (!shown) continue;
+    try {
+      const message = (await dialog.locator('.dialog-message-text').first().innerText()).trim();
+      // The confirm dialog's buttons are Yes and Cancel, in an order that depends on the platform; another dialog is left to whoever asked it.
+      const yes = dialog.locator('.dialog-buttons .monaco-button', { hasText: /^Yes$/ });
+      if (message.startsWith('ThetaEvolve:') && (await yes.count()) > 0) {
+        const detail = (await dialog.locator('.dialog-message-detail').first().innerText()).trim();
+        appendFileSync(log, `${JSON.stringify({ message, detail })}\n`);
+        await yes.first().click();
+      }
+      await dialog.first().waitFor({ state: 'hidden', timeout: 10_000 });
+    } catch (err) {
+      if (page.isClosed()) return;
+      console.log(`test:host: a dialog could not be answered: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}
+
 async function main(): Promise<number> {
   const bundle = join(REPO_ROOT, 'out', 'test', 'host.js');
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` first`);
@@ -40,14 +73,22 @@ async function main(): Promise<number> {
   // A malformed task folder in the workspace: the task picker tests list it with its error.
   writeFileSync(join(workspace, 'my-task', 'task.json'), '{}\n');
   const resultsFile = join(scratch, 'results.json');
+  // Confirmations the workbench asks in a modal dialog (a tool invoked outside a chat): answered here, as a person would, and logged for the tests.
+  const dialogLog = join(scratch, 'dialogs.jsonl');
   const server = await startCodeServer({
     workspace,
     extraExtensions: [runner],
-    env: { THETAEVOLVE_HOST_TESTS: bundle, THETAEVOLVE_HOST_TEST_RESULTS: resultsFile, THETAEVOLVE_TEST_WORKSPACE: workspace },
+    env: {
+      THETAEVOLVE_HOST_TESTS: bundle,
+      THETAEVOLVE_HOST_TEST_RESULTS: resultsFile,
+      THETAEVOLVE_TEST_WORKSPACE: workspace,
+      THETAEVOLVE_HOST_DIALOGS: dialogLog,
+    },
   });
   const browser = await launchBrowser();
   try {
     const page = await openWorkbench(browser, server.url, workspace);
+    const answering = answerConfirmations(page, dialogLog, () => existsSync(resultsFile));
     const deadline = Date.now() + 240_000;
     while (!existsSync(resultsFile)) {
       if (Date.now() > deadline) {
@@ -56,6 +97,7 @@ async function main(): Promise<number> {
       }
       await new Promise((r) => setTimeout(r, 500));
     }
+    await answering;
     await saveScreenshot(page, 'host-tests');
   } finally {
     await browser.close();

@@ -4,6 +4,9 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { AGENT_TOOL_NAMES } from '../../src/engine/agentTools/definitions';
 import { tempDir } from '../support/tempDirs';
 
 const ROOT = resolve(__dirname, '../..');
@@ -48,6 +51,24 @@ describe('built bundles', () => {
     ] as const) {
       assert.ok(worker.includes(marker), `the worker bundle should hold ${what} (marker ${marker})`);
       assert.ok(!extension.includes(marker), `dist/extension.js bundles ${what}: that work belongs behind the engine worker`);
+    }
+  });
+
+  it('dist/cli.js mcp serves the agent tools to an MCP client over stdio (the SDK bundled in)', async function () {
+    this.timeout(60_000);
+    const client = new Client({ name: 'bundles-test', version: '1' });
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--runs', tempDir('thetaevolve-mcp-')], stderr: 'ignore' }),
+    );
+    try {
+      assert.deepEqual(
+        (await client.listTools()).tools.map((t) => t.name),
+        AGENT_TOOL_NAMES,
+      );
+      const reply = (await client.callTool({ name: 'list_runs', arguments: {} })) as { content: { text: string }[] };
+      assert.equal(reply.content[0]?.text, 'No run database found.');
+    } finally {
+      await client.close();
     }
   });
 

@@ -178,14 +178,14 @@ describe('thetaevolve steer (live run)', function () {
     await new Promise<void>((resolve) => holder.once('exit', () => resolve()));
     const resumed = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db], dir);
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE }]);
+    assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE, by: 'researcher' }]);
     assert.deepEqual(fs.readdirSync(steerInboxDir(db)), []);
 
     // A crash right after the request was applied, before its file was removed: the resumed run does not apply it again.
     fs.writeFileSync(path.join(steerInboxDir(db), requestFile), requestText);
     const again = await runCli(['run', TASK, '--sampler', 'mutate', '--steps', '1', '--batch', '2', '--samples', '2', '--db', db], dir);
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE }]);
+    assert.deepEqual(await readDb(db, (file) => file.guidanceHistory()), [{ step: 2, text: GUIDANCE, by: 'researcher' }]);
     assert.deepEqual(await readDb(db, (file) => file.lastStep), 3);
     assert.deepEqual(fs.readdirSync(steerInboxDir(db)), []);
   });

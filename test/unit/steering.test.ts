@@ -56,7 +56,7 @@ describe('steering in the engine', () => {
       again.sampleParents(8).map((p) => p.id),
       drawn,
     );
-    assert.deepEqual(again.guidanceHistory(), [{ step: 4, text: 'use symmetry' }]);
+    assert.deepEqual(again.guidanceHistory(), [{ step: 4, text: 'use symmetry', by: 'researcher' }]);
     assert.deepEqual(again.bannedIds(), [best]);
     assert.deepEqual(
       again.pins().map((p) => [p.id, p.fromStep, p.toStep]),

@@ -6,9 +6,24 @@ import { z } from 'zod';
 import { forDisplay } from './displayText';
 import { formatScore } from './format';
 
-/** Who wrote a program: the run's starting program, the model, a researcher, or a copy migration (or island seeding) made. */
-export const PROGRAM_ORIGINS = ['initial', 'model', 'researcher', 'migration'] as const;
+/**
+ * Who wrote a program: the run's starting program, the model, a researcher, an
+ * agent acting for the researcher (docs/architecture.md "Agents"), or a copy
+ * migration (or island seeding) made.
+ */
+export const PROGRAM_ORIGINS = ['initial', 'model', 'researcher', 'migration', 'agent'] as const;
 export type ProgramOrigin = (typeof PROGRAM_ORIGINS)[number];
+
+/** Who asked for a change of a run: the researcher (`thetaevolve steer`, the editor's commands) or an agent (MCP, language-model tools). */
+export const STEER_AUTHORS = ['researcher', 'agent'] as const;
+export type SteerAuthor = (typeof STEER_AUTHORS)[number];
+/** Absent: the researcher (requests and log entries written before agents could steer). */
+const byField = { by: z.enum(STEER_AUTHORS).optional() };
+
+/** Who asked for a request or log entry. */
+export function steerAuthorOf(item: { by?: SteerAuthor | undefined }): SteerAuthor {
+  return item.by ?? 'researcher';
+}
 
 const programId = z.string().regex(/^[0-9a-z]{1,11}$/, 'a program id (base 36, as `thetaevolve db` prints it)');
 /** Guidance and notes are prompt text a person wrote: bounded, so a mistaken file does not fill every prompt. */
@@ -26,17 +41,19 @@ export const SteerRequestSchema = z.discriminatedUnion('kind', [
     /** The program it was derived from, if any (its lineage goes through it). */
     parentId: programId.optional(),
     note: z.string().max(MAX_NOTE_CHARS).optional(),
+    ...byField,
   }),
-  z.object({ kind: z.literal('guidance'), text: z.string().trim().min(1).max(MAX_GUIDANCE_CHARS) }),
-  z.object({ kind: z.literal('clearGuidance') }),
-  z.object({ kind: z.literal('ban'), id: programId, descendants: z.boolean() }),
-  z.object({ kind: z.literal('unban'), id: programId }),
+  z.object({ kind: z.literal('guidance'), text: z.string().trim().min(1).max(MAX_GUIDANCE_CHARS), ...byField }),
+  z.object({ kind: z.literal('clearGuidance'), ...byField }),
+  z.object({ kind: z.literal('ban'), id: programId, descendants: z.boolean(), ...byField }),
+  z.object({ kind: z.literal('unban'), id: programId, ...byField }),
   z.object({
     kind: z.literal('pin'),
     id: programId,
     /** The share of each step's prompts that get it as their parent, in (0, 1]. */
     share: z.number().gt(0).max(1),
     steps: z.number().int().min(1),
+    ...byField,
   }),
 ]);
 export type SteerRequest = z.infer<typeof SteerRequestSchema>;
@@ -68,8 +85,8 @@ export type SteerResult = z.infer<typeof SteerResultSchema>;
  * is the first step it applies to. Replaying the log rebuilds the guidance,
  * bans and pins exactly (src/engine/database/steeringRules.ts).
  */
-/** The inbox request a live run applied (its file name), recorded with the entry so that a restart never applies it twice. */
-const fromRequest = { request: z.string().optional() };
+/** The inbox request a live run applied (its file name), recorded with the entry so that a restart never applies it twice; and who asked. */
+const fromRequest = { request: z.string().optional(), ...byField };
 
 export const SteeringEntrySchema = z.discriminatedUnion('kind', [
   /** A researcher's program entered (its row holds the rest). */
@@ -97,10 +114,11 @@ export const SteeringEntrySchema = z.discriminatedUnion('kind', [
 ]);
 export type SteeringEntry = z.infer<typeof SteeringEntrySchema>;
 
-/** A guidance version as `db --json` lists it: text null where it was cleared. */
+/** A guidance version as `db --json` lists it: text null where it was cleared; who set it. */
 export interface GuidanceVersion {
   step: number;
   text: string | null;
+  by: SteerAuthor;
 }
 
 /** What an applied request did, in one line for people (the CLI and the editor say it alike). */

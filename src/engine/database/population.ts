@@ -512,9 +512,14 @@ export class Population {
    * next step: on `island`, or the smallest. The same MAP-Elites, archive and
    * capacity rules as any program; the draw of the next parents starts over.
    */
-  addResearcher(program: NewProgram, island: number | undefined, note: string | null): ProgramRecord {
+  addResearcher(
+    program: NewProgram,
+    island: number | undefined,
+    note: string | null,
+    origin: 'researcher' | 'agent' = 'researcher',
+  ): ProgramRecord {
     this.pendingSample = null;
-    const content = this.programContent(program, 'researcher', note);
+    const content = this.programContent(program, origin, note);
     const node = this.insert(entryOf(program), island ?? this.smallestIsland(), null, content);
     return recordOf(node, program, content);
   }

@@ -261,13 +261,18 @@ export class ProgramDatabase {
    * A researcher's program, already evaluated, entering at the next step (on
    * `island`, or the smallest), recorded with an `add` steering entry; persisted.
    */
-  async addResearcher(program: NewProgram, options: { island?: number; note?: string | null; request?: string }): Promise<ProgramRecord> {
+  async addResearcher(
+    program: NewProgram,
+    options: { island?: number; note?: string | null; request?: string; origin?: 'researcher' | 'agent' },
+  ): Promise<ProgramRecord> {
     this.assertWritable();
     this.population.checkResearcher(program, options.island);
     return this.write(program.step, () => {
-      const record = this.population.addResearcher(program, options.island, options.note ?? null);
+      const origin = options.origin ?? 'researcher';
+      const record = this.population.addResearcher(program, options.island, options.note ?? null, origin);
       const request = options.request !== undefined ? { request: options.request } : {};
-      return { result: record, entries: [{ kind: 'add', step: program.step, id: record.id, ...request }] };
+      const by = origin === 'agent' ? { by: origin } : {};
+      return { result: record, entries: [{ kind: 'add', step: program.step, id: record.id, ...request, ...by }] };
     });
   }
 

@@ -63,7 +63,7 @@ export class RunQueries {
   /**
    * Programs' places among their steps' children by score (1: the step's
    * best; ties: the earlier first), among those the database holds; unknown
-   * ids, migration copies and researchers' programs are left out. Eviction takes the worst first, so
+   * ids, migration copies and researchers' (or agents') programs are left out. Eviction takes the worst first, so
    * a rank stays what it was when its step committed (`of` shrinks). One
    * pass over the steps asked about, however many ids (the Runs view asks
    * for every improvement at once).
@@ -74,7 +74,7 @@ export class RunQueries {
     for (const id of ids) {
       const program = this.get(id);
       const seq = seqOfId(id);
-      if (!program || seq === null || program.migrantOf || program.origin === 'researcher') continue;
+      if (!program || seq === null || program.migrantOf || program.origin === 'researcher' || program.origin === 'agent') continue;
       wanted.set(seq, id);
       steps.add(program.step);
     }
@@ -82,7 +82,7 @@ export class RunQueries {
     if (steps.size === 0) return ranks;
     const placed: { id: string; step: number; rank: number }[] = [];
     const children = new Map<number, number>();
-    const sql = `SELECT seq, step FROM programs WHERE migrant_of IS NULL AND origin <> 'researcher' AND step IN (${[...steps].map(() => '?').join(', ')}) ORDER BY step, score DESC, seq`;
+    const sql = `SELECT seq, step FROM programs WHERE migrant_of IS NULL AND origin NOT IN ('researcher', 'agent') AND step IN (${[...steps].map(() => '?').join(', ')}) ORDER BY step, score DESC, seq`;
     this.store.eachRow(sql, [...steps], (row) => {
       const [seq, step] = row as [number, number];
       const rank = (children.get(step) ?? 0) + 1;

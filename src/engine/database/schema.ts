@@ -65,7 +65,7 @@ CREATE TABLE programs (
   in_archive INTEGER NOT NULL,
   elite_cell INTEGER,               -- MAP-Elites cell it holds in its island, if any
   improvement INTEGER NOT NULL,     -- 1: was the new global best when added
-  origin TEXT NOT NULL,             -- initial | model | researcher | migration (ProgramOrigin)
+  origin TEXT NOT NULL,             -- initial | model | researcher | migration | agent (ProgramOrigin)
   note TEXT                         -- a researcher's note on a program they added
 );
 CREATE TABLE code_hashes (hash TEXT PRIMARY KEY) WITHOUT ROWID; -- every program ever added

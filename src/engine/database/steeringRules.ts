@@ -2,7 +2,7 @@
 // section 11): the guidance in force, the banned programs, the pins. Pure:
 // rebuilt on open by replaying the log in order, so a resumed or replayed
 // run sees exactly what the live one saw.
-import type { GuidanceVersion, SteeringEntry } from '../common/steering';
+import { type GuidanceVersion, type SteeringEntry, steerAuthorOf } from '../common/steering';
 
 export interface ActivePin {
   id: string;
@@ -25,7 +25,7 @@ export class SteeringState {
     if (entry.request !== undefined) this.requests.add(entry.request);
     switch (entry.kind) {
       case 'guidance':
-        this.guidanceVersions.push({ step: entry.step, text: entry.text });
+        this.guidanceVersions.push({ step: entry.step, text: entry.text, by: steerAuthorOf(entry) });
         break;
       case 'ban':
         for (const id of entry.ids) this.bannedIds.add(id);

@@ -5,7 +5,7 @@
 import { codeHash } from '../codeHash';
 import { evolveRegions } from '../common/diff';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
-import type { SteeringEntry, SteerRequest, SteerResult } from '../common/steering';
+import { type SteeringEntry, type SteerRequest, type SteerResult, steerAuthorOf } from '../common/steering';
 import { type EvaluationResult, outcomeOfEvaluation } from '../common/types';
 import type { ProgramDatabase } from '../database/programDatabase';
 import { NOT_GENERATED } from '../database/records';
@@ -91,7 +91,11 @@ export async function applySteer(
   checkSteer(request, target);
   const { db } = target;
   const step = target.step ?? db.lastStep + 1;
-  const from = target.requestId !== undefined ? { request: target.requestId } : {};
+  // Who asked is recorded for an agent only: an entry without `by` is the researcher's, as every entry before agents.
+  const from = {
+    ...(target.requestId !== undefined ? { request: target.requestId } : {}),
+    ...(request.by === 'agent' ? { by: 'agent' as const } : {}),
+  };
   switch (request.kind) {
     case 'add': {
       if (!target.evaluator) throw new SteerInputError('no evaluator to run the program with');
@@ -114,7 +118,12 @@ export async function applySteer(
           ...NOT_GENERATED,
           evaluationMs: result.durationMs,
         },
-        { island: request.island, note: request.note ?? null, ...from },
+        {
+          island: request.island,
+          note: request.note ?? null,
+          origin: steerAuthorOf(request),
+          ...(target.requestId !== undefined ? { request: target.requestId } : {}),
+        },
       );
       if (db.best()?.id === record.id && result.status === 'ok' && result.solution !== undefined)
         await keepBestSolution(target.dbFile, record.id, result.solution, () => undefined);

@@ -100,7 +100,7 @@ function childrenCpuMs(): number {
 async function measure(label: string, task: Task, code: string): Promise<boolean> {
   const programName = `program.${task.language}`;
   const options = { concurrency: 1, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 };
-  const warm = new Evaluator(task, options);
+  const warm = new Evaluator(task, { ...options, warmInterpreters: 'auto' });
   const cold = new Evaluator(task, { ...options, warmInterpreters: 'off' });
   const bare = new WarmBare();
   const times = { warmBare: [] as number[], sandboxed: [] as number[], cold: [] as number[], coldBare: [] as number[] };

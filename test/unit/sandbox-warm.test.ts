@@ -10,7 +10,13 @@ import { processesMatching } from '../fixtures/hostile/processes';
 
 const FIXTURE = join(__dirname, '../fixtures/hostile');
 const MARKER = `te-warm-candidate-${process.pid}-${Date.now()}`;
-const OPTIONS: EvaluatorOptions = { concurrency: 2, memoryLimitMb: 2048, outputLimitBytes: 64 * 1024, runtimeLimitSec: 5 };
+const OPTIONS: EvaluatorOptions = {
+  concurrency: 2,
+  memoryLimitMb: 2048,
+  outputLimitBytes: 64 * 1024,
+  runtimeLimitSec: 5,
+  warmInterpreters: 'auto',
+};
 const WRITE = (value: number): string => `with open("solution.json", "w") as f:\n    f.write('{"value": ${value}}')\n`;
 
 describe('sandbox: warm interpreters', function () {

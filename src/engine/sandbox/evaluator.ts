@@ -93,9 +93,11 @@ export interface EvaluatorOptions {
   /** Told when something could not be cleaned up (a folder left on disk); the evaluation result is not affected. */
   onWarning?: (message: string) => void;
   /**
-   * 'auto' (default): with the full sandbox, Python commands run in
-   * interpreters started, confined and warmed ahead of need, one per
-   * candidate (warmPool.ts); 'off': every process starts cold.
+   * 'auto': with the full sandbox, Python commands run in interpreters
+   * started, confined and warmed ahead of need, one per candidate
+   * (warmPool.ts), for a run's stream of candidates; 'off' (default, for a
+   * few evaluations, where warm ones left over would be wasted): every
+   * process starts cold.
    */
   warmInterpreters?: 'auto' | 'off';
 }
@@ -193,7 +195,7 @@ export class Evaluator implements EvaluationBackend {
       isolation: options.isolation ?? 'auto',
       cgroup: options.cgroup ?? 'auto',
       allowWeakIsolation: options.allowWeakIsolation ?? false,
-      warmInterpreters: options.warmInterpreters ?? 'auto',
+      warmInterpreters: options.warmInterpreters ?? 'off',
     };
     this.info = detectIsolation(this.options.isolation, this.options.cgroup);
     this.isolation = isolationReport(this.info);
@@ -232,6 +234,13 @@ export class Evaluator implements EvaluationBackend {
   /** Whether candidates run in interpreters warmed ahead of need (warmPool.ts). */
   get warmInterpreters(): boolean {
     return this.warmCandidates !== null;
+  }
+
+  /** Start the warm interpreters now (a run's first responses take longer than warming them). */
+  warmUp(): void {
+    if (this.closing.signal.aborted) return;
+    this.warmCandidates?.fill();
+    this.warmTrusted?.fill();
   }
 
   /** Start the warm interpreters now and resolve once they are all warm (none: at once). */

@@ -13,7 +13,6 @@
 //     for context.
 // Overhead = median sandboxed - median warm bare. Target: <= 30 ms in both.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { percentile } from '../src/engine/common/stats';
@@ -90,13 +89,6 @@ async function coldBare(task: Task, code: string, programName: string): Promise<
   }
 }
 
-/** CPU time of this process's finished children so far (utime + stime of reaped descendants), ms. */
-function childrenCpuMs(): number {
-  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // After "pid (comm) ": state is field 0; cutime and cstime are fields 13 and 14, in clock ticks (100 Hz).
-  return (Number(fields[13]) + Number(fields[14])) * 10;
-}
-
 async function measure(label: string, task: Task, code: string): Promise<boolean> {
   const programName = `program.${task.language}`;
   const options = { concurrency: 1, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 };
@@ -104,7 +96,6 @@ async function measure(label: string, task: Task, code: string): Promise<boolean
   const cold = new Evaluator(task, { ...options, warmInterpreters: 'off' });
   const bare = new WarmBare();
   const times = { warmBare: [] as number[], sandboxed: [] as number[], cold: [] as number[], coldBare: [] as number[] };
-  const cpu = { sandboxed: 0, cold: 0 };
   try {
     const scripts = hostScripts(task).warm;
     const check = await warm.evaluate(code);
@@ -114,18 +105,13 @@ async function measure(label: string, task: Task, code: string): Promise<boolean
       const bareMs = await bare.run(code, programName, scripts);
       // The warm pool refills in the background after each evaluation: measured once it is warm, as candidates coming at the pace of responses find it.
       await warm.warmed();
-      let cpuBefore = childrenCpuMs();
       let started = performance.now();
       const result = await warm.evaluate(code);
       const sandboxedMs = performance.now() - started;
-      await warm.warmed(); // its replacement's warm-up counts to this candidate's CPU
-      const warmCpu = childrenCpuMs() - cpuBefore;
       if (result.status !== 'ok') throw new Error(`${label}: sandboxed run failed: ${result.reason}`);
-      cpuBefore = childrenCpuMs();
       started = performance.now();
       const coldResult = await cold.evaluate(code);
       const coldMs = performance.now() - started;
-      const coldCpu = childrenCpuMs() - cpuBefore;
       if (coldResult.status !== 'ok') throw new Error(`${label}: cold sandboxed run failed: ${coldResult.reason}`);
       const coldBareMs = await coldBare(task, code, programName);
       if (keep) {
@@ -133,8 +119,6 @@ async function measure(label: string, task: Task, code: string): Promise<boolean
         times.sandboxed.push(sandboxedMs);
         times.cold.push(coldMs);
         times.coldBare.push(coldBareMs);
-        cpu.sandboxed += warmCpu;
-        cpu.cold += coldCpu;
       }
     }
   } finally {
@@ -149,7 +133,7 @@ async function measure(label: string, task: Task, code: string): Promise<boolean
     `bench evaluation-quick-candidate: ${overhead.toFixed(1)} ms (${label}: median sandboxed ${median(times.sandboxed).toFixed(1)} ms with warm interpreters ` +
       `vs the candidate's own work ${median(times.warmBare).toFixed(1)} ms bare in a warm Python, same run, ${ROUNDS} interleaved rounds; ` +
       `cold: sandboxed ${median(times.cold).toFixed(1)} ms, bare ${median(times.coldBare).toFixed(1)} ms; ` +
-      `CPU per candidate incl. its warm-up ${(cpu.sandboxed / ROUNDS).toFixed(0)} ms warm vs ${(cpu.cold / ROUNDS).toFixed(0)} ms cold; ${warm.isolation.summary}; target <= ${TARGET_MS} ms${ok ? '' : ', MISSED'})`,
+      `${warm.isolation.summary}; target <= ${TARGET_MS} ms${ok ? '' : ', MISSED'})`,
   );
   return ok;
 }

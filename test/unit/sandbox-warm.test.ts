@@ -123,6 +123,25 @@ describe('sandbox: warm interpreters', function () {
     assert.doesNotMatch(crash.stderr, /runpy|<string>/);
   });
 
+  it("scores another system's folder as cold (OpenEvolve's circle packing: its evaluator in the warm candidate's process)", async () => {
+    const folder = await loadTask(join(__dirname, '../fixtures/openevolve/circle_packing_with_artifacts'));
+    const warm = new Evaluator(folder, OPTIONS);
+    const cold = new Evaluator(folder, { ...OPTIONS, warmInterpreters: 'off' });
+    try {
+      const [warmResult, coldResult] = await Promise.all([warm.evaluate(folder.initialProgram), cold.evaluate(folder.initialProgram)]);
+      assert.equal(warmResult.status, 'ok', warmResult.reason);
+      assert.equal(warmResult.score, coldResult.score);
+      // The same metrics but the evaluator's own timing (its feedback names its execution time).
+      const { feedback: warmFeedback, ...warmMetrics } = warmResult.metrics;
+      const { feedback: coldFeedback, ...coldMetrics } = coldResult.metrics;
+      assert.deepEqual(warmMetrics, coldMetrics);
+      assert.equal(String(warmFeedback).replace(/[\d.]+s/, 'Ns'), String(coldFeedback).replace(/[\d.]+s/, 'Ns'));
+    } finally {
+      await warm.close();
+      await cold.close();
+    }
+  });
+
   it('starts the time limit when the candidate comes, and still stops it there', async () => {
     const result = await evaluator.evaluate('while True:\n    pass\n', {});
     assert.equal(result.status, 'timeout');

@@ -5,7 +5,6 @@
 // computes the objective. A candidate never reports its own score.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,8 +55,9 @@ import {
   withOutput,
 } from './trustedEvaluator';
 import {
-  modulesToWarm,
+  candidateModulesToWarm,
   startWarmProcess,
+  trustedModulesToWarm,
   type WarmableCommand,
   warmableCommand,
   warmInput,
@@ -391,10 +391,7 @@ export class Evaluator implements EvaluationBackend {
   private warmTrustedPool(): WarmPool<ProcessOutcome> | null {
     const command = warmableCommand(trustedEvaluatorTemplate(this.task, this.scratchDir));
     if (!command) return null;
-    const modules =
-      this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB
-        ? modulesToWarm(...readSmallSource(command.script)).filter((m) => m !== 'numpy' || usesNumpy(command.script))
-        : [];
+    const modules = this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB ? trustedModulesToWarm(command.script) : [];
     const launcher = warmLauncherCommand(command, modules, null);
     const limits = { memoryLimitMb: this.options.memoryLimitMb };
     const create = (): WarmProcess<ProcessOutcome> =>
@@ -412,7 +409,11 @@ export class Evaluator implements EvaluationBackend {
     // Below this memory limit imports ahead could hold memory the candidate would not: only the interpreter is started.
     const modules =
       this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB
-        ? modulesToWarm(this.task.initialProgram, ...(onHost ? readSmallSource(onHost.script) : []))
+        ? candidateModulesToWarm(
+            this.task.initialProgram,
+            onHost?.script ?? null,
+            this.readOnlyDirs().map((d) => d.hostDir),
+          )
         : [];
     const create = (): WarmProcess<SandboxRun> => {
       const { spec, cgroup } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
@@ -686,20 +687,4 @@ export class Evaluator implements EvaluationBackend {
     const sandboxStarted = !launched || run.captured?.toString('latin1') === LAUNCHER_STARTED;
     return { ...run, sandboxStarted, solution };
   }
-}
-
-/** A Python source of ours or the task's to read for its imports (absent or large: none). */
-function readSmallSource(path: string): string[] {
-  try {
-    if (!existsSync(path)) return [];
-    const text = readFileSync(path, 'utf8');
-    return text.length <= 256 * 1024 ? [text] : [];
-  } catch {
-    return [];
-  }
-}
-
-/** Whether a trusted evaluator's script imports numpy (else its warm interpreter does not: it would only cost memory). */
-function usesNumpy(scriptPath: string): boolean {
-  return readSmallSource(scriptPath).some((text) => /^\s*(?:import|from)\s+numpy\b/m.test(text));
 }

@@ -12,7 +12,8 @@
 // The interpreter is a parameter (whatever the command names), so any
 // command of the form `<python> <script.py> args...` can be warmed; any
 // other command runs cold, as before.
-import { basename, dirname } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 
 /** Where a warm process reads its work (the candidate's code; empty for the trusted evaluator): the program descriptor bwrap would otherwise bind. */
@@ -113,6 +114,11 @@ const WARM_LAUNCHER = [
   '            f.flush()',
   '        except BaseException:',
   '            code = code or 120',
+  // C libraries' stdio buffers (what a C extension printed) are flushed by exit(), not by _exit.
+  '    try:',
+  '        ctypes.CDLL(None).fflush(None)',
+  '    except Exception:',
+  '        pass',
   '    os._exit(code)',
   'try:',
   "    runpy.run_path(_script, run_name='__main__')",
@@ -190,9 +196,49 @@ export function modulesToWarm(...sources: readonly string[]): string[] {
   return [...names].slice(0, MAX_WARMED_MODULES);
 }
 
-/** The folder of a warmable command's script (what sys.path[0] is). */
-export function scriptDir(command: WarmableCommand): string {
-  return dirname(command.script);
+/**
+ * What a warm candidate imports ahead: numpy, the initial program's
+ * imports, its command's script's (another system's wrapper) and those of the
+ * .py files of the task's read-only folders (another system's evaluator,
+ * which runs in the candidate's process).
+ */
+export function candidateModulesToWarm(initialProgram: string, scriptOnHost: string | null, readOnlyDirs: readonly string[]): string[] {
+  return modulesToWarm(
+    initialProgram,
+    ...(scriptOnHost ? readSmallSource(scriptOnHost) : []),
+    ...readOnlyDirs.flatMap((dir) => topLevelPythonFiles(dir).flatMap(readSmallSource)),
+  );
+}
+
+/** What a warm trusted evaluator imports ahead: its script's imports (numpy only when it imports it: else it would only cost memory). */
+export function trustedModulesToWarm(script: string): string[] {
+  const source = readSmallSource(script);
+  const numpy = source.some((text) => /^\s*(?:import|from)\s+numpy\b/m.test(text));
+  return modulesToWarm(...source).filter((m) => m !== 'numpy' || numpy);
+}
+
+/** A Python source to read for its imports (absent or large: none). */
+function readSmallSource(path: string): string[] {
+  try {
+    if (!existsSync(path)) return [];
+    const text = readFileSync(path, 'utf8');
+    return text.length <= 256 * 1024 ? [text] : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The .py files directly in a folder (a task folder's evaluator and helpers), at most a dozen. */
+function topLevelPythonFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+      .filter((name) => name.endsWith('.py'))
+      .sort()
+      .slice(0, 12)
+      .map((name) => join(dir, name));
+  } catch {
+    return [];
+  }
 }
 
 /** One process started ahead of need, waiting for its one piece of work. */

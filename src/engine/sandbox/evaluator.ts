@@ -56,6 +56,7 @@ import {
 } from './trustedEvaluator';
 import {
   candidateModulesToWarm,
+  keepingAlive,
   startWarmProcess,
   trustedModulesToWarm,
   type WarmableCommand,
@@ -357,7 +358,7 @@ export class Evaluator implements EvaluationBackend {
    */
   private async runWarm(pool: WarmPool<SandboxRun>, code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     const warm = pool.take();
-    await warm.ready;
+    await keepingAlive(warm.ready);
     if (warm.isGone) return this.runInBwrap(code, programName, signal);
     return warm.start(warmInput(this.warmCandidateCommand as WarmableCommand, code), signal);
   }
@@ -369,7 +370,7 @@ export class Evaluator implements EvaluationBackend {
     const dir = await mkdtemp(join(this.scratchDir, 'thetaevolve-trusted-'));
     try {
       await writeFile(trustedSolutionPath(this.task, dir), bytes, { mode: 0o600 });
-      await warm.ready;
+      await keepingAlive(warm.ready);
       // One that died warming is no verdict on anything: the trusted evaluator runs cold instead.
       if (warm.isGone) return await scoreSolutionBytes(this.task, bytes, dir, limits, signal);
       const command = warmableCommand(trustedEvaluatorTemplate(this.task, dir)) as WarmableCommand;

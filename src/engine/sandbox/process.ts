@@ -368,8 +368,15 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     feed(spec.inputs ?? []);
     if (spec.startGate) {
       for (const fd of spec.startGate.fds) (child.stdio[fd] as Writable | null | undefined)?.on('error', () => undefined);
+      // Waiting for its work, it must not keep this process alive (a CLI that ends without closing its evaluator still ends).
+      const handles = [child, ...child.stdio, memoryTimer].filter((h) => h !== null && h !== undefined) as {
+        ref?: () => void;
+        unref?: () => void;
+      }[];
+      for (const handle of handles) handle.unref?.();
       spec.startGate.inputs.then(
         (inputs) => {
+          for (const handle of handles) handle.ref?.();
           armTimer();
           if (!settled && !exited) feed(inputs);
         },

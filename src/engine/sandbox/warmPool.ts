@@ -355,7 +355,7 @@ export class WarmPool<R> {
   /** Resolves once every idle process is warm (benches measure a candidate that finds the pool ready). */
   async warmed(): Promise<void> {
     this.fill();
-    await Promise.all(this.idle.map((p) => p.ready));
+    await keepingAlive(Promise.all(this.idle.map((p) => p.ready)));
   }
 
   /** Kill the idle processes and wait until they are cleaned up. */
@@ -364,5 +364,19 @@ export class WarmPool<R> {
     const idle = this.idle.splice(0);
     for (const p of idle) p.discard();
     await Promise.all(idle.map((p) => p.settled));
+  }
+}
+
+/**
+ * Await something a waiting warm process will settle: those do not keep
+ * this process alive (runProcess unrefs them until their work comes), so
+ * the wait itself does.
+ */
+export async function keepingAlive<T>(promise: Promise<T>): Promise<T> {
+  const alive = setInterval(() => undefined, 60_000);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(alive);
   }
 }

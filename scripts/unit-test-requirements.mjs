@@ -51,6 +51,7 @@ export const UNIT_TEST_NEEDS = {
   'sandbox-containment.test.ts': ['bubblewrap', 'python3'],
   'sandbox-hostile.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'sandbox-host-modes.test.ts': ['bubblewrap', 'python3'],
+  'sandbox-warm.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'sandbox.test.ts': ['bubblewrap', 'python3'],
   'slurm.test.ts': ['slurm', 'bubblewrap', 'python3'],
   'slurmInference.test.ts': ['slurm', 'bubblewrap', 'python3'],

@@ -27,7 +27,14 @@ const WRITE_VALUE = 'with open("solution.json", "w") as f:\n    f.write(\'{"valu
 /** A candidate reports an escape by exiting with 9 and saying what it got on stderr. */
 const ESCAPED = 'if got:\n    print("ESCAPED", got, file=sys.stderr)\n    raise SystemExit(9)\n';
 const IS_ROOT = process.getuid?.() === 0;
-const OPTIONS: EvaluatorOptions = { concurrency: 2, memoryLimitMb: 1024, outputLimitBytes: 64 * 1024, runtimeLimitSec: 10 };
+// Warm interpreters as a run's evaluator has them (bwrap only): every case holds for a sandbox started ahead of need.
+const OPTIONS: EvaluatorOptions = {
+  concurrency: 2,
+  memoryLimitMb: 1024,
+  outputLimitBytes: 64 * 1024,
+  runtimeLimitSec: 10,
+  warmInterpreters: 'auto',
+};
 
 interface CliRun {
   code: number | null;

@@ -22,7 +22,14 @@ const REPO = join(__dirname, '../..');
 const FIXTURE = join(REPO, 'test/fixtures/hostile');
 const IS_ROOT = process.getuid?.() === 0;
 const LIMIT_MB = 64;
-const OPTIONS: EvaluatorOptions = { concurrency: 2, memoryLimitMb: LIMIT_MB, outputLimitBytes: 16 * 1024, runtimeLimitSec: 10 };
+// Warm interpreters as a run's evaluator has them (bwrap only): every case holds for a sandbox started ahead of need.
+const OPTIONS: EvaluatorOptions = {
+  concurrency: 2,
+  memoryLimitMb: LIMIT_MB,
+  outputLimitBytes: 16 * 1024,
+  runtimeLimitSec: 10,
+  warmInterpreters: 'auto',
+};
 
 const CHANNELS = ['dev', 'memfd', 'shm', 'socket', 'devshm', 'tmp'] as const;
 type Channel = (typeof CHANNELS)[number];

@@ -33,6 +33,8 @@ describe('sandbox: hostile candidates', function () {
       outputLimitBytes: 64 * 1024,
       runtimeLimitSec: 3,
       processLimit: 64,
+      // As a run's evaluator: each hostile case in a sandbox started ahead of need.
+      warmInterpreters: 'auto',
     });
     if (evaluator.isolation.kind !== 'bwrap') {
       console.log(`      (skipped: no bubblewrap sandbox here: ${evaluator.isolation.warning})`);

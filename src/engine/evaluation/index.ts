@@ -40,11 +40,16 @@ export async function createEvaluationBackend(
   settings: BackendSettings,
   context: EvaluationBackendContext,
 ): Promise<EvaluationBackend> {
-  if (settings['evaluation.backend'] === 'local')
-    return new Evaluator(task, {
+  if (settings['evaluation.backend'] === 'local') {
+    // A run's stream of candidates: interpreters warmed ahead of need (docs/architecture.md "Warm interpreters"), warming while the first responses come.
+    const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec),
+      warmInterpreters: 'auto',
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),
     });
+    evaluator.warmUp();
+    return evaluator;
+  }
   return SlurmEvaluator.start(
     task,
     {

@@ -47,9 +47,25 @@ import {
   DEFAULT_MEMORY_LIMIT_MB,
   infrastructureFailure,
   penaltyResult,
+  scoreEvaluatorRun,
   scoreSolutionBytes,
+  trustedEvaluatorSpec,
+  trustedEvaluatorTemplate,
+  trustedSolutionPath,
   withOutput,
 } from './trustedEvaluator';
+import {
+  candidateModulesToWarm,
+  keepingAlive,
+  startWarmProcess,
+  trustedModulesToWarm,
+  type WarmableCommand,
+  warmableCommand,
+  warmInput,
+  warmLauncherCommand,
+  WarmPool,
+  type WarmProcess,
+} from './warmPool';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 
 export interface EvaluatorOptions {
@@ -77,6 +93,14 @@ export interface EvaluatorOptions {
   scratchDir?: string;
   /** Told when something could not be cleaned up (a folder left on disk); the evaluation result is not affected. */
   onWarning?: (message: string) => void;
+  /**
+   * 'auto': with the full sandbox, Python commands run in interpreters
+   * started, confined and warmed ahead of need, one per candidate
+   * (warmPool.ts), for a run's stream of candidates; 'off' (default, for a
+   * few evaluations, where warm ones left over would be wasted): every
+   * process starts cold.
+   */
+  warmInterpreters?: 'auto' | 'off';
 }
 
 /** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
@@ -99,6 +123,8 @@ export const DEFAULT_EVALUATOR_OPTIONS: Readonly<EvaluatorOptions> = {
 const DEFAULT_PROCESS_LIMIT = 256;
 /** Files a candidate may write (RLIMIT_FSIZE) at least; the solution cap decides what is read. */
 const MIN_FILE_SIZE_LIMIT = 256 * 1024 * 1024;
+/** The memory limit from which warm interpreters import modules ahead (numpy holds some 30 MiB). */
+const WARM_IMPORTS_MIN_MEMORY_MB = 1024;
 /** How often the memory of a candidate's processes is summed (fast allocators get at most this long past the limit). */
 const MEMORY_WATCH_INTERVAL_MS = 50;
 
@@ -131,6 +157,12 @@ export class Evaluator implements EvaluationBackend {
   readonly cleanupFailures: string[] = [];
   private readonly info: IsolationInfo;
   private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
+  /** Candidate sandboxes started ahead of need (null: each candidate's starts when it comes). */
+  private readonly warmCandidates: WarmPool<SandboxRun> | null;
+  /** Trusted evaluators started ahead of need, each with its own private folder (null: cold). */
+  private readonly warmTrusted: WarmPool<ProcessOutcome> | null;
+  /** The candidate's command as warm sandboxes run it (null: not a Python script: cold). */
+  private readonly warmCandidateCommand: WarmableCommand | null;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
   private readonly readOnlyCopies: Record<string, string>;
@@ -164,6 +196,7 @@ export class Evaluator implements EvaluationBackend {
       isolation: options.isolation ?? 'auto',
       cgroup: options.cgroup ?? 'auto',
       allowWeakIsolation: options.allowWeakIsolation ?? false,
+      warmInterpreters: options.warmInterpreters ?? 'off',
     };
     this.info = detectIsolation(this.options.isolation, this.options.cgroup);
     this.isolation = isolationReport(this.info);
@@ -175,6 +208,12 @@ export class Evaluator implements EvaluationBackend {
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Semaphore(this.options.concurrency);
+    const warm = this.options.warmInterpreters === 'auto' && this.info.kind === 'bwrap' && process.platform === 'linux';
+    this.warmCandidateCommand = warmableCommand(
+      this.filledCandidateCommand(`${SANDBOX_PROGRAM_DIR}/program.${task.language}`, SANDBOX_WORK_DIR, true),
+    );
+    this.warmCandidates = warm ? this.warmCandidatePool() : null;
+    this.warmTrusted = warm ? this.warmTrustedPool() : null;
     // Every running evaluation listens on it: K of them, not a leak.
     setMaxListeners(0, this.closing.signal);
   }
@@ -193,8 +232,27 @@ export class Evaluator implements EvaluationBackend {
     return `local sandbox (${this.isolation.summary}), ${this.options.concurrency} at once`;
   }
 
+  /** Whether candidates run in interpreters warmed ahead of need (warmPool.ts). */
+  get warmInterpreters(): boolean {
+    return this.warmCandidates !== null;
+  }
+
+  /** Start the warm interpreters now (a run's first responses take longer than warming them). */
+  warmUp(): void {
+    if (this.closing.signal.aborted) return;
+    this.warmCandidates?.fill();
+    this.warmTrusted?.fill();
+  }
+
+  /** Start the warm interpreters now and resolve once they are all warm (none: at once). */
+  async warmed(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    await Promise.all([this.warmCandidates?.warmed(), this.warmTrusted?.warmed()]);
+  }
+
   async close(): Promise<void> {
     this.closing.abort();
+    await Promise.allSettled([this.warmCandidates?.close(), this.warmTrusted?.close()]);
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
     for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
@@ -239,13 +297,15 @@ export class Evaluator implements EvaluationBackend {
   }
 
   private async runAndScore(code: string, signal: AbortSignal): Promise<EvaluationResult> {
-    const root = await mkdtemp(join(this.scratchDir, 'thetaevolve-eval-'));
+    // The folder holds the trusted evaluator's copy, and without bwrap the candidate's files; a warm bwrap evaluation needs none.
+    const root = this.info.kind === 'bwrap' && this.warmTrusted ? null : await mkdtemp(join(this.scratchDir, 'thetaevolve-eval-'));
     try {
-      const trustedDir = join(root, 'trusted');
-      await mkdir(trustedDir, { mode: 0o700 });
+      const trustedDir = root ? join(root, 'trusted') : null;
+      if (trustedDir) await mkdir(trustedDir, { mode: 0o700 });
       const programName = `program.${this.task.language}`;
-      const run =
-        this.info.kind === 'bwrap'
+      const run = this.warmCandidates
+        ? await this.runWarm(this.warmCandidates, code, programName, signal)
+        : this.info.kind === 'bwrap' || root === null
           ? await this.runInBwrap(code, programName, signal)
           : await this.runOnHost(root, code, programName, signal);
       const output = { stdout: run.stdout, stderr: run.stderr };
@@ -280,11 +340,87 @@ export class Evaluator implements EvaluationBackend {
       }
       const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
-      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, { memoryLimitMb: this.options.memoryLimitMb }, signal);
+      const limits = { memoryLimitMb: this.options.memoryLimitMb };
+      const scored =
+        this.warmTrusted || trustedDir === null
+          ? await this.scoreWarm(read.bytes, signal)
+          : await scoreSolutionBytes(this.task, read.bytes, trustedDir, limits, signal);
       return { ...scored, ...output, metrics: { ...scored.metrics, ...runtime } };
     } finally {
-      await this.cleanUp(root);
+      if (root) await this.cleanUp(root);
     }
+  }
+
+  /**
+   * The candidate in a warm sandbox, once that one is warm; one that died
+   * while warming (its limits, a setup failure) is no verdict on the
+   * candidate, which then runs in a fresh sandbox as without the pool.
+   */
+  private async runWarm(pool: WarmPool<SandboxRun>, code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
+    const warm = pool.take();
+    await keepingAlive(warm.ready);
+    if (warm.isGone) return this.runInBwrap(code, programName, signal);
+    return warm.start(warmInput(this.warmCandidateCommand as WarmableCommand, code), signal);
+  }
+
+  /** The trusted evaluator in a warm interpreter: its private folder is made now, the copy goes there, then it runs there. */
+  private async scoreWarm(bytes: Buffer, signal: AbortSignal): Promise<EvaluationResult> {
+    const warm = (this.warmTrusted as WarmPool<ProcessOutcome>).take();
+    const limits = { memoryLimitMb: this.options.memoryLimitMb };
+    const dir = await mkdtemp(join(this.scratchDir, 'thetaevolve-trusted-'));
+    try {
+      await writeFile(trustedSolutionPath(this.task, dir), bytes, { mode: 0o600 });
+      await keepingAlive(warm.ready);
+      // One that died warming is no verdict on anything: the trusted evaluator runs cold instead.
+      if (warm.isGone) return await scoreSolutionBytes(this.task, bytes, dir, limits, signal);
+      const command = warmableCommand(trustedEvaluatorTemplate(this.task, dir)) as WarmableCommand;
+      const run = await warm.start(warmInput(command, '', dir), signal);
+      return scoreEvaluatorRun(this.task, bytes, run, limits);
+    } catch (err) {
+      warm.discard();
+      throw err;
+    } finally {
+      await this.cleanUp(dir);
+    }
+  }
+
+  /**
+   * Trusted evaluators started ahead (a Python evaluator command only), the
+   * evaluator's own imports done, in the scratch folder until their work
+   * (and private folder) comes.
+   */
+  private warmTrustedPool(): WarmPool<ProcessOutcome> | null {
+    const command = warmableCommand(trustedEvaluatorTemplate(this.task, this.scratchDir));
+    if (!command) return null;
+    const modules = this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB ? trustedModulesToWarm(command.script) : [];
+    const launcher = warmLauncherCommand(command, modules, null);
+    const limits = { memoryLimitMb: this.options.memoryLimitMb };
+    const create = (): WarmProcess<ProcessOutcome> =>
+      startWarmProcess(trustedEvaluatorSpec(this.task, this.scratchDir, limits, this.closing.signal, launcher), async (run) => run);
+    return new WarmPool(create, this.options.concurrency);
+  }
+
+  /** Candidate sandboxes started ahead (a Python candidate command only), numpy and the initial program's imports done. */
+  private warmCandidatePool(): WarmPool<SandboxRun> | null {
+    const programName = `program.${this.task.language}`;
+    const inside = this.warmCandidateCommand;
+    if (!inside) return null;
+    // The script's own imports (another system's wrapper) are read where the host has it.
+    const onHost = warmableCommand(this.filledCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, false));
+    // Below this memory limit imports ahead could hold memory the candidate would not: only the interpreter is started.
+    const modules =
+      this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB
+        ? candidateModulesToWarm(
+            this.task.initialProgram,
+            onHost?.script ?? null,
+            this.readOnlyDirs().map((d) => d.hostDir),
+          )
+        : [];
+    const create = (): WarmProcess<SandboxRun> => {
+      const { spec, cgroup } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
+      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup));
+    };
+    return new WarmPool(create, this.options.concurrency);
   }
 
   private describeExit(run: ProcessOutcome): string {
@@ -319,11 +455,16 @@ export class Evaluator implements EvaluationBackend {
   }
 
   /** The candidate's command with the task's variables (and read-only folders, by where the candidate sees them), under the resource limits. */
-  private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
-    const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
-    const filled = this.task.candidateCommand.map((arg) =>
-      fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
-    );
+  private limitedCandidateCommand(
+    programPath: string,
+    workPath: string,
+    processLimit: number | null,
+    inBwrap: boolean,
+    warm: { command: WarmableCommand; modules: readonly string[] } | null = null,
+  ): string[] {
+    const filled = warm
+      ? warmLauncherCommand(warm.command, warm.modules, programPath)
+      : this.filledCandidateCommand(programPath, workPath, inBwrap);
     // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started.
     const command = this.launcherFilter(inBwrap)
       ? seccompLauncherCommand(this.info.seccompLauncher as string, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
@@ -343,6 +484,14 @@ export class Evaluator implements EvaluationBackend {
     );
   }
 
+  /** The candidate's command with the task's variables (read-only folders as the candidate sees them, or as the host has them). */
+  private filledCandidateCommand(programPath: string, workPath: string, inBwrap: boolean): string[] {
+    const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
+    return this.task.candidateCommand.map((arg) =>
+      fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
+    );
+  }
+
   /** Whether the seccomp launcher starts the candidate (no bwrap, on Linux where it works). */
   private launcherFilter(inBwrap: boolean): boolean {
     return !inBwrap && this.info.seccompLauncher !== null && this.seccompFilter !== null;
@@ -355,9 +504,31 @@ export class Evaluator implements EvaluationBackend {
    * after everything else in the sandbox was killed.
    */
   private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
+    const { spec, cgroup } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
+    let run: ProcessOutcome;
+    try {
+      run = await runProcess(spec);
+    } catch (err) {
+      if (cgroup) this.removeCgroupLater(cgroup);
+      throw err;
+    }
+    return this.bwrapOutcome(run, cgroup);
+  }
+
+  /**
+   * The bwrap sandbox's process: the program bound from a descriptor, or
+   * (warm: code null) a tmpfs program folder the warm launcher writes the
+   * code into once it comes; its cgroup is made here.
+   */
+  private bwrapProcess(
+    code: Buffer | null,
+    programName: string,
+    warm: { command: WarmableCommand; modules: readonly string[] } | null,
+    signal: AbortSignal,
+  ): { spec: ProcessSpec; cgroup: SandboxCgroup | null } {
     // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
     const processLimit = this.info.processLimit ? this.options.processLimit : null;
-    const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true);
+    const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true, warm);
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
     const args = [
@@ -368,32 +539,42 @@ export class Evaluator implements EvaluationBackend {
         disableUsernsOption: this.info.disableUsernsOption,
         seccomp: seccomp !== null,
         readOnlyDirs: this.readOnlyDirs(),
+        // Room for the longest program the task allows (4 bytes a character at most).
+        ...(code === null ? { warmProgramBytes: 4 * this.task.maxCodeLength + 64 * 1024 } : {}),
       }),
       '--',
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
     ];
     const runAs = this.info.runAs;
     const cgroup = this.sandboxCgroup(this.info.processLimit ? this.options.processLimit : null);
+    const bwrap = [this.info.bwrapPath as string, ...args];
+    // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
+    const drop = runAs && this.info.cgroupSetpriv ? { setpriv: this.info.cgroupSetpriv, ...runAs } : null;
+    const command = cgroup ? inCgroupCommand(cgroup, bwrap, drop) : bwrap;
+    const spec: ProcessSpec = {
+      file: command[0] as string,
+      args: command.slice(1),
+      cwd: '/',
+      env: {},
+      bwrapInfoFd: true,
+      inputs: [
+        ...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []),
+        ...(code !== null ? [{ fd: BWRAP_FD.program, data: code }] : []),
+      ],
+      capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 3 },
+      timeoutMs: this.options.runtimeLimitSec * 1000,
+      outputLimitBytes: this.options.outputLimitBytes,
+      // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
+      memoryWatch: this.memoryWatch(cgroup, code === null ? [...SANDBOX_TMPFS_PATHS, SANDBOX_PROGRAM_DIR] : SANDBOX_TMPFS_PATHS),
+      signal,
+      ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
+    };
+    return { spec, cgroup };
+  }
+
+  /** What a finished bwrap sandbox gave: whether it started, the memory verdict, the solution copied out; its cgroup goes. */
+  private bwrapOutcome(run: ProcessOutcome, cgroup: SandboxCgroup | null): SandboxRun {
     try {
-      const bwrap = [this.info.bwrapPath as string, ...args];
-      // In a cgroup, a root shell enters it first and drops to the unprivileged user itself.
-      const drop = runAs && this.info.cgroupSetpriv ? { setpriv: this.info.cgroupSetpriv, ...runAs } : null;
-      const command = cgroup ? inCgroupCommand(cgroup, bwrap, drop) : bwrap;
-      const run = await runProcess({
-        file: command[0] as string,
-        args: command.slice(1),
-        cwd: '/',
-        env: {},
-        bwrapInfoFd: true,
-        inputs: [...(seccomp ? [{ fd: BWRAP_FD.seccomp, data: seccomp }] : []), { fd: BWRAP_FD.program, data: Buffer.from(code, 'utf8') }],
-        capture: { fd: BWRAP_FD.solution, limitBytes: this.task.solutionMaxBytes + 3 },
-        timeoutMs: this.options.runtimeLimitSec * 1000,
-        outputLimitBytes: this.options.outputLimitBytes,
-        // The scratch tmpfs are RAM: what a candidate keeps there counts towards its memory.
-        memoryWatch: this.memoryWatch(cgroup, SANDBOX_TMPFS_PATHS),
-        signal,
-        ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
-      });
       const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
       const sandboxStarted =
         run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
@@ -404,13 +585,15 @@ export class Evaluator implements EvaluationBackend {
         solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
       };
     } finally {
-      // Off the result's path: the kernel may take a few milliseconds to let the last exited process leave it.
-      if (cgroup) {
-        const removal = removeSandboxCgroup(cgroup).then((problem) => this.reportCleanup(problem));
-        this.cgroupRemovals.add(removal);
-        void removal.finally(() => this.cgroupRemovals.delete(removal));
-      }
+      if (cgroup) this.removeCgroupLater(cgroup);
     }
+  }
+
+  /** Off the result's path: the kernel may take a few milliseconds to let the last exited process leave it. */
+  private removeCgroupLater(cgroup: SandboxCgroup): void {
+    const removal = removeSandboxCgroup(cgroup).then((problem) => this.reportCleanup(problem));
+    this.cgroupRemovals.add(removal);
+    void removal.finally(() => this.cgroupRemovals.delete(removal));
   }
 
   /** The evaluation's own cgroup where the isolation has one (memory, processes, CPU share); null without. */

@@ -188,6 +188,12 @@ export function bwrapArguments(options: {
   seccomp: boolean;
   /** Extra host folders bound read-only (a foreign task's folder and our wrapper); none for task.json tasks. */
   readOnlyDirs?: readonly { hostDir: string; sandboxDir: string }[];
+  /**
+   * A sandbox started before its candidate (warmPool.ts): the program
+   * folder is a tmpfs of this size the launcher writes the program into,
+   * instead of the program bound from BWRAP_FD.program at the start.
+   */
+  warmProgramBytes?: number;
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -217,9 +223,9 @@ export function bwrapArguments(options: {
     ...sized(SANDBOX_WORK_BYTES),
     '--tmpfs',
     SANDBOX_WORK_DIR,
-    '--ro-bind-data',
-    String(BWRAP_FD.program),
-    `${SANDBOX_PROGRAM_DIR}/${options.programName}`,
+    ...(options.warmProgramBytes !== undefined
+      ? [...sized(options.warmProgramBytes), '--tmpfs', SANDBOX_PROGRAM_DIR]
+      : ['--ro-bind-data', String(BWRAP_FD.program), `${SANDBOX_PROGRAM_DIR}/${options.programName}`]),
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     '--remount-ro',
     '/',

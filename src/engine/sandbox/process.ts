@@ -31,6 +31,14 @@ export interface ProcessSpec {
   /** An extra descriptor whose bytes are kept (up to limitBytes; the rest is read and dropped). */
   capture?: { fd: number; limitBytes: number };
   /**
+   * A process started ahead of need (warmPool.ts): the wall-clock limit,
+   * durationMs and `inputs` begin when `inputs` resolves (its candidate is
+   * there), with its data on the descriptors `fds` (pipes until then).
+   */
+  startGate?: { fds: readonly number[]; inputs: Promise<readonly { fd: number; data: Buffer }[]> };
+  /** A descriptor the child writes one byte to once it is ready (warmed); onReady is called at the first byte. */
+  ready?: { fd: number; onReady: () => void };
+  /**
    * Kill the run when its processes together hold more than limitBytes of
    * anonymous memory (checked every intervalMs over the process tree under
    * the sandbox's init, or under the child): the per-sandbox memory limit
@@ -224,7 +232,7 @@ export function treeMemoryBytes(root: number): number {
  * so children left behind in it do not outlive the run. Never rejects.
  */
 export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
-  const started = performance.now();
+  let started = performance.now();
   const stdout = new OutputCapture(spec.outputLimitBytes);
   const stderr = new OutputCapture(spec.outputLimitBytes);
   return new Promise<ProcessOutcome>((resolvePromise) => {
@@ -257,6 +265,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       ...(spec.bwrapInfoFd ? [3] : []),
       ...(spec.inputs ?? []).map((i) => i.fd),
       ...(spec.capture ? [spec.capture.fd] : []),
+      ...(spec.ready ? [spec.ready.fd] : []),
+      ...(spec.startGate?.fds ?? []),
     ];
     const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'];
     for (const fd of extraFds) {
@@ -310,10 +320,16 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         killProcessGroup(child.pid);
       }
     };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, spec.timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const armTimer = (): void => {
+      if (settled || exited) return;
+      started = performance.now();
+      timer = setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, spec.timeoutMs);
+    };
+    let exited = false;
     const onAbort = (): void => {
       aborted = true;
       stop();
@@ -341,11 +357,40 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     drain(child.stderr, stderr);
     const capturedStream = spec.capture && captured ? (child.stdio[spec.capture.fd] as Readable | null | undefined) : null;
     if (capturedStream && captured) drain(capturedStream, captured);
-    for (const input of spec.inputs ?? []) {
-      const stream = child.stdio[input.fd] as Writable | null | undefined;
-      // A child that never reads (it failed to start) must not make the write throw.
-      stream?.on('error', () => undefined);
-      stream?.end(input.data);
+    const feed = (inputs: readonly { fd: number; data: Buffer }[]): void => {
+      for (const input of inputs) {
+        const stream = child.stdio[input.fd] as Writable | null | undefined;
+        // A child that never reads (it failed to start) must not make the write throw.
+        stream?.on('error', () => undefined);
+        stream?.end(input.data);
+      }
+    };
+    feed(spec.inputs ?? []);
+    if (spec.startGate) {
+      for (const fd of spec.startGate.fds) (child.stdio[fd] as Writable | null | undefined)?.on('error', () => undefined);
+      // Waiting for its work, it must not keep this process alive (a CLI that ends without closing its evaluator still ends).
+      const handles = [child, ...child.stdio, memoryTimer].filter((h) => h !== null && h !== undefined) as {
+        ref?: () => void;
+        unref?: () => void;
+      }[];
+      for (const handle of handles) handle.unref?.();
+      spec.startGate.inputs.then(
+        (inputs) => {
+          for (const handle of handles) handle.ref?.();
+          armTimer();
+          if (!settled && !exited) feed(inputs);
+        },
+        () => undefined,
+      );
+    } else {
+      armTimer();
+    }
+    const readyStream = spec.ready ? (child.stdio[spec.ready.fd] as Readable | null | undefined) : null;
+    if (spec.ready && readyStream) {
+      const onReady = spec.ready.onReady;
+      readyStream.once('data', () => onReady());
+      readyStream.on('data', () => undefined);
+      readyStream.on('error', () => undefined);
     }
     const info = spec.bwrapInfoFd ? (child.stdio[3] as Readable | null | undefined) : null;
     if (info) {
@@ -372,6 +417,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       finish();
     });
     child.on('exit', (code, signal) => {
+      exited = true;
       exitCode = code;
       exitSignal = signal;
       clearTimeout(timer);
@@ -385,6 +431,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         child.stderr?.destroy();
         info?.destroy();
         capturedStream?.destroy();
+        readyStream?.destroy();
         finish();
       }, PIPE_DRAIN_MS);
       child.on('close', () => {

@@ -21,7 +21,7 @@ import { fillTemplate, type Task } from '../task/task';
 import { removeTree } from './cleanup';
 import { baseEnvironment, findExecutable, limitedCommand } from './isolation';
 import { limitMetrics } from './metricsLimit';
-import { type ProcessOutcome, runProcess } from './process';
+import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 import { readSolutionFile } from './solutionFile';
 
 /** Files the trusted evaluator may write (RLIMIT_FSIZE). */
@@ -162,20 +162,46 @@ export async function scoreSolutionBytes(
   limits: { memoryLimitMb: number },
   signal: AbortSignal | undefined,
 ): Promise<EvaluationResult> {
-  const copy = join(trustedDir, task.solutionFile);
+  const copy = trustedSolutionPath(task, trustedDir);
   await writeFile(copy, bytes, { mode: 0o600 });
-  const template = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
-  const command = evaluatorCommandUnderLimits(template, task, limits.memoryLimitMb);
-  const run = await runProcess({
-    file: command[0] as string,
-    args: command.slice(1),
+  const run = await runProcess(trustedEvaluatorSpec(task, trustedDir, limits, signal));
+  return scoreEvaluatorRun(task, bytes, run, limits);
+}
+
+/** Where the trusted evaluator reads its private copy of the solution. */
+export function trustedSolutionPath(task: Task, trustedDir: string): string {
+  return join(trustedDir, task.solutionFile);
+}
+
+/** The task's evaluator command with its variables, the solution being the copy in trustedDir. */
+export function trustedEvaluatorTemplate(task: Task, trustedDir: string): string[] {
+  const copy = trustedSolutionPath(task, trustedDir);
+  return task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+}
+
+/** The trusted evaluator's process (command: the filled template, or what replaces it, e.g. a warm launcher's) under its limits. */
+export function trustedEvaluatorSpec(
+  task: Task,
+  trustedDir: string,
+  limits: { memoryLimitMb: number },
+  signal: AbortSignal | undefined,
+  command: readonly string[] = trustedEvaluatorTemplate(task, trustedDir),
+): ProcessSpec {
+  const limited = evaluatorCommandUnderLimits(command, task, limits.memoryLimitMb);
+  return {
+    file: limited[0] as string,
+    args: limited.slice(1),
     cwd: trustedDir,
     env: baseEnvironment(trustedDir),
     timeoutMs: task.evaluatorTimeLimitSec * 1000,
     outputLimitBytes: EVALUATOR_OUTPUT_LIMIT,
     memoryWatch: { limitBytes: limits.memoryLimitMb * 1024 * 1024, intervalMs: MEMORY_WATCH_INTERVAL_MS },
     ...(signal ? { signal } : {}),
-  });
+  };
+}
+
+/** The result of the trusted evaluator's run on `bytes` (the solution it read). */
+export function scoreEvaluatorRun(task: Task, bytes: Buffer, run: ProcessOutcome, limits: { memoryLimitMb: number }): EvaluationResult {
   if (run.aborted) return cancelledResult();
   // The solution (within the task's size cap) made the trusted evaluator blow its own limits: the candidate's doing, penalised.
   const overLimit = evaluatorLimitExceeded(run, limits.memoryLimitMb, task.evaluatorTimeLimitSec);

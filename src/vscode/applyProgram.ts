@@ -3,6 +3,7 @@
 // WorkspaceEdit (one Undo restores it). Everything outside the regions
 // (markers included) and the file's line endings stay.
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from './notify';
 import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
 
@@ -42,7 +43,7 @@ export async function applyProgramToFile(
   try {
     document = await vscode.workspace.openTextDocument(fileUri);
   } catch (err) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`);
+    void showError(`ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`);
     return 'refused';
   }
   const before = document.getText();
@@ -51,24 +52,23 @@ export async function applyProgramToFile(
     after = replaceEvolveBlock(before, programCode);
   } catch (err) {
     if (!(err instanceof EvolveBlockError)) throw err;
-    void vscode.window.showErrorMessage(`ThetaEvolve: cannot apply the program to ${fileName}: ${err.message}.`);
+    void showError(`ThetaEvolve: cannot apply the program to ${fileName}: ${err.message}.`);
     return 'refused';
   }
   if (after === before) {
-    if (options.interactive)
-      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
+    if (options.interactive) void showInfo(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
     return 'unchanged';
   }
 
   if (options.textAtRunStart !== undefined && before !== options.textAtRunStart) {
     if (!options.interactive) {
-      void vscode.window.showWarningMessage(
+      void showWarning(
         `ThetaEvolve: did not apply the new best program to ${fileName}: the file changed since the run started. Use "Apply Program to File" to apply it anyway.`,
       );
       return 'refused';
     }
     const replace = 'Replace EVOLVE-BLOCK';
-    const answer = await vscode.window.showWarningMessage(
+    const answer = await showWarning(
       `${fileName} changed since the run started.`,
       {
         modal: true,
@@ -90,7 +90,7 @@ export async function applyProgramToFile(
     edit.replace(document.uri, new vscode.Range(region.startLine + 1, 0, region.endLine, 0), lines.map((line) => line + eol).join(''));
   });
   if (!(await vscode.workspace.applyEdit(edit))) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
+    void showError(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
     return 'refused';
   }
   if (options.program) appliedEmitter.fire({ fileUri: document.uri, programCode, program: options.program });

@@ -8,6 +8,7 @@
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { askText, pickOne, showInfo } from './notify';
 import { z } from 'zod';
 import { errorMessage } from '../engine/common/errors';
 import type { Direction } from '../engine/common/types';
@@ -56,13 +57,13 @@ async function askGoal(code: string): Promise<{ direction: Direction; objective:
       : {}),
   }));
   items.sort((a, b) => Number(b.direction === inferred.direction) - Number(a.direction === inferred.direction));
-  const picked = await vscode.window.showQuickPick(items, {
+  const picked = await pickOne(items, {
     title: 'ThetaEvolve: New Task (1/2): which results are better?',
     placeHolder: 'The evaluator returns an objective; the task says which way is better',
     ignoreFocusOut: true,
   });
   if (!picked) return undefined;
-  const objective = await vscode.window.showInputBox({
+  const objective = await askText({
     title: 'ThetaEvolve: New Task (2/2): what does the result measure?',
     prompt: 'In a few words, for the model\'s prompt (e.g. "the sum of the radii"); leave empty to say nothing',
     ignoreFocusOut: true,
@@ -82,7 +83,7 @@ async function newTaskForFunSearchSpec(
   specPath: string,
   offered: { inputs?: string },
 ): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
-  const inputsText = await vscode.window.showInputBox({
+  const inputsText = await askText({
     value: offered.inputs,
     title: `ThetaEvolve: ${basename(specPath)} is a FunSearch specification`,
     prompt: 'The inputs its @funsearch.run function is called with, one call per item, as a JSON array (a list item is one argument)',
@@ -103,14 +104,14 @@ async function newTaskForFunSearchSpec(
     mean: 'the mean of the scores (as its forks)',
     sum: 'the sum of the scores',
   };
-  const picked = await vscode.window.showQuickPick(
+  const picked = await pickOne(
     FUNSEARCH_REDUCTIONS.map((reduce) => ({ label: reduce, description: reductions[reduce], reduce })),
     { title: "ThetaEvolve: the program's score is", ignoreFocusOut: true },
   );
   if (picked === undefined) return null;
   const converted = await convertFunSearchSpec(specPath, { inputs: parseFunSearchInputs(inputsText), reduce: picked.reduce });
   await show(converted.task.initialProgramPath);
-  void vscode.window.showInformationMessage(
+  void showInfo(
     `ThetaEvolve: wrote ${fileName(vscode.Uri.file(converted.dir))}/ (OpenEvolve's layout): ${converted.evolve}() is the EVOLVE-BLOCK and ${converted.run}() runs once per input, in the sandbox with the candidate as in FunSearch, so scores are not protected. Start Run offers it.`,
   );
   const evaluatorFile = join(converted.dir, FUNSEARCH_FILES.evaluator);
@@ -135,9 +136,7 @@ export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string
   const taskFile = join(dir, 'task.json');
   if (await exists(taskFile)) {
     await show(taskFile);
-    void vscode.window.showInformationMessage(
-      `ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`,
-    );
+    void showInfo(`ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`);
     return { taskFile, evaluatorFile: null };
   }
   const goal = await askGoal(document.getText());
@@ -150,7 +149,7 @@ export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string
   await show(evaluatorFile);
   await show(taskFile);
   const problem = evolveBlockProblemOf(document);
-  void vscode.window.showInformationMessage(
+  void showInfo(
     problem
       ? `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}. Now select the lines to evolve and run "ThetaEvolve: Mark Selection as EVOLVE-BLOCK".`
       : `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}: make the program write solution.json and the evaluator score it, then Start Run.`,

@@ -5,6 +5,7 @@
 import { copyFile, mkdir, stat } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import * as vscode from 'vscode';
+import { showInfo } from './notify';
 import type { Task } from '../engine/task/task';
 import { rememberTaskFile, type TaskPickerContext } from './taskPicker';
 
@@ -41,11 +42,11 @@ export async function openTaskProgram(context: TaskPickerContext, task: Task): P
   const folder = vscode.workspace.getWorkspaceFolder(uri);
   const shown = folder ? relative(folder.uri.fsPath, place.file) : place.file;
   if ('noFolder' in place) {
-    void vscode.window.showInformationMessage(
+    void showInfo(
       `ThetaEvolve: opened ${task.title}'s starting program. Open a folder to evolve it: runs are kept there, and the program is copied into it.`,
     );
   } else {
-    void vscode.window.showInformationMessage(
+    void showInfo(
       `ThetaEvolve: opened ${shown}${place.copied ? ", a copy of the task's starting program" : ''}; Start Run evolves it against ${task.title}.`,
     );
   }

@@ -4,6 +4,7 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
@@ -53,7 +54,7 @@ function withIsolationConsent(settings: Settings, state: vscode.Memento): Settin
  */
 async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise<boolean> {
   const allow = 'Allow Weaker Isolation in This Workspace';
-  const choice = await vscode.window.showWarningMessage(
+  const choice = await showWarning(
     'ThetaEvolve: no full sandbox for candidate programs here.',
     {
       modal: true,
@@ -125,7 +126,7 @@ function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boole
 function offerStartButtons(message: string, buttons: readonly string[], act: (choice: string | undefined) => Promise<void> | void): void {
   let choose: (button: string) => void = () => undefined;
   const chosen = new Promise<string>((resolve) => (choose = resolve));
-  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then(act);
+  void Promise.race([showError(message, ...buttons), chosen]).then(act);
   startFailureOffers.fire({ message, buttons, choose });
 }
 
@@ -179,7 +180,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;
-    void vscode.window.showInformationMessage(
+    void showInfo(
       source === MUTATE_SAMPLER_LABEL
         ? `ThetaEvolve: using the ${MUTATE_SAMPLER_LABEL}: no model is asked; numeric literals inside the EVOLVE-BLOCK are perturbed.`
         : `ThetaEvolve: evolving with ${source}.`,
@@ -191,16 +192,13 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!guardWorkspaceTrust()) return;
     if (controller.active) {
       const stop = 'Stop Run';
-      const choice = await vscode.window.showWarningMessage(
-        `ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`,
-        stop,
-      );
+      const choice = await showWarning(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
       if (choice === stop) controller.stop();
       return;
     }
     const fileUri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
     if (!fileUri) {
-      void vscode.window.showErrorMessage('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
+      void showError('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
       return;
     }
     const document = await vscode.workspace.openTextDocument(fileUri);
@@ -214,7 +212,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!settings) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
-      void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
+      void showError('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
       return;
     }
     const task = await pickTask(context, fileUri);
@@ -242,14 +240,14 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   });
 
   registerCommand(context, COMMAND_IDS.stopRun, () => {
-    if (!controller.stop()) void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+    if (!controller.stop()) void showInfo('ThetaEvolve: no run is active.');
   });
 
   registerCommand(context, COMMAND_IDS.pauseRun, () => {
     const run = controller.active;
-    if (!run) return void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
-    if (!controller.pause()) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
-    void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
+    if (!run) return void showInfo('ThetaEvolve: no run is active.');
+    if (!controller.pause()) return void showInfo(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
+    void showInfo(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
   /**
@@ -262,9 +260,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const run = controller.active;
     if (run) {
       if (given !== undefined && given !== run.dbFile)
-        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
-      else if (!controller.resume())
-        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+        void showInfo(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
+      else if (!controller.resume()) void showInfo(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
@@ -297,11 +294,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   };
 
   const pickRunToResume = async (): Promise<{ runId: string; info: RunInfo } | undefined> => {
-    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () =>
+    const files = await withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () =>
       listRunFiles(),
     );
     if (files.length === 0) {
-      void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
+      void showInfo('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
       return;
     }
     const infos = await Promise.all(
@@ -327,7 +324,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
             }
           : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
       );
-    const picked = await vscode.window.showQuickPick(items, {
+    const picked = await pickOne(items, {
       title: 'ThetaEvolve: Resume Run',
       placeHolder: 'Continue which run from its last committed step?',
       matchOnDescription: true,
@@ -345,8 +342,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
         : fileUri !== undefined;
     const task = await pickTask(context, isProgram ? fileUri : undefined, { forcePick: true });
     if (!task) return;
-    if (isProgram && fileUri)
-      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
+    if (isProgram && fileUri) void showInfo(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
     else await openTaskProgram(context, task);
   });
 

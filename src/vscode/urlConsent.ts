@@ -4,6 +4,7 @@
 // (or folder's) settings is used only once the user allowed that very URL for
 // that workspace. The decision is kept in the workspace's state.
 import * as vscode from 'vscode';
+import { showWarning } from './notify';
 import type { Settings } from '../engine/common/config';
 
 const GUARDED = [
@@ -24,7 +25,7 @@ const stateKey = (key: UrlKey): string => `thetaevolve.allowedWorkspaceUrl.${key
 export const askInEditor: AskUrlChoice = async ({ key, workspaceValue, userValue, what }) => {
   const useIt = 'Use This Workspace\u2019s URL';
   const mine = 'Use My Setting';
-  const choice = await vscode.window.showWarningMessage(
+  const choice = await showWarning(
     `This workspace's settings set thetaevolve.${key} to ${workspaceValue}: ThetaEvolve ${what} there. Your own (User or Remote) setting is ${userValue || '(empty)'}.`,
     { modal: true, detail: 'Allow it only if you trust this workspace. The answer is remembered for this workspace and this URL.' },
     useIt,

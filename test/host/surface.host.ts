@@ -19,8 +19,15 @@ describe('surface: no command links from text the editor did not write', functio
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
 
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  const target = vscode.ConfigurationTarget.Workspace;
+
   before(async () => {
     theta = await api();
+    await stopRun(theta.controller);
+    await config().update('sampler', 'mutate', target);
+    await config().update('batchSize', 1, target);
+    await config().update('samplesPerPrompt', 1, target);
   });
 
   it('a run database named as a command link: Open Evaluation Output on it shows the name as text', async () => {

@@ -5,7 +5,8 @@
 // extension contributes for our task files. A FunSearch specification
 // instead becomes a task folder beside it (src/engine/task/funsearch.ts,
 // as `thetaevolve convert spec.py --inputs JSON`), after asking its inputs.
-import { readdir, stat, writeFile } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { writeNewFile } from '../engine/newFiles';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { askText, pickOne, showInfo } from './notify';
@@ -126,6 +127,9 @@ async function newTaskForFunSearchSpec(
 export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
   // Only a plain object of known fields: a command argument (a keybinding's, a tree item's) is anyone's.
   const offered = NewTaskArgsSchema.safeParse(args instanceof vscode.Uri ? undefined : args).data ?? {};
+  // It writes files into the workspace and drafts an evaluator that runs outside the sandbox.
+  if (!vscode.workspace.isTrusted)
+    throw new Error('New Task needs a trusted workspace: it writes a task and an evaluator into it (Manage Workspace Trust)');
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.uri.scheme !== 'file') throw new Error('open a saved program file first: the task is written beside it');
   const document = editor.document;
@@ -144,8 +148,8 @@ export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string
   const taken = new Set(await readdir(dir));
   const draft = draftTask({ programFile: basename(programPath), code: document.getText(), taken: (name) => taken.has(name), ...goal });
   const evaluatorFile = join(dir, draft.evaluatorFile);
-  await writeFile(evaluatorFile, draft.evaluatorText, { flag: 'wx' });
-  await writeFile(taskFile, draft.taskJson, { flag: 'wx' });
+  await writeNewFile(evaluatorFile, draft.evaluatorText);
+  await writeNewFile(taskFile, draft.taskJson);
   await show(evaluatorFile);
   await show(taskFile);
   const problem = evolveBlockProblemOf(document);

@@ -3,6 +3,7 @@
 // WorkspaceEdit (one Undo restores it). Everything outside the regions
 // (markers included) and the file's line endings stay.
 import * as vscode from 'vscode';
+import { confirmProgramFile } from './runTrust';
 import { showError, showInfo, showWarning } from './notify';
 import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
@@ -39,6 +40,8 @@ export async function applyProgramToFile(
   options: { textAtRunStart?: string; interactive: boolean; program?: AppliedProgram },
 ): Promise<ApplyOutcome> {
   const fileName = fileNameOf(fileUri);
+  // The file is named by a run's database: outside the workspace only once confirmed.
+  if (!(await confirmProgramFile(fileUri, `Apply to ${fileName}`))) return 'cancelled';
   let document: vscode.TextDocument;
   try {
     document = await vscode.workspace.openTextDocument(fileUri);

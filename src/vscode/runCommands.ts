@@ -4,6 +4,7 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { confirmTaskFolder } from './runTrust';
 import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
@@ -268,6 +269,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
+    if (!(await confirmTaskFolder(context.extensionPath, origin.taskDir, `Resume run ${picked.runId}`))) return;
     const settings = await runSettings(origin.fileUri);
     if (!settings) return;
     const apiKey = await readApiKey(context.secrets);

@@ -6,6 +6,7 @@
 // takes it at its next step and says what became of it with a `steered`
 // event; a stopped run gets it applied at once.
 import * as vscode from 'vscode';
+import { confirmTaskFolder } from './runTrust';
 import { askText, flashStatus, pickOne, showInfo, showWarning } from './notify';
 import { forDisplay } from '../engine/common/displayText';
 import { formatScore } from '../engine/common/format';
@@ -114,6 +115,11 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     const run = await runOf(uri ? undefined : arg);
     if (!run) return undefined;
     controller.registerRun(run.runId, run.dbFile);
+    // A run not running here is evaluated with the task folder its database names.
+    if (controller.active?.dbFile !== run.dbFile) {
+      const { meta } = await controller.query({ kind: 'runInfo', dbFile: run.dbFile });
+      if (!(await confirmTaskFolder(context.extensionPath, meta.taskDir, `Add This File to run ${run.runId}`))) return undefined;
+    }
     // The file as edited, unsaved changes included.
     return steer(run, { kind: 'add', code: document.getText(), note: `added from ${fileName(document.uri)}` }, document.uri);
   });

@@ -5,6 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { confirmTaskFolder } from './runTrust';
+import { keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
 import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
@@ -142,6 +143,17 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 /** Every start failure shown (the in-host tests answer its buttons here: a notification's buttons cannot be clicked from a test). */
 export const onDidOfferStartFailure = startFailureOffers.event;
 
+/** Endpoints already warned about in this window: the warning is said once, not at every start. */
+const warnedPlainHttp = new Set<string>();
+
+/** A key about to go over plain http:// to another machine: one warning per endpoint and window. */
+function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): void {
+  const warning = settings.sampler === 'llm' && apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
+  if (!warning || warnedPlainHttp.has(settings.endpoint)) return;
+  warnedPlainHttp.add(settings.endpoint);
+  void showWarning(`ThetaEvolve: ${warning}.`);
+}
+
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
   const runSettings = async (fileUri: vscode.Uri | undefined): Promise<Settings | undefined> => {
@@ -151,6 +163,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
   };
   const startAndFollow = async (spec: StartSpec): Promise<void> => {
+    warnKeyOverPlainHttp(spec.settings, spec.apiKey);
     const started = controller.start(spec);
     const run = controller.active;
     if (!run) return;

@@ -283,7 +283,7 @@ export const SETTINGS = [
     default: '',
     scope: 'machine',
     description:
-      'Command an inference job runs, with {port} (a free port the job picked) and {host} (the node), e.g. `vllm serve MODEL --host {host} --port {port} --max-num-seqs 512`.',
+      'Command an inference job runs, with {port} (a free port the job picked) and {host} (the node), e.g. `vllm serve MODEL --host {host} --port {port} --max-num-seqs 512`. The servers get a random key of the run, never your API key: `--api-key {token}` is added at the end unless the command places {token} itself; a server that answers without it is not used.',
   },
   {
     key: 'slurm.inference.sbatchArguments',

@@ -6,7 +6,8 @@
 import { strict as assert } from 'node:assert';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { escapeInvisible, keyOverPlainHttpWarning, plainHttpOrigins, urlOriginLines } from '../../src/engine/common/endpointUrls';
+import { escapeInvisible } from '../../src/engine/common/displayText';
+import { keyOverPlainHttpWarning, plainHttpOrigins, urlOriginLines } from '../../src/engine/common/endpointUrls';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';

@@ -18,6 +18,16 @@ export function forDisplay(text: string): string {
   return text.replace(CONTROL_CHARACTERS, '').replace(FORMAT_CHARACTERS, '');
 }
 
+const escaped = (c: string): string => `\\u{${(c.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`;
+
+/** `text` with its control and format characters, tab and newline too, written as \u{XXXX}: a person sees that they are there (a URL, a name to check). */
+export function escapeInvisible(text: string): string {
+  return text
+    .replace(/[\t\n]/g, escaped)
+    .replace(CONTROL_CHARACTERS, escaped)
+    .replace(FORMAT_CHARACTERS, escaped);
+}
+
 /** `](`, the middle of a Markdown link `[label](target)`: VS Code's notifications and its Markdown renderer link it. */
 const LINK_MIDDLE = /\]\(/g;
 /** `<scheme:`, the start of an autolink `<command:ID>` (CommonMark links any scheme written this way). */

@@ -3,14 +3,7 @@
 // its parsed origin, the host in punycode (a Cyrillic "а" in "exаmple.com"
 // shows as xn--...), invisible characters escaped, one per line; and which of
 // them would carry the key unencrypted over the network.
-
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\p{Cf}\u2028\u2029]/gu;
-
-/** Control and format characters written as \u{XXXX}: a person sees that they are there. */
-export function escapeInvisible(text: string): string {
-  return text.replace(INVISIBLE, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`);
-}
+import { escapeInvisible } from './displayText';
 
 /** The URLs of a setting: one, or several separated by commas (thetaevolve.endpoint). */
 function urlsOf(value: string): string[] {

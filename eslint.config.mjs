@@ -22,6 +22,23 @@ export default tseslint.config(
     rules: { 'layers/imports': 'error' },
   },
   {
+    // VS Code renders `[label](command:ID)` in a message as a link that runs the command: every text shown in its UI
+    // goes through src/vscode/notify.ts (forMessage), the one file that calls these (docs/guide.md "What the editor trusts").
+    files: ['src/**/*.ts'],
+    ignores: ['src/vscode/notify.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            'MemberExpression[property.name=/^(showInformationMessage|showWarningMessage|showErrorMessage|withProgress|showQuickPick|createQuickPick|showInputBox|createInputBox|setStatusBarMessage)$/]',
+          message:
+            'Show text through src/vscode/notify.ts (showInfo, showWarning, showError, withProgress, pickOne, pickMany, askText): it passes it through forMessage.',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {
       globals: {

@@ -13,6 +13,8 @@ import { steerCommand } from './cli/steer';
 import { reportCommand } from './cli/report';
 import { mcpCommand } from './cli/mcp';
 import { errorMessage } from './engine/common/errors';
+import { forDisplay } from './engine/common/displayText';
+import { REWRITE_LINE } from './cli/progress';
 
 const HANDLERS: Record<string, CommandHandler> = {
   run: runCommand,
@@ -48,7 +50,19 @@ function commandSynopsis(name: string): string {
   return help.replace(/^Usage: /, '');
 }
 
-export async function main(argv: readonly string[], io: CliIO): Promise<number> {
+/**
+ * `io` whose stderr, the CLI's lines for people, passes forDisplay: task titles, model ids, warnings, reasons and
+ * every database string may hold OSC 8 links, OSC 52 clipboard writes or cursor moves. The progress line's own
+ * rewrite is kept. Stdout carries the --json lines and programs, exact; its lines for people filter their own.
+ */
+function forPeople(io: CliIO): CliIO {
+  const stderr = (text: string): void =>
+    io.stderr(text.startsWith(REWRITE_LINE) ? REWRITE_LINE + forDisplay(text.slice(REWRITE_LINE.length)) : forDisplay(text));
+  return { ...io, stderr };
+}
+
+export async function main(argv: readonly string[], given: CliIO): Promise<number> {
+  const io = forPeople(given);
   const [command, ...rest] = argv;
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     io.stdout(mainHelp() + '\n');
@@ -118,7 +132,7 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`thetaevolve: ${errorMessage(err)}\n`);
+      process.stderr.write(`thetaevolve: ${forDisplay(errorMessage(err))}\n`);
       process.exitCode = 1;
     },
   );

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { onDidFailCommand } from './vscode/commandRegistry';
+import { onDidShowMessage, type ShownMessage } from './vscode/notify';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
@@ -38,6 +39,8 @@ export interface ThetaEvolveApi {
   rememberedTaskFor: (fileUri: vscode.Uri) => string | undefined;
   /** A command failed (logged and shown as an error). */
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
+  /** A notification or modal was shown: its text as VS Code got it (src/vscode/notify.ts). */
+  onDidShowMessage: vscode.Event<ShownMessage>;
   /** A run could not start: the notification shown, whose buttons can be answered (choose). */
   onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
   /** Following the best (thetaevolve.followBest) is done with a new best of the active run: what became of it. */
@@ -94,6 +97,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
     rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
     onDidFailCommand,
+    onDidShowMessage,
     onDidOfferStartFailure,
     onDidHandleBest,
     onDidNotifyRunFailure,

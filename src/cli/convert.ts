@@ -3,6 +3,7 @@
 // the evaluator run apart. See src/engine/task/convert.ts for when it can.
 // `thetaevolve convert <spec.py> --inputs JSON`: a FunSearch specification
 // becomes a folder in OpenEvolve's layout (src/engine/task/funsearch.ts).
+import { forDisplay } from '../engine/common/displayText';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
@@ -30,7 +31,7 @@ export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     if (json) {
       io.stdout(JSON.stringify({ files: converted.files, name: converted.task.name }) + '\n');
     } else {
-      io.stdout(`${converted.files.map((f) => `wrote ${f}`).join('\n')}\n`);
+      io.stdout(`${forDisplay(converted.files.map((f) => `wrote ${f}`).join('\n'))}\n`);
       io.stderr(
         `thetaevolve: ${converted.task.name} now runs the program in the sandbox and its evaluator outside, on the program's values only (scores protected).\n`,
       );
@@ -78,7 +79,7 @@ async function convertSpec(args: ParsedArgs, io: CliIO, spec: string, json: bool
       }) + '\n',
     );
   } else {
-    io.stdout(`${converted.files.map((f) => `wrote ${f}`).join('\n')}\n`);
+    io.stdout(`${forDisplay(converted.files.map((f) => `wrote ${f}`).join('\n'))}\n`);
     io.stderr(
       `thetaevolve: ${converted.dir} is a task folder in OpenEvolve's layout: ${converted.evolve}() is the EVOLVE-BLOCK, and ${converted.run}() runs once per input in the sandbox with the candidate, as in FunSearch, so its scores are not protected from a hostile candidate. Try: thetaevolve evaluate ${converted.dir} ${converted.task.initialProgramPath}\n`,
     );

@@ -85,7 +85,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);
-    io.stdout(lines.join('\n') + '\n');
+    io.stdout(forDisplay(lines.join('\n')) + '\n');
     return 0;
   } finally {
     await db.close();
@@ -109,7 +109,7 @@ function writeLineage(db: ProgramDatabase, file: string, id: string, args: Parse
     (p) => `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}`,
   );
   if (!lineage.complete) lines.push('(older ancestors were evicted before this database kept lineage rows: their rows are gone)');
-  io.stdout(lines.join('\n') + '\n');
+  io.stdout(forDisplay(lines.join('\n')) + '\n');
   return 0;
 }
 
@@ -122,7 +122,7 @@ function writeBlame(db: ProgramDatabase, file: string, id: string, args: ParsedA
   }
   const width = Math.max(...blame.lines.map((l) => l.id.length), 2);
   const lines = blame.lines.map((l) => `${l.id.padEnd(width)} ${`s${l.step}`.padEnd(6)} ${l.origin.padEnd(10)} ${forDisplay(l.text)}`);
-  io.stdout(lines.join('\n') + '\n');
+  io.stdout(forDisplay(lines.join('\n')) + '\n');
   return 0;
 }
 

@@ -105,7 +105,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       const [first, ...rest] = isolationLines(evaluator.isolation);
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
-      io.stdout(lines.join('\n') + '\n');
+      io.stdout(forDisplay(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {
@@ -210,7 +210,7 @@ async function evaluateOnSlurm(
         `backend    ${backend.description}`,
         `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`,
       );
-      io.stdout(lines.join('\n') + '\n');
+      io.stdout(forDisplay(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {

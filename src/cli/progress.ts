@@ -1,6 +1,9 @@
 // One self-rewriting progress line on stderr, only when stderr is a terminal.
 import type { CliIO } from './io';
 
+/** Carriage return and erase-line: how the progress line rewrites itself (the one control sequence the CLI writes). */
+export const REWRITE_LINE = '\r\x1b[2K';
+
 export class ProgressLine {
   private shown = false;
 
@@ -12,7 +15,7 @@ export class ProgressLine {
 
   update(text: string): void {
     if (!this.active) return;
-    this.io.stderr(`\r\x1b[2K${text}`);
+    this.io.stderr(`${REWRITE_LINE}${text}`);
     this.shown = true;
   }
 
@@ -25,7 +28,7 @@ export class ProgressLine {
 
   clear(): void {
     if (!this.shown) return;
-    this.io.stderr('\r\x1b[2K');
+    this.io.stderr(REWRITE_LINE);
     this.shown = false;
   }
 }

@@ -66,6 +66,6 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
   }
   if (htmlFile) lines.push(`Report: ${htmlFile}`);
   if (pngFile) lines.push(`Picture: ${pngFile}`);
-  io.stdout(lines.join('\n') + '\n');
+  io.stdout(forDisplay(lines.join('\n')) + '\n');
   return 0;
 }

@@ -15,7 +15,7 @@ import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, inferenceJobsLine, stepFailureLines } from './stepReport';
-import { settingsFromArgs, withFlagNames } from './settingsSources';
+import { configEndpointNotice, settingsFromArgs, withFlagNames } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
@@ -56,6 +56,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
 
   const json = booleanFlag(args, 'json');
   const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${withFlagNames(message)}\n`);
+  const configNotice = configEndpointNotice(args, io.cwd, settings, apiKeyFromEnvironment(io.env));
+  if (configNotice) io.stderr(`thetaevolve run: ${configNotice}\n`);
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
   const inFlight = new StepsInFlight();

@@ -4,6 +4,7 @@
 // then the dedicated flags (--batch, --endpoint, ...). Validated by the same
 // zod schema as the extension's settings; a bad key or value is refused with
 // one line naming it.
+import { urlOriginLines } from '../engine/common/endpointUrls';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type ParseError, parse as parseJsoncText, printParseErrorCode } from 'jsonc-parser';
@@ -119,6 +120,18 @@ export function withFlagNames(message: string): string {
 
 /** The ThetaEvolve release's reward processes (run.sh REWARD_PROCESS_TYPE), as --reward-process takes them. */
 const REWARD_PROCESSES = ['original_reward', 'rl_normalized_reward', 'format_reward', 'validation_reward', 'improve_reward'] as const;
+
+/**
+ * When the endpoint in force is the one a --config file names and an API key will be sent: a line that says so. A
+ * config file is easy to hand over ("try my settings"), and OPENAI_API_KEY goes wherever its endpoint points.
+ */
+export function configEndpointNotice(args: ParsedArgs, cwd: string, settings: Settings, apiKey: string | undefined): string | null {
+  const configFile = stringFlag(args, 'config');
+  if (configFile === undefined || !apiKey || settings.sampler !== 'llm') return null;
+  const path = resolve(cwd, configFile);
+  if (readConfigFile(path)['endpoint'] !== settings.endpoint) return null;
+  return `the endpoint --config ${path} names receives OPENAI_API_KEY: ${urlOriginLines(settings.endpoint).split('\n').join(', ')}`;
+}
 
 /**
  * Settings of a `run` (or `evaluate`) command line: defaults < the task's own

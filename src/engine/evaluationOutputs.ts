@@ -108,14 +108,25 @@ async function stepFiles(dir: string): Promise<{ step: number; path: string; byt
 }
 
 /** The outputs kept for one step (a line that is not ours is skipped; a missing file is none). */
-export async function readStepOutputs(dbFile: string, step: number): Promise<EvaluationOutput[]> {
-  const bytes = await readFile(join(evaluationOutputsDir(dbFile), stepFileName(step))).catch(() => null);
+export async function readStepOutputs(
+  dbFile: string,
+  step: number,
+  maxBytes = EVALUATION_OUTPUT_BUDGET_BYTES,
+): Promise<EvaluationOutput[]> {
+  const file = join(evaluationOutputsDir(dbFile), stepFileName(step));
+  // The folder beside a database is anyone's (a cloned repository): its files are bounded before and after unpacking.
+  const size = (await stat(file).catch(() => null))?.size ?? 0;
+  if (size > maxBytes) throw new Error(`the kept outputs of step ${step} are ${size} bytes, over the ${maxBytes} all outputs may hold`);
+  const bytes = await readFile(file).catch(() => null);
   if (!bytes) return [];
   let text: string;
   try {
     // Concatenated gzip members read as one stream; a member cut short by a crash yields what it holds (its line is skipped).
-    text = (await gunzipAsync(bytes, { finishFlush: constants.Z_SYNC_FLUSH })).toString('utf8');
+    // A gzip bomb stops at the cap: a step's outputs unpack to far less.
+    text = (await gunzipAsync(bytes, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: maxBytes })).toString('utf8');
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new Error(`the kept outputs of step ${step} unpack to over ${maxBytes} bytes: not read`, { cause: err });
     throw new Error(`the kept outputs of step ${step} are unreadable: ${errorMessage(err)}`, { cause: err });
   }
   return text.split('\n').flatMap((line) => {

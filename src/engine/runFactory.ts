@@ -2,6 +2,7 @@
 // extension's engine worker alike: settings + task + where it lives in, a
 // ready EvolutionRun with its response source, evaluator and trainer bridge
 // out. A new evaluation backend or setting is wired here, once.
+import { keyOverPlainHttpWarning } from './common/endpointUrls';
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Settings } from './common/config';
@@ -165,6 +166,8 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       ? new MutateSampler({ seed: settings.seed, language: task.language })
       : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning })));
   const endpoint = source instanceof EndpointClient || source instanceof EndpointPool ? source : null;
+  const plainHttp = endpoint && request.apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
+  if (plainHttp) request.onWarning(plainHttp);
   if (endpoint) {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
     // and the trainer bridge needs to know whether the endpoint gives token ids.

@@ -2,6 +2,7 @@
 // OPENAI_API_KEY environment variable (secrets do not persist in
 // browser-hosted VS Code). Never logged.
 import * as vscode from 'vscode';
+import { askText, showInfo } from './notify';
 
 const SECRET_KEY = 'thetaevolve.apiKey';
 
@@ -13,7 +14,7 @@ export async function readApiKey(secrets: vscode.SecretStorage): Promise<string 
 }
 
 export async function promptAndStoreApiKey(secrets: vscode.SecretStorage): Promise<void> {
-  const value = await vscode.window.showInputBox({
+  const value = await askText({
     title: 'ThetaEvolve: Set API Key',
     prompt: 'API key for the inference endpoint (kept in VS Code SecretStorage; leave empty to remove it and use OPENAI_API_KEY).',
     password: true,
@@ -22,9 +23,9 @@ export async function promptAndStoreApiKey(secrets: vscode.SecretStorage): Promi
   if (value === undefined) return;
   if (value.trim() === '') {
     await secrets.delete(SECRET_KEY);
-    void vscode.window.showInformationMessage('ThetaEvolve: API key removed. OPENAI_API_KEY is used when set.');
+    void showInfo('ThetaEvolve: API key removed. OPENAI_API_KEY is used when set.');
     return;
   }
   await secrets.store(SECRET_KEY, value.trim());
-  void vscode.window.showInformationMessage('ThetaEvolve: API key stored in SecretStorage.');
+  void showInfo('ThetaEvolve: API key stored in SecretStorage.');
 }

@@ -4,6 +4,8 @@
 // (markers included) and the file's line endings stay. A notebook's program
 // goes into its evolved cell (src/vscode/notebookCells.ts).
 import * as vscode from 'vscode';
+import { confirmProgramFile } from './runTrust';
+import { showError, showInfo, showWarning } from './notify';
 import { EvolveBlockError, evolveRegionLines, evolveRegions, replaceEvolveBlock } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
 import { NotebookProgramError } from '../engine/notebookProgram';
@@ -41,6 +43,8 @@ export async function applyProgramToFile(
   options: { textAtRunStart?: string; interactive: boolean; program?: AppliedProgram },
 ): Promise<ApplyOutcome> {
   let fileName = fileNameOf(fileUri);
+  // The file is named by a run's database: outside the workspace only once confirmed.
+  if (!(await confirmProgramFile(fileUri, `Apply to ${fileName}`))) return 'cancelled';
   let document: vscode.TextDocument;
   // A notebook's run started from its cells as one script: that is what changed or not; the edit goes into its evolved cell.
   let notebook: OpenNotebookProgram | undefined;
@@ -51,7 +55,7 @@ export async function applyProgramToFile(
       document = notebook.cell.document;
     } else document = await vscode.workspace.openTextDocument(fileUri);
   } catch (err) {
-    void vscode.window.showErrorMessage(
+    void showError(
       err instanceof NotebookProgramError
         ? `ThetaEvolve: cannot apply the program: ${err.message}.`
         : `ThetaEvolve: cannot open ${fileName}: ${errorMessage(err)}`,
@@ -64,24 +68,23 @@ export async function applyProgramToFile(
     after = replaceEvolveBlock(before, programCode);
   } catch (err) {
     if (!(err instanceof EvolveBlockError)) throw err;
-    void vscode.window.showErrorMessage(`ThetaEvolve: cannot apply the program to ${fileName}: ${err.message}.`);
+    void showError(`ThetaEvolve: cannot apply the program to ${fileName}: ${err.message}.`);
     return 'refused';
   }
   if (after === before) {
-    if (options.interactive)
-      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
+    if (options.interactive) void showInfo(`ThetaEvolve: ${fileName} already holds this program's EVOLVE-BLOCK.`);
     return 'unchanged';
   }
 
   if (options.textAtRunStart !== undefined && (notebook?.program.text ?? before) !== options.textAtRunStart) {
     if (!options.interactive) {
-      void vscode.window.showWarningMessage(
+      void showWarning(
         `ThetaEvolve: did not apply the new best program to ${fileName}: the file changed since the run started. Use "Apply Program to File" to apply it anyway.`,
       );
       return 'refused';
     }
     const replace = 'Replace EVOLVE-BLOCK';
-    const answer = await vscode.window.showWarningMessage(
+    const answer = await showWarning(
       `${fileName} changed since the run started.`,
       {
         modal: true,
@@ -103,7 +106,7 @@ export async function applyProgramToFile(
     edit.replace(document.uri, new vscode.Range(region.startLine + 1, 0, region.endLine, 0), lines.map((line) => line + eol).join(''));
   });
   if (!(await vscode.workspace.applyEdit(edit))) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
+    void showError(`ThetaEvolve: VS Code did not apply the edit to ${fileName} (was it closed or made read-only?).`);
     return 'refused';
   }
   if (options.program) appliedEmitter.fire({ fileUri: document.uri, programCode, program: options.program });

@@ -1,5 +1,6 @@
 // Registering a command: every handler's failure is logged and shown, never lost.
 import * as vscode from 'vscode';
+import { showError } from './notify';
 import { errorMessage } from '../engine/common/errors';
 import { log } from './log';
 
@@ -17,7 +18,7 @@ export function registerCommand(context: vscode.ExtensionContext, id: string, ha
       } catch (err) {
         log().error(`${id} failed: ${errorMessage(err)}`);
         failures.fire({ id, message: errorMessage(err) });
-        void vscode.window.showErrorMessage(`ThetaEvolve: ${errorMessage(err)}`);
+        void showError(`ThetaEvolve: ${errorMessage(err)}`);
         return undefined;
       }
     }),

@@ -4,6 +4,7 @@
 // `thetaevolve report`). The runs are read by the engine worker from their
 // databases; a live run among them is read again after each step it commits.
 import * as vscode from 'vscode';
+import { pickMany, showInfo } from './notify';
 import { WebviewLoadWatch } from './webviewLoadWatch';
 import { webviewPageHtml } from './webviewPage';
 import { errorMessage } from '../engine/common/errors';
@@ -122,26 +123,19 @@ export class CompareRunsHost implements vscode.Disposable {
 async function pickRuns(picked: readonly string[]): Promise<string[] | undefined> {
   const files = await listRunFiles();
   if (files.length < 2) {
-    void vscode.window.showInformationMessage(
-      `ThetaEvolve: Compare Runs needs two or more runs; this workspace has ${files.length === 0 ? 'none' : 'one'}.`,
-    );
+    void showInfo(`ThetaEvolve: Compare Runs needs two or more runs; this workspace has ${files.length === 0 ? 'none' : 'one'}.`);
     return undefined;
   }
   const items = files.map((f) => ({ label: f.runId, description: vscode.workspace.asRelativePath(f.dbFile), dbFile: f.dbFile }));
-  const quickPick = vscode.window.createQuickPick<(typeof items)[number]>();
-  quickPick.title = 'ThetaEvolve: Compare Runs';
-  quickPick.placeholder = 'Pick two or more runs to compare';
-  quickPick.canSelectMany = true;
-  quickPick.items = items;
-  quickPick.selectedItems = items.filter((i) => picked.includes(i.dbFile));
-  const chosen = await new Promise<string[] | undefined>((resolve) => {
-    quickPick.onDidAccept(() => resolve(quickPick.selectedItems.map((i) => i.dbFile)));
-    quickPick.onDidHide(() => resolve(undefined));
-    quickPick.show();
-  });
-  quickPick.dispose();
+  const chosen = (
+    await pickMany(items, {
+      title: 'ThetaEvolve: Compare Runs',
+      placeHolder: 'Pick two or more runs to compare',
+      selected: (item) => picked.includes(item.dbFile),
+    })
+  )?.map((item) => item.dbFile);
   if (chosen && chosen.length < 2) {
-    void vscode.window.showInformationMessage('ThetaEvolve: pick two or more runs to compare.');
+    void showInfo('ThetaEvolve: pick two or more runs to compare.');
     return undefined;
   }
   return chosen;

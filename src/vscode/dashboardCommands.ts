@@ -3,6 +3,7 @@
 // run's events or, after a reload, from the latest run database on disk.
 import { stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { askText, showInfo, showWarning } from './notify';
 import { trainerViewOfSettings } from '../dashboard/dashboardModel';
 import { DashboardFeed, replayRunFromDisk } from '../dashboard/dashboardFeed';
 import type { Settings } from '../engine/common/config';
@@ -105,9 +106,7 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
     const picked = isRunNode(arg) ? arg : undefined;
     const active = controller.active;
     if (picked && active && picked.dbFile !== active.dbFile) {
-      void vscode.window.showInformationMessage(
-        `ThetaEvolve: the dashboard follows the active run ${active.runId}; stop it to see ${picked.runId} there.`,
-      );
+      void showInfo(`ThetaEvolve: the dashboard follows the active run ${active.runId}; stop it to see ${picked.runId} there.`);
     } else if (picked && !active) {
       await showRunFromDisk(picked, () => controller.active !== undefined);
     }
@@ -119,7 +118,7 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
     const wanted = !(active ? host.model.snapshot().trainer.enabled : settings ? trainerEnabledForNextRun(settings, state) : false);
     const enabled = await switchTrainer(state, controller, host, wanted);
     if (enabled !== wanted) return;
-    void vscode.window.showInformationMessage(
+    void showInfo(
       `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'}; the dashboard shows its state.`,
     );
   });
@@ -137,7 +136,7 @@ async function latestRunFile(): Promise<{ runId: string; dbFile: string } | unde
 
 /** Asks for the trainer's URL (turning RL on without one); undefined when the user cancels. */
 async function askTrainerUrl(protocol: string): Promise<string | undefined> {
-  const url = await vscode.window.showInputBox({
+  const url = await askText({
     title: 'ThetaEvolve: RL trainer URL',
     prompt: `Base URL of the ${protocol} trainer (thetaevolve.trainer.url, kept in your User settings), e.g. http://127.0.0.1:8000`,
     placeHolder: 'http://HOST:PORT',
@@ -165,14 +164,12 @@ async function switchTrainer(state: vscode.Memento, controller: RunController, h
       ...trainerViewOfSettings({ ...trainerSettingsOf(run.settings), enabled: false }),
       message: `Off: this run started without thetaevolve.trainer.url${settings['trainer.url'].trim() ? ' (set since)' : ''}; stop it and resume it to train while it evolves.`,
     });
-    void vscode.window
-      .showWarningMessage(
-        `ThetaEvolve: run ${run.runId} started without a trainer URL (thetaevolve.trainer.url): ${settings['trainer.url'].trim() ? 'stop and resume it' : 'set the URL, then stop and resume it'} to train while it evolves.`,
-        'Open Settings',
-      )
-      .then((choice) => {
-        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
-      });
+    void showWarning(
+      `ThetaEvolve: run ${run.runId} started without a trainer URL (thetaevolve.trainer.url): ${settings['trainer.url'].trim() ? 'stop and resume it' : 'set the URL, then stop and resume it'} to train while it evolves.`,
+      'Open Settings',
+    ).then((choice) => {
+      if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'thetaevolve.trainer.url');
+    });
     return false;
   }
   if (enabled && !run && !settings['trainer.url'].trim()) {
@@ -180,7 +177,7 @@ async function switchTrainer(state: vscode.Memento, controller: RunController, h
     if (!url) {
       // Nothing is stuck: RL stays off and the card says why.
       showTrainerSettings(host, state);
-      void vscode.window.showInformationMessage('ThetaEvolve: the RL trainer stays off (no thetaevolve.trainer.url given).');
+      void showInfo('ThetaEvolve: the RL trainer stays off (no thetaevolve.trainer.url given).');
       return false;
     }
     await vscode.workspace.getConfiguration('thetaevolve').update('trainer.url', url, vscode.ConfigurationTarget.Global);

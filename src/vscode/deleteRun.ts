@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { showError, showInfo, showWarning } from './notify';
 import { errorMessage } from '../engine/common/errors';
 import { bestSolutionFile, evaluationOutputsDir } from '../engine/runFiles';
 import { acquireRunLock, RunLockedError } from '../engine/runLock';
@@ -31,9 +32,9 @@ export async function deleteRunFiles(dbFile: string, controller: Pick<RunControl
 
 export function registerDeleteRun(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   registerCommand(context, COMMAND_IDS.deleteRun, async (arg?: unknown) => {
-    if (!isRunNode(arg)) return void vscode.window.showInformationMessage('ThetaEvolve: pick the run to delete in the Runs view.');
+    if (!isRunNode(arg)) return void showInfo('ThetaEvolve: pick the run to delete in the Runs view.');
     const remove = 'Delete Run';
-    const choice = await vscode.window.showWarningMessage(
+    const choice = await showWarning(
       `Delete run ${arg.runId}?`,
       { modal: true, detail: `Its database ${arg.dbFile} and the files kept beside it are deleted; this cannot be undone.` },
       remove,
@@ -42,7 +43,7 @@ export function registerDeleteRun(context: vscode.ExtensionContext, controller: 
     try {
       await deleteRunFiles(arg.dbFile, controller);
     } catch (err) {
-      return void vscode.window.showErrorMessage(`ThetaEvolve: run ${arg.runId} was not deleted: ${errorMessage(err)}`);
+      return void showError(`ThetaEvolve: run ${arg.runId} was not deleted: ${errorMessage(err)}`);
     }
     tree.scheduleRefresh(0);
   });

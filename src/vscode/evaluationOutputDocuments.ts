@@ -7,6 +7,7 @@
 // system (readOnlyDocuments.ts), so its tab comes back after a reload.
 import { reasonOneLine } from '../engine/common/evaluationReason';
 import * as vscode from 'vscode';
+import { pickOne, showInfo } from './notify';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
 import { evaluationKey } from '../engine/evaluationOutputs';
@@ -187,9 +188,8 @@ async function pickOutput(
   let run: { runId: string; dbFile: string } | undefined = of ?? controller.latest;
   if (!run) {
     const files = await listRunFiles();
-    if (files.length === 0)
-      return void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
-    const picked = await vscode.window.showQuickPick(
+    if (files.length === 0) return void showInfo('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
+    const picked = await pickOne(
       files.map((f) => ({ label: f.runId, file: f })),
       { title: 'Which run?', placeHolder: 'the run whose failed evaluations to list' },
     );
@@ -197,10 +197,9 @@ async function pickOutput(
     run = picked.file;
   }
   const outputs = await controller.query({ kind: 'evaluationOutputs', dbFile: run.dbFile });
-  if (outputs.length === 0)
-    return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} has no failed evaluation with a kept output.`);
+  if (outputs.length === 0) return void showInfo(`ThetaEvolve: run ${run.runId} has no failed evaluation with a kept output.`);
   const { runId, dbFile } = run;
-  const picked = await vscode.window.showQuickPick(
+  const picked = await pickOne(
     outputs.map((o) => ({
       label: evaluationKey(o.jobKey, o.sampleIndex),
       description: `step ${o.step} · ${o.outcome} · ${o.bytes.toLocaleString('en-US')} bytes`,

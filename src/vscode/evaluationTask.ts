@@ -84,8 +84,21 @@ export function evaluationStartedLine(event: EvaluationStartedEvent): string | n
 }
 
 const CRLF = '\r\n';
-const toTerminal = (text: string): string => text.replace(/\r?\n/g, CRLF);
-const colour = (code: number, text: string): string => `\x1b[${code}m${text}\x1b[0m`;
+/** Text in one of our colours (an SGR code): the text is filtered like any other, the colour is ours. */
+interface Coloured {
+  sgr: number;
+  text: string;
+}
+const colour = (sgr: number, text: string): Coloured => ({ sgr, text });
+type LinePart = string | Coloured;
+/**
+ * What the terminal is sent for a line: every text through forDisplay (a task's title, a run id, an evaluator's
+ * or a server's words may hold OSC 8 links, OSC 52 clipboard writes or cursor moves), our colours around it, CRLF.
+ */
+function terminalLine(parts: readonly LinePart[]): string {
+  const text = parts.map((p) => (typeof p === 'string' ? forDisplay(p) : `\x1b[${p.sgr}m${forDisplay(p.text)}\x1b[0m`)).join('');
+  return text.replace(/\n/g, CRLF) + CRLF;
+}
 
 /**
  * How long lines wait to be written together: written line by line
@@ -181,7 +194,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
 
   open(): void {
     this.opened = true;
-    this.writeEmitter.fire(toTerminal(`ThetaEvolve evaluations of run ${this.run.runId} (${this.run.taskTitle})\n`));
+    this.writeEmitter.fire(terminalLine([`ThetaEvolve evaluations of run ${this.run.runId} (${this.run.taskTitle})`]));
     this.flush(true);
     if (this.ended) this.closeEmitter.fire(0);
   }
@@ -202,8 +215,8 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
     this.dispose();
   }
 
-  private line(text: string): void {
-    this.buffered.push(toTerminal(text) + CRLF);
+  private line(...parts: LinePart[]): void {
+    this.buffered.push(terminalLine(parts));
     if (this.opened) this.burst ??= setTimeout(() => this.flush(), OUTPUT_BURST_MS);
   }
 
@@ -299,8 +312,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
 
   close(): void {}
 
-  private write(text: string): void {
-    this.writeEmitter.fire(toTerminal(text) + CRLF);
+  private write(...parts: LinePart[]): void {
+    this.writeEmitter.fire(terminalLine(parts));
   }
 
   private async evaluate(): Promise<number> {
@@ -328,7 +341,7 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(`isolation  ${result.isolation.summary}`);
     for (const why of result.isolation.missing) this.write(`           missing: ${why}`);
     this.write('');
-    this.write(`status     ${result.status === 'ok' ? colour(32, result.status) : colour(33, result.status)}`);
+    this.write('status     ', colour(result.status === 'ok' ? 32 : 33, result.status));
     this.write(`score      ${formatScore(result.score)}`);
     this.write(`objective  ${formatScore(result.objective)}`);
     this.write(`reason     ${forDisplay(result.reason) || '-'}`);

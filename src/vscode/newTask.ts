@@ -5,9 +5,11 @@
 // extension contributes for our task files. A FunSearch specification
 // instead becomes a task folder beside it (src/engine/task/funsearch.ts,
 // as `thetaevolve convert spec.py --inputs JSON`), after asking its inputs.
-import { readdir, stat, writeFile } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { writeNewFile } from '../engine/newFiles';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { askText, pickOne, showInfo } from './notify';
 import { z } from 'zod';
 import { errorMessage } from '../engine/common/errors';
 import type { Direction } from '../engine/common/types';
@@ -56,13 +58,13 @@ async function askGoal(code: string): Promise<{ direction: Direction; objective:
       : {}),
   }));
   items.sort((a, b) => Number(b.direction === inferred.direction) - Number(a.direction === inferred.direction));
-  const picked = await vscode.window.showQuickPick(items, {
+  const picked = await pickOne(items, {
     title: 'ThetaEvolve: New Task (1/2): which results are better?',
     placeHolder: 'The evaluator returns an objective; the task says which way is better',
     ignoreFocusOut: true,
   });
   if (!picked) return undefined;
-  const objective = await vscode.window.showInputBox({
+  const objective = await askText({
     title: 'ThetaEvolve: New Task (2/2): what does the result measure?',
     prompt: 'In a few words, for the model\'s prompt (e.g. "the sum of the radii"); leave empty to say nothing',
     ignoreFocusOut: true,
@@ -82,7 +84,7 @@ async function newTaskForFunSearchSpec(
   specPath: string,
   offered: { inputs?: string },
 ): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
-  const inputsText = await vscode.window.showInputBox({
+  const inputsText = await askText({
     value: offered.inputs,
     title: `ThetaEvolve: ${basename(specPath)} is a FunSearch specification`,
     prompt: 'The inputs its @funsearch.run function is called with, one call per item, as a JSON array (a list item is one argument)',
@@ -103,14 +105,14 @@ async function newTaskForFunSearchSpec(
     mean: 'the mean of the scores (as its forks)',
     sum: 'the sum of the scores',
   };
-  const picked = await vscode.window.showQuickPick(
+  const picked = await pickOne(
     FUNSEARCH_REDUCTIONS.map((reduce) => ({ label: reduce, description: reductions[reduce], reduce })),
     { title: "ThetaEvolve: the program's score is", ignoreFocusOut: true },
   );
   if (picked === undefined) return null;
   const converted = await convertFunSearchSpec(specPath, { inputs: parseFunSearchInputs(inputsText), reduce: picked.reduce });
   await show(converted.task.initialProgramPath);
-  void vscode.window.showInformationMessage(
+  void showInfo(
     `ThetaEvolve: wrote ${fileName(vscode.Uri.file(converted.dir))}/ (OpenEvolve's layout): ${converted.evolve}() is the EVOLVE-BLOCK and ${converted.run}() runs once per input, in the sandbox with the candidate as in FunSearch, so scores are not protected. Start Run offers it.`,
   );
   const evaluatorFile = join(converted.dir, FUNSEARCH_FILES.evaluator);
@@ -125,6 +127,9 @@ async function newTaskForFunSearchSpec(
 export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string; evaluatorFile: string | null } | null> {
   // Only a plain object of known fields: a command argument (a keybinding's, a tree item's) is anyone's.
   const offered = NewTaskArgsSchema.safeParse(args instanceof vscode.Uri ? undefined : args).data ?? {};
+  // It writes files into the workspace and drafts an evaluator that runs outside the sandbox.
+  if (!vscode.workspace.isTrusted)
+    throw new Error('New Task needs a trusted workspace: it writes a task and an evaluator into it (Manage Workspace Trust)');
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.uri.scheme !== 'file') throw new Error('open a saved program file first: the task is written beside it');
   const document = editor.document;
@@ -135,9 +140,7 @@ export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string
   const taskFile = join(dir, 'task.json');
   if (await exists(taskFile)) {
     await show(taskFile);
-    void vscode.window.showInformationMessage(
-      `ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`,
-    );
+    void showInfo(`ThetaEvolve: ${fileName(document.uri)}'s folder already has a task.json; it is open beside the program.`);
     return { taskFile, evaluatorFile: null };
   }
   const goal = await askGoal(document.getText());
@@ -145,12 +148,12 @@ export async function newTaskForFile(args?: unknown): Promise<{ taskFile: string
   const taken = new Set(await readdir(dir));
   const draft = draftTask({ programFile: basename(programPath), code: document.getText(), taken: (name) => taken.has(name), ...goal });
   const evaluatorFile = join(dir, draft.evaluatorFile);
-  await writeFile(evaluatorFile, draft.evaluatorText, { flag: 'wx' });
-  await writeFile(taskFile, draft.taskJson, { flag: 'wx' });
+  await writeNewFile(evaluatorFile, draft.evaluatorText);
+  await writeNewFile(taskFile, draft.taskJson);
   await show(evaluatorFile);
   await show(taskFile);
   const problem = evolveBlockProblemOf(document);
-  void vscode.window.showInformationMessage(
+  void showInfo(
     problem
       ? `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}. Now select the lines to evolve and run "ThetaEvolve: Mark Selection as EVOLVE-BLOCK".`
       : `ThetaEvolve: wrote task.json and ${draft.evaluatorFile}: make the program write solution.json and the evaluator score it, then Start Run.`,

@@ -2,20 +2,13 @@
 // there is to evolve, so it opens, with the task remembered for it. A bundled
 // task's program lives in the extension's own folder, which a run must not
 // write to (Apply writes the file): the workspace gets a copy to work on.
-import { copyFile, mkdir, stat } from 'node:fs/promises';
-import { basename, join, relative } from 'node:path';
+import { lstat, mkdir } from 'node:fs/promises';
+import { basename, dirname, join, relative } from 'node:path';
 import * as vscode from 'vscode';
+import { showInfo } from './notify';
+import { assertFolderInside, copyToNewFile, NewFileError } from '../engine/newFiles';
 import type { Task } from '../engine/task/task';
 import { rememberTaskFile, type TaskPickerContext } from './taskPicker';
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Where the program to evolve is: the task's own file in the workspace, else a copy in the first folder (kept if there). */
 async function workingProgram(task: Task): Promise<{ file: string; copied: boolean } | { file: string; noFolder: true }> {
@@ -24,10 +17,17 @@ async function workingProgram(task: Task): Promise<{ file: string; copied: boole
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
   if (!folder) return { file: task.initialProgramPath, noFolder: true };
   const copy = join(folder.uri.fsPath, task.name, basename(task.initialProgramPath));
+  await mkdir(dirname(copy), { recursive: true });
+  // The workspace is anyone's clone: a link planted at the folder or the file is refused, never written through.
+  await assertFolderInside(dirname(copy), folder.uri.fsPath);
+  const existing = await lstat(copy).catch(() => null);
+  if (existing?.isSymbolicLink())
+    throw new NewFileError(
+      `${copy} is a symbolic link: refused (the copy is never written or opened through a link); remove it and try again`,
+    );
   // An earlier copy is the researcher's working file: opened as it is, never overwritten.
-  if (await exists(copy)) return { file: copy, copied: false };
-  await mkdir(join(folder.uri.fsPath, task.name), { recursive: true });
-  await copyFile(task.initialProgramPath, copy);
+  if (existing) return { file: copy, copied: false };
+  await copyToNewFile(task.initialProgramPath, copy);
   return { file: copy, copied: true };
 }
 
@@ -41,11 +41,11 @@ export async function openTaskProgram(context: TaskPickerContext, task: Task): P
   const folder = vscode.workspace.getWorkspaceFolder(uri);
   const shown = folder ? relative(folder.uri.fsPath, place.file) : place.file;
   if ('noFolder' in place) {
-    void vscode.window.showInformationMessage(
+    void showInfo(
       `ThetaEvolve: opened ${task.title}'s starting program. Open a folder to evolve it: runs are kept there, and the program is copied into it.`,
     );
   } else {
-    void vscode.window.showInformationMessage(
+    void showInfo(
       `ThetaEvolve: opened ${shown}${place.copied ? ", a copy of the task's starting program" : ''}; Start Run evolves it against ${task.title}.`,
     );
   }

@@ -2,6 +2,7 @@
 // CodeLens), and the Runs view's items (diff with the parent, compare with
 // the file, apply, open).
 import * as vscode from 'vscode';
+import { pickOne, showError, showInfo } from './notify';
 import { formatScore, programName } from '../engine/common/format';
 import { applyProgramToFile } from './applyProgram';
 import { fileName, registerCommand } from './commandRegistry';
@@ -70,12 +71,11 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     const fileUri = arg instanceof vscode.Uri ? arg : undefined;
     const ref = await runFor(fileUri ?? vscode.window.activeTextEditor?.document.uri);
     const fallback = ref ?? (fileUri ? undefined : await runFor(undefined));
-    if (!fallback)
-      return void vscode.window.showInformationMessage('ThetaEvolve: no run yet for this file: start one with "ThetaEvolve: Start Run".');
+    if (!fallback) return void showInfo('ThetaEvolve: no run yet for this file: start one with "ThetaEvolve: Start Run".');
     const best = await bestOf(fallback);
-    if (!best) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${fallback.runId} has no valid program yet.`);
+    if (!best) return void showInfo(`ThetaEvolve: run ${fallback.runId} has no valid program yet.`);
     const target = fileUri ?? fallback.fileUri;
-    if (!target) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${fallback.runId} does not record the file it evolves.`);
+    if (!target) return void showError(`ThetaEvolve: run ${fallback.runId} does not record the file it evolves.`);
     await compareProgramWithFile(fallback.runId, best.id, target, fallback.extension);
   });
 
@@ -86,9 +86,9 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
   };
 
   const applyNode = async (node: ProgramNode): Promise<void> => {
-    if (!node.fileUri) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
+    if (!node.fileUri) return void showError(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
     const program = await controller.query({ kind: 'program', dbFile: node.dbFile, programId: node.programId });
-    if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
+    if (!program) return void showError(`ThetaEvolve: program ${node.programId} is no longer in ${node.runId}.`);
     const textAtRunStart = controller.latest?.runId === node.runId ? controller.latest.textAtRunStart : node.startCode;
     const outcome = await applyProgramToFile(node.fileUri, program.code, {
       textAtRunStart,
@@ -96,7 +96,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
       program: { runId: node.runId, dbFile: node.dbFile, programId: node.programId },
     });
     if (outcome === 'applied') {
-      void vscode.window.showInformationMessage(
+      void showInfo(
         `ThetaEvolve: applied ${programName(node)} (program ${node.programId}, objective ${formatScore(node.objective)}) to ${fileName(node.fileUri)}. Undo restores the file.`,
       );
     }
@@ -136,9 +136,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     let bests = await bestsFor(fileUri);
     if (bests.length === 0 && !(arg instanceof vscode.Uri)) bests = await bestsFor(undefined);
     if (bests.length === 0)
-      return void vscode.window.showInformationMessage(
-        'ThetaEvolve: no run has a program to apply yet: start one with "ThetaEvolve: Start Run".',
-      );
+      return void showInfo('ThetaEvolve: no run has a program to apply yet: start one with "ThetaEvolve: Start Run".');
     const programs = await Promise.all(bests.map((b) => controller.query({ kind: 'program', dbFile: b.ref.dbFile, programId: b.best.id })));
     const items = bests.map((b, i) => {
       const objective = programs[i]?.objective;
@@ -149,7 +147,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
         detail: b.ref.fileUri ? vscode.workspace.asRelativePath(b.ref.fileUri) : undefined,
       };
     });
-    const picked = await vscode.window.showQuickPick(items, {
+    const picked = await pickOne(items, {
       title: 'ThetaEvolve: Apply Program to File',
       placeHolder: "Which run's best program goes into its file? (best overall first)",
       matchOnDescription: true,
@@ -157,17 +155,17 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
     if (!picked) return;
     const { ref, best } = picked;
     const target = arg instanceof vscode.Uri ? arg : ref.fileUri;
-    if (!target) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${ref.runId} does not record the file it evolves.`);
+    if (!target) return void showError(`ThetaEvolve: run ${ref.runId} does not record the file it evolves.`);
     controller.registerRun(ref.runId, ref.dbFile);
     const program = await controller.query({ kind: 'program', dbFile: ref.dbFile, programId: best.id });
-    if (!program) return void vscode.window.showErrorMessage(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
+    if (!program) return void showError(`ThetaEvolve: program ${best.id} is no longer in ${ref.runId}.`);
     const outcome = await applyProgramToFile(target, program.code, {
       textAtRunStart: ref.textAtRunStart,
       interactive: true,
       program: { runId: ref.runId, dbFile: ref.dbFile, programId: best.id },
     });
     if (outcome === 'applied') {
-      void vscode.window.showInformationMessage(
+      void showInfo(
         `ThetaEvolve: applied ${programName(program)} (program ${best.id}, objective ${formatScore(program.objective)}) to ${fileName(target)}. Undo restores the file.`,
       );
     }
@@ -176,7 +174,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
   registerCommand(context, COMMAND_IDS.showProgramDiff, async (arg?: unknown) => {
     const node = nodeArg(arg);
     if (!node.parentId) {
-      void vscode.window.showInformationMessage('ThetaEvolve: this is the starting program; it has no parent to compare with.');
+      void showInfo('ThetaEvolve: this is the starting program; it has no parent to compare with.');
       return;
     }
     await showProgramDiff(node.runId, node.parentId, node.programId, node.extension);
@@ -184,7 +182,7 @@ export function registerProgramCommands(context: vscode.ExtensionContext, contro
 
   registerCommand(context, COMMAND_IDS.compareProgramWithFile, async (arg?: unknown) => {
     const node = nodeArg(arg);
-    if (!node.fileUri) return void vscode.window.showErrorMessage(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
+    if (!node.fileUri) return void showError(`ThetaEvolve: run ${node.runId} does not record the file it evolves.`);
     await compareProgramWithFile(node.runId, node.programId, node.fileUri, node.extension);
   });
 

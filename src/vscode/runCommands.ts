@@ -4,6 +4,9 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { confirmTaskFolder } from './runTrust';
+import { keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
+import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
@@ -55,7 +58,7 @@ function withIsolationConsent(settings: Settings, state: vscode.Memento): Settin
  */
 async function askIsolationConsent(err: unknown, state: vscode.Memento): Promise<boolean> {
   const allow = 'Allow Weaker Isolation in This Workspace';
-  const choice = await vscode.window.showWarningMessage(
+  const choice = await showWarning(
     'ThetaEvolve: no full sandbox for candidate programs here.',
     {
       modal: true,
@@ -127,7 +130,7 @@ function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boole
 function offerStartButtons(message: string, buttons: readonly string[], act: (choice: string | undefined) => Promise<void> | void): void {
   let choose: (button: string) => void = () => undefined;
   const chosen = new Promise<string>((resolve) => (choose = resolve));
-  void Promise.race([vscode.window.showErrorMessage(message, ...buttons), chosen]).then(act);
+  void Promise.race([showError(message, ...buttons), chosen]).then(act);
   startFailureOffers.fire({ message, buttons, choose });
 }
 
@@ -142,6 +145,17 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 /** Every start failure shown (the in-host tests answer its buttons here: a notification's buttons cannot be clicked from a test). */
 export const onDidOfferStartFailure = startFailureOffers.event;
 
+/** Endpoints already warned about in this window: the warning is said once, not at every start. */
+const warnedPlainHttp = new Set<string>();
+
+/** A key about to go over plain http:// to another machine: one warning per endpoint and window. */
+function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): void {
+  const warning = settings.sampler === 'llm' && apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
+  if (!warning || warnedPlainHttp.has(settings.endpoint)) return;
+  warnedPlainHttp.add(settings.endpoint);
+  void showWarning(`ThetaEvolve: ${warning}.`);
+}
+
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
   const runSettings = async (fileUri: vscode.Uri | undefined, taskSettings?: Partial<Settings>): Promise<Settings | undefined> => {
@@ -151,6 +165,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;
   };
   const startAndFollow = async (spec: StartSpec): Promise<void> => {
+    warnKeyOverPlainHttp(spec.settings, spec.apiKey);
     const started = controller.start(spec);
     const run = controller.active;
     if (!run) return;
@@ -181,7 +196,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       return;
     }
     const source = run.sourceLabel ?? spec.settings.sampler;
-    void vscode.window.showInformationMessage(
+    void showInfo(
       source === MUTATE_SAMPLER_LABEL
         ? `ThetaEvolve: using the ${MUTATE_SAMPLER_LABEL}: no model is asked; numeric literals inside the EVOLVE-BLOCK are perturbed.`
         : `ThetaEvolve: evolving with ${source}.`,
@@ -193,17 +208,14 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!guardWorkspaceTrust()) return;
     if (controller.active) {
       const stop = 'Stop Run';
-      const choice = await vscode.window.showWarningMessage(
-        `ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`,
-        stop,
-      );
+      const choice = await showWarning(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
       if (choice === stop) controller.stop();
       return;
     }
     // A notebook cell (its CodeLens, its editor) evolves its notebook: src/vscode/notebookCells.ts.
     const fileUri = arg instanceof vscode.Uri ? notebookUriOf(arg) : activeProgramUri();
     if (!fileUri) {
-      void vscode.window.showErrorMessage('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
+      void showError('ThetaEvolve: open a program with an EVOLVE-BLOCK-START / EVOLVE-BLOCK-END region first.');
       return;
     }
     const notebook = isNotebookUri(fileUri);
@@ -219,7 +231,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     if (!readSettingsFirst) return;
     const folder = vscode.workspace.getWorkspaceFolder(fileUri) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
-      void vscode.window.showErrorMessage('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
+      void showError('ThetaEvolve: open a folder first: run databases are kept in it (thetaevolve.runsDirectory).');
       return;
     }
     const task = await pickTask(context, fileUri);
@@ -250,14 +262,14 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   });
 
   registerCommand(context, COMMAND_IDS.stopRun, () => {
-    if (!controller.stop()) void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+    if (!controller.stop()) void showInfo('ThetaEvolve: no run is active.');
   });
 
   registerCommand(context, COMMAND_IDS.pauseRun, () => {
     const run = controller.active;
-    if (!run) return void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
-    if (!controller.pause()) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
-    void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
+    if (!run) return void showInfo('ThetaEvolve: no run is active.');
+    if (!controller.pause()) return void showInfo(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
+    void showInfo(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
   });
 
   /**
@@ -270,15 +282,15 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const run = controller.active;
     if (run) {
       if (given !== undefined && given !== run.dbFile)
-        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
-      else if (!controller.resume())
-        void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
+        void showInfo(`ThetaEvolve: run ${run.runId} is active; stop it before resuming another.`);
+      else if (!controller.resume()) void showInfo(`ThetaEvolve: run ${run.runId} is ${run.state}, not paused.`);
       return;
     }
     if (!guardWorkspaceTrust()) return;
     const picked = given !== undefined ? await givenRun(given) : await pickRunToResume();
     if (!picked) return;
     const origin = runOrigin(picked.info.meta);
+    if (!(await confirmTaskFolder(context.extensionPath, origin.taskDir, `Resume run ${picked.runId}`))) return;
     // A release config's settings again, below the user's (a task that no longer loads fails the start, named there).
     const taskSettings = await loadTask(origin.taskDir).then(
       (task) => task.runSettings,
@@ -310,11 +322,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   };
 
   const pickRunToResume = async (): Promise<{ runId: string; info: RunInfo } | undefined> => {
-    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () =>
+    const files = await withProgress({ location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: reading runs' }, () =>
       listRunFiles(),
     );
     if (files.length === 0) {
-      void vscode.window.showInformationMessage('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
+      void showInfo('ThetaEvolve: no run database found under the runs directory (thetaevolve.runsDirectory).');
       return;
     }
     const infos = await Promise.all(
@@ -340,7 +352,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
             }
           : { label: `$(warning) ${file.runId}`, description: 'cannot be read', detail: error ?? undefined },
       );
-    const picked = await vscode.window.showQuickPick(items, {
+    const picked = await pickOne(items, {
       title: 'ThetaEvolve: Resume Run',
       placeHolder: 'Continue which run from its last committed step?',
       matchOnDescription: true,
@@ -360,8 +372,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
         : fileUri !== undefined;
     const task = await pickTask(context, isProgram ? fileUri : undefined, { forcePick: true });
     if (!task) return;
-    if (isProgram && fileUri)
-      void vscode.window.showInformationMessage(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
+    if (isProgram && fileUri) void showInfo(`ThetaEvolve: ${fileName(fileUri)} is evolved against ${task.title}.`);
     else await openTaskProgram(context, task);
   });
 

@@ -5,6 +5,7 @@
 import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
+import { showWarning } from './notify';
 import type { Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/common/runMeta';
@@ -94,7 +95,7 @@ export function guardWorkspaceTrust(isTrusted: boolean = vscode.workspace.isTrus
   const reason = untrustedReason(isTrusted);
   if (!reason) return true;
   const manage = 'Manage Workspace Trust';
-  void vscode.window.showWarningMessage(reason, manage).then((choice) => {
+  void showWarning(reason, manage).then((choice) => {
     if (choice === manage) void vscode.commands.executeCommand('workbench.trust.manage');
   });
   return false;

@@ -4,6 +4,7 @@
 // side), with the log one click away. The status bar and the Runs view keep
 // showing "failed" afterwards.
 import * as vscode from 'vscode';
+import { showError } from './notify';
 import { log } from './log';
 import type { RunController } from './runController';
 
@@ -22,7 +23,7 @@ export function registerRunFailures(controller: RunController): vscode.Disposabl
   const subscription = controller.onDidEngineEvent(({ runId, event }) => {
     if (event.type !== 'run_finished' || event.reason !== 'error') return;
     const message = `ThetaEvolve: run ${runId} stopped: ${event.message}`;
-    void vscode.window.showErrorMessage(message, openLog).then((choice) => {
+    void showError(message, openLog).then((choice) => {
       if (choice === openLog) log().show(true);
     });
     notices.fire({ runId, message, buttons: [openLog] });

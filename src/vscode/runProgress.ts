@@ -3,11 +3,12 @@
 // closes: the status bar, the dashboard and the evaluations terminal show
 // the run's progress, and nothing covers the editor for the run's lifetime.
 import * as vscode from 'vscode';
+import { withProgress } from './notify';
 import type { RunController, TrackedRun } from './runController';
 
 export function showStartProgress(controller: RunController, run: TrackedRun): void {
   const runId = run.runId;
-  void vscode.window.withProgress(
+  void withProgress(
     { location: vscode.ProgressLocation.Notification, title: `ThetaEvolve: ${run.taskTitle}`, cancellable: true },
     (progress, token) =>
       new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@
 // schema of the settings table (src/engine/common/config.ts). A bad value is
 // reported by name, value and where it was set, never silently replaced.
 import * as vscode from 'vscode';
+import { showError } from './notify';
 import { parseSettings, SETTINGS, type Settings } from '../engine/common/config';
 import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 
@@ -68,7 +69,7 @@ export function readSettingsOrShowError(scope?: vscode.Uri, taskSettings?: Parti
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     const openSettings = 'Open Settings';
-    void vscode.window.showErrorMessage(`ThetaEvolve: ${err.message}`, openSettings).then((choice) => {
+    void showError(`ThetaEvolve: ${err.message}`, openSettings).then((choice) => {
       if (choice === openSettings) void vscode.commands.executeCommand('workbench.action.openSettings', err.settingKey ?? SECTION);
     });
     return undefined;

@@ -4,6 +4,7 @@
 // one item the text passed the 40% of the window's width VS Code gives an
 // item, and the servers were cut off). Clicking either opens the dashboard.
 import * as vscode from 'vscode';
+import { statusBarText } from './notify';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
 import { forDisplay } from '../engine/common/displayText';
@@ -112,7 +113,7 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
     }
     // Built once for both items: the run changes with every engine event.
     const tooltip = statusTooltip(run);
-    item.text = statusText(run);
+    item.text = statusBarText(statusText(run));
     // A weaker sandbox stays visible for the whole run, not only in a log.
     item.backgroundColor = run.isolation?.weak ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     item.tooltip = tooltip;
@@ -123,7 +124,7 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
       cluster.hide();
       return;
     }
-    cluster.text = text;
+    cluster.text = statusBarText(text);
     cluster.tooltip = tooltip;
     cluster.accessibilityInformation = { label: withoutIcons(text), role: 'button' };
     cluster.show();

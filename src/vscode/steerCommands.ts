@@ -6,6 +6,8 @@
 // takes it at its next step and says what became of it with a `steered`
 // event; a stopped run gets it applied at once.
 import * as vscode from 'vscode';
+import { confirmTaskFolder } from './runTrust';
+import { askText, flashStatus, pickOne, showInfo, showWarning } from './notify';
 import { forDisplay } from '../engine/common/displayText';
 import { formatScore } from '../engine/common/format';
 import { type SteerRequest, type SteerResult, steerResultText } from '../engine/common/steering';
@@ -55,17 +57,17 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       answers.fire({ dbFile: run.dbFile, kind: request.kind, ok: false, message, id: null, queued: false });
-      void vscode.window.showWarningMessage(`ThetaEvolve: ${request.kind} refused: ${forDisplay(message)} (run ${run.runId})`);
+      void showWarning(`ThetaEvolve: ${request.kind} refused: ${forDisplay(message)} (run ${run.runId})`);
       return undefined;
     }
     if ('queued' in result) {
       answers.fire({ dbFile: run.dbFile, kind: result.kind, ok: true, message: 'queued', id: null, queued: true });
-      vscode.window.setStatusBarMessage(`ThetaEvolve: ${result.kind} queued for the next step of run ${run.runId}`, 5000);
+      flashStatus(`ThetaEvolve: ${result.kind} queued for the next step of run ${run.runId}`, 5000);
     } else {
       const message = steerResultText(result);
       const id = result.kind === 'add' ? result.id : (result.ids?.[0] ?? null);
       answers.fire({ dbFile: run.dbFile, kind: result.kind, ok: true, message, id, queued: false });
-      void vscode.window.showInformationMessage(`ThetaEvolve: ${forDisplay(message)} (run ${run.runId})`);
+      void showInfo(`ThetaEvolve: ${forDisplay(message)} (run ${run.runId})`);
       tree.scheduleRefresh(0);
     }
     return result;
@@ -81,7 +83,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
       answers.fire({ dbFile, kind: event.kind, ok: event.ok, message: event.message, id: event.id, queued: false });
       // What it did first: a toast shows its start.
       const text = `ThetaEvolve: ${forDisplay(event.message)} (run ${runId}, step ${event.step})`;
-      void (event.ok ? vscode.window.showInformationMessage(text) : vscode.window.showWarningMessage(text));
+      void (event.ok ? showInfo(text) : showWarning(text));
     }),
   );
 
@@ -92,10 +94,10 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     if (latest) return { runId: latest.runId, dbFile: latest.dbFile };
     const files = await listRunFiles();
     if (files.length === 0) {
-      void vscode.window.showInformationMessage('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
+      void showInfo('ThetaEvolve: no run yet: start one with "ThetaEvolve: Start Run".');
       return undefined;
     }
-    const picked = await vscode.window.showQuickPick(
+    const picked = await pickOne(
       files.map((file) => ({ label: file.runId, description: file.dbFile, file })),
       { title: 'ThetaEvolve: which run?' },
     );
@@ -109,10 +111,15 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     const document = uri
       ? (vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) ?? (await vscode.workspace.openTextDocument(uri)))
       : vscode.window.activeTextEditor?.document;
-    if (!document) return void vscode.window.showInformationMessage('ThetaEvolve: open the program to add to the run first.');
+    if (!document) return void showInfo('ThetaEvolve: open the program to add to the run first.');
     const run = await runOf(uri ? undefined : arg);
     if (!run) return undefined;
     controller.registerRun(run.runId, run.dbFile);
+    // A run not running here is evaluated with the task folder its database names.
+    if (controller.active?.dbFile !== run.dbFile) {
+      const { meta } = await controller.query({ kind: 'runInfo', dbFile: run.dbFile });
+      if (!(await confirmTaskFolder(context.extensionPath, meta.taskDir, `Add This File to run ${run.runId}`))) return undefined;
+    }
     // The file as edited, unsaved changes included.
     return steer(run, { kind: 'add', code: document.getText(), note: `added from ${fileName(document.uri)}` }, document.uri);
   });
@@ -135,7 +142,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     const node = programArg(arg);
     const alone = { label: 'This program', descendants: false };
     const withDescendants = { label: 'This program and its live descendants', descendants: true };
-    const choice = await vscode.window.showQuickPick([alone, withDescendants], {
+    const choice = await pickOne([alone, withDescendants], {
       title: `Ban program ${node.programId} from being a parent`,
     });
     if (!choice) return undefined;
@@ -149,8 +156,8 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     if (!run) return undefined;
     controller.registerRun(run.runId, run.dbFile);
     const { banned } = await controller.query({ kind: 'runInfo', dbFile: run.dbFile });
-    if (banned.length === 0) return void vscode.window.showInformationMessage(`ThetaEvolve: no program of run ${run.runId} is banned.`);
-    const picked = await vscode.window.showQuickPick(
+    if (banned.length === 0) return void showInfo(`ThetaEvolve: no program of run ${run.runId} is banned.`);
+    const picked = await pickOne(
       banned.map((id) => ({ label: `program ${forDisplay(id)}`, id })),
       { title: `Unban a program of run ${run.runId}: it can be a parent and an inspiration again` },
     );
@@ -176,7 +183,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
 }
 
 async function askNumber(prompt: string, initial: number, problem: (value: number) => string | undefined): Promise<number | undefined> {
-  const text = await vscode.window.showInputBox({
+  const text = await askText({
     prompt,
     value: String(initial),
     validateInput: (value) => {
@@ -199,7 +206,7 @@ export async function showLineage(
     detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
     entry,
   }));
-  const picked = await vscode.window.showQuickPick(items, {
+  const picked = await pickOne(items, {
     title: `Lineage of program ${program.programId}${lineage.complete ? '' : ' (older ancestors were evicted)'}: each opens the diff to its parent`,
   });
   if (!picked || picked.entry.parentId === null) return picked?.entry;

@@ -8,6 +8,7 @@
 // workspace's folders are not read at all, is decided in taskChoices.ts.
 import { relative, resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { pickOne, showError, showWarning, withProgress } from './notify';
 import { loadTask, type Task } from '../engine/task/task';
 import { errorMessage } from '../engine/common/errors';
 import { listTaskChoicesFrom, type TaskChoice, taskFileReadable } from './taskChoices';
@@ -148,21 +149,21 @@ export async function pickTask(
       return await loadTask(remembered);
     } catch (err) {
       // Edited since, or removed: say why and let the user pick again.
-      void vscode.window.showWarningMessage(`ThetaEvolve: the task remembered for this file cannot be used: ${errorMessage(err)}`);
+      void showWarning(`ThetaEvolve: the task remembered for this file cannot be used: ${errorMessage(err)}`);
     }
   }
-  const choices = await vscode.window.withProgress(
+  const choices = await withProgress(
     { location: vscode.ProgressLocation.Window, title: 'ThetaEvolve: finding tasks' },
     (_progress, token) => listTaskChoices(context.extensionPath, token, forFile),
   );
   if (choices.length === 0) {
-    void vscode.window.showErrorMessage(
+    void showError(
       'ThetaEvolve: no task found: neither bundled tasks nor a task folder in the workspace (run "ThetaEvolve: New Task for This File").',
     );
     return undefined;
   }
   const fileName = forFile ? forFile.path.split('/').pop() : undefined;
-  const picked = await vscode.window.showQuickPick(pickItems(choices, forFile, remembered), {
+  const picked = await pickOne(pickItems(choices, forFile, remembered), {
     title: fileName ? `ThetaEvolve: task for ${fileName}` : 'ThetaEvolve: select a task',
     placeHolder: 'Which task (evaluator) scores the programs?',
     matchOnDescription: true,
@@ -176,7 +177,7 @@ export async function pickTask(
   const choice = picked?.choice;
   if (!choice) return undefined;
   if (choice.error !== undefined) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: ${choice.error}`);
+    void showError(`ThetaEvolve: ${choice.error}`);
     return undefined;
   }
   // Loaded again: the list kept only a summary, and the folder may have changed since.
@@ -184,7 +185,7 @@ export async function pickTask(
   try {
     task = await loadTask(choice.taskFile);
   } catch (err) {
-    void vscode.window.showErrorMessage(`ThetaEvolve: ${errorMessage(err)}`);
+    void showError(`ThetaEvolve: ${errorMessage(err)}`);
     return undefined;
   }
   await rememberTaskFile(context, forFile, choice.taskFile);

@@ -4,7 +4,9 @@
 // (or folder's) settings is used only once the user allowed that very URL for
 // that workspace. The decision is kept in the workspace's state.
 import * as vscode from 'vscode';
+import { showWarning } from './notify';
 import type { Settings } from '../engine/common/config';
+import { urlOriginLines } from '../engine/common/endpointUrls';
 
 const GUARDED = [
   { key: 'endpoint', what: 'sends the model requests, with your API key,' },
@@ -24,9 +26,13 @@ const stateKey = (key: UrlKey): string => `thetaevolve.allowedWorkspaceUrl.${key
 export const askInEditor: AskUrlChoice = async ({ key, workspaceValue, userValue, what }) => {
   const useIt = 'Use This Workspace\u2019s URL';
   const mine = 'Use My Setting';
-  const choice = await vscode.window.showWarningMessage(
-    `This workspace's settings set thetaevolve.${key} to ${workspaceValue}: ThetaEvolve ${what} there. Your own (User or Remote) setting is ${userValue || '(empty)'}.`,
-    { modal: true, detail: 'Allow it only if you trust this workspace. The answer is remembered for this workspace and this URL.' },
+  // Each URL as its parsed origin, one per line: a look-alike host shows in punycode, hidden characters escaped.
+  const choice = await showWarning(
+    `This workspace's settings set thetaevolve.${key}: ThetaEvolve ${what} to:\n${urlOriginLines(workspaceValue)}`,
+    {
+      modal: true,
+      detail: `Your own (User or Remote) setting sends it to:\n${userValue ? urlOriginLines(userValue) : '(empty)'}\n\nAllow it only if you trust this workspace. The answer is remembered for this workspace and this URL.`,
+    },
     useIt,
     mine,
   );

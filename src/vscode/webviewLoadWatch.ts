@@ -11,6 +11,7 @@
 // shared worker for VS Code's 30 s resource timeout, and no new webview
 // starts before (our own pages fetch nothing: webviewPage.ts).
 import * as vscode from 'vscode';
+import { showWarning } from './notify';
 import { log } from './log';
 
 /** How long a visible page may take to say `ready` (a page on a busy 2-core machine says it within 2 s). */
@@ -110,15 +111,13 @@ export class WebviewLoadWatch implements vscode.Disposable {
     this.release();
     panel.dispose();
     const reload = 'Reload Window';
-    void vscode.window
-      .showWarningMessage(
-        `ThetaEvolve: ${this.options.what} did not load: VS Code opened its tab ${MAX_REPLACEMENTS + 1} times and never started the page ` +
-          '(its webview service worker did not answer, a known VS Code problem: microsoft/vscode#125993). Reload the window, or open it again.',
-        reload,
-      )
-      .then((choice) => {
-        if (choice === reload) void vscode.commands.executeCommand('workbench.action.reloadWindow');
-      });
+    void showWarning(
+      `ThetaEvolve: ${this.options.what} did not load: VS Code opened its tab ${MAX_REPLACEMENTS + 1} times and never started the page ` +
+        '(its webview service worker did not answer, a known VS Code problem: microsoft/vscode#125993). Reload the window, or open it again.',
+      reload,
+    ).then((choice) => {
+      if (choice === reload) void vscode.commands.executeCommand('workbench.action.reloadWindow');
+    });
   }
 
   private release(): void {

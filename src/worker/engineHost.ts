@@ -63,6 +63,11 @@ export class EngineHost {
   /** The run the worker holds (from start until runClosed / startFailed / exit). */
   private runId: string | null = null;
   private disposed = false;
+  /** Messages received from the worker so far: a query's timeout tells a slow worker from a stuck one by it. */
+  private messagesReceived = 0;
+  private restarts = 0;
+  /** Workers whose end was already settled (a stuck one is settled when ended, before its exit event). */
+  private readonly ended = new WeakSet<Worker>();
 
   constructor(private readonly options: EngineHostOptions) {}
 
@@ -104,9 +109,18 @@ export class EngineHost {
     const requestId = this.nextRequestId++;
     const timeoutMs = options.timeoutMs ?? this.options.queryTimeoutMs ?? 60_000;
     return new Promise<QueryResult<K>>((resolve, reject) => {
+      const postedAt = this.messagesReceived;
       const timer = setTimeout(() => {
         this.pending.delete(requestId);
-        reject(new Error(`the engine worker did not answer the ${query.kind} query within ${timeoutMs} ms`));
+        // Nothing at all from the worker meanwhile: its thread is stuck (sql.js is synchronous; a database may be
+        // made to keep one query busy). It is ended, and the next request starts a fresh one, rather than spinning.
+        const stuck = this.messagesReceived === postedAt && this.worker !== null;
+        reject(
+          new Error(
+            `the engine worker did not answer the ${query.kind} query within ${timeoutMs} ms${stuck ? '; it was ended and starts afresh with the next request' : ''}`,
+          ),
+        );
+        if (stuck) this.restartStuckWorker(query.kind, timeoutMs);
       }, timeoutMs);
       this.pending.set(requestId, { kind: query.kind, resolve: resolve as (v: unknown) => void, reject, timer });
       try {
@@ -117,6 +131,26 @@ export class EngineHost {
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
+  }
+
+  /** End a worker that answered nothing past a query's time; ensureWorker starts the next one. */
+  private restartStuckWorker(kind: QueryKind, timeoutMs: number): void {
+    const worker = this.worker;
+    if (!worker) return;
+    this.emit(
+      'log',
+      'error',
+      `the engine worker sent nothing for ${timeoutMs} ms after a ${kind} query: ended, a new one starts with the next request`,
+    );
+    this.worker = null;
+    this.restarts++;
+    this.settleExit(worker, 1);
+    void worker.terminate();
+  }
+
+  /** How many times a stuck worker was ended (the tests read it). */
+  get workerRestarts(): number {
+    return this.restarts;
   }
 
   /** Stop any run and end the thread. */
@@ -152,26 +186,33 @@ export class EngineHost {
       stderr: false,
     });
     worker.on('message', (raw: unknown) => {
-      if (this.worker === worker) this.receive(raw);
+      if (this.worker !== worker) return;
+      this.messagesReceived++;
+      this.receive(raw);
     });
     worker.on('error', (err: Error) => {
       this.emit('log', 'error', `engine worker crashed: ${err.message}`);
     });
-    worker.on('exit', (code: number) => {
-      if (this.worker === worker) this.worker = null;
-      const held = this.runId;
-      this.runId = null;
-      for (const [id, pending] of this.pending) {
-        clearTimeout(pending.timer);
-        pending.reject(new Error(`the engine worker exited (code ${code}) before answering`));
-        this.pending.delete(id);
-      }
-      if (!this.disposed) this.emit('exit', code, held);
-    });
+    worker.on('exit', (code: number) => this.settleExit(worker, code));
     // An idle worker must not keep a CLI or test process alive.
     worker.unref();
     this.worker = worker;
     return worker;
+  }
+
+  /** A worker is gone: what it held is over, every query waiting on it fails. Once per worker. */
+  private settleExit(worker: Worker, code: number): void {
+    if (this.ended.has(worker)) return;
+    this.ended.add(worker);
+    if (this.worker === worker) this.worker = null;
+    const held = this.runId;
+    this.runId = null;
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error(`the engine worker exited (code ${code}) before answering`));
+      this.pending.delete(id);
+    }
+    if (!this.disposed) this.emit('exit', code, held);
   }
 
   private post(message: HostToWorker): void {

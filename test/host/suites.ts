@@ -9,3 +9,4 @@ import './steer.host';
 import './compare.host';
 import './notebook.host';
 import './agentTools.host';
+import './surface.host';

@@ -1,6 +1,7 @@
 // Runs the OpenAI-compatible test server from the command line (demo, e2e):
 //   node --import tsx test/server/main.ts --port 8000 [--latency-ms N] [--fault-rate R] ...
 // Prints the base URL as the first line of stdout; stops on SIGINT / SIGTERM.
+import { appendFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   FAULT_KINDS,
@@ -29,7 +30,8 @@ const USAGE = `Usage: node --import tsx test/server/main.ts [options]
   --mode M                 ${SERVER_MODES.join(' | ')}: whose reply and error shapes (default vllm)
   --max-model-len N        context length, listed and enforced (default 32768)
   --weight-version V       report metadata.weight_version (SGLang style)
-  --api-key KEY            require this bearer key`;
+  --api-key KEY            require this bearer key
+  --request-log FILE       append one JSON line per request (method, path, authorization)`;
 
 function fail(message: string): never {
   console.error(`${message}\n\n${USAGE}`);
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
         'max-model-len': { type: 'string' },
         'weight-version': { type: 'string' },
         'api-key': { type: 'string' },
+        'request-log': { type: 'string' },
         help: { type: 'boolean' },
       },
       strict: true,
@@ -113,6 +116,8 @@ async function main(): Promise<void> {
     weightVersion: v['weight-version'] ?? null,
     apiKey: v['api-key'] ?? null,
   };
+  const requestLog = v['request-log'];
+  if (requestLog !== undefined) options.onRequest = (entry) => appendFileSync(requestLog, `${JSON.stringify(entry)}\n`);
   const server = await startTestServer(options);
   console.log(server.baseURL);
   console.error(

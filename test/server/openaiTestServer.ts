@@ -73,6 +73,8 @@ export interface TestServerOptions {
   mode?: ServerMode;
   weightVersion?: string | null; // SGLang-style metadata.weight_version
   apiKey?: string | null; // require `Authorization: Bearer <key>` when set
+  /** Told of every request as it arrives, with the key it carried (the request log of test/server/main.ts). */
+  onRequest?: (entry: { method: string; path: string; authorization: string | null }) => void;
   /** The context length, listed at /v1/models and enforced like the mode's server (default 32768). */
   maxModelLen?: number;
   /** List max_model_len at /v1/models (default true; hosted APIs do not). */
@@ -588,6 +590,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const server = createServer((req, res) => {
     counters.requests++;
     const url = new URL(req.url ?? '/', 'http://localhost');
+    options.onRequest?.({ method: req.method ?? '', path: url.pathname, authorization: req.headers.authorization ?? null });
     if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       req.resume();
       return sendError(res, 401, 'AuthenticationError', 'Invalid API key.');

@@ -1,12 +1,26 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contributedConfiguration, contributedSettings, defaultSettings, parseSettings, SETTINGS } from '../../src/engine/common/config';
+import {
+  contributedConfiguration,
+  contributedSettings,
+  defaultSettings,
+  parseSettings,
+  restrictedConfigurations,
+  SETTINGS,
+} from '../../src/engine/common/config';
 
 describe('settings', () => {
   it('package.json contributes exactly the settings of the settings table, in titled categories (npx tsx scripts/sync-settings.ts)', () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8'));
     assert.deepEqual(manifest.contributes.configuration, contributedConfiguration());
+    // An untrusted workspace cannot set where runs, requests and rollouts go, nor how candidates are evaluated.
+    assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, restrictedConfigurations());
+    for (const key of ['runsDirectory', 'endpoint', 'trainer.url', 'evaluation.backend', 'evaluationConcurrency', 'sandbox.memoryLimitMb'])
+      assert.ok(restrictedConfigurations().includes(`thetaevolve.${key}`), key);
+    // The sandbox's limits come from User or Remote settings only.
+    for (const s of SETTINGS.filter((x) => x.key.startsWith('sandbox.')))
+      assert.equal(contributedSettings()[`thetaevolve.${s.key}`]?.scope, 'machine', s.key);
     const categories = contributedConfiguration();
     assert.ok(categories.length >= 6 && categories.every((c) => c.title && Object.keys(c.properties).length > 0));
     const all = Object.values(contributedSettings());

@@ -5,7 +5,7 @@
 // task with them.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -244,6 +244,90 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
       cli.child.kill('SIGINT');
       assert.equal(await cli.exited, 0, cli.stderr.slice(-20).join('\n'));
       assert.deepEqual(await cluster.queuedJobs(), []);
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      await own.close();
+    }
+  });
+
+  /** The request log lines the job servers of `work` wrote (test/server/main.ts --request-log). */
+  function requestLog(work: string): Array<{ method: string; path: string; authorization: string | null }> {
+    const file = join(work, 'requests.log');
+    if (!existsSync(file)) return [];
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { method: string; path: string; authorization: string | null });
+  }
+
+  it("job servers get the run's own token, never the user's API key; the staging folder and token file are private", async () => {
+    const work = await mkdtemp(join(staging, 'token-'));
+    const logged = `${SERVER_COMMAND} --request-log ${join(work, 'requests.log')}`;
+    const cli = startCli(work, 'inference-token', [
+      '--steps',
+      '500',
+      '--set',
+      'slurm.inference.count=1',
+      '--set',
+      `slurm.inference.command=${logged}`,
+    ]);
+    try {
+      await cli.until('the job server answering requests', () => {
+        const job = cli.lastJobs()?.[0];
+        return job && job.state === 'RUNNING' && job.requests > 0 ? job : null;
+      });
+      const dir = join(work, 'slurm', 'thetaevolve-inference-token-servers');
+      assert.equal(statSync(dir).mode & 0o777, 0o700, 'the staging folder is 0700');
+      assert.equal(statSync(join(dir, 'token')).mode & 0o777, 0o600, 'the token file is 0600');
+      const token = readFileSync(join(dir, 'token'), 'utf8').trim();
+      assert.ok(token.length >= 32);
+      cli.child.kill('SIGINT');
+      assert.equal(await cli.exited, 0, cli.stderr.slice(-20).join('\n'));
+      const log = requestLog(work);
+      assert.ok(
+        log.some((r) => r.path === '/v1/chat/completions'),
+        'the job server was asked for completions',
+      );
+      // Each request carries the run's token, but the probe that checks the server requires it (no key at all).
+      for (const entry of log)
+        if (entry.authorization === null) assert.equal(entry.path, '/v1/models', JSON.stringify(entry));
+        else assert.equal(entry.authorization, `Bearer ${token}`, JSON.stringify(entry));
+      assert.ok(!readFileSync(join(work, 'requests.log'), 'utf8').includes('sk-test'), "the user's key never reached the job server");
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    }
+  });
+
+  it('a job server that answers without the token is not joined, and one line says why', async () => {
+    const own = await startTestServer({ latencyMs: 20 });
+    const work = await mkdtemp(join(staging, 'open-'));
+    // {token} placed where the server never reads it: the server requires no key.
+    const open = `UNUSED={token} ${SERVER_COMMAND} --request-log ${join(work, 'requests.log')}`;
+    const cli = startCli(work, 'inference-open', [
+      '--steps',
+      '500',
+      '--endpoint',
+      own.baseURL,
+      '--set',
+      'slurm.inference.count=1',
+      '--set',
+      `slurm.inference.command=${open}`,
+    ]);
+    try {
+      const line = await cli.until('the line saying why the server is not joined', () =>
+        cli.stderr.find((l) => /answers without this run's token: not joined/.test(l)),
+      );
+      assert.match(line, /slurm\.inference\.command must pass \{token\}/);
+      await cli.until('a committed step on the own server', () => (cli.steps.length > 0 ? true : null));
+      cli.child.kill('SIGINT');
+      assert.equal(await cli.exited, 0, cli.stderr.slice(-20).join('\n'));
+      assert.equal(cli.stderr.filter((l) => /answers without this run's token/.test(l)).length, 1, 'said once');
+      const log = requestLog(work);
+      assert.ok(log.length > 0, 'the job server was probed');
+      assert.ok(
+        log.every((r) => r.authorization === null && r.path === '/v1/models'),
+        JSON.stringify(log),
+      );
     } finally {
       if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
       await own.close();

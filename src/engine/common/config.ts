@@ -151,7 +151,8 @@ export const SETTINGS = [
     default: 4096,
     minimum: 64,
     maximum: 1048576,
-    description: 'Memory limit of one candidate evaluation, in MiB.',
+    scope: 'machine',
+    description: 'Memory limit of one candidate evaluation, in MiB. Machine-wide, so a workspace cannot raise it.',
   },
   {
     key: 'sandbox.outputLimitKb',
@@ -159,7 +160,8 @@ export const SETTINGS = [
     default: 64,
     minimum: 1,
     maximum: 65536,
-    description: 'Candidate output kept per evaluation, in KiB (the rest is truncated).',
+    scope: 'machine',
+    description: 'Candidate output kept per evaluation, in KiB (the rest is truncated). Machine-wide, so a workspace cannot raise it.',
   },
   {
     key: 'sandbox.allowWeakIsolation',
@@ -281,7 +283,7 @@ export const SETTINGS = [
     default: '',
     scope: 'machine',
     description:
-      'Command an inference job runs, with {port} (a free port the job picked) and {host} (the node), e.g. `vllm serve MODEL --host {host} --port {port} --max-num-seqs 512`.',
+      'Command an inference job runs, with {port} (a free port the job picked) and {host} (the node), e.g. `vllm serve MODEL --host {host} --port {port} --max-num-seqs 512`. The servers get a random key of the run, never your API key: `--api-key {token}` is added at the end unless the command places {token} itself; a server that answers without it is not used.',
   },
   {
     key: 'slurm.inference.sbatchArguments',
@@ -631,6 +633,17 @@ export function contributedConfiguration(): { title: string; order: number; prop
       properties: Object.fromEntries(members.map((s: SettingSpec, order) => [`thetaevolve.${s.key}`, contributedSetting(s, order)])),
     };
   });
+}
+
+/**
+ * The settings VS Code takes from an untrusted workspace's settings only once it is trusted
+ * (package.json capabilities.untrustedWorkspaces.restrictedConfigurations): where runs are written, where requests
+ * and rollouts go, and how and how much is evaluated (docs/guide.md "What the editor trusts").
+ */
+export function restrictedConfigurations(): string[] {
+  const restricted = (key: string): boolean =>
+    ['runsDirectory', 'endpoint', 'trainer.url', 'evaluation.backend', 'evaluationConcurrency'].includes(key) || key.startsWith('sandbox.');
+  return SETTINGS.filter((s: SettingSpec) => restricted(s.key)).map((s: SettingSpec) => `thetaevolve.${s.key}`);
 }
 
 /** Every contributed setting by its full name (thetaevolve.KEY), whatever its category. */

@@ -2,7 +2,7 @@
 // jobs (our bundled CLI, a copy of the task, the job and probe scripts) and
 // how what a job wrote back is read (capped, never through a link).
 import { constants } from 'node:fs';
-import { copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Task } from '../task/task';
 import type { ScoredEvaluationResult } from '../common/types';
@@ -97,6 +97,26 @@ function evaluatorArgument(task: Task): string {
   return task.source === task.dir ? '' : ` --evaluator "$stage/task/"${shellQuote(basename(task.source))}`;
 }
 
+/**
+ * Make (or take) a staging folder of this run: 0700, a folder and not a link, owned by this user. The staging place
+ * is shared (a cluster's scratch): a folder another user made, or one anyone may write, would let them swap the
+ * scripts a job runs or read the token its inference servers require.
+ */
+export async function privateStagingFolder(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const stats = await lstat(dir);
+  const uid = typeof process.getuid === 'function' ? process.getuid() : null;
+  if (!stats.isDirectory())
+    throw new SlurmError(`${dir}: the staging folder is not a folder (a link?): remove it, or set slurm.stagingDirectory`);
+  if (uid !== null && stats.uid !== uid)
+    throw new SlurmError(
+      `${dir}: the staging folder belongs to user ${stats.uid}, not to you (${uid}): remove it, or set slurm.stagingDirectory`,
+    );
+  // Ours, made before folders were private: made private now.
+  if ((stats.mode & 0o077) !== 0) await chmod(dir, 0o700);
+  if (((await lstat(dir)).mode & 0o077) !== 0) throw new SlurmError(`${dir}: the staging folder cannot be made private (mode 0700)`);
+}
+
 /** Stage our bundled CLI, a copy of the task and the job and probe scripts in a new folder under the run's (removed again if staging fails). */
 export async function stage(task: Task, options: StagingOptions, jobName: string, runtimeLimitSec: number): Promise<Staging> {
   for (const file of BUNDLE_FILES) {
@@ -108,7 +128,7 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
   }
   // <staging>/<job name>/<one folder per process>: a run's folders, and only its, are under its job name.
   const runDir = join(resolve(options.stagingDirectory), jobName);
-  await mkdir(runDir, { recursive: true });
+  await privateStagingFolder(runDir);
   const root = await mkdtemp(join(runDir, 'process-'));
   try {
     for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));

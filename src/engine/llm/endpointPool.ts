@@ -229,10 +229,12 @@ export class EndpointPool implements ResponseSource {
     this.servers = options.baseURLs.map((baseURL) => this.newServer(baseURL));
   }
 
-  private newServer(baseURL: string): Server {
+  /** `apiKey`: this server's own key (an inference job's run token), else the pool's. */
+  private newServer(baseURL: string, apiKey?: string): Server {
     const { baseURLs: _all, healthRetryMs: _retry, ...common } = this.options;
+    const key = apiKey === undefined ? {} : { apiKey };
     // Retries are the pool's (across servers), and so is waiting for a server that went away (it is set aside); the cap on requests in flight too.
-    return new Server(baseURL, { ...common, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, this.healthRetryMs);
+    return new Server(baseURL, { ...common, ...key, baseURL, maxRetries: 0, maxInFlight: 0, retrySeconds: 0 }, this.healthRetryMs);
   }
 
   /**
@@ -240,9 +242,9 @@ export class EndpointPool implements ResponseSource {
    * (it must answer /v1/models and serve the pool's model); throws, and the
    * pool is unchanged, when it does not.
    */
-  async addServer(baseURL: string, signal?: AbortSignal): Promise<void> {
+  async addServer(baseURL: string, signal?: AbortSignal, apiKey?: string): Promise<void> {
     if (this.servers.some((s) => s.baseURL === baseURL)) return;
-    const server = this.newServer(baseURL);
+    const server = this.newServer(baseURL, apiKey);
     await server.client.check(signal);
     const model = this.model;
     if (model !== null && server.client.model !== model) {

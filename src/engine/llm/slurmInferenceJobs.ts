@@ -13,7 +13,7 @@ import { errorMessage } from '../common/errors';
 import { jobNameOfRun, type QueueEntry, SlurmCli } from '../evaluation/slurmCli';
 import { MISSING_POLLS_BEFORE_LOST, waitUntilGone } from '../evaluation/slurmQueue';
 import type { SlurmClusterOptions, SlurmInferenceOptions } from '../evaluation/slurmSettings';
-import { readJobFile, shellQuote } from '../evaluation/slurmStaging';
+import { privateStagingFolder, readJobFile, shellQuote } from '../evaluation/slurmStaging';
 
 /** One inference job as people are shown it (CLI, events). */
 export interface InferenceJobState {
@@ -37,6 +37,11 @@ export interface SlurmInferenceJobsOptions extends SlurmInferenceOptions {
   cluster: Pick<SlurmClusterOptions, 'partition' | 'account' | 'exportVariables' | 'stagingDirectory' | 'pollSeconds'>;
   /** Environment SLURM's tools start from (SLURM_CONF, PATH); default process.env. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The key the run's servers require: written to a 0600 file of the 0700 staging folder and passed to each server as
+   * --api-key (vLLM's and SGLang's flag), so the pool sends it, never the user's API key, to job servers.
+   */
+  token: string;
   /** Add the server to the endpoint pool; throws while it does not answer yet (tried again at the next poll). */
   onServerUp: (baseURL: string) => Promise<void>;
   onServerDown: (baseURL: string) => void;
@@ -190,8 +195,12 @@ export class SlurmInferenceJobs {
   }
 
   private async writeScript(): Promise<void> {
-    await mkdir(join(this.dir, 'logs'), { recursive: true });
-    const command = this.options.command.replaceAll('{port}', '${port}').replaceAll('{host}', '${host}');
+    await privateStagingFolder(this.dir);
+    await mkdir(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
+    await writeFile(join(this.dir, 'token'), `${this.options.token}\n`, { mode: 0o600 });
+    // {token} where the command wants it; else --api-key "$token" after it (the server's command comes last).
+    const withToken = this.options.command.includes('{token}') ? this.options.command : `${this.options.command} --api-key {token}`;
+    const command = withToken.replaceAll('{port}', '${port}').replaceAll('{host}', '${host}').replaceAll('{token}', '"$token"');
     const setup = this.options.setupCommands.length > 0 ? ['# slurm.inference.setupCommands', ...this.options.setupCommands] : [];
     await writeFile(
       this.script,
@@ -202,6 +211,7 @@ export class SlurmInferenceJobs {
         ...setup,
         `dir=${shellQuote(this.dir)}`,
         'host=$(hostname)',
+        'token=$(cat "$dir/token")',
         'for attempt in $(seq 1 200); do',
         '  port=$((20000 + RANDOM % 40000))',
         '  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break',

@@ -2,6 +2,7 @@
 // (thetaevolve.slurm.inference.*): an EndpointPool that starts with the
 // servers of thetaevolve.endpoint (unless that is left at its default) and
 // that job servers join as they come up (slurmInferenceJobs.ts).
+import { randomBytes } from 'node:crypto';
 import { type Settings, SETTINGS } from '../common/config';
 import type { EndpointServersEvent, EngineEvent } from '../common/events';
 import { slurmInferenceOptionsFromSettings, type SlurmInferenceOptions, slurmOptionsFromSettings } from '../evaluation/slurmSettings';
@@ -27,6 +28,17 @@ export interface SlurmInferencePoolContext {
   env?: NodeJS.ProcessEnv;
   onEvent: (event: EngineEvent) => void;
   onWarning: (message: string) => void;
+}
+
+/** Whether `baseURL`'s /models answers a request that carries no key (a server started without --api-key). */
+async function answersWithoutKey(baseURL: string, signal: AbortSignal): Promise<boolean> {
+  try {
+    const response = await fetch(`${baseURL}/models`, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
 }
 
 /** The inference jobs the settings ask for, validated; null when none (or the offline sampler). Throws one message naming the bad setting. */
@@ -55,12 +67,30 @@ export async function startSlurmInferencePool(
   // The jobs' first report comes from inside SlurmInferenceJobs.start, before `jobs` is set: it passes its states.
   const serversEvent = (states = jobs?.states()): EndpointServersEvent => ({ ...pool.serversEvent(), ...(states ? { jobs: states } : {}) });
   let waiting = false;
+  // Random per run: the job servers' key (slurmInferenceJobs.ts writes it for them), sent to them instead of the user's.
+  const token = randomBytes(32).toString('base64url');
+  /** Job servers that answered without the run's token, said once each. */
+  const open = new Set<string>();
   jobs = await SlurmInferenceJobs.start({
     ...inference,
     runId: context.runId,
+    token,
     cluster: slurmOptionsFromSettings(settings, context.runFolder),
     ...(context.env ? { env: context.env } : {}),
-    onServerUp: (baseURL) => pool.addServer(baseURL, context.signal),
+    onServerUp: async (baseURL) => {
+      // A server that answers without the run's token is not the job's (another user's process on that port, or
+      // a command that dropped --api-key): it would get the prompts, so it is not joined.
+      if (await answersWithoutKey(baseURL, context.signal)) {
+        if (!open.has(baseURL)) {
+          open.add(baseURL);
+          context.onWarning(
+            `SLURM: the server at ${baseURL} answers without this run's token: not joined (slurm.inference.command must pass {token} as the server's --api-key)`,
+          );
+        }
+        throw new Error(`${baseURL} does not require the run's token`);
+      }
+      await pool.addServer(baseURL, context.signal, token);
+    },
     onServerDown: (baseURL) => pool.removeServer(baseURL),
     onChange: (states) => {
       context.onEvent(serversEvent(states));

@@ -9,7 +9,8 @@
 // copied in as thetaevolve_evaluate.py with foreign_eval.py as
 // thetaevolve_foreign.py). Anything else is refused with the reason.
 import { execFile } from 'node:child_process';
-import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { copyToNewFile, writeNewFile } from '../newFiles';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errorMessage } from '../common/errors';
@@ -158,9 +159,9 @@ export async function convertForeignTask(dirOrEvaluator: string): Promise<{ file
     ['foreign_eval.py', CONVERTED_FILES.library],
     [join('openevolve', 'evaluation_result.py'), CONVERTED_FILES.evaluationResult],
   ];
-  for (const [from, to] of copies) await copyFile(join(runtime, from), join(task.dir, to));
+  for (const [from, to] of copies) await copyToNewFile(join(runtime, from), join(task.dir, to));
   // task.json last: until it exists the folder still loads as OpenEvolve's.
   const taskFile = join(task.dir, CONVERTED_FILES.taskFile);
-  await writeFile(taskFile, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
+  await writeNewFile(taskFile, `${JSON.stringify(raw, null, 2)}\n`);
   return { files: [...copies.map(([, to]) => join(task.dir, to)), taskFile], task: spec };
 }

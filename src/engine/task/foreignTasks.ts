@@ -115,7 +115,8 @@ export type OpenEvolveConfig = z.output<typeof OpenEvolveConfigSchema>;
 
 async function filesOf(dir: string): Promise<string[]> {
   try {
-    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+    // Links too (git stores them): reading one checks that it stays inside the folder, and says so when not.
+    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile() || e.isSymbolicLink()).map((e) => e.name);
   } catch {
     return [];
   }
@@ -279,7 +280,7 @@ function defines(source: string, name: string): boolean {
 }
 
 async function readText(file: string, what: string): Promise<string> {
-  const read = await readTaskText(file);
+  const read = await readTaskText(file, dirname(file));
   if (!read.ok) throw new TaskError(`${file}: cannot read the ${what}: it ${read.problem}`);
   return read.text;
 }

@@ -11,7 +11,8 @@
 // As in FunSearch the evaluation runs in the candidate's own process, so the
 // folder's scores are labelled not protected (evaluatorTrust 'in-sandbox').
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir } from 'node:fs/promises';
+import { copyToNewFile, writeNewFile } from '../newFiles';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { EVOLVE_BLOCK_END, EVOLVE_BLOCK_START } from '../common/diff';
@@ -121,6 +122,11 @@ export async function convertFunSearchSpec(
   if (!read.ok) throw new TaskError(`${spec}: cannot read the specification: it ${read.problem}`);
   const parts = await specParts(spec);
   const dir = resolve(options.outputDir ?? join(dirname(spec), basename(spec, extname(spec))));
+  // A link planted at the folder's name (beside a cloned specification) is refused, never written through.
+  if ((await lstat(dir).catch(() => null))?.isSymbolicLink())
+    throw new TaskError(
+      `${dir}: is a symbolic link: refused (a task folder is never written through a link); choose another folder with --output DIR`,
+    );
   const existing = await readdir(dir).catch(() => null);
   if (existing !== null && existing.length > 0)
     throw new TaskError(`${dir}: already exists and is not empty: choose another folder with --output DIR`);
@@ -152,9 +158,9 @@ export async function convertFunSearchSpec(
 
   await mkdir(dir, { recursive: true });
   const files = Object.values(FUNSEARCH_FILES).map((f) => join(dir, f));
-  await writeFile(join(dir, FUNSEARCH_FILES.program), program, { flag: 'wx' });
-  await copyFile(join(foreignRuntimeDir(), 'funsearch_evaluator.py'), join(dir, FUNSEARCH_FILES.evaluator));
-  await writeFile(join(dir, FUNSEARCH_FILES.settings), `${JSON.stringify(settings, null, 2)}\n`, { flag: 'wx' });
-  await writeFile(join(dir, FUNSEARCH_FILES.config), config, { flag: 'wx' });
+  await writeNewFile(join(dir, FUNSEARCH_FILES.program), program);
+  await copyToNewFile(join(foreignRuntimeDir(), 'funsearch_evaluator.py'), join(dir, FUNSEARCH_FILES.evaluator));
+  await writeNewFile(join(dir, FUNSEARCH_FILES.settings), `${JSON.stringify(settings, null, 2)}\n`);
+  await writeNewFile(join(dir, FUNSEARCH_FILES.config), config);
   return { dir, files, task: await loadTask(dir), run: parts.run, evolve: parts.evolve };
 }

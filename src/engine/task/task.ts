@@ -2,7 +2,7 @@
 // below, also published as media/task.schema.json for editors), the initial
 // program and the trusted evaluator. See src/engine/task/README.md.
 import { readdir, stat } from 'node:fs/promises';
-import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DirectionSchema } from '../common/events';
 import type { Direction, EvaluatorTrust } from '../common/types';
@@ -278,7 +278,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     if (err instanceof TaskError) throw err;
     throw new TaskError(`${dirOrFile}: no such task folder`);
   }
-  const read = await readTaskText(file);
+  const read = await readTaskText(file, dirname(file));
   if (!read.ok) throw new TaskError(`${file}: cannot read the task file (a task folder holds task.json): it ${read.problem}`);
   const text = read.text;
   let raw: unknown;
@@ -297,7 +297,7 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     fail(file, ['initialProgram'], `must be relative to the task folder (got ${describeValue(spec.initialProgram)})`);
   const initialProgramPath = resolve(dir, spec.initialProgram);
   if (relative(dir, initialProgramPath).startsWith('..')) fail(file, ['initialProgram'], 'must stay inside the task folder');
-  const program = await readTaskText(initialProgramPath);
+  const program = await readTaskText(initialProgramPath, dir);
   if (!program.ok) return fail(file, ['initialProgram'], `cannot read ${initialProgramPath}: it ${program.problem}`);
   const initialProgram = program.text;
   const blockProblem = evolveBlockProblem(initialProgram);

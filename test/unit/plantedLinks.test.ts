@@ -1,0 +1,98 @@
+// Writes never follow a planted link, and a task's files never lead out of
+// its folder (issue 42 item 5): convert and FunSearch conversion refuse a link
+// at a name they write, leaving its target as it was; an OpenEvolve folder
+// whose initial program or evaluator links to a "credentials" file outside,
+// or a task.json whose initialProgram does, is refused saying so.
+import { strict as assert } from 'node:assert';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { assertFolderInside, NewFileError } from '../../src/engine/newFiles';
+import { CONVERTED_FILES } from '../../src/engine/task/convert';
+import { loadTask, TaskError } from '../../src/engine/task/task';
+import { runCli } from '../support/cli';
+import { tempDir } from '../support/tempDirs';
+
+const OPENEVOLVE = resolve(__dirname, '../fixtures/openevolve/k_module_problem');
+const CAP_SET = resolve(__dirname, '../fixtures/funsearch/cap_set.py');
+const QUADRATIC = resolve(__dirname, '../fixtures/tasks/quadratic');
+const SECRET = '[default]\naws_secret_access_key = not-for-the-model\n';
+
+describe('planted links', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let secret: string;
+  beforeEach(() => {
+    dir = tempDir('thetaevolve-links-');
+    // Stands for ~/.aws/credentials: a file outside every task folder.
+    secret = join(dir, 'credentials');
+    writeFileSync(secret, SECRET);
+  });
+
+  it('convert refuses a link at a file it writes; the link target and the folder stay as they were', async () => {
+    const folder = join(dir, 'task');
+    cpSync(OPENEVOLVE, folder, { recursive: true });
+    symlinkSync(secret, join(folder, CONVERTED_FILES.evaluator));
+    const { code, stderr } = await runCli(['convert', folder], dir);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, new RegExp(`${CONVERTED_FILES.evaluator} is a symbolic link: refused`));
+    assert.equal(readFileSync(secret, 'utf8'), SECRET);
+    assert.ok(!existsSync(join(folder, CONVERTED_FILES.taskFile)), 'no task.json: the folder still loads as OpenEvolve');
+  });
+
+  it('FunSearch conversion refuses an output folder that is a link, writing nothing through it', async () => {
+    const elsewhere = join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    // Where the folder goes by default: beside the specification, named after it.
+    const spec = join(dir, 'cap_set.py');
+    cpSync(CAP_SET, spec);
+    symlinkSync(elsewhere, join(dir, 'cap_set'));
+    const { code, stderr } = await runCli(['convert', spec, '--inputs', '[3]'], dir);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /cap_set: is a symbolic link: refused/);
+    assert.deepEqual(readdirSync(elsewhere), []);
+  });
+
+  for (const name of ['initial_program.py', 'evaluator.py'])
+    it(`an OpenEvolve folder whose ${name} links to a file outside it is refused, naming where it leads`, async () => {
+      const folder = join(dir, 'task');
+      cpSync(OPENEVOLVE, folder, { recursive: true });
+      const file = join(folder, name);
+      writeFileSync(file, '');
+      symlinkSync(secret, `${file}.link`);
+      // Replace the file by the link (rename over it keeps one name).
+      renameSync(`${file}.link`, file);
+      await assert.rejects(loadTask(folder), (err: unknown) => {
+        assert.ok(err instanceof TaskError);
+        assert.match(err.message, new RegExp(`resolves to ${secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, outside the task folder`));
+        return true;
+      });
+      const { code, stderr } = await runCli(['evaluate', folder, join(OPENEVOLVE, 'initial_program.py')], dir);
+      assert.equal(code, 1);
+      assert.match(stderr, /outside the task folder/);
+      assert.doesNotMatch(stderr, /not-for-the-model/);
+    });
+
+  it('a task.json whose initialProgram is a link out of the folder is refused; one inside it is read', async () => {
+    const folder = join(dir, 'task');
+    cpSync(QUADRATIC, folder, { recursive: true });
+    const taskFile = join(folder, 'task.json');
+    const raw = JSON.parse(readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
+    symlinkSync(secret, join(folder, 'linked.py'));
+    writeFileSync(taskFile, JSON.stringify({ ...raw, initialProgram: 'linked.py' }));
+    await assert.rejects(loadTask(folder), /initialProgram.*resolves to .*credentials, outside the task folder/s);
+    // git stores links: one that stays inside the folder is fine.
+    symlinkSync(join(folder, 'initial.py'), join(folder, 'inside.py'));
+    writeFileSync(taskFile, JSON.stringify({ ...raw, initialProgram: 'inside.py' }));
+    assert.equal((await loadTask(folder)).initialProgramPath, join(folder, 'inside.py'));
+  });
+
+  it('a folder that links out of its root is refused', async () => {
+    const root = join(dir, 'workspace');
+    mkdirSync(root);
+    mkdirSync(join(dir, 'elsewhere'));
+    symlinkSync(join(dir, 'elsewhere'), join(root, 'circle-packing'));
+    mkdirSync(join(root, 'real'));
+    await assertFolderInside(join(root, 'real'), root);
+    await assert.rejects(assertFolderInside(join(root, 'circle-packing'), root), NewFileError);
+  });
+});

@@ -3,6 +3,7 @@
 // validates every message the host sends, the host every message the worker
 // sends (engine events with parseEngineEvent). Never imports vscode.
 import { z } from 'zod';
+import { PythonSourceSchema } from '../engine/common/pythonEnvironment';
 import { SettingsSchema } from '../engine/common/config';
 import { zodIssueText } from '../engine/common/errors';
 import { DatabaseSnapshotSchema } from '../engine/common/snapshot';
@@ -203,6 +204,8 @@ export const StartMessageSchema = z.object({
   apiKey: z.string().nullable(),
   /** Continue an existing database after its last committed step. */
   resume: z.boolean(),
+  /** The run's interpreter as the editor chose it (src/vscode/pythonInterpreter.ts); absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH. */
+  python: z.object({ path: z.string().min(1), source: PythonSourceSchema }).optional(),
 });
 export type StartMessage = z.infer<typeof StartMessageSchema>;
 

@@ -4,6 +4,7 @@
 // why a run could not start and which setting to change.
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { editorPythonChoice } from './pythonInterpreter';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
@@ -238,6 +239,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       settings,
       apiKey,
       resume: false,
+      python: await editorPythonChoice(fileUri, settings),
     });
   });
 
@@ -288,6 +290,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       settings,
       apiKey,
       resume: true,
+      python: await editorPythonChoice(origin.fileUri, settings),
     });
   });
 

@@ -158,6 +158,7 @@ async function startRun(message: StartMessage): Promise<void> {
       startCode: message.startCode ?? undefined,
       startPath: message.startPath ?? undefined,
       resume: message.resume,
+      ...(message.python ? { python: message.python } : {}),
       // In the editor a typo or a server not started is said in seconds, with Retry (src/vscode/runCommands.ts).
       unreachableServerFailsFast: true,
       signal: startSignal,

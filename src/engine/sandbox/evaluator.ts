@@ -51,6 +51,9 @@ import {
   withOutput,
 } from './trustedEvaluator';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
+import type { PythonEnvironment } from '../common/pythonEnvironment';
+import { DEFAULT_PYTHON } from '../python/interpreter';
+import { type InterpreterBinds, interpreterBinds } from './interpreterBinds';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -77,6 +80,8 @@ export interface EvaluatorOptions {
   scratchDir?: string;
   /** Told when something could not be cleaned up (a folder left on disk); the evaluation result is not affected. */
   onWarning?: (message: string) => void;
+  /** The run's interpreter: fills {python}, starts the seccomp launcher, and its prefixes are readable in bwrap (default: DEFAULT_PYTHON, nothing bound). */
+  python?: Pick<PythonEnvironment, 'executable' | 'prefixes'>;
 }
 
 /** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
@@ -130,7 +135,14 @@ export class Evaluator implements EvaluationBackend {
   /** Folders that could not be removed after an evaluation (also told to onWarning). */
   readonly cleanupFailures: string[] = [];
   private readonly info: IsolationInfo;
-  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
+  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning' | 'python'>> & {
+    runtimeLimitSec: number;
+  };
+  /** The interpreter {python} names (the same path inside bwrap, where its prefixes are bound). */
+  private readonly python: string;
+  private readonly pythonBinds: InterpreterBinds;
+  /** What starts the seccomp launcher without bwrap: the run's interpreter, else the python3 isolation found. */
+  private readonly launcherPython: string;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
   private readonly readOnlyCopies: Record<string, string>;
@@ -172,6 +184,12 @@ export class Evaluator implements EvaluationBackend {
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
     this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
+    this.python = options.python?.executable ?? DEFAULT_PYTHON;
+    this.launcherPython = options.python?.executable ?? this.info.seccompLauncher ?? DEFAULT_PYTHON;
+    this.pythonBinds =
+      this.info.kind === 'bwrap' && options.python
+        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase)
+        : { dirs: [], made: [] };
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Semaphore(this.options.concurrency);
@@ -197,7 +215,7 @@ export class Evaluator implements EvaluationBackend {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
-    for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
+    for (const copy of [...Object.values(this.readOnlyCopies), ...this.pythonBinds.made]) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -280,7 +298,13 @@ export class Evaluator implements EvaluationBackend {
       }
       const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
-      const scored = await scoreSolutionBytes(this.task, read.bytes, trustedDir, { memoryLimitMb: this.options.memoryLimitMb }, signal);
+      const scored = await scoreSolutionBytes(
+        this.task,
+        read.bytes,
+        trustedDir,
+        { memoryLimitMb: this.options.memoryLimitMb, python: this.python },
+        signal,
+      );
       return { ...scored, ...output, metrics: { ...scored.metrics, ...runtime } };
     } finally {
       await this.cleanUp(root);
@@ -322,11 +346,12 @@ export class Evaluator implements EvaluationBackend {
   private limitedCandidateCommand(programPath: string, workPath: string, processLimit: number | null, inBwrap: boolean): string[] {
     const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
     const filled = this.task.candidateCommand.map((arg) =>
-      fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
+      fillTemplate(arg, { ...this.task.variables, ...dirs, python: this.python, program: programPath, workDir: workPath }),
     );
-    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started.
+    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started;
+    // the run's interpreter starts it where the run has one (the python3 found at detection proved the launcher works here).
     const command = this.launcherFilter(inBwrap)
-      ? seccompLauncherCommand(this.info.seccompLauncher as string, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
+      ? seccompLauncherCommand(this.launcherPython, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
       : filled;
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
@@ -368,6 +393,7 @@ export class Evaluator implements EvaluationBackend {
         disableUsernsOption: this.info.disableUsernsOption,
         seccomp: seccomp !== null,
         readOnlyDirs: this.readOnlyDirs(),
+        pythonPrefixes: this.pythonBinds.dirs,
       }),
       '--',
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),

@@ -188,6 +188,8 @@ export function bwrapArguments(options: {
   seccomp: boolean;
   /** Extra host folders bound read-only (a foreign task's folder and our wrapper); none for task.json tasks. */
   readOnlyDirs?: readonly { hostDir: string; sandboxDir: string }[];
+  /** The run's Python prefixes, bound read-only at their own paths (interpreterBinds.ts); none where they lie in /usr. */
+  pythonPrefixes?: readonly { hostDir: string; sandboxDir: string }[];
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -221,6 +223,8 @@ export function bwrapArguments(options: {
     String(BWRAP_FD.program),
     `${SANDBOX_PROGRAM_DIR}/${options.programName}`,
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
+    // After the tmpfs mounts: a prefix under /tmp (a venv in a temp folder) lands on the sandbox's own /tmp.
+    ...(options.pythonPrefixes ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     '--remount-ro',
     '/',
     '--chdir',

@@ -18,6 +18,7 @@ import {
 } from '../common/types';
 import { zodIssueText } from '../common/errors';
 import { fillTemplate, type Task } from '../task/task';
+import { DEFAULT_PYTHON } from '../python/interpreter';
 import { removeTree } from './cleanup';
 import { baseEnvironment, findExecutable, limitedCommand } from './isolation';
 import { limitMetrics } from './metricsLimit';
@@ -118,14 +119,14 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
 export async function scoreSolutionFile(
   task: Task,
   solutionPath: string,
-  options: { signal?: AbortSignal; memoryLimitMb?: number } = {},
+  options: { signal?: AbortSignal; memoryLimitMb?: number; python?: string } = {},
 ): Promise<EvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
   const trustedDir = await mkdtemp(join(tmpdir(), 'thetaevolve-score-'));
   try {
-    const limits = { memoryLimitMb: options.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB };
+    const limits = { memoryLimitMb: options.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB, python: options.python ?? DEFAULT_PYTHON };
     const result = await scoreSolutionBytes(task, read.bytes, trustedDir, limits, options.signal);
     return { ...result, durationMs: performance.now() - started };
   } finally {
@@ -159,12 +160,14 @@ export async function scoreSolutionBytes(
   task: Task,
   bytes: Buffer,
   trustedDir: string,
-  limits: { memoryLimitMb: number },
+  limits: { memoryLimitMb: number; python: string },
   signal: AbortSignal | undefined,
 ): Promise<EvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
-  const template = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+  const template = task.evaluatorCommand.map((arg) =>
+    fillTemplate(arg, { ...task.variables, python: limits.python, solution: copy, taskDir: task.dir }),
+  );
   const command = evaluatorCommandUnderLimits(template, task, limits.memoryLimitMb);
   const run = await runProcess({
     file: command[0] as string,

@@ -42,6 +42,7 @@ export const UNIT_TEST_NEEDS = {
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],
+  'researcherPython.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'runHealth.test.ts': ['bubblewrap', 'python3'],
   'runComparison.test.ts': ['bubblewrap', 'python3'],
   'runLock.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],

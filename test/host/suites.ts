@@ -7,3 +7,4 @@ import './runTruth.host';
 import './slurm.host';
 import './steer.host';
 import './compare.host';
+import './python.host';

@@ -140,7 +140,8 @@ export class Evaluator implements EvaluationBackend {
   };
   /** The interpreter {python} names (the same path inside bwrap, where its prefixes are bound). */
   private readonly python: string;
-  private readonly pythonBinds: InterpreterBinds;
+  /** The interpreter's prefixes as bwrap binds them, made once (a linked tree as root can take seconds): awaited by each bwrap run. */
+  private readonly pythonBinds: Promise<InterpreterBinds>;
   /** What starts the seccomp launcher without bwrap: the run's interpreter, else the python3 isolation found. */
   private readonly launcherPython: string;
   private readonly scratchDir: string;
@@ -187,9 +188,12 @@ export class Evaluator implements EvaluationBackend {
     this.python = options.python?.executable ?? DEFAULT_PYTHON;
     this.launcherPython = options.python?.executable ?? this.info.seccompLauncher ?? DEFAULT_PYTHON;
     this.pythonBinds =
-      this.info.kind === 'bwrap' && options.python
+      // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
+      this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))
         ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase)
-        : { dirs: [], made: [] };
+        : Promise.resolve({ dirs: [], made: [] });
+    // A failure is each evaluation's (an infrastructure failure naming the prefix), not an unhandled rejection.
+    this.pythonBinds.catch(() => undefined);
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Semaphore(this.options.concurrency);
@@ -215,7 +219,8 @@ export class Evaluator implements EvaluationBackend {
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
-    for (const copy of [...Object.values(this.readOnlyCopies), ...this.pythonBinds.made]) await this.cleanUp(copy);
+    const pythonBinds = await this.pythonBinds.catch(() => ({ made: [] }));
+    for (const copy of [...Object.values(this.readOnlyCopies), ...pythonBinds.made]) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -385,6 +390,7 @@ export class Evaluator implements EvaluationBackend {
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true);
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
+    const pythonPrefixes = (await this.pythonBinds).dirs;
     const args = [
       ...bwrapArguments({
         programName,
@@ -393,7 +399,7 @@ export class Evaluator implements EvaluationBackend {
         disableUsernsOption: this.info.disableUsernsOption,
         seccomp: seccomp !== null,
         readOnlyDirs: this.readOnlyDirs(),
-        pythonPrefixes: this.pythonBinds.dirs,
+        pythonPrefixes,
       }),
       '--',
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),

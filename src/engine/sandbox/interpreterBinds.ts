@@ -6,11 +6,13 @@
 // prefix below a private folder (/root/miniconda3, a venv in a checkout
 // under /root): that prefix is bound from a tree of hard links (a copy where
 // links cannot be made) in a folder that user can traverse, made once per
-// run; the files keep their own permissions, so nothing unreadable becomes readable.
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+// run (without blocking: the Evaluator awaits it before its first bwrap);
+// the files keep their own permissions, so nothing unreadable becomes readable.
+import { execFile } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { ThetaEvolveError } from '../common/errors';
+import { errorMessage, ThetaEvolveError } from '../common/errors';
 
 /** The system folders every sandbox has already (isolation.ts systemMounts): a prefix inside one needs no bind. */
 const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
@@ -44,12 +46,25 @@ function reachableByOthers(path: string): boolean {
   }
 }
 
+/** Run a command without blocking the event loop (a large environment takes seconds to link); its stderr when it fails, else null. */
+function run(file: string, args: readonly string[]): Promise<string | null> {
+  return new Promise((resolvePromise) => {
+    execFile(file, [...args], { maxBuffer: 1024 * 1024 }, (err, _stdout, stderr) =>
+      resolvePromise(err ? stderr || errorMessage(err) : null),
+    );
+  });
+}
+
 /**
  * The binds that make `prefixes` readable in bwrap: those outside the
  * system folders, outermost only; `runAs` (we are root, bwrap runs as that
  * user): a prefix it cannot reach comes from a linked tree in `scratchBase`.
  */
-export function interpreterBinds(prefixes: readonly string[], runAs: { uid: number } | null, scratchBase: string): InterpreterBinds {
+export async function interpreterBinds(
+  prefixes: readonly string[],
+  runAs: { uid: number } | null,
+  scratchBase: string,
+): Promise<InterpreterBinds> {
   const wanted = [...new Set(prefixes)]
     .filter((p) => p !== '/' && !SYSTEM_FOLDERS.some((folder) => inside(p, folder)))
     .sort((a, b) => a.length - b.length);
@@ -60,19 +75,19 @@ export function interpreterBinds(prefixes: readonly string[], runAs: { uid: numb
       binds.dirs.push({ hostDir: prefix, sandboxDir: prefix });
       continue;
     }
-    const holder = mkdtempSync(join(scratchBase, 'thetaevolve-python-'));
+    const holder = await mkdtemp(join(scratchBase, 'thetaevolve-python-'));
     binds.made.push(holder);
-    chmodSync(holder, 0o755);
+    await chmod(holder, 0o755);
     const tree = join(holder, 'prefix');
     // GNU cp: hard links keep it cheap for a large conda environment; across filesystems a copy.
-    const linked = spawnSync('cp', ['-a', '--link', prefix, tree], { encoding: 'utf8' });
-    if (linked.status !== 0) {
-      rmSync(tree, { recursive: true, force: true });
-      const copied = spawnSync('cp', ['-a', prefix, tree], { encoding: 'utf8' });
-      if (copied.status !== 0) {
-        for (const made of binds.made) rmSync(made, { recursive: true, force: true });
+    const notLinked = await run('cp', ['-a', '--link', prefix, tree]);
+    if (notLinked !== null) {
+      await rm(tree, { recursive: true, force: true });
+      const notCopied = await run('cp', ['-a', prefix, tree]);
+      if (notCopied !== null) {
+        for (const made of binds.made) await rm(made, { recursive: true, force: true });
         throw new InterpreterBindError(
-          `cannot make the Python prefix ${prefix} readable in the sandbox: ${(copied.stderr || linked.stderr).trim().split('\n')[0] ?? ''}`,
+          `cannot make the Python prefix ${prefix} readable in the sandbox: ${notCopied.trim().split('\n')[0] ?? ''}`,
         );
       }
     }

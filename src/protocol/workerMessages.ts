@@ -26,6 +26,8 @@ const count = z.number().int().min(0);
 
 // ----------------------------------------------------------------- results
 
+/** An interpreter as chosen, before it ran (src/engine/python/interpreter.ts PythonChoice). */
+const PythonChoiceSchema = z.object({ path: z.string().min(1), source: PythonSourceSchema });
 export const ProgramRecordSchema = z.object({
   id: z.string(),
   parentId: z.string().nullable(),
@@ -136,7 +138,14 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   /** Runs compared (docs/architecture.md "Comparing runs"), each read from its database file as last committed. */
   z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
-  z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
+  z.object({
+    kind: z.literal('evaluate'),
+    taskDir: z.string().min(1),
+    code: z.string(),
+    settings: SettingsSchema,
+    /** The interpreter by the editor's order (absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH). */
+    python: PythonChoiceSchema.optional(),
+  }),
 ]);
 export type Query = z.infer<typeof QuerySchema>;
 export type QueryKind = Query['kind'];
@@ -205,7 +214,7 @@ export const StartMessageSchema = z.object({
   /** Continue an existing database after its last committed step. */
   resume: z.boolean(),
   /** The run's interpreter as the editor chose it (src/vscode/pythonInterpreter.ts); absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH. */
-  python: z.object({ path: z.string().min(1), source: PythonSourceSchema }).optional(),
+  python: PythonChoiceSchema.optional(),
 });
 export type StartMessage = z.infer<typeof StartMessageSchema>;
 

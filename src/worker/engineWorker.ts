@@ -23,6 +23,7 @@ import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from 
 import { bestSolutionFile } from '../engine/runFiles';
 import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
 import { parseRunMeta } from '../engine/common/runMeta';
+import { importedModules, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
@@ -291,7 +292,12 @@ async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryRes
     return await steerRun(file, query.request, {
       openEvaluator: async (meta): Promise<ClosableSteerEvaluator> => {
         const task = await loadTask(meta.taskDir);
-        const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+        // The interpreter the run recorded: a program added later is scored in the run's environment.
+        const evaluator = new Evaluator(task, {
+          ...evaluatorOptionsFromSettings(query.settings),
+          concurrency: 1,
+          ...(meta.python ? { python: meta.python } : {}),
+        });
         if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
         return evaluator;
       },
@@ -316,7 +322,10 @@ async function readBestSolution(dbFile: string): Promise<QueryResult<'bestSoluti
 /** One sandboxed evaluation for the host (the tasks.json `thetaevolve` task): the host never runs the sandbox itself. */
 async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Promise<QueryResult<'evaluate'>> {
   const task = await loadTask(query.taskDir);
-  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+  const python = taskUsesPython(task)
+    ? await probePython(query.python ?? pythonFromEnvironment(process.env), importedModules(query.code))
+    : null;
+  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1, ...(python ? { python } : {}) });
   try {
     const result = await evaluator.evaluate(query.code);
     return { taskTitle: task.title, direction: task.direction, isolation: isolationSummary(evaluator.isolation), ...result };

@@ -143,8 +143,9 @@ export async function probePython(choice: PythonChoice, modules: readonly string
     // Its own environment as the person's shell has it (a pyenv shim needs PYENV_ROOT): this is their interpreter, not a candidate.
     execFile(
       choice.path,
-      ['-c', PROBE_SCRIPT, ...names],
-      { timeout: PROBE_TIMEOUT_MS, maxBuffer: 1024 * 1024, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } },
+      // -I: as candidates see it (no PYTHONPATH, no user site: they run without either), and never a module of the current folder.
+      ['-I', '-c', PROBE_SCRIPT, ...names],
+      { cwd: '/', timeout: PROBE_TIMEOUT_MS, maxBuffer: 1024 * 1024, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } },
       (err, out, stderr) => {
         if (!err) return resolvePromise(out);
         const code = (err as NodeJS.ErrnoException).code;

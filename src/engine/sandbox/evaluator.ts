@@ -53,7 +53,7 @@ import {
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 import type { PythonEnvironment } from '../common/pythonEnvironment';
 import { DEFAULT_PYTHON } from '../python/interpreter';
-import { type InterpreterBinds, interpreterBinds } from './interpreterBinds';
+import { type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -142,7 +142,7 @@ export class Evaluator implements EvaluationBackend {
   private readonly python: string;
   /** The interpreter's prefixes as bwrap binds them, made once (a linked tree as root can take seconds): awaited by each bwrap run. */
   private readonly pythonBinds: Promise<InterpreterBinds>;
-  /** What starts the seccomp launcher without bwrap: the run's interpreter, else the python3 isolation found. */
+  /** What starts the seccomp launcher without bwrap: the run's interpreter where the candidate's user can run it, else the python3 isolation found. */
   private readonly launcherPython: string;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
@@ -186,7 +186,9 @@ export class Evaluator implements EvaluationBackend {
     // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
     this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
     this.python = options.python?.executable ?? DEFAULT_PYTHON;
-    this.launcherPython = options.python?.executable ?? this.info.seccompLauncher ?? DEFAULT_PYTHON;
+    // Without bwrap as root the launcher runs as nobody: the run's interpreter only where nobody can reach it.
+    const launcherCanRun = options.python && (this.info.runAs === null || options.python.prefixes.every(reachableByOthers));
+    this.launcherPython = (launcherCanRun ? options.python?.executable : undefined) ?? this.info.seccompLauncher ?? DEFAULT_PYTHON;
     this.pythonBinds =
       // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
       this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))

@@ -34,7 +34,7 @@ function inside(path: string, folder: string): boolean {
 }
 
 /** Whether others (the unprivileged user) can reach and list `path`: every folder above it searchable, itself readable too. */
-function reachableByOthers(path: string): boolean {
+export function reachableByOthers(path: string): boolean {
   try {
     if ((statSync(path).mode & 0o005) !== 0o005) return false;
     for (let dir = dirname(path); ; dir = dirname(dir)) {

@@ -82,6 +82,13 @@ const builds = [
   { ...node, entryPoints: ['src/worker/engineWorker.ts'], outfile: 'dist/engineWorker.js' },
   { ...node, minify: false, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
   { ...node, entryPoints: ['test/host/runner/runner.ts'], outfile: 'out/test/runner/runner.js', external: ['vscode'] },
+  // The stand-in for the Python extension (ms-python.python) the in-host tests install beside ours.
+  {
+    ...node,
+    entryPoints: ['test/host/pythonExtension/extension.ts'],
+    outfile: 'out/test/pythonExtension/extension.js',
+    external: ['vscode'],
+  },
 ];
 
 function copyAssets() {
@@ -89,6 +96,7 @@ function copyAssets() {
   copyFileSync(join(root, 'node_modules/sql.js/dist/sql-wasm.wasm'), join(root, 'dist/sql-wasm.wasm'));
   if (existsSync(join(root, 'out/test'))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, 'out/test/sql-wasm.wasm'));
   copyFileSync(join(root, 'test/host/runner/package.json'), join(root, 'out/test/runner/package.json'));
+  copyFileSync(join(root, 'test/host/pythonExtension/package.json'), join(root, 'out/test/pythonExtension/package.json'));
   chmodSync(join(root, 'dist/cli.js'), 0o755);
   // foreignTasks.ts finds these beside its bundle (__dirname/foreign).
   const foreign = join(root, 'src/engine/task/foreign');

@@ -1,5 +1,6 @@
 // The command-line contract of docs/architecture.md "Command line": one spec per command; the
 // handlers live in one file each and are looked up here.
+import { PYTHON_FLAG } from './python';
 import type { CommandSpec, ParsedArgs } from './args';
 import type { CliIO } from './io';
 import { EVALUATOR_FLAG } from './taskPath';
@@ -64,6 +65,7 @@ export const RUN_SPEC: CommandSpec = {
     },
     json: { kind: 'boolean', help: 'Machine-readable output: one JSON object per committed step.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run candidates even without the full sandbox (no bubblewrap, macOS, Windows).' },
+    python: PYTHON_FLAG,
   },
 };
 
@@ -95,6 +97,7 @@ export const EVALUATE_SPEC: CommandSpec = {
       help: "With --result-files: also create an empty file in DIR named after each finished program's folder.",
     },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
+    python: PYTHON_FLAG,
     backend: {
       kind: 'string',
       value: 'local|slurm',
@@ -194,6 +197,7 @@ export const STEER_SPEC: CommandSpec = {
     config: { kind: 'string', value: 'FILE', help: 'Settings for evaluating --add on a stopped run (sandbox limits), as for run.' },
     set: { kind: 'list', value: 'KEY=VALUE', help: 'One setting, as for run; repeatable.' },
     'allow-weak-isolation': { kind: 'boolean', help: 'Evaluate --add even without the full sandbox (no bubblewrap, macOS, Windows).' },
+    python: PYTHON_FLAG,
   },
 };
 

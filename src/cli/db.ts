@@ -11,6 +11,8 @@ import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
 import { steerAuthorOf } from '../engine/common/steering';
+import { pythonOfRunMeta } from '../engine/common/runMeta';
+import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 
@@ -52,6 +54,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,
+      // What results depend on: the interpreter and package versions the run's Python had (null: not recorded).
+      python: pythonOfRunMeta(db.meta()),
     };
     if (booleanFlag(args, 'json')) {
       io.stdout(JSON.stringify(report) + '\n');
@@ -82,6 +86,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       lines.push(
         `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}${guidance.by === 'agent' ? ' (by the agent)' : ''}`,
       );
+    if (report.python) lines.push(`  python        ${describePythonEnvironment(report.python)}`);
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);

@@ -19,6 +19,9 @@ import { loadTask, type Task, TaskError } from '../engine/task/task';
 import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
+import { cliPythonChoice } from './python';
+import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
+import { importedModules, probePython, taskUsesPython } from '../engine/python/interpreter';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
@@ -73,9 +76,15 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     return evaluateOnSlurm(task, first.code, settings, timeout, json, io, onWarning);
   }
 
+  const python = taskUsesPython(task)
+    ? await probePython(cliPythonChoice(args, settings, io), importedModules(first.code)).catch((err: unknown) => {
+        throw new InputError(errorMessage(err), { cause: err });
+      })
+    : null;
   let evaluator: Evaluator;
   try {
     evaluator = new Evaluator(task, {
+      ...(python ? { python } : {}),
       // thetaevolve.sandbox.* (--set / --config; a SLURM job passes the run's limits this way).
       ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: programs.length }),
       // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).
@@ -90,6 +99,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   if (evaluator.isolation.warning) io.stderr(`thetaevolve: ${evaluator.isolation.warning}\n`);
   // With --json, stdout is the result alone: the isolation goes to stderr.
   if (json || resultFiles) io.stderr(`thetaevolve: isolation: ${isolationLines(evaluator.isolation).join('; ')}\n`);
+  if ((json || resultFiles) && python) io.stderr(`thetaevolve: ${describePythonEnvironment(python)}\n`);
   try {
     if (resultFiles) {
       const written = await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir)));
@@ -104,6 +114,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       const lines = resultLines(result, task);
       const [first, ...rest] = isolationLines(evaluator.isolation);
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
+      if (python) lines.push(`python     ${describePythonEnvironment(python)}`);
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
       io.stdout(forDisplay(lines.join('\n')) + '\n');
     }

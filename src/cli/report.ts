@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { formatScore } from '../engine/common/format';
+import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { forDisplay } from '../engine/common/displayText';
 import type { RunComparison } from '../engine/common/runComparison';
 import { writeFileAtomic } from '../engine/database/atomicFile';
@@ -53,7 +54,12 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
     io.stdout(JSON.stringify(comparison) + '\n');
     return 0;
   }
+  // Results depend on the environment: runs whose Python or packages differ are told so first.
+  const pythonDiffers = comparison.differing.includes('python');
   const lines = [
+    ...(pythonDiffers
+      ? ["Note: these runs ran in different Python environments (see each run's Python below); their results may differ for that alone."]
+      : []),
     `Compared ${comparison.runs.length} run(s)${comparison.differing.length > 0 ? ` differing in ${comparison.differing.join(', ')}` : ''}:`,
   ];
   for (const run of comparison.runs) {
@@ -63,6 +69,7 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
     lines.push(
       `  ${forDisplay(run.label)}: ${run.steps.length} steps, best ${best === null ? 'none' : formatScore(best)}${policy} (${run.file})`,
     );
+    if (run.python) lines.push(`    ${forDisplay(describePythonEnvironment(run.python))}`);
   }
   if (htmlFile) lines.push(`Report: ${htmlFile}`);
   if (pngFile) lines.push(`Picture: ${pngFile}`);

@@ -16,6 +16,8 @@ import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, inferenceJobsLine, stepFailureLines } from './stepReport';
 import { configEndpointNotice, settingsFromArgs, withFlagNames } from './settingsSources';
+import { cliPythonChoice } from './python';
+import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
 import { forDisplay } from '../engine/common/displayText';
@@ -83,6 +85,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
           `thetaevolve run: ${event.task.title} (${event.task.direction}) with ${event.source.label}; ` +
             `B=${settings.batchSize} x n=${settings.samplesPerPrompt}, K=${settings.evaluationConcurrency}` +
             `${settings.pipelineDepth > 0 ? `, steps overlapping (pipelineDepth ${settings.pipelineDepth})` : ''}; ` +
+            `${event.python ? `${describePythonEnvironment(event.python)}; ` : ''}` +
             `${event.resumedFromStep !== null ? `resuming after step ${event.resumedFromStep}` : 'new run'}: ${event.dbFile}\n`,
         );
         break;
@@ -167,6 +170,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       startPath,
       stepsThisInvocation: numberFlag(args, 'steps'),
       untilStep: numberFlag(args, 'until-step'),
+      python: cliPythonChoice(args, settings, io),
       signal: io.signal,
       onEvent,
       onWarning: warn,

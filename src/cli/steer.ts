@@ -14,6 +14,8 @@ import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerR
 import { loadTask, TaskError } from '../engine/task/task';
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
+import { cliPythonChoice } from './python';
+import { probePython, taskUsesPython } from '../engine/python/interpreter';
 import { settingsFromArgs } from './settingsSources';
 
 const ACTIONS = ['add', 'guidance', 'clear-guidance', 'ban', 'unban', 'pin'] as const;
@@ -104,9 +106,15 @@ export async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: C
     });
   });
   const settings = settingsFromArgs(args, io.cwd);
+  const python = taskUsesPython(task)
+    ? await probePython(cliPythonChoice(args, settings, io)).catch((err: unknown) => {
+        throw new InputError(errorMessage(err), { cause: err });
+      })
+    : null;
   try {
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: 1 }),
+      ...(python ? { python } : {}),
       onWarning: (message) => io.stderr(`thetaevolve ${command}: ${message}\n`),
     });
     if (evaluator.isolation.warning) io.stderr(`thetaevolve ${command}: ${evaluator.isolation.warning}\n`);

@@ -264,6 +264,7 @@ function runInputOfEvent(event: RunStartedEvent): DashboardRunInput {
     samplesPerPrompt: typeof event.settings.samplesPerPrompt === 'number' ? event.settings.samplesPerPrompt : null,
     resumedFromStep: event.resumedFromStep,
     ...(event.isolation ? { isolation: event.isolation } : {}),
+    ...(event.python ? { python: event.python } : {}),
     ...(event.task.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
   };
 }
@@ -394,6 +395,7 @@ export async function replayRunFromDisk(
       batchSize: null,
       samplesPerPrompt: null,
       resumedFromStep: null,
+      ...(meta.python ? { python: meta.python } : {}),
       ...(meta.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
     });
     feedHistory(model, history, new RunElapsed());

@@ -3,6 +3,7 @@
 // 1,000+ step run stays a few hundred points, MAP-Elites heat-map binning,
 // the score histogram, and the model that turns engine inputs into the
 // protocol's snapshot and incremental messages.
+import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import {
   type BackendView,
   type BestView,
@@ -376,6 +377,8 @@ export function runView(input: DashboardRunInput): RunView {
     details.push(`B ${input.batchSize} x n ${input.samplesPerPrompt} = ${input.batchSize * input.samplesPerPrompt} samples per step`);
   }
   if (input.resumedFromStep !== null) details.push(`resumed after step ${input.resumedFromStep}`);
+  // Results depend on the environment (docs/architecture.md "The researcher's Python").
+  if (input.python) details.push(describePythonEnvironment(input.python));
   return {
     runId: input.runId,
     taskName: input.taskName,

@@ -15,6 +15,7 @@ import { EvaluationOutputWriter } from './evaluationOutputs';
 import { fillTemplate, type Task } from './task/task';
 import { outcomeOfEvaluation, type ResponseSource } from './common/types';
 import { errorMessage } from './common/errors';
+import type { PythonEnvironment } from './common/pythonEnvironment';
 import { FailedStep, StopSignal } from './step/abandoned';
 import { keepBestSolution } from './step/bestSolution';
 import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
@@ -46,6 +47,8 @@ export interface EvolutionRunSpec {
   untilStep?: number;
   /** The sandbox candidates get, announced with run_started. */
   isolation?: IsolationSummary;
+  /** The interpreter everything Python ran with (recorded in the run meta, announced with run_started); absent: the task runs no Python. */
+  python?: PythonEnvironment;
   onEvent: (event: EngineEvent) => void;
   /**
    * Called with each step's groups (child ids still null) right before the
@@ -150,6 +153,7 @@ export class EvolutionRun {
           source: this.spec.source.label,
           createdAt: Date.now(),
           evaluatorTrust: task.evaluatorTrust,
+          ...(this.spec.python ? { python: this.spec.python } : {}),
         },
       });
       const db = this.db;
@@ -171,6 +175,7 @@ export class EvolutionRun {
         dbFile: this.spec.dbFile,
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
         ...(this.spec.isolation ? { isolation: this.spec.isolation } : {}),
+        ...(this.spec.python ? { python: this.spec.python } : {}),
         settings: runSettingsSummary(settings),
         resumedFromStep,
       });
@@ -367,6 +372,10 @@ export class EvolutionRun {
     });
     // The health check: without the starting program's score there is nothing to evolve from, and an
     // evaluator or sandbox that fails on the task's own program would fail every candidate as well.
+    // A module the interpreter lacks is the environment's failure, the program's or the evaluator's alike.
+    const missing = this.spec.python && outcome !== 'valid' ? missingModule(`${result.reason}\n${result.stderr}`) : null;
+    if (missing !== null && this.spec.python)
+      throw new Error(importFailure(task, missing, this.spec.python.executable, result.metrics.evaluator_failed === true));
     if (result.status === 'evaluation_failed') throw new Error(startFailure(task, result.reason, result.metrics.evaluator_failed === true));
     const record = await db.addInitial({
       parentId: null,
@@ -611,6 +620,16 @@ function oneLine(reason: string): string {
 }
 
 /** Why the run cannot start: the task's evaluator (named) or the sandbox failed on the starting program. */
+/** The module a Python traceback says could not be imported, or null. */
+export function missingModule(output: string): string | null {
+  return /ModuleNotFoundError: No module named '([^']+)'/.exec(output)?.[1] ?? null;
+}
+
+function importFailure(task: Task, module: string, python: string, evaluatorFailed: boolean): string {
+  const who = evaluatorFailed ? "the task's evaluator" : 'the starting program';
+  return `${who} cannot import ${module} with the Python interpreter ${python}: install it there, or choose an interpreter that has it (--python, the setting thetaevolve.python)`;
+}
+
 function startFailure(task: Task, reason: string, evaluatorFailed: boolean): string {
   if (!evaluatorFailed) return `the starting program could not be evaluated: ${oneLine(reason)}`;
   const script = task.evaluatorCommand.find((arg) => /\.(py|c?js|mjs|sh)$/.test(arg)) ?? task.evaluatorCommand[0] ?? 'the evaluator';

@@ -21,6 +21,8 @@ import { acquireRunLock, type RunLock } from './runLock';
 import { SandboxUnavailableError } from './sandbox/evaluator';
 import type { IsolationReport } from './sandbox/isolation';
 import type { Task } from './task/task';
+import type { PythonEnvironment } from './common/pythonEnvironment';
+import { importedModules, probePython, type PythonChoice, pythonFromEnvironment, taskUsesPython } from './python/interpreter';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './common/types';
 
@@ -60,6 +62,8 @@ export interface RunRequest {
    * its server beside it).
    */
   unreachableServerFailsFast?: boolean;
+  /** The interpreter chosen for the run (the CLI's or the editor's order); default: an activated environment, then python3 on PATH. */
+  python?: PythonChoice;
   /** Aborts the assembly (endpoint check, reaching the trainer). */
   signal: AbortSignal;
   onEvent: (event: EngineEvent) => void;
@@ -157,6 +161,9 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     banned = new Set(info.banned);
   }
 
+  // The researcher's Python, asked first: a missing interpreter is named in one line before anything starts.
+  const python = await runPython(request, startCode ?? task.initialProgram);
+
   // Inference servers as SLURM jobs: submitted now, the run waits for one to answer (or a server of thetaevolve.endpoint).
   const inference = await startInference(request);
   // One server: its client; several base URLs in thetaevolve.endpoint: a pool spreading requests over them.
@@ -221,6 +228,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       signal,
       onQueue: (queue) => request.onEvent(evaluationQueueEvent(queue)),
       onWarning: request.onWarning,
+      ...(python ? { python } : {}),
     });
   } catch (err) {
     await trainer.close();
@@ -252,6 +260,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     stepsThisInvocation: request.stepsThisInvocation,
     untilStep: request.untilStep,
     isolation: isolationSummary(evaluator.isolation, evaluator.kind),
+    ...(python ? { python } : {}),
     onEvent: request.onEvent,
     beforeCommit: async (committed, stepSignal) => {
       await trainer.spoolStep(committed, stepSignal);
@@ -285,6 +294,17 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       if (source instanceof EndpointPool) source.dispose();
     },
   };
+}
+
+/** The run's interpreter, asked what it is (version, prefixes, package versions); null when the task runs no Python. */
+async function runPython(request: RunRequest, startCode: string): Promise<PythonEnvironment | null> {
+  if (!taskUsesPython(request.task)) return null;
+  const choice = request.python ?? pythonFromEnvironment(process.env);
+  try {
+    return await probePython(choice, request.task.language === 'py' ? importedModules(startCode) : []);
+  } catch (err) {
+    throw new RunSetupError(errorMessage(err), choice.source === 'thetaevolve.python' ? 'thetaevolve.python' : null, { cause: err });
+  }
 }
 
 /** The run's inference jobs on SLURM (thetaevolve.slurm.inference.*), started and waited for; null when it has none. */

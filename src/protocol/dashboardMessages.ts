@@ -8,6 +8,7 @@
 // its objective, not 1/objective); the host's model (src/dashboard/dashboardModel.ts)
 // converts before sending.
 import { z } from 'zod';
+import { PythonEnvironmentSchema } from '../engine/common/pythonEnvironment';
 import { zodIssueText } from '../engine/common/errors';
 import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/common/snapshot';
 import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema, StepStatisticsSchema } from '../engine/common/events';
@@ -103,6 +104,8 @@ export const DashboardRunInputSchema = z.object({
   resumedFromStep: count.nullable(),
   /** The sandbox candidates get (absent for a run read back from disk). */
   isolation: IsolationSummarySchema.optional(),
+  /** The interpreter the run's Python ran with (absent: older runs, tasks without Python). */
+  python: PythonEnvironmentSchema.optional(),
   /** Why the score is not protected from a hostile candidate (another system's task folder: its evaluator runs with the candidate). */
   scoreUnprotected: z.string().optional(),
 });

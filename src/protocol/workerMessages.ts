@@ -3,6 +3,7 @@
 // validates every message the host sends, the host every message the worker
 // sends (engine events with parseEngineEvent). Never imports vscode.
 import { z } from 'zod';
+import { PythonSourceSchema } from '../engine/common/pythonEnvironment';
 import { SettingsSchema } from '../engine/common/config';
 import { zodIssueText } from '../engine/common/errors';
 import { DatabaseSnapshotSchema } from '../engine/common/snapshot';
@@ -26,6 +27,8 @@ const count = z.number().int().min(0);
 
 // ----------------------------------------------------------------- results
 
+/** An interpreter as chosen, before it ran (src/engine/python/interpreter.ts PythonChoice). */
+const PythonChoiceSchema = z.object({ path: z.string().min(1), source: PythonSourceSchema });
 export const ProgramRecordSchema = z.object({
   id: z.string(),
   parentId: z.string().nullable(),
@@ -148,7 +151,14 @@ export const QuerySchema = z.discriminatedUnion('kind', [
     settings: SettingsSchema,
   }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
-  z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
+  z.object({
+    kind: z.literal('evaluate'),
+    taskDir: z.string().min(1),
+    code: z.string(),
+    settings: SettingsSchema,
+    /** The interpreter by the editor's order (absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH). */
+    python: PythonChoiceSchema.optional(),
+  }),
 ]);
 export type Query = z.infer<typeof QuerySchema>;
 export type QueryKind = Query['kind'];
@@ -217,6 +227,8 @@ export const StartMessageSchema = z.object({
   apiKey: z.string().nullable(),
   /** Continue an existing database after its last committed step. */
   resume: z.boolean(),
+  /** The run's interpreter as the editor chose it (src/vscode/pythonInterpreter.ts); absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH. */
+  python: PythonChoiceSchema.optional(),
 });
 export type StartMessage = z.infer<typeof StartMessageSchema>;
 

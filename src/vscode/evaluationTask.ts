@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import * as vscode from 'vscode';
+import { editorPythonChoice } from './pythonInterpreter';
 import { forDisplay } from '../engine/common/displayText';
 import type { EngineEvent, EvaluationFinishedEvent, EvaluationStartedEvent } from '../engine/common/events';
 import { errorMessage } from '../engine/common/errors';
@@ -336,7 +337,8 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     this.write(`Evaluating ${programPath} with task ${task.title} (${task.direction})...`);
     // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.
     const timeoutMs = (task.runtimeLimitSec + task.evaluatorTimeLimitSec + 60) * 1000;
-    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.source, code, settings }, { timeoutMs });
+    const python = await editorPythonChoice(vscode.Uri.file(programPath), settings);
+    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.source, code, settings, python }, { timeoutMs });
     if (result.isolation.warning) this.write(colour(33, result.isolation.warning));
     this.write(`isolation  ${result.isolation.summary}`);
     for (const why of result.isolation.missing) this.write(`           missing: ${why}`);

@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { confirmTaskFolder } from './runTrust';
 import { keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
 import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
+import { editorPythonChoice } from './pythonInterpreter';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
@@ -258,6 +259,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       settings,
       apiKey,
       resume: false,
+      python: await editorPythonChoice(fileUri, settings),
     });
   });
 
@@ -313,6 +315,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       settings,
       apiKey,
       resume: true,
+      python: await editorPythonChoice(origin.fileUri, settings),
     });
   });
 

@@ -6,6 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import { showWarning } from './notify';
+import type { PythonChoice } from '../engine/python/interpreter';
 import type { Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/common/runMeta';
@@ -74,6 +75,8 @@ export interface StartSpec {
   settings: Settings;
   apiKey: string | undefined;
   resume: boolean;
+  /** The run's interpreter by the editor's order (src/vscode/pythonInterpreter.ts); absent: as the command line finds one. */
+  python?: PythonChoice;
 }
 
 /** A run database found under a workspace folder's runs directory. */
@@ -261,6 +264,7 @@ export class RunController implements vscode.Disposable {
         settings: spec.settings,
         apiKey: spec.apiKey ?? null,
         resume: spec.resume,
+        ...(spec.python ? { python: spec.python } : {}),
       });
     } catch (err) {
       this.current = undefined;

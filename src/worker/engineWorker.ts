@@ -23,6 +23,7 @@ import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from 
 import { bestSolutionFile } from '../engine/runFiles';
 import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
 import { parseRunMeta } from '../engine/common/runMeta';
+import { importedModules, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
@@ -179,6 +180,7 @@ async function startRun(message: StartMessage): Promise<void> {
       startCode: message.startCode ?? undefined,
       startPath: message.startPath ?? undefined,
       resume: message.resume,
+      ...(message.python ? { python: message.python } : {}),
       // In the editor a typo or a server not started is said in seconds, with Retry (src/vscode/runCommands.ts).
       unreachableServerFailsFast: true,
       signal: startSignal,
@@ -321,7 +323,12 @@ async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryRes
 function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
   return async (meta) => {
     const task = await loadTask(meta.taskDir);
-    const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(settings), concurrency: 1 });
+    // The interpreter the run recorded: a program added later is scored in the run's environment.
+    const evaluator = new Evaluator(task, {
+      ...evaluatorOptionsFromSettings(settings),
+      concurrency: 1,
+      ...(meta.python ? { python: meta.python } : {}),
+    });
     if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
     return evaluator;
   };
@@ -362,7 +369,10 @@ async function readBestSolution(dbFile: string): Promise<QueryResult<'bestSoluti
 /** One sandboxed evaluation for the host (the tasks.json `thetaevolve` task): the host never runs the sandbox itself. */
 async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Promise<QueryResult<'evaluate'>> {
   const task = await loadTask(query.taskDir);
-  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1 });
+  const python = taskUsesPython(task)
+    ? await probePython(query.python ?? pythonFromEnvironment(process.env), importedModules(query.code))
+    : null;
+  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1, ...(python ? { python } : {}) });
   try {
     const result = await evaluator.evaluate(query.code);
     return { taskTitle: task.title, direction: task.direction, isolation: isolationSummary(evaluator.isolation), ...result };

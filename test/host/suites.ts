@@ -10,3 +10,4 @@ import './compare.host';
 import './notebook.host';
 import './agentTools.host';
 import './surface.host';
+import './python.host';

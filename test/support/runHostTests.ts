@@ -18,16 +18,16 @@ interface Report {
   tests: { title: string; state: string; error?: string; durationMs?: number }[];
 }
 
-/** The runner extension (built by npm run build into out/test/runner) as a .vsix in `dir`. */
-function packageRunner(dir: string): string {
-  const folder = join(REPO_ROOT, 'out', 'test', 'runner');
-  if (!existsSync(join(folder, 'runner.js'))) throw new Error(`${folder} is missing: run \`npm run build\` first`);
-  const vsix = join(dir, 'host-test-runner.vsix');
+/** A test-only extension built by npm run build into out/test/<name> (the runner, the Python extension's stand-in) as a .vsix in `dir`. */
+function packageTestExtension(dir: string, name: string, main: string): string {
+  const folder = join(REPO_ROOT, 'out', 'test', name);
+  if (!existsSync(join(folder, main))) throw new Error(`${folder} is missing: run \`npm run build\` first`);
+  const vsix = join(dir, `host-test-${name}.vsix`);
   // A test-only package: no licence, repository or README to check.
   const vsce = join(REPO_ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
   const args = [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', vsix];
   const result = spawnSync(process.execPath, args, { cwd: folder, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`packaging the in-host test runner failed: ${result.stderr || result.stdout}`);
+  if (result.status !== 0) throw new Error(`packaging the in-host test extension ${name} failed: ${result.stderr || result.stdout}`);
   return vsix;
 }
 
@@ -67,7 +67,9 @@ async function main(): Promise<number> {
   const bundle = join(REPO_ROOT, 'out', 'test', 'host.js');
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` first`);
   const scratch = mkdtempSync(join(tmpdir(), 'thetaevolve-host-tests-'));
-  const runner = packageRunner(scratch);
+  const runner = packageTestExtension(scratch, 'runner', 'runner.js');
+  // ms-python.python as the tests need it: the active environment is the test's to set (test/host/python.host.ts).
+  const pythonExtension = packageTestExtension(scratch, 'pythonExtension', 'extension.js');
   const workspace = join(scratch, 'workspace');
   mkdirSync(join(workspace, 'my-task'), { recursive: true });
   // A malformed task folder in the workspace: the task picker tests list it with its error.
@@ -77,7 +79,7 @@ async function main(): Promise<number> {
   const dialogLog = join(scratch, 'dialogs.jsonl');
   const server = await startCodeServer({
     workspace,
-    extraExtensions: [runner],
+    extraExtensions: [runner, pythonExtension],
     env: {
       THETAEVOLVE_HOST_TESTS: bundle,
       THETAEVOLVE_HOST_TEST_RESULTS: resultsFile,

@@ -312,12 +312,24 @@ describe('dashboard data: the model', () => {
       batchSize: 8,
       samplesPerPrompt: 4,
       resumedFromStep: 40,
+      python: {
+        executable: '/home/r/venv/bin/python',
+        source: 'python extension',
+        version: '3.11.2',
+        prefixes: ['/home/r/venv', '/usr'],
+        packages: { scipy: '1.10.1', numpy: '1.24.2' },
+      },
     });
     assert.equal(m.type, 'snapshot');
     const run = model.snapshot().run;
     assert.equal(run?.source.label, 'offline mutate sampler (no model)');
     assert.equal(run?.directionLabel, 'minimise (lower is better)');
-    assert.deepEqual(run?.details, ['B 8 x n 4 = 32 samples per step', 'resumed after step 40']);
+    // The header says which interpreter, its version and the packages results depend on.
+    assert.deepEqual(run?.details, [
+      'B 8 x n 4 = 32 samples per step',
+      'resumed after step 40',
+      'Python 3.11.2 (/home/r/venv/bin/python; numpy 1.24.2, scipy 1.10.1)',
+    ]);
   });
 
   it('summary and best card in the objective; the histogram counts evaluated valid programs unless the database gives scores', () => {

@@ -7,6 +7,7 @@ import { DATABASE_PRESETS } from '../../src/engine/common/config';
 import type { StepStatistics } from '../../src/engine/common/events';
 import { compareRuns, policyVersionRows, RunComparisonSchema, type RunRecordForComparison } from '../../src/engine/common/runComparison';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
+import { type PythonEnvironment, pythonEnvironmentDifferences } from '../../src/engine/common/pythonEnvironment';
 import { escapeHtml, jsonForScript, reportHtml } from '../../src/cli/reportHtml';
 
 function stats(
@@ -47,6 +48,7 @@ function run(runId: string, overrides: Partial<RunRecordForComparison> = {}): Ru
     steps: [],
     best: null,
     lineage: { programs: [], complete: true },
+    python: null,
     ...overrides,
   };
 }
@@ -79,6 +81,28 @@ describe('run comparison model', () => {
       ['x', 'y'],
     );
     RunComparisonSchema.parse(comparison);
+  });
+
+  it('runs whose Python environments differ are marked by it (version and packages, not where the interpreter lives)', () => {
+    const env = (executable: string, scipy: string): PythonEnvironment => ({
+      executable,
+      source: '--python',
+      version: '3.11.2',
+      prefixes: ['/usr'],
+      packages: { numpy: '1.24.2', scipy },
+    });
+    const debian = run('debian', { python: env('/usr/bin/python3', '1.10.1') });
+    const venv = run('venv', { python: env('/home/r/venv/bin/python', '1.10.1') });
+    const pyenv = run('pyenv', { python: env('/root/.pyenv/versions/3.11.7/bin/python3', '1.17.1') });
+    assert.deepEqual(compareRuns([debian, venv], DATABASE_PRESETS, 0).differing, [], 'the same versions in another place');
+    const comparison = RunComparisonSchema.parse(compareRuns([debian, pyenv, run('old')], DATABASE_PRESETS, 0));
+    assert.deepEqual(comparison.differing, ['python']);
+    assert.deepEqual(
+      comparison.runs.map((r) => r.settings.python),
+      ['3.11.2 (numpy 1.24.2, scipy 1.10.1)', '3.11.2 (numpy 1.24.2, scipy 1.17.1)', 'not recorded'],
+    );
+    assert.equal(comparison.runs[1]?.python?.executable, '/root/.pyenv/versions/3.11.7/bin/python3');
+    assert.deepEqual(pythonEnvironmentDifferences(debian.python, pyenv.python), ['scipy 1.10.1 vs 1.17.1']);
   });
 
   it('a setting changed within a run reads in order; steps written before it was recorded read "not recorded"', () => {

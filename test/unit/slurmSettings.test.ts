@@ -16,6 +16,7 @@ import {
   partitionOfJobs,
 } from '../../src/engine/evaluation/slurmPacking';
 import { PendingWatch } from '../../src/engine/evaluation/slurmQueue';
+import { sandboxLimitArguments } from '../../src/engine/evaluation/slurmStaging';
 
 describe('SLURM settings', () => {
   it('defaults: local backend; SLURM staging under the run folder, 512 jobs, 5 s polls, 2 resubmits', () => {
@@ -152,6 +153,18 @@ describe('SLURM settings', () => {
       bad({ 'slurm.inference.command': 'x {port}', 'slurm.inference.sbatchArguments': '--job-name=x' }),
       /thetaevolve\.slurm\.inference\.sbatchArguments names an option ThetaEvolve sets itself/,
     );
+  });
+
+  it("gives the node's evaluate the run's sandbox limits and the nodes' interpreter (slurm.python, else the run's path), quoted", () => {
+    assert.equal(
+      sandboxLimitArguments({ memoryLimitMb: 96, outputLimitKb: 1, python: "/home/o'neil/env/bin/python" }),
+      ` --set sandbox.memoryLimitMb=96 --set sandbox.outputLimitKb=1 --python '/home/o'\\''neil/env/bin/python'`,
+    );
+    assert.equal(
+      sandboxLimitArguments({ memoryLimitMb: 96, outputLimitKb: 1 }),
+      ' --set sandbox.memoryLimitMb=96 --set sandbox.outputLimitKb=1',
+    );
+    assert.equal(defaultSettings()['slurm.python'], '', 'empty: the same path as the run');
   });
 
   it('splits like a shell for plain, quoted and escaped words', () => {

@@ -261,8 +261,8 @@ describe('bundled tasks', () => {
         assert.deepEqual(placeholdersOf(filled), [], `${task.name}/${meta.id} has unfilled placeholders`);
         assert.ok(!filled.includes('{MAX_RUNTIME}'));
       }
-      assert.equal(task.candidateCommand[0], '/usr/bin/python3', 'the system Python with Debian numpy/scipy');
-      assert.equal(task.evaluatorCommand[0], '/usr/bin/python3');
+      assert.equal(task.candidateCommand[0], '{python}', "the run's interpreter");
+      assert.equal(task.evaluatorCommand[0], '{python}');
     }
   });
 

@@ -172,6 +172,14 @@ export const SETTINGS = [
       'Run candidate programs even where the full sandbox (bubblewrap with seccomp, Linux) is not available: without bubblewrap, on macOS (sandbox-exec) or on Windows (no isolation). Off: ThetaEvolve refuses to evaluate and says how to get a sandbox. Machine-wide, so a workspace cannot turn it on.',
   },
   {
+    key: 'python',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description:
+      "The Python interpreter that runs everything of a run: candidates, the task's evaluator, other systems' folders and the sandbox's launcher (a venv's or conda environment's bin/python). Empty: the Python extension's interpreter for the program's folder, then python.defaultInterpreterPath, an activated environment (VIRTUAL_ENV, CONDA_PREFIX), then python3 on PATH. Machine-wide, so a workspace cannot choose what runs.",
+  },
+  {
     key: 'evaluation.backend',
     type: 'string',
     default: 'local',
@@ -225,6 +233,14 @@ export const SETTINGS = [
     default: 'node',
     scope: 'machine',
     description: "Command that starts Node.js (>= 20) on the compute nodes; evaluation jobs run ThetaEvolve's own `evaluate` with it.",
+  },
+  {
+    key: 'slurm.python',
+    type: 'string',
+    default: '',
+    scope: 'machine',
+    description:
+      "The Python interpreter evaluation jobs use on the compute nodes. Empty: the same path as the run's interpreter on this machine.",
   },
   {
     key: 'slurm.stagingDirectory',

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { zodIssueText } from './errors';
 import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
+import { PythonEnvironmentSchema } from './pythonEnvironment';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -95,6 +96,8 @@ export const RunStartedEventSchema = z.object({
   source: z.object({ kind: z.enum(['llm', 'mutate']), label: z.string() }),
   /** The sandbox the run's candidates get. */
   isolation: IsolationSummarySchema.optional(),
+  /** The interpreter everything Python runs with (absent: the task runs no Python). */
+  python: PythonEnvironmentSchema.optional(),
   /** The settings that shape the run (B, n, temperature, database sizes...), flat. */
   settings: z.record(z.string(), SettingValueSchema),
   /** The last committed step when resuming, else null. */

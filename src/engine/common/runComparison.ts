@@ -5,6 +5,7 @@
 // is given with the same schema.
 import { z } from 'zod';
 import { DirectionSchema, OutcomeCountsSchema, type StepStatistics } from './events';
+import { type PythonEnvironment, PythonEnvironmentSchema } from './pythonEnvironment';
 import { RunElapsed } from './runElapsed';
 import { displayObjective } from './scoring';
 import { PROGRAM_ORIGINS, type ProgramOrigin } from './steering';
@@ -54,7 +55,7 @@ export const ComparedProgramSchema = z.object({
 });
 
 /** The settings a run is told apart by; each a short text ("on", "4 x 8", "small"). */
-export const COMPARED_SETTINGS = ['task', 'model', 'rl', 'batch', 'database', 'seed'] as const;
+export const COMPARED_SETTINGS = ['task', 'model', 'rl', 'batch', 'database', 'seed', 'python'] as const;
 export type ComparedSetting = (typeof COMPARED_SETTINGS)[number];
 export const COMPARED_SETTING_NAMES: Readonly<Record<ComparedSetting, string>> = {
   task: 'task',
@@ -63,6 +64,7 @@ export const COMPARED_SETTING_NAMES: Readonly<Record<ComparedSetting, string>> =
   batch: 'B x n',
   database: 'database',
   seed: 'seed',
+  python: 'Python',
 };
 
 export const ComparedRunSchema = z.object({
@@ -73,6 +75,8 @@ export const ComparedRunSchema = z.object({
   label: z.string(),
   direction: DirectionSchema,
   settings: z.object(Object.fromEntries(COMPARED_SETTINGS.map((k) => [k, z.string()])) as Record<ComparedSetting, z.ZodString>),
+  /** The interpreter the run recorded (null: older runs, tasks without Python); its version and packages are the setting 'python'. */
+  python: PythonEnvironmentSchema.nullable(),
   steps: z.array(ComparedStepSchema),
   outcomes: OutcomeCountsSchema,
   policyVersions: z.array(PolicyVersionRowSchema),
@@ -112,6 +116,7 @@ export interface RunRecordForComparison {
   steps: readonly { step: number; stats: StepStatistics }[];
   best: (StoredProgram & { code: string }) | null;
   lineage: { programs: readonly StoredProgram[]; complete: boolean };
+  python: PythonEnvironment | null;
 }
 
 /** The database presets by name (config.ts DATABASE_PRESETS), to name a run's sizes. */
@@ -201,6 +206,15 @@ function comparedSteps(record: RunRecordForComparison): ComparedStep[] {
   });
 }
 
+/** A run's environment as a setting: its version and package versions (where the interpreter lives is no difference by itself). */
+function pythonSettingText(python: PythonEnvironment | null): string {
+  if (!python) return 'not recorded';
+  const packages = Object.entries(python.packages)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, version]) => `${name} ${version}`);
+  return packages.length > 0 ? `${python.version} (${packages.join(', ')})` : python.version;
+}
+
 function settingsOf(record: RunRecordForComparison, presets: DatabasePresets): Record<ComparedSetting, string> {
   const sampled = record.steps.flatMap(({ stats }) => (stats.sampling ? [stats.sampling] : []));
   return {
@@ -216,6 +230,7 @@ function settingsOf(record: RunRecordForComparison, presets: DatabasePresets): R
     ),
     database: databaseText(record.database, presets),
     seed: String(record.database.seed),
+    python: pythonSettingText(record.python),
   };
 }
 
@@ -241,6 +256,7 @@ export function compareRuns(records: readonly RunRecordForComparison[], presets:
       label: label === '' ? record.runId : label,
       direction: record.direction,
       settings: own,
+      python: record.python,
       steps,
       outcomes,
       policyVersions: policyVersionRows(record.steps),

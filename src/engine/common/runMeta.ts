@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { zodIssueText } from './errors';
 import { DirectionSchema, EvaluatorTrustSchema } from './events';
+import { type PythonEnvironment, PythonEnvironmentSchema } from './pythonEnvironment';
 
 export const RunMetaSchema = z.object({
   runId: z.string(),
@@ -22,6 +23,8 @@ export const RunMetaSchema = z.object({
   createdAt: z.number().finite(),
   /** 'in-sandbox': the task's evaluator ran with the candidate, so scores are not protected (absent in older runs: 'separate'). */
   evaluatorTrust: EvaluatorTrustSchema.optional(),
+  /** The interpreter everything Python ran with, its version and package versions (absent in older runs, and for tasks without Python). */
+  python: PythonEnvironmentSchema.optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 
@@ -30,4 +33,10 @@ export function parseRunMeta(raw: unknown, dbFile: string): RunMeta {
   const result = RunMetaSchema.safeParse(raw);
   if (result.success) return result.data;
   throw new Error(`${dbFile}: the run meta is incomplete at ${zodIssueText(result.error, '(root)')}`);
+}
+
+/** The interpreter a database's run recorded (null: an older run, a task without Python, or not one of our databases). */
+export function pythonOfRunMeta(raw: unknown): PythonEnvironment | null {
+  const result = RunMetaSchema.pick({ python: true }).safeParse(raw);
+  return result.success ? (result.data.python ?? null) : null;
 }

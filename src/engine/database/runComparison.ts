@@ -30,6 +30,7 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
     steps,
     best: best ? { id: best.id, step: best.step, score: best.score, origin: best.origin, code: best.code } : null,
     lineage: { programs: lineage.programs, complete: lineage.complete },
+    python: meta.python ?? null,
   };
 }
 

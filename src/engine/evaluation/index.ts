@@ -3,6 +3,7 @@
 import type { Settings } from '../common/config';
 import type { EvaluationQueueEvent } from '../common/events';
 import { Evaluator, evaluatorOptionsFromSettings } from '../sandbox/evaluator';
+import type { PythonEnvironment } from '../common/pythonEnvironment';
 import type { Task } from '../task/task';
 import type { EvaluationBackend } from './backend';
 import { SlurmEvaluator, type SlurmQueueStats } from './slurm';
@@ -26,11 +27,18 @@ export interface EvaluationBackendContext {
   signal?: AbortSignal;
   onQueue?: (queue: SlurmQueueStats) => void;
   onWarning?: (message: string) => void;
+  /** The run's interpreter (local: {python} and the sandbox's binds; SLURM: the nodes' default path). */
+  python?: PythonEnvironment;
 }
 
 type BackendSettings = Pick<
   Settings,
-  'evaluation.backend' | 'evaluationConcurrency' | 'sandbox.memoryLimitMb' | 'sandbox.outputLimitKb' | 'sandbox.allowWeakIsolation'
+  | 'evaluation.backend'
+  | 'evaluationConcurrency'
+  | 'sandbox.memoryLimitMb'
+  | 'sandbox.outputLimitKb'
+  | 'sandbox.allowWeakIsolation'
+  | 'slurm.python'
 > &
   SlurmSettings;
 
@@ -46,6 +54,7 @@ export async function createEvaluationBackend(
       ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec),
       warmInterpreters: 'auto',
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),
+      ...(context.python ? { python: context.python } : {}),
     });
     evaluator.warmUp();
     return evaluator;
@@ -58,7 +67,12 @@ export async function createEvaluationBackend(
       // Bundled, this module lives in dist/cli.js, dist/extension.js or dist/engineWorker.js, beside the files jobs need.
       bundleDirectory: context.bundleDirectory ?? __dirname,
       ...(context.runtimeLimitSec !== undefined ? { runtimeLimitSec: context.runtimeLimitSec } : {}),
-      sandboxLimits: { memoryLimitMb: settings['sandbox.memoryLimitMb'], outputLimitKb: settings['sandbox.outputLimitKb'] },
+      sandboxLimits: {
+        memoryLimitMb: settings['sandbox.memoryLimitMb'],
+        outputLimitKb: settings['sandbox.outputLimitKb'],
+        // The nodes' interpreter: its own setting, else the run's path (a shared filesystem, or the same image).
+        ...(settings['slurm.python'] || context.python ? { python: settings['slurm.python'] || context.python?.executable } : {}),
+      },
       ...(context.env ? { env: context.env } : {}),
       ...(context.onQueue ? { onQueue: context.onQueue } : {}),
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),

@@ -26,12 +26,15 @@ const NOT_STAGED = new Set(['.thetaevolve', '.git', 'node_modules', '__pycache__
 export interface SandboxLimits {
   memoryLimitMb: number;
   outputLimitKb: number;
+  /** The interpreter on the nodes (thetaevolve.slurm.python, else the run's own path). */
+  python?: string;
 }
 
-/** `--set` arguments that give the node's `evaluate` the run's sandbox limits. */
+/** `--set` arguments that give the node's `evaluate` the run's sandbox limits, and `--python` its interpreter. */
 export function sandboxLimitArguments(limits: SandboxLimits | undefined): string {
   if (!limits) return '';
-  return ` --set sandbox.memoryLimitMb=${Math.floor(limits.memoryLimitMb)} --set sandbox.outputLimitKb=${Math.floor(limits.outputLimitKb)}`;
+  const python = limits.python ? ` --python ${shellQuote(limits.python)}` : '';
+  return ` --set sandbox.memoryLimitMb=${Math.floor(limits.memoryLimitMb)} --set sandbox.outputLimitKb=${Math.floor(limits.outputLimitKb)}${python}`;
 }
 
 /** What staging needs of the backend's options. */

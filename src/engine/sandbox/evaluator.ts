@@ -67,6 +67,9 @@ import {
   type WarmProcess,
 } from './warmPool';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
+import type { PythonEnvironment } from '../common/pythonEnvironment';
+import { DEFAULT_PYTHON } from '../python/interpreter';
+import { type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -101,6 +104,8 @@ export interface EvaluatorOptions {
    * process starts cold.
    */
   warmInterpreters?: 'auto' | 'off';
+  /** The run's interpreter: fills {python}, starts the seccomp launcher, and its prefixes are readable in bwrap (default: DEFAULT_PYTHON, nothing bound). */
+  python?: Pick<PythonEnvironment, 'executable' | 'prefixes'>;
 }
 
 /** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
@@ -156,13 +161,23 @@ export class Evaluator implements EvaluationBackend {
   /** Folders that could not be removed after an evaluation (also told to onWarning). */
   readonly cleanupFailures: string[] = [];
   private readonly info: IsolationInfo;
-  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning'>> & { runtimeLimitSec: number };
+  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning' | 'python'>> & {
+    runtimeLimitSec: number;
+  };
   /** Candidate sandboxes started ahead of need (null: each candidate's starts when it comes). */
   private readonly warmCandidates: WarmPool<SandboxRun> | null;
   /** Trusted evaluators started ahead of need, each with its own private folder (null: cold). */
   private readonly warmTrusted: WarmPool<ProcessOutcome> | null;
   /** The candidate's command as warm sandboxes run it (null: not a Python script: cold). */
   private readonly warmCandidateCommand: WarmableCommand | null;
+  /** The interpreter {python} names (the same path inside bwrap, where its prefixes are bound). */
+  private readonly python: string;
+  /** The interpreter's prefixes as bwrap binds them, made once (a linked tree as root can take seconds): awaited by each bwrap run. */
+  private readonly pythonBinds: Promise<InterpreterBinds>;
+  /** What starts the seccomp launcher without bwrap: the run's interpreter where the candidate's user can run it, else the python3 isolation found. */
+  private readonly launcherPython: string;
+  /** The prefixes' binds once made (warm sandboxes are started only after: their bwrap arguments are built synchronously). */
+  private pythonPrefixDirs: InterpreterBinds['dirs'] | null = null;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
   private readonly readOnlyCopies: Record<string, string>;
@@ -205,6 +220,17 @@ export class Evaluator implements EvaluationBackend {
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
     this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
+    this.python = options.python?.executable ?? DEFAULT_PYTHON;
+    // Without bwrap as root the launcher runs as nobody: the run's interpreter only where nobody can reach it.
+    const launcherCanRun = options.python && (this.info.runAs === null || options.python.prefixes.every(reachableByOthers));
+    this.launcherPython = (launcherCanRun ? options.python?.executable : undefined) ?? this.info.seccompLauncher ?? DEFAULT_PYTHON;
+    this.pythonBinds =
+      // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
+      this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))
+        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase)
+        : Promise.resolve({ dirs: [], made: [] });
+    // A failure is each evaluation's (an infrastructure failure naming the prefix), not an unhandled rejection.
+    this.pythonBinds.catch(() => undefined);
     this.onWarning = options.onWarning;
     this.seccompFilter = seccompFilterFor(this.info);
     this.slots = new Semaphore(this.options.concurrency);
@@ -239,14 +265,26 @@ export class Evaluator implements EvaluationBackend {
 
   /** Start the warm interpreters now (a run's first responses take longer than warming them). */
   warmUp(): void {
-    if (this.closing.signal.aborted) return;
-    this.warmCandidates?.fill();
-    this.warmTrusted?.fill();
+    // A failure to make the binds is each evaluation's to report; warming just does not start.
+    void this.pythonPrefixesMade().then(
+      () => {
+        if (this.closing.signal.aborted) return;
+        this.warmCandidates?.fill();
+        this.warmTrusted?.fill();
+      },
+      () => undefined,
+    );
+  }
+
+  /** The interpreter's prefixes bound in bwrap, made once: every sandbox's arguments include them. */
+  private async pythonPrefixesMade(): Promise<void> {
+    this.pythonPrefixDirs ??= (await this.pythonBinds).dirs;
   }
 
   /** Start the warm interpreters now and resolve once they are all warm (none: at once). */
   async warmed(): Promise<void> {
     if (this.closing.signal.aborted) return;
+    await this.pythonPrefixesMade();
     await Promise.all([this.warmCandidates?.warmed(), this.warmTrusted?.warmed()]);
   }
 
@@ -255,7 +293,8 @@ export class Evaluator implements EvaluationBackend {
     await Promise.allSettled([this.warmCandidates?.close(), this.warmTrusted?.close()]);
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
-    for (const copy of Object.values(this.readOnlyCopies)) await this.cleanUp(copy);
+    const pythonBinds = await this.pythonBinds.catch(() => ({ made: [] }));
+    for (const copy of [...Object.values(this.readOnlyCopies), ...pythonBinds.made]) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -340,7 +379,7 @@ export class Evaluator implements EvaluationBackend {
       }
       const read = run.solution;
       if (!read.ok) return penaltyResult('no_solution', read.reason, { ...output, metrics: runtime });
-      const limits = { memoryLimitMb: this.options.memoryLimitMb };
+      const limits = { memoryLimitMb: this.options.memoryLimitMb, python: this.python };
       const scored =
         this.warmTrusted || trustedDir === null
           ? await this.scoreWarm(read.bytes, signal)
@@ -357,6 +396,7 @@ export class Evaluator implements EvaluationBackend {
    * candidate, which then runs in a fresh sandbox as without the pool.
    */
   private async runWarm(pool: WarmPool<SandboxRun>, code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
+    await this.pythonPrefixesMade();
     const warm = pool.take();
     await keepingAlive(warm.ready);
     if (warm.isGone) return this.runInBwrap(code, programName, signal);
@@ -366,14 +406,14 @@ export class Evaluator implements EvaluationBackend {
   /** The trusted evaluator in a warm interpreter: its private folder is made now, the copy goes there, then it runs there. */
   private async scoreWarm(bytes: Buffer, signal: AbortSignal): Promise<EvaluationResult> {
     const warm = (this.warmTrusted as WarmPool<ProcessOutcome>).take();
-    const limits = { memoryLimitMb: this.options.memoryLimitMb };
+    const limits = { memoryLimitMb: this.options.memoryLimitMb, python: this.python };
     const dir = await mkdtemp(join(this.scratchDir, 'thetaevolve-trusted-'));
     try {
       await writeFile(trustedSolutionPath(this.task, dir), bytes, { mode: 0o600 });
       await keepingAlive(warm.ready);
       // One that died warming is no verdict on anything: the trusted evaluator runs cold instead.
       if (warm.isGone) return await scoreSolutionBytes(this.task, bytes, dir, limits, signal);
-      const command = warmableCommand(trustedEvaluatorTemplate(this.task, dir)) as WarmableCommand;
+      const command = warmableCommand(trustedEvaluatorTemplate(this.task, dir, this.python)) as WarmableCommand;
       const run = await warm.start(warmInput(command, '', dir), signal);
       return scoreEvaluatorRun(this.task, bytes, run, limits);
     } catch (err) {
@@ -390,11 +430,11 @@ export class Evaluator implements EvaluationBackend {
    * (and private folder) comes.
    */
   private warmTrustedPool(): WarmPool<ProcessOutcome> | null {
-    const command = warmableCommand(trustedEvaluatorTemplate(this.task, this.scratchDir));
+    const command = warmableCommand(trustedEvaluatorTemplate(this.task, this.scratchDir, this.python));
     if (!command) return null;
     const modules = this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB ? trustedModulesToWarm(command.script) : [];
     const launcher = warmLauncherCommand(command, modules, null);
-    const limits = { memoryLimitMb: this.options.memoryLimitMb };
+    const limits = { memoryLimitMb: this.options.memoryLimitMb, python: this.python };
     const create = (): WarmProcess<ProcessOutcome> =>
       startWarmProcess(trustedEvaluatorSpec(this.task, this.scratchDir, limits, this.closing.signal, launcher), async (run) => run);
     return new WarmPool(create, this.options.concurrency);
@@ -465,9 +505,10 @@ export class Evaluator implements EvaluationBackend {
     const filled = warm
       ? warmLauncherCommand(warm.command, warm.modules, programPath)
       : this.filledCandidateCommand(programPath, workPath, inBwrap);
-    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started.
+    // Without bwrap the launcher installs the same filter (bwrap installs it itself) and says when the candidate started;
+    // the run's interpreter starts it where the run has one (the python3 found at detection proved the launcher works here).
     const command = this.launcherFilter(inBwrap)
-      ? seccompLauncherCommand(this.info.seccompLauncher as string, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
+      ? seccompLauncherCommand(this.launcherPython, this.seccompFilter as Buffer, filled, LAUNCHER_STARTED_FD)
       : filled;
     // Windows has neither prlimit nor a POSIX shell: the program runs as it is (the isolation report says there is none).
     if (process.platform === 'win32') return command;
@@ -488,7 +529,7 @@ export class Evaluator implements EvaluationBackend {
   private filledCandidateCommand(programPath: string, workPath: string, inBwrap: boolean): string[] {
     const dirs = Object.fromEntries(this.readOnlyDirs().map((d) => [d.name, inBwrap ? d.sandboxDir : d.hostDir]));
     return this.task.candidateCommand.map((arg) =>
-      fillTemplate(arg, { ...this.task.variables, ...dirs, program: programPath, workDir: workPath }),
+      fillTemplate(arg, { ...this.task.variables, ...dirs, python: this.python, program: programPath, workDir: workPath }),
     );
   }
 
@@ -504,6 +545,7 @@ export class Evaluator implements EvaluationBackend {
    * after everything else in the sandbox was killed.
    */
   private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
+    await this.pythonPrefixesMade();
     const { spec, cgroup } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
     let run: ProcessOutcome;
     try {
@@ -531,6 +573,8 @@ export class Evaluator implements EvaluationBackend {
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true, warm);
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
+    // Made before any sandbox is built (runInBwrap, runWarm and warmUp await them).
+    const pythonPrefixes = this.pythonPrefixDirs ?? [];
     const args = [
       ...bwrapArguments({
         programName,
@@ -541,6 +585,7 @@ export class Evaluator implements EvaluationBackend {
         readOnlyDirs: this.readOnlyDirs(),
         // Room for the longest program the task allows (4 bytes a character at most).
         ...(code === null ? { warmProgramBytes: 4 * this.task.maxCodeLength + 64 * 1024 } : {}),
+        pythonPrefixes,
       }),
       '--',
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),

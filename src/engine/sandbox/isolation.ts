@@ -194,6 +194,8 @@ export function bwrapArguments(options: {
    * instead of the program bound from BWRAP_FD.program at the start.
    */
   warmProgramBytes?: number;
+  /** The run's Python prefixes, bound read-only at their own paths (interpreterBinds.ts); none where they lie in /usr. */
+  pythonPrefixes?: readonly { hostDir: string; sandboxDir: string }[];
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -227,6 +229,8 @@ export function bwrapArguments(options: {
       ? [...sized(options.warmProgramBytes), '--tmpfs', SANDBOX_PROGRAM_DIR]
       : ['--ro-bind-data', String(BWRAP_FD.program), `${SANDBOX_PROGRAM_DIR}/${options.programName}`]),
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
+    // After the tmpfs mounts: a prefix under /tmp (a venv in a temp folder) lands on the sandbox's own /tmp.
+    ...(options.pythonPrefixes ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     '--remount-ro',
     '/',
     '--chdir',

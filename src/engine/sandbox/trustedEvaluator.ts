@@ -18,6 +18,7 @@ import {
 } from '../common/types';
 import { zodIssueText } from '../common/errors';
 import { fillTemplate, type Task } from '../task/task';
+import { DEFAULT_PYTHON } from '../python/interpreter';
 import { removeTree } from './cleanup';
 import { baseEnvironment, findExecutable, limitedCommand } from './isolation';
 import { limitMetrics } from './metricsLimit';
@@ -118,14 +119,14 @@ export function parseEvaluatorReply(stdout: string): { ok: true; reply: Evaluato
 export async function scoreSolutionFile(
   task: Task,
   solutionPath: string,
-  options: { signal?: AbortSignal; memoryLimitMb?: number } = {},
+  options: { signal?: AbortSignal; memoryLimitMb?: number; python?: string } = {},
 ): Promise<EvaluationResult> {
   const started = performance.now();
   const read = await readSolutionFile(solutionPath, task.solutionFile, task.solutionMaxBytes);
   if (!read.ok) return penaltyResult('no_solution', read.reason, { durationMs: performance.now() - started });
   const trustedDir = await mkdtemp(join(tmpdir(), 'thetaevolve-score-'));
   try {
-    const limits = { memoryLimitMb: options.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB };
+    const limits = { memoryLimitMb: options.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB, python: options.python ?? DEFAULT_PYTHON };
     const result = await scoreSolutionBytes(task, read.bytes, trustedDir, limits, options.signal);
     return { ...result, durationMs: performance.now() - started };
   } finally {
@@ -159,7 +160,7 @@ export async function scoreSolutionBytes(
   task: Task,
   bytes: Buffer,
   trustedDir: string,
-  limits: { memoryLimitMb: number },
+  limits: { memoryLimitMb: number; python: string },
   signal: AbortSignal | undefined,
 ): Promise<EvaluationResult> {
   const copy = trustedSolutionPath(task, trustedDir);
@@ -174,18 +175,18 @@ export function trustedSolutionPath(task: Task, trustedDir: string): string {
 }
 
 /** The task's evaluator command with its variables, the solution being the copy in trustedDir. */
-export function trustedEvaluatorTemplate(task: Task, trustedDir: string): string[] {
+export function trustedEvaluatorTemplate(task: Task, trustedDir: string, python: string): string[] {
   const copy = trustedSolutionPath(task, trustedDir);
-  return task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+  return task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, python, solution: copy, taskDir: task.dir }));
 }
 
 /** The trusted evaluator's process (command: the filled template, or what replaces it, e.g. a warm launcher's) under its limits. */
 export function trustedEvaluatorSpec(
   task: Task,
   trustedDir: string,
-  limits: { memoryLimitMb: number },
+  limits: { memoryLimitMb: number; python: string },
   signal: AbortSignal | undefined,
-  command: readonly string[] = trustedEvaluatorTemplate(task, trustedDir),
+  command: readonly string[] = trustedEvaluatorTemplate(task, trustedDir, limits.python),
 ): ProcessSpec {
   const limited = evaluatorCommandUnderLimits(command, task, limits.memoryLimitMb);
   return {

@@ -27,6 +27,7 @@ export const CONVERTED_FILES = {
   evaluationResult: 'thetaevolve_evaluation_result.py',
 } as const;
 
+/** Our own parser of the evaluator (standard library only), not the researcher's Python. */
 const PYTHON = '/usr/bin/python3';
 
 const ProgramUsesSchema = z.object({
@@ -136,10 +137,10 @@ export async function convertForeignTask(dirOrEvaluator: string): Promise<{ file
       `${task.description}\n\nConverted from an OpenEvolve folder by \`thetaevolve convert\`: the score is evaluator.py's combined_score.`.trim(),
     direction: 'maximize',
     initialProgram: basename(task.initialProgramPath),
-    candidate: { command: [PYTHON, '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
+    candidate: { command: ['{python}', '-c', wrapper, '{program}', names], runtimeLimitSec: task.runtimeLimitSec },
     evaluator: {
       command: [
-        PYTHON,
+        '{python}',
         `{taskDir}/${CONVERTED_FILES.evaluator}`,
         '{solution}',
         names,

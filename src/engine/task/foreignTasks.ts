@@ -38,6 +38,7 @@ const SHINKA_DEFAULT_TIMEOUT_SEC = 300;
 /** The trusted step only reads one JSON file. */
 const REPLY_TIME_LIMIT_SEC = 30;
 const DEFAULT_MAX_CODE_LENGTH = 50000;
+/** What reads a folder's config (PyYAML) at load time: our tooling; candidates and evaluators run the run's {python}. */
 const PYTHON = '/usr/bin/python3';
 const SOLUTION_FILE = 'solution.json';
 const CONFIG_READ_TIMEOUT_MS = 20000;
@@ -419,7 +420,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     rewardShaping: { enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 },
     maxCodeLength,
     candidateCommand: [
-      PYTHON,
+      '{python}',
       '{runtimeDir}/run_foreign.py',
       layout,
       '{taskDir}',
@@ -428,7 +429,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       ...(layout === 'openevolve' ? [settings.cascade, evaluatorName] : []),
     ],
     evaluatorCommand: [
-      PYTHON,
+      '{python}',
       join(runtime, 'foreign_reply.py'),
       '{solution}',
       ...(layout === 'openevolve' ? [settings.featureDimensions] : []),

@@ -13,7 +13,6 @@ import { loadReleaseTask, RELEASE_EVALUATOR, RELEASE_INITIAL_PROGRAM, readReleas
 import { literalPlaceholders, nonEmpty } from './scaffold';
 import { TaskError, type TaskFile, TaskFileSchema } from './task';
 
-const PYTHON = '/usr/bin/python3';
 const PLACEHOLDER = /\{[A-Za-z_][A-Za-z0-9_]*\}/;
 /** The trusted step reads one small file and runs verify.py on it. */
 const EVALUATOR_TIME_LIMIT_SEC = 300;
@@ -74,12 +73,12 @@ export async function convertReleaseTask(dirOrConfig: string): Promise<{ files: 
     direction: task.direction,
     initialProgram: RELEASE_INITIAL_PROGRAM,
     candidate: {
-      command: [PYTHON, '-c', candidateWrapper(stubs), '{program}', variablesJson],
+      command: ['{python}', '-c', candidateWrapper(stubs), '{program}', variablesJson],
       runtimeLimitSec: task.variables.MAX_RUNTIME,
       solutionFile: 'solution.json',
     },
     evaluator: {
-      command: [PYTHON, `{taskDir}/${CONVERTED_RELEASE_FILES.evaluator}`, '{solution}', '{taskDir}', variablesJson],
+      command: ['{python}', `{taskDir}/${CONVERTED_RELEASE_FILES.evaluator}`, '{solution}', '{taskDir}', variablesJson],
       timeLimitSec: EVALUATOR_TIME_LIMIT_SEC,
     },
     metaInformation: texts,

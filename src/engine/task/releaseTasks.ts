@@ -371,7 +371,7 @@ export async function loadReleaseTask(dirOrFile: string): Promise<Task> {
     rewardShaping: { enabled: false, ...shaping },
     maxCodeLength,
     candidateCommand: [
-      PYTHON,
+      '{python}',
       '{runtimeDir}/run_release.py',
       '{taskDir}',
       `{taskDir}/configs/${basename(configPath)}`,
@@ -379,7 +379,7 @@ export async function loadReleaseTask(dirOrFile: string): Promise<Task> {
       SOLUTION_FILE,
       releasePackage !== null ? '{releasePackage}' : '-',
     ],
-    evaluatorCommand: [PYTHON, join(runtime, 'foreign_reply.py'), '{solution}'],
+    evaluatorCommand: ['{python}', join(runtime, 'foreign_reply.py'), '{solution}'],
     solutionFile: SOLUTION_FILE,
     solutionMaxBytes: 16 * 1024 * 1024,
     tolerances: {},

@@ -68,7 +68,7 @@ export function nonEmpty(key: string, values: Record<string, string>): Record<st
 /** How a candidate in this language runs (one argument per item, no shell); the user edits it for anything else. */
 function runnerOf(language: string): string[] {
   const runners: Record<string, string[]> = {
-    py: ['/usr/bin/python3'],
+    py: ['{python}'],
     js: ['/usr/bin/env', 'node'],
     mjs: ['/usr/bin/env', 'node'],
     cjs: ['/usr/bin/env', 'node'],
@@ -245,7 +245,7 @@ export function draftTask(input: {
     initialProgram: input.programFile,
     candidate: { command: [...runnerOf(language), '{program}'], runtimeLimitSec: 60 },
     evaluator: {
-      command: [node ? '/usr/bin/env' : '/usr/bin/python3', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'],
+      command: [node ? '/usr/bin/env' : '{python}', ...(node ? ['node'] : []), `{taskDir}/${evaluatorFile}`, '{solution}'],
       timeLimitSec: 60,
     },
     metaInformation: [{ id: 'docstring', weight: 1, text }],

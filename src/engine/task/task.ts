@@ -17,9 +17,9 @@ import { readTaskText } from './taskText';
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /** Placeholders the sandbox fills in the candidate's command. */
-export const CANDIDATE_PLACEHOLDERS = ['program', 'workDir'] as const;
+export const CANDIDATE_PLACEHOLDERS = ['program', 'workDir', 'python'] as const;
 /** Placeholders the sandbox fills in the evaluator's command. */
-export const EVALUATOR_PLACEHOLDERS = ['solution', 'taskDir'] as const;
+export const EVALUATOR_PLACEHOLDERS = ['solution', 'taskDir', 'python'] as const;
 
 const DEFAULT_SOLUTION_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -53,7 +53,7 @@ export const TaskFileSchema = z
     candidate: z
       .strictObject({
         command: commandTemplate.describe(
-          'How to run a candidate program inside the sandbox, e.g. ["/usr/bin/python3", "{program}"]. Placeholders: {program} (the program file), {workDir} (its empty working directory) and any variable.',
+          'How to run a candidate program inside the sandbox, e.g. ["{python}", "{program}"]. Placeholders: {python} (the run\'s Python interpreter), {program} (the program file), {workDir} (its empty working directory) and any variable.',
         ),
         runtimeLimitSec: positiveSeconds.describe(
           'Wall-clock limit of one candidate run, in seconds (the whole process tree is killed after it).',
@@ -75,7 +75,7 @@ export const TaskFileSchema = z
     evaluator: z
       .strictObject({
         command: commandTemplate.describe(
-          'The trusted evaluator, run outside the sandbox on the solution file only, e.g. ["/usr/bin/python3", "{taskDir}/evaluate.py", "{solution}"]. Placeholders: {solution}, {taskDir}, any variable or tolerance. It prints one JSON line {"valid", "objective", "metrics", "reason"} (plus "unreadable": true when the file is not a solution at all).',
+          'The trusted evaluator, run outside the sandbox on the solution file only, e.g. ["{python}", "{taskDir}/evaluate.py", "{solution}"]. Placeholders: {python}, {solution}, {taskDir}, any variable or tolerance. It prints one JSON line {"valid", "objective", "metrics", "reason"} (plus "unreadable": true when the file is not a solution at all).',
         ),
         timeLimitSec: positiveSeconds.describe("The evaluator's own wall-clock limit, in seconds."),
       })

@@ -1,5 +1,5 @@
 // bench evaluation-end-to-end: our half of the side-by-side with OpenEvolve
-// on its own circle-packing folder (OpenEvolve's circle_packing_with_artifacts,
+// on an OpenEvolve-layout circle-packing-like folder (test/fixtures/openevolve/disk_radii,
 // its evaluator run in our sandbox): one step of 128 children (B = 8 parents
 // x n = 16 responses, K = 16 evaluations at once) against the project's
 // OpenAI-compatible test server answering every request after 2 s, then
@@ -76,7 +76,7 @@ async function oneStep(task: Task, responseMs: number, warm: boolean): Promise<M
 }
 
 async function main(): Promise<void> {
-  const task = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'openevolve', 'circle_packing_with_artifacts'));
+  const task = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'openevolve', 'disk_radii'));
   for (const [index, seconds] of RESPONSE_SECONDS.entries()) {
     // Alternate which goes first, so drift hits both alike.
     const order = index % 2 === 0 ? [true, false] : [false, true];
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     const cold = results.get(false) as Measured;
     console.log(
       `bench evaluation-end-to-end-${seconds}s: ${(warm.wallMs / 1000).toFixed(1)} s (wall time of one step of ${B * N} children, ${B} x ${N} x 1, K = ${K}, ` +
-        `OpenEvolve's circle_packing_with_artifacts, test server answering in ${seconds} s; evaluation phase ${(warm.evaluationMs / 1000).toFixed(1)} s, ${warm.evaluated} evaluated; ` +
+        `an OpenEvolve-layout folder (test/fixtures/openevolve/disk_radii), test server answering in ${seconds} s; evaluation phase ${(warm.evaluationMs / 1000).toFixed(1)} s, ${warm.evaluated} evaluated; ` +
         `cold interpreters in the same run: wall ${(cold.wallMs / 1000).toFixed(1)} s, evaluation phase ${(cold.evaluationMs / 1000).toFixed(1)} s; ` +
         `OpenEvolve not run here (its openai package is not in Debian); the issue measured it at 19.0 s (2 s) and 82.3 s (10 s))`,
     );

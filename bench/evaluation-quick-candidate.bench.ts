@@ -140,11 +140,11 @@ async function measure(label: string, task: Task, code: string): Promise<boolean
 
 async function main(): Promise<void> {
   const ours = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'hostile'));
-  const foreignDir = resolve(__dirname, '..', 'test', 'fixtures', 'openevolve', 'circle_packing_with_artifacts');
+  const foreignDir = resolve(__dirname, '..', 'test', 'fixtures', 'openevolve', 'disk_radii');
   const foreign = await loadTask(foreignDir);
   const results = [
     await measure('our format', ours, OUR_PROGRAM),
-    await measure("OpenEvolve's circle_packing_with_artifacts", foreign, foreign.initialProgram),
+    await measure('an OpenEvolve-layout folder (test/fixtures/openevolve/disk_radii)', foreign, foreign.initialProgram),
   ];
   if (results.includes(false)) process.exitCode = 1;
 }

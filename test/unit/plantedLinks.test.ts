@@ -12,8 +12,8 @@ import { loadTask, TaskError } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
-const OPENEVOLVE = resolve(__dirname, '../fixtures/openevolve/k_module_problem');
-const CAP_SET = resolve(__dirname, '../fixtures/funsearch/cap_set.py');
+const OPENEVOLVE = resolve(__dirname, '../fixtures/openevolve/triangle_area');
+const CAP_SET = resolve(__dirname, '../fixtures/funsearch/sum_free.py');
 const QUADRATIC = resolve(__dirname, '../fixtures/tasks/quadratic');
 const SECRET = '[default]\naws_secret_access_key = not-for-the-model\n';
 

@@ -123,8 +123,8 @@ describe('sandbox: warm interpreters', function () {
     assert.doesNotMatch(crash.stderr, /runpy|<string>/);
   });
 
-  it("scores another system's folder as cold (OpenEvolve's circle packing: its evaluator in the warm candidate's process)", async () => {
-    const folder = await loadTask(join(__dirname, '../fixtures/openevolve/circle_packing_with_artifacts'));
+  it("scores another system's folder as cold (an OpenEvolve folder with artifacts: its evaluator in the warm candidate's process)", async () => {
+    const folder = await loadTask(join(__dirname, '../fixtures/openevolve/disk_radii'));
     const warm = new Evaluator(folder, OPTIONS);
     const cold = new Evaluator(folder, { ...OPTIONS, warmInterpreters: 'off' });
     try {

@@ -11,7 +11,7 @@ import {
   type EndpointOptions,
 } from '../../src/engine/llm/endpointClient';
 import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/common/types';
-import { ServerUnreachableError } from '../../src/engine/llm/serverProbe';
+import { EndpointAddressError, ServerUnreachableError } from '../../src/engine/llm/serverProbe';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 
@@ -732,6 +732,35 @@ describe('EndpointClient against the test server', function () {
       await loading.check(undefined, { waitForServer: true, unreachableFailsFast: true });
       assert.equal(loading.model, 'test-model');
       assert.ok(server.counters.loadingRejections >= 1, 'a server that answers 503 while loading is waited for');
+    });
+
+    it('fails at once, never waiting, on an address fetch refuses outright (a blocked port, a scheme it does not speak)', async () => {
+      server = await startTestServer(); // for afterEach
+      // Port 6000 (X11) is on fetch's blocked-port list; ftp:// is a scheme it does not fetch.
+      for (const [baseURL, words] of [
+        ['http://127.0.0.1:6000/v1', /\(bad port: a port fetch refuses .*choose another port/],
+        ['ftp://127.0.0.1:8000/v1', /\(unknown scheme: not an http:\/\/ or https:\/\/ URL\)/],
+      ] as const) {
+        const client = clientFor({ baseURL, retrySeconds: 600 });
+        const statuses: boolean[] = [];
+        client.addStatusListener((status) => statuses.push(status.waiting));
+        // Were it waited for like a loading server, the 600 s window would outlast the test's timeout.
+        const refused = await client.check(undefined, { waitForServer: true }).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        assert.ok(refused instanceof EndpointAddressError, String(refused));
+        assert.match(refused.message, words);
+        assert.match(refused.message, /set thetaevolve\.endpoint/);
+        assert.deepEqual(statuses, [], 'no waiting was announced');
+        // generate() without a check fails its samples at once too, naming why.
+        const { samples, stats } = await run(clientFor({ baseURL, retrySeconds: 600, maxRetries: 4 }), jobs(1, 2));
+        assert.ok(
+          samples.every((s) => !s.ok && words.test(s.error)),
+          JSON.stringify(samples),
+        );
+        assert.equal(stats.failures, 2);
+      }
     });
 
     it('gives up on a server that stays away after serverRetrySeconds, naming the setting', async () => {

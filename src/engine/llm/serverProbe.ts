@@ -9,7 +9,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import type { ChatMessage } from '../common/types';
 import { RetryBudget, backoffDelayMs } from '../async/retryBudget';
 import { sleep } from '../async/sleep';
-import { describeNetworkError, isUnreachableError } from '../networkErrors';
+import { describeNetworkError, isUnreachableError, permanentAddressError } from '../networkErrors';
 import { ChatCompletionSchema, ModelListSchema, type ChatCompletionReply } from './chatResponse';
 import { ThetaEvolveError, zodIssueText } from '../common/errors';
 import type { ServerCheckOptions } from '../common/types';
@@ -33,7 +33,12 @@ export interface ServedModel {
 
 /** Nothing answers at the endpoint at all (connection refused, host not found), as opposed to a server that is loading. */
 export class ServerUnreachableError extends ThetaEvolveError {
-  override readonly name = 'ServerUnreachableError';
+  override readonly name: string = 'ServerUnreachableError';
+}
+
+/** The endpoint's address can never be fetched (a blocked port, a scheme fetch does not speak): failed at once, never waited for. */
+export class EndpointAddressError extends ServerUnreachableError {
+  override readonly name = 'EndpointAddressError';
 }
 
 /** vLLM's /tokenize reply (the fields we read). */
@@ -117,6 +122,14 @@ export class ServerProbe {
         text = await response.text();
       } catch (error) {
         if (signal?.aborted) throw new Error('Health check aborted.');
+        const unusable = permanentAddressError(error);
+        if (unusable) {
+          throw new EndpointAddressError(
+            this.connection.redact(
+              `${baseURL} cannot be reached (${describeNetworkError(error)}: ${unusable}): set thetaevolve.endpoint to the server's base URL.`,
+            ),
+          );
+        }
         if (error instanceof APIError && error.status !== undefined && isUnavailableStatus(error.status)) {
           const reason = `HTTP ${error.status}: ${error.message.replace(/^\d{3}\s*/, '')}`;
           if (await waitForIt(reason)) continue;

@@ -12,6 +12,7 @@ import {
   ProgramDatabase,
 } from '../../src/engine/database/programDatabase';
 import { blameOf, lineageOf } from '../../src/engine/database/lineage';
+import { readRunForComparison } from '../../src/engine/database/runComparison';
 import type { ProgramRecord } from '../../src/engine/database/records';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { Rng } from '../../src/engine/common/rng';
@@ -639,7 +640,16 @@ describe('program database', () => {
       const newer = path.join(dir, 'newer2.sqlite');
       fs.writeFileSync(newer, raw.export());
       raw.close();
-      await expectRefused(newer, /newer ThetaEvolve: schema version 99/);
+      await expectRefused(
+        newer,
+        /^.*newer2\.sqlite was written by a newer version of ThetaEvolve \(database schema version 99; this version reads up to \d+\): open it with that version/,
+      );
+      // The comparison (Compare Runs, report) says the same, not "not a usable database".
+      await assert.rejects(readRunForComparison(newer), (err: unknown) => {
+        assert.match(String(err), /was written by a newer version of ThetaEvolve \(database schema version 99;/);
+        assert.doesNotMatch(String(err), /not a usable/);
+        return true;
+      });
 
       const damaged = path.join(dir, 'damaged.sqlite');
       const bytes = fs.readFileSync(file);

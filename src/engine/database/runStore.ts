@@ -180,16 +180,20 @@ export class RunStore {
         if (typeof key === 'string' && typeof value === 'string') metaRows.set(key, value);
       }
       if (metaRows.get('magic') !== MAGIC) throw refuse('an SQLite file of another program: no ThetaEvolve magic row');
+      const version = Number(metaRows.get('schema_version'));
+      if (!Number.isInteger(version)) throw refuse('missing schema version');
+      // A run database all the same, of a later version: said as such, before anything this version cannot judge.
+      if (version > SCHEMA_VERSION)
+        throw new DatabaseFileError(
+          `${file} was written by a newer version of ThetaEvolve (database schema version ${version}; this version reads up to ${SCHEMA_VERSION}): ` +
+            'open it with that version or a later one; it was left untouched',
+        );
       // A run about to be resumed is rewritten: a damaged file must be refused now, not carried into the new one.
       if (!readOnly) {
         const check = String(sqlDb.exec('PRAGMA quick_check')[0]?.values[0]?.[0] ?? 'no answer');
         const finding = check.split('\n').find((line) => line !== '' && !line.startsWith('***')) ?? check;
         if (check !== 'ok') throw refuse(`SQLite's integrity check says it is damaged: ${finding}`);
       }
-      const version = Number(metaRows.get('schema_version'));
-      if (!Number.isInteger(version)) throw refuse('missing schema version');
-      if (version > SCHEMA_VERSION)
-        throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
       if (version < 1) throw refuse(`schema version ${version} is older than 1`);
       // In memory: a resumed run writes the upgraded file with its next step, a read-only open never does.
       if (version === 1) sqlDb.exec(UPGRADE_FROM_1_SQL);

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { firstZodIssue } from '../common/errors';
 import { type ProgramOrigin, type SteeringEntry, SteeringEntrySchema } from '../common/steering';
 import { OUTCOMES, type Outcome } from '../common/types';
-import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
+import { readOnlyMark, removeStaleTempFiles, writeFileAtomic } from './atomicFile';
 import { type ChangeSet, initialState, Population, type RowChange } from './population';
 import { type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import {
@@ -97,6 +97,7 @@ export class RunStore {
     const bytes = await readIfExists(absolute);
     const SQL = await loadSqlJs();
     if (bytes === null) return RunStore.create(SQL, absolute, config, options.meta ?? {});
+    await refuseReadOnly(absolute);
     await removeStaleTempFiles(absolute);
     const opened = RunStore.fromBytes(SQL, absolute, bytes, false);
     if (options.meta) {
@@ -115,6 +116,7 @@ export class RunStore {
     const absolute = path.resolve(file);
     const bytes = await readIfExists(absolute);
     if (bytes === null) throw new DatabaseFileError(`${file}: no such run database`);
+    await refuseReadOnly(absolute);
     await removeStaleTempFiles(absolute);
     const SQL = await loadSqlJs();
     return RunStore.fromBytes(SQL, absolute, bytes, false);
@@ -599,6 +601,16 @@ function runStatement(statement: Statement, params: SqlValue[]): void {
     statement.step();
   } finally {
     statement.reset();
+  }
+}
+
+/** A run database marked read-only is not written, as root too: said before anything runs (see atomicFile.ts). */
+async function refuseReadOnly(file: string): Promise<void> {
+  const mark = readOnlyMark((await fs.stat(file)).mode);
+  if (mark) {
+    throw new DatabaseFileError(
+      `${file} is ${mark}, so no run writes it: make it writable (chmod u+w) to resume or steer it; Open Dashboard and \`thetaevolve db\` still read it`,
+    );
   }
 }
 

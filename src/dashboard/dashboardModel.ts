@@ -578,10 +578,17 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
   if (state.lastError !== null && !state.connected) {
     return { ...view, state: 'error', message: `${state.lastError}; retrying, rollouts are spooled (${queue})` };
   }
-  if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
+  // A request the trainer took and has not answered for seconds is named, whatever the state.
+  const awaited = state.awaiting ? ` Awaiting its answer to ${state.awaiting}.` : '';
+  if (state.waiting)
+    return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.${awaited}` };
   if (state.connected)
-    return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
-  return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.` };
+    return {
+      ...view,
+      state: 'ready',
+      message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.${awaited}`,
+    };
+  return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.${awaited}` };
 }
 
 /** The RL card while no run is in progress: what the settings will do to the next one. */

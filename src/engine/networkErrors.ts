@@ -2,6 +2,9 @@
 // the error codes Node's sockets, DNS and undici (fetch) give, shared by the
 // LLM endpoint client and the trainer's HTTP client.
 
+/** After this long without an answer, a request to a server (inference, trainer) is named as awaited: one that accepted it and stays silent is said within seconds, not at its timeout. */
+export const AWAITED_AFTER_MS = 5_000;
+
 const NETWORK_ERROR_CODES: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',

@@ -2,6 +2,7 @@
 // accounted for exactly once under every fault kind and mixed faults, retries
 // are bounded, stop aborts within a second, the cap on requests in flight holds.
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { defaultSettings } from '../../src/engine/common/config';
 import {
@@ -142,6 +143,44 @@ describe('EndpointClient against the test server', function () {
       });
       // Not the HTTP library's 300 s body timeout: the setting's deadline (the mocha timeout would fail first).
       assert.ok(performance.now() - started < 10_000, `took ${Math.round(performance.now() - started)} ms`);
+    });
+
+    it('names within seconds a health check the server took and never answers (what and where), before its deadline', async () => {
+      server = await startTestServer(); // for afterEach
+      const silent = createHttpServer(() => undefined);
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const baseURL = `http://127.0.0.1:${(silent.address() as { port: number }).port}/v1`;
+      try {
+        const client = clientFor({ baseURL, requestTimeoutMs: 60_000, retrySeconds: 0 });
+        const statuses: SourceStatus[] = [];
+        const named = new Promise<number>((resolve) =>
+          client.addStatusListener((status) => {
+            statuses.push(status);
+            if (status.waiting) resolve(performance.now());
+          }),
+        );
+        const stop = new AbortController();
+        const started = performance.now();
+        const checking = client.check(stop.signal).catch((err: unknown) => err);
+        const at = await named;
+        assert.ok(at - started < 12_000, `named after ${Math.round(at - started)} ms, not at the 15 s deadline`);
+        assert.match(
+          statuses[0]?.message ?? '',
+          new RegExp(
+            `^awaiting the server at ${baseURL.replace(/[.]/g, '\\.')}: GET ${baseURL.replace(/[.]/g, '\\.')}/models unanswered for 5 s \\(it gives up after 15 s\\)$`,
+          ),
+        );
+        stop.abort();
+        assert.match(String(await checking), /aborted/);
+        assert.deepEqual(
+          statuses.map((st) => st.waiting),
+          [true, false],
+          'the wait is said to be over when the request ends',
+        );
+      } finally {
+        silent.closeAllConnections();
+        await new Promise<void>((resolve) => silent.close(() => resolve()));
+      }
     });
 
     it('says how to start a server when none answers', async () => {

@@ -223,6 +223,7 @@ export const TrainerStateEventSchema = z.object({
     resentGroups: count.optional(),
     lostGroups: count.optional(),
     waiting: z.boolean(),
+    awaiting: z.string().nullable().optional(),
     lastError: z.string().nullable(),
   }),
 });

@@ -111,15 +111,16 @@ export class ServerProbe {
       return true;
     };
     for (let attempt = 0; ; attempt++) {
-      let response: Response;
       let text: string;
       // One deadline for the headers and the body: a server that sends headers and then stalls is no answer either.
       const deadline = AbortSignal.timeout(timeout);
       try {
-        response = await this.connection.client.models
-          .list({ signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
-          .asResponse();
-        text = await response.text();
+        text = await this.connection.awaited(`GET ${baseURL}/models`, timeout, async () => {
+          const answer = await this.connection.client.models
+            .list({ signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
+            .asResponse();
+          return answer.text();
+        });
       } catch (error) {
         if (signal?.aborted) throw new Error('Health check aborted.');
         const unusable = permanentAddressError(error);
@@ -206,10 +207,17 @@ export class ServerProbe {
       const timeout = Math.min(options.requestTimeoutMs, 60_000);
       const deadline = AbortSignal.timeout(timeout);
       try {
-        const response = await this.connection.client.chat.completions
-          .create(body, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
-          .asResponse();
-        const parsed = ChatCompletionSchema.safeParse(JSON.parse(await response.text()));
+        const replyText = await this.connection.awaited(
+          `a one-token chat completion (POST ${this.connection.baseURL}/chat/completions, the token-id probe)`,
+          timeout,
+          async () => {
+            const response = await this.connection.client.chat.completions
+              .create(body, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
+              .asResponse();
+            return response.text();
+          },
+        );
+        const parsed = ChatCompletionSchema.safeParse(JSON.parse(replyText));
         if (!parsed.success) return; // undecided: the first real reply decides
         this.learnTokenSupport(parsed.data);
       } catch (error) {

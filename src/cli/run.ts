@@ -128,7 +128,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       }
       case 'steered':
         progress.clear();
-        io.stderr(`thetaevolve run: steer: ${forDisplay(event.message)}\n`);
+        io.stderr(`thetaevolve run: steer at step ${event.step}: ${forDisplay(event.message)}\n`);
         break;
       case 'run_finished':
         runOver = true;

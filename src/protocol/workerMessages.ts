@@ -93,6 +93,11 @@ const LineageEntrySchema = z.object({
   objective: finite.nullable(),
   origin: z.enum(PROGRAM_ORIGINS),
   note: z.string().nullable(),
+  /** Its rank by score among its step's children: named as everywhere ("step 12 #1", src/engine/common/format.ts programName). */
+  stepRank: z
+    .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
+    .nullable()
+    .optional(),
 });
 
 // ----------------------------------------------------------------- queries

@@ -1,6 +1,6 @@
 // Blame on program documents (docs/algorithm.md section 11), as GitLens does
 // for commits: each block of lines that came from one program of the
-// lineage ends with "step 12 · model · 0.9613" (the step, who wrote it, its
+// lineage ends with "step 12 #1 · model · 0.9613" (the program's name, who wrote it, its
 // objective), and its hover opens that step's diff (the program against its
 // parent). Read from the run's database through the worker's `blame` query.
 // A file a program was applied to carries the blame of its EVOLVE-BLOCK
@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 import { type EvolveRegion, evolveRegionLines, evolveRegions } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
-import { formatScore } from '../engine/common/format';
+import { formatScore, programLabel, programName, programNameDetail } from '../engine/common/format';
 import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
@@ -51,14 +51,15 @@ export function blameAnnotations(blame: Blame, runId: string, extension: string,
     const objective = formatScore(program?.objective ?? null, 6);
     const hover = new vscode.MarkdownString();
     // Ids and notes are text from the database: appended as text, never as markup.
-    hover.appendText(`Line from program ${line.id} (step ${line.step}, written by ${line.origin}, objective ${objective})`);
+    const named = { ...line, stepRank: program?.stepRank ?? null };
+    hover.appendText(`Line from ${programLabel(named)}, objective ${objective} (${programNameDetail(named)})`);
     if (program?.note) hover.appendText(`\nNote: ${forDisplay(program.note)}`);
     if (program?.parentId) {
       const args = encodeURIComponent(JSON.stringify([runId, program.parentId, line.id, extension]));
-      hover.appendMarkdown(`\n\n[Open the diff of step ${line.step}](command:${COMMAND_IDS.showBlameDiff}?${args})`);
+      hover.appendMarkdown(`\n\n[Open the diff of ${programName(named)}](command:${COMMAND_IDS.showBlameDiff}?${args})`);
       hover.isTrusted = { enabledCommands: [COMMAND_IDS.showBlameDiff] };
     }
-    annotations.push({ line: at, text: `step ${line.step} · ${line.origin} · ${objective}`, hover });
+    annotations.push({ line: at, text: `${programLabel(named)} · ${objective}`, hover });
   }
   return annotations;
 }

@@ -261,7 +261,12 @@ async function answer(query: Query): Promise<unknown> {
         const program = db.get(query.programId);
         if (!program) throw new Error(`no program ${query.programId} in ${file}`);
         const lineage = lineageOf(db, program);
-        const programs = lineage.programs.map((entry) => ({ ...entry, objective: db.get(entry.id)?.objective ?? null }));
+        const ranks = db.stepRanks(lineage.programs.map((entry) => entry.id));
+        const programs = lineage.programs.map((entry) => ({
+          ...entry,
+          objective: db.get(entry.id)?.objective ?? null,
+          stepRank: ranks.get(entry.id) ?? null,
+        }));
         return query.kind === 'lineage' ? { ...lineage, programs } : { ...blameOf(db, program), programs };
       }
     }

@@ -81,7 +81,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await page.locator('.editor-instance .view-lines').first().click();
     await page.keyboard.type('Prefer circles that touch the border of the square.');
     await page.keyboard.press('Control+S');
-    await notification(page, /guidance from step \d+/).waitFor({ state: 'visible', timeout: 120_000 });
+    await notification(page, /step \d+: guidance set \(run /).waitFor({ state: 'visible', timeout: 120_000 });
     await saveScreenshot(page, 'e2e-steer-2-guidance');
     // The dashboard's database facts name the guidance in force and since which step.
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
@@ -107,7 +107,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await button.waitFor({ state: 'visible', timeout: 60_000 });
     await waitFor(async () => (await button.getAttribute('disabled')) === null, { what: 'the Lineage button enabled', deadlineMs: 60_000 });
     await button.click();
-    const picks = page.locator('.quick-input-widget', { hasText: 'Lineage of program' }).first();
+    const picks = page.locator('.quick-input-widget', { hasText: /Lineage of (step \d+ #\d+|initial)/ }).first();
     await picks.waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-steer-3a-dashboard-lineage');
     await page.keyboard.press('Escape');
@@ -169,7 +169,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     assert.ok(spot, 'an annotation of a step after the start');
     await page.mouse.move(spot.x - 5, spot.y);
     await page.mouse.move(spot.x, spot.y, { steps: 3 });
-    const link = page.locator('.monaco-hover a', { hasText: /Open the diff of step \d+/ }).first();
+    const link = page.locator('.monaco-hover a', { hasText: /Open the diff of step \d+ #\d+/ }).first();
     await link.waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-steer-5-blame-hover');
     await link.click();

@@ -128,6 +128,10 @@ describe('runs (engine worker, commands, Runs view)', function () {
           `step ${p.step} #${p.stepRank.rank}`,
         );
         assert.match(tooltip, new RegExp(`rank ${p.stepRank.rank} by score of the ${p.stepRank.of} children of step ${p.step}`));
+        // The gain says what it is measured from, and the click what it opens (the parent's diff, whose gain differs).
+        assert.match(String(row.description), / · [+-][\d.e+-]+ vs previous best$/);
+        assert.match(tooltip, /: the gain over the previous best \((initial|step \d+( #\d+)?)\)/);
+        assert.ok(tooltip.includes(`Click: the diff against its parent (program ${p.parentId},`), tooltip);
       }
       assert.ok(tooltip.includes(`program ${p.programId}`), tooltip);
     }

@@ -179,8 +179,13 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     assert.match((await vscode.workspace.openTextDocument(feedbackDoc)).getText(), /^x = [^\n]+\nsecond line\n$/);
     assert.equal(vscode.window.activeTextEditor?.document.getText().includes('second line'), true);
     assert.equal(annotations[0]?.line, 0);
-    assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
-    const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));
+    // Named as the Runs view names them: "initial", "step 3 #1 · model" (never "step 0 · migration").
+    assert.match(annotations[0]?.text ?? '', /^initial · [^·]+$/);
+    assert.ok(
+      annotations.every((a) => !/migration|step 0/.test(a.text)),
+      annotations.map((a) => a.text).join(' | '),
+    );
+    const own = annotations.find((a) => new RegExp(`^step ${child.step} #\\d+ · model · `).test(a.text));
     assert.ok(own, `a line of step ${child.step}: ${annotations.map((a) => a.text).join(' | ')}`);
     const link = /\(command:thetaevolve\.showBlameDiff\?([^)]+)\)/.exec(own.hover.value);
     assert.ok(link, own.hover.value);

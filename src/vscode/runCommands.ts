@@ -88,19 +88,21 @@ function showStartFailure(err: unknown, again: { retry: () => Promise<void>; off
 
 /**
  * A program Start Run cannot evolve. With no region at all, the next steps
- * are offered: evolve the whole program, as OpenEvolve and ShinkaEvolve do
+ * are offered: evolve the whole program (Evolve All), as OpenEvolve and ShinkaEvolve do
  * with a program without markers (its lines are marked as one EVOLVE-BLOCK,
  * an edit of the file that Undo takes back, and the run starts), mark the
  * selected lines, or scaffold a task for the file (all act on the file,
  * opened first). Broken markers are the user's to fix.
  */
 function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boolean): void {
-  const whole = 'Evolve Whole Program';
-  const mark = 'Mark Selection as EVOLVE-BLOCK';
-  const newTask = 'New Task for This File';
+  // Short labels: a notification cuts its buttons at about 16 characters ("Evolve Whole ..."); the text says what each does.
+  const whole = 'Evolve All';
+  const mark = 'Mark Selection';
+  const newTask = 'New Task';
   const buttons = noRegion ? [whole, mark, newTask] : [];
   const offer = noRegion
-    ? `${message} Evolve Whole Program marks all its lines as the EVOLVE-BLOCK (as OpenEvolve evolves a program without markers) and starts the run.`
+    ? `${message} Evolve All marks all its lines as the EVOLVE-BLOCK (as OpenEvolve evolves a program without markers) and starts the run; ` +
+      'Mark Selection marks the selected lines; New Task writes a task for this file.'
     : message;
   offerStartButtons(offer, buttons, async (choice) => {
     if (choice !== whole && choice !== mark && choice !== newTask) return;

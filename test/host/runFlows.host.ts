@@ -546,8 +546,10 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const offer = offers.at(-1);
         assert.ok(offer, 'the problem is shown');
         assert.match(offer.message, /cannot evolve plain\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
-        assert.deepEqual(offer.buttons, ['Evolve Whole Program', 'Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
-        offer.choose('Mark Selection as EVOLVE-BLOCK');
+        // Labels short enough that the notification does not cut them.
+        assert.deepEqual(offer.buttons, ['Evolve All', 'Mark Selection', 'New Task']);
+        assert.ok(offer.buttons.every((b) => b.length <= 14));
+        offer.choose('Mark Selection');
         const lines = await waitFor(() => editor.document.getText().split('\n'), {
           what: 'the markers around the selected lines',
           until: (l) => l.some((line) => line.includes('EVOLVE-BLOCK-START')),
@@ -580,9 +582,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(theta.controller.active, undefined, 'nothing runs before the choice');
         const offer = offers.at(-1);
         assert.ok(offer, 'offered');
-        assert.match(offer.message, /no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers.*Evolve Whole Program marks all its lines/);
+        assert.match(offer.message, /no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers.*Evolve All marks all its lines/);
         const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run of the whole program to start');
-        offer.choose('Evolve Whole Program');
+        offer.choose('Evolve All');
         await started;
         const lines = (await vscode.workspace.openTextDocument(program)).getText().split('\n');
         assert.equal(lines[0], '# EVOLVE-BLOCK-START');

@@ -45,7 +45,7 @@ export interface ThetaEvolveApi {
   /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
   /** A program document got its blame annotations. */
-  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
+  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>;
   /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
   onDidPostComparison: vscode.Event<CompareHostMessage>;
   /** Serve more programs as thetaevolve: documents (the scheme's one file system is this extension's). */

@@ -24,7 +24,8 @@ export interface BlameAnnotation {
   hover: vscode.MarkdownString;
 }
 
-const annotated = new vscode.EventEmitter<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>();
+/** `drawn`: false on a diff's side, where only the hovers are set. */
+const annotated = new vscode.EventEmitter<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>();
 /** A program document got its blame annotations (the in-host tests watch it). */
 export const onDidAnnotateBlame = annotated.event;
 
@@ -38,14 +39,18 @@ export function blameAnnotations(blame: Blame, runId: string, extension: string,
   const programs = new Map(blame.programs.map((p) => [p.id, p]));
   const annotations: BlameAnnotation[] = [];
   let previous: string | null = null;
+  /** The block's program has no annotation yet: its lines so far were blank (a blank line carries none). */
+  let unannotated = false;
   for (const line of blame.lines) {
     const at = lineOf(line.line - 1);
     if (at === undefined) {
       previous = null;
       continue;
     }
-    if (line.id === previous) continue;
+    if (line.id === previous && !unannotated) continue;
     previous = line.id;
+    unannotated = line.text.trim() === '';
+    if (unannotated) continue;
     const program = programs.get(line.id);
     // Six digits, as the Runs view shows objectives.
     const objective = formatScore(program?.objective ?? null, 6);
@@ -62,6 +67,19 @@ export function blameAnnotations(blame: Blame, runId: string, extension: string,
     annotations.push({ line: at, text: `${programLabel(named)} · ${objective}`, hover });
   }
   return annotations;
+}
+
+/**
+ * Whether `editor` is a side of a diff: its group's active tab is a diff
+ * showing its document (the API marks no editor as a diff's side).
+ */
+export function inDiffEditor(editor: vscode.TextEditor): boolean {
+  const uri = editor.document.uri.toString();
+  return vscode.window.tabGroups.all.some((group) => {
+    if (editor.viewColumn !== undefined && group.viewColumn !== editor.viewColumn) return false;
+    const input = group.activeTab?.input;
+    return input instanceof vscode.TabInputTextDiff && (input.original.toString() === uri || input.modified.toString() === uri);
+  });
 }
 
 /**
@@ -129,15 +147,19 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
   const decorate = async (editor: vscode.TextEditor): Promise<void> => {
     const annotations = await annotationsFor(editor.document);
     if (!annotations) return;
+    // A diff's two narrow sides have no room after their lines: there only the hover stays.
+    const drawn = !inDiffEditor(editor);
     editor.setDecorations(
       decoration,
       annotations.map((a) => {
         // The whole line: its hover is there wherever the pointer rests on it; the annotation is drawn after its end.
         const range = editor.document.lineAt(Math.min(a.line, editor.document.lineCount - 1)).range;
-        return { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } };
+        return drawn
+          ? { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } }
+          : { range, hoverMessage: a.hover, renderOptions: { after: { contentText: '' } } };
       }),
     );
-    annotated.fire({ uri: editor.document.uri, annotations });
+    annotated.fire({ uri: editor.document.uri, annotations, drawn });
   };
 
   const decorateVisible = (editors: readonly vscode.TextEditor[]): void => {
@@ -158,6 +180,8 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
     annotated,
     vscode.window.onDidChangeVisibleTextEditors(decorateVisible),
     vscode.window.onDidChangeActiveTextEditor((editor) => editor && decorateVisible([editor])),
+    // An editor that became (or stopped being) a diff's side is drawn again accordingly.
+    vscode.window.tabGroups.onDidChangeTabs(() => decorateVisible(vscode.window.visibleTextEditors)),
     onDidApplyProgram(({ fileUri, programCode, program }) => {
       appliedFiles.set(fileUri.toString(), { program, programCode });
       decorateDocument(fileUri);

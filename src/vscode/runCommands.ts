@@ -154,7 +154,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const started = controller.start(spec);
     const run = controller.active;
     if (!run) return;
-    void startLiveEvaluationTerminal(controller, run).catch((err: unknown) => log().warn(`evaluations terminal: ${errorMessage(err)}`));
+    try {
+      startLiveEvaluationTerminal(controller, run);
+    } catch (err) {
+      log().warn(`evaluations terminal: ${errorMessage(err)}`);
+    }
     showStartProgress(controller, run);
     try {
       await started;

@@ -366,19 +366,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await stopRun(theta.controller);
       const taskFile = join(dir, 'task.json');
       renameSync(taskFile, `${taskFile}.moved`);
-      const isLive = (x: vscode.TaskExecution): boolean =>
-        x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
-      // The stopped run's terminal is over before the resumed run's opens.
-      await waitFor(() => !vscode.tasks.taskExecutions.some(isLive), {
-        what: "the stopped run's evaluations terminal ended",
-        deadlineMs: 15_000,
-      });
-      const started: vscode.TaskExecution[] = [];
-      const ended: vscode.TaskExecution[] = [];
-      const subs = [
-        vscode.tasks.onDidStartTask((e) => started.push(e.execution)),
-        vscode.tasks.onDidEndTask((e) => ended.push(e.execution)),
-      ];
+      const opened: vscode.Terminal[] = [];
+      const subs = [vscode.window.onDidOpenTerminal((t) => opened.push(t))];
       try {
         let done = false;
         const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
@@ -392,9 +381,13 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         );
         await command;
         assert.equal(theta.controller.active, undefined, 'nothing runs');
-        await waitFor(() => started.some(isLive), { what: 'the evaluations terminal of the resumed run started', deadlineMs: 15_000 });
-        await waitFor(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), {
-          what: 'the evaluations terminal ended with the failed start',
+        await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
+          what: 'the evaluations terminal of the resumed run opened',
+          deadlineMs: 15_000,
+        });
+        // It stays, saying the start failed, and is the only one: the stopped run's was replaced.
+        await waitFor(() => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME)).length === 1, {
+          what: 'one evaluations terminal',
           deadlineMs: 15_000,
         });
         assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
@@ -771,49 +764,40 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       );
     });
 
-    it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {
-      const starts: vscode.TaskExecution[] = [];
-      const ends: vscode.TaskExecution[] = [];
-      const processEnds: { execution: vscode.TaskExecution; exitCode: number | undefined }[] = [];
+    it('Start Run opens the "ThetaEvolve evaluations" terminal without saving the edited program (no task: a task saves every file)', async () => {
       const opened: vscode.Terminal[] = [];
-      const subs = [
-        vscode.tasks.onDidStartTask((e) => starts.push(e.execution)),
-        vscode.tasks.onDidEndTask((e) => ends.push(e.execution)),
-        vscode.tasks.onDidEndTaskProcess((e) => processEnds.push({ execution: e.execution, exitCode: e.exitCode })),
-        vscode.window.onDidOpenTerminal((t) => opened.push(t)),
-      ];
+      const subs = [vscode.window.onDidOpenTerminal((t) => opened.push(t))];
       try {
-        const isLive = (x: vscode.TaskExecution): boolean =>
-          x.task.name === LIVE_TERMINAL_NAME &&
-          x.task.definition.type === EVALUATION_TASK_TYPE &&
-          x.task.definition.program === program.fsPath;
+        // An edit not saved: the run evolves the editor's text, and the file on disk stays as it was.
+        const onDisk = readFileSync(program.fsPath, 'utf8');
+        const editor = await vscode.window.showTextDocument(program);
+        await editor.edit((edit) => edit.insert(new vscode.Position(0, 0), '# an edit not saved\n'));
+        assert.equal(editor.document.isDirty, true);
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run to start');
         const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         const run = theta.controller.active;
         assert.ok(run);
-        await waitFor(() => starts.some(isLive), { what: 'the evaluations task started' });
-        const live = starts.find(isLive) as vscode.TaskExecution;
-        assert.equal(live.task.definition.task, 'flows-eval');
-        assert.equal(live.task.definition.program, program.fsPath);
-        assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
+        await started;
         await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
           what: 'a terminal named like "ThetaEvolve evaluations" opened',
         });
+        assert.ok(!vscode.tasks.taskExecutions.some((x) => x.task.name === LIVE_TERMINAL_NAME), 'not a task');
         await committed;
+        assert.equal(editor.document.isDirty, true, 'Start Run did not save the document');
+        assert.equal(readFileSync(program.fsPath, 'utf8'), onDisk, 'the file on disk is as it was');
+        const info = await theta.controller.query({ kind: 'runInfo', dbFile: run.dbFile });
+        assert.ok(info?.meta.startCode.startsWith('# an edit not saved\n'), "the run evolves the editor's text");
         await stopRun(theta.controller);
-        await waitFor(() => ends.some(isLive), { what: 'the evaluations task ended with the run', deadlineMs: 15_000 });
-        await waitFor(() => processEnds.some((p) => isLive(p.execution)), {
-          what: 'the evaluations terminal reported its exit code',
-          deadlineMs: 15_000,
-        });
-        assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
-        assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
+        await vscode.commands.executeCommand('workbench.action.files.revert');
 
         // A second run's terminal replaces the first one's: evaluation terminals do not pile up.
         const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
-        const startsBefore = starts.filter(isLive).length;
+        const openedBefore = opened.length;
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        await waitFor(() => starts.filter(isLive).length > startsBefore, { what: "the second run's evaluations task started" });
+        await waitFor(() => opened.slice(openedBefore).some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
+          what: "the second run's evaluations terminal opened",
+        });
         await waitFor(() => liveTerminals().length === 1, {
           what: `one evaluations terminal (saw ${liveTerminals().length})`,
           deadlineMs: 15_000,

@@ -21,6 +21,7 @@ import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } fro
 import { registerStatusBar } from './vscode/statusBar';
 import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
 import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
+import { onDidChangeStateProgress, type StateProgress } from './vscode/runProgress';
 import { onDidPostComparison } from './vscode/compareRuns';
 import type { CompareHostMessage } from './protocol/compareMessages';
 
@@ -44,6 +45,8 @@ export interface ThetaEvolveApi {
   onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
   /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
+  /** A Pause or Stop notification opened or ended (and why). */
+  onDidChangeStateProgress: vscode.Event<StateProgress>;
   /** A program document got its blame annotations. */
   onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>;
   /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
@@ -95,6 +98,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidNotifyRunFailure,
     onDidAnswerSteer,
     onDidAnnotateBlame,
+    onDidChangeStateProgress,
     onDidPostComparison,
     registerProgramLookup: registerProgramDocuments,
   };

@@ -26,7 +26,7 @@ import {
   runsDirectoryOfFolder,
   type StartSpec,
 } from './runController';
-import { showStartProgress } from './runProgress';
+import { showStartProgress, showStateProgress } from './runProgress';
 import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { openTaskProgram } from './openTaskProgram';
@@ -248,14 +248,16 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   });
 
   registerCommand(context, COMMAND_IDS.stopRun, () => {
-    if (!controller.stop()) void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+    const run = controller.active;
+    if (!run || !controller.stop()) return void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
+    showStateProgress(controller, run, 'stop');
   });
 
   registerCommand(context, COMMAND_IDS.pauseRun, () => {
     const run = controller.active;
     if (!run) return void vscode.window.showInformationMessage('ThetaEvolve: no run is active.');
     if (!controller.pause()) return void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
-    void vscode.window.showInformationMessage(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
+    showStateProgress(controller, run, 'pause');
   });
 
   /**

@@ -12,6 +12,7 @@ import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { OPEN_OUTPUT_TITLE, OUTPUT_SCHEME, outputUri } from '../../src/vscode/evaluationOutputDocuments';
 import type { StartFailureOffer } from '../../src/vscode/runCommands';
+import type { StateProgress } from '../../src/vscode/runProgress';
 import type { RunFailureNotice } from '../../src/vscode/runFailures';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
@@ -191,11 +192,23 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await firstCommit;
       assert.equal(run.state, 'running');
 
+      // The Pause notification ends when the run has paused (none outlives its state).
+      const progress: StateProgress[] = [];
+      const following = theta.onDidChangeStateProgress((p) => progress.push(p));
       const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
       await vscode.commands.executeCommand('thetaevolve.pauseRun');
       const pausedEvent = await paused;
       assert.ok(pausedEvent.type === 'paused');
       assert.equal(theta.controller.active?.state, 'paused');
+      await waitFor(() => progress.some((p) => p.asked === 'pause' && p.outcome === 'paused'), {
+        what: 'the Pause notification ended with the pause',
+        deadlineMs: 10_000,
+      });
+      following.dispose();
+      assert.deepEqual(
+        progress.map((p) => p.outcome),
+        [null, 'paused'],
+      );
       assert.equal(run.lastStep, pausedEvent.step, 'paused after the last committed step');
       assert.match(statusText(run), /paused/);
       assert.match(run.message, new RegExp(`paused after step ${pausedEvent.step}`));
@@ -241,7 +254,17 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await vscode.commands.executeCommand('thetaevolve.pauseRun');
       const pausedEvent = await paused;
       assert.ok(pausedEvent.type === 'paused');
-      const finished = await stopRun(theta.controller);
+      // Stop through its command: a notification while it stops, ended (with a confirmation) once the run closed.
+      const progress: StateProgress[] = [];
+      const following = theta.onDidChangeStateProgress((p) => progress.push(p));
+      const closedRun = closed(theta.controller);
+      await vscode.commands.executeCommand('thetaevolve.stopRun');
+      const finished = await closedRun;
+      await waitFor(() => progress.some((p) => p.asked === 'stop' && p.outcome === 'stopped'), {
+        what: 'the Stop notification ended with the run',
+        deadlineMs: 10_000,
+      });
+      following.dispose();
       assert.ok(finished);
       assert.equal(finished.state, 'finished');
       assert.equal(finished.lastStep, pausedEvent.step);

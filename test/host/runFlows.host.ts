@@ -548,7 +548,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
   });
 
   describe('Start Run on a file without an EVOLVE-BLOCK', () => {
-    it('offers Evolve Whole Program, Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
+    it('offers Evolve All, Mark Selection and New Task (short labels); Mark wraps the selected lines', async () => {
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
@@ -578,7 +578,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       }
     });
 
-    it('Evolve Whole Program marks every line of the program as the EVOLVE-BLOCK, as OpenEvolve evolves it, and starts the run', async () => {
+    it('Evolve All marks every line of the program as the EVOLVE-BLOCK, as OpenEvolve evolves it, and starts the run', async () => {
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {

@@ -53,6 +53,8 @@ export const ProgramRecordSchema = z.object({
     .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
     .nullable()
     .optional(),
+  /** Still in the population (only a live program can be pinned as a parent or banned); absent where not asked. */
+  live: z.boolean().optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 

@@ -43,6 +43,8 @@ export interface ProgramNode {
   counts: string;
   /** Banned now (docs/algorithm.md section 11). */
   banned: boolean;
+  /** Still in the population: only then are Pin as Parent and Ban offered. */
+  live: boolean;
   extension: string;
   fileUri: vscode.Uri | undefined;
   /** The text the run started from (Apply asks before overwriting later edits). */
@@ -91,6 +93,8 @@ export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
 /** Added to a banned program's context value: its menu offers Unban instead of Ban. */
 export const BANNED_CONTEXT_SUFFIX = '.banned';
+/** Suffix of a program row no longer in the population (an earlier best evicted since): nothing to pin or ban. */
+export const GONE_CONTEXT_SUFFIX = '.gone';
 
 function fmt(value: number | null): string {
   return formatScore(value, 6);
@@ -312,6 +316,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         previousName: previous ? programName({ step: previous.step, stepRank: previous.stepRank ?? null }) : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         banned: info.banned.includes(p.id),
+        live: p.live ?? true,
         extension: origin.extension,
         fileUri: origin.fileUri,
         startCode: origin.startCode,
@@ -371,7 +376,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
       `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
       (gain !== null && node.previousName !== null ? `\n${gain}: the gain over the previous best (${node.previousName})` : '') +
       (node.parentId ? `\nClick: the diff against its parent (program ${node.parentId}, which it was made from)` : '');
-    item.contextValue = (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) + (node.banned ? BANNED_CONTEXT_SUFFIX : '');
+    item.contextValue =
+      (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) +
+      (node.banned ? BANNED_CONTEXT_SUFFIX : node.live ? '' : GONE_CONTEXT_SUFFIX);
     item.iconPath = new vscode.ThemeIcon(
       node.banned ? 'circle-slash' : node.pinnedBest ? 'star-full' : node.parentId ? 'arrow-up' : 'circle-outline',
     );

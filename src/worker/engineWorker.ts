@@ -234,7 +234,7 @@ async function answer(query: Query): Promise<unknown> {
       case 'improvements': {
         const improvements = db.improvements();
         const ranks = db.stepRanks(improvements.map((p) => p.id));
-        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null }));
+        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null, live: db.isLive(p.id) }));
       }
       case 'summary':
         return db.summary();

@@ -382,6 +382,7 @@ export class EvolutionRun {
         type: 'error',
         time: Date.now(),
         fatal: false,
+        about: 'invalid_start',
         message: `the starting program is not valid (${result.status}: ${oneLine(result.reason)}); evolving from it anyway`,
       });
     }

@@ -493,6 +493,49 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('a starting program that is not valid (a NameError)', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      let dir: string;
+      ({ program, dir } = await taskCopy(theta, 'flows-invalid-start'));
+      // Outside the EVOLVE-BLOCK: no child can repair it, so steps commit nothing valid.
+      writeFileSync(
+        join(dir, 'initial.py'),
+        readFileSync(join(dir, 'initial.py'), 'utf8').replace('json.dump({"x": choose()}, f)', 'json.dump({"x": chose()}, f)'),
+      );
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('says in a notification with Open Log that it evolves from an invalid program, and again once steps in a row give nothing valid', async () => {
+      const notices: RunFailureNotice[] = [];
+      const sub = theta.onDidNotifyRunFailure((n) => notices.push(n));
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        await waitFor(() => notices.find((n) => /not valid/.test(n.message)), {
+          what: 'the invalid-start notification',
+          deadlineMs: 30_000,
+        });
+        const start = notices.find((n) => /not valid/.test(n.message)) as RunFailureNotice;
+        assert.match(start.message, /^ThetaEvolve: run flows-invalid-start-\S+: the starting program is not valid \(.*NameError.*chose/);
+        assert.deepEqual(start.buttons, ['Open Log']);
+        await waitFor(() => notices.find((n) => /no valid child/.test(n.message)), {
+          what: 'the notification that steps in a row gave nothing valid',
+          deadlineMs: 90_000,
+        });
+        const streak = notices.find((n) => /no valid child/.test(n.message)) as RunFailureNotice;
+        assert.match(streak.message, /no valid child in the last 5 steps \(step \d+: /);
+        assert.deepEqual(streak.buttons, ['Open Log']);
+        assert.equal(notices.filter((n) => /no valid child/.test(n.message)).length, 1, 'said once per streak');
+      } finally {
+        sub.dispose();
+      }
+    });
+  });
+
   describe('a start the endpoint refuses', () => {
     let program: vscode.Uri;
 

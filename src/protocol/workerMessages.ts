@@ -143,6 +143,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
   /** Evaluate one program in the sandbox with a task's evaluator (the `thetaevolve` task of tasks.json); no database. */
   z.object({ kind: z.literal('evaluate'), taskDir: z.string().min(1), code: z.string(), settings: SettingsSchema }),
+  /** Whether anything answers at a trainer URL (RL switched on with no run: src/engine/trainer/trainerProbe.ts). */
+  z.object({ kind: z.literal('probeTrainer'), url: z.string().min(1) }),
 ]);
 export type Query = z.infer<typeof QuerySchema>;
 export type QueryKind = Query['kind'];
@@ -174,6 +176,7 @@ export const QueryResultSchemas = {
   comparison: RunComparisonSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
   evaluationOutput: EvaluationOutputSchema.nullable(),
+  probeTrainer: z.object({ answers: z.boolean(), message: z.string() }),
   evaluate: z.object({
     taskTitle: z.string(),
     direction: DirectionSchema,

@@ -3,6 +3,7 @@
 // so the extension host never stalls on sql.js, sandboxes or parsing. Speaks
 // src/protocol/workerMessages.ts; every message from the host is validated,
 // and a malformed one gets a protocolError reply, never a crash.
+import { probeTrainer } from '../engine/trainer/trainerProbe';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parentPort } from 'node:worker_threads';
@@ -210,6 +211,7 @@ async function startRun(message: StartMessage): Promise<void> {
 
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
+  if (query.kind === 'probeTrainer') return probeTrainer(query.url);
   if (query.kind === 'steer') return steer(query);
   if (query.kind === 'comparison') return compareRuns(query.dbFiles.map((f) => resolve(f)));
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));

@@ -203,6 +203,12 @@ describe('runs (engine worker, commands, Runs view)', function () {
       await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
       assert.equal(enabled(), !before, 'the RL card shows the next run with RL switched');
       assert.equal(theta.dashboard.model.snapshot().trainer.state, before ? 'off' : 'next_run');
+      // Switched on: the trainer URL is asked at once, and the card says nothing answers there (port 9: nothing listens).
+      if (!before)
+        assert.match(
+          theta.dashboard.model.snapshot().trainer.message,
+          /Nothing answers at http:\/\/127\.0\.0\.1:9 \(connection refused\): start the trainer there/,
+        );
       // The choice belongs to the run, not to .vscode/settings.json (a file people commit) nor the user's settings.
       const setting = config().inspect<boolean>('trainer.enabled');
       assert.equal(setting?.workspaceValue, undefined, 'nothing written to the workspace settings');

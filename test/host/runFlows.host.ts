@@ -835,6 +835,11 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const subs = [vscode.window.onDidOpenTerminal((t) => opened.push(t))];
       try {
         // An edit not saved: the run evolves the editor's text, and the file on disk stays as it was.
+        // (VS Code for the Web, code-server included, saves after a delay by default: off here, as on the desktop.)
+        await vscode.workspace.getConfiguration('files').update('autoSave', 'off', vscode.ConfigurationTarget.Global);
+        subs.push({
+          dispose: () => void vscode.workspace.getConfiguration('files').update('autoSave', undefined, vscode.ConfigurationTarget.Global),
+        });
         const onDisk = readFileSync(program.fsPath, 'utf8');
         const editor = await vscode.window.showTextDocument(program);
         await editor.edit((edit) => edit.insert(new vscode.Position(0, 0), '# an edit not saved\n'));

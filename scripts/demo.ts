@@ -47,6 +47,8 @@ async function main(): Promise<void> {
         'thetaevolve.samplesPerPrompt': 4,
         'thetaevolve.evaluationConcurrency': 2,
         'thetaevolve.database.preset': 'small',
+        // The demo workspace sits inside the clone (.demo/, ignored by git): without this every window offers to open the clone's repository.
+        'git.openRepositoryInParentFolders': 'never',
       },
       null,
       2,

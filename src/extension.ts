@@ -24,6 +24,7 @@ import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } fro
 import { registerStatusBar } from './vscode/statusBar';
 import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
 import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
+import { onDidChangeStateProgress, type StateProgress } from './vscode/runProgress';
 import { onDidPostComparison } from './vscode/compareRuns';
 import type { CompareHostMessage } from './protocol/compareMessages';
 
@@ -49,8 +50,10 @@ export interface ThetaEvolveApi {
   onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
   /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
   onDidAnswerSteer: vscode.Event<SteerAnswer>;
+  /** A Pause or Stop notification opened or ended (and why). */
+  onDidChangeStateProgress: vscode.Event<StateProgress>;
   /** A program document got its blame annotations. */
-  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>;
+  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>;
   /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
   onDidPostComparison: vscode.Event<CompareHostMessage>;
   /** Serve more programs as thetaevolve: documents (the scheme's one file system is this extension's). */
@@ -103,6 +106,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     onDidNotifyRunFailure,
     onDidAnswerSteer,
     onDidAnnotateBlame,
+    onDidChangeStateProgress,
     onDidPostComparison,
     registerProgramLookup: registerProgramDocuments,
   };

@@ -137,7 +137,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       }
       case 'steered':
         progress.clear();
-        io.stderr(`thetaevolve run: steer: ${forDisplay(event.message)}\n`);
+        io.stderr(`thetaevolve run: steer at step ${event.step}: ${forDisplay(event.message)}\n`);
         break;
       // Only another process (an agent's pause_run) pauses a CLI run: said, as the editor shows it.
       case 'paused':

@@ -290,7 +290,21 @@ export function binHeatMap(
   return { bins: outBins, grid };
 }
 
-/** Counts of `values` in `bins` equal-width bins over their range (null when empty). */
+/** The smallest round width (1, 2, 2.5 or 5 times a power of ten) at least `raw`. */
+export function roundBinWidth(raw: number): number {
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * power >= raw * (1 - 1e-9)) return m * power;
+  return 10 * power;
+}
+
+/**
+ * Counts of `values` in bins of one round width (roundBinWidth) whose edges
+ * are multiples of it, at most about `bins` of them over the values' range,
+ * so the axis reads 0.3, 0.35, 0.4 (null when empty). `min` and `max` are
+ * the first bin's lower edge and the last one's upper edge; all values
+ * equal: one bin at that value.
+ */
 export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { min: number; max: number; counts: number[] } | null {
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
@@ -303,15 +317,21 @@ export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { m
     if (v > max) max = v;
   }
   if (n === 0) return null;
-  const counts = new Array<number>(bins).fill(0);
-  const span = max - min;
+  if (max === min) return { min, max, counts: [n] };
+  const width = roundBinWidth((max - min) / bins);
+  // Edges on multiples of the width, computed from integers so they stay round.
+  const first = Math.floor(min / width + 1e-9);
+  const count = Math.max(1, Math.floor(max / width + 1e-9) - first + 1);
+  const counts = new Array<number>(count).fill(0);
   for (let i = 0; i < values.length; i++) {
     const v = values[i] as number;
     if (!Number.isFinite(v)) continue;
-    const bin = span > 0 ? Math.min(bins - 1, Math.floor(((v - min) / span) * bins)) : 0;
+    const bin = Math.min(count - 1, Math.max(0, Math.floor(v / width + 1e-9) - first));
     counts[bin] = (counts[bin] as number) + 1;
   }
-  return { min, max, counts };
+  const decimals = Math.max(0, -Math.floor(Math.log10(width) + 1e-9) + 1);
+  const edge = (k: number): number => Number((k * width).toFixed(Math.min(20, decimals)));
+  return { min: edge(first), max: edge(first + count), counts };
 }
 
 export function databaseView(
@@ -337,12 +357,12 @@ export function databaseView(
     ...binHeatMap(island.cells, input.mapElites.bins, maxHeatBins, shadeRange),
   }));
   const bins = heat[0]?.bins ?? Math.min(input.mapElites.bins, maxHeatBins);
-  const range = input.mapElites.ranges.score;
+  // The objectives the shades span: valid programs' only (a penalty score is no objective).
   let scoreRange: { min: number; max: number } | null = null;
-  if (range) {
-    const a = displayObjective(range.min, direction);
-    const b = displayObjective(range.max, direction);
-    if (a !== null && b !== null) scoreRange = { min: a, max: b };
+  if (shadeRange) {
+    const a = displayObjective(shadeRange.min, direction);
+    const b = displayObjective(shadeRange.max, direction);
+    if (a !== null && b !== null) scoreRange = { min: Math.min(a, b), max: Math.max(a, b) };
   }
   const hist = histogramInput ? histogram(histogramInput.values) : null;
   return {
@@ -581,10 +601,17 @@ export function trainerView(state: TrainerStateEvent['state']): TrainerView {
   if (state.lastError !== null && !state.connected) {
     return { ...view, state: 'error', message: `${state.lastError}; retrying, rollouts are spooled (${queue})` };
   }
-  if (state.waiting) return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.` };
+  // A request the trainer took and has not answered for seconds is named, whatever the state.
+  const awaited = state.awaiting ? ` Awaiting its answer to ${state.awaiting}.` : '';
+  if (state.waiting)
+    return { ...view, state: 'waiting', message: `${state.mode} mode: the run waits for the trainer; ${queue}.${awaited}` };
   if (state.connected)
-    return { ...view, state: 'ready', message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.` };
-  return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.` };
+    return {
+      ...view,
+      state: 'ready',
+      message: `${state.mode} mode, trainer step ${state.trainerStep ?? 'not reported'}; ${queue}.${awaited}`,
+    };
+  return { ...view, state: 'connecting', message: `Connecting (${state.mode} mode); ${queue}.${awaited}` };
 }
 
 /** The RL card while no run is in progress: what the settings will do to the next one. */

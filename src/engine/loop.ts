@@ -406,6 +406,7 @@ export class EvolutionRun {
         type: 'error',
         time: Date.now(),
         fatal: false,
+        about: 'invalid_start',
         message: `the starting program is not valid (${result.status}: ${oneLine(result.reason)}); evolving from it anyway`,
       });
     }
@@ -570,7 +571,11 @@ function steeredMessage(result: Awaited<ReturnType<typeof applySteer>>): { messa
       id: result.id,
     };
   const ids = 'ids' in result && result.ids ? ` ${result.ids.join(', ')}` : '';
-  return { message: `${result.kind}${ids} from step ${result.step}`, id: result.ids?.[0] ?? null };
+  // The event carries its step: whoever shows the message names it once (the message does not).
+  const done = { guidance: 'guidance set', clearGuidance: 'guidance cleared', ban: 'banned', unban: 'unbanned', pin: 'pinned' }[
+    result.kind
+  ];
+  return { message: `${done}${ids}`, id: result.ids?.[0] ?? null };
 }
 
 function finishMessage(reason: RunFinishReason, lastStep: number): string {

@@ -2,6 +2,9 @@
 // the error codes Node's sockets, DNS and undici (fetch) give, shared by the
 // LLM endpoint client and the trainer's HTTP client.
 
+/** After this long without an answer, a request to a server (inference, trainer) is named as awaited: one that accepted it and stays silent is said within seconds, not at its timeout. */
+export const AWAITED_AFTER_MS = 5_000;
+
 const NETWORK_ERROR_CODES: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
@@ -27,6 +30,32 @@ export function isUnreachableError(error: unknown): boolean {
     current = (current as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/**
+ * Fetch's refusals of the address itself (undici's causes): no server will
+ * ever answer there, so waiting for one to come up is pointless.
+ */
+const ADDRESS_REFUSALS: ReadonlyArray<[RegExp, string]> = [
+  [/^bad port$/, 'a port fetch refuses to connect to (its blocked-port list): choose another port, such as 8000'],
+  [/^unknown scheme$/, 'not an http:// or https:// URL'],
+  [/^Invalid URL$|^Failed to parse URL/, 'not a valid URL'],
+];
+
+/**
+ * Why the address can never be fetched (fetch refused it before connecting:
+ * a blocked port, a scheme other than http/https, an unparsable URL), or
+ * null for a failure that may pass (nothing listening yet, a reset).
+ */
+export function permanentAddressError(error: unknown): string | null {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (code === 'ERR_INVALID_URL') return 'not a valid URL';
+    for (const [pattern, words] of ADDRESS_REFUSALS) if (pattern.test(current.message)) return words;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
 }
 
 /** Wrapper messages that say nothing of the cause (undici's, the openai SDK's). */

@@ -57,6 +57,8 @@ export const ProgramRecordSchema = z.object({
     .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
     .nullable()
     .optional(),
+  /** Still in the population (only a live program can be pinned as a parent or banned); absent where not asked. */
+  live: z.boolean().optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 
@@ -97,6 +99,11 @@ const LineageEntrySchema = z.object({
   objective: finite.nullable(),
   origin: z.enum(PROGRAM_ORIGINS),
   note: z.string().nullable(),
+  /** Its rank by score among its step's children: named as everywhere ("step 12 #1", src/engine/common/format.ts programName). */
+  stepRank: z
+    .object({ rank: z.number().int().min(1), of: z.number().int().min(1) })
+    .nullable()
+    .optional(),
 });
 
 // ----------------------------------------------------------------- queries
@@ -159,6 +166,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
     /** The interpreter by the editor's order (absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH). */
     python: PythonChoiceSchema.optional(),
   }),
+  /** Whether anything answers at a trainer URL (RL switched on with no run: src/engine/trainer/trainerProbe.ts). */
+  z.object({ kind: z.literal('probeTrainer'), url: z.string().min(1) }),
 ]);
 export type Query = z.infer<typeof QuerySchema>;
 export type QueryKind = Query['kind'];
@@ -191,6 +200,7 @@ export const QueryResultSchemas = {
   comparison: RunComparisonSchema,
   evaluationOutputs: z.array(EvaluationOutputSchema.omit({ stdout: true, stderr: true }).extend({ bytes: count })),
   evaluationOutput: EvaluationOutputSchema.nullable(),
+  probeTrainer: z.object({ answers: z.boolean(), message: z.string() }),
   evaluate: z.object({
     taskTitle: z.string(),
     direction: DirectionSchema,

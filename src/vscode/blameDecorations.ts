@@ -1,6 +1,6 @@
 // Blame on program documents (docs/algorithm.md section 11), as GitLens does
 // for commits: each block of lines that came from one program of the
-// lineage ends with "step 12 · model · 0.9613" (the step, who wrote it, its
+// lineage ends with "step 12 #1 · model · 0.9613" (the program's name, who wrote it, its
 // objective), and its hover opens that step's diff (the program against its
 // parent). Read from the run's database through the worker's `blame` query.
 // A file a program was applied to carries the blame of its EVOLVE-BLOCK
@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 import { type EvolveRegion, evolveRegionLines, evolveRegions } from '../engine/common/diff';
 import { forDisplay } from '../engine/common/displayText';
-import { formatScore } from '../engine/common/format';
+import { formatScore, programLabel, programName, programNameDetail } from '../engine/common/format';
 import type { QueryResult } from '../protocol/workerMessages';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
@@ -25,7 +25,8 @@ export interface BlameAnnotation {
   hover: vscode.MarkdownString;
 }
 
-const annotated = new vscode.EventEmitter<{ uri: vscode.Uri; annotations: BlameAnnotation[] }>();
+/** `drawn`: false on a diff's side, where only the hovers are set. */
+const annotated = new vscode.EventEmitter<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>();
 /** A program document got its blame annotations (the in-host tests watch it). */
 export const onDidAnnotateBlame = annotated.event;
 
@@ -39,29 +40,47 @@ export function blameAnnotations(blame: Blame, runId: string, extension: string,
   const programs = new Map(blame.programs.map((p) => [p.id, p]));
   const annotations: BlameAnnotation[] = [];
   let previous: string | null = null;
+  /** The block's program has no annotation yet: its lines so far were blank (a blank line carries none). */
+  let unannotated = false;
   for (const line of blame.lines) {
     const at = lineOf(line.line - 1);
     if (at === undefined) {
       previous = null;
       continue;
     }
-    if (line.id === previous) continue;
+    if (line.id === previous && !unannotated) continue;
     previous = line.id;
+    unannotated = line.text.trim() === '';
+    if (unannotated) continue;
     const program = programs.get(line.id);
     // Six digits, as the Runs view shows objectives.
     const objective = formatScore(program?.objective ?? null, 6);
     const hover = new vscode.MarkdownString();
     // Ids and notes are text from the database: appended as text, never as markup.
-    hover.appendText(`Line from program ${line.id} (step ${line.step}, written by ${line.origin}, objective ${objective})`);
+    const named = { ...line, stepRank: program?.stepRank ?? null };
+    hover.appendText(`Line from ${programLabel(named)}, objective ${objective} (${programNameDetail(named)})`);
     if (program?.note) hover.appendText(`\nNote: ${forDisplay(program.note)}`);
     if (program?.parentId) {
       const args = encodeURIComponent(JSON.stringify([runId, program.parentId, line.id, extension]));
-      hover.appendMarkdown(`\n\n[Open the diff of step ${line.step}](command:${COMMAND_IDS.showBlameDiff}?${args})`);
+      hover.appendMarkdown(`\n\n[Open the diff of ${programName(named)}](command:${COMMAND_IDS.showBlameDiff}?${args})`);
       hover.isTrusted = { enabledCommands: [COMMAND_IDS.showBlameDiff] };
     }
-    annotations.push({ line: at, text: `step ${line.step} · ${line.origin} · ${objective}`, hover });
+    annotations.push({ line: at, text: `${programLabel(named)} · ${objective}`, hover });
   }
   return annotations;
+}
+
+/**
+ * Whether `editor` is a side of a diff: its group's active tab is a diff
+ * showing its document (the API marks no editor as a diff's side).
+ */
+export function inDiffEditor(editor: vscode.TextEditor): boolean {
+  const uri = editor.document.uri.toString();
+  return vscode.window.tabGroups.all.some((group) => {
+    if (editor.viewColumn !== undefined && group.viewColumn !== editor.viewColumn) return false;
+    const input = group.activeTab?.input;
+    return input instanceof vscode.TabInputTextDiff && (input.original.toString() === uri || input.modified.toString() === uri);
+  });
 }
 
 /**
@@ -130,15 +149,19 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
   const decorate = async (editor: vscode.TextEditor): Promise<void> => {
     const annotations = await annotationsFor(editor.document);
     if (!annotations) return;
+    // A diff's two narrow sides have no room after their lines: there only the hover stays.
+    const drawn = !inDiffEditor(editor);
     editor.setDecorations(
       decoration,
       annotations.map((a) => {
         // The whole line: its hover is there wherever the pointer rests on it; the annotation is drawn after its end.
         const range = editor.document.lineAt(Math.min(a.line, editor.document.lineCount - 1)).range;
-        return { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } };
+        return drawn
+          ? { range, hoverMessage: a.hover, renderOptions: { after: { contentText: a.text } } }
+          : { range, hoverMessage: a.hover, renderOptions: { after: { contentText: '' } } };
       }),
     );
-    annotated.fire({ uri: editor.document.uri, annotations });
+    annotated.fire({ uri: editor.document.uri, annotations, drawn });
   };
 
   const decorateVisible = (editors: readonly vscode.TextEditor[]): void => {
@@ -159,6 +182,8 @@ export function registerBlameDecorations(context: vscode.ExtensionContext, contr
     annotated,
     vscode.window.onDidChangeVisibleTextEditors(decorateVisible),
     vscode.window.onDidChangeActiveTextEditor((editor) => editor && decorateVisible([editor])),
+    // An editor that became (or stopped being) a diff's side is drawn again accordingly.
+    vscode.window.tabGroups.onDidChangeTabs(() => decorateVisible(vscode.window.visibleTextEditors)),
     onDidApplyProgram(({ fileUri, programCode, program }) => {
       appliedFiles.set(fileUri.toString(), { program, programCode });
       decorateDocument(fileUri);

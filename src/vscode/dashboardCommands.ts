@@ -4,6 +4,7 @@
 import { stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { askText, showInfo, showWarning } from './notify';
+import { errorMessage } from '../engine/common/errors';
 import { trainerViewOfSettings } from '../dashboard/dashboardModel';
 import { DashboardFeed, replayRunFromDisk } from '../dashboard/dashboardFeed';
 import type { Settings } from '../engine/common/config';
@@ -184,8 +185,35 @@ async function switchTrainer(state: vscode.Memento, controller: RunController, h
   }
   await rememberTrainerChoice(state, enabled);
   if (run) controller.setTrainerEnabled(enabled);
-  else showTrainerSettings(host, state);
+  else {
+    showTrainerSettings(host, state);
+    if (enabled) await probeTrainerFor(controller, host, state);
+  }
   return enabled;
+}
+
+/** RL on with no run: whether the trainer answers, said within seconds on the RL card (and in a warning when it does not). */
+async function probeTrainerFor(controller: RunController, host: DashboardHost, state: vscode.Memento): Promise<void> {
+  let settings: Settings;
+  try {
+    settings = withTrainerChoice(readSettings(), state);
+  } catch {
+    return;
+  }
+  const url = settings['trainer.url'].trim();
+  if (!url) return;
+  const view = trainerViewOfSettings(trainerSettingsOf(settings));
+  host.setTrainer({ ...view, message: `${view.message} Asking whether the trainer at ${url} answers...` });
+  let probe: { answers: boolean; message: string };
+  try {
+    probe = await controller.query({ kind: 'probeTrainer', url });
+  } catch (err) {
+    probe = { answers: false, message: `the trainer at ${url} could not be asked (${errorMessage(err)})` };
+  }
+  // Only what is still the next run's choice is shown: the toggle may have gone off, or a run started, meanwhile.
+  if (controller.active || !withTrainerChoice(readSettings(), state)['trainer.enabled']) return;
+  host.setTrainer({ ...view, message: `${view.message} ${probe.message[0]?.toUpperCase()}${probe.message.slice(1)}.` });
+  if (!probe.answers) void showWarning(`ThetaEvolve: RL trainer on for the next run, but ${probe.message}.`);
 }
 
 function trainerSettingsOf(settings: Settings): Parameters<typeof trainerViewOfSettings>[0] {

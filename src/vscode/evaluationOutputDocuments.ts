@@ -5,7 +5,7 @@
 // the evaluation (`s3-p1#2`), which is also a link there. The document is read
 // from the files beside the run's database and served as a read-only file
 // system (readOnlyDocuments.ts), so its tab comes back after a reload.
-import { reasonOneLine } from '../engine/common/evaluationReason';
+import { reasonAboveOutput, reasonOneLine } from '../engine/common/evaluationReason';
 import * as vscode from 'vscode';
 import { pickOne, showInfo } from './notify';
 import { forDisplay } from '../engine/common/displayText';
@@ -82,7 +82,8 @@ export function outputDocumentText(ref: EvaluationOutputRef, output: QueryResult
     `Evaluation ${key}, step ${ref.step} of run ${ref.runId}: ${output.outcome}`,
     '',
     'reason:',
-    stream(output.reason),
+    // Its quoted end of stderr is in the stream below: the traceback is printed once.
+    stream(reasonAboveOutput(output.reason, output.stderr)),
     '',
     '--- candidate stdout ---',
     stream(output.stdout),

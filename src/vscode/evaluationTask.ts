@@ -1,7 +1,10 @@
-// Evaluations as a terminal task of type `thetaevolve`:
+// Evaluations in terminals:
 // - while a run is active, "ThetaEvolve evaluations" streams one line per
-//   evaluation (CustomExecution + Pseudoterminal, fed by the run's events);
-// - a TaskProvider resolves {"type": "thetaevolve", "task": ..., "program": ...}
+//   evaluation (a Pseudoterminal fed by the run's events, not a task: VS
+//   Code saves every edited file before a task runs, and Start Run evolves
+//   the editor's text without saving it);
+// - as a task of type `thetaevolve`,
+//   a TaskProvider resolves {"type": "thetaevolve", "task": ..., "program": ...}
 //   from tasks.json: it evaluates that file once in the sandbox and prints
 //   status, score, objective, reason and the candidate's output.
 import { existsSync } from 'node:fs';
@@ -117,12 +120,10 @@ const OUTPUT_BURST_MS = 1000;
  */
 const LINK_HOLD_MS = 6000;
 
-/** Streams the active run's evaluations; closes when the run is over. */
+/** Streams the active run's evaluations; when the run is over it says so and stays (the next run's replaces it). */
 class LiveEvaluationTerminal implements vscode.Pseudoterminal {
   private readonly writeEmitter = new vscode.EventEmitter<string>();
   readonly onDidWrite = this.writeEmitter.event;
-  private readonly closeEmitter = new vscode.EventEmitter<number>();
-  readonly onDidClose = this.closeEmitter.event;
   private readonly subscriptions: vscode.Disposable[] = [];
   private opened = false;
   private ended = false;
@@ -185,10 +186,8 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
         this.line('The run is over.');
         this.dispose();
         this.ended = true;
-        if (this.opened) {
-          this.flush(true);
-          this.closeEmitter.fire(0);
-        }
+        // Not closed: closing a terminal of ours disposes it, and its last lines are what one reads after a run.
+        if (this.opened) this.flush(true);
       }),
     );
   }
@@ -197,7 +196,6 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
     this.opened = true;
     this.writeEmitter.fire(terminalLine([`ThetaEvolve evaluations of run ${this.run.runId} (${this.run.taskTitle})`]));
     this.flush(true);
-    if (this.ended) this.closeEmitter.fire(0);
   }
 
   /** The pointer rests on one of this terminal's output links: hold the lines still (LINK_HOLD_MS). */
@@ -244,38 +242,18 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
 }
 
 /**
- * Start the "ThetaEvolve evaluations" task for the run that just started.
- * A window drives one run at a time, so every other evaluations terminal
- * belongs to a run that is over: they are closed, so they do not pile up.
+ * Open the "ThetaEvolve evaluations" terminal for the run that just started,
+ * in the panel without taking focus. A window drives one run at a time, so
+ * every other evaluations terminal belongs to a run that is over: they are
+ * closed, so they do not pile up.
  */
-export async function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): Promise<void> {
+export function startLiveEvaluationTerminal(controller: RunController, run: TrackedRun): vscode.Terminal {
   for (const terminal of vscode.window.terminals) {
     if (terminal.name.includes(LIVE_TERMINAL_NAME)) terminal.dispose();
   }
-  const folder = (run.fileUri && vscode.workspace.getWorkspaceFolder(run.fileUri)) ?? vscode.workspace.workspaceFolders?.[0];
-  const definition: EvaluationTaskDefinition = {
-    type: EVALUATION_TASK_TYPE,
-    task: run.taskName,
-    ...(run.fileUri ? { program: run.fileUri.fsPath } : {}),
-  };
   const terminal = new LiveEvaluationTerminal(controller, run);
   setTerminalRun(run, { pointedAt: () => terminal.holdForLink(), opened: () => terminal.releaseHold() });
-  const task = new vscode.Task(
-    definition,
-    folder ?? vscode.TaskScope.Workspace,
-    LIVE_TERMINAL_NAME,
-    'ThetaEvolve',
-    new vscode.CustomExecution(async () => terminal),
-  );
-  task.isBackground = true;
-  task.presentationOptions = {
-    reveal: vscode.TaskRevealKind.Silent,
-    panel: vscode.TaskPanelKind.Dedicated,
-    clear: true,
-    echo: false,
-    focus: false,
-  };
-  await vscode.tasks.executeTask(task);
+  return vscode.window.createTerminal({ name: LIVE_TERMINAL_NAME, pty: terminal, isTransient: true });
 }
 
 /** Where a definition's task is: a bundled task's name, or a path relative to the workspace folder. */

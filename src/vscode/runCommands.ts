@@ -31,7 +31,7 @@ import {
   runsDirectoryOfFolder,
   type StartSpec,
 } from './runController';
-import { showStartProgress } from './runProgress';
+import { showStartProgress, showStateProgress } from './runProgress';
 import { isRunNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
 import { openTaskProgram } from './openTaskProgram';
@@ -94,19 +94,21 @@ function showStartFailure(err: unknown, again: { retry: () => Promise<void>; off
 
 /**
  * A program Start Run cannot evolve. With no region at all, the next steps
- * are offered: evolve the whole program, as OpenEvolve and ShinkaEvolve do
+ * are offered: evolve the whole program (Evolve All), as OpenEvolve and ShinkaEvolve do
  * with a program without markers (its lines are marked as one EVOLVE-BLOCK,
  * an edit of the file that Undo takes back, and the run starts), mark the
  * selected lines, or scaffold a task for the file (all act on the file,
  * opened first). Broken markers are the user's to fix.
  */
 function showNoEvolveBlock(fileUri: vscode.Uri, message: string, noRegion: boolean): void {
-  const whole = 'Evolve Whole Program';
-  const mark = 'Mark Selection as EVOLVE-BLOCK';
-  const newTask = 'New Task for This File';
+  // Short labels: a notification cuts its buttons at about 16 characters ("Evolve Whole ..."); the text says what each does.
+  const whole = 'Evolve All';
+  const mark = 'Mark Selection';
+  const newTask = 'New Task';
   const buttons = noRegion ? [whole, mark, newTask] : [];
   const offer = noRegion
-    ? `${message} Evolve Whole Program marks all its lines as the EVOLVE-BLOCK (as OpenEvolve evolves a program without markers) and starts the run.`
+    ? `${message} Evolve All marks all its lines as the EVOLVE-BLOCK (as OpenEvolve evolves a program without markers) and starts the run; ` +
+      'Mark Selection marks the selected lines; New Task writes a task for this file.'
     : message;
   offerStartButtons(offer, buttons, async (choice) => {
     if (choice !== whole && choice !== mark && choice !== newTask) return;
@@ -170,7 +172,11 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     const started = controller.start(spec);
     const run = controller.active;
     if (!run) return;
-    void startLiveEvaluationTerminal(controller, run).catch((err: unknown) => log().warn(`evaluations terminal: ${errorMessage(err)}`));
+    try {
+      startLiveEvaluationTerminal(controller, run);
+    } catch (err) {
+      log().warn(`evaluations terminal: ${errorMessage(err)}`);
+    }
     showStartProgress(controller, run);
     try {
       await started;
@@ -264,14 +270,16 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
   });
 
   registerCommand(context, COMMAND_IDS.stopRun, () => {
-    if (!controller.stop()) void showInfo('ThetaEvolve: no run is active.');
+    const run = controller.active;
+    if (!run || !controller.stop()) return void showInfo('ThetaEvolve: no run is active.');
+    showStateProgress(controller, run, 'stop');
   });
 
   registerCommand(context, COMMAND_IDS.pauseRun, () => {
     const run = controller.active;
     if (!run) return void showInfo('ThetaEvolve: no run is active.');
     if (!controller.pause()) return void showInfo(`ThetaEvolve: run ${run.runId} is ${run.state}.`);
-    void showInfo(`ThetaEvolve: run ${run.runId} pauses after the step in flight commits.`);
+    showStateProgress(controller, run, 'pause');
   });
 
   /**

@@ -52,6 +52,8 @@ export interface TrackedRun {
   waitingForServer: boolean;
   /** The run waits for the RL trainer (synchronous step or staleness bound): named in the status bar. */
   waitingForTrainer: string | null;
+  /** The request to the trainer unanswered for seconds (TrainerState.awaiting), null when none. */
+  trainerAwaiting: string | null;
   /** The sandbox the run's candidates get, once the run started. */
   isolation: IsolationSummary | null;
   /** The SLURM queue of the run's evaluation jobs (null: evaluated on this machine). */
@@ -245,6 +247,7 @@ export class RunController implements vscode.Disposable {
       finishReason: null,
       waitingForServer: false,
       waitingForTrainer: null,
+      trainerAwaiting: null,
       isolation: null,
       queue: null,
       inferenceJobs: null,
@@ -420,7 +423,12 @@ export class RunController implements vscode.Disposable {
           if (event.fatal) run.message = event.message;
           break;
         case 'trainer_state': {
-          const waitingFor = event.state.enabled && event.state.waiting ? event.state.url : null;
+          const awaiting = event.state.enabled ? (event.state.awaiting ?? null) : null;
+          if (awaiting !== null && awaiting !== run.trainerAwaiting)
+            log().warn(`[${runId}] the ${event.state.protocol} trainer at ${event.state.url}: awaiting its answer to ${awaiting}`);
+          run.trainerAwaiting = awaiting;
+          // A request it leaves unanswered is a wait for it too (the status bar names it).
+          const waitingFor = event.state.enabled && (event.state.waiting || awaiting !== null) ? event.state.url : null;
           // The log says when a wait for the trainer begins and ends, naming it (the status bar shows it meanwhile).
           if (waitingFor !== null && run.waitingForTrainer === null)
             log().warn(`[${runId}] waiting for the ${event.state.protocol} trainer at ${waitingFor} (${event.state.mode} mode)`);

@@ -37,10 +37,14 @@ export interface ProgramNode {
   objective: number | null;
   /** The objective's change from the previous improvement (negative improves a minimise task). */
   delta: number | null;
+  /** The previous improvement's name ("step 7 #1"), which delta is measured from; null for the first. */
+  previousName: string | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
   /** Banned now (docs/algorithm.md section 11). */
   banned: boolean;
+  /** Still in the population: only then are Pin as Parent and Ban offered. */
+  live: boolean;
   extension: string;
   fileUri: vscode.Uri | undefined;
   /** The text the run started from (Apply asks before overwriting later edits). */
@@ -89,6 +93,8 @@ export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 export const ROOT_PROGRAM_CONTEXT = 'thetaevolve.program.root';
 /** Added to a banned program's context value: its menu offers Unban instead of Ban. */
 export const BANNED_CONTEXT_SUFFIX = '.banned';
+/** Suffix of a program row no longer in the population (an earlier best evicted since): nothing to pin or ban. */
+export const GONE_CONTEXT_SUFFIX = '.gone';
 
 function fmt(value: number | null): string {
   return formatScore(value, 6);
@@ -307,8 +313,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         score: p.score,
         objective,
         delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
+        previousName: previous ? programName({ step: previous.step, stepRank: previous.stepRank ?? null }) : null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         banned: info.banned.includes(p.id),
+        live: p.live ?? true,
         extension: origin.extension,
         fileUri: origin.fileUri,
         startCode: origin.startCode,
@@ -360,12 +368,17 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     // The score first (rows are cut at a narrow sidebar), then its name (step and rank) and the gain; the id and counts in the tooltip.
     const item = new vscode.TreeItem(fmt(node.objective), vscode.TreeItemCollapsibleState.None);
     item.id = programRowId(node.dbFile, node);
-    const delta = node.delta === null ? 'start' : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
-    item.description = `${node.pinnedBest ? 'best · ' : ''}${programName(node)} · ${delta}`;
+    // The gain is over the previous best, while the row opens the diff to the program's parent: each is said as what it is.
+    const gain = node.delta === null ? null : `${node.delta >= 0 ? '+' : ''}${formatScore(node.delta, 4)}`;
+    item.description = `${node.pinnedBest ? 'best · ' : ''}${programName(node)} · ${gain === null ? 'start' : `${gain} vs previous best`}`;
     item.tooltip =
       `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
-      `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}`;
-    item.contextValue = (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) + (node.banned ? BANNED_CONTEXT_SUFFIX : '');
+      `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
+      (gain !== null && node.previousName !== null ? `\n${gain}: the gain over the previous best (${node.previousName})` : '') +
+      (node.parentId ? `\nClick: the diff against its parent (program ${node.parentId}, which it was made from)` : '');
+    item.contextValue =
+      (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) +
+      (node.banned ? BANNED_CONTEXT_SUFFIX : node.live ? '' : GONE_CONTEXT_SUFFIX);
     item.iconPath = new vscode.ThemeIcon(
       node.banned ? 'circle-slash' : node.pinnedBest ? 'star-full' : node.parentId ? 'arrow-up' : 'circle-outline',
     );

@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import { confirmTaskFolder } from './runTrust';
 import { askText, flashStatus, pickOne, showInfo, showWarning } from './notify';
 import { forDisplay } from '../engine/common/displayText';
-import { formatScore } from '../engine/common/format';
+import { formatScore, programLabel, programName, programNameDetail } from '../engine/common/format';
 import { type SteerRequest, type SteerResult, steerResultText } from '../engine/common/steering';
 import type { QueryResult } from '../protocol/workerMessages';
 import { fileName, registerCommand } from './commandRegistry';
@@ -82,7 +82,7 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
       const dbFile = controller.dbFileOf(runId) ?? '';
       answers.fire({ dbFile, kind: event.kind, ok: event.ok, message: event.message, id: event.id, queued: false });
       // What it did first: a toast shows its start.
-      const text = `ThetaEvolve: ${forDisplay(event.message)} (run ${runId}, step ${event.step})`;
+      const text = `ThetaEvolve: step ${event.step}: ${forDisplay(event.message)} (run ${runId})`;
       void (event.ok ? showInfo(text) : showWarning(text));
     }),
   );
@@ -201,13 +201,13 @@ export async function showLineage(
 ): Promise<QueryResult<'lineage'>['programs'][number] | undefined> {
   const lineage = await controller.query({ kind: 'lineage', dbFile: program.dbFile, programId: program.programId });
   const items = lineage.programs.map((entry) => ({
-    label: `step ${entry.step} · ${entry.origin} · ${formatScore(entry.objective, 6)}`,
-    description: `program ${forDisplay(entry.id)}`,
+    label: `${programLabel(entry)} · ${formatScore(entry.objective, 6)}`,
+    description: forDisplay(programNameDetail(entry)),
     detail: entry.note !== null ? forDisplay(entry.note) : entry.parentId === null ? 'the starting program' : undefined,
     entry,
   }));
   const picked = await pickOne(items, {
-    title: `Lineage of program ${program.programId}${lineage.complete ? '' : ' (older ancestors were evicted)'}: each opens the diff to its parent`,
+    title: `Lineage of ${lineage.programs[0] ? programName(lineage.programs[0]) : `program ${forDisplay(program.programId)}`}${lineage.complete ? '' : ' (older ancestors were evicted)'}: each opens the diff to its parent`,
   });
   if (!picked || picked.entry.parentId === null) return picked?.entry;
   await showProgramDiff(program.runId, picked.entry.parentId, picked.entry.id, program.extension);

@@ -3,6 +3,7 @@
 // so the extension host never stalls on sql.js, sandboxes or parsing. Speaks
 // src/protocol/workerMessages.ts; every message from the host is validated,
 // and a malformed one gets a protocolError reply, never a crash.
+import { probeTrainer } from '../engine/trainer/trainerProbe';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parentPort } from 'node:worker_threads';
@@ -236,6 +237,7 @@ async function startRun(message: StartMessage): Promise<void> {
 async function answer(query: Query): Promise<unknown> {
   if (query.kind === 'evaluate') return evaluateProgram(query);
   if (query.kind === 'agentTool') return runAgentTool(query.tool, query.input, agentToolHost(query));
+  if (query.kind === 'probeTrainer') return probeTrainer(query.url);
   if (query.kind === 'steer') return steer(query);
   if (query.kind === 'comparison') return compareRuns(query.dbFiles.map((f) => resolve(f)));
   if (query.kind === 'bestSolution') return readBestSolution(resolve(query.dbFile));
@@ -260,7 +262,7 @@ async function answer(query: Query): Promise<unknown> {
       case 'improvements': {
         const improvements = db.improvements();
         const ranks = db.stepRanks(improvements.map((p) => p.id));
-        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null }));
+        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null, live: db.isLive(p.id) }));
       }
       case 'summary':
         return db.summary();
@@ -287,7 +289,12 @@ async function answer(query: Query): Promise<unknown> {
         const program = db.get(query.programId);
         if (!program) throw new Error(`no program ${query.programId} in ${file}`);
         const lineage = lineageOf(db, program);
-        const programs = lineage.programs.map((entry) => ({ ...entry, objective: db.get(entry.id)?.objective ?? null }));
+        const ranks = db.stepRanks(lineage.programs.map((entry) => entry.id));
+        const programs = lineage.programs.map((entry) => ({
+          ...entry,
+          objective: db.get(entry.id)?.objective ?? null,
+          stepRank: ranks.get(entry.id) ?? null,
+        }));
         return query.kind === 'lineage' ? { ...lineage, programs } : { ...blameOf(db, program), programs };
       }
     }

@@ -81,7 +81,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await page.locator('.editor-instance .view-lines').first().click();
     await page.keyboard.type('Prefer circles that touch the border of the square.');
     await page.keyboard.press('Control+S');
-    await notification(page, /guidance from step \d+/).waitFor({ state: 'visible', timeout: 120_000 });
+    await notification(page, /step \d+: guidance set \(run /).waitFor({ state: 'visible', timeout: 120_000 });
     await saveScreenshot(page, 'e2e-steer-2-guidance');
     // The dashboard's database facts name the guidance in force and since which step.
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
@@ -107,7 +107,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await button.waitFor({ state: 'visible', timeout: 60_000 });
     await waitFor(async () => (await button.getAttribute('disabled')) === null, { what: 'the Lineage button enabled', deadlineMs: 60_000 });
     await button.click();
-    const picks = page.locator('.quick-input-widget', { hasText: 'Lineage of program' }).first();
+    const picks = page.locator('.quick-input-widget', { hasText: /Lineage of (step \d+ #\d+|initial)/ }).first();
     await picks.waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-steer-3a-dashboard-lineage');
     await page.keyboard.press('Escape');
@@ -141,25 +141,35 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await child.click({ button: 'right' });
     await chooseMenuItem(page, 'Open Program');
     // The annotations are drawn after the lines (CSS content): read them from the rendered styles.
-    const annotations = await waitFor(
-      () =>
-        page.evaluate(() =>
-          [...document.querySelectorAll('.editor-instance .view-line span')]
-            .map((span) => getComputedStyle(span, '::after').content)
-            .filter((content) => content.includes('step ')),
-        ),
-      { what: 'blame annotations on the program document', until: (found) => found.length >= 2, deadlineMs: 30_000, intervalMs: 500 },
-    );
+    const drawnAnnotations = (): Promise<{ text: string; line: string }[]> =>
+      page.evaluate(() =>
+        [...document.querySelectorAll('.editor-instance .view-line span')]
+          .map((span) => ({ text: getComputedStyle(span, '::after').content, line: span.closest('.view-line')?.textContent ?? '' }))
+          .filter((a) => a.text.includes(' · ')),
+      );
+    const found = await waitFor(drawnAnnotations, {
+      what: 'blame annotations on the program document',
+      until: (drawn) => drawn.length >= 2,
+      deadlineMs: 30_000,
+      intervalMs: 500,
+    });
+    const annotations = found.map((a) => a.text);
+    // Named as the Runs view names programs ("step 3 #1 · model", "initial"), never "step 0 · migration".
     assert.ok(
-      annotations.every((a) => /step \d+ · (initial|model|researcher|migration) · /.test(a)),
+      annotations.every((a) => /^"(initial|step [1-9]\d*( #\d+)? · (model|researcher|island copy)) · /.test(a)),
       annotations.join(' | '),
+    );
+    // None on a blank line.
+    assert.ok(
+      found.every((a) => a.line.replace(/\u00a0/g, ' ').trim() !== ''),
+      found.map((a) => JSON.stringify(a)).join(' | '),
     );
     await saveScreenshot(page, 'e2e-steer-4-blame');
     // The hover of a line's annotation opens the diff of the step that brought it.
     const spot = await page.evaluate(() => {
       for (const span of document.querySelectorAll('.editor-instance .view-line span')) {
         const content = getComputedStyle(span, '::after').content;
-        if (!/step [1-9]\d* · model/.test(content)) continue;
+        if (!/step [1-9]\d*( #\d+)? · model/.test(content)) continue;
         const box = span.getBoundingClientRect();
         // On the line's own text, just before its annotation.
         return { x: box.left - 15, y: box.top + box.height / 2 };
@@ -169,11 +179,22 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     assert.ok(spot, 'an annotation of a step after the start');
     await page.mouse.move(spot.x - 5, spot.y);
     await page.mouse.move(spot.x, spot.y, { steps: 3 });
-    const link = page.locator('.monaco-hover a', { hasText: /Open the diff of step \d+/ }).first();
+    const link = page.locator('.monaco-hover a', { hasText: /Open the diff of step \d+ #\d+/ }).first();
     await link.waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-steer-5-blame-hover');
     await link.click();
     await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30_000 });
+    // The diff's narrow sides carry no annotation (the hovers stay).
+    await waitFor(
+      () =>
+        page.evaluate(
+          () =>
+            [...document.querySelectorAll('.monaco-diff-editor .view-line span')].filter((span) =>
+              getComputedStyle(span, '::after').content.includes(' · '),
+            ).length,
+        ),
+      { what: 'no blame annotation drawn in the diff editor', until: (n) => n === 0, deadlineMs: 15_000, intervalMs: 250 },
+    );
     await saveScreenshot(page, 'e2e-steer-6-blame-diff');
   });
 
@@ -201,12 +222,12 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
         page.evaluate(() =>
           [...document.querySelectorAll('.editor-instance .view-line span')]
             .map((span) => getComputedStyle(span, '::after').content)
-            .filter((content) => content.includes('step ')),
+            .filter((content) => content.includes(' · ')),
         ),
       { what: 'blame annotations on the file after Apply', until: (found) => found.length >= 2, deadlineMs: 30_000, intervalMs: 500 },
     );
     assert.ok(
-      annotations.some((a) => /step [1-9]\d* · model/.test(a)),
+      annotations.some((a) => /step [1-9]\d*( #\d+)? · model/.test(a)),
       annotations.join(' | '),
     );
     await saveScreenshot(page, 'e2e-steer-7-blame-after-apply');

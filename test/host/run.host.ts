@@ -128,6 +128,10 @@ describe('runs (engine worker, commands, Runs view)', function () {
           `step ${p.step} #${p.stepRank.rank}`,
         );
         assert.match(tooltip, new RegExp(`rank ${p.stepRank.rank} by score of the ${p.stepRank.of} children of step ${p.step}`));
+        // The gain says what it is measured from, and the click what it opens (the parent's diff, whose gain differs).
+        assert.match(String(row.description), / · [+-][\d.e+-]+ vs previous best$/);
+        assert.match(tooltip, /: the gain over the previous best \((initial|step \d+( #\d+)?)\)/);
+        assert.ok(tooltip.includes(`Click: the diff against its parent (program ${p.parentId},`), tooltip);
       }
       assert.ok(tooltip.includes(`program ${p.programId}`), tooltip);
     }
@@ -199,6 +203,12 @@ describe('runs (engine worker, commands, Runs view)', function () {
       await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
       assert.equal(enabled(), !before, 'the RL card shows the next run with RL switched');
       assert.equal(theta.dashboard.model.snapshot().trainer.state, before ? 'off' : 'next_run');
+      // Switched on: the trainer URL is asked at once, and the card says nothing answers there (port 9: nothing listens).
+      if (!before)
+        assert.match(
+          theta.dashboard.model.snapshot().trainer.message,
+          /Nothing answers at http:\/\/127\.0\.0\.1:9 \(connection refused\): start the trainer there/,
+        );
       // The choice belongs to the run, not to .vscode/settings.json (a file people commit) nor the user's settings.
       const setting = config().inspect<boolean>('trainer.enabled');
       assert.equal(setting?.workspaceValue, undefined, 'nothing written to the workspace settings');

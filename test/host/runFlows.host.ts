@@ -12,6 +12,7 @@ import type { ThetaEvolveApi } from '../../src/extension';
 import { EVALUATION_TASK_TYPE, evaluationLines, LIVE_TERMINAL_NAME } from '../../src/vscode/evaluationTask';
 import { OPEN_OUTPUT_TITLE, OUTPUT_SCHEME, outputUri } from '../../src/vscode/evaluationOutputDocuments';
 import type { StartFailureOffer } from '../../src/vscode/runCommands';
+import type { StateProgress } from '../../src/vscode/runProgress';
 import type { RunFailureNotice } from '../../src/vscode/runFailures';
 import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
@@ -191,11 +192,23 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await firstCommit;
       assert.equal(run.state, 'running');
 
+      // The Pause notification ends when the run has paused (none outlives its state).
+      const progress: StateProgress[] = [];
+      const following = theta.onDidChangeStateProgress((p) => progress.push(p));
       const paused = nextEvent(theta.controller, (e) => e.type === 'paused', 'the run to pause');
       await vscode.commands.executeCommand('thetaevolve.pauseRun');
       const pausedEvent = await paused;
       assert.ok(pausedEvent.type === 'paused');
       assert.equal(theta.controller.active?.state, 'paused');
+      await waitFor(() => progress.some((p) => p.asked === 'pause' && p.outcome === 'paused'), {
+        what: 'the Pause notification ended with the pause',
+        deadlineMs: 10_000,
+      });
+      following.dispose();
+      assert.deepEqual(
+        progress.map((p) => p.outcome),
+        [null, 'paused'],
+      );
       assert.equal(run.lastStep, pausedEvent.step, 'paused after the last committed step');
       assert.match(statusText(run), /paused/);
       assert.match(run.message, new RegExp(`paused after step ${pausedEvent.step}`));
@@ -241,7 +254,17 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await vscode.commands.executeCommand('thetaevolve.pauseRun');
       const pausedEvent = await paused;
       assert.ok(pausedEvent.type === 'paused');
-      const finished = await stopRun(theta.controller);
+      // Stop through its command: a notification while it stops, ended (with a confirmation) once the run closed.
+      const progress: StateProgress[] = [];
+      const following = theta.onDidChangeStateProgress((p) => progress.push(p));
+      const closedRun = closed(theta.controller);
+      await vscode.commands.executeCommand('thetaevolve.stopRun');
+      const finished = await closedRun;
+      await waitFor(() => progress.some((p) => p.asked === 'stop' && p.outcome === 'stopped'), {
+        what: 'the Stop notification ended with the run',
+        deadlineMs: 10_000,
+      });
+      following.dispose();
       assert.ok(finished);
       assert.equal(finished.state, 'finished');
       assert.equal(finished.lastStep, pausedEvent.step);
@@ -366,19 +389,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       await stopRun(theta.controller);
       const taskFile = join(dir, 'task.json');
       renameSync(taskFile, `${taskFile}.moved`);
-      const isLive = (x: vscode.TaskExecution): boolean =>
-        x.task.name === LIVE_TERMINAL_NAME && x.task.definition.program === program.fsPath;
-      // The stopped run's terminal is over before the resumed run's opens.
-      await waitFor(() => !vscode.tasks.taskExecutions.some(isLive), {
-        what: "the stopped run's evaluations terminal ended",
-        deadlineMs: 15_000,
-      });
-      const started: vscode.TaskExecution[] = [];
-      const ended: vscode.TaskExecution[] = [];
-      const subs = [
-        vscode.tasks.onDidStartTask((e) => started.push(e.execution)),
-        vscode.tasks.onDidEndTask((e) => ended.push(e.execution)),
-      ];
+      const opened: vscode.Terminal[] = [];
+      const subs = [vscode.window.onDidOpenTerminal((t) => opened.push(t))];
       try {
         let done = false;
         const command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.resumeRun')).finally(() => (done = true));
@@ -392,9 +404,13 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         );
         await command;
         assert.equal(theta.controller.active, undefined, 'nothing runs');
-        await waitFor(() => started.some(isLive), { what: 'the evaluations terminal of the resumed run started', deadlineMs: 15_000 });
-        await waitFor(() => ended.some(isLive) && !vscode.tasks.taskExecutions.some(isLive), {
-          what: 'the evaluations terminal ended with the failed start',
+        await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
+          what: 'the evaluations terminal of the resumed run opened',
+          deadlineMs: 15_000,
+        });
+        // It stays, saying the start failed, and is the only one: the stopped run's was replaced.
+        await waitFor(() => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME)).length === 1, {
+          what: 'one evaluations terminal',
           deadlineMs: 15_000,
         });
         assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
@@ -477,6 +493,49 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('a starting program that is not valid (a NameError)', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      let dir: string;
+      ({ program, dir } = await taskCopy(theta, 'flows-invalid-start'));
+      // Outside the EVOLVE-BLOCK: no child can repair it, so steps commit nothing valid.
+      writeFileSync(
+        join(dir, 'initial.py'),
+        readFileSync(join(dir, 'initial.py'), 'utf8').replace('json.dump({"x": choose()}, f)', 'json.dump({"x": chose()}, f)'),
+      );
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    it('says in a notification with Open Log that it evolves from an invalid program, and again once steps in a row give nothing valid', async () => {
+      const notices: RunFailureNotice[] = [];
+      const sub = theta.onDidNotifyRunFailure((n) => notices.push(n));
+      try {
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        await waitFor(() => notices.find((n) => /not valid/.test(n.message)), {
+          what: 'the invalid-start notification',
+          deadlineMs: 30_000,
+        });
+        const start = notices.find((n) => /not valid/.test(n.message)) as RunFailureNotice;
+        assert.match(start.message, /^ThetaEvolve: run flows-invalid-start-\S+: the starting program is not valid \(.*NameError.*chose/);
+        assert.deepEqual(start.buttons, ['Open Log']);
+        await waitFor(() => notices.find((n) => /no valid child/.test(n.message)), {
+          what: 'the notification that steps in a row gave nothing valid',
+          deadlineMs: 90_000,
+        });
+        const streak = notices.find((n) => /no valid child/.test(n.message)) as RunFailureNotice;
+        assert.match(streak.message, /no valid child in the last 5 steps \(step \d+: /);
+        assert.deepEqual(streak.buttons, ['Open Log']);
+        assert.equal(notices.filter((n) => /no valid child/.test(n.message)).length, 1, 'said once per streak');
+      } finally {
+        sub.dispose();
+      }
+    });
+  });
+
   describe('a start the endpoint refuses', () => {
     let program: vscode.Uri;
 
@@ -532,7 +591,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
   });
 
   describe('Start Run on a file without an EVOLVE-BLOCK', () => {
-    it('offers Evolve Whole Program, Mark Selection as EVOLVE-BLOCK and New Task for This File; Mark wraps the selected lines', async () => {
+    it('offers Evolve All, Mark Selection and New Task (short labels); Mark wraps the selected lines', async () => {
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
@@ -546,8 +605,10 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const offer = offers.at(-1);
         assert.ok(offer, 'the problem is shown');
         assert.match(offer.message, /cannot evolve plain\.py: no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers/);
-        assert.deepEqual(offer.buttons, ['Evolve Whole Program', 'Mark Selection as EVOLVE-BLOCK', 'New Task for This File']);
-        offer.choose('Mark Selection as EVOLVE-BLOCK');
+        // Labels short enough that the notification does not cut them.
+        assert.deepEqual(offer.buttons, ['Evolve All', 'Mark Selection', 'New Task']);
+        assert.ok(offer.buttons.every((b) => b.length <= 14));
+        offer.choose('Mark Selection');
         const lines = await waitFor(() => editor.document.getText().split('\n'), {
           what: 'the markers around the selected lines',
           until: (l) => l.some((line) => line.includes('EVOLVE-BLOCK-START')),
@@ -560,7 +621,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       }
     });
 
-    it('Evolve Whole Program marks every line of the program as the EVOLVE-BLOCK, as OpenEvolve evolves it, and starts the run', async () => {
+    it('Evolve All marks every line of the program as the EVOLVE-BLOCK, as OpenEvolve evolves it, and starts the run', async () => {
       const offers: StartFailureOffer[] = [];
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
@@ -580,9 +641,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(theta.controller.active, undefined, 'nothing runs before the choice');
         const offer = offers.at(-1);
         assert.ok(offer, 'offered');
-        assert.match(offer.message, /no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers.*Evolve Whole Program marks all its lines/);
+        assert.match(offer.message, /no EVOLVE-BLOCK-START \/ EVOLVE-BLOCK-END markers.*Evolve All marks all its lines/);
         const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run of the whole program to start');
-        offer.choose('Evolve Whole Program');
+        offer.choose('Evolve All');
         await started;
         const lines = (await vscode.workspace.openTextDocument(program)).getText().split('\n');
         assert.equal(lines[0], '# EVOLVE-BLOCK-START');
@@ -769,49 +830,45 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       );
     });
 
-    it('Start Run opens the "ThetaEvolve evaluations" task terminal; it ends with the run', async () => {
-      const starts: vscode.TaskExecution[] = [];
-      const ends: vscode.TaskExecution[] = [];
-      const processEnds: { execution: vscode.TaskExecution; exitCode: number | undefined }[] = [];
+    it('Start Run opens the "ThetaEvolve evaluations" terminal without saving the edited program (no task: a task saves every file)', async () => {
       const opened: vscode.Terminal[] = [];
-      const subs = [
-        vscode.tasks.onDidStartTask((e) => starts.push(e.execution)),
-        vscode.tasks.onDidEndTask((e) => ends.push(e.execution)),
-        vscode.tasks.onDidEndTaskProcess((e) => processEnds.push({ execution: e.execution, exitCode: e.exitCode })),
-        vscode.window.onDidOpenTerminal((t) => opened.push(t)),
-      ];
+      const subs = [vscode.window.onDidOpenTerminal((t) => opened.push(t))];
       try {
-        const isLive = (x: vscode.TaskExecution): boolean =>
-          x.task.name === LIVE_TERMINAL_NAME &&
-          x.task.definition.type === EVALUATION_TASK_TYPE &&
-          x.task.definition.program === program.fsPath;
+        // An edit not saved: the run evolves the editor's text, and the file on disk stays as it was.
+        // (VS Code for the Web, code-server included, saves after a delay by default: off here, as on the desktop.)
+        await vscode.workspace.getConfiguration('files').update('autoSave', 'off', vscode.ConfigurationTarget.Global);
+        subs.push({
+          dispose: () => void vscode.workspace.getConfiguration('files').update('autoSave', undefined, vscode.ConfigurationTarget.Global),
+        });
+        const onDisk = readFileSync(program.fsPath, 'utf8');
+        const editor = await vscode.window.showTextDocument(program);
+        await editor.edit((edit) => edit.insert(new vscode.Position(0, 0), '# an edit not saved\n'));
+        assert.equal(editor.document.isDirty, true);
+        const started = nextEvent(theta.controller, (e) => e.type === 'run_started', 'the run to start');
         const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         const run = theta.controller.active;
         assert.ok(run);
-        await waitFor(() => starts.some(isLive), { what: 'the evaluations task started' });
-        const live = starts.find(isLive) as vscode.TaskExecution;
-        assert.equal(live.task.definition.task, 'flows-eval');
-        assert.equal(live.task.definition.program, program.fsPath);
-        assert.ok(vscode.tasks.taskExecutions.some(isLive), 'the task is running');
+        await started;
         await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
           what: 'a terminal named like "ThetaEvolve evaluations" opened',
         });
+        assert.ok(!vscode.tasks.taskExecutions.some((x) => x.task.name === LIVE_TERMINAL_NAME), 'not a task');
         await committed;
+        assert.equal(editor.document.isDirty, true, 'Start Run did not save the document');
+        assert.equal(readFileSync(program.fsPath, 'utf8'), onDisk, 'the file on disk is as it was');
+        const info = await theta.controller.query({ kind: 'runInfo', dbFile: run.dbFile });
+        assert.ok(info?.meta.startCode.startsWith('# an edit not saved\n'), "the run evolves the editor's text");
         await stopRun(theta.controller);
-        await waitFor(() => ends.some(isLive), { what: 'the evaluations task ended with the run', deadlineMs: 15_000 });
-        await waitFor(() => processEnds.some((p) => isLive(p.execution)), {
-          what: 'the evaluations terminal reported its exit code',
-          deadlineMs: 15_000,
-        });
-        assert.equal(processEnds.find((p) => isLive(p.execution))?.exitCode, 0);
-        assert.ok(!vscode.tasks.taskExecutions.some(isLive), 'the task is no longer running');
+        await vscode.commands.executeCommand('workbench.action.files.revert');
 
         // A second run's terminal replaces the first one's: evaluation terminals do not pile up.
         const liveTerminals = (): vscode.Terminal[] => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME));
-        const startsBefore = starts.filter(isLive).length;
+        const openedBefore = opened.length;
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        await waitFor(() => starts.filter(isLive).length > startsBefore, { what: "the second run's evaluations task started" });
+        await waitFor(() => opened.slice(openedBefore).some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
+          what: "the second run's evaluations terminal opened",
+        });
         await waitFor(() => liveTerminals().length === 1, {
           what: `one evaluations terminal (saw ${liveTerminals().length})`,
           deadlineMs: 15_000,

@@ -177,6 +177,21 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         'thetaevolve.editGuidance',
         'thetaevolve.openEvaluationOutput',
       ]);
+      // Pin as Parent and Ban are offered on live programs only: a row whose program left the population offers neither.
+      const rowContext = { 'thetaevolve.runState': theta.controller.stateContext };
+      for (const live of ['thetaevolve.program.child', 'thetaevolve.program.root'])
+        assert.ok(
+          ['thetaevolve.pinProgram', 'thetaevolve.banProgram'].every((c) => rowMenuCommands(live, rowContext).includes(c)),
+          live,
+        );
+      for (const gone of ['thetaevolve.program.child.gone', 'thetaevolve.program.root.gone', 'thetaevolve.program.child.banned']) {
+        const offered = rowMenuCommands(gone, rowContext);
+        assert.ok(
+          !offered.includes('thetaevolve.pinProgram') && !offered.includes('thetaevolve.banProgram'),
+          `${gone}: ${offered.join(', ')}`,
+        );
+        assert.ok(offered.includes('thetaevolve.showLineage'), `${gone} still offers its lineage`);
+      }
       // The run in progress is not deleted: nothing goes, and the error says why.
       const dbFile = theta.controller.active?.dbFile ?? '';
       await assert.rejects(deleteRunFiles(dbFile, theta.controller), /is running in this window: stop it/);

@@ -179,14 +179,35 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     assert.match((await vscode.workspace.openTextDocument(feedbackDoc)).getText(), /^x = [^\n]+\nsecond line\n$/);
     assert.equal(vscode.window.activeTextEditor?.document.getText().includes('second line'), true);
     assert.equal(annotations[0]?.line, 0);
-    assert.match(annotations[0]?.text ?? '', /^step 0 · initial · /);
-    const own = annotations.find((a) => a.text.startsWith(`step ${child.step} · `));
+    // Named as the Runs view names them: "initial", "step 3 #1 · model" (never "step 0 · migration").
+    assert.match(annotations[0]?.text ?? '', /^initial · [^·]+$/);
+    assert.ok(
+      annotations.every((a) => !/migration|step 0/.test(a.text)),
+      annotations.map((a) => a.text).join(' | '),
+    );
+    const own = annotations.find((a) => new RegExp(`^step ${child.step} #\\d+ · model · `).test(a.text));
     assert.ok(own, `a line of step ${child.step}: ${annotations.map((a) => a.text).join(' | ')}`);
     const link = /\(command:thetaevolve\.showBlameDiff\?([^)]+)\)/.exec(own.hover.value);
     assert.ok(link, own.hover.value);
     const args = JSON.parse(decodeURIComponent(link[1] as string)) as unknown[];
     assert.deepEqual(args.slice(0, 3), [run.runId, child.parentId, child.programId]);
+    // In the diff the blame is not drawn (its narrow sides have no room after the lines); the hovers stay.
+    const inDiff = new Promise<{ annotations: BlameAnnotation[]; drawn: boolean }>((resolve) => {
+      const sub = theta.onDidAnnotateBlame((event) => {
+        if (!event.uri.path.includes(`/${child.programId}/`) || event.drawn) return;
+        sub.dispose();
+        resolve(event);
+      });
+    });
     await vscode.commands.executeCommand('thetaevolve.showBlameDiff', ...args);
+    const diffSide = await inDiff;
+    assert.ok(diffSide.annotations.length > 0, 'the hovers stay on the diff side');
+    // No annotation sits on a blank line.
+    const childText = (await vscode.workspace.openTextDocument(documentUri)).getText().split('\n');
+    assert.ok(
+      annotations.every((a) => (childText[a.line] ?? '').trim() !== ''),
+      annotations.map((a) => `${a.line}: ${JSON.stringify(childText[a.line])}`).join(' | '),
+    );
     await waitFor(
       () => {
         const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
@@ -242,7 +263,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
       .findIndex((line) => line.includes('EVOLVE-BLOCK-START'));
     assert.equal(fileAnnotations[0]?.line, blockStart + 1, 'the first line inside the EVOLVE-BLOCK');
     assert.ok(
-      fileAnnotations.some((a) => a.text.startsWith(`step ${child.step} · `)),
+      fileAnnotations.some((a) => new RegExp(`^step ${child.step}( #\\d+)? · `).test(a.text)),
       fileAnnotations.map((a) => `${a.line}: ${a.text}`).join(' | '),
     );
     const cleared = annotationsOf((annotations) => annotations.length === 0);

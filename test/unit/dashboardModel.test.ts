@@ -7,6 +7,7 @@ import {
   DashboardModel,
   displayObjective,
   histogram,
+  roundBinWidth,
   mergePoints,
   objectiveStats,
   stepObjectiveStats,
@@ -257,11 +258,26 @@ describe('dashboard data: heat maps and histogram', () => {
     assert.equal(small.grid[23], HEAT_SHADES);
   });
 
-  it('histogram counts every finite value, the maximum in the last bin', () => {
+  it('histogram counts every finite value in bins of a round width whose edges are its multiples', () => {
     const h = histogram([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, Number.NaN], 5);
-    assert.deepEqual(h, { min: 0, max: 10, counts: [2, 2, 2, 2, 3] });
+    assert.deepEqual(h, { min: 0, max: 12, counts: [2, 2, 2, 2, 2, 1] });
     assert.equal(histogram([]), null);
-    assert.deepEqual(histogram([4, 4], 3), { min: 4, max: 4, counts: [2, 0, 0] });
+    assert.deepEqual(histogram([4, 4], 3), { min: 4, max: 4, counts: [2] });
+    // The run the issue saw: objectives 0.33 .. 1.08888 in 30 bins of width 0.05 (not 0.0253, with ticks like 0.433).
+    const values = [0.33, 0.41, 0.5, 0.77, 1.0, 1.08888];
+    const round = histogram(values, 30);
+    assert.ok(round);
+    assert.deepEqual([round.min, round.max, round.counts.length], [0.3, 1.1, 16]);
+    assert.equal(
+      round.counts.reduce((a, b) => a + b, 0),
+      values.length,
+    );
+    const width = (round.max - round.min) / round.counts.length;
+    assert.ok(Math.abs(width - 0.05) < 1e-12, String(width));
+    assert.deepEqual(roundBinWidth(0.0253), 0.05);
+    assert.deepEqual(roundBinWidth(0.021), 0.025);
+    assert.deepEqual(roundBinWidth(3), 5);
+    assert.deepEqual(roundBinWidth(100), 100);
   });
 
   it('database view: objective ranges for a minimise task, compact for 10 islands x 32 x 32 cells', () => {
@@ -293,6 +309,22 @@ describe('dashboard data: heat maps and histogram', () => {
       view.histogram?.counts.reduce((a, b) => a + b, 0),
       3,
     );
+    // The heat maps' objective range spans valid programs only: a penalty score (<= 0) is no objective.
+    const withPenalty = databaseView(
+      {
+        ...input,
+        mapElites: {
+          ...input.mapElites,
+          ranges: { ...input.mapElites.ranges, score: { min: -0.2, max: 0.98 } },
+          islands: [{ island: 0, occupied: 2, cells: [cells[0]!, { ...cells[1]!, scoreBin: 0, score: -0.2 }] }],
+        },
+      },
+      'maximize',
+      null,
+    );
+    assert.deepEqual(withPenalty.heatmaps.scoreRange, { min: 0.5, max: 0.5 });
+    const minimised = databaseView(input, 'minimize', null).heatmaps.scoreRange;
+    assert.ok(minimised && minimised.min < minimised.max && Math.abs(minimised.min - 1 / 0.98) < 0.02, JSON.stringify(minimised));
     const bytes = JSON.stringify({ type: 'database', database: view }).length;
     assert.ok(bytes < 40_000, `${bytes} bytes per database message`);
     assert.equal(parseHostMessage(JSON.parse(JSON.stringify({ type: 'database', database: view }))).type, 'database');
@@ -368,7 +400,7 @@ describe('dashboard data: the model', () => {
     };
     const inDb = model.setDatabase(db, [0.5, 0.25, -0.1]) as Extract<HostMessage, { type: 'database' }>;
     assert.match(inDb.database.histogram?.label ?? '', /valid programs in the database \(2\)/);
-    assert.deepEqual([inDb.database.histogram?.min, inDb.database.histogram?.max], [2, 4]);
+    assert.deepEqual([inDb.database.histogram?.min, inDb.database.histogram?.max], [2, 4.1], 'round edges around the objectives 2 and 4');
     const best = model.setBest({ id: 'a', step: 1, score: 0.5, objective: null, lineageDepth: 3, parentId: null }) as Extract<
       HostMessage,
       { type: 'best' }

@@ -12,6 +12,7 @@ import {
   ProgramDatabase,
 } from '../../src/engine/database/programDatabase';
 import { blameOf, lineageOf } from '../../src/engine/database/lineage';
+import { readRunForComparison } from '../../src/engine/database/runComparison';
 import type { ProgramRecord } from '../../src/engine/database/records';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { Rng } from '../../src/engine/common/rng';
@@ -627,6 +628,46 @@ describe('program database', () => {
       await expectRefused(file2, /without a ThetaEvolve meta table/);
     });
 
+    it("writes no run into a file marked read-only, as root too, naming it; root replacing another user's file leaves it theirs", async () => {
+      const file = path.join(dir, 'readonly.sqlite');
+      const db = await reopen(file, testConfig());
+      await db.addInitial(syntheticProgram(Rng.fromSeed(1), 0, null, REALISTIC_SHAPE));
+      await evolve(db, 2, Rng.fromSeed(2));
+      // Marked read-only while the run holds it: the next step's write is refused, the file kept as it was.
+      fs.chmodSync(file, 0o444);
+      const kept = fs.readFileSync(file);
+      await assert.rejects(evolve(db, 1, Rng.fromSeed(3)), (err: unknown) => {
+        assert.match(String(err), /readonly\.sqlite is marked read-only \(mode 0444\): not written; make it writable \(chmod u\+w\)/);
+        return true;
+      });
+      await db.close();
+      assert.deepEqual(fs.readFileSync(file), kept);
+      // Resuming it, or steering it stopped, is refused before anything runs.
+      await assert.rejects(
+        ProgramDatabase.open(file, { config: testConfig() }),
+        (err: unknown) =>
+          err instanceof DatabaseFileError &&
+          /readonly\.sqlite is marked read-only \(mode 0444\), so no run writes it: make it writable/.test(err.message),
+      );
+      await assert.rejects(ProgramDatabase.openExisting(file), /marked read-only \(mode 0444\)/);
+      assert.equal(fs.statSync(file).mode & 0o7777, 0o444);
+      assert.deepEqual(fs.readFileSync(file), kept);
+      // Reading it still works.
+      const reader = await ProgramDatabase.openReadOnly(file);
+      open.push(reader);
+      assert.equal(reader.lastStep, 2);
+      if (process.getuid?.() === 0) {
+        // As root, a writable database of another user stays that user's after a step replaces it.
+        fs.chmodSync(file, 0o640);
+        fs.chownSync(file, 65534, 65534);
+        const resumed = await reopen(file, testConfig());
+        await evolve(resumed, 1, Rng.fromSeed(4));
+        const after = fs.statSync(file);
+        assert.deepEqual([after.uid, after.gid, after.mode & 0o7777], [65534, 65534, 0o640]);
+        assert.notDeepEqual(fs.readFileSync(file), kept);
+      }
+    });
+
     it('refuses a newer schema version and a damaged file', async () => {
       const file = path.join(dir, 'newer.sqlite');
       const db = await reopen(file, testConfig());
@@ -639,7 +680,16 @@ describe('program database', () => {
       const newer = path.join(dir, 'newer2.sqlite');
       fs.writeFileSync(newer, raw.export());
       raw.close();
-      await expectRefused(newer, /newer ThetaEvolve: schema version 99/);
+      await expectRefused(
+        newer,
+        /^.*newer2\.sqlite was written by a newer version of ThetaEvolve \(database schema version 99; this version reads up to \d+\): open it with that version/,
+      );
+      // The comparison (Compare Runs, report) says the same, not "not a usable database".
+      await assert.rejects(readRunForComparison(newer), (err: unknown) => {
+        assert.match(String(err), /was written by a newer version of ThetaEvolve \(database schema version 99;/);
+        assert.doesNotMatch(String(err), /not a usable/);
+        return true;
+      });
 
       const damaged = path.join(dir, 'damaged.sqlite');
       const bytes = fs.readFileSync(file);

@@ -374,6 +374,13 @@ describe('endpoint pool against two real test servers', function () {
         /^Error: No server of thetaevolve\.endpoint answers: No server at .*connection refused/,
       );
       away.dispose();
+      // Addresses fetch refuses outright (a blocked port, a foreign scheme) fail at once even without it.
+      const unusable = pool(['http://127.0.0.1:6000/v1', 'ftp://127.0.0.1:8000/v1'], { retrySeconds: 600 });
+      await assert.rejects(
+        unusable.check(undefined, { waitForServer: true }),
+        /^Error: No server of thetaevolve\.endpoint answers: .*bad port.* \| .*unknown scheme/,
+      );
+      unusable.dispose();
     } finally {
       source.dispose();
       await restarted?.close();

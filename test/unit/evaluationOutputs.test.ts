@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parseSettings } from '../../src/engine/common/config';
-import { reasonOneLine } from '../../src/engine/common/evaluationReason';
+import { reasonAboveOutput, reasonOneLine } from '../../src/engine/common/evaluationReason';
 import type { EngineEvent, EvaluationFinishedEvent } from '../../src/engine/common/events';
 import { EvaluationOutputWriter, listEvaluationOutputs, readEvaluationOutput, readStepOutputs } from '../../src/engine/evaluationOutputs';
 import { EvolutionRun } from '../../src/engine/loop';
@@ -85,6 +85,11 @@ describe('evaluation outputs kept beside the database', function () {
     const row = reasonOneLine(listed.find((o) => o.jobKey === 'initial')?.reason ?? '');
     assert.match(row, /exited with code 1.*: ZeroDivisionError: the end of the traceback$/);
     assert.doesNotMatch(row, /ends with/);
+    // The output document shows the reason above the whole stderr: one line there, so the traceback is printed once.
+    const initialOutput = await readEvaluationOutput(dbFile, 0, 'initial', 0);
+    assert.ok(initialOutput);
+    assert.equal(reasonAboveOutput(initialOutput.reason, initialOutput.stderr), row);
+    assert.equal(reasonAboveOutput(initialOutput.reason, ''), initialOutput.reason, 'without the stream, the whole reason');
     assert.deepEqual([...new Set(listed.map((o) => o.step))], [2, 1, 0], 'newest step first');
     assert.ok(listed.every((o) => o.bytes > 0));
   });

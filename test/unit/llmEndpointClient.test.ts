@@ -2,6 +2,7 @@
 // accounted for exactly once under every fault kind and mixed faults, retries
 // are bounded, stop aborts within a second, the cap on requests in flight holds.
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { defaultSettings } from '../../src/engine/common/config';
 import {
@@ -11,7 +12,7 @@ import {
   type EndpointOptions,
 } from '../../src/engine/llm/endpointClient';
 import type { GenerationJob, Sample, SampleResponse, SourceStatus } from '../../src/engine/common/types';
-import { ServerUnreachableError } from '../../src/engine/llm/serverProbe';
+import { EndpointAddressError, ServerUnreachableError } from '../../src/engine/llm/serverProbe';
 import { EOS_TOKEN, startTestServer, type TestServer, type TestServerOptions } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 
@@ -142,6 +143,44 @@ describe('EndpointClient against the test server', function () {
       });
       // Not the HTTP library's 300 s body timeout: the setting's deadline (the mocha timeout would fail first).
       assert.ok(performance.now() - started < 10_000, `took ${Math.round(performance.now() - started)} ms`);
+    });
+
+    it('names within seconds a health check the server took and never answers (what and where), before its deadline', async () => {
+      server = await startTestServer(); // for afterEach
+      const silent = createHttpServer(() => undefined);
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const baseURL = `http://127.0.0.1:${(silent.address() as { port: number }).port}/v1`;
+      try {
+        const client = clientFor({ baseURL, requestTimeoutMs: 60_000, retrySeconds: 0 });
+        const statuses: SourceStatus[] = [];
+        const named = new Promise<number>((resolve) =>
+          client.addStatusListener((status) => {
+            statuses.push(status);
+            if (status.waiting) resolve(performance.now());
+          }),
+        );
+        const stop = new AbortController();
+        const started = performance.now();
+        const checking = client.check(stop.signal).catch((err: unknown) => err);
+        const at = await named;
+        assert.ok(at - started < 12_000, `named after ${Math.round(at - started)} ms, not at the 15 s deadline`);
+        assert.match(
+          statuses[0]?.message ?? '',
+          new RegExp(
+            `^awaiting the server at ${baseURL.replace(/[.]/g, '\\.')}: GET ${baseURL.replace(/[.]/g, '\\.')}/models unanswered for 5 s \\(it gives up after 15 s\\)$`,
+          ),
+        );
+        stop.abort();
+        assert.match(String(await checking), /aborted/);
+        assert.deepEqual(
+          statuses.map((st) => st.waiting),
+          [true, false],
+          'the wait is said to be over when the request ends',
+        );
+      } finally {
+        silent.closeAllConnections();
+        await new Promise<void>((resolve) => silent.close(() => resolve()));
+      }
     });
 
     it('says how to start a server when none answers', async () => {
@@ -732,6 +771,35 @@ describe('EndpointClient against the test server', function () {
       await loading.check(undefined, { waitForServer: true, unreachableFailsFast: true });
       assert.equal(loading.model, 'test-model');
       assert.ok(server.counters.loadingRejections >= 1, 'a server that answers 503 while loading is waited for');
+    });
+
+    it('fails at once, never waiting, on an address fetch refuses outright (a blocked port, a scheme it does not speak)', async () => {
+      server = await startTestServer(); // for afterEach
+      // Port 6000 (X11) is on fetch's blocked-port list; ftp:// is a scheme it does not fetch.
+      for (const [baseURL, words] of [
+        ['http://127.0.0.1:6000/v1', /\(bad port: a port fetch refuses .*choose another port/],
+        ['ftp://127.0.0.1:8000/v1', /\(unknown scheme: not an http:\/\/ or https:\/\/ URL\)/],
+      ] as const) {
+        const client = clientFor({ baseURL, retrySeconds: 600 });
+        const statuses: boolean[] = [];
+        client.addStatusListener((status) => statuses.push(status.waiting));
+        // Were it waited for like a loading server, the 600 s window would outlast the test's timeout.
+        const refused = await client.check(undefined, { waitForServer: true }).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        assert.ok(refused instanceof EndpointAddressError, String(refused));
+        assert.match(refused.message, words);
+        assert.match(refused.message, /set thetaevolve\.endpoint/);
+        assert.deepEqual(statuses, [], 'no waiting was announced');
+        // generate() without a check fails its samples at once too, naming why.
+        const { samples, stats } = await run(clientFor({ baseURL, retrySeconds: 600, maxRetries: 4 }), jobs(1, 2));
+        assert.ok(
+          samples.every((s) => !s.ok && words.test(s.error)),
+          JSON.stringify(samples),
+        );
+        assert.equal(stats.failures, 2);
+      }
     });
 
     it('gives up on a server that stays away after serverRetrySeconds, naming the setting', async () => {

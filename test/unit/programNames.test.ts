@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { bestView } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
-import { programName, programNameDetail } from '../../src/engine/common/format';
+import { programLabel, programName, programNameDetail } from '../../src/engine/common/format';
 import { tempDir } from '../support/tempDirs';
 import { programWith, testConfig } from './fixtures/database/programs';
 
@@ -76,5 +76,13 @@ describe('program names (step and rank)', () => {
     );
     assert.equal(view.name, 'step 12 #1');
     assert.match(view.nameDetail ?? '', /program 3k$/);
+  });
+
+  it('labels a lineage or blame entry by the same name with who wrote it: the initial program\'s island copies are "initial", not "step 0 · migration"', () => {
+    assert.equal(programLabel({ step: 11, origin: 'model', stepRank: { rank: 1, of: 8 } }), 'step 11 #1 · model');
+    assert.equal(programLabel({ step: 0, origin: 'initial', stepRank: { rank: 1, of: 1 } }), 'initial');
+    assert.equal(programLabel({ step: 0, origin: 'migration', stepRank: null }), 'initial');
+    assert.equal(programLabel({ step: 7, origin: 'migration', stepRank: null }), 'step 7 · island copy');
+    assert.equal(programLabel({ step: 4, origin: 'researcher', stepRank: { rank: 3, of: 9 } }), 'step 4 #3 · researcher');
   });
 });

@@ -133,8 +133,9 @@ describe('thetaevolve steer (live run)', function () {
       });
       stop.abort();
       assert.equal(await running, 0, stderr);
-      assert.match(stderr, /steer: guidance from step/);
-      assert.match(stderr, /steer: added program/);
+      assert.match(stderr, /steer at step \d+: guidance set\n/);
+      assert.doesNotMatch(stderr, /from step/, 'the step is named once');
+      assert.match(stderr, /steer at step \d+: added program/);
       assert.deepEqual(fs.readdirSync(steerInboxDir(db)), []);
       // No program of a step from the ban on has the banned program as its parent.
       const SQL = await loadSqlJs();

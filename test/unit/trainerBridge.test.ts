@@ -4,12 +4,20 @@
 // holds, the toggle, refusals, and the spool's crash rules.
 import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Settings } from '../../src/engine/common/config';
 import { EngineEventSchema } from '../../src/engine/common/events';
 import type { CommittedStep, ScoredSample } from '../../src/engine/loop';
-import { TrainerBridge, TrainerConfigError, type TrainerState, trainerStateEvent, trainerSummary } from '../../src/engine/trainer/bridge';
+import {
+  TrainerBridge,
+  TrainerConfigError,
+  type TrainerState,
+  trainerStateEvent,
+  trainerStateLine,
+  trainerSummary,
+} from '../../src/engine/trainer/bridge';
 import { rolloutGroupsOf, shortGroupWarning } from '../../src/engine/trainer/rolloutGroups';
 import { spoolDirOf, TrainerSpool } from '../../src/engine/trainer/spool';
 import type { TokenSupport } from '../../src/engine/llm/endpointClient';
@@ -292,6 +300,43 @@ describe('RL trainer bridge', function () {
   });
 
   describe('atropos', () => {
+    it('names within seconds the request a trainer took and never answers (what and where), long before its timeout', async () => {
+      // A trainer that accepts the connection and the request, then stays silent.
+      const silent = createServer(() => undefined);
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      cleanups.push(async () => {
+        silent.closeAllConnections();
+        await new Promise<void>((resolve) => silent.close(() => resolve()));
+      });
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const s = settings({ 'trainer.url': url, 'trainer.mode': 'sync' });
+      const { b, stateWhere, states } = bridge(s, { requestTimeoutMs: 30_000 });
+      const started = performance.now();
+      const stop = new AbortController();
+      const starting = b.start(stop.signal).catch(() => undefined);
+      await stateWhere((st) => (st.awaiting ?? null) !== null);
+      const elapsed = performance.now() - started;
+      assert.ok(elapsed < 15_000, `named after ${Math.round(elapsed)} ms, not at the 30 s timeout`);
+      const named = states.find((st) => st.awaiting);
+      assert.ok(named);
+      assert.match(
+        named.awaiting ?? '',
+        new RegExp(
+          `^POST ${url}/register-env: no answer for 5 s \\(it gives up after 30 s, thetaevolve\\.trainer\\.requestTimeoutSeconds\\)$`,
+        ),
+      );
+      // The CLI's line and the event carry it.
+      assert.match(
+        trainerStateLine(states[0] ?? null, named) ?? '',
+        new RegExp(`^atropos trainer at ${url}: awaiting its answer to POST ${url}/register-env`),
+      );
+      assert.equal(EngineEventSchema.parse(trainerStateEvent(named)).type, 'trainer_state');
+      stop.abort();
+      await starting;
+      // Once the request is over (aborted here), nothing is awaited any more.
+      await stateWhere((st) => (st.awaiting ?? null) === null);
+    });
+
     it('registers and sends one ScoredData per group with aligned tokens, masks, logprobs, shaped scores, raw scores and the policy version; sync waits for the trainer step', async () => {
       const server = await atropos({ trainer: { batchSize: 6 } });
       const s = settings({ 'trainer.url': server.url });

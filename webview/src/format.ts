@@ -29,15 +29,16 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * Labels for equal-width bins starting at `min`: each bin's centre with just
- * the decimals its width needs to tell neighbours apart (0.34, not 0.336567).
+ * Labels for equal-width bins starting at `min`: each bin's lower edge with
+ * just the decimals its width needs (0.35, not 0.336567); the model's bins
+ * start on multiples of a round width, so the edges read 0.3, 0.35, 0.4.
  */
 export function binLabels(min: number, width: number, count: number): string[] {
-  const centres = Array.from({ length: count }, (_, i) => min + width * (i + 0.5));
-  if (!(width > 0) || !Number.isFinite(width)) return centres.map((c) => formatValue(c));
-  const decimals = Math.min(10, Math.max(0, 1 - Math.floor(Math.log10(width))));
-  const largest = Math.max(...centres.map((c) => Math.abs(c)));
-  // Beyond a million, or for bins finer than the decimals can show, the general format.
-  if (largest >= 1e6) return centres.map((c) => formatValue(c));
-  return centres.map((c) => String(Number(c.toFixed(decimals))));
+  const edges = Array.from({ length: count }, (_, i) => min + width * i);
+  if (!(width > 0) || !Number.isFinite(width)) return edges.map((c) => formatValue(c));
+  const decimals = Math.min(10, Math.max(0, -Math.floor(Math.log10(width) + 1e-9) + 1));
+  const largest = Math.max(...edges.map((c) => Math.abs(c)));
+  // Beyond a million the general format.
+  if (largest >= 1e6) return edges.map((c) => formatValue(c));
+  return edges.map((c) => String(Number(c.toFixed(decimals))));
 }

@@ -24,3 +24,19 @@ export function reasonOneLine(reason: string): string {
     .pop();
   return last ? `${headline}: ${last}` : headline;
 }
+
+/**
+ * The reason to show above the kept output (the output document): its one
+ * line when the output it quotes is in `stderr` below (the traceback said
+ * once), else the whole reason.
+ */
+export function reasonAboveOutput(reason: string, stderr: string): string {
+  const at = reason.indexOf(OUTPUT_TAIL_MARKER);
+  if (at < 0) return reason;
+  // A tail cut at its start begins with an ellipsis that the stream itself does not hold.
+  const tail = reason
+    .slice(at + OUTPUT_TAIL_MARKER.length)
+    .replace(/^(\.\.\.|\u2026)/, '')
+    .trim();
+  return tail !== '' && stderr.includes(tail) ? reasonOneLine(reason) : reason;
+}

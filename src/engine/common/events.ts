@@ -195,6 +195,8 @@ export const ErrorEventSchema = z.object({
   message: z.string(),
   /** A fatal error ends the run (a run_finished with reason 'error' follows). */
   fatal: z.boolean(),
+  /** What it is about, where people are told more than the log line: `invalid_start`, the starting program is not valid. */
+  about: z.enum(['invalid_start']).optional(),
 });
 
 /** The inference server went away (restart, loading, weight update) and requests wait for it, or it answers again. */
@@ -226,6 +228,7 @@ export const TrainerStateEventSchema = z.object({
     resentGroups: count.optional(),
     lostGroups: count.optional(),
     waiting: z.boolean(),
+    awaiting: z.string().nullable().optional(),
     lastError: z.string().nullable(),
   }),
 });

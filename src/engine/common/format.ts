@@ -19,6 +19,19 @@ export function programName(program: { step: number; stepRank?: StepRank | null 
   return program.stepRank ? `step ${program.step} #${program.stepRank.rank}` : `step ${program.step}`;
 }
 
+/** Who wrote a program, in words ('' for the starting program, whose name says it): a migration's copy is a copy, not an author. */
+const AUTHOR_WORDS: Readonly<Record<string, string>> = { initial: '', model: 'model', researcher: 'researcher', migration: 'island copy' };
+
+/**
+ * A program of a lineage or a blame, named as everywhere (programName) with
+ * who wrote it: "step 12 #1 · model", "initial" (the starting program and its
+ * copies on the other islands, which a migration made at step 0).
+ */
+export function programLabel(program: { step: number; origin: string; stepRank?: StepRank | null }): string {
+  const author = program.step === 0 ? '' : (AUTHOR_WORDS[program.origin] ?? program.origin);
+  return author ? `${programName(program)} · ${author}` : programName(program);
+}
+
 /** What a program's name stands for, for a tooltip: "rank 1 by score of the 8 children of step 12 in the database; program 3k". */
 export function programNameDetail(program: { id: string; step: number; stepRank?: StepRank | null }): string {
   const rank =

@@ -1,10 +1,24 @@
 // Durable whole-file replacement: write a temporary file beside the target,
 // fsync it, rename it over the target, fsync the folder. A kill at any moment
 // leaves either the old file or the new one, never a torn one. The new file
-// keeps the old one's permissions (a 0600 database stays private), and a
-// failed write (a full disk) takes its temporary file with it.
+// keeps the old one's permissions (a 0600 database stays private) and, when
+// root replaces another user's file, its owner; a failed write (a full disk)
+// takes its temporary file with it. A file marked read-only is never
+// replaced, as root too (root's writes pass every permission check, and a
+// rename needs only the folder's).
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
+import { ThetaEvolveError } from '../common/errors';
+
+/** The file exists and no one may write it (no write bit in its mode): it is left as it is. */
+export class ReadOnlyFileError extends ThetaEvolveError {
+  override readonly name = 'ReadOnlyFileError';
+}
+
+/** Why `file` must not be written (its mode has no write bit), or null when it may be (or does not exist). */
+export function readOnlyMark(mode: number): string | null {
+  return (mode & 0o222) === 0 ? `marked read-only (mode ${(mode & 0o7777).toString(8).padStart(4, '0')})` : null;
+}
 
 const TEMP_SUFFIX = /\.\d+\.tmp$/;
 
@@ -14,15 +28,17 @@ export function tempFileFor(file: string): string {
 
 export async function writeFileAtomic(file: string, data: Uint8Array | string): Promise<void> {
   const temp = tempFileFor(file);
-  const mode = await fs.stat(file).then(
-    (st) => st.mode & 0o7777,
-    () => null,
-  );
+  const old = await fs.stat(file).catch(() => null);
+  const mode = old ? old.mode & 0o7777 : null;
+  const mark = mode === null ? null : readOnlyMark(mode);
+  if (mark) throw new ReadOnlyFileError(`${file} is ${mark}: not written; make it writable (chmod u+w) to let ThetaEvolve write it`);
   try {
     const handle = await fs.open(temp, 'w', mode ?? 0o666);
     try {
       // open's mode passes through the umask; the old file's mode is kept exactly.
       if (mode !== null) await handle.chmod(mode);
+      // Root replacing another user's file leaves it theirs (only root may give a file away).
+      if (old && process.getuid?.() === 0 && (old.uid !== 0 || old.gid !== 0)) await handle.chown(old.uid, old.gid);
       await handle.writeFile(data);
       await handle.sync();
     } finally {

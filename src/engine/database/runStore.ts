@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { firstZodIssue } from '../common/errors';
 import { type ProgramOrigin, type SteeringEntry, SteeringEntrySchema } from '../common/steering';
 import { OUTCOMES, type Outcome } from '../common/types';
-import { removeStaleTempFiles, writeFileAtomic } from './atomicFile';
+import { readOnlyMark, removeStaleTempFiles, writeFileAtomic } from './atomicFile';
 import { type ChangeSet, initialState, Population, type RowChange } from './population';
 import { type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import {
@@ -97,6 +97,7 @@ export class RunStore {
     const bytes = await readIfExists(absolute);
     const SQL = await loadSqlJs();
     if (bytes === null) return RunStore.create(SQL, absolute, config, options.meta ?? {});
+    await refuseReadOnly(absolute);
     await removeStaleTempFiles(absolute);
     const opened = RunStore.fromBytes(SQL, absolute, bytes, false);
     if (options.meta) {
@@ -115,6 +116,7 @@ export class RunStore {
     const absolute = path.resolve(file);
     const bytes = await readIfExists(absolute);
     if (bytes === null) throw new DatabaseFileError(`${file}: no such run database`);
+    await refuseReadOnly(absolute);
     await removeStaleTempFiles(absolute);
     const SQL = await loadSqlJs();
     return RunStore.fromBytes(SQL, absolute, bytes, false);
@@ -183,16 +185,20 @@ export class RunStore {
         if (typeof key === 'string' && typeof value === 'string') metaRows.set(key, value);
       }
       if (metaRows.get('magic') !== MAGIC) throw refuse('an SQLite file of another program: no ThetaEvolve magic row');
+      const version = Number(metaRows.get('schema_version'));
+      if (!Number.isInteger(version)) throw refuse('missing schema version');
+      // A run database all the same, of a later version: said as such, before anything this version cannot judge.
+      if (version > SCHEMA_VERSION)
+        throw new DatabaseFileError(
+          `${file} was written by a newer version of ThetaEvolve (database schema version ${version}; this version reads up to ${SCHEMA_VERSION}): ` +
+            'open it with that version or a later one; it was left untouched',
+        );
       // A run about to be resumed is rewritten: a damaged file must be refused now, not carried into the new one.
       if (!readOnly) {
         const check = String(sqlDb.exec('PRAGMA quick_check')[0]?.values[0]?.[0] ?? 'no answer');
         const finding = check.split('\n').find((line) => line !== '' && !line.startsWith('***')) ?? check;
         if (check !== 'ok') throw refuse(`SQLite's integrity check says it is damaged: ${finding}`);
       }
-      const version = Number(metaRows.get('schema_version'));
-      if (!Number.isInteger(version)) throw refuse('missing schema version');
-      if (version > SCHEMA_VERSION)
-        throw refuse(`written by a newer ThetaEvolve: schema version ${version}, this one reads ${SCHEMA_VERSION}`);
       if (version < 1) throw refuse(`schema version ${version} is older than 1`);
       // In memory: a resumed run writes the upgraded file with its next step, a read-only open never does.
       if (version === 1) sqlDb.exec(UPGRADE_FROM_1_SQL);
@@ -626,6 +632,16 @@ function schemaProblem(sqlDb: SqlDatabase): string | null {
 
 /** Far above any run's database (its population and one row per step), far below what sql.js can hold in memory. */
 export const RUN_DATABASE_MAX_BYTES = 1024 * 1024 * 1024;
+
+/** A run database marked read-only is not written, as root too: said before anything runs (see atomicFile.ts). */
+async function refuseReadOnly(file: string): Promise<void> {
+  const mark = readOnlyMark((await fs.stat(file)).mode);
+  if (mark) {
+    throw new DatabaseFileError(
+      `${file} is ${mark}, so no run writes it: make it writable (chmod u+w) to resume or steer it; Open Dashboard and \`thetaevolve db\` still read it`,
+    );
+  }
+}
 
 async function readIfExists(file: string): Promise<Uint8Array | null> {
   try {

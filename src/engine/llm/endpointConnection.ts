@@ -6,6 +6,7 @@ import OpenAI, { type APIError } from 'openai';
 import type { SourceStatus } from '../common/types';
 import { DEFAULT_BACKOFF, type BackoffOptions } from '../async/retryBudget';
 import { normalizedErrorBody } from './serverErrors';
+import { AWAITED_AFTER_MS } from '../networkErrors';
 
 export interface EndpointOptions {
   baseURL: string;
@@ -77,6 +78,32 @@ export class EndpointConnection {
       ? `waiting for the server at ${this.baseURL} (${this.redact(reason)}); retrying for up to ${this.options.retrySeconds} s (thetaevolve.serverRetrySeconds)`
       : `the server at ${this.baseURL} answers again`;
     for (const listener of this.statusListeners) listener({ waiting, message });
+  }
+
+  /**
+   * Run `request`, and if it is still unanswered after AWAITED_AFTER_MS say
+   * through the status listeners what is awaited and where (a server that
+   * took the request and stays silent), until it settles.
+   */
+  async awaited<T>(what: string, limitMs: number, request: () => Promise<T>): Promise<T> {
+    let announced = false;
+    const timer = setTimeout(() => {
+      if (this.waiting) return; // already said: the server is being waited for
+      announced = true;
+      this.waiting = true;
+      const message = `awaiting the server at ${this.baseURL}: ${what} unanswered for ${AWAITED_AFTER_MS / 1000} s (it gives up after ${Math.round(limitMs / 1000)} s)`;
+      for (const listener of this.statusListeners) listener({ waiting: true, message });
+    }, AWAITED_AFTER_MS);
+    try {
+      return await request();
+    } finally {
+      clearTimeout(timer);
+      if (announced && this.waiting) {
+        this.waiting = false;
+        for (const listener of this.statusListeners)
+          listener({ waiting: false, message: `the server at ${this.baseURL} answered ${what}` });
+      }
+    }
   }
 
   redact(text: string): string {

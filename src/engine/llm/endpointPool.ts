@@ -12,7 +12,7 @@ import { firstZodIssue } from '../common/errors';
 import type { EndpointServersEvent } from '../common/events';
 import { percentile } from '../common/stats';
 import type { GenerationJob, ResponseSource, Sample, SampleFailure, ServerCheckOptions, SourceStatus } from '../common/types';
-import { ServerUnreachableError } from './serverProbe';
+import { EndpointAddressError, ServerUnreachableError } from './serverProbe';
 import { EndpointClient, type EndpointGenerationStats, type EndpointOptions, type TokenSupport } from './endpointClient';
 import { DEFAULT_BACKOFF, RetryBudget, type BackoffOptions } from '../async/retryBudget';
 import { Semaphore } from '../async/semaphore';
@@ -328,8 +328,12 @@ export class EndpointPool implements ResponseSource {
     });
     if (problems.length === this.servers.length) {
       // Nothing answers at any address: with unreachableFailsFast, said now (see ServerCheckOptions).
-      const unreachable =
-        options.unreachableFailsFast && results.every((r) => r.status === 'rejected' && r.reason instanceof ServerUnreachableError);
+      // An address fetch refuses outright (EndpointAddressError) is never waited for.
+      const unreachable = results.every(
+        (r) =>
+          r.status === 'rejected' &&
+          (r.reason instanceof EndpointAddressError || (options.unreachableFailsFast && r.reason instanceof ServerUnreachableError)),
+      );
       const waitMs = options.waitForServer && !unreachable ? this.options.retrySeconds * 1000 : 0;
       if (!(await this.waitForAnyServer(waitMs, problems[0] ?? 'no server answers', signal))) {
         throw new Error(

@@ -10,7 +10,7 @@ import type { GenerationJob, Sample, SampleResponse } from '../common/types';
 import { RetryBudget } from '../async/retryBudget';
 import type { Semaphore } from '../async/semaphore';
 import { sleep } from '../async/sleep';
-import { describeNetworkError } from '../networkErrors';
+import { describeNetworkError, permanentAddressError } from '../networkErrors';
 import { ChatCompletionSchema, policyVersionOf, readChoice, splitEvenly } from './chatResponse';
 import { type ContextBudget, MAX_CONTEXT_RETRIES, type PromptCounts } from './contextBudget';
 import { zodIssueText } from '../common/errors';
@@ -190,6 +190,9 @@ export class RequestRunner {
         return { ok: false, kind: 'retry', error: timeoutText, retryAfterMs: null };
       if (error instanceof APIUserAbortError) return { ok: false, kind: 'retry', error: 'request aborted', retryAfterMs: null };
       if (error instanceof APIConnectionError) {
+        // An address fetch refuses outright never starts working: not retried as a server that is away.
+        const unusable = permanentAddressError(error);
+        if (unusable) return { ok: false, kind: 'fatal', error: `${describeNetworkError(error)}: ${unusable}`, retryAfterMs: null };
         return { ok: false, kind: 'unavailable', error: `connection failed: ${describeNetworkError(error)}`, retryAfterMs: null };
       }
       if (error instanceof APIError && error.status !== undefined) {

@@ -9,7 +9,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import type { ChatMessage } from '../common/types';
 import { RetryBudget, backoffDelayMs } from '../async/retryBudget';
 import { sleep } from '../async/sleep';
-import { describeNetworkError, isUnreachableError } from '../networkErrors';
+import { describeNetworkError, isUnreachableError, permanentAddressError } from '../networkErrors';
 import { ChatCompletionSchema, ModelListSchema, type ChatCompletionReply } from './chatResponse';
 import { ThetaEvolveError, zodIssueText } from '../common/errors';
 import type { ServerCheckOptions } from '../common/types';
@@ -33,7 +33,12 @@ export interface ServedModel {
 
 /** Nothing answers at the endpoint at all (connection refused, host not found), as opposed to a server that is loading. */
 export class ServerUnreachableError extends ThetaEvolveError {
-  override readonly name = 'ServerUnreachableError';
+  override readonly name: string = 'ServerUnreachableError';
+}
+
+/** The endpoint's address can never be fetched (a blocked port, a scheme fetch does not speak): failed at once, never waited for. */
+export class EndpointAddressError extends ServerUnreachableError {
+  override readonly name = 'EndpointAddressError';
 }
 
 /** vLLM's /tokenize reply (the fields we read). */
@@ -106,17 +111,26 @@ export class ServerProbe {
       return true;
     };
     for (let attempt = 0; ; attempt++) {
-      let response: Response;
       let text: string;
       // One deadline for the headers and the body: a server that sends headers and then stalls is no answer either.
       const deadline = AbortSignal.timeout(timeout);
       try {
-        response = await this.connection.client.models
-          .list({ signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
-          .asResponse();
-        text = await response.text();
+        text = await this.connection.awaited(`GET ${baseURL}/models`, timeout, async () => {
+          const answer = await this.connection.client.models
+            .list({ signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
+            .asResponse();
+          return answer.text();
+        });
       } catch (error) {
         if (signal?.aborted) throw new Error('Health check aborted.');
+        const unusable = permanentAddressError(error);
+        if (unusable) {
+          throw new EndpointAddressError(
+            this.connection.redact(
+              `${baseURL} cannot be reached (${describeNetworkError(error)}: ${unusable}): set thetaevolve.endpoint to the server's base URL.`,
+            ),
+          );
+        }
         if (error instanceof APIError && error.status !== undefined && isUnavailableStatus(error.status)) {
           const reason = `HTTP ${error.status}: ${error.message.replace(/^\d{3}\s*/, '')}`;
           if (await waitForIt(reason)) continue;
@@ -193,10 +207,17 @@ export class ServerProbe {
       const timeout = Math.min(options.requestTimeoutMs, 60_000);
       const deadline = AbortSignal.timeout(timeout);
       try {
-        const response = await this.connection.client.chat.completions
-          .create(body, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
-          .asResponse();
-        const parsed = ChatCompletionSchema.safeParse(JSON.parse(await response.text()));
+        const replyText = await this.connection.awaited(
+          `a one-token chat completion (POST ${this.connection.baseURL}/chat/completions, the token-id probe)`,
+          timeout,
+          async () => {
+            const response = await this.connection.client.chat.completions
+              .create(body, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout, maxRetries: 0 })
+              .asResponse();
+            return response.text();
+          },
+        );
+        const parsed = ChatCompletionSchema.safeParse(JSON.parse(replyText));
         if (!parsed.success) return; // undecided: the first real reply decides
         this.learnTokenSupport(parsed.data);
       } catch (error) {

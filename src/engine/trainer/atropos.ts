@@ -146,6 +146,8 @@ export interface AtroposOptions {
   maxTokenLength: number;
   name: string;
   timeoutMs: number;
+  /** What request to the trainer (or the inference server) is awaited past a few seconds, and null once none is (JsonHttpClientOptions). */
+  onAwaiting?: (awaited: string | null) => void;
   /** Sent with every group as generation_params (temperature, top_p, max_tokens). */
   generationParams: Record<string, number>;
   /** Told once per problem worth a person's attention. */
@@ -174,7 +176,11 @@ export class AtroposClient implements TrainerProtocolClient {
 
   constructor(options: AtroposOptions) {
     this.options = options;
-    this.http = new JsonHttpClient(options.url, { timeoutMs: options.timeoutMs });
+    this.http = new JsonHttpClient(options.url, {
+      timeoutMs: options.timeoutMs,
+      onAwaiting: options.onAwaiting,
+      timeoutSetting: 'thetaevolve.trainer.requestTimeoutSeconds',
+    });
   }
 
   get registeredEnvId(): number | null {

@@ -104,6 +104,8 @@ export class TrainerBridge {
   private resentGroups = 0;
   private lostGroups = 0;
   private waiting = false;
+  /** The request to the trainer awaited past a few seconds, named for people (JsonHttpClient's onAwaiting). */
+  private awaiting: string | null = null;
   private lastError: string | null = null;
   private lastEmitted = '';
   /** Groups whose last send may have reached the trainer. */
@@ -124,6 +126,10 @@ export class TrainerBridge {
     const url = this.settings['trainer.url'].trim();
     const timeoutMs = options.requestTimeoutMs ?? this.settings['trainer.requestTimeoutSeconds'] * 1000;
     const onWarning = (message: string) => this.warn(message);
+    const onAwaiting = (awaited: string | null) => {
+      this.awaiting = awaited;
+      this.emitState();
+    };
     if (!url) {
       // Settings may be saved without a URL while the toggle is off; turning it on then fails clearly.
       this.client = new UnconfiguredClient(this.protocol);
@@ -134,6 +140,7 @@ export class TrainerBridge {
         maxTokenLength: this.settings.maxTokens,
         name: options.name,
         timeoutMs,
+        onAwaiting,
         generationParams: { temperature: this.settings.temperature, top_p: this.settings.topP, max_tokens: this.settings.maxTokens },
         onWarning,
         sequencesPerStep: this.settings.batchSize * options.groupSize,
@@ -144,6 +151,7 @@ export class TrainerBridge {
         groupSize: options.groupSize,
         endpoint: this.settings.sampler === 'llm' ? this.settings.endpoint : null,
         timeoutMs,
+        onAwaiting,
         onWarning,
       });
     }
@@ -290,6 +298,7 @@ export class TrainerBridge {
       resentGroups: this.resentGroups,
       lostGroups: this.lostGroups,
       waiting: this.waiting,
+      awaiting: this.awaiting,
       lastError: this.lastError,
     };
   }

@@ -5,7 +5,7 @@
 // or surely did not (refused before anything was sent).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { describeNetworkError } from '../networkErrors';
+import { AWAITED_AFTER_MS, describeNetworkError } from '../networkErrors';
 import { ThetaEvolveError } from '../common/errors';
 
 export interface HttpReply {
@@ -31,12 +31,28 @@ export class TransportError extends ThetaEvolveError {
 
 const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
+export interface JsonHttpClientOptions {
+  timeoutMs: number;
+  /**
+   * Told, AWAITED_AFTER_MS into a request without an answer, what is awaited
+   * and where ("POST http://host:8000/scored_data: no answer for 5 s ..."),
+   * and null once no request is awaited any more.
+   */
+  onAwaiting?: (awaited: string | null) => void;
+  /** The setting whose value timeoutMs is, named in the awaited text. */
+  timeoutSetting?: string;
+}
+
 export class JsonHttpClient {
   private readonly base: URL;
   private readonly agent: HttpAgent;
   private readonly timeoutMs: number;
+  private readonly options: JsonHttpClientOptions;
+  /** Requests past AWAITED_AFTER_MS without an answer, oldest first: the first is the one named. */
+  private readonly awaited: string[] = [];
 
-  constructor(baseUrl: string, options: { timeoutMs: number }) {
+  constructor(baseUrl: string, options: JsonHttpClientOptions) {
+    this.options = options;
     this.base = new URL(baseUrl.trim().replace(/\/+$/, '') + '/');
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
       throw new Error(`trainer URL must start with http:// or https://, got ${baseUrl}`);
@@ -67,10 +83,22 @@ export class JsonHttpClient {
       if (signal.aborted) return reject(new TransportError('aborted', false));
       let written = false;
       let settled = false;
+      let awaitedText: string | null = null;
+      const awaitTimer = setTimeout(() => {
+        awaitedText =
+          `${method} ${url.href}: no answer for ${AWAITED_AFTER_MS / 1000} s (it gives up after ${Math.round(this.timeoutMs / 1000)} s` +
+          `${this.options.timeoutSetting ? `, ${this.options.timeoutSetting}` : ''})`;
+        this.setAwaited(awaitedText, true);
+      }, AWAITED_AFTER_MS);
+      const settleAwait = () => {
+        clearTimeout(awaitTimer);
+        if (awaitedText !== null) this.setAwaited(awaitedText, false);
+      };
       const finish = (fn: () => void) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        settleAwait();
         signal.removeEventListener('abort', onAbort);
         fn();
       };
@@ -95,6 +123,7 @@ export class JsonHttpClient {
         if (retryStale && code === 'ECONNRESET' && req.reusedSocket && !settled) {
           settled = true;
           clearTimeout(timer);
+          settleAwait();
           signal.removeEventListener('abort', onAbort);
           resolve(this.send(method, url, payload, signal, false));
           return;
@@ -127,6 +156,15 @@ export class JsonHttpClient {
       });
       req.end(payload ?? undefined);
     });
+  }
+
+  /** Add or remove one awaited request; the hook hears the oldest one still awaited, or null. */
+  private setAwaited(text: string, awaited: boolean): void {
+    const before = this.awaited[0] ?? null;
+    if (awaited) this.awaited.push(text);
+    else this.awaited.splice(this.awaited.indexOf(text), 1);
+    const after = this.awaited[0] ?? null;
+    if (after !== before) this.options.onAwaiting?.(after);
   }
 
   close(): void {

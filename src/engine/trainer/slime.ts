@@ -112,6 +112,8 @@ export interface SlimeOptions {
   /** The inference server's base URL, asked for weight_version; null when there is none (offline sampler). */
   endpoint: string | null;
   timeoutMs: number;
+  /** What request to the trainer (or the inference server) is awaited past a few seconds, and null once none is (JsonHttpClientOptions). */
+  onAwaiting?: (awaited: string | null) => void;
   onWarning: (message: string) => void;
 }
 
@@ -158,7 +160,11 @@ export class SlimeClient implements TrainerProtocolClient {
 
   constructor(options: SlimeOptions) {
     this.options = options;
-    this.http = new JsonHttpClient(options.url, { timeoutMs: options.timeoutMs });
+    this.http = new JsonHttpClient(options.url, {
+      timeoutMs: options.timeoutMs,
+      onAwaiting: options.onAwaiting,
+      timeoutSetting: 'thetaevolve.trainer.requestTimeoutSeconds',
+    });
     this.modelInfo = options.endpoint
       ? new JsonHttpClient(serverRootOf(options.endpoint), { timeoutMs: Math.min(options.timeoutMs, 10_000) })
       : null;

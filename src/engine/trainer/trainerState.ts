@@ -32,6 +32,8 @@ export interface TrainerState {
   lostGroups: number;
   /** The run is waiting for the trainer (synchronous step or staleness bound). */
   waiting: boolean;
+  /** A request to the trainer unanswered for a few seconds (what and where), null when none is. */
+  awaiting?: string | null;
   lastError: string | null;
 }
 
@@ -42,6 +44,8 @@ export function trainerStateLine(previous: TrainerState | null, next: TrainerSta
     if (!next.enabled) return `${where}: off; spooled groups are kept`;
     return `${where}: on (${next.mode})${next.connected || next.lastError !== null ? '' : ', connecting'}`;
   }
+  // A trainer that took the request and stays silent is named within seconds, not when the request times out.
+  if ((next.awaiting ?? null) !== null && next.awaiting !== previous.awaiting) return `${where}: awaiting its answer to ${next.awaiting}`;
   if (!previous.waiting && next.waiting) {
     const why = next.mode === 'sync' ? 'synchronous mode: the next step starts once it has taken this one' : 'the staleness bound';
     return `${where}: waiting for the trainer (${why}); ${next.pendingGroups} group(s) spooled, ${next.queuedGroups} queued for it`;

@@ -98,9 +98,11 @@ export class HeatMaps {
     const r = database.heatmaps.scoreRange;
     const cl = database.heatmaps.codeLengthRange;
     this.caption.textContent =
-      `Rows: score bins, better at the top${r ? ` (objective ${formatValue(r.min)} … ${formatValue(r.max)})` : ''}; ` +
+      `Rows: score bins, better at the top; ` +
       `columns: code length${cl ? ` ${formatCount(Math.round(cl.min))} … ${formatCount(Math.round(cl.max))} chars` : ''}. ` +
-      `Colour: best ${direction === 'minimize' ? '(lowest) objective' : 'objective'} in the cell; grey: only invalid programs.`;
+      `Colour: best ${direction === 'minimize' ? '(lowest) objective' : 'objective'} in the cell` +
+      // The shades span valid programs' objectives only: penalty scores are no objective.
+      `${r ? `, valid objectives ${formatValue(r.min)} … ${formatValue(r.max)}` : ''}; grey: only invalid programs.`;
     this.scheduleDraw();
   }
 

@@ -78,9 +78,7 @@ export function showStateProgress(controller: RunController, run: TrackedRun, as
           resolve();
           stateProgress.fire({ runId, asked, outcome });
           if (outcome === 'stopped' && asked === 'stop')
-            void showInfo(
-              `ThetaEvolve: run ${runId} stopped; Resume Run continues it from its last committed step.`,
-            );
+            void showInfo(`ThetaEvolve: run ${runId} stopped; Resume Run continues it from its last committed step.`);
         };
         const check = (current: TrackedRun | undefined): void => {
           if (!current || current.runId !== runId) return;

@@ -32,7 +32,7 @@ export const IsolationSummarySchema = z.object({
 });
 export type IsolationSummary = z.infer<typeof IsolationSummarySchema>;
 
-export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'error'] as const;
+export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'no_improvement', 'error'] as const;
 export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
 
 /** Per-step statistics (scoring.ts computes them; the step_committed event carries them). */

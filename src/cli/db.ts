@@ -1,6 +1,7 @@
 // `thetaevolve db <db-file> [--json]`: summarise a run database, read-only;
 // or write its best program (--best), a program's lineage (--lineage) or
 // the blame of its lines (--blame).
+import { operatorReport, operatorReportLines } from '../engine/operators/report';
 import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../engine/database/atomicFile';
@@ -49,6 +50,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,
+      ...operatorReport(db),
     };
     if (booleanFlag(args, 'json')) {
       io.stdout(JSON.stringify(report) + '\n');
@@ -79,6 +81,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       lines.push(
         `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}`,
       );
+    lines.push(...operatorReportLines(report));
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);

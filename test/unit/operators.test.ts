@@ -2,6 +2,7 @@
 // parts: the fixture task in the sandbox, the run database on disk, the offline
 // sampler or the OpenAI-compatible test server.
 import assert from 'node:assert/strict';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Settings } from '../../src/engine/common/config';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
@@ -74,6 +75,51 @@ describe('operators beyond the paper', function () {
       const db = await ProgramDatabase.openReadOnly(file);
       assert.equal(db.meta()[OPERATORS_META_KEY], undefined);
       await db.close();
+    });
+  });
+
+  describe('cascade (task.json evaluator.stages)', () => {
+    it('stops a solution under a stage threshold at that stage, scored by it; only the others reach the full evaluator; the stage counts are recorded', async () => {
+      const taskDir = join(dir, 'cascade-task');
+      cpSync(FIXTURE, taskDir, { recursive: true });
+      // Stage 1: the same objective; the full evaluator also counts its runs in a file.
+      writeFileSync(
+        join(taskDir, 'stage1.py'),
+        readFileSync(join(taskDir, 'evaluate.py'), 'utf8').replace('{"x": x}, "reason": ""', '{"x": x, "stage1": True}, "reason": ""'),
+      );
+      writeFileSync(
+        join(taskDir, 'full.py'),
+        `import sys\nopen(sys.argv[2], "a").write("run\\n")\nsys.argv = sys.argv[:2]\n` +
+          readFileSync(join(taskDir, 'evaluate.py'), 'utf8'),
+      );
+      const spec = JSON.parse(readFileSync(join(taskDir, 'task.json'), 'utf8'));
+      spec.evaluator = {
+        command: ['/usr/bin/python3', '{taskDir}/full.py', '{solution}', '{taskDir}/full-runs.txt'],
+        timeLimitSec: 10,
+        stages: [{ command: ['/usr/bin/python3', '{taskDir}/stage1.py', '{solution}'], threshold: 7 }],
+      };
+      writeFileSync(join(taskDir, 'task.json'), JSON.stringify(spec));
+      const cascadeTask = await loadTask(taskDir);
+      const file = join(dir, 'cascade.sqlite');
+      const { result, committed } = await runOnce(cascadeTask, settings({}), file, 4, new MutateSampler({ seed: 7, language: 'py' }));
+      assert.equal(result.reason, 'steps_done');
+      const db = await ProgramDatabase.openReadOnly(file);
+      // The starting program (score 6) stops at stage 1 and keeps that stage's score.
+      const initial = db.get('0');
+      assert.ok(initial);
+      assert.equal(initial.score, 6);
+      assert.equal(initial.metrics.cascade_stage, 1);
+      assert.equal(initial.metrics.stage1, true);
+      for (const p of db.topPrograms(70))
+        if (p.outcome === 'valid') assert.equal(p.metrics.cascade_stage, p.score >= 7 ? 2 : 1, `program ${p.id} score ${p.score}`);
+      await db.close();
+      const counts = { '1': 0, '2': 0 };
+      for (const c of committed) for (const [stage, n] of Object.entries(c.cascade ?? {})) counts[stage as '1' | '2'] += n;
+      assert.ok(counts['1'] > 0 && counts['2'] > 0, JSON.stringify(counts));
+      const fullRuns = existsSync(join(taskDir, 'full-runs.txt'))
+        ? readFileSync(join(taskDir, 'full-runs.txt'), 'utf8').split('\n').filter(Boolean).length
+        : 0;
+      assert.equal(fullRuns, counts['2'], 'the full evaluator ran only for the children past stage 1');
     });
   });
 });

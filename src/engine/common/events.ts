@@ -72,6 +72,8 @@ export const StepStatisticsSchema = z.object({
    * databases written before it was recorded.
    */
   sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
+  /** A task with an evaluator cascade (docs/algorithm.md section 12): how many evaluated children stopped at each stage ("1", "2", ...). Absent otherwise. */
+  cascade: z.record(z.string(), count).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -18,6 +18,7 @@ import {
 } from '../common/types';
 import { zodIssueText } from '../common/errors';
 import { fillTemplate, type Task } from '../task/task';
+import { scoreThroughCascade } from '../operators/cascade';
 import { removeTree } from './cleanup';
 import { baseEnvironment, findExecutable, limitedCommand } from './isolation';
 import { limitMetrics } from './metricsLimit';
@@ -164,7 +165,22 @@ export async function scoreSolutionBytes(
 ): Promise<EvaluationResult> {
   const copy = join(trustedDir, task.solutionFile);
   await writeFile(copy, bytes, { mode: 0o600 });
-  const template = task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
+  return scoreThroughCascade(task.evaluatorStages ?? [], task.evaluatorCommand, (evaluatorCommand) =>
+    scoreWithEvaluator(task, evaluatorCommand, copy, bytes, trustedDir, limits, signal),
+  );
+}
+
+/** One run of a trusted evaluator command (the task's, or a stage of its cascade) on the solution copy. */
+async function scoreWithEvaluator(
+  task: Task,
+  evaluatorCommand: readonly string[],
+  copy: string,
+  bytes: Buffer,
+  trustedDir: string,
+  limits: { memoryLimitMb: number },
+  signal: AbortSignal | undefined,
+): Promise<EvaluationResult> {
+  const template = evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, solution: copy, taskDir: task.dir }));
   const command = evaluatorCommandUnderLimits(template, task, limits.memoryLimitMb);
   const run = await runProcess({
     file: command[0] as string,

@@ -76,6 +76,18 @@ export const TaskFileSchema = z
           'The trusted evaluator, run outside the sandbox on the solution file only, e.g. ["/usr/bin/python3", "{taskDir}/evaluate.py", "{solution}"]. Placeholders: {solution}, {taskDir}, any variable or tolerance. It prints one JSON line {"valid", "objective", "metrics", "reason"} (plus "unreadable": true when the file is not a solution at all).',
         ),
         timeLimitSec: positiveSeconds.describe("The evaluator's own wall-clock limit, in seconds."),
+        stages: z
+          .array(
+            z.strictObject({
+              command: commandTemplate.describe('A cheaper evaluator, with the same placeholders and reply as `command`.'),
+              threshold: z.number().finite().describe('The score (higher is better) a solution needs at this stage to go on to the next.'),
+            }),
+          )
+          .max(8)
+          .optional()
+          .describe(
+            'A cascade (docs/algorithm.md section 12, OpenEvolve\'s evaluate_stage1/2/3): stages run in order before `command`; a solution scoring under a stage\'s threshold stops there and keeps that stage\'s result. Absent: `command` alone.',
+          ),
       })
       .describe('How the objective is computed from the solution file.'),
     metaInformation: z
@@ -155,6 +167,8 @@ export interface Task {
   candidateCommand: string[];
   /** Command template of the trusted evaluator ({solution}, {taskDir}, variables, tolerances). */
   evaluatorCommand: string[];
+  /** Cheaper evaluator stages run before evaluatorCommand (operators/cascade.ts); absent or empty: none. */
+  evaluatorStages?: { command: string[]; threshold: number }[];
   solutionFile: string;
   solutionMaxBytes: number;
   tolerances: Record<string, number>;
@@ -327,6 +341,11 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   if (!spec.evaluator.command.some((arg) => arg.includes('{solution}'))) {
     fail(file, ['evaluator', 'command'], 'must pass the solution file with {solution}');
   }
+  (spec.evaluator.stages ?? []).forEach((stage, i) => {
+    checkCommand(file, ['evaluator', 'stages', i, 'command'], stage.command, [...EVALUATOR_PLACEHOLDERS, ...Object.keys(variables)]);
+    if (!stage.command.some((arg) => arg.includes('{solution}')))
+      fail(file, ['evaluator', 'stages', i, 'command'], 'must pass the solution file with {solution}');
+  });
 
   return {
     dir,
@@ -347,6 +366,9 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     maxCodeLength: spec.maxCodeLength,
     candidateCommand: [...spec.candidate.command],
     evaluatorCommand: [...spec.evaluator.command],
+    ...(spec.evaluator.stages && spec.evaluator.stages.length > 0
+      ? { evaluatorStages: spec.evaluator.stages.map((stage) => ({ command: [...stage.command], threshold: stage.threshold })) }
+      : {}),
     solutionFile: spec.candidate.solutionFile,
     solutionMaxBytes: spec.candidate.solutionMaxBytes,
     tolerances: { ...spec.tolerances },

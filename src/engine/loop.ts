@@ -129,7 +129,8 @@ export class EvolutionRun {
     );
     try {
       this.db = await ProgramDatabase.open(this.spec.dbFile, {
-        config: databaseConfigFromSettings(settings),
+        // A task's behaviour dimensions shape a new database's grid (docs/algorithm.md section 12); a resumed one keeps its own.
+        config: { ...databaseConfigFromSettings(settings), ...(task.features ? { features: task.features } : {}) },
         meta: {
           runId: this.spec.runId,
           task: task.name,

@@ -122,4 +122,37 @@ describe('operators beyond the paper', function () {
       assert.equal(fullRuns, counts['2'], 'the full evaluator ran only for the children past stage 1');
     });
   });
+
+  describe('behaviour dimensions (task.json features)', () => {
+    it("places each program in its island's grid by the named metric's bin, kept by a resume, and the snapshot names the axis", async () => {
+      const taskDir = join(dir, 'features-task');
+      cpSync(FIXTURE, taskDir, { recursive: true });
+      const spec = JSON.parse(readFileSync(join(taskDir, 'task.json'), 'utf8'));
+      spec.features = [{ metric: 'x', bins: 7 }];
+      writeFileSync(join(taskDir, 'task.json'), JSON.stringify(spec));
+      const featureTask = await loadTask(taskDir);
+      assert.deepEqual(featureTask.features, [{ metric: 'x', bins: 7 }]);
+      const file = join(dir, 'features.sqlite');
+      await runOnce(featureTask, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
+      // Resumed with the task's features gone: the database keeps its own axes.
+      await runOnce(task, settings({}), file, 2, new MutateSampler({ seed: 7, language: 'py' }));
+      const db = await ProgramDatabase.openReadOnly(file);
+      const grid = db.stateSnapshot().mapElites;
+      assert.deepEqual(grid.features, ['x']);
+      const axis = grid.axes?.[0];
+      assert.ok(axis && axis.range, JSON.stringify(grid.axes));
+      let checked = 0;
+      for (const island of grid.islands)
+        for (const cell of island.cells) {
+          // One axis of 7 bins: rows 0..6, a single column.
+          assert.ok(cell.scoreBin <= 6 && cell.lengthBin === 0, JSON.stringify(cell));
+          assert.equal(cell.cell, cell.scoreBin);
+          assert.ok(typeof db.get(cell.id)?.metrics.x === 'number' || db.get(cell.id)?.outcome !== 'valid');
+          checked++;
+        }
+      assert.ok(checked > 1);
+      for (const island of grid.islands) assert.equal(new Set(island.cells.map((c) => c.cell)).size, island.cells.length);
+      await db.close();
+    });
+  });
 });

@@ -271,6 +271,12 @@ export class RunStore {
       if (typeof hash !== 'string') throw refuse('a code hash row is malformed');
       population.restoreHash(hash);
     });
+    // A task's behaviour dimensions are metrics: read only when configured (operators/features.ts).
+    if (this.config.features)
+      this.eachRow('SELECT id, metrics FROM programs WHERE alive = 1', [], ([id, metrics]) => {
+        const parsed = MetricsSchema.safeParse(parseJsonOrNull(String(metrics)));
+        if (typeof id === 'string') population.restoreFeatures(id, parsed.success ? parsed.data : {});
+      });
     const problem = population.finishRestore();
     if (problem !== null) throw refuse(problem);
   }
@@ -605,5 +611,13 @@ async function readIfExists(file: string): Promise<Uint8Array | null> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new DatabaseFileError(`${file}: cannot read (${describe(err)})`);
+  }
+}
+
+function parseJsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

@@ -106,7 +106,8 @@ function writeLineage(db: ProgramDatabase, file: string, id: string, args: Parse
     return 0;
   }
   const lines = lineage.programs.map(
-    (p) => `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}`,
+    (p) =>
+      `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}${p.secondParentId ? ` (crossover with ${p.secondParentId})` : ''}`,
   );
   if (!lineage.complete) lines.push('(older ancestors were evicted before this database kept lineage rows: their rows are gone)');
   io.stdout(lines.join('\n') + '\n');

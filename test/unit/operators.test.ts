@@ -7,7 +7,13 @@ import { join, resolve } from 'node:path';
 import type { Settings } from '../../src/engine/common/config';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
 import type { ResponseSource } from '../../src/engine/common/types';
-import { ProgramDatabase } from '../../src/engine/database/programDatabase';
+import { ProgramDatabase, type ProgramRecord } from '../../src/engine/database/programDatabase';
+import { databaseConfigFromSettings, NOT_GENERATED } from '../../src/engine/database/records';
+import { blameOf, lineageOf } from '../../src/engine/database/lineage';
+import { codeHash } from '../../src/engine/codeHash';
+import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
+import { CROSSOVER_PARENT_METRIC } from '../../src/engine/operators/crossover';
+import { startTestServer } from '../server/openaiTestServer';
 import { MutateSampler } from '../../src/engine/llm/mutateSampler';
 import { EvolutionRun } from '../../src/engine/loop';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
@@ -152,6 +158,73 @@ describe('operators beyond the paper', function () {
         }
       assert.ok(checked > 1);
       for (const island of grid.islands) assert.equal(new Set(island.cells.map((c) => c.cell)).size, island.cells.length);
+      await db.close();
+    });
+  });
+
+  describe('crossover (crossover.share)', () => {
+    it('shows a second parent from another island in that share of prompts; the child records it; lineage and blame name both parents', async () => {
+      const server = await startTestServer({ latencyMs: 1 });
+      try {
+        const s = settings({ 'crossover.share': 1, endpoint: server.baseURL, sampler: 'llm', batchSize: 3 });
+        const file = join(dir, 'crossover.sqlite');
+        const client = new EndpointClient(endpointOptionsFromSettings(s, undefined));
+        const { result } = await runOnce(task, s, file, 4, client);
+        assert.equal(result.reason, 'steps_done');
+        const crossoverPrompts = server.requests.filter((r) => r.userText.includes('# Second parent, to combine with the current program'));
+        assert.ok(crossoverPrompts.length > 0, 'some prompt shows a second parent');
+        // The parent stays the only block with markers.
+        for (const r of crossoverPrompts) assert.equal(r.userText.split('# EVOLVE-BLOCK-START').length - 1, 1);
+        const db = await ProgramDatabase.openReadOnly(file);
+        const children = db.topPrograms(70).filter((p) => typeof p.metrics[CROSSOVER_PARENT_METRIC] === 'string');
+        assert.ok(children.length > 0, 'some stored child names a second parent');
+        const child = children[0] as ProgramRecord;
+        const second = child.metrics[CROSSOVER_PARENT_METRIC] as string;
+        assert.notEqual(second, child.parentId);
+        const lineage = lineageOf(db, child);
+        assert.equal(lineage.programs[0]?.secondParentId, second);
+        assert.equal(lineage.programs[0]?.parentId, child.parentId);
+        const blame = blameOf(db, child);
+        const allowed = new Set([child.id, second, ...lineage.programs.map((p) => p.id)]);
+        for (const line of blame.lines) assert.ok(allowed.has(line.id), JSON.stringify(line));
+        // The second parent's prompt metrics line never shows the crossover metric.
+        for (const r of server.requests) assert.ok(!r.userText.includes(CROSSOVER_PARENT_METRIC));
+        await db.close();
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('blame gives a line the crossover child took from its second parent to that parent', async () => {
+      // A database written by hand through the real API: parent A, second parent B, child C holding a line only B has.
+      const file = join(dir, 'blame.sqlite');
+      const db = await ProgramDatabase.open(file, { config: databaseConfigFromSettings(settings({})) });
+      const code = (body: string) => `import json\n# EVOLVE-BLOCK-START\n${body}\n# EVOLVE-BLOCK-END\n`;
+      const program = (c: string, parentId: string | null, step: number, metrics = {}) => ({
+        parentId,
+        step,
+        code: c,
+        codeHash: codeHash(c, 'py'),
+        score: 1 + step,
+        objective: 1 + step,
+        outcome: 'valid' as const,
+        metrics,
+        ...NOT_GENERATED,
+      });
+      const a = await db.addInitial(program(code('a = 1'), null, 0));
+      await db.commitStep({ step: 1, children: [program(code('a = 1\nb = 2'), a.id, 1)], stats: {}, engineState: null });
+      const b = db.topPrograms(70).find((p) => p.code.includes('b = 2')) as ProgramRecord;
+      await db.commitStep({
+        step: 2,
+        children: [program(code('a = 1\nb = 2\nc = 3'), a.id, 2, { [CROSSOVER_PARENT_METRIC]: b.id })],
+        stats: {},
+        engineState: null,
+      });
+      const c = db.topPrograms(70).find((p) => p.code.includes('c = 3')) as ProgramRecord;
+      const lines = blameOf(db, c).lines;
+      assert.equal(lines.find((l) => l.text === 'b = 2')?.id, b.id);
+      assert.equal(lines.find((l) => l.text === 'c = 3')?.id, c.id);
+      assert.equal(lines.find((l) => l.text === 'a = 1')?.id, a.id);
       await db.close();
     });
   });

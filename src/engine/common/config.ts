@@ -408,6 +408,15 @@ export const SETTINGS = [
       'Patience: end the run (reason `no_improvement`) once this many committed steps in a row brought no new best program. 0: never.',
   },
   {
+    key: 'crossover.share',
+    type: 'number',
+    default: 0,
+    minimum: 0,
+    maximum: 1,
+    description:
+      "Crossover: the share of prompts that also show a second parent from another island and ask for a child combining both (ShinkaEvolve's `cross` patches). 0: none, as the paper.",
+  },
+  {
     key: 'rewardShaping.mode',
     type: 'string',
     default: 'task',
@@ -570,7 +579,7 @@ export function defaultSettings(): Settings {
 }
 
 /** The settings of the operators beyond the paper (src/engine/operators/): recorded in the run database, so a resume uses them. */
-export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement'];
+export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement', 'crossover.share'];
 
 /**
  * The Settings editor's categories, in order: a dotted key goes by its first

@@ -2,7 +2,7 @@
 // parts: the fixture task in the sandbox, the run database on disk, the offline
 // sampler or the OpenAI-compatible test server.
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Settings } from '../../src/engine/common/config';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
@@ -14,6 +14,7 @@ import { codeHash } from '../../src/engine/codeHash';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { CROSSOVER_PARENT_METRIC } from '../../src/engine/operators/crossover';
 import { startTestServer } from '../server/openaiTestServer';
+import { openEvolveSettings } from '../../src/engine/task/foreignTasks';
 import { MutateSampler } from '../../src/engine/llm/mutateSampler';
 import { EvolutionRun } from '../../src/engine/loop';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
@@ -159,6 +160,24 @@ describe('operators beyond the paper', function () {
       assert.ok(checked > 1);
       for (const island of grid.islands) assert.equal(new Set(island.cells.map((c) => c.cell)).size, island.cells.length);
       await db.close();
+    });
+  });
+
+  describe("behaviour dimensions of an OpenEvolve folder's config.yaml", () => {
+    it("takes database.feature_dimensions that are evaluator metrics, with feature_bins, and leaves out OpenEvolve's own complexity and diversity", async () => {
+      const folder = join(dir, 'oe');
+      mkdirSync(folder);
+      writeFileSync(
+        join(folder, 'config.yaml'),
+        'database:\n  feature_dimensions: ["complexity", "spread", "steps"]\n  feature_bins:\n    spread: 4\n',
+      );
+      const settingsOf = await openEvolveSettings(folder, 'def evaluate(program_path):\n    return {}\n', 'evaluator.py');
+      assert.deepEqual(settingsOf.features, [
+        { metric: 'spread', bins: 4 },
+        { metric: 'steps', bins: 10 },
+      ]);
+      writeFileSync(join(folder, 'config.yaml'), 'database:\n  feature_dimensions: ["complexity", "diversity"]\n');
+      assert.equal((await openEvolveSettings(folder, 'def evaluate(program_path):\n    return {}\n', 'evaluator.py')).features, null);
     });
   });
 

@@ -1,6 +1,7 @@
 // `thetaevolve db <db-file> [--json]`: summarise a run database, read-only;
 // or write its best program (--best), a program's lineage (--lineage) or
 // the blame of its lines (--blame).
+import { operatorReport, operatorReportLines } from '../engine/operators/report';
 import { open, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../engine/database/atomicFile';
@@ -56,6 +57,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       bytes: db.fileBytes,
       // What results depend on: the interpreter and package versions the run's Python had (null: not recorded).
       python: pythonOfRunMeta(db.meta()),
+      ...operatorReport(db),
     };
     if (booleanFlag(args, 'json')) {
       io.stdout(JSON.stringify(report) + '\n');
@@ -72,7 +74,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         (report.archiveScores
           ? `, scores ${formatScore(report.archiveScores.min)} .. ${formatScore(report.archiveScores.max ?? report.archiveScores.min)}`
           : ''),
-      `  MAP-Elites    ${report.mapElitesOccupancy.join(' / ')} cells occupied of ${snapshot.mapElites.bins * snapshot.mapElites.bins} per island`,
+      `  MAP-Elites    ${report.mapElitesOccupancy.join(' / ')} cells occupied of ${snapshot.mapElites.axes ? snapshot.mapElites.axes.reduce((cells, axis) => cells * axis.bins, 1) : snapshot.mapElites.bins * snapshot.mapElites.bins} per island${snapshot.mapElites.axes ? ` (axes ${snapshot.mapElites.axes.map((axis) => axis.metric).join(' x ')})` : ''}`,
       `  migrations    ${report.migrations}`,
       `  code hashes   ${report.codeHashes} (every program ever added)`,
       `  improvements  ${report.improvements.length}` +
@@ -87,6 +89,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}${guidance.by === 'agent' ? ' (by the agent)' : ''}`,
       );
     if (report.python) lines.push(`  python        ${describePythonEnvironment(report.python)}`);
+    lines.push(...operatorReportLines(report));
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);
@@ -111,7 +114,8 @@ function writeLineage(db: ProgramDatabase, file: string, id: string, args: Parse
     return 0;
   }
   const lines = lineage.programs.map(
-    (p) => `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}`,
+    (p) =>
+      `${p.id.padEnd(8)} step ${String(p.step).padEnd(6)} ${formatScore(p.score).padEnd(14)} ${p.origin}${p.secondParentId ? ` (crossover with ${p.secondParentId})` : ''}`,
   );
   if (!lineage.complete) lines.push('(older ancestors were evicted before this database kept lineage rows: their rows are gone)');
   io.stdout(forDisplay(lines.join('\n')) + '\n');

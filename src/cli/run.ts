@@ -230,6 +230,7 @@ export function stepLine(e: StepCommittedEvent): Record<string, unknown> {
     samplesPerSecond: e.samplesPerSecond,
     elapsedMs: e.elapsedMs,
     failures: e.failures ?? [],
+    ...(e.cascade ? { cascade: e.cascade } : {}),
   };
 }
 
@@ -240,6 +241,6 @@ function humanStepLine(e: StepCommittedEvent, previousBest: number | null): stri
     `step ${e.step}: best ${formatScore(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
     `step mean ${formatScore(e.mean)} | valid ${valid}/${e.samples} | ` +
     `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''} | ` +
-    `db ${e.dbSize} | ${(e.timings.totalMs / 1000).toFixed(1)} s`
+    `db ${e.dbSize} | ${e.cascade ? `stopped at stage ${Object.entries(e.cascade).map(([stage, n]) => `${stage}: ${n}`).join(', ')} | ` : ''}${(e.timings.totalMs / 1000).toFixed(1)} s`
   );
 }

@@ -334,6 +334,20 @@ export function histogram(values: ArrayLike<number>, bins = HISTOGRAM_BINS): { m
   return { min: edge(first), max: edge(first + count), counts };
 }
 
+/** The heat map's axes when a task names behaviour dimensions (rows: the first, columns: the second). */
+function featureAxes(axes: readonly { metric: string; range: { min: number; max: number } | null }[] | undefined): {
+  axes?: DatabaseView['heatmaps']['axes'];
+} {
+  const [rows, columns] = axes ?? [];
+  if (!rows) return {};
+  return {
+    axes: {
+      rows: { metric: rows.metric, range: rows.range },
+      columns: columns ? { metric: columns.metric, range: columns.range } : null,
+    },
+  };
+}
+
 export function databaseView(
   input: DashboardDatabaseInput,
   direction: Direction,
@@ -374,6 +388,7 @@ export function databaseView(
       bins,
       scoreRange,
       codeLengthRange: input.mapElites.ranges.codeLength,
+      ...featureAxes(input.mapElites.axes),
       islands: heat.map((h) => ({ island: h.island, occupied: h.occupied, grid: h.grid })),
     },
     archive: {

@@ -26,6 +26,8 @@ import { formatScore } from './common/format';
 import { applySteer } from './steering/applySteer';
 import { readInbox, removeRequest } from './steering/inbox';
 import { type RunControlRequest, watchRunControl } from './steering/runControl';
+import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from './operators/recorded';
+import { patienceSpent } from './operators/patience';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -67,7 +69,8 @@ export interface EvolutionRunSpec {
 }
 
 export class EvolutionRun {
-  private readonly spec: EvolutionRunSpec;
+  /** Its settings take the operator settings the database recorded once the database is open (operators/recorded.ts). */
+  private spec: EvolutionRunSpec;
   private readonly stopController = new AbortController();
   private paused = false;
   private resumeWaiters: (() => void)[] = [];
@@ -141,7 +144,8 @@ export class EvolutionRun {
     let stopWatchingControl: (() => void) | null = null;
     try {
       this.db = await ProgramDatabase.open(this.spec.dbFile, {
-        config: databaseConfigFromSettings(settings),
+        // A task's behaviour dimensions shape a new database's grid (docs/algorithm.md section 12); a resumed one keeps its own.
+        config: { ...databaseConfigFromSettings(settings), ...(task.features ? { features: task.features } : {}) },
         meta: {
           runId: this.spec.runId,
           task: task.name,
@@ -154,9 +158,11 @@ export class EvolutionRun {
           createdAt: Date.now(),
           evaluatorTrust: task.evaluatorTrust,
           ...(this.spec.python ? { python: this.spec.python } : {}),
+          ...recordedOperatorsMeta(settings),
         },
       });
       const db = this.db;
+      this.spec = { ...this.spec, settings: withRecordedOperators(settings, db.meta()) };
       // Pause, resume or stop asked by another process (an agent's tools): docs/architecture.md "Agents".
       stopWatchingControl = await watchRunControl(this.spec.dbFile, (request) => this.takeControl(request, db));
       const resumedFromStep = db.lastStep >= 0 ? db.lastStep : null;
@@ -176,13 +182,15 @@ export class EvolutionRun {
         source: { kind: this.spec.source.kind, label: this.spec.source.label },
         ...(this.spec.isolation ? { isolation: this.spec.isolation } : {}),
         ...(this.spec.python ? { python: this.spec.python } : {}),
-        settings: runSettingsSummary(settings),
+        settings: runSettingsSummary(this.spec.settings),
         resumedFromStep,
       });
       await this.spec.source.check(this.stopController.signal, { waitForServer: true });
 
       const saved = db.engineState();
-      const state: EngineState = isEngineState(saved) ? saved : { rng: Rng.fromSeed(settings.seed ^ 0x5eed).state(), completionTokens: 0 };
+      const state: EngineState = isEngineState(saved)
+        ? saved
+        : { rng: Rng.fromSeed(this.spec.settings.seed ^ 0x5eed).state(), completionTokens: 0 };
       if (db.lastStep < 0) await this.addInitialProgram(db);
 
       reason = await this.runSteps(db, state, started);
@@ -231,6 +239,7 @@ export class EvolutionRun {
     if (this.spec.stepsThisInvocation !== undefined && stepsDone + inFlight >= this.spec.stepsThisInvocation) return 'steps_done';
     if (this.spec.untilStep !== undefined && lastPlanned >= this.spec.untilStep) return 'steps_done';
     if (settings.maxTotalTokens > 0 && state.completionTokens >= settings.maxTotalTokens) return 'token_limit';
+    if (patienceSpent(db, settings.stopAfterStepsWithoutImprovement)) return 'no_improvement';
     return null;
   }
 
@@ -586,11 +595,19 @@ function finishMessage(reason: RunFinishReason, lastStep: number): string {
       return `target reached at step ${lastStep}`;
     case 'token_limit':
       return `token limit reached at step ${lastStep}`;
+    case 'no_improvement':
+      return `no new best for thetaevolve.stopAfterStepsWithoutImprovement steps; ended after step ${lastStep}`;
     case 'stopped':
       return `stopped after step ${lastStep}`;
     case 'error':
       return 'failed';
   }
+}
+
+/** The operator settings a new run records (none for the paper's loop, whose files stay as they were). */
+function recordedOperatorsMeta(settings: Settings): Record<string, unknown> {
+  const operators = operatorSettingsOf(settings);
+  return Object.keys(operators).length > 0 ? { [OPERATORS_META_KEY]: operators } : {};
 }
 
 /** The settings that shape a run, for the run_started event (never secrets). */

@@ -8,6 +8,7 @@ import { evolveRegionContents } from './common/diff';
 import { FEEDBACK_METRIC, feedbackOf, feedbackText } from './common/feedback';
 import type { ChatMessage } from './common/types';
 import { fillTemplate } from './task/task';
+import { CROSSOVER_PARENT_METRIC } from './operators/crossover';
 
 export const SYSTEM_PROMPT =
   'You are an expert software developer and research mathematician who improves programs, one careful edit at a time, to beat the best known results on hard open problems.';
@@ -38,6 +39,8 @@ export interface BuildPromptInput {
   guidance?: string | null;
   /** Characters of the parent's evaluator feedback to show (setting feedbackChars; default none). */
   feedbackChars?: number;
+  /** Crossover (operators/crossover.ts): a second parent to combine with the first; only its EVOLVE-BLOCK content is shown. */
+  secondParent?: PromptProgram;
 }
 
 export interface BuiltPrompt {
@@ -107,7 +110,14 @@ function metricsLine(program: PromptProgram): string {
   const parts = [`score = ${formatMetric(program.score)}`];
   if (program.objective !== null) parts.push(`objective = ${formatMetric(program.objective)}`);
   for (const [name, value] of Object.entries(program.metrics).slice(0, 24)) {
-    if (name === 'score' || name === 'objective' || name === 'combined_score' || name === FEEDBACK_METRIC) continue;
+    if (
+      name === 'score' ||
+      name === 'objective' ||
+      name === 'combined_score' ||
+      name === FEEDBACK_METRIC ||
+      name === CROSSOVER_PARENT_METRIC
+    )
+      continue;
     parts.push(`${name} = ${typeof value === 'number' ? formatMetric(value) : String(value)}`);
   }
   return parts.join(', ');
@@ -199,6 +209,37 @@ function answerRules(language: string): string {
   ].join('\n');
 }
 
+/** A program's EVOLVE-BLOCK contents in fenced blocks without marker lines, so the parent stays the only marked block. */
+function regionBlocks(code: string, tag: string): string[] {
+  let regions: string[];
+  try {
+    regions = evolveRegionContents(code);
+  } catch {
+    // No usable region: show the code without marker lines.
+    regions = [
+      code
+        .split(/\r?\n/)
+        .filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l))
+        .join('\n'),
+    ];
+  }
+  // Several regions: each in its own fenced block, in file order.
+  return regions.length === 1
+    ? [fenced(regions[0] as string, tag)]
+    : regions.map((body, r) => `Region ${r + 1} of ${regions.length}:\n${fenced(body, tag)}`);
+}
+
+/** The crossover section: the second parent's marked code and what to do with it. */
+function secondParentSection(program: PromptProgram, tag: string): string {
+  return [
+    '# Second parent, to combine with the current program',
+    `Metrics: ${metricsLine(program)}`,
+    'Only the code between its EVOLVE-BLOCK markers is shown. Write a child that combines the strengths of both programs: edit the current program above, bringing in the ideas of this one that should raise the score.',
+    '',
+    regionBlocks(program.code, tag).join('\n\n'),
+  ].join('\n');
+}
+
 /** Build the chat messages for one parent. */
 export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const { task, parent, rng } = input;
@@ -210,26 +251,11 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   sections.push(['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'));
   const feedback = feedbackSection(parent, input.feedbackChars ?? 0);
   if (feedback) sections.push(feedback);
+  if (input.secondParent) sections.push(secondParentSection(input.secondParent, tag));
   const top = input.topPrograms ?? [];
   if (top.length > 0) {
     const shown = top.map((program, i) => {
-      let regions: string[];
-      try {
-        regions = evolveRegionContents(program.code);
-      } catch {
-        // No usable region: show the code without marker lines, so the parent stays the only marked block.
-        regions = [
-          program.code
-            .split(/\r?\n/)
-            .filter((l) => !/EVOLVE-BLOCK-(START|END)/.test(l))
-            .join('\n'),
-        ];
-      }
-      // Several regions: each in its own fenced block, in file order.
-      const bodies =
-        regions.length === 1
-          ? [fenced(regions[0] as string, tag)]
-          : regions.map((body, r) => `Region ${r + 1} of ${regions.length}:\n${fenced(body, tag)}`);
+      const bodies = regionBlocks(program.code, tag);
       return [`## Program ${i + 1}`, `Metrics: ${metricsLine(program)}`, '', bodies.join('\n\n')].join('\n');
     });
     sections.push(

@@ -282,6 +282,13 @@ export const DatabaseViewSchema = z.object({
     /** Objective range the rows span (low score row first), and code lengths the columns span. */
     scoreRange: z.object({ min: finite, max: finite }).nullable(),
     codeLengthRange: z.object({ min: finite, max: finite }).nullable(),
+    /** A task's behaviour dimensions (docs/algorithm.md section 12): the metric and values of the rows and of the columns (null: one axis). Absent: score and code length. */
+    axes: z
+      .object({
+        rows: z.object({ metric: z.string(), range: z.object({ min: finite, max: finite }).nullable() }),
+        columns: z.object({ metric: z.string(), range: z.object({ min: finite, max: finite }).nullable() }).nullable(),
+      })
+      .optional(),
     /**
      * Per island, `bins * bins` values row by row, row 0 the lowest score bin,
      * column the code-length bin: HEAT_EMPTY, HEAT_PENALTY or a shade

@@ -416,6 +416,25 @@ export const SETTINGS = [
     description:
       "Give -0.3 without evaluation to a child equal (comments ignored) to any program ever in the database: the ThetaEvolve release's lazy output penalty level 2 (`--lazy-penalty-level`). Off: levels 0 and 1, where only a child equal to its parent gets -0.3, as it always does.",
   },
+  // Operators beyond the paper (docs/algorithm.md section 12): each off by default; a run records the values it started with.
+  {
+    key: 'stopAfterStepsWithoutImprovement',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 1000000,
+    description:
+      'Patience: end the run (reason `no_improvement`) once this many committed steps in a row brought no new best program. 0: never.',
+  },
+  {
+    key: 'crossover.share',
+    type: 'number',
+    default: 0,
+    minimum: 0,
+    maximum: 1,
+    description:
+      "Crossover: the share of prompts that also show a second parent from another island and ask for a child combining both (ShinkaEvolve's `cross` patches). 0: none, as the paper.",
+  },
   {
     key: 'rewardShaping.mode',
     type: 'string',
@@ -594,6 +613,9 @@ export function defaultSettings(): Settings {
   return SettingsSchema.parse({});
 }
 
+/** The settings of the operators beyond the paper (src/engine/operators/): recorded in the run database, so a resume uses them. */
+export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement', 'crossover.share'];
+
 /**
  * The Settings editor's categories, in order: a dotted key goes by its first
  * part, an undotted one by the list here, anything else under "Run".
@@ -616,6 +638,7 @@ const SETTING_CATEGORIES: readonly { title: string; prefix?: string; keys?: read
     ],
   },
   { title: 'Run' },
+  { title: 'Search operators', keys: OPERATOR_SETTING_KEYS },
   { title: 'Evaluation and sandbox', prefix: 'sandbox', keys: ['evaluationConcurrency', 'evaluation.backend'] },
   { title: 'SLURM', prefix: 'slurm' },
   { title: 'Program database', prefix: 'database' },

@@ -33,7 +33,7 @@ export const IsolationSummarySchema = z.object({
 });
 export type IsolationSummary = z.infer<typeof IsolationSummarySchema>;
 
-export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'error'] as const;
+export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'no_improvement', 'error'] as const;
 export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
 
 /** Per-step statistics (scoring.ts computes them; the step_committed event carries them). */
@@ -73,6 +73,8 @@ export const StepStatisticsSchema = z.object({
    * databases written before it was recorded.
    */
   sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
+  /** A task with an evaluator cascade (docs/algorithm.md section 12): how many evaluated children stopped at each stage ("1", "2", ...). Absent otherwise. */
+  cascade: z.record(z.string(), count).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

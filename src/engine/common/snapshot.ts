@@ -18,7 +18,10 @@ export const DatabaseSnapshotSchema = z.object({
   best: IdScoreSchema.nullable(),
   islands: z.array(z.object({ island: count, size: count, generation: count, best: IdScoreSchema.nullable() })),
   mapElites: z.object({
-    features: z.tuple([z.literal('score'), z.literal('codeLength')]),
+    /** The grid's axes: the paper's score and code length, or a task's metrics (behaviour dimensions, docs/algorithm.md section 12). */
+    features: z.union([z.tuple([z.literal('score'), z.literal('codeLength')]), z.array(z.string()).min(1)]),
+    /** A task's behaviour dimensions, each with its bins and the values seen; cells then give the first axis as scoreBin (rows) and the second as lengthBin (columns, 0 for one axis). */
+    axes: z.array(z.object({ metric: z.string(), bins: z.number().int().min(1), range: RangeSchema })).optional(),
     bins: z.number().int().min(1),
     ranges: z.object({ score: RangeSchema, codeLength: RangeSchema }),
     islands: z.array(

@@ -8,6 +8,7 @@ import { splitLines } from '../common/diff';
 import { keptLines } from '../common/lineDiff';
 import type { ProgramOrigin } from '../common/steering';
 import type { ProgramDatabase, ProgramRecord } from './programDatabase';
+import { secondParentOf } from '../operators/crossover';
 
 export interface LineageEntry {
   id: string;
@@ -17,6 +18,8 @@ export interface LineageEntry {
   origin: ProgramOrigin;
   /** A researcher's note on a program they added. */
   note: string | null;
+  /** A crossover child's second parent (operators/crossover.ts); absent otherwise. */
+  secondParentId?: string;
 }
 
 export interface Lineage {
@@ -49,6 +52,7 @@ export function resolveProgram(db: ProgramDatabase, id: string): ProgramRecord |
 }
 
 function entryOf(program: ProgramRecord): LineageEntry {
+  const secondParentId = secondParentOf(program.metrics);
   return {
     id: program.id,
     parentId: program.parentId,
@@ -56,6 +60,7 @@ function entryOf(program: ProgramRecord): LineageEntry {
     score: program.score,
     origin: program.origin,
     note: program.note,
+    ...(secondParentId !== null ? { secondParentId } : {}),
   };
 }
 
@@ -86,7 +91,14 @@ export function blameOf(db: ProgramDatabase, program: ProgramRecord): Blame {
   for (const next of oldestFirst.slice(1)) {
     const nextLines = programLines(next.code);
     const kept = keptLines(lines, nextLines);
-    authors = kept.map((from) => (from === -1 ? next : (authors[from] as ProgramRecord)));
+    // A crossover child: a line it did not keep from its parent but shares with its second parent came from that one.
+    const secondId = secondParentOf(next.metrics);
+    const second = secondId !== null ? db.get(secondId) : null;
+    const fromSecond = second ? keptLines(programLines(second.code), nextLines) : null;
+    authors = kept.map((from, i) => {
+      if (from !== -1) return authors[from] as ProgramRecord;
+      return second && fromSecond && fromSecond[i] !== -1 ? second : next;
+    });
     lines = nextLines;
   }
   return {

@@ -18,6 +18,7 @@ import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import { drawParents } from './parentSampling';
 import { descendantsIn, pinnedCount, SteeringState } from './steeringRules';
+import { cellOfBins, featureValuesOf } from '../operators/features';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
 const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
@@ -69,6 +70,8 @@ export interface PopulationNode {
   inArchive: boolean;
   eliteCell: number | null;
   improvement: boolean;
+  /** Its values on the task's behaviour dimensions (set only when the configuration has them). */
+  features?: number[];
   /** Added in the step being decided: it has no row yet. */
   isNew: boolean;
 }
@@ -152,6 +155,8 @@ interface Entry {
   score: number;
   codeHash: string;
   codeLength: number;
+  /** A migration copy's: its source's feature values. */
+  features?: number[];
 }
 
 export class Population {
@@ -197,6 +202,12 @@ export class Population {
   }
 
   // ---------------------------------------------------------------- restoring
+
+  /** A restored program's values on the behaviour dimensions, from its metrics (only with dimensions configured). */
+  restoreFeatures(id: string, metrics: Readonly<Record<string, unknown>>): void {
+    const node = this.nodes.get(id);
+    if (node && this.config.features) node.features = featureValuesOf(metrics, this.config.features);
+  }
 
   /** A live program read back on open; call in sequence order. */
   restoreNode(stored: StoredNode): void {
@@ -542,6 +553,9 @@ export class Population {
       improvement: false,
       isNew: true,
     };
+    const dimensions = this.config.features;
+    if (dimensions)
+      node.features = entry.features ?? (content.kind === 'program' ? featureValuesOf(content.program.metrics, dimensions) : undefined);
     this.nodes.set(node.id, node);
     this.ancestry.refer(node.parentId);
     this.contents.set(seq, content);
@@ -582,9 +596,22 @@ export class Population {
   /** MAP-Elites: take an empty cell, or replace the occupant only with a higher score. */
   private placeInGrid(node: PopulationNode): void {
     const ranges = this.state.ranges;
-    ranges.score = widen(ranges.score, node.score);
-    ranges.codeLength = widen(ranges.codeLength, node.codeLength);
-    const cell = binOf(ranges.score, node.score, this.bins) * this.bins + binOf(ranges.codeLength, node.codeLength, this.bins);
+    let cell: number;
+    const dimensions = this.config.features;
+    if (dimensions) {
+      // A task's behaviour dimensions (docs/algorithm.md section 12).
+      const values = node.features ?? featureValuesOf({}, dimensions);
+      const featureRanges = (ranges.features ??= dimensions.map(() => null));
+      const bins = dimensions.map((dimension, i) => {
+        featureRanges[i] = widen(featureRanges[i] ?? null, values[i] as number);
+        return binOf(featureRanges[i] ?? null, values[i] as number, dimension.bins);
+      });
+      cell = cellOfBins(bins, dimensions);
+    } else {
+      ranges.score = widen(ranges.score, node.score);
+      ranges.codeLength = widen(ranges.codeLength, node.codeLength);
+      cell = binOf(ranges.score, node.score, this.bins) * this.bins + binOf(ranges.codeLength, node.codeLength, this.bins);
+    }
     const grid = this.gridMaps[node.island] as Map<number, PopulationNode>;
     const occupant = grid.get(cell);
     if (occupant && !(node.score > occupant.score)) return;
@@ -690,6 +717,7 @@ export class Population {
   /** What a migration copy of `source` holds: this step's program, or (from an earlier step) its stored row's columns. */
   private copySource(source: PopulationNode, step: number): { entry: Entry; content: (createdAt: number) => RowContent } {
     const entry: Entry = { parentId: source.id, step, score: source.score, codeHash: source.codeHash, codeLength: source.codeLength };
+    if (source.features) entry.features = source.features;
     const content = this.contents.get(source.seq);
     if (content?.kind === 'program') {
       const program = copyOf(content.program, source.id, step);

@@ -8,6 +8,7 @@ import { betterFirst, type Population, type PopulationNode } from './population'
 import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
 import type { RunStore } from './runStore';
+import { binsOfCell } from '../operators/features';
 
 export class RunQueries {
   constructor(
@@ -131,7 +132,7 @@ export class RunQueries {
 
   stateSnapshot(): DatabaseSnapshot {
     const population = this.population;
-    const { config, state, bins } = population;
+    const { config, state } = population;
     const bestOf = (nodes: readonly Readonly<PopulationNode>[]): { id: string; score: number } | null => {
       let best: Readonly<PopulationNode> | null = null;
       for (const n of nodes) if (n.alive && (best === null || betterFirst(n, best) < 0)) best = n;
@@ -158,18 +159,7 @@ export class RunQueries {
         generation: state.islandGenerations[island] as number,
         best: bestOf(nodes),
       })),
-      mapElites: {
-        features: ['score', 'codeLength'],
-        bins,
-        ranges: { score: state.ranges.score, codeLength: state.ranges.codeLength },
-        islands: population.grids.map((grid, island) => ({
-          island,
-          occupied: grid.size,
-          cells: [...grid.entries()]
-            .sort((a, b) => a[0] - b[0])
-            .map(([cell, n]) => ({ cell, scoreBin: Math.floor(cell / bins), lengthBin: cell % bins, id: n.id, score: n.score })),
-        })),
-      },
+      mapElites: mapElitesSnapshot(population),
       archive: { size: population.archiveCount, capacity: config.archiveSize, minScore, maxScore },
       migrations: {
         count: state.migrations,
@@ -186,4 +176,27 @@ export class RunQueries {
 function guidanceInForce(history: readonly GuidanceVersion[]): { text: string; step: number } | null {
   const last = history[history.length - 1];
   return last && last.text !== null ? { text: last.text, step: last.step } : null;
+}
+
+/** The MAP-Elites grids: by score and code length, or by a task's behaviour dimensions (operators/features.ts). */
+function mapElitesSnapshot(population: Population): DatabaseSnapshot['mapElites'] {
+  const { config, state, bins } = population;
+  const dimensions = config.features;
+  const cells = (grid: ReadonlyMap<number, Readonly<PopulationNode>>) =>
+    [...grid.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([cell, n]) => {
+        const [row, column] = dimensions ? binsOfCell(cell, dimensions) : [Math.floor(cell / bins), cell % bins];
+        return { cell, scoreBin: row ?? 0, lengthBin: column ?? 0, id: n.id, score: n.score };
+      });
+  const islands = population.grids.map((grid, island) => ({ island, occupied: grid.size, cells: cells(grid) }));
+  const ranges = { score: state.ranges.score, codeLength: state.ranges.codeLength };
+  if (!dimensions) return { features: ['score', 'codeLength'], bins, ranges, islands };
+  return {
+    features: dimensions.map((d) => d.metric),
+    axes: dimensions.map((d, i) => ({ metric: d.metric, bins: d.bins, range: state.ranges.features?.[i] ?? null })),
+    bins: Math.max(...dimensions.slice(0, 2).map((d) => d.bins)),
+    ranges,
+    islands,
+  };
 }

@@ -3,6 +3,7 @@
 import { DATABASE_PRESETS, type Settings } from '../common/config';
 import type { ProgramOrigin } from '../common/steering';
 import type { Outcome } from '../common/types';
+import type { FeatureDimension } from '../operators/features';
 
 export interface DatabaseConfig {
   populationSize: number;
@@ -13,6 +14,8 @@ export interface DatabaseConfig {
   explorationRatio: number;
   exploitationRatio: number;
   seed: number;
+  /** A task's behaviour dimensions (operators/features.ts); absent: score and code length. */
+  features?: FeatureDimension[];
 }
 
 export function databaseConfigFromSettings(settings: Settings): DatabaseConfig {

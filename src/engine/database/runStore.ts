@@ -280,6 +280,12 @@ export class RunStore {
       if (typeof hash !== 'string') throw refuse('a code hash row is malformed');
       population.restoreHash(hash);
     });
+    // A task's behaviour dimensions are metrics: read only when configured (operators/features.ts).
+    if (this.config.features)
+      this.eachRow('SELECT id, metrics FROM programs WHERE alive = 1', [], ([id, metrics]) => {
+        const parsed = MetricsSchema.safeParse(parseJsonOrNull(String(metrics)));
+        if (typeof id === 'string') population.restoreFeatures(id, parsed.success ? parsed.data : {});
+      });
     const problem = population.finishRestore();
     if (problem !== null) throw refuse(problem);
   }
@@ -656,5 +662,13 @@ async function readIfExists(file: string): Promise<Uint8Array | null> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     if (err instanceof DatabaseFileError) throw err;
     throw new DatabaseFileError(`${file}: cannot read (${describe(err)})`);
+  }
+}
+
+function parseJsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

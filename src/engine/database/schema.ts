@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ThetaEvolveError } from '../common/errors';
 import { PROGRAM_ORIGINS } from '../common/steering';
+import { MAX_FEATURE_DIMENSIONS } from '../operators/features';
 
 export const MAGIC = 'thetaevolve-program-database';
 /**
@@ -112,6 +113,12 @@ export const DatabaseConfigSchema = z
     explorationRatio: z.number().min(0).max(1),
     exploitationRatio: z.number().min(0).max(1),
     seed: z.number().int().min(0).max(4294967295),
+    /** A task's behaviour dimensions (operators/features.ts); absent: score and code length, as the paper. */
+    features: z
+      .array(z.object({ metric: z.string().min(1), bins: z.number().int().min(1).max(1000) }))
+      .min(1)
+      .max(MAX_FEATURE_DIMENSIONS)
+      .optional(),
   })
   .refine((c) => c.explorationRatio + c.exploitationRatio <= 1 + 1e-9, {
     message: 'explorationRatio + exploitationRatio must be at most 1',
@@ -126,7 +133,7 @@ export const DatabaseStateSchema = z.object({
   rng: z.tuple([z.number().int(), z.number().int(), z.number().int(), z.number().int()]),
   turn: z.number().int().min(0),
   bestId: z.string().nullable(),
-  ranges: z.object({ score: RangeSchema, codeLength: RangeSchema }),
+  ranges: z.object({ score: RangeSchema, codeLength: RangeSchema, features: z.array(RangeSchema).optional() }),
   islandGenerations: z.array(z.number().int().min(0)),
   lastMigrationGeneration: z.number().int().min(0),
   migrations: z.number().int().min(0),

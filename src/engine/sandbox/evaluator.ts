@@ -430,6 +430,8 @@ export class Evaluator implements EvaluationBackend {
    * (and private folder) comes.
    */
   private warmTrustedPool(): WarmPool<ProcessOutcome> | null {
+    // A cascade runs its stages one after the other, each a process of its own: started when the solution comes.
+    if ((this.task.evaluatorStages ?? []).length > 0) return null;
     const command = warmableCommand(trustedEvaluatorTemplate(this.task, this.scratchDir, this.python));
     if (!command) return null;
     const modules = this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB ? trustedModulesToWarm(command.script) : [];

@@ -19,6 +19,7 @@ import {
 import { zodIssueText } from '../common/errors';
 import { fillTemplate, type Task } from '../task/task';
 import { DEFAULT_PYTHON } from '../python/interpreter';
+import { scoreThroughCascade } from '../operators/cascade';
 import { removeTree } from './cleanup';
 import { baseEnvironment, findExecutable, limitedCommand } from './isolation';
 import { limitMetrics } from './metricsLimit';
@@ -165,8 +166,12 @@ export async function scoreSolutionBytes(
 ): Promise<EvaluationResult> {
   const copy = trustedSolutionPath(task, trustedDir);
   await writeFile(copy, bytes, { mode: 0o600 });
-  const run = await runProcess(trustedEvaluatorSpec(task, trustedDir, limits, signal));
-  return scoreEvaluatorRun(task, bytes, run, limits);
+  return scoreThroughCascade(task.evaluatorStages ?? [], task.evaluatorCommand, async (evaluatorCommand) => {
+    const run = await runProcess(
+      trustedEvaluatorSpec(task, trustedDir, limits, signal, trustedEvaluatorTemplate(task, trustedDir, limits.python, evaluatorCommand)),
+    );
+    return scoreEvaluatorRun(task, bytes, run, limits);
+  });
 }
 
 /** Where the trusted evaluator reads its private copy of the solution. */
@@ -174,10 +179,15 @@ export function trustedSolutionPath(task: Task, trustedDir: string): string {
   return join(trustedDir, task.solutionFile);
 }
 
-/** The task's evaluator command with its variables, the solution being the copy in trustedDir. */
-export function trustedEvaluatorTemplate(task: Task, trustedDir: string, python: string): string[] {
+/** An evaluator command (the task's, or a stage of its cascade) with its variables, the solution being the copy in trustedDir. */
+export function trustedEvaluatorTemplate(
+  task: Task,
+  trustedDir: string,
+  python: string,
+  evaluatorCommand: readonly string[] = task.evaluatorCommand,
+): string[] {
   const copy = trustedSolutionPath(task, trustedDir);
-  return task.evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, python, solution: copy, taskDir: task.dir }));
+  return evaluatorCommand.map((arg) => fillTemplate(arg, { ...task.variables, python, solution: copy, taskDir: task.dir }));
 }
 
 /** The trusted evaluator's process (command: the filled template, or what replaces it, e.g. a warm launcher's) under its limits. */

@@ -12,6 +12,7 @@ import type { ChatMessage, GenerationJob, Outcome, SampleResponse } from '../com
 import type { NewProgram, ProgramDatabase } from '../database/programDatabase';
 import type { Task } from '../task/task';
 import { FailedStep } from './abandoned';
+import { cascadeCounts } from '../operators/cascade';
 import { keepBestSolution } from './bestSolution';
 import type { EngineState } from './engineState';
 import { type ScoredSlot, type SlotOutcome, type StepLedger, viewOfSlot } from './ledger';
@@ -115,6 +116,8 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   // Recorded with the step, so a run read back from its database shows the time the live run showed.
   stats.elapsedMs = finished - runStarted;
   stats.sessionStartedAt = runStarted;
+  const cascade = cascadeCounts(slots.flatMap((slot) => (slot.kind === 'scored' ? [slot.child.metrics] : [])));
+  if (cascade) stats.cascade = cascade;
   const { children, slotOfChild } = distinctChildren(slots);
   if (input.beforeCommit) await input.beforeCommit({ step, stats, groups: scoredGroups(input, new Map()) }, input.runSignal);
   state.completionTokens += stats.tokens.completion;

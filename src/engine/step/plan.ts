@@ -5,6 +5,7 @@
 import type { Settings } from '../common/config';
 import type { ParentDraw, ProgramDatabase, ProgramRecord } from '../database/programDatabase';
 import { buildPrompt } from '../prompt';
+import { CROSSOVER_POOL, drawSecondParent } from '../operators/crossover';
 import type { Rng } from '../common/rng';
 import type { GenerationJob } from '../common/types';
 import type { Task } from '../task/task';
@@ -16,6 +17,8 @@ export interface StepPlan {
   jobs: GenerationJob[];
   /** The meta-info id each job's prompt was built with (recorded with its children), by job key. */
   metaInfoIds: Map<string, string | null>;
+  /** Crossover (operators/crossover.ts): each crossover job's second parent, by job key; absent with crossover off. */
+  secondParents?: Map<string, string>;
   /** Where the draw of parents left the sampling generator: the step's commit adopts it, a step planned after it starts there. */
   draw: ParentDraw;
 }
@@ -39,8 +42,12 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
   const guidance = db.guidanceAt(step);
   const jobs: GenerationJob[] = [];
   const metaInfoIds = new Map<string, string | null>();
+  const share = settings['crossover.share'];
+  const crossoverPool = share > 0 ? db.topPrograms(CROSSOVER_POOL) : [];
+  const secondParents = new Map<string, string>();
   for (const [i, parent] of parents.entries()) {
-    // The prompt draws from the generator before the job's seed does.
+    // Crossover draws (only when on) come first; then the prompt draws from the generator before the job's seed does.
+    const secondParent = drawSecondParent(rng, share, parent, crossoverPool);
     const prompt = buildPrompt({
       task,
       parent,
@@ -48,10 +55,12 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
       topPrograms: top.filter((p) => p.id !== parent.id),
       guidance,
       feedbackChars: settings.feedbackChars,
+      ...(secondParent ? { secondParent } : {}),
     });
     const key = `s${step}-p${i}`;
+    if (secondParent) secondParents.set(key, secondParent.id);
     metaInfoIds.set(key, prompt.metaInfoId);
     jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
   }
-  return { step, parents, jobs, metaInfoIds, draw };
+  return { step, parents, jobs, metaInfoIds, draw, ...(share > 0 ? { secondParents } : {}) };
 }

@@ -3,6 +3,7 @@
 // soon as it arrives (K at once, in the evaluator), while the others are still
 // being generated. What becomes of each goes to the step's ledger. A stop
 // abandons the step: nothing recorded after it.
+import { CROSSOVER_PARENT_METRIC } from '../operators/crossover';
 import type { Settings } from '../common/config';
 import { classifyChild } from '../classifyChild';
 import type { EngineEvent } from '../common/events';
@@ -289,7 +290,7 @@ export class StepResponses {
         score: result.score,
         objective: result.objective,
         outcome: outcomeOfEvaluation(result.status),
-        metrics: result.metrics,
+        metrics: withSecondParent(result.metrics, plan.secondParents?.get(jobKey)),
         evaluationMs: result.durationMs,
       },
       reason: result.reason,
@@ -299,4 +300,9 @@ export class StepResponses {
       solution: result.solution ?? null,
     });
   }
+}
+
+/** A crossover child's metrics name its second parent (operators/crossover.ts); others' are the evaluator's as they are. */
+function withSecondParent(metrics: NewProgram['metrics'], secondParentId: string | undefined): NewProgram['metrics'] {
+  return secondParentId === undefined ? metrics : { ...metrics, [CROSSOVER_PARENT_METRIC]: secondParentId };
 }

@@ -11,6 +11,7 @@
 // solution file); a tiny trusted step of ours (foreign/foreign_reply.py) maps
 // that file to the reply. The score is therefore not protected from a
 // hostile candidate: evaluatorTrust 'in-sandbox'.
+import { type FeatureDimension, MAX_FEATURE_DIMENSIONS } from '../operators/features';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -103,7 +104,12 @@ const OpenEvolveConfigSchema = z.looseObject({
   max_code_length: z.number().int().positive().nullish(),
   diff_based_evolution: z.boolean().nullish(),
   prompt: z.looseObject({ system_message: z.string().nullish() }).nullish(),
-  database: z.looseObject({ feature_dimensions: z.array(z.string().regex(/^[^,]+$/, 'names without commas')).nullish() }).nullish(),
+  database: z
+    .looseObject({
+      feature_dimensions: z.array(z.string().regex(/^[^,]+$/, 'names without commas')).nullish(),
+      feature_bins: z.union([z.number().int().min(1).max(1000), z.record(z.string(), z.number().int().min(1).max(1000))]).nullish(),
+    })
+    .nullish(),
   evaluator: z
     .looseObject({
       timeout: z.number().finite().positive().nullish(),
@@ -321,7 +327,16 @@ export interface FolderSettings {
   cascade: string;
   /** OpenEvolve's feature dimensions ("complexity,diversity"), which its mean of metrics leaves out. */
   featureDimensions: string;
+  /**
+   * The MAP-Elites axes config.yaml names among the evaluator's metrics
+   * (operators/features.ts); OpenEvolve's own complexity and diversity are
+   * left to the paper's code length and score. Null: none named.
+   */
+  features: FeatureDimension[] | null;
 }
+
+/** OpenEvolve's built-in features, computed by OpenEvolve rather than reported by the evaluator. */
+const OPENEVOLVE_BUILT_IN_FEATURES = new Set(['complexity', 'diversity']);
 
 /** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
 export async function openEvolveSettings(dir: string, evaluatorSource: string, evaluatorName: string): Promise<FolderSettings> {
@@ -343,7 +358,15 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string, e
     maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
     cascade,
     featureDimensions: (config.database?.feature_dimensions ?? OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS).join(','),
+    features: metricFeatures(config.database?.feature_dimensions ?? [], config.database?.feature_bins ?? null),
   };
+}
+
+function metricFeatures(names: readonly string[], bins: number | Record<string, number> | null): FeatureDimension[] | null {
+  const metrics = names.filter((name) => !OPENEVOLVE_BUILT_IN_FEATURES.has(name)).slice(0, MAX_FEATURE_DIMENSIONS);
+  if (metrics.length === 0) return null;
+  const binsOf = (metric: string): number => (typeof bins === 'number' ? bins : (bins?.[metric] ?? 10));
+  return metrics.map((metric) => ({ metric, bins: binsOf(metric) }));
 }
 
 /** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */
@@ -380,6 +403,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       maxCodeLength: DEFAULT_MAX_CODE_LENGTH,
       cascade: 'off',
       featureDimensions: '',
+      features: null,
     };
   }
   const { runtimeLimitSec, systemMessage, maxCodeLength } = settings;
@@ -442,5 +466,6 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
     scoreRule: 'combined_score',
     sandboxReadOnlyDirs: { taskDir: dir, runtimeDir: sandboxRuntimeDir(runtime) },
     notices: whole ? [whole.notice] : [],
+    ...(settings.features ? { features: settings.features } : {}),
   };
 }

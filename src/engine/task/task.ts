@@ -12,6 +12,7 @@ import type { Settings } from '../common/config';
 import { detectForeignLayout, isFunSearchSpecText, loadForeignTask } from './foreignTasks';
 import { loadReleaseTask, releaseTaskOf } from './releaseTasks';
 import { readTaskText } from './taskText';
+import { type FeatureDimension, MAX_FEATURE_DIMENSIONS } from '../operators/features';
 
 /** A `{name}` placeholder in a template (anything else in braces is literal text). */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -78,6 +79,18 @@ export const TaskFileSchema = z
           'The trusted evaluator, run outside the sandbox on the solution file only, e.g. ["{python}", "{taskDir}/evaluate.py", "{solution}"]. Placeholders: {python}, {solution}, {taskDir}, any variable or tolerance. It prints one JSON line {"valid", "objective", "metrics", "reason"} (plus "unreadable": true when the file is not a solution at all).',
         ),
         timeLimitSec: positiveSeconds.describe("The evaluator's own wall-clock limit, in seconds."),
+        stages: z
+          .array(
+            z.strictObject({
+              command: commandTemplate.describe('A cheaper evaluator, with the same placeholders and reply as `command`.'),
+              threshold: z.number().finite().describe('The score (higher is better) a solution needs at this stage to go on to the next.'),
+            }),
+          )
+          .max(8)
+          .optional()
+          .describe(
+            "A cascade (docs/algorithm.md section 12, OpenEvolve's evaluate_stage1/2/3): stages run in order before `command`; a solution scoring under a stage's threshold stops there and keeps that stage's result. Absent: `command` alone.",
+          ),
       })
       .describe('How the objective is computed from the solution file.'),
     metaInformation: z
@@ -119,6 +132,19 @@ export const TaskFileSchema = z
       .default({ enabled: false, lower: 0, upper: 1, alpha: 1, k: 1 })
       .describe('R(s) = k * clip(H(s), 0, 1)^alpha, H = (s - L) / (U - L) when maximising, (U - s) / (U - L) when minimising.'),
     maxCodeLength: z.number().int().positive().default(50000).describe('Children longer than this many characters are rejected.'),
+    features: z
+      .array(
+        z.strictObject({
+          metric: z.string().min(1).describe("A metric of the evaluator's reply (a number; true/false count as 1/0, anything else as 0)."),
+          bins: z.number().int().min(1).max(1000).default(10).describe('Bins of this axis.'),
+        }),
+      )
+      .min(1)
+      .max(MAX_FEATURE_DIMENSIONS)
+      .optional()
+      .describe(
+        "Behaviour dimensions (docs/algorithm.md section 12, OpenEvolve's database.feature_dimensions): metrics that are the axes of each island's MAP-Elites grid, each min-max scaled over the values seen into its bins. Absent: score and code length, as the paper.",
+      ),
   })
   .describe('A ThetaEvolve task: the problem, the initial program, how candidates run and how they are scored.');
 
@@ -157,6 +183,10 @@ export interface Task {
   candidateCommand: string[];
   /** Command template of the trusted evaluator ({solution}, {taskDir}, variables, tolerances). */
   evaluatorCommand: string[];
+  /** Metrics that are the MAP-Elites axes (operators/features.ts); absent: score and code length. */
+  features?: FeatureDimension[];
+  /** Cheaper evaluator stages run before evaluatorCommand (operators/cascade.ts); absent or empty: none. */
+  evaluatorStages?: { command: string[]; threshold: number }[];
   solutionFile: string;
   solutionMaxBytes: number;
   tolerances: Record<string, number>;
@@ -334,6 +364,11 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
   if (!spec.evaluator.command.some((arg) => arg.includes('{solution}'))) {
     fail(file, ['evaluator', 'command'], 'must pass the solution file with {solution}');
   }
+  (spec.evaluator.stages ?? []).forEach((stage, i) => {
+    checkCommand(file, ['evaluator', 'stages', i, 'command'], stage.command, [...EVALUATOR_PLACEHOLDERS, ...Object.keys(variables)]);
+    if (!stage.command.some((arg) => arg.includes('{solution}')))
+      fail(file, ['evaluator', 'stages', i, 'command'], 'must pass the solution file with {solution}');
+  });
 
   return {
     dir,
@@ -354,6 +389,10 @@ export async function loadTask(dirOrFile: string): Promise<Task> {
     maxCodeLength: spec.maxCodeLength,
     candidateCommand: [...spec.candidate.command],
     evaluatorCommand: [...spec.evaluator.command],
+    ...(spec.features ? { features: spec.features.map((f) => ({ metric: f.metric, bins: f.bins })) } : {}),
+    ...(spec.evaluator.stages && spec.evaluator.stages.length > 0
+      ? { evaluatorStages: spec.evaluator.stages.map((stage) => ({ command: [...stage.command], threshold: stage.threshold })) }
+      : {}),
     solutionFile: spec.candidate.solutionFile,
     solutionMaxBytes: spec.candidate.solutionMaxBytes,
     tolerances: { ...spec.tolerances },

@@ -97,6 +97,18 @@ export class HeatMaps {
     const direction = run?.direction ?? 'maximize';
     const r = database.heatmaps.scoreRange;
     const cl = database.heatmaps.codeLengthRange;
+    const axes = database.heatmaps.axes;
+    const span = (range: { min: number; max: number } | null): string =>
+      range ? ` ${formatValue(range.min)} … ${formatValue(range.max)}` : '';
+    if (axes) {
+      // A task's behaviour dimensions (docs/algorithm.md section 12).
+      this.caption.textContent =
+        `Rows: ${axes.rows.metric}${span(axes.rows.range)}, low at the bottom; ` +
+        `columns: ${axes.columns ? `${axes.columns.metric}${span(axes.columns.range)}` : 'one'}. ` +
+        `Colour: best ${direction === 'minimize' ? '(lowest) objective' : 'objective'} in the cell; grey: only invalid programs.`;
+      this.scheduleDraw();
+      return;
+    }
     this.caption.textContent =
       `Rows: score bins, better at the top; ` +
       `columns: code length${cl ? ` ${formatCount(Math.round(cl.min))} … ${formatCount(Math.round(cl.max))} chars` : ''}. ` +

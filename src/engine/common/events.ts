@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { zodIssueText } from './errors';
 import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
+import { ModelStatsSchema } from './models';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -32,7 +33,7 @@ export const IsolationSummarySchema = z.object({
 });
 export type IsolationSummary = z.infer<typeof IsolationSummarySchema>;
 
-export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'error'] as const;
+export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'budget_reached', 'error'] as const;
 export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
 
 /** Per-step statistics (scoring.ts computes them; the step_committed event carries them). */
@@ -72,6 +73,12 @@ export const StepStatisticsSchema = z.object({
    * databases written before it was recorded.
    */
   sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
+  /** Several models (thetaevolve.models): what each did in the step. Absent with one model and in older databases. */
+  models: z.record(z.string(), ModelStatsSchema).optional(),
+  /** Which model wrote each child the step added, by child id (several models only). */
+  childModels: z.record(z.string(), z.string()).optional(),
+  /** US dollars the step's replies cost (priced models only); absent when no model has a price. */
+  costUsd: finite.min(0).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -358,6 +358,8 @@ export class ProgramDatabase {
     engineState: unknown;
     /** The step's draw of parents (sampleParentsFor); without it, the last sampleParents(). */
     parentDraw?: ParentDraw;
+    /** Called with the inserted rows (ids given) before the stats are written: stats naming children by id. */
+    beforeWrite?: (inserted: readonly ProgramRecord[]) => void;
   }): Promise<CommitResult> {
     this.assertWritable();
     this.population.checkStep(input.step, input.children);
@@ -366,6 +368,7 @@ export class ProgramDatabase {
       const started = performance.now();
       const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children, input.parentDraw ?? null);
       const applied = performance.now();
+      input.beforeWrite?.(inserted);
       this.store.apply(this.population.changes(), { step: input.step, stats: input.stats, engineState: input.engineState });
       this.population.settle();
       const written = performance.now();

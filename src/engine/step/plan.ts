@@ -8,6 +8,7 @@ import { buildPrompt } from '../prompt';
 import type { Rng } from '../common/rng';
 import type { GenerationJob } from '../common/types';
 import type { Task } from '../task/task';
+import type { ModelChoice } from '../llm/models/modelChoice';
 
 export interface StepPlan {
   step: number;
@@ -29,9 +30,11 @@ export interface PlanInput {
   rng: Rng;
   /** The draw of the step before, while that step is in flight (a pipelined loop); null: draw after the last commit. */
   previousDraw: ParentDraw | null;
+  /** Several models: how each prompt's model is drawn and the chances at this step (docs/algorithm.md section 12). */
+  models?: { choice: ModelChoice; probabilities: Readonly<Record<string, number>> } | null;
 }
 
-export function planStep({ step, db, task, settings, rng, previousDraw }: PlanInput): StepPlan {
+export function planStep({ step, db, task, settings, rng, previousDraw, models }: PlanInput): StepPlan {
   const { parents, draw } = db.sampleParentsFor(settings.batchSize, previousDraw, step);
   const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
   const n = settings.samplesPerPrompt;
@@ -40,7 +43,9 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
   const jobs: GenerationJob[] = [];
   const metaInfoIds = new Map<string, string | null>();
   for (const [i, parent] of parents.entries()) {
-    // The prompt draws from the generator before the job's seed does.
+    // The model first (its format shapes the prompt; nothing drawn with one model), then the prompt, then the job's seed.
+    const model = models ? models.choice.draw(rng, models.probabilities) : null;
+    const editFormat = model?.mode ?? settings.editFormat;
     const prompt = buildPrompt({
       task,
       parent,
@@ -48,10 +53,20 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
       topPrograms: top.filter((p) => p.id !== parent.id),
       guidance,
       feedbackChars: settings.feedbackChars,
+      editFormat,
     });
     const key = `s${step}-p${i}`;
     metaInfoIds.set(key, prompt.metaInfoId);
-    jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
+    jobs.push({
+      key,
+      messages: prompt.messages,
+      n,
+      seed: rng.nextUint32(),
+      parentId: parent.id,
+      parentCode: parent.code,
+      ...(model ? { model: model.name } : {}),
+      ...(editFormat !== 'diff' ? { editFormat } : {}),
+    });
   }
   return { step, parents, jobs, metaInfoIds, draw };
 }

@@ -8,6 +8,7 @@ import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDa
 import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
+import { formatUsd, modelTableLines } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from './args';
@@ -49,6 +50,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,
+      // Several models and cost (docs/algorithm.md section 12): the run's spend and one row per model.
+      ...db.modelUsage(),
     };
     if (booleanFlag(args, 'json')) {
       io.stdout(JSON.stringify(report) + '\n');
@@ -79,6 +82,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       lines.push(
         `  guidance      ${guidance.text === null ? `cleared at step ${guidance.step}` : `from step ${guidance.step}: ${forDisplay(guidance.text).split('\n')[0]}`}`,
       );
+    if (report.costUsd !== null) lines.push(`  spent         ${formatUsd(report.costUsd)}`);
+    lines.push(...modelTableLines(report.models).map((line) => `  ${line}`));
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);

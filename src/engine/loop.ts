@@ -534,6 +534,7 @@ export class EvolutionRun {
               specs: this.spec.settings.models,
               trainedModel: this.spec.settings['trainer.model'] || (this.spec.settings.models[0]?.name ?? ''),
               defaultFormat: this.spec.settings.editFormat,
+              probabilities: (bandit) => (this.modelChoice as ModelChoice).probabilities(bandit),
             }
           : undefined,
       });

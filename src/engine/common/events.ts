@@ -168,6 +168,8 @@ export const StepCommittedEventSchema = StepStatisticsSchema.extend({
   elapsedMs: finite.min(0),
   /** Why the step's failed requests failed: each distinct message once, most frequent first (absent: none failed). */
   failures: z.array(FailureReasonSchema).optional(),
+  /** US dollars the whole run's replies cost so far, across sessions (priced models only). */
+  runCostUsd: finite.min(0).optional(),
 });
 
 export const NewBestEventSchema = z.object({

@@ -3,6 +3,7 @@
 // (samples, valid, improvements, tokens, cost, outcome counts) and the sum of
 // those over a run. Browser-safe: the dashboard and Compare Runs read them.
 import { z } from 'zod';
+import { forDisplay } from './displayText';
 import { OUTCOMES, type Outcome } from './types';
 
 const finite = z.number().finite();
@@ -148,4 +149,36 @@ export function sumModelStats(steps: readonly (Readonly<Record<string, ModelStat
     for (const [name, s] of Object.entries(step)) totals[name] = addModelStats(totals[name] ?? emptyModelStats(s.editFormat), s);
   }
   return totals;
+}
+
+/** Dollars for people: cents above a dollar, four significant digits below ("$12.34", "$0.004321"). */
+export function formatUsd(usd: number): string {
+  if (!Number.isFinite(usd)) return '$?';
+  return usd >= 1 ? `$${usd.toFixed(2)}` : `$${Number(usd.toPrecision(4))}`;
+}
+
+const percent = (x: number | null): string => (x === null ? '-' : `${Math.round(x * 100)}%`);
+
+/** The per-model table as text lines (CLI `db`, the report's plain form); none for a one-model run. */
+export function modelTableLines(rows: readonly ModelTableRow[]): string[] {
+  if (rows.length === 0) return [];
+  const header = ['model', 'format', 'samples', 'valid', 'improved', 'reward', 'tokens', 'cost', 'next draw'];
+  const body = rows.map((r) => [
+    forDisplay(r.name),
+    r.editFormat,
+    String(r.samples),
+    percent(r.validShare),
+    String(r.improvements),
+    r.meanReward === null ? '-' : r.meanReward.toFixed(3),
+    `${r.promptTokens + r.completionTokens}${r.estimatedTokens > 0 ? ' (est.)' : ''}`,
+    r.costUsd === null ? 'no price' : formatUsd(r.costUsd),
+    percent(r.probability),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] as string).length)));
+  return [header, ...body].map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i] as number))
+      .join('  ')
+      .trimEnd(),
+  );
 }

@@ -4,6 +4,7 @@
 // each step as a change set; the run store (runStore.ts), which writes that
 // change set in one transaction and replaces the file atomically; and the
 // read queries (queries.ts).
+import { type ModelUsage, modelUsageOf } from './modelUsage';
 import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
 import { type GuidanceVersion, PROGRAM_ORIGINS, type ProgramOrigin, type SteeringEntry } from '../common/steering';
@@ -181,6 +182,11 @@ export class ProgramDatabase {
 
   summary(): { programs: number; steps: number; best: { score: number; id: string } | null; islands: number[]; archive: number } {
     return this.queries.summary();
+  }
+
+  /** The run's spend and per-model table (several models: docs/algorithm.md section 12). */
+  modelUsage(): ModelUsage {
+    return modelUsageOf(this.steps(), this.engineState());
   }
 
   stateSnapshot(): DatabaseSnapshot {

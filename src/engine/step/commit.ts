@@ -19,7 +19,7 @@ import type { StepPlan } from './plan';
 import type { StepTimings } from './responses';
 import type { ModelSpec } from '../common/models';
 import { modelOfJob, modelStepStats, stepCost } from '../llm/models/modelAccounting';
-import { updateBandit } from '../llm/models/modelChoice';
+import { type BanditState, updateBandit } from '../llm/models/modelChoice';
 
 /** One scored response, as the RL trainer bridge receives it. */
 export interface ScoredSample {
@@ -72,7 +72,13 @@ export interface CommitInput {
   runSignal: AbortSignal;
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
   /** The run's models (thetaevolve.models; empty: one model, nothing recorded per model) and the one the RL trainer trains. */
-  models?: { specs: readonly ModelSpec[]; trainedModel: string; defaultFormat: 'diff' | 'rewrite' };
+  models?: {
+    specs: readonly ModelSpec[];
+    trainedModel: string;
+    defaultFormat: 'diff' | 'rewrite';
+    /** The draw's chances given the bandit after this step (recorded for the per-model table). */
+    probabilities: (bandit: BanditState) => Record<string, number>;
+  };
 }
 
 /**
@@ -144,7 +150,10 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
     state.costUsd = (state.costUsd ?? 0) + stats.costUsd;
     state.lastStepCostUsd = stats.costUsd;
   }
-  if (stats.models) state.bandit = updateBandit(state.bandit ?? { pulls: {}, rewards: {} }, stats.models);
+  if (models && stats.models) {
+    state.bandit = updateBandit(state.bandit ?? { pulls: {}, rewards: {} }, stats.models);
+    state.modelProbabilities = models.probabilities(state.bandit);
+  }
   const previousBest = db.best();
   const commit = await db.commitStep({
     step,
@@ -180,6 +189,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
     bestEver: best && best.outcome === 'valid' ? best.score : null,
     newBest,
     elapsedMs: finished - runStarted,
+    ...(state.costUsd !== undefined ? { runCostUsd: state.costUsd } : {}),
     ...(failures.length > 0 ? { failures } : {}),
   });
   if (newBest && commit.newBest) {

@@ -13,6 +13,8 @@ export interface EngineState {
   lastStepCostUsd?: number;
   /** The UCB bandit's counts (several models): a resumed run draws as the uninterrupted one would. */
   bandit?: BanditState;
+  /** The chance of each model at the next step's draws (shown per model; several models only). */
+  modelProbabilities?: Record<string, number>;
 }
 
 export function isEngineState(value: unknown): value is EngineState {

@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { EngineEvent, StepCommittedEvent } from '../../src/engine/common/events';
-import { type ModelSpec, sumModelStats } from '../../src/engine/common/models';
+import { type ModelSpec, type ModelStats, type ModelTableRow, sumModelStats } from '../../src/engine/common/models';
+import { compareRunFiles } from '../../src/engine/database/runComparison';
+import { DashboardModel } from '../../src/dashboard/dashboardModel';
+import { runCli } from '../support/cli';
 import { applyRewrite } from '../../src/engine/common/rewrite';
 import { Rng } from '../../src/engine/common/rng';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
@@ -230,6 +233,41 @@ describe('several models: runs against the test server', function () {
     } finally {
       await db.close();
     }
+    // The per-model table: db --json, the report's comparison (Compare Runs) and the dashboard show the same rows.
+    const cli = await runCli(['db', dbFile, '--json'], dir);
+    assert.equal(cli.code, 0, cli.stderr);
+    const report = JSON.parse(cli.stdout) as { costUsd: number; models: ModelTableRow[] };
+    assert.ok(Math.abs(report.costUsd - expected) < 1e-12);
+    assert.deepEqual(
+      report.models.map((r) => r.name),
+      ['big', 'small'],
+    );
+    for (const row of report.models) {
+      const t = totals[row.name] as ModelStats;
+      assert.equal(row.samples, t.samples);
+      assert.equal(row.validShare, t.valid / t.samples);
+      assert.equal(row.meanReward, t.rewarded > 0 ? t.improvements / t.rewarded : null);
+      assert.equal(row.probability, row.name === 'big' ? 0.7 : 0.3);
+    }
+    const text = await runCli(['db', dbFile], dir);
+    assert.match(text.stdout, /spent {9}\$/);
+    assert.match(text.stdout, /model +format +samples +valid +improved +reward +tokens +cost +next draw/);
+    const comparison = await compareRunFiles([dbFile]);
+    assert.deepEqual(comparison.runs[0]?.modelUsage?.models, report.models);
+    const dashboard = new DashboardModel();
+    dashboard.setRun({
+      runId: 'models',
+      taskName: task.name,
+      taskTitle: task.title,
+      direction: task.direction,
+      targetValue: null,
+      source: { kind: 'llm', label: 'models' },
+      batchSize: 4,
+      samplesPerPrompt: 2,
+      resumedFromStep: null,
+    });
+    for (const c of committed) dashboard.addStep({ ...c, elapsedMs: c.elapsedMs });
+    assert.deepEqual(dashboard.snapshot().summary.modelUsage?.models, report.models);
   });
 
   it('counts tokens from the text when the server sends no usage, and says so', async () => {

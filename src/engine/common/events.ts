@@ -79,6 +79,8 @@ export const StepStatisticsSchema = z.object({
   childModels: z.record(z.string(), z.string()).optional(),
   /** US dollars the step's replies cost (priced models only); absent when no model has a price. */
   costUsd: finite.min(0).optional(),
+  /** The chance of each model at the next step's draws, after this step (several models only). */
+  modelProbabilities: z.record(z.string(), finite).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -126,6 +126,15 @@ export const ModelTableRowSchema = ModelStatsSchema.extend({
 });
 export type ModelTableRow = z.infer<typeof ModelTableRowSchema>;
 
+/** A run's spend and its per-model table (db --json, report, Compare Runs, the dashboard). */
+export const ModelUsageSchema = z.object({
+  /** US dollars the run's replies cost; null when no model has a price. */
+  costUsd: finite.min(0).nullable(),
+  /** One row per model (empty for a one-model run). */
+  models: z.array(ModelTableRowSchema),
+});
+export type ModelUsage = z.infer<typeof ModelUsageSchema>;
+
 /** Per-model rows from the summed stats and the current draw probabilities. */
 export function modelTable(totals: Readonly<Record<string, ModelStats>>, probabilities: Readonly<Record<string, number>>): ModelTableRow[] {
   const names = [...new Set([...Object.keys(probabilities), ...Object.keys(totals)])];

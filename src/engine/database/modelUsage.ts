@@ -2,7 +2,7 @@
 // (docs/algorithm.md section 12, "Several models and cost"): each step's
 // statistics hold what each model did and cost; the engine state holds the
 // run's spend and the draw's probabilities for the next step.
-import { ModelStatsSchema, modelTable, type ModelStats, type ModelTableRow, sumModelStats } from '../common/models';
+import { ModelStatsSchema, modelTable, type ModelStats, type ModelUsage, sumModelStats } from '../common/models';
 import { z } from 'zod';
 
 const StepModelsSchema = z.object({ models: z.record(z.string(), ModelStatsSchema).optional(), costUsd: z.number().finite().optional() });
@@ -11,12 +11,7 @@ const EngineCostSchema = z.object({
   modelProbabilities: z.record(z.string(), z.number().finite()).optional(),
 });
 
-export interface ModelUsage {
-  /** US dollars the run's replies cost; null when no model has a price. */
-  costUsd: number | null;
-  /** One row per model (empty for a one-model run). */
-  models: ModelTableRow[];
-}
+export type { ModelUsage } from '../common/models';
 
 /** What a database's steps and engine state say of the run's models and spend. */
 export function modelUsageOf(steps: readonly { stats: unknown }[], engineState: unknown): ModelUsage {

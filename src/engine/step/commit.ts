@@ -153,6 +153,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   if (models && stats.models) {
     state.bandit = updateBandit(state.bandit ?? { pulls: {}, rewards: {} }, stats.models);
     state.modelProbabilities = models.probabilities(state.bandit);
+    stats.modelProbabilities = state.modelProbabilities;
   }
   const previousBest = db.best();
   const commit = await db.commitStep({

@@ -201,6 +201,8 @@ export const StartMessageSchema = z.object({
   settings: SettingsSchema,
   /** Never logged, never echoed back. */
   apiKey: z.string().nullable(),
+  /** Several models: the keys stored in SecretStorage under each model's apiKeyName (never logged). Absent: none. */
+  modelApiKeys: z.record(z.string(), z.string()).optional(),
   /** Continue an existing database after its last committed step. */
   resume: z.boolean(),
 });

@@ -12,7 +12,7 @@ import { displayObjective } from '../engine/common/scoring';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
 import type { RunInfo } from '../protocol/workerMessages';
-import { promptAndStoreApiKey, readApiKey } from './apiKey';
+import { promptAndStoreApiKey, readApiKey, readModelApiKeys } from './apiKey';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
@@ -237,6 +237,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: text,
       settings,
       apiKey,
+      modelApiKeys: await readModelApiKeys(context.secrets, settings),
       resume: false,
     });
   });
@@ -287,6 +288,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: origin.startCode,
       settings,
       apiKey,
+      modelApiKeys: await readModelApiKeys(context.secrets, settings),
       resume: true,
     });
   });
@@ -350,5 +352,5 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     else await openTaskProgram(context, task);
   });
 
-  registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));
+  registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets, readSettingsOrShowError()));
 }

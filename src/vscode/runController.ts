@@ -40,6 +40,8 @@ export interface TrackedRun {
   bestScore: number | null;
   bestId: string | null;
   samplesPerSecond: number | null;
+  /** US dollars the run's replies cost so far (priced models of thetaevolve.models), else null. */
+  costUsd: number | null;
   /** Evaluations finished in the step in flight. */
   evaluationsThisStep: number;
   /** The response source, once the run started ("model at server", or the offline sampler). */
@@ -72,6 +74,8 @@ export interface StartSpec {
   textAtRunStart: string | undefined;
   settings: Settings;
   apiKey: string | undefined;
+  /** Several models: stored keys by apiKeyName (src/vscode/apiKey.ts). */
+  modelApiKeys?: Record<string, string>;
   resume: boolean;
 }
 
@@ -236,6 +240,7 @@ export class RunController implements vscode.Disposable {
       bestScore: null,
       bestId: null,
       samplesPerSecond: null,
+      costUsd: null,
       evaluationsThisStep: 0,
       sourceLabel: null,
       finishReason: null,
@@ -259,6 +264,7 @@ export class RunController implements vscode.Disposable {
         startPath: spec.fileUri?.scheme === 'file' ? spec.fileUri.fsPath : null,
         settings: spec.settings,
         apiKey: spec.apiKey ?? null,
+        ...(spec.modelApiKeys ? { modelApiKeys: spec.modelApiKeys } : {}),
         resume: spec.resume,
       });
     } catch (err) {
@@ -387,6 +393,7 @@ export class RunController implements vscode.Disposable {
         case 'step_committed':
           run.lastStep = event.step;
           run.samplesPerSecond = event.samplesPerSecond;
+          if (event.runCostUsd !== undefined) run.costUsd = event.runCostUsd;
           if (event.bestEver !== null) run.bestScore = event.bestEver;
           if (run.state === 'running') run.message = `step ${event.step} committed`;
           break;

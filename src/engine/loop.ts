@@ -239,7 +239,10 @@ export class EvolutionRun {
       type: 'error',
       time: Date.now(),
       fatal: false,
-      message: `${unpriced.length === settings.models.length ? 'no model has' : `${unpriced.join(', ')} ${unpriced.length === 1 ? 'has' : 'have'}`} no price in thetaevolve.models: their tokens are counted, not their cost${budget}`,
+      message:
+        unpriced.length === 1 && settings.models.length > 1
+          ? `${unpriced[0]} has no price in thetaevolve.models: its tokens are counted, not its cost${budget}`
+          : `${unpriced.length === settings.models.length ? 'no model has' : `${unpriced.join(', ')} have`} no price in thetaevolve.models: their tokens are counted, not their cost${budget}`,
     });
   }
 

@@ -270,6 +270,44 @@ describe('several models: runs against the test server', function () {
     assert.deepEqual(dashboard.snapshot().summary.modelUsage?.models, report.models);
   });
 
+  it('the CLI run --json gives the spend (costUsd) and each model on every step line; the step line for people says it', async () => {
+    const endpoint = await start({ models: ['big', 'small'] });
+    const models = JSON.stringify([
+      { name: 'big', weight: 0.8, pricePerMillionInput: 2, pricePerMillionOutput: 8 },
+      { name: 'small', weight: 0.2 },
+    ]);
+    const dbFile = join(dir, 'cli.sqlite');
+    const args = [
+      'run',
+      FIXTURE,
+      '--steps',
+      '2',
+      '--batch',
+      '2',
+      '--samples',
+      '2',
+      '--db',
+      dbFile,
+      '--json',
+      '--endpoint',
+      endpoint.baseURL,
+    ];
+    const cli = await runCli([...args, '--set', `models=${models}`, '--set', 'seed=1'], dir);
+    assert.equal(cli.code, 0, cli.stderr);
+    const lines = cli.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { costUsd: number | null; models?: Record<string, ModelStats> });
+    assert.equal(lines.length, 2);
+    const state = await engineState(dbFile);
+    assert.equal(lines[1]?.costUsd, state.costUsd);
+    assert.ok((lines[0]?.costUsd ?? 0) > 0 && (lines[1]?.costUsd ?? 0) >= (lines[0]?.costUsd ?? 0));
+    assert.ok(lines.every((l) => l.models !== undefined));
+    assert.match(cli.stderr, /\| spent \$[0-9.]+ \| /);
+    assert.match(cli.stderr, /small has no price in thetaevolve\.models[^:]*: its tokens are counted, not its cost\n/);
+    assert.equal(cli.stderr.match(/has no price/g)?.length, 1, 'said once');
+  });
+
   it('counts tokens from the text when the server sends no usage, and says so', async () => {
     const endpoint = await start({ models: ['m'], omitUsage: true });
     const { committed } = await run(

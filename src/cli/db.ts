@@ -9,6 +9,7 @@ import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDa
 import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore } from '../engine/common/format';
+import { formatUsd, modelTableLines } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
 import { steerAuthorOf } from '../engine/common/steering';
@@ -58,6 +59,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       // What results depend on: the interpreter and package versions the run's Python had (null: not recorded).
       python: pythonOfRunMeta(db.meta()),
       ...operatorReport(db),
+      // Several models and cost (docs/algorithm.md section 12): the run's spend and one row per model.
+      ...db.modelUsage(),
     };
     if (booleanFlag(args, 'json')) {
       io.stdout(JSON.stringify(report) + '\n');
@@ -90,6 +93,8 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       );
     if (report.python) lines.push(`  python        ${describePythonEnvironment(report.python)}`);
     lines.push(...operatorReportLines(report));
+    if (report.costUsd !== null) lines.push(`  spent         ${formatUsd(report.costUsd)}`);
+    lines.push(...modelTableLines(report.models).map((line) => `  ${line}`));
     if (report.banned.length > 0) lines.push(`  banned        ${report.banned.join(', ')}`);
     for (const pin of report.pins)
       lines.push(`  pinned        ${pin.id}: ${pin.share} of the prompts, steps ${pin.fromStep}..${pin.toStep}`);

@@ -20,6 +20,7 @@ import { cliPythonChoice } from './python';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
+import { formatUsd, type ModelStats } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
 
@@ -231,6 +232,9 @@ export function stepLine(e: StepCommittedEvent): Record<string, unknown> {
     elapsedMs: e.elapsedMs,
     failures: e.failures ?? [],
     ...(e.cascade ? { cascade: e.cascade } : {}),
+    // Several models and cost (docs/algorithm.md section 12): the run's spend so far, null without prices.
+    costUsd: e.runCostUsd ?? null,
+    ...(e.models ? { models: e.models } : {}),
   };
 }
 
@@ -241,6 +245,21 @@ function humanStepLine(e: StepCommittedEvent, previousBest: number | null): stri
     `step ${e.step}: best ${formatScore(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
     `step mean ${formatScore(e.mean)} | valid ${valid}/${e.samples} | ` +
     `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''} | ` +
-    `db ${e.dbSize} | ${e.cascade ? `stopped at stage ${Object.entries(e.cascade).map(([stage, n]) => `${stage}: ${n}`).join(', ')} | ` : ''}${(e.timings.totalMs / 1000).toFixed(1)} s`
+    `db ${e.dbSize} | ${
+      e.cascade
+        ? `stopped at stage ${Object.entries(e.cascade)
+            .map(([stage, n]) => `${stage}: ${n}`)
+            .join(', ')} | `
+        : ''
+    }${(e.timings.totalMs / 1000).toFixed(1)} s` +
+    (e.runCostUsd !== undefined ? ` | spent ${formatUsd(e.runCostUsd)}` : '') +
+    (e.models ? ` | ${modelSamplesText(e.models)}` : '')
   );
+}
+
+/** Each model's samples and valid children in a step: "big 6 (3 valid), small 2 (0 valid)". */
+function modelSamplesText(models: Readonly<Record<string, ModelStats>>): string {
+  return Object.entries(models)
+    .map(([name, m]) => `${forDisplay(name)} ${m.samples} (${m.valid} valid${m.editFormat === 'rewrite' ? ', rewrite' : ''})`)
+    .join(', ');
 }

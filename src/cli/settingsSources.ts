@@ -42,6 +42,12 @@ function valueOfText(spec: SettingSpec, text: string, where: string): unknown {
     }
     case 'string':
       return text;
+    case 'modelList':
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new UsageError(`${where}: thetaevolve.${spec.key} takes a JSON list like [{"name": "m", "weight": 1}], got '${text}'`);
+      }
   }
 }
 

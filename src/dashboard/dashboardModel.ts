@@ -4,6 +4,7 @@
 // the score histogram, and the model that turns engine inputs into the
 // protocol's snapshot and incremental messages.
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
+import { type ModelStats, type ModelUsage, modelTable, sumModelStats } from '../engine/common/models';
 import {
   type BackendView,
   type BestView,
@@ -446,6 +447,9 @@ export class DashboardModel {
   private series: StepSeries;
   private lastDatabase: DashboardDatabaseInput | null = null;
   private meanExact = true;
+  /** Several models: each model's statistics summed over the steps shown, and the next draw's chances. */
+  private modelTotals: Record<string, ModelStats> = {};
+  private modelProbabilities: Record<string, number> = {};
 
   constructor(
     private readonly maxPoints = DEFAULT_MAX_POINTS,
@@ -463,6 +467,8 @@ export class DashboardModel {
     this.series = new StepSeries(input.direction, this.maxPoints);
     this.lastDatabase = null;
     this.meanExact = true;
+    this.modelTotals = {};
+    this.modelProbabilities = {};
     this.state.run = runView(input);
     this.state.runState = { state: 'starting', message: `Starting ${input.taskTitle}.` };
     return this.snapshotMessage();
@@ -481,6 +487,7 @@ export class DashboardModel {
       samples: s.samples + input.samples,
       completionTokens: s.completionTokens + input.tokens.completion,
       meanExact: this.meanExact,
+      ...this.modelUsageAfter(input, s.modelUsage),
     };
     if (change.kind === 'rebucketed') return { type: 'series', series: change.series, summary: this.summaryCopy() };
     return {
@@ -490,6 +497,15 @@ export class DashboardModel {
       replaceLast: change.kind === 'replaceLast',
       summary: this.summaryCopy(),
     };
+  }
+
+  /** The run's spend and per-model table with this step added (several models or priced replies only). */
+  private modelUsageAfter(input: DashboardStepInput, before: ModelUsage | undefined): { modelUsage?: ModelUsage } {
+    if (!input.models && input.costUsd === undefined && !before) return {};
+    this.modelTotals = sumModelStats([this.modelTotals, input.models]);
+    if (input.modelProbabilities) this.modelProbabilities = input.modelProbabilities;
+    const costUsd = input.costUsd === undefined ? (before?.costUsd ?? null) : (before?.costUsd ?? 0) + input.costUsd;
+    return { modelUsage: { costUsd, models: modelTable(this.modelTotals, this.modelProbabilities) } };
   }
 
   /**

@@ -4,6 +4,7 @@
 // node:crypto); the scores themselves live in common/scoring.ts.
 import { codeHash } from './codeHash';
 import { applyResponse, type ApplyResult } from './common/diff';
+import { applyRewrite } from './common/rewrite';
 import { OUTCOME_PENALTY } from './common/types';
 
 export type EarlyOutcome = 'no_diff' | 'no_change' | 'duplicate' | 'no_solution';
@@ -32,6 +33,8 @@ export interface ClassifyChildInput {
    * already in the database. Leave out to switch the penalty off.
    */
   seen?: (hash: string) => boolean;
+  /** What the prompt asked for: SEARCH/REPLACE edits (default) or the whole EVOLVE-BLOCK (common/rewrite.ts). */
+  editFormat?: 'diff' | 'rewrite';
 }
 
 /**
@@ -41,7 +44,11 @@ export interface ClassifyChildInput {
  * the child to evaluate, with its hash.
  */
 export function classifyChild(input: ClassifyChildInput): ChildClassification {
-  const apply = applyResponse(input.parentCode, input.answer, { language: input.language, maxLength: input.maxCodeLength });
+  const applyOptions = { language: input.language, maxLength: input.maxCodeLength };
+  const apply =
+    input.editFormat === 'rewrite'
+      ? applyRewrite(input.parentCode, input.answer, applyOptions)
+      : applyResponse(input.parentCode, input.answer, applyOptions);
   const reject = (outcome: EarlyOutcome, child: string | null, hash: string | null, reason: string): ChildClassification => ({
     kind: 'rejected',
     outcome,

@@ -28,6 +28,8 @@ import { readInbox, removeRequest } from './steering/inbox';
 import { type RunControlRequest, watchRunControl } from './steering/runControl';
 import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from './operators/recorded';
 import { patienceSpent } from './operators/patience';
+import { ModelChoice } from './llm/models/modelChoice';
+import { hasPrice } from './common/models';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -80,9 +82,14 @@ export class EvolutionRun {
   private readonly shaping: RewardShaping;
   /** Says once per run when an atropos trainer gets responses without token ids. */
   private readonly tokenIds: TokenIdsCheck;
+  /** Several models (thetaevolve.models): how each prompt's model is drawn; null with one model. */
+  private readonly modelChoice: ModelChoice | null;
 
   constructor(spec: EvolutionRunSpec) {
     this.spec = spec;
+    const { settings } = spec;
+    this.modelChoice =
+      settings.sampler === 'llm' && settings.models.length > 0 ? new ModelChoice(settings.models, settings.modelSelection) : null;
     this.shaping = resolveRewardShaping(spec.settings, spec.task.rewardShaping);
     this.tokenIds = new TokenIdsCheck(spec.settings, (event) => this.emit(event));
     this.outputs = new EvaluationOutputWriter(spec.dbFile, (message) =>
@@ -192,6 +199,7 @@ export class EvolutionRun {
         ? saved
         : { rng: Rng.fromSeed(this.spec.settings.seed ^ 0x5eed).state(), completionTokens: 0 };
       if (db.lastStep < 0) await this.addInitialProgram(db);
+      this.sayUnpricedModels();
 
       reason = await this.runSteps(db, state, started);
     } catch (err) {
@@ -240,7 +248,31 @@ export class EvolutionRun {
     if (this.spec.untilStep !== undefined && lastPlanned >= this.spec.untilStep) return 'steps_done';
     if (settings.maxTotalTokens > 0 && state.completionTokens >= settings.maxTotalTokens) return 'token_limit';
     if (patienceSpent(db, settings.stopAfterStepsWithoutImprovement)) return 'no_improvement';
+    if (settings.maxCostUsd > 0) {
+      // A step that would pass the budget is not started: each step in flight and the next are estimated at the last step's cost.
+      const spent = state.costUsd ?? 0;
+      if (spent + (inFlight + 1) * (state.lastStepCostUsd ?? 0) > settings.maxCostUsd || spent >= settings.maxCostUsd)
+        return 'budget_reached';
+    }
     return null;
+  }
+
+  /** A model without a price counts tokens only: said once, at the start. */
+  private sayUnpricedModels(): void {
+    const { settings } = this.spec;
+    if (this.modelChoice === null) return;
+    const unpriced = settings.models.filter((m) => !hasPrice(m)).map((m) => m.name);
+    if (unpriced.length === 0) return;
+    const budget = settings.maxCostUsd > 0 ? ` and do not count toward thetaevolve.maxCostUsd` : '';
+    this.emit({
+      type: 'error',
+      time: Date.now(),
+      fatal: false,
+      message:
+        unpriced.length === 1 && settings.models.length > 1
+          ? `${unpriced[0]} has no price in thetaevolve.models: its tokens are counted, not its cost${budget}`
+          : `${unpriced.length === settings.models.length ? 'no model has' : `${unpriced.join(', ')} have`} no price in thetaevolve.models: their tokens are counted, not their cost${budget}`,
+    });
   }
 
   /** How many steps may be in flight beyond the one committing next: none while the trainer takes each step before the next generates. */
@@ -489,7 +521,9 @@ export class EvolutionRun {
     // step redone after a crash or stop draws the same parents and prompts.
     const rng = Rng.fromState(previous ? previous.rng.state() : state.rng);
     const committedSincePlan = new Set<string>();
-    const plan = planStep({ step, db, task, settings, rng, previousDraw: previous?.plan.draw ?? null });
+    const choice = this.modelChoice;
+    const models = choice ? { choice, probabilities: choice.probabilities(state.bandit ?? { pulls: {}, rewards: {} }) } : null;
+    const plan = planStep({ step, db, task, settings, rng, previousDraw: previous?.plan.draw ?? null, models });
     this.emit({
       type: 'step_started',
       time: Date.now(),
@@ -536,6 +570,14 @@ export class EvolutionRun {
         runSignal: this.stopController.signal,
         beforeCommit: this.spec.beforeCommit,
         committedSincePlan: inFlight.committedSincePlan,
+        models: this.modelChoice
+          ? {
+              specs: this.spec.settings.models,
+              trainedModel: this.spec.settings['trainer.model'] || (this.spec.settings.models[0]?.name ?? ''),
+              defaultFormat: this.spec.settings.editFormat,
+              probabilities: (bandit) => (this.modelChoice as ModelChoice).probabilities(bandit),
+            }
+          : undefined,
       });
     } finally {
       responses.stopListening();
@@ -597,6 +639,8 @@ function finishMessage(reason: RunFinishReason, lastStep: number): string {
       return `token limit reached at step ${lastStep}`;
     case 'no_improvement':
       return `no new best for thetaevolve.stopAfterStepsWithoutImprovement steps; ended after step ${lastStep}`;
+    case 'budget_reached':
+      return `budget reached at step ${lastStep}: the next step would pass thetaevolve.maxCostUsd`;
     case 'stopped':
       return `stopped after step ${lastStep}`;
     case 'error':
@@ -627,6 +671,10 @@ function runSettingsSummary(s: Settings): Record<string, string | number | boole
     lazyPenalty: s.lazyPenalty,
     rewardProcess: s['rewardShaping.process'],
     seed: s.seed,
+    // Several models and a budget: said only when set, so a one-model run announces what it always did.
+    ...(s.models.length > 0 ? { models: s.models.map((m) => m.name).join(', '), modelSelection: s.modelSelection } : {}),
+    ...(s.editFormat !== 'diff' ? { editFormat: s.editFormat } : {}),
+    ...(s.maxCostUsd > 0 ? { maxCostUsd: s.maxCostUsd } : {}),
   };
 }
 

@@ -41,6 +41,8 @@ export interface BuildPromptInput {
   feedbackChars?: number;
   /** Crossover (operators/crossover.ts): a second parent to combine with the first; only its EVOLVE-BLOCK content is shown. */
   secondParent?: PromptProgram;
+  /** What to answer with: SEARCH/REPLACE edits (default, the paper) or the whole EVOLVE-BLOCK rewritten (docs/algorithm.md section 12). */
+  editFormat?: 'diff' | 'rewrite';
 }
 
 export interface BuiltPrompt {
@@ -240,6 +242,29 @@ function secondParentSection(program: PromptProgram, tag: string): string {
   ].join('\n');
 }
 
+/**
+ * The rules of a full rewrite (small models often cannot copy SEARCH lines
+ * exactly): the whole EVOLVE-BLOCK in one fenced block, checked like an edit.
+ */
+function rewriteRules(language: string): string {
+  const tag = fenceTag(language);
+  return [
+    '# How to answer',
+    'First explain briefly what you will change and why it should raise the score.',
+    'Then give the whole new code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers in one fenced block:',
+    '',
+    '```' + tag,
+    '(every line that goes between the markers, rewritten as you see fit)',
+    '```',
+    '',
+    'Rules:',
+    '- Give exactly one fenced code block: the code between the markers, complete (not only the lines you change), without the marker lines.',
+    '- Only the code between the markers is replaced; everything outside them stays as it is.',
+    '- Do not use SEARCH/REPLACE blocks.',
+    '- The program must keep writing its solution the same way; the evaluator is fixed.',
+  ].join('\n');
+}
+
 /** Build the chat messages for one parent. */
 export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const { task, parent, rng } = input;
@@ -267,7 +292,7 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
       ].join('\n'),
     );
   }
-  sections.push(answerRules(task.language));
+  sections.push(input.editFormat === 'rewrite' ? rewriteRules(task.language) : answerRules(task.language));
   return {
     messages: [
       { role: 'system', content: SYSTEM_PROMPT },

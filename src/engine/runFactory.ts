@@ -25,6 +25,7 @@ import type { PythonEnvironment } from './common/pythonEnvironment';
 import { importedModules, probePython, type PythonChoice, pythonFromEnvironment, taskUsesPython } from './python/interpreter';
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './common/types';
+import { apiKeyOfModel, ensembleMembers, ModelEnsemble } from './llm/models/modelEnsemble';
 
 /** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
 export class RunSetupError extends ThetaEvolveError {
@@ -45,6 +46,8 @@ export interface RunRequest {
   task: Task;
   settings: Settings;
   apiKey: string | undefined;
+  /** Several models: keys the editor read from SecretStorage, by each model's apiKeyName (the environment is read here too). */
+  modelApiKeys?: Readonly<Record<string, string>>;
   /** Text to start from (default: the task's initial program); a resumed run keeps what it started with. */
   startCode?: string;
   /** The file that text came from. */
@@ -171,8 +174,10 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
     inference?.pool ??
     (settings.sampler === 'mutate'
       ? new MutateSampler({ seed: settings.seed, language: task.language })
-      : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning })));
-  const endpoint = source instanceof EndpointClient || source instanceof EndpointPool ? source : null;
+      : settings.models.length > 0
+        ? modelEnsemble(request)
+        : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning })));
+  const endpoint = source instanceof EndpointClient || source instanceof EndpointPool || source instanceof ModelEnsemble ? source : null;
   const plainHttp = endpoint && request.apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
   if (plainHttp) request.onWarning(plainHttp);
   if (endpoint) {
@@ -188,8 +193,12 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       .catch(async (err: unknown) => {
         await inference?.close();
         throw new RunSetupError(
-          signal.aborted ? 'stopped before the run started' : `the inference endpoint is not ready: ${errorMessage(err)}`,
-          'thetaevolve.endpoint',
+          signal.aborted
+            ? 'stopped before the run started'
+            : source instanceof ModelEnsemble
+              ? errorMessage(err)
+              : `the inference endpoint is not ready: ${errorMessage(err)}`,
+          source instanceof ModelEnsemble ? 'thetaevolve.models' : 'thetaevolve.endpoint',
           { cause: err },
         );
       })
@@ -291,7 +300,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       await trainer.close();
       // Stop leaves no inference job in the queue.
       await inference?.close();
-      if (source instanceof EndpointPool) source.dispose();
+      if (source instanceof EndpointPool || source instanceof ModelEnsemble) source.dispose();
     },
   };
 }
@@ -304,6 +313,25 @@ async function runPython(request: RunRequest, startCode: string): Promise<Python
     return await probePython(choice, request.task.language === 'py' ? importedModules(startCode) : []);
   } catch (err) {
     throw new RunSetupError(errorMessage(err), choice.source === 'thetaevolve.python' ? 'thetaevolve.python' : null, { cause: err });
+  }
+}
+
+/** Several models (thetaevolve.models): one client per model, each with its own endpoint and key. */
+function modelEnsemble(request: RunRequest): ModelEnsemble {
+  const { settings } = request;
+  const trained = settings['trainer.model'] || (settings.models[0]?.name ?? '');
+  if (settings['trainer.model'] && !settings.models.some((m) => m.name === trained))
+    throw new RunSetupError(
+      `thetaevolve.trainer.model is "${trained}", which thetaevolve.models does not list (${settings.models.map((m) => m.name).join(', ')})`,
+      'thetaevolve.trainer.model',
+    );
+  try {
+    const members = ensembleMembers(settings, (spec) => apiKeyOfModel(spec, request.apiKey, request.modelApiKeys ?? {}, process.env), {
+      onWarning: request.onWarning,
+    });
+    return new ModelEnsemble(members, trained);
+  } catch (err) {
+    throw new RunSetupError(errorMessage(err), 'thetaevolve.models', { cause: err });
   }
 }
 

@@ -7,6 +7,7 @@
 // Values on the page are in the task's own objective (a minimise task shows
 // its objective, not 1/objective); the host's model (src/dashboard/dashboardModel.ts)
 // converts before sending.
+import { ModelUsageSchema } from '../engine/common/models';
 import { z } from 'zod';
 import { PythonEnvironmentSchema } from '../engine/common/pythonEnvironment';
 import { zodIssueText } from '../engine/common/errors';
@@ -84,6 +85,10 @@ export const DashboardStepInputSchema = z.object({
   latencyMsP95: optionalFinite.optional(),
   /** How the step was sampled and by which policy version (RL on); absent in databases written before it was recorded. */
   sampling: StepStatisticsSchema.shape.sampling,
+  /** Several models and cost (docs/algorithm.md section 12): what each model did in the step, its cost and the next draw's chances. */
+  models: StepStatisticsSchema.shape.models,
+  costUsd: StepStatisticsSchema.shape.costUsd,
+  modelProbabilities: StepStatisticsSchema.shape.modelProbabilities,
 });
 export type DashboardStepInput = z.infer<typeof DashboardStepInputSchema>;
 
@@ -263,6 +268,8 @@ export const SummaryViewSchema = z.object({
    * mean is then 1/(mean score), the harmonic mean of the objectives.
    */
   meanExact: z.boolean(),
+  /** Several models or priced replies: the run's spend and per-model table (absent otherwise). */
+  modelUsage: ModelUsageSchema.optional(),
 });
 export type SummaryView = z.infer<typeof SummaryViewSchema>;
 

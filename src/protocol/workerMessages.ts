@@ -235,6 +235,8 @@ export const StartMessageSchema = z.object({
   settings: SettingsSchema,
   /** Never logged, never echoed back. */
   apiKey: z.string().nullable(),
+  /** Several models: the keys stored in SecretStorage under each model's apiKeyName (never logged). Absent: none. */
+  modelApiKeys: z.record(z.string(), z.string()).optional(),
   /** Continue an existing database after its last committed step. */
   resume: z.boolean(),
   /** The run's interpreter as the editor chose it (src/vscode/pythonInterpreter.ts); absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH. */

@@ -2,7 +2,8 @@
 // OPENAI_API_KEY environment variable (secrets do not persist in
 // browser-hosted VS Code). Never logged.
 import * as vscode from 'vscode';
-import { askText, showInfo } from './notify';
+import { askText, pickOne, showInfo } from './notify';
+import type { Settings } from '../engine/common/config';
 
 const SECRET_KEY = 'thetaevolve.apiKey';
 
@@ -13,19 +14,47 @@ export async function readApiKey(secrets: vscode.SecretStorage): Promise<string 
   return fromEnv ? fromEnv : undefined;
 }
 
-export async function promptAndStoreApiKey(secrets: vscode.SecretStorage): Promise<void> {
+/**
+ * Several models (thetaevolve.models): the keys stored under each model's
+ * apiKeyName (secret `thetaevolve.apiKey.NAME`); a name with none stored is
+ * left to the environment variable of that name, read by the engine.
+ */
+export async function readModelApiKeys(secrets: vscode.SecretStorage, settings: Settings): Promise<Record<string, string>> {
+  const keys: Record<string, string> = {};
+  for (const name of new Set(settings.models.flatMap((m) => (m.apiKeyName ? [m.apiKeyName] : [])))) {
+    const stored = await secrets.get(`${SECRET_KEY}.${name}`);
+    if (stored) keys[name] = stored;
+  }
+  return keys;
+}
+
+export async function promptAndStoreApiKey(secrets: vscode.SecretStorage, settings?: Settings): Promise<void> {
+  // Several models with keys of their own: which key to set first.
+  const names = [...new Set((settings?.models ?? []).flatMap((m) => (m.apiKeyName ? [m.apiKeyName] : [])))];
+  let name: string | null = null;
+  if (names.length > 0) {
+    const runKey = "The run's key (thetaevolve.endpoint)";
+    const picked = await pickOne(
+      [runKey, ...names].map((label) => ({ label })),
+      { title: 'ThetaEvolve: which API key?' },
+    );
+    if (picked === undefined) return;
+    name = picked.label === runKey ? null : picked.label;
+  }
+  const secret = name === null ? SECRET_KEY : `${SECRET_KEY}.${name}`;
+  const fallback = name ?? 'OPENAI_API_KEY';
   const value = await askText({
     title: 'ThetaEvolve: Set API Key',
-    prompt: 'API key for the inference endpoint (kept in VS Code SecretStorage; leave empty to remove it and use OPENAI_API_KEY).',
+    prompt: `API key ${name === null ? 'for the inference endpoint' : `named ${name}`} (kept in VS Code SecretStorage; leave empty to remove it and use ${fallback}).`,
     password: true,
     ignoreFocusOut: true,
   });
   if (value === undefined) return;
   if (value.trim() === '') {
-    await secrets.delete(SECRET_KEY);
-    void showInfo('ThetaEvolve: API key removed. OPENAI_API_KEY is used when set.');
+    await secrets.delete(secret);
+    void showInfo(`ThetaEvolve: API key removed. ${fallback} is used when set.`);
     return;
   }
-  await secrets.store(SECRET_KEY, value.trim());
+  await secrets.store(secret, value.trim());
   void showInfo('ThetaEvolve: API key stored in SecretStorage.');
 }

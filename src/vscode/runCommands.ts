@@ -16,7 +16,7 @@ import { displayObjective } from '../engine/common/scoring';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
 import type { RunInfo } from '../protocol/workerMessages';
-import { promptAndStoreApiKey, readApiKey } from './apiKey';
+import { promptAndStoreApiKey, readApiKey, readModelApiKeys } from './apiKey';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { startLiveEvaluationTerminal } from './evaluationTask';
@@ -264,6 +264,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: text,
       settings,
       apiKey,
+      modelApiKeys: await readModelApiKeys(context.secrets, settings),
       resume: false,
       python: await editorPythonChoice(fileUri, settings),
     });
@@ -322,6 +323,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: origin.startCode,
       settings,
       apiKey,
+      modelApiKeys: await readModelApiKeys(context.secrets, settings),
       resume: true,
       python: await editorPythonChoice(origin.fileUri, settings),
     });
@@ -387,5 +389,5 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
     else await openTaskProgram(context, task);
   });
 
-  registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets));
+  registerCommand(context, COMMAND_IDS.setApiKey, () => promptAndStoreApiKey(context.secrets, readSettingsOrShowError()));
 }

@@ -42,6 +42,8 @@ export interface TrackedRun {
   bestScore: number | null;
   bestId: string | null;
   samplesPerSecond: number | null;
+  /** US dollars the run's replies cost so far (priced models of thetaevolve.models), else null. */
+  costUsd: number | null;
   /** Evaluations finished in the step in flight. */
   evaluationsThisStep: number;
   /** The response source, once the run started ("model at server", or the offline sampler). */
@@ -76,6 +78,8 @@ export interface StartSpec {
   textAtRunStart: string | undefined;
   settings: Settings;
   apiKey: string | undefined;
+  /** Several models: stored keys by apiKeyName (src/vscode/apiKey.ts). */
+  modelApiKeys?: Record<string, string>;
   resume: boolean;
   /** The run's interpreter by the editor's order (src/vscode/pythonInterpreter.ts); absent: as the command line finds one. */
   python?: PythonChoice;
@@ -242,6 +246,7 @@ export class RunController implements vscode.Disposable {
       bestScore: null,
       bestId: null,
       samplesPerSecond: null,
+      costUsd: null,
       evaluationsThisStep: 0,
       sourceLabel: null,
       finishReason: null,
@@ -266,6 +271,7 @@ export class RunController implements vscode.Disposable {
         startPath: spec.fileUri?.scheme === 'file' ? spec.fileUri.fsPath : null,
         settings: spec.settings,
         apiKey: spec.apiKey ?? null,
+        ...(spec.modelApiKeys ? { modelApiKeys: spec.modelApiKeys } : {}),
         resume: spec.resume,
         ...(spec.python ? { python: spec.python } : {}),
       });
@@ -395,6 +401,7 @@ export class RunController implements vscode.Disposable {
         case 'step_committed':
           run.lastStep = event.step;
           run.samplesPerSecond = event.samplesPerSecond;
+          if (event.runCostUsd !== undefined) run.costUsd = event.runCostUsd;
           if (event.bestEver !== null) run.bestScore = event.bestEver;
           if (run.state === 'running') run.message = `step ${event.step} committed`;
           break;

@@ -3,6 +3,7 @@
 // second item beside it with the evaluation queue and the inference jobs (in
 // one item the text passed the 40% of the window's width VS Code gives an
 // item, and the servers were cut off). Clicking either opens the dashboard.
+import { formatUsd } from '../engine/common/models';
 import * as vscode from 'vscode';
 import { statusBarText } from './notify';
 import type { RunController, TrackedRun } from './runController';
@@ -57,7 +58,8 @@ export function statusText(run: TrackedRun): string {
           ? ` · waiting for the trainer at ${run.waitingForTrainer}`
           : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${state}${sandbox}`;
+  const spent = run.costUsd !== null ? ` · ${formatUsd(run.costUsd)}` : '';
+  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${spent}${state}${sandbox}`;
 }
 
 /**

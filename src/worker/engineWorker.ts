@@ -178,6 +178,7 @@ async function startRun(message: StartMessage): Promise<void> {
       task: await loadTask(message.taskDir),
       settings: message.settings,
       apiKey: message.apiKey ?? undefined,
+      modelApiKeys: message.modelApiKeys,
       startCode: message.startCode ?? undefined,
       startPath: message.startPath ?? undefined,
       resume: message.resume,

@@ -81,6 +81,10 @@ export interface TestServerOptions {
   listsMaxModelLen?: boolean;
   /** Start in the loading phase: every request gets 503 until setLoading(false). */
   loading?: boolean;
+  /** Models (of `models`) whose every answer has no edit: their children never improve (the bandit's bad arm). */
+  noDiffModels?: readonly string[];
+  /** Leave `usage` out of the replies (some hosted APIs and proxies): the client counts tokens from the text. */
+  omitUsage?: boolean;
   /** /v1/models sends its headers and the start of its body, then nothing more (a wedged server or proxy). */
   modelsStallAfterHeaders?: boolean;
 }
@@ -549,7 +553,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         mode,
         reasoning: reasoningMode,
         truncate: fault === 'truncate',
-        noDiff: fault === 'no_diff',
+        noDiff: fault === 'no_diff' || (options.noDiffModels ?? []).includes(body.model),
         abort: fault === 'abort',
         tokenIds: wantTokenIds,
         logprobs: body.logprobs === true,
@@ -569,12 +573,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       choices,
       service_tier: null,
       system_fingerprint: null,
-      usage: {
-        prompt_tokens: promptIds.length,
-        total_tokens: promptIds.length + completionTokens,
-        completion_tokens: completionTokens,
-        prompt_tokens_details: null,
-      },
+      usage: options.omitUsage
+        ? null
+        : {
+            prompt_tokens: promptIds.length,
+            total_tokens: promptIds.length + completionTokens,
+            completion_tokens: completionTokens,
+            prompt_tokens_details: null,
+          },
     };
     if (mode === 'vllm')
       Object.assign(reply, { prompt_logprobs: null, prompt_token_ids: wantTokenIds ? promptIds : null, kv_transfer_params: null });

@@ -2,6 +2,7 @@
 // one plausible SEARCH/REPLACE edit inside its EVOLVE-BLOCK (a perturbed
 // numeric literal), deterministically from a seed. Also the tokeniser: one
 // token per whitespace-led chunk, so the pieces concatenate back to the text.
+import { applyResponse, evolveRegionContents } from '../../src/engine/common/diff';
 import { Rng } from '../../src/engine/common/rng';
 
 export interface ProposedAnswer {
@@ -67,7 +68,26 @@ function uniqueWindow(lines: string[], target: number, lo: number, hi: number): 
 }
 
 /** Propose one edit of the program in the last user message. */
+/** The prompt asks for the whole EVOLVE-BLOCK rewritten (src/engine/prompt.ts, rewrite mode). */
+function asksForRewrite(text: string): boolean {
+  return text.includes('Do not use SEARCH/REPLACE blocks.');
+}
+
 export function proposeAnswer(lastUserMessage: string, seed: number): ProposedAnswer {
+  const proposed = proposeEdit(lastUserMessage, seed);
+  if (!proposed.hasDiff || !asksForRewrite(lastUserMessage)) return proposed;
+  // A rewrite: the same change, given as the whole region in one fenced block.
+  const program = programInPrompt(lastUserMessage) as string;
+  const child = applyResponse(program, proposed.answer).child ?? program;
+  const region = evolveRegionContents(child)[0] ?? '';
+  return {
+    answer: ['I rewrite the block with one constant changed.', '', '```python', region, '```'].join('\n'),
+    reasoning: proposed.reasoning,
+    hasDiff: true,
+  };
+}
+
+function proposeEdit(lastUserMessage: string, seed: number): ProposedAnswer {
   const rng = Rng.fromSeed(seed >>> 0);
   const program = programInPrompt(lastUserMessage);
   if (program === null) {

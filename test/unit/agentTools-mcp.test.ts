@@ -154,15 +154,15 @@ describe('thetaevolve mcp (MCP SDK client over stdio)', function () {
       const paused = await call(client, 'pause_run', {});
       assert.equal(paused.isError, false, paused.text);
       await waitFor(() => /paused after step \d+/.test(stderr), { what: 'the run to pause', detail });
-      assert.match(stderr, /steer: pause asked by the agent/);
+      assert.match(stderr, /steer at step \d+: pause asked by the agent/);
       const resumed = await call(client, 'resume_run', {});
       assert.equal(resumed.isError, false, resumed.text);
       await waitFor(() => /resumed after step \d+/.test(stderr), { what: 'the run to resume', detail });
       const stopped = await call(client, 'stop_run', {});
       assert.equal(stopped.isError, false, stopped.text);
       assert.equal(await running, 0, stderr);
-      assert.match(stderr, /steer: stop asked by the agent/);
-      assert.match(stderr, /steer: guidance from step \d+ \(asked by the agent\)/);
+      assert.match(stderr, /steer at step \d+: stop asked by the agent/);
+      assert.match(stderr, /steer at step \d+: guidance set \(asked by the agent\)/);
       assert.match(serverErr(), /serving 15 tools/);
 
       const report = await runCli(['db', db, '--json'], dir);

@@ -24,6 +24,7 @@ import { BestCard } from './components/bestCard';
 import { Header } from './components/header';
 import { registerComponents } from './components/toolkit';
 import { el, tile } from './dom';
+import { modelTable } from './components/modelTable';
 import { binLabels, formatCompact, formatCount, formatDuration, formatValue } from './format';
 import { onThemeChange, readTheme } from './theme';
 import { vscodeApi } from './vscodeApi';
@@ -64,6 +65,9 @@ const tiles = {
 };
 const summary = el('section', 'summary');
 summary.append(...Object.values(tiles).map((t) => t.element));
+// Several models and cost (docs/algorithm.md section 12): the spend and one row per model; hidden otherwise.
+const modelsPanel = el('section', 'panel models-panel');
+modelsPanel.hidden = true;
 
 function chartPanel(title: string, className = ''): { panel: HTMLElement; canvas: HTMLCanvasElement; note: HTMLElement } {
   const panel = el('section', `panel chart-panel ${className}`.trim());
@@ -143,6 +147,7 @@ app.append(
   notice,
   backendPanel,
   summary,
+  modelsPanel,
   grid(progress.panel),
   // The per-step bar charts share a column beside the best program, which is tall (picture, code): alone, the
   // outcomes panel was stretched to its height, half of it empty.
@@ -208,6 +213,23 @@ function renderSummary(s: SummaryView): void {
   tiles.elapsed.value.textContent = s.elapsedMs > 0 ? formatDuration(s.elapsedMs) : '–';
   // Samples, tokens and elapsed time are the whole run's; a resumed run says what its latest session took.
   tiles.elapsed.note.textContent = s.session ? `this session ${formatDuration(s.session.elapsedMs)} · ${s.session.count} sessions` : '';
+  renderModels(s);
+}
+
+function renderModels(s: SummaryView): void {
+  modelsPanel.hidden = !s.modelUsage;
+  if (!s.modelUsage) return modelsPanel.replaceChildren();
+  // With RL on, only the trained model's rollouts are sent (thetaevolve.trainer.model, default the first model).
+  const rl = state.trainer.enabled && s.modelUsage.models.length > 1;
+  modelsPanel.replaceChildren(el('h2', undefined, 'Models and cost'), modelTable(s.modelUsage));
+  if (rl)
+    modelsPanel.append(
+      el(
+        'p',
+        'muted',
+        'RL on: only the rollouts of thetaevolve.trainer.model (default the first model) go to the trainer; the others stay in the database.',
+      ),
+    );
 }
 
 function renderDatabase(db: DatabaseView | null): void {

@@ -3,14 +3,16 @@
 // by a unit test), the CLI defaults and the zod validation of both.
 import { z } from 'zod';
 import { firstZodIssue } from './errors';
+import { ModelListSchema, type ModelSpec } from './models';
 
-type SettingType = 'string' | 'number' | 'integer' | 'boolean';
+/** `models`: a list of objects (thetaevolve.models), the one setting that is no scalar. */
+type SettingType = 'string' | 'number' | 'integer' | 'boolean' | 'modelList';
 
 export interface SettingSpec {
   /** Key under `thetaevolve.`; also the dotted path in RunConfig. */
   key: string;
   type: SettingType;
-  default: string | number | boolean;
+  default: string | number | boolean | readonly never[];
   description: string;
   enum?: readonly string[];
   enumDescriptions?: readonly string[];
@@ -34,6 +36,43 @@ export const SETTINGS = [
     type: 'string',
     default: '',
     description: 'Model name to request. Empty: the only model the server lists at /v1/models.',
+  },
+  {
+    key: 'models',
+    type: 'modelList',
+    default: [],
+    description:
+      'Several models (empty: the one `thetaevolve.model` at `thetaevolve.endpoint`). Each entry: `{"name", "endpoint"?, "weight"? (default 1), "apiKeyName"? (environment variable, or in the editor the secret stored under that name, holding its key), "mode"? ("diff" or "rewrite"), "pricePerMillionInput"?, "pricePerMillionOutput"? (US dollars), "maxTokens"?, "temperature"?}`. Each prompt draws one model (`thetaevolve.modelSelection`); its n responses are that model\'s.',
+  },
+  {
+    key: 'modelSelection',
+    type: 'string',
+    default: 'weights',
+    enum: ['weights', 'ucb'],
+    enumDescriptions: [
+      "Draw each prompt's model by the weights of thetaevolve.models.",
+      'A UCB bandit: models whose children improve on their parents are drawn more, with an exploration term.',
+    ],
+    description: "How each prompt's model is chosen when thetaevolve.models lists several.",
+  },
+  {
+    key: 'editFormat',
+    type: 'string',
+    default: 'diff',
+    enum: ['diff', 'rewrite'],
+    enumDescriptions: [
+      'SEARCH/REPLACE edits (the paper).',
+      'The whole EVOLVE-BLOCK rewritten in one fenced block (for small models that cannot write exact edits).',
+    ],
+    description: 'What the model is asked to answer with; a model of thetaevolve.models may set its own `mode`.',
+  },
+  {
+    key: 'maxCostUsd',
+    type: 'number',
+    default: 0,
+    minimum: 0,
+    description:
+      'Stop the run once its replies cost this many US dollars (0: no limit), from the prices in thetaevolve.models; a step that would pass it is not started.',
   },
   {
     key: 'sampler',
@@ -505,6 +544,13 @@ export const SETTINGS = [
   },
   { key: 'trainer.enabled', type: 'boolean', default: false, description: "Send each step's scored rollouts to the RL trainer." },
   {
+    key: 'trainer.model',
+    type: 'string',
+    default: '',
+    description:
+      'With several models (thetaevolve.models): the one the trainer trains; only its rollouts are sent (empty: the first model). The others stay in the database.',
+  },
+  {
     key: 'trainer.url',
     type: 'string',
     default: '',
@@ -576,13 +622,15 @@ export const SETTINGS = [
 
 export type SettingKey = (typeof SETTINGS)[number]['key'];
 
-type ValueOf<S> = S extends { type: 'boolean' }
-  ? boolean
-  : S extends { type: 'number' | 'integer' }
-    ? number
-    : S extends { enum: readonly (infer E)[] }
-      ? E
-      : string;
+type ValueOf<S> = S extends { type: 'modelList' }
+  ? ModelSpec[]
+  : S extends { type: 'boolean' }
+    ? boolean
+    : S extends { type: 'number' | 'integer' }
+      ? number
+      : S extends { enum: readonly (infer E)[] }
+        ? E
+        : string;
 
 /** Flat settings, keyed exactly as under `thetaevolve.`. */
 export type Settings = { [S in (typeof SETTINGS)[number] as S['key']]: ValueOf<S> };
@@ -601,6 +649,8 @@ function zodOf(spec: SettingSpec): z.ZodType {
     }
     case 'string':
       return spec.enum ? z.enum(spec.enum as [string, ...string[]]) : z.string();
+    case 'modelList':
+      return ModelListSchema;
   }
 }
 
@@ -626,6 +676,10 @@ const SETTING_CATEGORIES: readonly { title: string; prefix?: string; keys?: read
     keys: [
       'endpoint',
       'model',
+      'models',
+      'modelSelection',
+      'editFormat',
+      'maxCostUsd',
       'sampler',
       'temperature',
       'topP',
@@ -653,7 +707,10 @@ function categoryOf(key: string): string {
 
 /** One setting as package.json contributes it (descriptions are Markdown: they quote values in backticks). */
 function contributedSetting(s: SettingSpec, order: number): Record<string, unknown> {
-  const entry: Record<string, unknown> = { type: s.type, default: s.default, markdownDescription: s.description, order };
+  const entry: Record<string, unknown> =
+    s.type === 'modelList'
+      ? { type: 'array', items: { type: 'object', required: ['name'] }, default: s.default, markdownDescription: s.description, order }
+      : { type: s.type, default: s.default, markdownDescription: s.description, order };
   if (s.enum) entry.enum = [...s.enum];
   if (s.enumDescriptions) entry.enumDescriptions = [...s.enumDescriptions];
   if (s.minimum !== undefined) entry.minimum = s.minimum;
@@ -697,6 +754,17 @@ export function contributedSettings(): Record<string, Record<string, unknown>> {
 export function parseSettings(raw: Record<string, unknown>): Settings {
   const result = SettingsSchema.safeParse(raw);
   if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  if (issue?.path[0] === 'models') {
+    // A list's problem names the entry (by position and name) and the field.
+    const [, index, field] = issue.path;
+    const list = Array.isArray(raw.models) ? (raw.models as unknown[]) : [];
+    const entry = typeof index === 'number' ? (list[index] as Record<string, unknown> | undefined) : undefined;
+    const name = entry && typeof entry.name === 'string' ? ` ("${entry.name}")` : '';
+    const where = typeof index === 'number' ? `entry ${index + 1}${name}${field !== undefined ? `, ${String(field)}` : ''}: ` : '';
+    const got = field !== undefined && entry ? ` (got ${JSON.stringify(entry[String(field)])})` : '';
+    throw new Error(`Setting thetaevolve.models is invalid: ${where}${issue.message}${got}.`);
+  }
   const { path: key, message } = firstZodIssue(result.error, '');
   throw new Error(`Setting thetaevolve.${key} is invalid: ${message} (got ${JSON.stringify(raw[key])}).`);
 }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { zodIssueText } from './errors';
 import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
 import { PythonEnvironmentSchema } from './pythonEnvironment';
+import { ModelStatsSchema } from './models';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -33,7 +34,15 @@ export const IsolationSummarySchema = z.object({
 });
 export type IsolationSummary = z.infer<typeof IsolationSummarySchema>;
 
-export const RUN_FINISH_REASONS = ['steps_done', 'target_reached', 'stopped', 'token_limit', 'no_improvement', 'error'] as const;
+export const RUN_FINISH_REASONS = [
+  'steps_done',
+  'target_reached',
+  'stopped',
+  'token_limit',
+  'no_improvement',
+  'budget_reached',
+  'error',
+] as const;
 export type RunFinishReason = (typeof RUN_FINISH_REASONS)[number];
 
 /** Per-step statistics (scoring.ts computes them; the step_committed event carries them). */
@@ -75,6 +84,14 @@ export const StepStatisticsSchema = z.object({
   sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
   /** A task with an evaluator cascade (docs/algorithm.md section 12): how many evaluated children stopped at each stage ("1", "2", ...). Absent otherwise. */
   cascade: z.record(z.string(), count).optional(),
+  /** Several models (thetaevolve.models): what each did in the step. Absent with one model and in older databases. */
+  models: z.record(z.string(), ModelStatsSchema).optional(),
+  /** Which model wrote each child the step added, by child id (several models only). */
+  childModels: z.record(z.string(), z.string()).optional(),
+  /** US dollars the step's replies cost (priced models only); absent when no model has a price. */
+  costUsd: finite.min(0).optional(),
+  /** The chance of each model at the next step's draws, after this step (several models only). */
+  modelProbabilities: z.record(z.string(), finite).optional(),
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 
@@ -166,6 +183,8 @@ export const StepCommittedEventSchema = StepStatisticsSchema.extend({
   elapsedMs: finite.min(0),
   /** Why the step's failed requests failed: each distinct message once, most frequent first (absent: none failed). */
   failures: z.array(FailureReasonSchema).optional(),
+  /** US dollars the whole run's replies cost so far, across sessions (priced models only). */
+  runCostUsd: finite.min(0).optional(),
 });
 
 export const NewBestEventSchema = z.object({

@@ -3,6 +3,7 @@
 // `thetaevolve report` HTML file get it, and the pure rules that make it from
 // what each run's database holds. Browser-safe: the page checks the data it
 // is given with the same schema.
+import { type ModelUsage, ModelUsageSchema } from './models';
 import { z } from 'zod';
 import { DirectionSchema, OutcomeCountsSchema, type StepStatistics } from './events';
 import { type PythonEnvironment, PythonEnvironmentSchema } from './pythonEnvironment';
@@ -85,6 +86,8 @@ export const ComparedRunSchema = z.object({
   best: ComparedProgramSchema.extend({ code: z.string() }).nullable(),
   /** The best program's lineage, the program first; `complete` false where an evicted ancestor's row is gone. */
   lineage: z.object({ programs: z.array(ComparedProgramSchema), complete: z.boolean() }),
+  /** Several models and cost (docs/algorithm.md section 12): the run's spend and per-model table. Absent: not read. */
+  modelUsage: ModelUsageSchema.optional(),
 });
 export type ComparedRun = z.infer<typeof ComparedRunSchema>;
 
@@ -117,6 +120,7 @@ export interface RunRecordForComparison {
   best: (StoredProgram & { code: string }) | null;
   lineage: { programs: readonly StoredProgram[]; complete: boolean };
   python: PythonEnvironment | null;
+  modelUsage?: ModelUsage;
 }
 
 /** The database presets by name (config.ts DATABASE_PRESETS), to name a run's sizes. */
@@ -263,6 +267,7 @@ export function compareRuns(records: readonly RunRecordForComparison[], presets:
       policyChanges: policyChanges(steps),
       best: record.best ? { ...program(record.best), code: record.best.code } : null,
       lineage: { programs: record.lineage.programs.map(program), complete: record.lineage.complete },
+      ...(record.modelUsage ? { modelUsage: record.modelUsage } : {}),
     };
   });
   // Two runs told apart by nothing: their ids do it.

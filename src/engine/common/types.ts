@@ -111,6 +111,10 @@ export interface GenerationJob {
   /** The parent the prompt was built from (the offline sampler edits it directly). */
   parentId: string;
   parentCode: string;
+  /** Several models (thetaevolve.models): the one drawn for this prompt; absent with one model. */
+  model?: string;
+  /** What the prompt asked for: SEARCH/REPLACE edits (default) or the whole EVOLVE-BLOCK rewritten. */
+  editFormat?: 'diff' | 'rewrite';
 }
 
 export interface TokenTrace {
@@ -142,6 +146,10 @@ export interface SampleResponse extends SampleBase {
   tokens: TokenTrace | null;
   /** Policy (weights) version the response was sampled with, when the server says. */
   policyVersion: string | null;
+  /** The reply carried no `usage`: its tokens were counted from the text. */
+  usageEstimated?: boolean;
+  /** The prompt tokens this sample's request was billed for: the reply's, on its first sample only (n > 1 shares one prompt). */
+  billedPromptTokens?: number;
 }
 
 export interface SampleFailure extends SampleBase {

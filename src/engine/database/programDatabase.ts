@@ -4,6 +4,7 @@
 // each step as a change set; the run store (runStore.ts), which writes that
 // change set in one transaction and replaces the file atomically; and the
 // read queries (queries.ts).
+import { type ModelUsage, modelUsageOf } from './modelUsage';
 import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
 import { type GuidanceVersion, PROGRAM_ORIGINS, type ProgramOrigin, type SteeringEntry } from '../common/steering';
@@ -181,6 +182,11 @@ export class ProgramDatabase {
 
   summary(): { programs: number; steps: number; best: { score: number; id: string } | null; islands: number[]; archive: number } {
     return this.queries.summary();
+  }
+
+  /** The run's spend and per-model table (several models: docs/algorithm.md section 12). */
+  modelUsage(): ModelUsage {
+    return modelUsageOf(this.steps(), this.engineState());
   }
 
   stateSnapshot(): DatabaseSnapshot {
@@ -363,6 +369,8 @@ export class ProgramDatabase {
     engineState: unknown;
     /** The step's draw of parents (sampleParentsFor); without it, the last sampleParents(). */
     parentDraw?: ParentDraw;
+    /** Called with the inserted rows (ids given) before the stats are written: stats naming children by id. */
+    beforeWrite?: (inserted: readonly ProgramRecord[]) => void;
   }): Promise<CommitResult> {
     this.assertWritable();
     this.population.checkStep(input.step, input.children);
@@ -371,6 +379,7 @@ export class ProgramDatabase {
       const started = performance.now();
       const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children, input.parentDraw ?? null);
       const applied = performance.now();
+      input.beforeWrite?.(inserted);
       this.store.apply(this.population.changes(), { step: input.step, stats: input.stats, engineState: input.engineState });
       this.population.settle();
       const written = performance.now();

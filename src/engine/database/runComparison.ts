@@ -20,6 +20,7 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
   });
   const best = db.best();
   const lineage = best ? lineageOf(db, best) : { programs: [], complete: true };
+  const usage = db.modelUsage();
   return {
     runId: meta.runId,
     file,
@@ -31,6 +32,8 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
     best: best ? { id: best.id, step: best.step, score: best.score, origin: best.origin, code: best.code } : null,
     lineage: { programs: lineage.programs, complete: lineage.complete },
     python: meta.python ?? null,
+    // Only a run of several models, or a priced one, has a per-model table and spend.
+    ...(usage.models.length > 0 || usage.costUsd !== null ? { modelUsage: usage } : {}),
   };
 }
 

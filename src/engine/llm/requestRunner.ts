@@ -254,11 +254,15 @@ export class RequestRunner {
 
     const choices = [...reply.choices].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     const read = choices.map((choice) => readChoice(choice, reply.prompt_token_ids ?? null));
-    const usagePrompt = reply.usage?.prompt_tokens ?? read[0]?.tokens?.promptTokenIds.length ?? 0;
     const countedCompletion = read.every((r) => r.completionTokens !== null)
       ? read.reduce((n, r) => n + (r.completionTokens as number), 0)
       : null;
-    const usageCompletion = reply.usage?.completion_tokens ?? countedCompletion ?? 0;
+    // No usage and no token ids: counted from the text (about 4 characters a token), and said so.
+    const promptKnown = reply.usage?.prompt_tokens ?? read[0]?.tokens?.promptTokenIds.length;
+    const completionKnown = reply.usage?.completion_tokens ?? countedCompletion;
+    const usageEstimated = promptKnown === undefined || completionKnown === null;
+    const usagePrompt = promptKnown ?? estimateTokens(unit.job.messages.map((m) => m.content).join('\n'));
+    const usageCompletion = completionKnown ?? read.reduce((n, r) => n + estimateTokens(r.content + (r.reasoning ?? '')), 0);
     const shares = splitEvenly(usageCompletion, unit.n);
     state.stats.promptTokens += usagePrompt;
     state.stats.completionTokens += usageCompletion;
@@ -279,7 +283,14 @@ export class RequestRunner {
         // Ids a reply carries are kept, whatever was concluded about the server.
         tokens: r.tokens,
         policyVersion: policyVersionOf(reply.metadata?.weight_version),
+        billedPromptTokens: k === 0 ? usagePrompt : 0,
+        ...(usageEstimated ? { usageEstimated } : {}),
       })),
     };
   }
+}
+
+/** Tokens of a text without a tokenizer: about 4 characters each (what OpenAI's guidance says of English). */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
 }

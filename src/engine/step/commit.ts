@@ -18,6 +18,9 @@ import type { EngineState } from './engineState';
 import { type ScoredSlot, type SlotOutcome, type StepLedger, viewOfSlot } from './ledger';
 import type { StepPlan } from './plan';
 import type { StepTimings } from './responses';
+import type { ModelSpec } from '../common/models';
+import { modelOfJob, modelStepStats, stepCost } from '../llm/models/modelAccounting';
+import { type BanditState, updateBandit } from '../llm/models/modelChoice';
 
 /** One scored response, as the RL trainer bridge receives it. */
 export interface ScoredSample {
@@ -71,6 +74,14 @@ export interface CommitInput {
   /** The run's stop, handed to beforeCommit. */
   runSignal: AbortSignal;
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
+  /** The run's models (thetaevolve.models; empty: one model, nothing recorded per model) and the one the RL trainer trains. */
+  models?: {
+    specs: readonly ModelSpec[];
+    trainedModel: string;
+    defaultFormat: 'diff' | 'rewrite';
+    /** The draw's chances given the bandit after this step (recorded for the per-model table). */
+    probabilities: (bandit: BanditState) => Record<string, number>;
+  };
 }
 
 /**
@@ -118,12 +129,57 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
   stats.sessionStartedAt = runStarted;
   const cascade = cascadeCounts(slots.flatMap((slot) => (slot.kind === 'scored' ? [slot.child.metrics] : [])));
   if (cascade) stats.cascade = cascade;
+  // Several models: what each did and cost, the bandit's rewards (docs/algorithm.md section 12).
+  const models = input.models && input.models.specs.length > 0 ? input.models : null;
+  const modelOfSlot = new Map<SlotOutcome, string>();
+  if (models) {
+    const perModel = modelStepStats(
+      plan.jobs.map((job, i) => {
+        const jobSlots = ledger.filledSlots(job.key);
+        const name = modelOfJob(job, models.specs)?.name;
+        if (name !== undefined) for (const slot of jobSlots) modelOfSlot.set(slot, name);
+        return { job, parentScore: plan.parents[i]?.score ?? Number.POSITIVE_INFINITY, slots: jobSlots };
+      }),
+      models.specs,
+      models.defaultFormat,
+    );
+    stats.models = perModel;
+    const cost = stepCost(perModel);
+    if (cost !== null) stats.costUsd = cost;
+  }
   const { children, slotOfChild } = distinctChildren(slots);
   if (input.beforeCommit) await input.beforeCommit({ step, stats, groups: scoredGroups(input, new Map()) }, input.runSignal);
   state.completionTokens += stats.tokens.completion;
   state.rng = rng.state();
+  if (stats.costUsd !== undefined) {
+    state.costUsd = (state.costUsd ?? 0) + stats.costUsd;
+    state.lastStepCostUsd = stats.costUsd;
+  }
+  if (models && stats.models) {
+    state.bandit = updateBandit(state.bandit ?? { pulls: {}, rewards: {} }, stats.models);
+    state.modelProbabilities = models.probabilities(state.bandit);
+    stats.modelProbabilities = state.modelProbabilities;
+  }
   const previousBest = db.best();
-  const commit = await db.commitStep({ step, children, stats, engineState: state, parentDraw: plan.draw });
+  const commit = await db.commitStep({
+    step,
+    children,
+    stats,
+    engineState: state,
+    parentDraw: plan.draw,
+    // Which model wrote each child, by the id the commit gave it.
+    beforeWrite: models
+      ? (inserted) => {
+          const childModels: Record<string, string> = {};
+          inserted.forEach((rec, i) => {
+            const slot = slotOfChild.get(children[i] as NewProgram);
+            const name = slot ? modelOfSlot.get(slot) : undefined;
+            if (name !== undefined) childModels[rec.id] = name;
+          });
+          stats.childModels = childModels;
+        }
+      : undefined,
+  });
   const ids = new Map<SlotOutcome, string>();
   commit.inserted.forEach((rec, i) => {
     const slot = slotOfChild.get(children[i] as NewProgram);
@@ -139,6 +195,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
     bestEver: best && best.outcome === 'valid' ? best.score : null,
     newBest,
     elapsedMs: finished - runStarted,
+    ...(state.costUsd !== undefined ? { runCostUsd: state.costUsd } : {}),
     ...(failures.length > 0 ? { failures } : {}),
   });
   if (newBest && commit.newBest) {
@@ -170,12 +227,15 @@ function distinctChildren(slots: readonly SlotOutcome[]): { children: NewProgram
 
 /** The step's groups for the trainer, with the child ids the commit gave (none before it). */
 function scoredGroups(
-  input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping' | 'rewardProcess'>,
+  input: Pick<CommitInput, 'plan' | 'ledger' | 'task' | 'shaping' | 'rewardProcess' | 'models'>,
   ids: ReadonlyMap<SlotOutcome, string>,
 ): ScoredGroup[] {
   const { plan, ledger, task, shaping, rewardProcess } = input;
   const parentScores = new Map(plan.parents.map((p) => [p.id, p.score]));
-  return plan.jobs.map((job: GenerationJob) => ({
+  // Several models: the trainer trains one, so only its groups are rollouts; the others stay in the database.
+  const trained = input.models && input.models.specs.length > 1 ? input.models.trainedModel : null;
+  const jobs = trained === null ? plan.jobs : plan.jobs.filter((job) => job.model === undefined || job.model === trained);
+  return jobs.map((job: GenerationJob) => ({
     key: job.key,
     step: plan.step,
     parentId: job.parentId,

@@ -9,6 +9,7 @@ import { CROSSOVER_POOL, drawSecondParent } from '../operators/crossover';
 import type { Rng } from '../common/rng';
 import type { GenerationJob } from '../common/types';
 import type { Task } from '../task/task';
+import type { ModelChoice } from '../llm/models/modelChoice';
 
 export interface StepPlan {
   step: number;
@@ -32,9 +33,11 @@ export interface PlanInput {
   rng: Rng;
   /** The draw of the step before, while that step is in flight (a pipelined loop); null: draw after the last commit. */
   previousDraw: ParentDraw | null;
+  /** Several models: how each prompt's model is drawn and the chances at this step (docs/algorithm.md section 12). */
+  models?: { choice: ModelChoice; probabilities: Readonly<Record<string, number>> } | null;
 }
 
-export function planStep({ step, db, task, settings, rng, previousDraw }: PlanInput): StepPlan {
+export function planStep({ step, db, task, settings, rng, previousDraw, models }: PlanInput): StepPlan {
   const { parents, draw } = db.sampleParentsFor(settings.batchSize, previousDraw, step);
   const top = settings.topPrograms > 0 ? db.topPrograms(settings.topPrograms) : [];
   const n = settings.samplesPerPrompt;
@@ -46,7 +49,10 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
   const crossoverPool = share > 0 ? db.topPrograms(CROSSOVER_POOL) : [];
   const secondParents = new Map<string, string>();
   for (const [i, parent] of parents.entries()) {
-    // Crossover draws (only when on) come first; then the prompt draws from the generator before the job's seed does.
+    // The model first (its format shapes the prompt; nothing drawn with one model), then crossover (only when on),
+    // then the prompt draws from the generator before the job's seed does.
+    const model = models ? models.choice.draw(rng, models.probabilities) : null;
+    const editFormat = model?.mode ?? settings.editFormat;
     const secondParent = drawSecondParent(rng, share, parent, crossoverPool);
     const prompt = buildPrompt({
       task,
@@ -56,11 +62,21 @@ export function planStep({ step, db, task, settings, rng, previousDraw }: PlanIn
       guidance,
       feedbackChars: settings.feedbackChars,
       ...(secondParent ? { secondParent } : {}),
+      editFormat,
     });
     const key = `s${step}-p${i}`;
     if (secondParent) secondParents.set(key, secondParent.id);
     metaInfoIds.set(key, prompt.metaInfoId);
-    jobs.push({ key, messages: prompt.messages, n, seed: rng.nextUint32(), parentId: parent.id, parentCode: parent.code });
+    jobs.push({
+      key,
+      messages: prompt.messages,
+      n,
+      seed: rng.nextUint32(),
+      parentId: parent.id,
+      parentCode: parent.code,
+      ...(model ? { model: model.name } : {}),
+      ...(editFormat !== 'diff' ? { editFormat } : {}),
+    });
   }
   return { step, parents, jobs, metaInfoIds, draw, ...(share > 0 ? { secondParents } : {}) };
 }

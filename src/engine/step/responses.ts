@@ -204,6 +204,7 @@ export class StepResponses {
       language: task.language,
       maxCodeLength: task.maxCodeLength,
       seen: settings.lazyPenalty ? (hash) => db.hasCodeHash(hash) && !this.input.committedSincePlan.has(hash) : undefined,
+      editFormat: job.editFormat,
     });
     if (classified.kind === 'rejected') {
       // An over-long child is a program that never ran: it is not stored.

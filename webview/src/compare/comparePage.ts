@@ -19,6 +19,7 @@ import { zodIssueText } from '../../../src/engine/common/errors';
 import { type ComparePageMessage, parseCompareHostMessage } from '../../../src/protocol/compareMessages';
 import { applyChartDefaults } from '../charts/setup';
 import { el } from '../dom';
+import { modelTable } from '../components/modelTable';
 import { formatCount, formatDuration, formatValue } from '../format';
 import { onThemeChange, readTheme } from '../theme';
 import { OutcomeChart, type ProgressAxis, ProgressChart, runColour, ThroughputChart } from './compareCharts';
@@ -118,6 +119,18 @@ function policyPanel(c: RunComparison): HTMLElement {
   return panel;
 }
 
+/** Each run's spend and per-model table (runs of one unpriced model have none). */
+function modelsPanel(c: RunComparison): HTMLElement {
+  const panel = el('div', 'models-panel');
+  c.runs.forEach((run, i) => {
+    if (!run.modelUsage) return;
+    const title = el('h3');
+    title.append(swatch(i), document.createTextNode(forDisplay(run.label)));
+    panel.append(title, modelTable(run.modelUsage));
+  });
+  return panel;
+}
+
 function bestPrograms(c: RunComparison): HTMLElement {
   const list = el('div', 'best-programs');
   c.runs.forEach((run: ComparedRun, i) => {
@@ -203,6 +216,7 @@ function render(c: RunComparison): void {
         runSummary(c),
         section('Progress', axisButtons(), progressCanvas.parentElement as HTMLElement),
         section('Policy versions', el('div', 'policy-slot')),
+        ...(c.runs.some((r) => r.modelUsage) ? [section('Models and cost', el('div', 'models-slot'))] : []),
         section('Outcomes', outcomesCanvas.parentElement as HTMLElement),
         section('Throughput', throughputCanvas.parentElement as HTMLElement),
         section('Settings', el('div', 'settings-slot')),
@@ -220,6 +234,7 @@ function render(c: RunComparison): void {
   if (!picture) {
     app.querySelector('.run-list')?.replaceWith(runSummary(c));
     app.querySelector('.policy-slot')?.replaceChildren(policyPanel(c));
+    app.querySelector('.models-slot')?.replaceChildren(modelsPanel(c));
     app.querySelector('.settings-slot')?.replaceChildren(settingsTable(c));
     app.querySelector('.best-slot')?.replaceChildren(bestPrograms(c));
   }

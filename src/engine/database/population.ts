@@ -14,6 +14,7 @@ import type { ProgramOrigin } from '../common/steering';
 import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
 import { Ancestry, type EvictionPlan } from './ancestry';
+import { CodeHashIndex } from './codeHashIndex';
 import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import { drawParents } from './parentSampling';
@@ -176,7 +177,7 @@ export class Population {
   private readonly gridMaps: Map<number, PopulationNode>[];
   private readonly islandSizeList: number[];
   private readonly islandHashes: Map<string, number>[];
-  private readonly hashes = new Set<string>();
+  private readonly hashes = new CodeHashIndex();
   private aliveCount = 0;
   private bestNode: PopulationNode | null = null;
   private pendingSample: ParentDraw | null = null;
@@ -566,10 +567,7 @@ export class Population {
     this.countHash(island, node.codeHash, 1);
     this.aliveCount++;
     this.evictionHeap.push(node);
-    if (!this.hashes.has(node.codeHash)) {
-      this.hashes.add(node.codeHash);
-      this.newHashes.push(node.codeHash);
-    }
+    if (this.hashes.add(node.codeHash)) this.newHashes.push(node.codeHash);
     if (migrantOf === null && (this.bestNode === null || node.score > this.bestNode.score)) {
       this.bestNode = node;
       node.improvement = true;

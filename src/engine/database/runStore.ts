@@ -32,6 +32,7 @@ import {
   LINEAGE_AS_PROGRAM_COLUMNS,
   LINEAGE_COLUMNS,
 } from './schema';
+import { releaseCopy } from './memoryRelease';
 import { loadSqlJs } from './sqlite';
 import { decodeText, encodeText, type StoredText } from './textCodec';
 
@@ -56,6 +57,9 @@ const INSERT_PROGRAM = `INSERT INTO programs (${PROGRAM_COLUMNS}) VALUES (${PROG
   .join(', ')})`;
 /** seq, id, parent_id, island of an evicted row kept (a past best, an ancestor). */
 const KEPT_ROW = z.tuple([z.number().int(), z.string(), z.string().nullable(), z.number().int()]);
+
+/** From this file size on, a persist lets go of its copy at once (memoryRelease.ts): below it the copies are small. */
+const RELEASE_FROM_BYTES = 16 * 1024 * 1024;
 
 function describe(err: unknown): string {
   return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
@@ -476,8 +480,12 @@ export class RunStore {
 
   async persist(): Promise<void> {
     const data = this.sqlDb.export();
-    await writeFileAtomic(this.file, data);
-    this.lastFileBytes = data.length;
+    try {
+      await writeFileAtomic(this.file, data);
+      this.lastFileBytes = data.length;
+    } finally {
+      if (data.length >= RELEASE_FROM_BYTES) releaseCopy(data);
+    }
   }
 
   close(): void {

@@ -323,6 +323,9 @@ describe('RL trainer bridge against atropos and slime test servers run as proces
     await b.afterCommit(committedStep(3), new AbortController().signal);
     await b.afterCommit(committedStep(4), new AbortController().signal);
     trainer = back;
+    // The trainer polls on its own: with steps 3 and 4 queued together, atropos hands out the newest batch first
+    // (its curr_batch is a stack), so step 3's comes one poll later.
+    await waitFor(() => back.keys().length >= 6, { what: 'the restarted trainer to pull steps 2 to 4', deadlineMs: 20_000 });
     assert.deepEqual(
       trainer.keys(),
       ['s2-p0', 's2-p1', 's3-p0', 's3-p1', 's4-p0', 's4-p1'],

@@ -20,6 +20,7 @@ import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { candidateEnvironment } from '../src/engine/sandbox/isolation';
 import { runProcess } from '../src/engine/sandbox/process';
 import { fillTemplate, loadTask, type Task } from '../src/engine/task/task';
+import { DEFAULT_PYTHON } from '../src/engine/python/interpreter';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 
@@ -60,9 +61,11 @@ function hostScripts(task: Task): { cold: string[][]; warm: string[][] } {
   const dirs = task.sandboxReadOnlyDirs;
   const solution = `{work}/${task.solutionFile}`;
   const candidate = task.candidateCommand.map((a) =>
-    fillTemplate(a, { ...task.variables, ...dirs, program: '{program}', workDir: '{work}' }),
+    fillTemplate(a, { ...task.variables, ...dirs, python: DEFAULT_PYTHON, program: '{program}', workDir: '{work}' }),
   );
-  const evaluator = task.evaluatorCommand.map((a) => fillTemplate(a, { ...task.variables, solution, taskDir: task.dir }));
+  const evaluator = task.evaluatorCommand.map((a) =>
+    fillTemplate(a, { ...task.variables, python: DEFAULT_PYTHON, solution, taskDir: task.dir }),
+  );
   return { cold: [candidate, evaluator], warm: [candidate.slice(1), evaluator.slice(1)] };
 }
 

@@ -49,10 +49,11 @@ export async function createEvaluationBackend(
   context: EvaluationBackendContext,
 ): Promise<EvaluationBackend> {
   if (settings['evaluation.backend'] === 'local') {
-    // A run's stream of candidates: interpreters warmed ahead of need (docs/architecture.md "Warm interpreters"), warming while the first responses come.
+    // Cold, not warmed ahead (docs/architecture.md "Warm interpreters"): on 2 cores a 128-child step of an
+    // OpenEvolve-layout folder was slower warm than cold (bench evaluation-end-to-end), so runs do not use them yet.
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec),
-      warmInterpreters: 'auto',
+      warmInterpreters: 'off',
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),
       ...(context.python ? { python: context.python } : {}),
     });

@@ -20,7 +20,7 @@ import { cliPythonChoice } from './python';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
 import { formatScore } from '../engine/common/format';
-import { formatUsd, type ModelStats } from '../engine/common/models';
+import { formatUsd, type ModelStats, trainedModelOf, trainedModelOnlyText } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
 
@@ -32,7 +32,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     });
   });
   // A release config's own settings sit below the command line's.
-  const settings = settingsFromArgs(args, io.cwd, task.runSettings);
+  const settings = settingsFromArgs(args, io.cwd, task.runSettings, (line) => io.stderr(`thetaevolve run: ${line}\n`));
 
   const programFlag = stringFlag(args, 'program');
   let startCode: string | undefined;
@@ -61,6 +61,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const warn = (message: string): void => io.stderr(`thetaevolve run: warning: ${withFlagNames(message)}\n`);
   const configNotice = configEndpointNotice(args, io.cwd, settings, apiKeyFromEnvironment(io.env));
   if (configNotice) io.stderr(`thetaevolve run: ${configNotice}\n`);
+  if (settings['trainer.enabled'] && settings.models.length > 1)
+    io.stderr(`thetaevolve run: ${trainedModelOnlyText(trainedModelOf(settings))}\n`);
   const progress = new ProgressLine(io);
   const samplesPerStep = settings.batchSize * settings.samplesPerPrompt;
   const inFlight = new StepsInFlight();

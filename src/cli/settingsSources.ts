@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { type ParseError, parse as parseJsoncText, printParseErrorCode } from 'jsonc-parser';
 import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
+import { taskSettingsUnderPerson } from '../engine/task/taskModelChoice';
 import { listFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 
 const PREFIX = 'thetaevolve.';
@@ -141,18 +142,31 @@ export function configEndpointNotice(args: ParsedArgs, cwd: string, settings: Se
 
 /**
  * Settings of a `run` (or `evaluate`) command line: defaults < the task's own
- * config (`taskSettings`: a release config's sampling values, database
- * sizes) < --config < --set < flags.
+ * config (`taskSettings`: a release config's models, sampling values,
+ * database sizes) < --config < --set < flags. A model or models of the
+ * command line drops the config's llm.models whole (`onNotice` says so).
  */
-export function settingsFromArgs(args: ParsedArgs, cwd: string, taskSettings: Partial<Settings> = {}): Settings {
-  const raw: Record<string, unknown> = { ...defaultSettings(), ...taskSettings };
+export function settingsFromArgs(
+  args: ParsedArgs,
+  cwd: string,
+  taskSettings: Partial<Settings> = {},
+  onNotice: (line: string) => void = () => undefined,
+): Settings {
+  // What the command line sets, by where (for the line that says who overrides the config's models).
+  const raw: Record<string, unknown> = {};
+  const setBy = new Map<string, string>();
   const configFile = stringFlag(args, 'config');
-  if (configFile !== undefined) Object.assign(raw, readConfigFile(resolve(cwd, configFile)));
+  if (configFile !== undefined) {
+    const fromFile = readConfigFile(resolve(cwd, configFile));
+    Object.assign(raw, fromFile);
+    for (const key of Object.keys(fromFile)) setBy.set(key, `thetaevolve.${key} of --config ${configFile}`);
+  }
   for (const assignment of listFlag(args, 'set')) {
     const eq = assignment.indexOf('=');
     if (eq <= 0) throw new UsageError(`--set takes KEY=VALUE, got '${assignment}'`);
     const spec = specOf(assignment.slice(0, eq).trim(), '--set');
     raw[spec.key] = valueOfText(spec, assignment.slice(eq + 1), '--set');
+    setBy.set(spec.key, `--set ${spec.key}=...`);
   }
   const backend = stringFlag(args, 'backend');
   if (backend !== undefined && backend !== 'local' && backend !== 'slurm')
@@ -162,7 +176,9 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string, taskSettings: Pa
     throw new UsageError(`--sampler must be llm or mutate, got '${sampler}'`);
   for (const [flag, key] of Object.entries(FLAG_SETTINGS)) {
     const value = args.flags[flag];
-    if (value !== undefined) raw[key] = value;
+    if (value === undefined) continue;
+    raw[key] = value;
+    setBy.set(key, `--${flag} ${String(value)}`);
   }
   const trainer = stringFlag(args, 'trainer');
   const protocol = stringFlag(args, 'trainer-protocol');
@@ -188,8 +204,14 @@ export function settingsFromArgs(args: ParsedArgs, cwd: string, taskSettings: Pa
       throw new UsageError(`--reward-process must be one of ${REWARD_PROCESSES.join(', ')}, got '${process}'`);
     raw['rewardShaping.process'] = process;
   }
+  const task = taskSettingsUnderPerson(
+    taskSettings,
+    (key) => setBy.has(key),
+    (key) => setBy.get(key) ?? key,
+  );
+  if (task.notice) onNotice(task.notice);
   try {
-    return parseSettings(raw);
+    return parseSettings({ ...defaultSettings(), ...task.settings, ...raw });
   } catch (err) {
     throw new UsageError(errorMessage(err), { cause: err });
   }

@@ -29,7 +29,7 @@ import { type RunControlRequest, watchRunControl } from './steering/runControl';
 import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from './operators/recorded';
 import { patienceSpent } from './operators/patience';
 import { ModelChoice } from './llm/models/modelChoice';
-import { hasPrice } from './common/models';
+import { hasPrice, trainedModelOf } from './common/models';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -573,7 +573,7 @@ export class EvolutionRun {
         models: this.modelChoice
           ? {
               specs: this.spec.settings.models,
-              trainedModel: this.spec.settings['trainer.model'] || (this.spec.settings.models[0]?.name ?? ''),
+              trainedModel: trainedModelOf(this.spec.settings),
               defaultFormat: this.spec.settings.editFormat,
               probabilities: (bandit) => (this.modelChoice as ModelChoice).probabilities(bandit),
             }

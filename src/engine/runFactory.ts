@@ -26,6 +26,7 @@ import { importedModules, probePython, type PythonChoice, pythonFromEnvironment,
 import { TrainerBridge, type TrainerState } from './trainer/bridge';
 import { IN_SANDBOX_TRUST_REASON, type ResponseSource } from './common/types';
 import { apiKeyOfModel, ensembleMembers, ModelEnsemble } from './llm/models/modelEnsemble';
+import { trainedModelOf } from './common/models';
 
 /** The run cannot be assembled; the message is one line a person can act on, `setting` the setting to change (if one is). */
 export class RunSetupError extends ThetaEvolveError {
@@ -319,7 +320,7 @@ async function runPython(request: RunRequest, startCode: string): Promise<Python
 /** Several models (thetaevolve.models): one client per model, each with its own endpoint and key. */
 function modelEnsemble(request: RunRequest): ModelEnsemble {
   const { settings } = request;
-  const trained = settings['trainer.model'] || (settings.models[0]?.name ?? '');
+  const trained = trainedModelOf(settings);
   if (settings['trainer.model'] && !settings.models.some((m) => m.name === trained))
     throw new RunSetupError(
       `thetaevolve.trainer.model is "${trained}", which thetaevolve.models does not list (${settings.models.map((m) => m.name).join(', ')})`,

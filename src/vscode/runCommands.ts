@@ -162,7 +162,7 @@ function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): v
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
   const runSettings = async (fileUri: vscode.Uri | undefined, taskSettings?: Partial<Settings>): Promise<Settings | undefined> => {
-    const read = readSettingsOrShowError(fileUri, taskSettings);
+    const read = readSettingsOrShowError(fileUri, taskSettings, (line) => log().info(line));
     if (!read) return undefined;
     const allowed = await settingsWithAllowedUrls(read, fileUri, context.workspaceState);
     return allowed ? withTrainerChoice(withIsolationConsent(allowed, context.workspaceState), context.workspaceState) : undefined;

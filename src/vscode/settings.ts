@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { showError } from './notify';
 import { parseSettings, SETTINGS, type Settings } from '../engine/common/config';
 import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
+import { taskSettingsUnderPerson } from '../engine/task/taskModelChoice';
 
 const SECTION = 'thetaevolve';
 
@@ -36,15 +37,26 @@ function whereSet(config: vscode.WorkspaceConfiguration, key: string): string | 
  * run is about, so folder settings of a multi-root workspace apply.
  * Throws SettingsError naming the first bad setting.
  */
-export function readSettings(scope?: vscode.Uri, taskSettings: Partial<Settings> = {}): Settings {
+export function readSettings(
+  scope?: vscode.Uri,
+  taskSettings: Partial<Settings> = {},
+  onNotice: (line: string) => void = () => undefined,
+): Settings {
   const config = vscode.workspace.getConfiguration(SECTION, scope ?? null);
   const raw: Record<string, unknown> = {};
+  // A model or models the user set drops the config's llm.models whole.
+  const task = taskSettingsUnderPerson(
+    taskSettings,
+    (key) => whereSet(config, key) !== undefined,
+    (key) => `${SECTION}.${key} (${whereSet(config, key) ?? ''})`,
+  );
+  if (task.notice) onNotice(task.notice);
   for (const spec of SETTINGS) {
     const value = config.get<unknown>(spec.key);
     // null is what a user gets by clearing a value in settings.json: treat it as unset.
     if (value !== undefined && value !== null) raw[spec.key] = value;
     // The task's own config (a release config) wins over the defaults only: whatever the user set stays.
-    const fromTask = (taskSettings as Record<string, unknown>)[spec.key];
+    const fromTask = (task.settings as Record<string, unknown>)[spec.key];
     if (fromTask !== undefined && whereSet(config, spec.key) === undefined) raw[spec.key] = fromTask;
   }
   try {
@@ -63,9 +75,13 @@ export function readSettings(scope?: vscode.Uri, taskSettings: Partial<Settings>
  * readSettings, or undefined after showing the error with an "Open Settings"
  * button that opens the Settings editor at the bad setting.
  */
-export function readSettingsOrShowError(scope?: vscode.Uri, taskSettings?: Partial<Settings>): Settings | undefined {
+export function readSettingsOrShowError(
+  scope?: vscode.Uri,
+  taskSettings?: Partial<Settings>,
+  onNotice?: (line: string) => void,
+): Settings | undefined {
   try {
-    return readSettings(scope, taskSettings);
+    return readSettings(scope, taskSettings, onNotice);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     const openSettings = 'Open Settings';

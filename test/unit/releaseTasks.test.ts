@@ -71,7 +71,10 @@ describe('ThetaEvolve release task folders', () => {
         ],
       );
       assert.deepEqual(task.runSettings, {
-        model: 'test-model',
+        models: [
+          { name: 'test-model', weight: 0.75 },
+          { name: 'other-model', weight: 0.25 },
+        ],
         temperature: 0.55,
         topP: 0.9,
         maxTokens: 1234,
@@ -94,7 +97,13 @@ describe('ThetaEvolve release task folders', () => {
         unused[0],
         'config_tiny_sum_it_S.yaml: these keys change nothing here: checkpoint_interval, log_level, llm.api_base, llm.api_key, prompt.use_alphaevolve_style, prompt.use_system_prompt, database.feature_dimensions, evaluator.parallel_evaluations',
       );
-      assert.ok(task.notices.some((n) => n.startsWith('llm.models lists 2 models') && n.includes('the first, test-model')));
+      assert.ok(
+        task.notices.some(
+          (n) =>
+            n.startsWith('llm.models lists 2 models (test-model 0.75, other-model 0.25): each prompt draws one by weight') &&
+            n.includes("only thetaevolve.trainer.model's rollouts (default test-model) are sent"),
+        ),
+      );
       assert.ok(!task.notices.join('\n').includes('EMPTY'), 'a key is named, its value never shown');
     });
 
@@ -347,16 +356,24 @@ describe('ThetaEvolve release task folders', () => {
       const { code, stderr } = await runCli([...args, ...trainer, '--json'], cwd);
       assert.equal(code, 0, stderr);
       assert.match(stderr, /these keys change nothing here: checkpoint_interval/);
+      assert.match(
+        stderr,
+        /RL on: only the rollouts of test-model go to the trainer; the other models' children stay in the database only/,
+      );
       assert.ok(server.requests.length >= 4);
       for (const request of server.requests) {
-        assert.deepEqual([request.model, request.temperature, request.topP, request.maxTokens], ['test-model', 0.55, 0.9, 1234]);
+        assert.ok(['test-model', 'other-model'].includes(request.model), request.model);
+        assert.deepEqual([request.temperature, request.topP, request.maxTokens], [0.55, 0.9, 1234]);
         assert.ok(
           request.userText.includes('Tiny sum A: choose 3 weights in [0, 1] whose sum reaches 2.5') ||
             request.userText.includes('Tiny sum B: 3 weights, target 2.5, TinySum_n=3.'),
           'a system text of the config, substituted',
         );
       }
-      assert.ok(buffer.received.length >= 8);
+      // Only the trained model's (the first's) groups are rollouts: n per prompt it answered.
+      const trainedSamples = server.requests.filter((r) => r.model === 'test-model').reduce((sum, r) => sum + r.n, 0);
+      assert.ok(trainedSamples >= 2);
+      assert.equal(buffer.received.length, trainedSamples);
       assert.ok(
         buffer.received.some((r) => r.item.extra_info.outcome === 'valid' && r.item.reward !== r.item.extra_info.raw_score),
         'a valid child whose shaped reward differs from its score',
@@ -369,16 +386,55 @@ describe('ThetaEvolve release task folders', () => {
           assert.equal(item.reward, 4 * (clamped / 2) ** 2);
         } else assert.equal(item.reward, score);
       }
-      // Flags and --set win over the config.
+      // Flags and --set win over the config; a model of the command line drops the config's list whole.
+      const before = server.requests.length;
       const again = await runCli(
-        ['run', TINY, '--endpoint', server.baseURL, '--steps', '1', '--batch', '1', '--samples', '1', '--db', join(cwd, 'b.sqlite')].concat(
+        ['run', TINY, '--endpoint', server.baseURL, '--steps', '1', '--batch', '4', '--samples', '1', '--db', join(cwd, 'b.sqlite')].concat(
           ['--set', 'temperature=0.3', '--model', 'other-model'],
         ),
         cwd,
       );
       assert.equal(again.code, 0, again.stderr);
-      const last = server.requests.at(-1);
-      assert.deepEqual([last?.model, last?.temperature, last?.topP], ['other-model', 0.3, 0.9]);
+      assert.match(
+        again.stderr,
+        /thetaevolve run: --model other-model overrides the config's llm\.models \(test-model 0\.75, other-model 0\.25\), which this run drops\.\n/,
+      );
+      const asked = server.requests.slice(before);
+      assert.equal(asked.length, 4);
+      for (const r of asked) assert.deepEqual([r.model, r.temperature, r.topP], ['other-model', 0.3, 0.9]);
+      const set = await runCli(
+        ['run', TINY, '--endpoint', server.baseURL, '--steps', '1', '--batch', '1', '--samples', '1', '--db', join(cwd, 'c.sqlite')].concat(
+          ['--set', 'model=test-model'],
+        ),
+        cwd,
+      );
+      assert.equal(set.code, 0, set.stderr);
+      assert.match(set.stderr, /--set model=\.\.\. overrides the config's llm\.models/);
+    });
+
+    it('a config with two models runs with both, by weight: db --json has a row for each', async () => {
+      const cwd = tempDir('te-release-models-');
+      const db = join(cwd, 'run.sqlite');
+      const before = server.requests.length;
+      const args = ['run', TINY, '--endpoint', server.baseURL, '--steps', '2', '--batch', '6', '--samples', '1', '--db', db];
+      const { code, stderr } = await runCli(args, cwd);
+      assert.equal(code, 0, stderr);
+      assert.doesNotMatch(stderr, /overrides the config's llm\.models/);
+      const asked = server.requests.slice(before).map((r) => r.model);
+      assert.equal(asked.length, 12);
+      const others = asked.filter((m) => m === 'other-model').length;
+      // Weights 0.75 / 0.25 over 12 seeded draws: both drawn, the first more often.
+      assert.ok(others >= 1 && others < 6, `other-model drawn ${others} of 12`);
+      const report = await runCli(['db', db, '--json'], cwd);
+      assert.equal(report.code, 0, report.stderr);
+      const rows = (JSON.parse(report.stdout) as { models: { name: string; samples: number; probability: number | null }[] }).models;
+      assert.deepEqual(
+        rows.map((r) => [r.name, r.samples, r.probability]),
+        [
+          ['test-model', 12 - others, 0.75],
+          ['other-model', others, 0.25],
+        ],
+      );
     });
   });
 });

@@ -25,6 +25,7 @@ import { Header } from './components/header';
 import { registerComponents } from './components/toolkit';
 import { el, tile } from './dom';
 import { modelTable } from './components/modelTable';
+import { trainedModelOnlyText } from '../../src/engine/common/models';
 import { binLabels, formatCompact, formatCount, formatDuration, formatValue } from './format';
 import { onThemeChange, readTheme } from './theme';
 import { vscodeApi } from './vscodeApi';
@@ -222,14 +223,7 @@ function renderModels(s: SummaryView): void {
   // With RL on, only the trained model's rollouts are sent (thetaevolve.trainer.model, default the first model).
   const rl = state.trainer.enabled && s.modelUsage.models.length > 1;
   modelsPanel.replaceChildren(el('h2', undefined, 'Models and cost'), modelTable(s.modelUsage));
-  if (rl)
-    modelsPanel.append(
-      el(
-        'p',
-        'muted',
-        'RL on: only the rollouts of thetaevolve.trainer.model (default the first model) go to the trainer; the others stay in the database.',
-      ),
-    );
+  if (rl) modelsPanel.append(el('p', 'muted', trainedModelOnlyText(null)));
 }
 
 function renderDatabase(db: DatabaseView | null): void {

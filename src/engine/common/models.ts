@@ -160,6 +160,17 @@ export function sumModelStats(steps: readonly (Readonly<Record<string, ModelStat
   return totals;
 }
 
+/** With RL on and several models, what the trainer receives (CLI and dashboard); `trained` null: not known here. */
+export function trainedModelOnlyText(trained: string | null): string {
+  const whose = trained === null ? 'thetaevolve.trainer.model (default the first model)' : forDisplay(trained);
+  return `RL on: only the rollouts of ${whose} go to the trainer; the other models' children stay in the database only.`;
+}
+
+/** The model the trainer trains: thetaevolve.trainer.model, else the first of thetaevolve.models. */
+export function trainedModelOf(settings: { 'trainer.model': string; models: readonly { name: string }[] }): string {
+  return settings['trainer.model'] || (settings.models[0]?.name ?? '');
+}
+
 /** Dollars for people: cents above a dollar, four significant digits below ("$12.34", "$0.004321"). */
 export function formatUsd(usd: number): string {
   if (!Number.isFinite(usd)) return '$?';

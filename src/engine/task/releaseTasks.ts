@@ -242,14 +242,16 @@ export function runSettingsOfConfig(config: ReleaseConfig): { settings: Partial<
   const { llm, database: db, prompt } = config;
   const models = llm?.models ?? [];
   const first = models[0];
-  if (first) {
-    settings.model = first.name;
-    // Said whatever their number: the release's RL runs sample from the trained model, which the server lists under its own name.
+  // Said whatever their number: the release's RL runs sample from the trained model, which the server lists under its own name.
+  if (models.length > 1) {
+    // The weighted list as it is (docs/algorithm.md section 12): each prompt draws one by weight.
+    settings.models = models.map((m) => (m.weight == null ? { name: m.name } : { name: m.name, weight: m.weight }));
     notices.push(
-      models.length > 1
-        ? `llm.models lists ${models.length} models (${models.map((m) => `${m.name} ${m.weight ?? 1}`).join(', ')}): this run asks the first, ${first.name}, for every response (--model or --set model=... picks another).`
-        : `llm.models: this run asks for ${first.name} (--model or --set model=... picks another).`,
+      `llm.models lists ${models.length} models (${models.map((m) => `${m.name} ${m.weight ?? 1}`).join(', ')}): each prompt draws one by weight unless you name a model or models (--model, --set, your settings), which replace the list; with RL on, only thetaevolve.trainer.model's rollouts (default ${first?.name}) are sent.`,
     );
+  } else if (first) {
+    settings.model = first.name;
+    notices.push(`llm.models: this run asks for ${first.name} (--model or --set model=... picks another).`);
   }
   if (llm?.temperature != null) settings.temperature = llm.temperature;
   if (llm?.top_p != null) settings.topP = llm.top_p;

@@ -3,7 +3,7 @@
 // the chance of the next draw, one row per model. Shared by the dashboard,
 // Compare Runs and the report. Model names are shown through forDisplay.
 import { forDisplay } from '../../../src/engine/common/displayText';
-import { formatUsd, type ModelUsage } from '../../../src/engine/common/models';
+import { formatUsd, type ModelUsage, trainedModelOnlyText } from '../../../src/engine/common/models';
 import { el } from '../dom';
 
 const percent = (x: number | null): string => (x === null ? '–' : `${(100 * x).toFixed(1)}%`);
@@ -34,7 +34,6 @@ export function modelTable(usage: ModelUsage, trainedModel: string | null = null
     table.append(tr);
   }
   box.append(table);
-  if (trainedModel !== null)
-    box.append(el('p', 'muted', `RL on: only ${forDisplay(trainedModel)}'s rollouts go to the trainer; the others stay in the database.`));
+  if (trainedModel !== null) box.append(el('p', 'muted', trainedModelOnlyText(trainedModel)));
   return box;
 }

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { onDidFailCommand } from './vscode/commandRegistry';
+import { storeApiKey } from './vscode/apiKey';
 import { onDidShowMessage, type ShownMessage } from './vscode/notify';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
@@ -38,6 +39,8 @@ export interface ThetaEvolveApi {
   rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
   /** The task (folder or task.json) remembered for a file: what Start Run on it uses without asking. */
   rememberedTaskFor: (fileUri: vscode.Uri) => string | undefined;
+  /** Store in SecretStorage what Set API Key stores (`name`: a model's apiKeyName, null: the run's key; empty removes it). */
+  storeApiKey: (name: string | null, value: string) => Promise<void>;
   /** A command failed (logged and shown as an error). */
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
   /** A notification or modal was shown: its text as VS Code got it (src/vscode/notify.ts). */
@@ -99,6 +102,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     dashboard,
     rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
     rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
+    storeApiKey: (name, value) => storeApiKey(context.secrets, name, value),
     onDidFailCommand,
     onDidShowMessage,
     onDidOfferStartFailure,

@@ -28,6 +28,13 @@ export async function readModelApiKeys(secrets: vscode.SecretStorage, settings: 
   return keys;
 }
 
+/** Store (or, empty, remove) the run's key (`name` null) or the key a model's apiKeyName names, in SecretStorage. */
+export async function storeApiKey(secrets: vscode.SecretStorage, name: string | null, value: string): Promise<void> {
+  const secret = name === null ? SECRET_KEY : `${SECRET_KEY}.${name}`;
+  if (value.trim() === '') await secrets.delete(secret);
+  else await secrets.store(secret, value.trim());
+}
+
 export async function promptAndStoreApiKey(secrets: vscode.SecretStorage, settings?: Settings): Promise<void> {
   // Several models with keys of their own: which key to set first.
   const names = [...new Set((settings?.models ?? []).flatMap((m) => (m.apiKeyName ? [m.apiKeyName] : [])))];
@@ -41,7 +48,6 @@ export async function promptAndStoreApiKey(secrets: vscode.SecretStorage, settin
     if (picked === undefined) return;
     name = picked.label === runKey ? null : picked.label;
   }
-  const secret = name === null ? SECRET_KEY : `${SECRET_KEY}.${name}`;
   const fallback = name ?? 'OPENAI_API_KEY';
   const value = await askText({
     title: 'ThetaEvolve: Set API Key',
@@ -50,11 +56,8 @@ export async function promptAndStoreApiKey(secrets: vscode.SecretStorage, settin
     ignoreFocusOut: true,
   });
   if (value === undefined) return;
-  if (value.trim() === '') {
-    await secrets.delete(secret);
-    void showInfo(`ThetaEvolve: API key removed. ${fallback} is used when set.`);
-    return;
-  }
-  await secrets.store(secret, value.trim());
-  void showInfo('ThetaEvolve: API key stored in SecretStorage.');
+  await storeApiKey(secrets, name, value);
+  void showInfo(
+    value.trim() === '' ? `ThetaEvolve: API key removed. ${fallback} is used when set.` : 'ThetaEvolve: API key stored in SecretStorage.',
+  );
 }

@@ -11,3 +11,4 @@ import './notebook.host';
 import './agentTools.host';
 import './surface.host';
 import './python.host';
+import './models.host';

@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import type { EngineEvent } from '../../src/engine/common/events';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { TrackedRun } from '../../src/vscode/runController';
+import { waitFor } from '../support/waitFor';
 
 export const EXTENSION_ID = 'thetaevolve.thetaevolve';
 // out/test/host.js -> the repository root.
@@ -95,4 +96,35 @@ export async function taskCopy(
   const program = vscode.Uri.file(join(dir, 'initial.py'));
   await theta.rememberTaskFor(program, taskFile);
   return { dir, program };
+}
+
+/** One thetaevolve.* setting to write: its key, value and where (User settings for URLs: a workspace's need consent). */
+export type SettingWrite = [key: string, value: unknown, target: vscode.ConfigurationTarget];
+
+/**
+ * Write settings and wait until each reads back at `scope` (the program a run
+ * is of: folder settings apply there); resolves with what puts the earlier
+ * values back. In the full suite a write was seen lost after it read back once.
+ */
+export async function applySettings(writes: readonly SettingWrite[], scope: vscode.Uri): Promise<() => Promise<void>> {
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
+  const earlier = writes.map(([key, , target]): SettingWrite => {
+    const inspected = config().inspect(key);
+    const value = target === vscode.ConfigurationTarget.Global ? inspected?.globalValue : inspected?.workspaceValue;
+    return [key, value, target];
+  });
+  for (const [key, value, target] of writes) {
+    await waitFor(
+      async () => {
+        const read = vscode.workspace.getConfiguration('thetaevolve', scope).get(key);
+        if (JSON.stringify(read) === JSON.stringify(value)) return true;
+        await config().update(key, value, target);
+        return false;
+      },
+      { what: `thetaevolve.${key} to read back as written`, deadlineMs: 30_000 },
+    );
+  }
+  return async () => {
+    for (const [key, value, target] of earlier) await config().update(key, value, target);
+  };
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { zodIssueText } from './errors';
 import { DIRECTIONS, EVALUATOR_TRUSTS, OUTCOMES } from './types';
 import { PythonEnvironmentSchema } from './pythonEnvironment';
-import { ModelStatsSchema } from './models';
+import { StepModelFieldsSchema } from './models';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
@@ -84,14 +84,8 @@ export const StepStatisticsSchema = z.object({
   sampling: z.object({ batchSize: count, samplesPerPrompt: count, rl: z.boolean(), policyVersion: z.string().nullable() }).optional(),
   /** A task with an evaluator cascade (docs/algorithm.md section 12): how many evaluated children stopped at each stage ("1", "2", ...). Absent otherwise. */
   cascade: z.record(z.string(), count).optional(),
-  /** Several models (thetaevolve.models): what each did in the step. Absent with one model and in older databases. */
-  models: z.record(z.string(), ModelStatsSchema).optional(),
-  /** Which model wrote each child the step added, by child id (several models only). */
-  childModels: z.record(z.string(), z.string()).optional(),
-  /** US dollars the step's replies cost (priced models only); absent when no model has a price. */
-  costUsd: finite.min(0).optional(),
-  /** The chance of each model at the next step's draws, after this step (several models only). */
-  modelProbabilities: z.record(z.string(), finite).optional(),
+  /** Several models and cost (docs/algorithm.md section 12): models, childModels, costUsd, modelProbabilities. */
+  ...StepModelFieldsSchema.shape,
 });
 export type StepStatistics = z.infer<typeof StepStatisticsSchema>;
 

@@ -70,6 +70,23 @@ export const ModelStatsSchema = z.object({
 });
 export type ModelStats = z.infer<typeof ModelStatsSchema>;
 
+/**
+ * What a step records of its models (a step's statistics), and what the
+ * engine state keeps of them (costUsd: the run's so far; modelProbabilities:
+ * the next draw's). One shape for events, the database and the dashboard.
+ */
+export const StepModelFieldsSchema = z.object({
+  /** Several models (thetaevolve.models): what each did in the step. Absent with one model and in older databases. */
+  models: z.record(z.string(), ModelStatsSchema).optional(),
+  /** Which model wrote each child the step added, by child id (several models only). */
+  childModels: z.record(z.string(), z.string()).optional(),
+  /** US dollars the step's replies cost (priced models only); absent when no model has a price. */
+  costUsd: finite.min(0).optional(),
+  /** The chance of each model at the next step's draws, after this step (several models only). */
+  modelProbabilities: z.record(z.string(), finite).optional(),
+});
+export type StepModelFields = z.infer<typeof StepModelFieldsSchema>;
+
 export function emptyModelStats(editFormat: EditFormat): ModelStats {
   return {
     samples: 0,
@@ -179,11 +196,12 @@ export function formatUsd(usd: number): string {
 
 const percent = (x: number | null): string => (x === null ? '-' : `${Math.round(x * 100)}%`);
 
-/** The per-model table as text lines (CLI `db`, the report's plain form); none for a one-model run. */
-export function modelTableLines(rows: readonly ModelTableRow[]): string[] {
-  if (rows.length === 0) return [];
-  const header = ['model', 'format', 'samples', 'valid', 'improved', 'reward', 'tokens', 'cost', 'next draw'];
-  const body = rows.map((r) => [
+/** The per-model table's columns, for the CLI's text, the report, the dashboard and Compare Runs alike. */
+export const MODEL_TABLE_HEADER = ['model', 'format', 'samples', 'valid', 'improved', 'reward', 'tokens', 'cost', 'next draw'] as const;
+
+/** One row's cells, in MODEL_TABLE_HEADER's order (the name through forDisplay). */
+export function modelTableCells(r: ModelTableRow): string[] {
+  return [
     forDisplay(r.name),
     r.editFormat,
     String(r.samples),
@@ -193,7 +211,14 @@ export function modelTableLines(rows: readonly ModelTableRow[]): string[] {
     `${r.promptTokens + r.completionTokens}${r.estimatedTokens > 0 ? ' (est.)' : ''}`,
     r.costUsd === null ? 'no price' : formatUsd(r.costUsd),
     percent(r.probability),
-  ]);
+  ];
+}
+
+/** The per-model table as text lines (CLI `db`, the report's plain form); none for a one-model run. */
+export function modelTableLines(rows: readonly ModelTableRow[]): string[] {
+  if (rows.length === 0) return [];
+  const header: readonly string[] = MODEL_TABLE_HEADER;
+  const body = rows.map(modelTableCells);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] as string).length)));
   return [header, ...body].map((row) =>
     row

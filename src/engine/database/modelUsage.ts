@@ -2,14 +2,11 @@
 // (docs/algorithm.md section 12, "Several models and cost"): each step's
 // statistics hold what each model did and cost; the engine state holds the
 // run's spend and the draw's probabilities for the next step.
-import { ModelStatsSchema, modelTable, type ModelStats, type ModelUsage, sumModelStats } from '../common/models';
-import { z } from 'zod';
+import { modelTable, type ModelStats, type ModelUsage, StepModelFieldsSchema, sumModelStats } from '../common/models';
 
-const StepModelsSchema = z.object({ models: z.record(z.string(), ModelStatsSchema).optional(), costUsd: z.number().finite().optional() });
-const EngineCostSchema = z.object({
-  costUsd: z.number().finite().optional(),
-  modelProbabilities: z.record(z.string(), z.number().finite()).optional(),
-});
+const StepModelsSchema = StepModelFieldsSchema.pick({ models: true, costUsd: true });
+/** The engine state's part: the run's spend so far and the next draw's chances. */
+const EngineCostSchema = StepModelFieldsSchema.pick({ costUsd: true, modelProbabilities: true });
 
 export type { ModelUsage } from '../common/models';
 

@@ -223,7 +223,7 @@ function renderModels(s: SummaryView): void {
   // With RL on, only the trained model's rollouts are sent (thetaevolve.trainer.model, default the first model).
   const rl = state.trainer.enabled && s.modelUsage.models.length > 1;
   modelsPanel.replaceChildren(el('h2', undefined, 'Models and cost'), modelTable(s.modelUsage));
-  if (rl) modelsPanel.append(el('p', 'muted', trainedModelOnlyText(null)));
+  if (rl) modelsPanel.append(el('p', 'model-note', trainedModelOnlyText(null)));
 }
 
 function renderDatabase(db: DatabaseView | null): void {

@@ -5,6 +5,7 @@
 // (src/engine/common/models.ts), model names through forDisplay there.
 import { formatUsd, MODEL_TABLE_HEADER, modelTableCells, type ModelUsage, trainedModelOnlyText } from '../../../src/engine/common/models';
 import { el } from '../dom';
+import './modelTable.css';
 
 export function modelTable(usage: ModelUsage, trainedModel: string | null = null): HTMLElement {
   const box = el('div', 'model-usage');
@@ -25,6 +26,6 @@ export function modelTable(usage: ModelUsage, trainedModel: string | null = null
     table.append(tr);
   }
   box.append(table);
-  if (trainedModel !== null) box.append(el('p', 'muted', trainedModelOnlyText(trainedModel)));
+  if (trainedModel !== null) box.append(el('p', 'model-note', trainedModelOnlyText(trainedModel)));
   return box;
 }

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
+import { readSettings } from '../../src/vscode/settings';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { api, applySettings, nextEvent, stopRun, taskCopy } from './support';
 
@@ -62,5 +63,25 @@ describe('several models: per-model keys', function () {
     assert.ok(byModel('big').length > 0 && byModel('small').length > 0, `big ${byModel('big').length}, small ${byModel('small').length}`);
     assert.deepEqual(new Set(byModel('big')), new Set(['Bearer key-of-big-stored']));
     assert.deepEqual(new Set(byModel('small')), new Set(['Bearer key-of-small-from-env']));
+  });
+
+  it("a release config's llm.models yields whole to the user's thetaevolve.models, and the output says so in one line", () => {
+    const notices: string[] = [];
+    const fromConfig = {
+      models: [
+        { name: 'test-model', weight: 0.75 },
+        { name: 'other-model', weight: 0.25 },
+      ],
+      temperature: 0.55,
+    };
+    const settings = readSettings(program, fromConfig, (line) => notices.push(line));
+    assert.deepEqual(
+      settings.models.map((m) => m.name),
+      ['big', 'small'],
+    );
+    assert.equal(settings.temperature, 0.55, "the config's other values stay below the user's");
+    assert.deepEqual(notices, [
+      "thetaevolve.models (User Settings) overrides the config's llm.models (test-model 0.75, other-model 0.25), which this run drops.",
+    ]);
   });
 });

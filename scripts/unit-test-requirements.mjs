@@ -65,5 +65,7 @@ export const UNIT_TEST_NEEDS = {
   'task.test.ts': ['bubblewrap', 'python3'],
   'trainerCli.test.ts': ['bubblewrap', 'python3'],
   'trainerLoop.test.ts': ['bubblewrap', 'python3'],
+  'models.test.ts': ['bubblewrap', 'python3'],
+  'modelsTrainer.test.ts': ['bubblewrap', 'python3'],
   'trusted-evaluator-limits.test.ts': ['python3', 'python3-numpy', 'python3-yaml'],
 };

@@ -91,7 +91,7 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
     })().finally(() => (readingLatest = undefined)));
   // After a reload the window shows its latest run at once, the page open or not: the status bar and the
   // dashboard's model come back from the database, so a page restored or opened gets the run in its first snapshot.
-  void showLatestRun().catch((err: unknown) => log().warn(`dashboard: the latest run: ${errorMessage(err)}`));
+  host.whileLoading(showLatestRun());
 
   const state = context.workspaceState;
   showTrainerSettings(host, state);

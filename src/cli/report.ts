@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { formatScore } from '../engine/common/format';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { forDisplay } from '../engine/common/displayText';
-import type { RunComparison } from '../engine/common/runComparison';
+import { progressLayout, type RunComparison } from '../engine/common/runComparison';
 import { writeFileAtomic } from '../engine/database/atomicFile';
 import { compareRunFiles } from '../engine/database/runComparison';
 import { DatabaseFileError } from '../engine/database/schema';
@@ -56,7 +56,10 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
   }
   // Results depend on the environment: runs whose Python or packages differ are told so first.
   const pythonDiffers = comparison.differing.includes('python');
+  // Runs of different tasks or directions share no axis (docs/architecture.md "Comparing runs"): said first, as the page says it.
+  const taskNote = progressLayout(comparison.runs).note;
   const lines = [
+    ...(taskNote !== null ? [`Note: ${taskNote}`] : []),
     ...(pythonDiffers
       ? ["Note: these runs ran in different Python environments (see each run's Python below); their results may differ for that alone."]
       : []),
@@ -65,9 +68,10 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
   for (const run of comparison.runs) {
     const last = run.steps[run.steps.length - 1];
     const best = last?.bestSoFar ?? null;
+    const direction = taskNote !== null ? ` (${run.direction === 'minimize' ? 'lower' : 'higher'} is better)` : '';
     const policy = run.policyVersions.length > 0 ? `, ${run.policyVersions.length} policy version(s)` : '';
     lines.push(
-      `  ${forDisplay(run.label)}: ${run.steps.length} steps, best ${best === null ? 'none' : formatScore(best)}${policy} (${run.file})`,
+      `  ${forDisplay(run.label)}: ${run.steps.length} steps, best ${best === null ? 'none' : formatScore(best)}${direction}${policy} (${run.file})`,
     );
     if (run.python) lines.push(`    ${forDisplay(describePythonEnvironment(run.python))}`);
   }

@@ -306,6 +306,11 @@ export interface ReplayedRun {
   dbFile: string;
   meta: RunMeta;
   lastStep: number;
+  taskTitle: string;
+  /** The run's best combined score (null: nothing valid yet). */
+  bestScore: number | null;
+  /** How its last step was sampled (null: none committed, or written before it was recorded). */
+  sampling: { batchSize: number; samplesPerPrompt: number } | null;
 }
 
 /** What a run's database holds of its history, as the dashboard shows it. */
@@ -384,17 +389,21 @@ export async function replayRunFromDisk(
   const meta = history.info.meta;
   const task = await loadTask(meta.taskDir).catch(() => null);
   if (isStale()) return null;
+  // The run's facts as its database keeps them: B x n of its last step, its latest session's sandbox, its interpreter.
+  const sampling = [...history.steps].reverse().find((row) => row.stats.sampling)?.stats.sampling ?? null;
+  const taskTitle = task?.title ?? meta.task;
   sink.load((model) => {
     model.setRun({
       runId: run.runId,
       taskName: meta.task,
-      taskTitle: task?.title ?? meta.task,
+      taskTitle,
       direction: meta.direction,
       targetValue: task?.targetValue ?? null,
       source: { kind: meta.source === MUTATE_SAMPLER_LABEL ? 'mutate' : 'llm', label: meta.source },
-      batchSize: null,
-      samplesPerPrompt: null,
+      batchSize: sampling?.batchSize ?? null,
+      samplesPerPrompt: sampling?.samplesPerPrompt ?? null,
       resumedFromStep: null,
+      ...(meta.isolation ? { isolation: meta.isolation } : {}),
       ...(meta.python ? { python: meta.python } : {}),
       ...(meta.evaluatorTrust === 'in-sandbox' ? { scoreUnprotected: IN_SANDBOX_TRUST_REASON } : {}),
     });
@@ -405,5 +414,13 @@ export async function replayRunFromDisk(
       resumable: true,
     });
   });
-  return { runId: run.runId, dbFile, meta, lastStep: history.info.lastStep };
+  return {
+    runId: run.runId,
+    dbFile,
+    meta,
+    lastStep: history.info.lastStep,
+    taskTitle,
+    bestScore: history.info.summary.best?.score ?? null,
+    sampling: sampling ? { batchSize: sampling.batchSize, samplesPerPrompt: sampling.samplesPerPrompt } : null,
+  };
 }

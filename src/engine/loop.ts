@@ -167,6 +167,8 @@ export class EvolutionRun {
           ...(this.spec.python ? { python: this.spec.python } : {}),
           ...recordedOperatorsMeta(settings),
         },
+        // The dashboard reads the sandbox back after a window reload; a resumed run may have another.
+        ...(this.spec.isolation ? { sessionMeta: { isolation: this.spec.isolation } } : {}),
       });
       const db = this.db;
       this.spec = { ...this.spec, settings: withRecordedOperators(settings, db.meta()) };

@@ -32,7 +32,8 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
   const showRunFromDisk = async (file: { runId: string; dbFile: string }, isStale: () => boolean): Promise<void> => {
     const replayed = await replayRunFromDisk(host, query, file, isStale);
     if (!replayed) return;
-    controller.registerRun(replayed.runId, replayed.dbFile);
+    // The status bar shows it too, as before the reload.
+    controller.showRunFromDisk(replayed);
     const origin = runOrigin(replayed.meta);
     runFromDisk = {
       runId: replayed.runId,
@@ -77,13 +78,20 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       if (!run) return;
       await showLineage(controller, { ...run, programId });
     },
-    showLatestRun: async () => {
-      if (controller.latest) return;
+    showLatestRun: () => showLatestRun(),
+  });
+  /** The workspace's latest run, read once at a time (activation and a restored page both ask). */
+  let readingLatest: Promise<void> | undefined;
+  const showLatestRun = (): Promise<void> =>
+    (readingLatest ??= (async () => {
+      if (controller.latest || host.model.hasRun) return;
       const latest = await latestRunFile();
       if (!latest) return;
       await showRunFromDisk(latest, () => controller.latest !== undefined || host.model.hasRun);
-    },
-  });
+    })().finally(() => (readingLatest = undefined)));
+  // After a reload the window shows its latest run at once, the page open or not: the status bar and the
+  // dashboard's model come back from the database, so a page restored or opened gets the run in its first snapshot.
+  host.whileLoading(showLatestRun());
 
   const state = context.workspaceState;
   showTrainerSettings(host, state);

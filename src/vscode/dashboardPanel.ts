@@ -52,6 +52,10 @@ export class DashboardHost implements vscode.Disposable {
   private panelDisposables: vscode.Disposable[] = [];
   /** The page has said `ready` since it was (re)loaded; nothing is posted before. */
   private pageReady = false;
+  /** When the page's html was last set: how long the page took to say `ready` is logged. */
+  private renderedAt = 0;
+  /** A run being read from its database for the page (whileLoading). */
+  private loading: Promise<void> | undefined;
   private readonly loadWatch = new WebviewLoadWatch({
     what: 'the dashboard',
     reloadsWhenShown: true,
@@ -99,11 +103,23 @@ export class DashboardHost implements vscode.Disposable {
       }),
     );
     this.render();
-    if (!this.model.hasRun) {
-      void Promise.resolve(this.controller.showLatestRun()).catch((err: unknown) =>
-        log().warn(`dashboard: the latest run: ${errorMessage(err)}`),
-      );
-    }
+    if (!this.model.hasRun) this.whileLoading(Promise.resolve(this.controller.showLatestRun()));
+  }
+
+  /**
+   * A run is being read from its database (after a reload): a page that says
+   * `ready` meanwhile keeps showing what it saved, and gets its first snapshot
+   * once the read is done, not an empty one that blanks it until then.
+   */
+  whileLoading(loading: Promise<unknown>): void {
+    const settled = loading.then(
+      () => undefined,
+      (err: unknown) => log().warn(`dashboard: the latest run: ${errorMessage(err)}`),
+    );
+    this.loading = settled;
+    void settled.finally(() => {
+      if (this.loading === settled) this.loading = undefined;
+    });
   }
 
   // ----- feeding the model (each posts its incremental message to a ready page)
@@ -180,6 +196,7 @@ export class DashboardHost implements vscode.Disposable {
   private render(): void {
     if (!this.panel) return;
     this.pageReady = false;
+    this.renderedAt = Date.now();
     this.loadWatch.loading(this.panel);
     this.panel.webview.html = webviewPageHtml(
       this.panel.webview,
@@ -208,8 +225,13 @@ export class DashboardHost implements vscode.Disposable {
       return;
     }
     if (message.type === 'ready') {
-      this.pageReady = true;
+      log().info(`dashboard: the page is ready ${Date.now() - this.renderedAt} ms after its html was set`);
       this.loadWatch.readied();
+      const panel = this.panel;
+      if (this.loading) await this.loading;
+      // The page may have been closed or reloaded meanwhile (it says `ready` again then).
+      if (this.panel !== panel) return;
+      this.pageReady = true;
       this.post(this.model.snapshotMessage());
       return;
     }
@@ -266,6 +288,7 @@ export function registerDashboard(context: vscode.ExtensionContext, controller: 
     host,
     vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, {
       deserializeWebviewPanel: async (panel: vscode.WebviewPanel) => {
+        log().info('dashboard: restoring the page VS Code kept (a window reload)');
         host.attach(panel);
       },
     }),

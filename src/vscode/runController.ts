@@ -7,7 +7,7 @@ import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import { showWarning } from './notify';
 import type { PythonChoice } from '../engine/python/interpreter';
-import type { Settings } from '../engine/common/config';
+import { defaultSettings, type Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/common/runMeta';
 import type { EndpointServersEvent, EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';
@@ -63,6 +63,8 @@ export interface TrackedRun {
   /** The inference servers run as SLURM jobs and the pool's servers (their requests, throughput); null: the run has none. */
   inferenceJobs: Required<Pick<EndpointServersEvent, 'jobs' | 'servers'>> | null;
   message: string;
+  /** Read back from its database (after a window reload): no process drives it in this window. */
+  readFromDisk?: true;
 }
 
 export interface StartSpec {
@@ -185,6 +187,10 @@ export class RunController implements vscode.Disposable {
   private readonly closeEmitter = new vscode.EventEmitter<TrackedRun>();
   /** The run is over (or could not start) and the worker idle again. */
   readonly onDidCloseRun = this.closeEmitter.event;
+  private readonly diskEmitter = new vscode.EventEmitter<TrackedRun>();
+  /** A run was read back from its database (showRunFromDisk). */
+  readonly onDidShowRunFromDisk = this.diskEmitter.event;
+  private disk: TrackedRun | undefined;
   private current: TrackedRun | undefined;
   private last: TrackedRun | undefined;
   /** The run whose start the person cancelled (Stop while starting): its start failure is no error. */
@@ -322,6 +328,53 @@ export class RunController implements vscode.Disposable {
     this.engine.setTrainerEnabled(enabled);
   }
 
+  /** The run the window last read from its database while driving none (after a reload): the status bar shows it. */
+  get fromDisk(): TrackedRun | undefined {
+    return this.disk;
+  }
+
+  /** A run read back from its database: remembered, and shown in the status bar until this window drives a run. */
+  showRunFromDisk(run: {
+    runId: string;
+    dbFile: string;
+    meta: RunMeta;
+    taskTitle: string;
+    lastStep: number;
+    bestScore: number | null;
+  }): void {
+    this.registerRun(run.runId, run.dbFile);
+    const origin = runOrigin(run.meta);
+    this.disk = {
+      runId: run.runId,
+      dbFile: run.dbFile,
+      fileUri: origin.fileUri,
+      extension: origin.extension,
+      textAtRunStart: undefined,
+      taskName: run.meta.task,
+      taskTitle: run.taskTitle,
+      direction: run.meta.direction,
+      settings: defaultSettings(),
+      state: 'finished',
+      lastStep: run.lastStep,
+      bestScore: run.bestScore,
+      bestId: null,
+      samplesPerSecond: null,
+      costUsd: null,
+      evaluationsThisStep: 0,
+      sourceLabel: run.meta.source,
+      finishReason: null,
+      waitingForServer: false,
+      waitingForTrainer: null,
+      trainerAwaiting: null,
+      isolation: run.meta.isolation ?? null,
+      queue: null,
+      inferenceJobs: null,
+      message: `not running: read from ${basename(run.dbFile)}`,
+      readFromDisk: true,
+    };
+    this.diskEmitter.fire(this.disk);
+  }
+
   /** Remember where a run's database is (runs found on disk). */
   registerRun(runId: string, dbFile: string): void {
     this.known.set(runId, dbFile);
@@ -353,6 +406,7 @@ export class RunController implements vscode.Disposable {
     this.eventEmitter.dispose();
     this.changeEmitter.dispose();
     this.closeEmitter.dispose();
+    this.diskEmitter.dispose();
   }
 
   /** A resumed run's best so far, from its database (the status bar shows it before the first new step commits). */

@@ -49,8 +49,9 @@ export function statusText(run: TrackedRun): string {
   const live = run.state === 'running' || run.state === 'pausing';
   const waiting = live && (run.waitingForServer || run.waitingForTrainer !== null);
   const rate = live && !waiting && run.samplesPerSecond !== null ? ` · ${run.samplesPerSecond.toFixed(1)} samples/s` : '';
-  const state =
-    run.state === 'finished' && run.finishReason === 'stopped'
+  const state = run.readFromDisk
+    ? ' · not running'
+    : run.state === 'finished' && run.finishReason === 'stopped'
       ? ' · stopped'
       : live && run.waitingForServer
         ? ' · waiting for the server'
@@ -107,7 +108,8 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
   cluster.name = 'ThetaEvolve SLURM';
   cluster.command = 'thetaevolve.openDashboard';
   const render = (): void => {
-    const run = controller.latest;
+    // After a reload, the run the window read back from its database, as the dashboard shows it.
+    const run = controller.latest ?? controller.fromDisk;
     if (!run) {
       item.hide();
       cluster.hide();
@@ -131,7 +133,7 @@ export function registerStatusBar(controller: RunController): vscode.Disposable 
     cluster.accessibilityInformation = { label: withoutIcons(text), role: 'button' };
     cluster.show();
   };
-  const subscriptions = [controller.onDidChangeRun(render), controller.onDidCloseRun(render)];
+  const subscriptions = [controller.onDidChangeRun(render), controller.onDidCloseRun(render), controller.onDidShowRunFromDisk(render)];
   render();
   return vscode.Disposable.from(item, cluster, ...subscriptions);
 }

@@ -6,7 +6,7 @@
 // opened in Chromium with the network off: both runs' series drawn, the
 // policy markers present; its --png picture is not blank.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser, Frame, Page } from 'playwright-core';
@@ -110,6 +110,32 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     writeFileSync(program, `${HOSTILE_COMMENT}\n${readFileSync(join(FIXTURE, 'initial.py'), 'utf8')}`);
     const plain = await runCli([...common, '--db', dbOf('without-rl'), '--seed', '5', '--program', program], workspace);
     assert.equal(plain.code, 0, plain.stderr);
+    // A task that minimises (the fixture's objective, minimised): another task and direction, never on the others' axis.
+    const minimiseTask = join(tempDir('thetaevolve-e2e-compare-minimise-'), 'quadratic-min');
+    cpSync(FIXTURE, minimiseTask, { recursive: true });
+    const taskJson = JSON.parse(readFileSync(join(minimiseTask, 'task.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(
+      join(minimiseTask, 'task.json'),
+      JSON.stringify({ ...taskJson, name: 'quadratic-min', title: 'Quadratic, minimised', direction: 'minimize', targetValue: 1 }),
+    );
+    const minimise = await runCli(
+      [
+        'run',
+        minimiseTask,
+        '--endpoint',
+        endpoint.baseURL,
+        '--batch',
+        '2',
+        '--samples',
+        '2',
+        '--steps',
+        String(STEPS),
+        '--db',
+        dbOf('minimise-task'),
+      ],
+      workspace,
+    );
+    assert.equal(minimise.code, 0, minimise.stderr);
     server = await startCodeServer({ workspace });
     browser = await launchBrowser();
     page = await openWorkbench(browser, server.url, workspace);
@@ -220,6 +246,80 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
         'the report loads nothing from outside the file',
       );
       await report.screenshot({ path: join(TEST_OUTPUT, 'e2e-compare-4-report.png'), fullPage: true });
+    } finally {
+      await context.close();
+    }
+    const probe = await browser.newContext();
+    const colours = await distinctColours(probe, readFileSync(png)).finally(() => probe.close());
+    assert.ok(colours > 20, `${png}: ${colours} colours, looks blank`);
+  });
+  /** The progress charts of a page: each one's axis title, accessible name and heading, and the note above them. */
+  function progressPanels(frame: Frame | Page): Promise<{ note: string; charts: { axis: string; label: string; heading: string }[] }> {
+    return frame.evaluate(() => ({
+      note: document.querySelector('.compare-note')?.textContent ?? '',
+      charts: [...document.querySelectorAll('.progress-panel')].map((panel) => {
+        const canvas = panel.querySelector('canvas');
+        return {
+          axis: canvas?.dataset.axisTitle ?? '',
+          label: canvas?.getAttribute('aria-label') ?? '',
+          heading: panel.querySelector('h3')?.textContent ?? '',
+        };
+      }),
+    }));
+  }
+
+  /** A maximising and a minimising task: a chart each, each axis in its direction, and the note saying why. */
+  function assertSeparateTasks(panels: Awaited<ReturnType<typeof progressPanels>>, where: string): void {
+    assert.match(panels.note, /different tasks and directions: their objectives are not on one scale/, where);
+    assert.equal(panels.charts.length, 2, `${where}: ${JSON.stringify(panels)}`);
+    // The charts come in the order of the runs (the Runs view's), each headed by its task.
+    const max = panels.charts.find((c) => c.heading.startsWith('quadratic:'));
+    const min = panels.charts.find((c) => c.heading.startsWith('quadratic-min:'));
+    assert.equal(max?.axis, 'objective (higher is better)', where);
+    assert.equal(max?.heading, 'quadratic: maximise (higher is better)', where);
+    assert.match(max?.label ?? '', /^Progress of 1 run of quadratic: maximise/, where);
+    assert.equal(min?.axis, 'objective (lower is better)', where);
+    assert.equal(min?.heading, 'quadratic-min: minimise (lower is better)', where);
+    assert.match(
+      min?.label ?? '',
+      /^Progress of 1 run of quadratic-min: minimise \(lower is better\)\. task quadratic-min · [^:]+: 4 steps, best [\d.]+/,
+      where,
+    );
+  }
+
+  it('runs of different tasks and directions: a progress chart per task, each axis in its direction, and a note (editor and report)', async () => {
+    await runPaletteCommand(page, 'ThetaEvolve: Compare Runs');
+    await pickQuickInputItem(page, 'with-rl');
+    await pickQuickInputItem(page, 'minimise-task');
+    await page.keyboard.press('Enter');
+    const frame = await webviewFrame(page, 'compare', (f) =>
+      f.evaluate(() => document.body?.dataset.rendered === 'true' && document.querySelectorAll('.progress-panel').length === 2),
+    );
+    assertSeparateTasks(await progressPanels(frame), 'editor');
+    const ink = await pageFacts(frame);
+    for (const [i, inked] of ink.ink.entries()) assert.ok(inked > 500, `editor: chart ${i} blank (${inked} pixels)`);
+    await saveScreenshot(page, 'e2e-compare-5-two-tasks');
+    const dir = tempDir('thetaevolve-e2e-report-tasks-');
+    const html = join(dir, 'report.html');
+    const png = join(TEST_OUTPUT, 'e2e-compare-6-two-tasks-picture.png');
+    const result = await runCli(['report', dbOf('with-rl'), dbOf('minimise-task'), '--output', html, '--png', png], workspace, {
+      PATH: process.env.PATH,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /Note: These runs are of different tasks and directions/);
+    assert.match(result.stdout, /task quadratic-min [^\n]*best [\d.]+ \(lower is better\)/);
+    const context = await browser.newContext({ offline: true, viewport: { width: 1200, height: 900 } });
+    try {
+      const report = await context.newPage();
+      await report.goto(pathToFileURL(html).href);
+      await waitFor(() => report.evaluate(() => document.body.dataset.rendered === 'true'), {
+        what: 'the report rendered',
+        until: (r) => r,
+        deadlineMs: 30_000,
+        intervalMs: 200,
+      });
+      assertSeparateTasks(await progressPanels(report), 'report');
+      await report.screenshot({ path: join(TEST_OUTPUT, 'e2e-compare-6-two-tasks-report.png'), fullPage: true });
     } finally {
       await context.close();
     }

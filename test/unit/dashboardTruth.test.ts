@@ -161,6 +161,10 @@ describe('dashboard numbers match `run --json` for the same run', function () {
     assert.ok((live.best?.code ?? '').trim().length > 0, "the best program's EVOLVE-BLOCK is shown");
     assert.ok(!(live.best?.code ?? '').includes('EVOLVE-BLOCK'), 'its content, without the markers');
     assert.equal(again.best?.code, live.best?.code);
+    // The run card's facts come back from the database too (issue 43): B x n, the sandbox, the interpreter.
+    assert.deepEqual(again.run?.details, live.run?.details);
+    assert.ok(live.run?.isolation, 'the live run card names its sandbox');
+    assert.deepEqual(again.run?.isolation, live.run?.isolation);
   });
 });
 

@@ -704,6 +704,24 @@ describe('program database', () => {
   });
 });
 
+describe('program database: run meta of the session', () => {
+  it('keeps what the run was created with and rewrites what describes the session (its sandbox) on each open', async () => {
+    const config = testConfig();
+    const file = path.join(tempDir('thetaevolve-session-meta-'), 'run.sqlite');
+    let db = await ProgramDatabase.open(file, { config, meta: { runId: 'r', createdAt: 1 }, sessionMeta: { isolation: 'bwrap' } });
+    await db.addInitial(programWith(0.5, 100, null, 0, 'root'));
+    await db.close();
+    db = await ProgramDatabase.open(file, { config, meta: { runId: 'r', createdAt: 2 }, sessionMeta: { isolation: 'weak' } });
+    assert.deepEqual(db.meta(), { runId: 'r', createdAt: 1, isolation: 'weak' });
+    await commit(db, [programWith(0.3, 100, null, 1, 'x')]);
+    await db.close();
+    // Written with the session's first commit: a reader sees it.
+    const read = await ProgramDatabase.openReadOnly(file);
+    assert.deepEqual(read.meta(), { runId: 'r', createdAt: 1, isolation: 'weak' });
+    await read.close();
+  });
+});
+
 describe('program database: lineage depth of a best', () => {
   after(async () => {
     for (const db of open.splice(0)) await db.close().catch(() => undefined);

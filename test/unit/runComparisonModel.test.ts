@@ -5,7 +5,13 @@
 import assert from 'node:assert/strict';
 import { DATABASE_PRESETS } from '../../src/engine/common/config';
 import type { StepStatistics } from '../../src/engine/common/events';
-import { compareRuns, policyVersionRows, RunComparisonSchema, type RunRecordForComparison } from '../../src/engine/common/runComparison';
+import {
+  compareRuns,
+  policyVersionRows,
+  progressLayout,
+  RunComparisonSchema,
+  type RunRecordForComparison,
+} from '../../src/engine/common/runComparison';
 import { emptyOutcomeCounts } from '../../src/engine/common/types';
 import { type PythonEnvironment, pythonEnvironmentDifferences } from '../../src/engine/common/pythonEnvironment';
 import { escapeHtml, jsonForScript, reportHtml } from '../../src/cli/reportHtml';
@@ -165,5 +171,68 @@ describe('run comparison model', () => {
     const html = reportHtml(comparison, { script: 'var a = "</script>";', style: 'p{}' });
     assert.equal(html.match(/<\/script>/g)?.length, 2, 'only the two script elements end');
     assert.ok(html.includes(`<title>ThetaEvolve report: ${escapeHtml('m<script>')}</title>`));
+  });
+  it('runs of different tasks or directions get a progress chart each, with a note and each axis in its direction', () => {
+    const oneTask = progressLayout(
+      compareRuns([run('a'), run('b', { database: { ...DATABASE_PRESETS.small, seed: 5 } })], DATABASE_PRESETS, 0).runs,
+    );
+    assert.deepEqual(oneTask, {
+      panels: [
+        { task: 'circle-packing', direction: 'maximize', runIndexes: [0, 1], axisTitle: 'objective (higher is better)', heading: null },
+      ],
+      note: null,
+    });
+    const minimising = progressLayout(
+      compareRuns([run('m', { task: 'first-autocorrelation', direction: 'minimize' })], DATABASE_PRESETS, 0).runs,
+    );
+    assert.equal(minimising.panels[0]?.axisTitle, 'objective (lower is better)');
+    assert.equal(minimising.note, null);
+    // Three runs, two tasks: the runs of one task share its chart, in the order they come; each panel names its task and direction.
+    const mixed = progressLayout(
+      compareRuns(
+        [
+          run('a'),
+          run('m', { task: 'first-autocorrelation', direction: 'minimize' }),
+          run('b', { database: { ...DATABASE_PRESETS.small, seed: 5 } }),
+        ],
+        DATABASE_PRESETS,
+        0,
+      ).runs,
+    );
+    assert.deepEqual(
+      mixed.panels.map((p) => [p.task, p.direction, p.runIndexes, p.axisTitle, p.heading]),
+      [
+        ['circle-packing', 'maximize', [0, 2], 'objective (higher is better)', 'circle-packing: maximise (higher is better)'],
+        ['first-autocorrelation', 'minimize', [1], 'objective (lower is better)', 'first-autocorrelation: minimise (lower is better)'],
+      ],
+    );
+    assert.match(
+      mixed.note ?? '',
+      /different tasks and directions: their objectives are not on one scale, so each task has its own progress chart \(2\)/,
+    );
+    // One task name, minimised in one run and maximised in another (its task.json changed): still not one axis.
+    const flipped = progressLayout(compareRuns([run('a'), run('b', { direction: 'minimize' })], DATABASE_PRESETS, 0).runs);
+    assert.deepEqual(
+      flipped.panels.map((p) => p.axisTitle),
+      ['objective (higher is better)', 'objective (lower is better)'],
+    );
+    assert.match(flipped.note ?? '', /different directions/);
+  });
+  it("a run's best so far counts its starting program (a minimised run whose children are all worse stays at its value)", () => {
+    const minimised = run('m', {
+      task: 'first-autocorrelation',
+      direction: 'minimize',
+      // Combined scores: 1 / objective. The starting program (objective 6) is better than every child (objective 9).
+      improvements: [{ step: 0, score: 1 / 6 }],
+      steps: [1, 2].map((step) => ({ step, stats: stats(step, { best: 1 / 9, valid: 1, invalid: 0 }) })),
+    });
+    const [compared] = compareRuns([minimised], DATABASE_PRESETS, 0).runs;
+    assert.deepEqual(
+      compared?.steps.map((s) => [s.stepBest, s.bestSoFar].map((v) => (v === null ? null : Math.round(v * 1e9) / 1e9))),
+      [
+        [9, 6],
+        [9, 6],
+      ],
+    );
   });
 });

@@ -117,6 +117,8 @@ export interface RunRecordForComparison {
   source: string;
   database: { populationSize: number; archiveSize: number; numIslands: number; seed: number };
   steps: readonly { step: number; stats: StepStatistics }[];
+  /** Each program that was the run's new best when added, oldest first: the starting program (step 0) among them, whose score no step's statistics hold. */
+  improvements?: readonly { step: number; score: number }[];
   best: (StoredProgram & { code: string }) | null;
   lineage: { programs: readonly StoredProgram[]; complete: boolean };
   python: PythonEnvironment | null;
@@ -194,8 +196,16 @@ export function policyChanges(steps: readonly ComparedStep[]): { step: number; v
 function comparedSteps(record: RunRecordForComparison): ComparedStep[] {
   const elapsed = new RunElapsed();
   let bestScore: number | null = null;
+  const improvements = record.improvements ?? [];
+  let next = 0;
+  const consider = (score: number | null): void => {
+    if (score !== null && (bestScore === null || score > bestScore)) bestScore = score;
+  };
   return record.steps.map(({ step, stats }) => {
-    if (stats.best !== null && (bestScore === null || stats.best > bestScore)) bestScore = stats.best;
+    // The best so far counts the starting program too: a minimised run whose children are all worse than it stays at its value.
+    for (; next < improvements.length && (improvements[next]?.step ?? Infinity) <= step; next++)
+      consider(improvements[next]?.score ?? null);
+    consider(stats.best);
     return {
       step,
       elapsedMs: elapsed.step(stats).elapsedMs,
@@ -274,4 +284,62 @@ export function compareRuns(records: readonly RunRecordForComparison[], presets:
   const labels = runs.map((r) => r.label);
   for (const run of runs) if (labels.filter((l) => l === run.label).length > 1) run.label = `${run.label} (${run.runId})`;
   return { runs, differing, generatedAt: now };
+}
+
+/**
+ * One progress chart of a comparison: the runs of one task and direction,
+ * which alone share an axis (docs/architecture.md "Comparing runs").
+ */
+export interface ProgressPanel {
+  task: string;
+  direction: Direction;
+  /** Indexes into `RunComparison.runs`, in their order (each keeps its colour). */
+  runIndexes: number[];
+  /** "objective (lower is better)". */
+  axisTitle: string;
+  /** "first-autocorrelation: minimise (lower is better)"; null when the comparison has one panel (the section says it). */
+  heading: string | null;
+}
+
+/** The progress charts of a comparison and, when there are several, why: runs of different tasks or directions never share an axis. */
+export interface ProgressLayout {
+  panels: ProgressPanel[];
+  /** What a reader must know before reading the panels side by side; null when the runs share one task and direction. */
+  note: string | null;
+}
+
+function directionWords(direction: Direction): string {
+  return direction === 'minimize' ? 'minimise (lower is better)' : 'maximise (higher is better)';
+}
+
+/** Groups the runs by task and direction, in the order each first appears. */
+export function progressLayout(runs: readonly Pick<ComparedRun, 'settings' | 'direction'>[]): ProgressLayout {
+  const groups = new Map<string, { task: string; direction: Direction; runIndexes: number[] }>();
+  runs.forEach((run, i) => {
+    const key = JSON.stringify([run.settings.task, run.direction]);
+    const group = groups.get(key) ?? { task: run.settings.task, direction: run.direction, runIndexes: [] };
+    group.runIndexes.push(i);
+    groups.set(key, group);
+  });
+  const several = groups.size > 1;
+  const panels = [...groups.values()].map((g): ProgressPanel => ({
+    ...g,
+    axisTitle: `objective (${g.direction === 'minimize' ? 'lower' : 'higher'} is better)`,
+    heading: several ? `${g.task}: ${directionWords(g.direction)}` : null,
+  }));
+  if (!several) return { panels, note: null };
+  const tasks = new Set(panels.map((p) => p.task));
+  const directions = new Set(panels.map((p) => p.direction));
+  const differ =
+    tasks.size > 1 && directions.size > 1
+      ? 'tasks and directions'
+      : tasks.size > 1
+        ? 'tasks'
+        : 'directions (one task, minimised in one run and maximised in another)';
+  return {
+    panels,
+    note:
+      `These runs are of different ${differ}: their objectives are not on one scale, so each ` +
+      `${tasks.size > 1 ? 'task' : 'direction'} has its own progress chart (${panels.length}), with its direction on its axis.`,
+  };
 }

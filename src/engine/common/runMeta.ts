@@ -2,7 +2,7 @@
 // creates the database): one typed shape for everything that reads it back.
 import { z } from 'zod';
 import { zodIssueText } from './errors';
-import { DirectionSchema, EvaluatorTrustSchema } from './events';
+import { DirectionSchema, EvaluatorTrustSchema, IsolationSummarySchema } from './events';
 import { type PythonEnvironment, PythonEnvironmentSchema } from './pythonEnvironment';
 
 export const RunMetaSchema = z.object({
@@ -25,6 +25,8 @@ export const RunMetaSchema = z.object({
   evaluatorTrust: EvaluatorTrustSchema.optional(),
   /** The interpreter everything Python ran with, its version and package versions (absent in older runs, and for tasks without Python). */
   python: PythonEnvironmentSchema.optional(),
+  /** The sandbox candidates got in the run's latest session (absent in older runs): the dashboard shows it after a reload. */
+  isolation: IsolationSummarySchema.optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 

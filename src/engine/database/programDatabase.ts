@@ -77,9 +77,13 @@ export class ProgramDatabase {
    * run keeps the configuration it was created with (`config` is then only
    * used for new files); `meta` is stored with a new file, and on reopen
    * only adds keys the stored run meta lacks (what the run was created with,
-   * such as createdAt and startCode, is never rewritten).
+   * such as createdAt and startCode, is never rewritten); `sessionMeta`
+   * describes the session that opens it (its sandbox) and is rewritten.
    */
-  static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<ProgramDatabase> {
+  static async open(
+    file: string,
+    options: { config: DatabaseConfig; meta?: Record<string, unknown>; sessionMeta?: Record<string, unknown> },
+  ): Promise<ProgramDatabase> {
     const { store, population } = await RunStore.open(file, options);
     return new ProgramDatabase(store, population);
   }

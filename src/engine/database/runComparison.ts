@@ -29,6 +29,7 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
     source: meta.source,
     database: db.config,
     steps,
+    improvements: db.improvements().map((p) => ({ step: p.step, score: p.score })),
     best: best ? { id: best.id, step: best.step, score: best.score, origin: best.origin, code: best.code } : null,
     lineage: { programs: lineage.programs, complete: lineage.complete },
     python: meta.python ?? null,

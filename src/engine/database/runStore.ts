@@ -88,9 +88,13 @@ export class RunStore {
    * run keeps the configuration it was created with (`config` is then only
    * used for new files); `meta` is stored with a new file, and on reopen
    * only adds keys the stored run meta lacks (what the run was created with,
-   * such as createdAt and startCode, is never rewritten).
+   * such as createdAt and startCode, is never rewritten); `sessionMeta`
+   * describes the session that opens it (its sandbox) and is rewritten.
    */
-  static async open(file: string, options: { config: DatabaseConfig; meta?: Record<string, unknown> }): Promise<OpenedRun> {
+  static async open(
+    file: string,
+    options: { config: DatabaseConfig; meta?: Record<string, unknown>; sessionMeta?: Record<string, unknown> },
+  ): Promise<OpenedRun> {
     const configResult = DatabaseConfigSchema.safeParse(options.config);
     if (!configResult.success) {
       const { path: field, message } = firstZodIssue(configResult.error, 'config');
@@ -100,7 +104,7 @@ export class RunStore {
     const absolute = path.resolve(file);
     const bytes = await readIfExists(absolute);
     const SQL = await loadSqlJs();
-    if (bytes === null) return RunStore.create(SQL, absolute, config, options.meta ?? {});
+    if (bytes === null) return RunStore.create(SQL, absolute, config, { ...options.meta, ...options.sessionMeta });
     await refuseReadOnly(absolute);
     await removeStaleTempFiles(absolute);
     const opened = RunStore.fromBytes(SQL, absolute, bytes, false);
@@ -109,6 +113,16 @@ export class RunStore {
       const added = Object.keys(options.meta).filter((key) => !(key in store.runMeta));
       if (added.length > 0) {
         store.runMeta = { ...options.meta, ...store.runMeta };
+        store.metaDirty = true;
+      }
+    }
+    if (options.sessionMeta) {
+      const store = opened.store;
+      const changed = Object.entries(options.sessionMeta).filter(
+        ([key, value]) => JSON.stringify(store.runMeta[key]) !== JSON.stringify(value),
+      );
+      if (changed.length > 0) {
+        store.runMeta = { ...store.runMeta, ...Object.fromEntries(changed) };
         store.metaDirty = true;
       }
     }

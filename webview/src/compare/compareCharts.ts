@@ -3,7 +3,7 @@
 // changed), outcomes (each run's share of every outcome) and throughput.
 // Built on the dashboard's chart.js setup (charts/setup.ts).
 import type { ChartDataset } from 'chart.js';
-import type { ComparedRun, RunComparison } from '../../../src/engine/common/runComparison';
+import type { ComparedRun, ProgressPanel, RunComparison } from '../../../src/engine/common/runComparison';
 import { forDisplay } from '../../../src/engine/common/displayText';
 import { OUTCOMES } from '../../../src/engine/common/types';
 import { baseOptions, Chart, type XY, xy } from '../charts/setup';
@@ -29,9 +29,17 @@ function xOf(axis: ProgressAxis, step: ComparedRun['steps'][number]): number {
 
 type LineDataset = ChartDataset<'line', XY[]>;
 
-/** The progress chart's datasets: per run its best so far, its step mean and its policy changes. */
-function progressDatasets(comparison: RunComparison, axis: ProgressAxis, theme: ThemeColours): LineDataset[] {
-  return comparison.runs.flatMap((run, i): LineDataset[] => {
+/** The runs of a panel with their index in the comparison (which gives each its colour on every chart). */
+function panelRuns(comparison: RunComparison, panel: ProgressPanel): { run: ComparedRun; i: number }[] {
+  return panel.runIndexes.flatMap((i) => {
+    const run = comparison.runs[i];
+    return run ? [{ run, i }] : [];
+  });
+}
+
+/** A progress chart's datasets: per run of its panel its best so far, its step mean and its policy changes. */
+function progressDatasets(comparison: RunComparison, panel: ProgressPanel, axis: ProgressAxis, theme: ThemeColours): LineDataset[] {
+  return panelRuns(comparison, panel).flatMap(({ run, i }): LineDataset[] => {
     const colour = runColour(theme, i);
     const byStep = new Map(run.steps.map((s) => [s.step, s]));
     const datasets: LineDataset[] = [
@@ -75,36 +83,36 @@ function progressDatasets(comparison: RunComparison, axis: ProgressAxis, theme: 
   });
 }
 
-/** What the progress chart draws, in words (its canvas's accessible name). */
-export function progressDescription(comparison: RunComparison): string {
-  const runs = comparison.runs.map((run) => {
+/** What a progress chart draws, in words (its canvas's accessible name). */
+export function progressDescription(comparison: RunComparison, panel: ProgressPanel): string {
+  const shown = panelRuns(comparison, panel).map(({ run }) => run);
+  const runs = shown.map((run) => {
     const last = run.steps[run.steps.length - 1];
     const policy =
       run.policyChanges.length > 0 ? `; policy changed at step ${run.policyChanges.map((c) => c.step).join(', ')}` : '; no policy versions';
     return `${forDisplay(run.label)}: ${run.steps.length} steps, best ${formatValue(last?.bestSoFar ?? null)}${policy}`;
   });
-  return `Progress of ${comparison.runs.length} runs. ${runs.join('. ')}.`;
+  const of = panel.heading === null ? '' : ` of ${panel.heading}`;
+  return `Progress of ${shown.length} run${shown.length === 1 ? '' : 's'}${of}. ${runs.join('. ')}.`;
 }
 
+/** The progress of the runs of one task and direction (progressLayout): only those share its axis. */
 export class ProgressChart {
   private readonly chart: Chart<'line', XY[]>;
 
   constructor(
     canvas: HTMLCanvasElement,
-    private comparison: RunComparison,
-    private axis: ProgressAxis,
-    private theme: ThemeColours,
+    private readonly panel: ProgressPanel,
+    comparison: RunComparison,
+    axis: ProgressAxis,
+    theme: ThemeColours,
   ) {
     this.chart = new Chart<'line', XY[]>(canvas, { type: 'line', data: { datasets: [] }, options: {} });
     this.update(comparison, axis, theme);
   }
 
   update(comparison: RunComparison, axis: ProgressAxis, theme: ThemeColours): void {
-    this.comparison = comparison;
-    this.axis = axis;
-    this.theme = theme;
-    const direction = comparison.runs[0]?.direction ?? 'maximize';
-    const options = baseOptions(theme, `objective (${direction === 'maximize' ? 'higher' : 'lower'} is better)`);
+    const options = baseOptions(theme, this.panel.axisTitle);
     const x = options.scales?.x;
     if (x && x.type === 'linear' && x.title) x.title.text = axis === 'step' ? 'step' : 'elapsed (minutes)';
     if (x && x.type === 'linear' && axis === 'time') {
@@ -112,8 +120,10 @@ export class ProgressChart {
       x.afterBuildTicks = undefined;
     }
     this.chart.options = options as typeof this.chart.options;
-    this.chart.data.datasets = progressDatasets(this.comparison, this.axis, this.theme);
-    this.chart.canvas.setAttribute('aria-label', progressDescription(comparison));
+    this.chart.data.datasets = progressDatasets(comparison, this.panel, axis, theme);
+    this.chart.canvas.setAttribute('aria-label', progressDescription(comparison, this.panel));
+    // The axis title as text too (the canvas draws it as pixels): what the tests read.
+    this.chart.canvas.dataset.axisTitle = this.panel.axisTitle;
     this.chart.update('none');
   }
 }

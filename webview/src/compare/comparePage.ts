@@ -11,6 +11,8 @@ import {
   COMPARED_SETTING_NAMES,
   COMPARED_SETTINGS,
   EMBEDDED_COMPARISON_ID,
+  type ProgressPanel,
+  progressLayout,
   type RunComparison,
   RunComparisonSchema,
 } from '../../../src/engine/common/runComparison';
@@ -159,14 +161,17 @@ function bestPrograms(c: RunComparison): HTMLElement {
 
 function runSummary(c: RunComparison): HTMLElement {
   const list = el('ul', 'run-list');
+  // Runs of different directions: each best says which way is better.
+  const directions = new Set(c.runs.map((r) => r.direction)).size > 1;
   c.runs.forEach((run, i) => {
     const item = el('li');
     const last = run.steps[run.steps.length - 1];
+    const better = directions ? (run.direction === 'minimize' ? ', lower is better' : ', higher is better') : '';
     item.append(
       swatch(i),
       el('strong', undefined, forDisplay(run.label)),
       document.createTextNode(
-        ` (run ${forDisplay(run.runId)}: ${run.steps.length} steps, ${formatDuration(last?.elapsedMs ?? 0)}, best ${formatValue(last?.bestSoFar ?? null)})`,
+        ` (run ${forDisplay(run.runId)}: ${run.steps.length} steps, ${formatDuration(last?.elapsedMs ?? 0)}, best ${formatValue(last?.bestSoFar ?? null)}${better})`,
       ),
     );
     list.append(item);
@@ -174,7 +179,7 @@ function runSummary(c: RunComparison): HTMLElement {
   return list;
 }
 
-let progress: ProgressChart | null = null;
+let progress: ProgressChart[] = [];
 let outcomes: OutcomeChart | null = null;
 let throughput: ThroughputChart | null = null;
 let rendered: RunComparison | null = null;
@@ -193,28 +198,58 @@ function axisButtons(): HTMLElement {
     button.addEventListener('click', () => {
       axis = value;
       for (const b of group.querySelectorAll('button')) b.setAttribute('aria-pressed', String(b === button));
-      if (comparison) progress?.update(comparison, axis, theme);
+      if (comparison) for (const chart of progress) chart.update(comparison, axis, theme);
     });
     group.append(button);
   }
   return group;
 }
 
+/**
+ * The progress charts: one per task and direction (progressLayout), each
+ * headed by its task when there are several, after a note saying why.
+ */
+function progressCharts(c: RunComparison): { parts: HTMLElement[]; charts: () => ProgressChart[] } {
+  const layout = progressLayout(c.runs);
+  const boxes = layout.panels.map((panel): [ProgressPanel, HTMLCanvasElement] => [panel, canvasBox('progress', 'progress')]);
+  const parts: HTMLElement[] = [];
+  if (layout.note !== null) {
+    const note = el('p', 'compare-note', layout.note);
+    note.setAttribute('role', 'note');
+    parts.push(note);
+  }
+  const panels = el('div', 'progress-panels');
+  for (const [panel, canvas] of boxes) {
+    const figure = el('div', 'progress-panel');
+    if (panel.heading !== null) {
+      const heading = el('h3');
+      for (const i of panel.runIndexes) heading.append(swatch(i));
+      heading.append(document.createTextNode(forDisplay(panel.heading)));
+      figure.append(heading);
+    }
+    figure.append(canvas.parentElement as HTMLElement);
+    panels.append(figure);
+  }
+  parts.push(panels);
+  // Charts are made once their canvases are in the page (chart.js sizes them from their box).
+  return { parts, charts: () => boxes.map(([panel, canvas]) => new ProgressChart(canvas, panel, c, axis, theme)) };
+}
+
 /** Builds the page for a comparison of other runs; for the same runs again (a live run's new step), updates the charts and panels. */
 function render(c: RunComparison): void {
   comparison = c;
   const sameRuns = rendered !== null && rendered.runs.map((r) => r.file).join('\n') === c.runs.map((r) => r.file).join('\n');
-  if (!sameRuns || !progress) {
-    const progressCanvas = canvasBox('progress', 'progress');
+  if (!sameRuns || progress.length === 0) {
+    const progressParts = progressCharts(c);
     app.replaceChildren(el('h1', undefined, picture ? 'ThetaEvolve: progress of the runs' : 'Compare runs'));
     if (picture) {
-      app.append(progressCanvas.parentElement as HTMLElement);
+      app.append(...progressParts.parts);
     } else {
       const outcomesCanvas = canvasBox('outcomes', 'outcomes of each run');
       const throughputCanvas = canvasBox('throughput', 'samples per second of each step, per run');
       app.append(
         runSummary(c),
-        section('Progress', axisButtons(), progressCanvas.parentElement as HTMLElement),
+        section('Progress', axisButtons(), ...progressParts.parts),
         section('Policy versions', el('div', 'policy-slot')),
         ...(c.runs.some((r) => r.modelUsage) ? [section('Models and cost', el('div', 'models-slot'))] : []),
         section('Outcomes', outcomesCanvas.parentElement as HTMLElement),
@@ -225,9 +260,9 @@ function render(c: RunComparison): void {
       outcomes = new OutcomeChart(outcomesCanvas, c, theme);
       throughput = new ThroughputChart(throughputCanvas, c, theme);
     }
-    progress = new ProgressChart(progressCanvas, c, axis, theme);
+    progress = progressParts.charts();
   } else {
-    progress.update(c, axis, theme);
+    for (const chart of progress) chart.update(c, axis, theme);
     outcomes?.update(c, theme);
     throughput?.update(c, theme);
   }

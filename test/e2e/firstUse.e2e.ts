@@ -1,0 +1,224 @@
+// End to end: what a first-time user met (issue 43) in code-server + Chromium,
+// a run of the offline sampler on tasks/circle-packing. The dashboard shows its
+// run within seconds when it is closed and opened again and after Reload
+// Window (each time measured, from the command to the header with its numbers
+// painted, and printed); after the reload the status bar item and the
+// header's facts (B x n, sandbox, interpreter) come back from the database; a
+// starting program that is not valid (a NameError) is said in a notification
+// with the reason and Open Log, and said again when steps in a row give
+// nothing valid. Screenshots of each.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Frame, Page } from 'playwright-core';
+import {
+  launchBrowser,
+  openProgram,
+  openWorkbench,
+  pickQuickInputItem,
+  type RunningCodeServer,
+  runPaletteCommand,
+  saveScreenshot,
+  screenshotOnFailure,
+  startCodeServer,
+  taskWorkspace,
+  waitForStatusBarText,
+} from '../support/codeServer';
+import { waitFor } from '../support/waitFor';
+
+const STEPS = 6;
+/** What the issue asks (2 s), with room for this loaded 2-core machine; the behaviour it replaces took 8 to 10 s. */
+const SHOWN_WITHIN_MS = 4_000;
+
+/** What the dashboard's header and step tile show, read in one go from a frame. */
+interface Painted {
+  step: string;
+  best: string;
+  details: string;
+}
+
+/** The dashboard page's frame once its header is painted with the run's numbers (not its waiting state), or null. */
+async function paintedDashboard(page: Page): Promise<{ frame: Frame; painted: Painted } | null> {
+  for (const frame of page.frames()) {
+    const painted = await frame
+      .evaluate(() => {
+        if (document.body?.dataset.thetaevolve !== 'dashboard') return null;
+        // No named functions in here: the test's TypeScript loader would wrap them in a helper the page lacks.
+        const values: Record<string, string> = {};
+        for (const t of document.querySelectorAll('.tile'))
+          values[t.querySelector('.tile-label')?.textContent ?? ''] = (t.querySelector('.tile-value')?.textContent ?? '').trim();
+        const step = values['step'] ?? '';
+        const title = document.querySelector('.run-header .run-title')?.textContent ?? '';
+        // Painted: the run's title and a step number, with a box on the screen.
+        if (
+          !/^\d+$/.test(step) ||
+          title === 'ThetaEvolve' ||
+          (document.querySelector('.run-header')?.getBoundingClientRect().height ?? 0) === 0
+        )
+          return null;
+        return {
+          step,
+          best: values['best objective'] ?? '',
+          details: document.querySelector('.run-header .run-source')?.textContent ?? '',
+        };
+      })
+      .catch(() => null);
+    if (painted) return { frame, painted };
+  }
+  return null;
+}
+
+/** Where the page stands: webview host frames, whether the dashboard's script ran (its body marker). */
+async function pageStage(page: Page): Promise<string> {
+  const hosts = page.frames().filter((f) => f.url().includes('/webview/browser/pre/')).length;
+  let script = false;
+  for (const frame of page.frames())
+    if ((await frame.evaluate(() => document.body?.dataset.thetaevolve ?? null).catch(() => null)) === 'dashboard') script = true;
+  return `${hosts} webview host frame(s), dashboard script ${script ? 'ran' : 'not run'}`;
+}
+
+/** Milliseconds from `since` until the dashboard's header is painted with the run's numbers (polled every 100 ms); each stage on the way is printed. */
+async function timeToPainted(
+  page: Page,
+  since: number,
+  what: string,
+): Promise<{ ms: number; fromWebviewMs: number; frame: Frame; painted: Painted }> {
+  let stage = '';
+  let webviewAt: number | null = null;
+  const shown = await waitFor(
+    async () => {
+      const now = await pageStage(page);
+      if (webviewAt === null && !now.startsWith('0 ')) webviewAt = Date.now();
+      if (now !== stage) console.log(`    [e2e] ${new Date().toISOString()} ${Date.now() - since} ms: ${(stage = now)}`);
+      return paintedDashboard(page);
+    },
+    { what: `the dashboard painted ${what}`, until: (p) => p !== null, deadlineMs: 60_000, intervalMs: 100 },
+  );
+  const painted = Date.now();
+  const ms = painted - since;
+  if (!shown) throw new Error(`the dashboard was never painted ${what}`);
+  const fromWebviewMs = painted - (webviewAt ?? painted);
+  console.log(`    [e2e] dashboard painted ${what}: ${ms} ms (${fromWebviewMs} ms after VS Code made its webview)`);
+  return { ms, fromWebviewMs, ...shown };
+}
+
+const notification = (page: Page, text: string | RegExp) =>
+  page
+    .locator('.notifications-toasts .notification-list-item', { has: page.locator('.notification-list-item-message', { hasText: text }) })
+    .first();
+
+describe('what a first-time user met (code-server + Chromium, offline sampler)', () => {
+  let server: RunningCodeServer;
+  let browser: Browser;
+  let page: Page;
+  let workspace: string;
+
+  before(async () => {
+    workspace = taskWorkspace('thetaevolve-e2e-first-use-', 'circle-packing', {
+      'thetaevolve.sampler': 'mutate',
+      'thetaevolve.batchSize': 2,
+      'thetaevolve.samplesPerPrompt': 2,
+      'thetaevolve.evaluationConcurrency': 2,
+      'thetaevolve.database.preset': 'small',
+      'thetaevolve.maxSteps': STEPS,
+    });
+    server = await startCodeServer({ workspace });
+    browser = await launchBrowser();
+    page = await openWorkbench(browser, server.url, workspace);
+  });
+
+  afterEach(screenshotOnFailure('e2e-first-use', () => page));
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it('the dashboard closed and opened again shows its run within seconds', async () => {
+    await openProgram(page, 'tasks/circle-packing/initial.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    await pickQuickInputItem(page, "this file's task");
+    await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 240_000);
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    const first = await timeToPainted(page, Date.now(), 'at first open');
+    assert.equal(first.painted.step, String(STEPS));
+    await runPaletteCommand(page, 'View: Close Editor');
+    await waitFor(async () => page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).count(), {
+      what: 'the dashboard tab closed',
+      until: (n) => n === 0,
+      deadlineMs: 10_000,
+    });
+    // From the command's Enter to the header with its numbers.
+    await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
+    const reopened = await timeToPainted(page, Date.now(), 'after close and reopen');
+    assert.equal(reopened.painted.step, String(STEPS));
+    await saveScreenshot(page, 'e2e-first-use-1-reopened');
+    assert.ok(reopened.ms < SHOWN_WITHIN_MS, `the reopened dashboard took ${reopened.ms} ms to show its run`);
+  });
+
+  it('after Reload Window the dashboard shows within seconds, its header keeps B x n, sandbox and interpreter, and the status bar item is back', async () => {
+    const before = await paintedDashboard(page);
+    assert.ok(before, 'the dashboard shows its run before the reload');
+    assert.match(before.painted.details, /B 2 x n 2 = 4 samples per step/);
+    assert.match(before.painted.details, /sandbox: /);
+    assert.match(before.painted.details, /Python \d/);
+    const statusBefore = await waitForStatusBarText(page, 'ThetaEvolve step');
+    const reloaded = page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: 90_000 });
+    const commanded = Date.now();
+    await runPaletteCommand(page, 'Developer: Reload Window');
+    await reloaded;
+    await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+    const workbench = Date.now();
+    console.log(`    [e2e] ${new Date().toISOString()} workbench back ${workbench - commanded} ms after Reload Window`);
+    const after = await timeToPainted(page, workbench, 'after Reload Window (from the workbench being back)');
+    console.log(`    [e2e] dashboard painted ${Date.now() - commanded} ms after the Reload Window command`);
+    assert.equal(after.painted.step, before.painted.step);
+    assert.equal(after.painted.best, before.painted.best);
+    // The run's facts come back from its database, not only its numbers.
+    const details = await waitFor(() => after.frame.locator('.run-header .run-source').first().innerText(), {
+      what: "the header's facts after the reload",
+      until: (t) => /B 2 x n 2 = 4 samples per step/.test(t) && /sandbox: /.test(t) && /Python \d/.test(t),
+      deadlineMs: 30_000,
+      intervalMs: 250,
+    });
+    assert.match(details, /B 2 x n 2/);
+    const status = await waitForStatusBarText(page, 'ThetaEvolve step', () => true, 30_000);
+    assert.match(status, new RegExp(`step ${STEPS}\\b`), `status bar after the reload: ${status} (before: ${statusBefore})`);
+    assert.match(status, /best \d/);
+    await saveScreenshot(page, 'e2e-first-use-2-reloaded');
+    // VS Code makes a restored webview only once the extension host has started and activated the extension
+    // (its serializer registered): on this 2-core machine that alone took 10 to 20 s after the workbench was back.
+    // What the extension controls is from there on: the page paints its run at once (its saved state, then the
+    // database's snapshot), never waiting for a watch to open it again.
+    assert.ok(after.fromWebviewMs < SHOWN_WITHIN_MS, `the restored dashboard took ${after.fromWebviewMs} ms from its webview to its run`);
+  });
+
+  it('a starting program that is not valid (NameError) is said in a notification with the reason and Open Log, and again after steps without a valid child', async () => {
+    const broken = join(workspace, 'tasks', 'circle-packing', 'broken.py');
+    const initial = readFileSync(join(workspace, 'tasks', 'circle-packing', 'initial.py'), 'utf8');
+    writeFileSync(broken, initial.replace('centers = [(0.5, 0.5)]', 'centers = [(0.5, 0.5)] + hub_offsets'));
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await openProgram(page, 'tasks/circle-packing/broken.py');
+    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+    // Not the task's own starting program: the picker asks, the workspace's task folder among its answers.
+    await pickQuickInputItem(page, 'Workspace task folders');
+    const invalid = notification(page, /the starting program is not valid/);
+    await invalid.waitFor({ state: 'visible', timeout: 120_000 });
+    const text = await invalid.locator('.notification-list-item-message').innerText();
+    assert.match(text, /NameError/, text);
+    assert.match(text, /hub_offsets/, text);
+    assert.equal(await invalid.locator('.monaco-button', { hasText: 'Open Log' }).count(), 1);
+    await saveScreenshot(page, 'e2e-first-use-3-invalid-start');
+    const streak = notification(page, /no valid child in the last \d+ steps/);
+    await streak.waitFor({ state: 'visible', timeout: 240_000 });
+    assert.equal(await streak.locator('.monaco-button', { hasText: 'Open Log' }).count(), 1);
+    await saveScreenshot(page, 'e2e-first-use-4-no-valid-child');
+    await streak.locator('.monaco-button', { hasText: 'Open Log' }).click();
+    await page
+      // Monaco draws spaces as no-break spaces: \s.
+      .locator('.part.panel .view-lines', { hasText: /\[circle-packing-\d+-\d+\]\sstep\s\d+:\sbest\sn\/a/ })
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    await saveScreenshot(page, 'e2e-first-use-5-log');
+  });
+});

@@ -96,6 +96,11 @@ export const EVALUATE_SPEC: CommandSpec = {
       value: 'DIR',
       help: "With --result-files: also create an empty file in DIR named after each finished program's folder.",
     },
+    'times-file': {
+      kind: 'string',
+      value: 'FILE',
+      help: 'With --result-files: append when Node started, when evaluating began and when each result was written (epoch ms) to FILE: where a SLURM job spends its time.',
+    },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     python: PYTHON_FLAG,
     backend: {

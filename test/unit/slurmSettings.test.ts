@@ -79,7 +79,26 @@ describe('SLURM settings', () => {
       packGroups([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], 10).map((g) => g.length),
       [8, 8],
     );
-    assert.deepEqual(packGroups([1, 2, 3, 4, 5], 2), [[1, 2], [3, 4], [5]]);
+    // Every task of an array asks for the largest group's CPUs: groups that ask for none unused (16 by 7: four of 4, not 6, 5, 5).
+    assert.deepEqual(
+      packGroups(
+        Array.from({ length: 16 }, (_, i) => i),
+        7,
+      ).map((g) => g.length),
+      [4, 4, 4, 4],
+    );
+    assert.deepEqual(
+      packGroups(
+        Array.from({ length: 16 }, (_, i) => i),
+        3,
+      ).map((g) => g.length),
+      [2, 2, 2, 2, 2, 2, 2, 2],
+    );
+    assert.deepEqual(packGroups([1, 2, 3, 4, 5, 6], 4), [
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    assert.deepEqual(packGroups([1, 2, 3, 4, 5], 2), [[1], [2], [3], [4], [5]]);
     assert.deepEqual(packGroups([1, 2, 3], 1), [[1], [2], [3]]);
     assert.deepEqual(packGroups([], 4), []);
     assert.deepEqual(cpusPerTaskArguments([], 8), ['--cpus-per-task=8']);

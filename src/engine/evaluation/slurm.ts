@@ -75,7 +75,7 @@ const QUIET_MS = 25;
 
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   runId: string;
-  /** Folder holding the bundled cli.js and nodeProbe.js (the extension's or the npm package's dist/). */
+  /** Folder holding the bundled evaluateJob.js and nodeProbe.js (the extension's or the npm package's dist/). */
   bundleDirectory: string;
   /** Overrides task.runtimeLimitSec (as the local sandbox's option does). */
   runtimeLimitSec?: number;

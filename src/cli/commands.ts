@@ -96,6 +96,11 @@ export const EVALUATE_SPEC: CommandSpec = {
       value: 'DIR',
       help: "With --result-files: also create an empty file in DIR named after each finished program's folder.",
     },
+    'python-cache': {
+      kind: 'string',
+      value: 'DIR',
+      help: "With --result-files: keep what the interpreter is (version, prefixes) in DIR, per host, and read it there instead of asking it again (a run's SLURM jobs).",
+    },
     'times-file': {
       kind: 'string',
       value: 'FILE',

@@ -20,8 +20,9 @@ import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { cliPythonChoice } from './python';
-import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
-import { importedModules, probePython, taskUsesPython } from '../engine/python/interpreter';
+import { describePythonEnvironment, type PythonEnvironment } from '../engine/common/pythonEnvironment';
+import { importedModules, probePython, type PythonChoice, taskUsesPython } from '../engine/python/interpreter';
+import { cachedPython } from './pythonCache';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
@@ -34,6 +35,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   const doneDir = stringFlag(args, 'done-dir');
   if (programFiles.length > 1 && !resultFiles) throw new UsageError('several program files need --result-files (one result file each)');
   if (doneDir !== undefined && !resultFiles) throw new UsageError('--done-dir needs --result-files');
+  const pythonCache = stringFlag(args, 'python-cache');
+  if (pythonCache !== undefined && !resultFiles) throw new UsageError('--python-cache needs --result-files');
   const timesFile = stringFlag(args, 'times-file');
   if (timesFile !== undefined && !resultFiles) throw new UsageError('--times-file needs --result-files');
   // A SLURM job's phases (bench slurm-step-overhead reads them): best effort, never a reason to fail.
@@ -87,8 +90,13 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
 
   // The interpreter is asked while the sandbox is detected (synchronously, below): the two overlap. A SLURM job
   // (--result-files) starts every evaluation cold, so it asks only what the sandbox needs (no package versions).
-  const pythonProbe = taskUsesPython(task)
-    ? probePython(cliPythonChoice(args, settings, io), resultFiles ? [] : importedModules(first.code), { packages: !resultFiles })
+  const pythonChoice = taskUsesPython(task) ? cliPythonChoice(args, settings, io) : null;
+  const askPython = (choice: PythonChoice): Promise<PythonEnvironment> =>
+    probePython(choice, resultFiles ? [] : importedModules(first.code), { packages: !resultFiles });
+  const pythonProbe = pythonChoice
+    ? pythonCache !== undefined
+      ? cachedPython(resolve(io.cwd, pythonCache), pythonChoice, () => askPython(pythonChoice))
+      : askPython(pythonChoice)
     : null;
   pythonProbe?.catch(() => undefined);
   if (io.env.THETAEVOLVE_ISOLATION !== 'fallback') detectIsolation();

@@ -68,7 +68,7 @@ async function jobEnvironments(jobName: string, count: number): Promise<string[]
       if (!environ.split('\0').includes(`SLURM_JOB_NAME=${jobName}`)) continue;
       environments.push(environ);
       const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-      if (cmdline.includes('evaluateJob.js\0')) evaluating++;
+      if (cmdline.includes('jobStart.js\0')) evaluating++;
     }
     if (evaluating >= count) return environments;
     // The job's login environment is loaded before its script starts: look again until evaluate runs.
@@ -136,7 +136,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       console.log(`    skipped: ${unavailable}`);
       this.skip();
     }
-    for (const file of ['cli.js', 'evaluateJob.js', 'nodeProbe.js']) {
+    for (const file of ['cli.js', 'jobStart.js', 'evaluateJob.js', 'nodeProbe.js']) {
       if (!existsSync(join(DIST, file))) throw new Error(`${join(DIST, file)} is missing: run \`npm run build\` first (npm test does)`);
     }
     cluster = await startSlurmCluster();

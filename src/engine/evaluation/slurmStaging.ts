@@ -11,8 +11,8 @@ import { SlurmError } from './slurmCli';
 import { EvaluateJsonSchema, resultOfEvaluateJson } from './evaluateJson';
 import type { SlurmClusterOptions } from './slurmSettings';
 
-/** Files of ours a job needs beside the task: our `evaluate` (the CLI's, bundled alone) and the probe. */
-export const BUNDLE_FILES = ['evaluateJob.js', 'nodeProbe.js'] as const;
+/** Files of ours a job needs beside the task: our `evaluate` (the CLI's, bundled alone), what starts it (with V8's code cache) and the probe. */
+export const BUNDLE_FILES = ['jobStart.js', 'evaluateJob.js', 'nodeProbe.js'] as const;
 /** The folder of Python files the CLI needs for other systems' task folders (src/engine/task/foreign, copied into dist/). */
 export const BUNDLE_FOREIGN_DIR = 'foreign';
 /** Seconds a job may take beyond the candidate's and the evaluator's limits (Node start, copying, scoring). */
@@ -164,7 +164,7 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
         'read -r -a ids <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$1")"',
         'programs=()',
         `for id in "\${ids[@]}"; do programs+=("$stage/candidates/$id/program.${task.language}"); done`,
-        `${options.nodeCommand} "$stage/bundle/evaluateJob.js" "$stage/task" "\${programs[@]}"${evaluatorArgument(task)} --result-files --done-dir "$stage/done" --times-file "$times" --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)}`,
+        `${options.nodeCommand} "$stage/bundle/jobStart.js" "$stage/task" "\${programs[@]}"${evaluatorArgument(task)} --result-files --done-dir "$stage/done" --python-cache "$stage/nodes" --times-file "$times" --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)}`,
         'code=$?',
         '# evaluate itself failed: each candidate without a result says so (its own output is in the job log).',
         'if [ "$code" -ne 0 ]; then',

@@ -24,12 +24,13 @@
 // packing learn the candidates' runtime and times how long the step takes
 // to reach its sbatch (the floor's sbatch is issued that much later).
 // Needs the built bundle (npm run build) and SLURM's Debian packages.
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SlurmEvaluator } from '../src/engine/evaluation/slurm';
 import { totalSchedulerCalls } from '../src/engine/evaluation/slurmCli';
+import { packGroups } from '../src/engine/evaluation/slurmPacking';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
 import { percentile } from '../src/engine/common/stats';
 import { loadTask } from '../src/engine/task/task';
@@ -49,22 +50,104 @@ function candidate(i: number): string {
   return `import json, time\ntime.sleep(1)\nwith open("solution.json", "w") as f:\n    json.dump({"value": ${i + 1}}, f)\n`;
 }
 
+/** What one step was: its length, when it began and ended and its sbatch returned (epoch ms), and its jobs. */
+interface StepRecord {
+  ms: number;
+  startedAt: number;
+  submittedAt: number;
+  endedAt: number;
+  jobIds: Set<string>;
+}
+
+const epochNow = (): number => performance.timeOrigin + performance.now();
+
 /** One step; `submittedAfter` gets how long after its start the first sbatch returned. */
+async function stepRecord(
+  evaluate: (code: string, options: EvaluateOptions) => Promise<EvaluationResult>,
+  count: number,
+  submittedAfter?: (ms: number) => void,
+): Promise<StepRecord> {
+  const started = performance.now();
+  let submittedAt = Number.NaN;
+  const jobIds = new Set<string>();
+  const onSubmitted = (jobId: string): void => {
+    if (jobIds.size === 0) {
+      submittedAfter?.(performance.now() - started);
+      submittedAt = epochNow();
+    }
+    jobIds.add(jobId);
+  };
+  const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i), { onSubmitted })));
+  const bad = results.find((r) => r.status !== 'ok');
+  if (bad) throw new Error(`a candidate failed: ${bad.status} ${bad.reason}`);
+  const ms = performance.now() - started;
+  return { ms, startedAt: performance.timeOrigin + started, submittedAt, endedAt: epochNow(), jobIds };
+}
+
 async function step(
   evaluate: (code: string, options: EvaluateOptions) => Promise<EvaluationResult>,
   count: number,
   submittedAfter?: (ms: number) => void,
 ): Promise<number> {
-  const started = performance.now();
-  let told = false;
-  const onSubmitted = (): void => {
-    if (!told) submittedAfter?.(performance.now() - started);
-    told = true;
+  return (await stepRecord(evaluate, count, submittedAfter)).ms;
+}
+
+/** Where a SLURM step's time went, along its last job (the one whose last result came last), in ms. */
+interface Phases {
+  /** Step start to sbatch returned (staging the candidates, the burst's quiet time, sbatch). */
+  submit: number;
+  /** sbatch returned to the last job's script starting (slurmctld's scheduling pass, slurmd's launch: the floor's part). */
+  queue: number;
+  /** The job script starting to Node running (bash, exec). */
+  nodeStart: number;
+  /** Node running to our CLI loaded (the bundle). */
+  cliLoad: number;
+  /** CLI loaded to evaluating (the task, the interpreter, the sandbox). */
+  setup: number;
+  /** Evaluating to its last result written (the candidates in their sandboxes). */
+  evaluate: number;
+  /** Last result written to the step's end (the watch on done/, reading the result). */
+  pickup: number;
+}
+
+const PHASE_NAMES: (keyof Phases)[] = ['submit', 'queue', 'nodeStart', 'cliLoad', 'setup', 'evaluate', 'pickup'];
+
+/** The phases of a step from its jobs' .times files (written by the job script and the node's evaluate). */
+async function phasesOf(stagingRoot: string, record: StepRecord): Promise<Phases> {
+  let last: { jobStart: number; nodeStart: number; cliLoaded: number; ready: number; lastResult: number } | null = null;
+  for (const jobId of record.jobIds) {
+    const text = await readFile(join(stagingRoot, 'logs', `${jobId}.times`), 'utf8');
+    const times = new Map<string, number>();
+    let lastResult = Number.NEGATIVE_INFINITY;
+    for (const line of text.split('\n')) {
+      const words = line.trim().split(' ');
+      const value = Number(words.at(-1));
+      if (words[0] === 'result') lastResult = Math.max(lastResult, value);
+      else if (words[0]) times.set(words[0], value);
+    }
+    const job = {
+      jobStart: (times.get('job-start-us') ?? Number.NaN) / 1000,
+      nodeStart: times.get('node-start') ?? Number.NaN,
+      cliLoaded: times.get('cli-loaded') ?? Number.NaN,
+      ready: times.get('ready') ?? Number.NaN,
+      lastResult,
+    };
+    if (!last || job.lastResult > last.lastResult) last = job;
+  }
+  if (!last) throw new Error('a SLURM step without jobs');
+  return {
+    submit: record.submittedAt - record.startedAt,
+    queue: last.jobStart - record.submittedAt,
+    nodeStart: last.nodeStart - last.jobStart,
+    cliLoad: last.cliLoaded - last.nodeStart,
+    setup: last.ready - last.cliLoaded,
+    evaluate: last.lastResult - last.ready,
+    pickup: record.endedAt - last.lastResult,
   };
-  const results = await Promise.all(Array.from({ length: count }, (_, i) => evaluate(candidate(i), { onSubmitted })));
-  const bad = results.find((r) => r.status !== 'ok');
-  if (bad) throw new Error(`a candidate failed: ${bad.status} ${bad.reason}`);
-  return performance.now() - started;
+}
+
+function phasesText(phases: Phases): string {
+  return PHASE_NAMES.map((name) => `${name} ${Math.round(phases[name])}`).join(', ');
 }
 
 /** Until every file `count` names is in `folder` (a benchmark's own stopwatch: it looks every 5 ms). */
@@ -154,8 +237,9 @@ async function main(): Promise<void> {
     const floorNoneTimes: number[] = [];
     /** The floor of the array ThetaEvolve submits once candidates are packed (fewer tasks than candidates). */
     const packedFloorTimes: number[] = [];
-    const packedTasks = (): number => Math.ceil(CANDIDATES / onSlurm.candidatesPerJob());
+    const packedTasks = (): number => packGroups(Array.from({ length: CANDIDATES }), onSlurm.candidatesPerJob()).length;
     const callsPerStep: number[] = [];
+    const slurmPhases: Phases[] = [];
     // Not measured: `auto` learns the runtime (packing as in a run's later steps), and the time to the sbatch is known.
     const submitOffsets: number[] = [];
     await step(
@@ -180,13 +264,13 @@ async function main(): Promise<void> {
         async () => localTimes.push(await step((code) => local.evaluate(code), CANDIDATES)),
         async () => {
           await atPhase(0);
-          slurmTimes.push(
-            await step(
-              (code, options) => onSlurm.evaluate(code, options),
-              CANDIDATES,
-              (ms) => submitOffsets.push(ms),
-            ),
+          const record = await stepRecord(
+            (code, options) => onSlurm.evaluate(code, options),
+            CANDIDATES,
+            (ms) => submitOffsets.push(ms),
           );
+          slurmTimes.push(record.ms);
+          slurmPhases.push(await phasesOf(onSlurm.stagingRoot, record));
         },
         async () => {
           await atPhase(0);
@@ -229,9 +313,27 @@ async function main(): Promise<void> {
     console.log(
       `bench slurm-overhead-above-floor: ${((slurmMs - floorMs) / localMs).toFixed(2)} x ((SLURM step ${(slurmMs / 1000).toFixed(2)} s - SLURM's floor ${(floorMs / 1000).toFixed(2)} s) / local step ${(localMs / 1000).toFixed(2)} s: what ThetaEvolve adds, not SLURM; ` +
         `with --export=NONE ${((slurmNoneMs - floorNoneMs) / localMs).toFixed(2)} x; ` +
-        `against the floor of the packed array (${packedTasks()} tasks of ${onSlurm.candidatesPerJob()} candidates, ${(packedFloorMs / 1000).toFixed(2)} s) ${((slurmMs - packedFloorMs) / localMs).toFixed(2)} x; ` +
+        `against the floor of the packed array (${packedTasks()} tasks, at most ${onSlurm.candidatesPerJob()} candidates each, ${(packedFloorMs / 1000).toFixed(2)} s) ${((slurmMs - packedFloorMs) / localMs).toFixed(2)} x; ` +
         `each round: ${roundsAboveFloor.map((r) => r.toFixed(2)).join(', ')} x (worst ${Math.max(...roundsAboveFloor).toFixed(2)}); target <= 1.25)`,
     );
+    // Each round as measured (the machine may be loaded: compare within a round), with where the SLURM step's time went.
+    for (let i = 0; i < ROUNDS; i++) {
+      const [local, slurm, floor] = [localTimes[i], slurmTimes[i], floorTimes[i]] as [number, number, number];
+      console.log(
+        `bench slurm-round ${i + 1}: above floor ${((slurm - floor) / local).toFixed(2)} x; local ${(local / 1000).toFixed(2)} s, SLURM ${(slurm / 1000).toFixed(2)} s, floor ${(floor / 1000).toFixed(2)} s; ` +
+          `SLURM step in ms: ${phasesText(slurmPhases[i] as Phases)}`,
+      );
+    }
+    const medianPhases = Object.fromEntries(
+      PHASE_NAMES.map((name) => [
+        name,
+        percentile(
+          slurmPhases.map((p) => p[name]),
+          50,
+        ),
+      ]),
+    ) as unknown as Phases;
+    console.log(`bench slurm-step-phases: ${phasesText(medianPhases)} ms (medians of ${ROUNDS}, along each step's last job)`);
     console.log(
       `bench slurm-scheduler-calls-per-step: ${percentile(callsPerStep, 50)} calls (sbatch + squeue + scancel + sacct for one step of ${CANDIDATES} candidates, median of ${ROUNDS}; ` +
         `${fewCalls} for a step of ${FEW_CANDIDATES} candidates (${(fewMs / 1000).toFixed(1)} s); one sbatch (job array) per wave and one squeue per ${POLL_SECONDS} s poll, so the count follows the step's length, not its candidates; ` +

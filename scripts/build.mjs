@@ -2,6 +2,8 @@
 //   dist/extension.js      the extension (node, vscode external)
 //   dist/cli.js            the headless runner (node, `node dist/cli.js`)
 //   dist/nodeProbe.js      the SLURM backend's probe of a compute node (node)
+//   dist/evaluateJob.js    what a SLURM evaluation job runs: `evaluate` alone (node)
+//   dist/jobStart.js       starts it with V8's code cache (node)
 //   dist/engineWorker.js   the engine's worker thread (node)
 //   dist/webview/*.js      the dashboard and Compare Runs pages (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
@@ -57,6 +59,10 @@ const builds = [
   { ...node, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
   // src/cli.ts starts with its hashbang, which esbuild keeps.
   { ...node, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js' },
+  // A SLURM evaluation job runs this on a compute node: `thetaevolve evaluate` alone, so its Node starts sooner.
+  { ...node, entryPoints: ['src/evaluateJob.ts'], outfile: 'dist/evaluateJob.js' },
+  // ... started through this, which keeps V8's code cache of it in the staging folder.
+  { ...node, entryPoints: ['src/jobStart.ts'], outfile: 'dist/jobStart.js' },
   // The SLURM backend's probe job runs this on a compute node, beside the staged cli.js.
   { ...node, entryPoints: ['src/engine/evaluation/nodeProbeMain.ts'], outfile: 'dist/nodeProbe.js' },
   {

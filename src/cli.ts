@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // `thetaevolve`: the headless runner. Shares src/engine with the extension.
-import { commandHelp, parseArgs, UsageError } from './cli/args';
+import { commandHelp } from './cli/args';
+import { forPeople, runHandler, startProcess } from './cli/entry';
 import { type CommandHandler, COMMAND_SPECS } from './cli/commands';
-import { type CliIO, InputError } from './cli/io';
+import type { CliIO } from './cli/io';
 import { runCommand } from './cli/run';
-import { withFlagNames } from './cli/settingsSources';
 import { evaluateCommand } from './cli/evaluate';
 import { applyCommand } from './cli/apply';
 import { dbCommand } from './cli/db';
@@ -12,9 +12,6 @@ import { convertCommand } from './cli/convert';
 import { steerCommand } from './cli/steer';
 import { reportCommand } from './cli/report';
 import { mcpCommand } from './cli/mcp';
-import { errorMessage } from './engine/common/errors';
-import { forDisplay } from './engine/common/displayText';
-import { REWRITE_LINE } from './cli/progress';
 
 const HANDLERS: Record<string, CommandHandler> = {
   run: runCommand,
@@ -50,17 +47,6 @@ function commandSynopsis(name: string): string {
   return help.replace(/^Usage: /, '');
 }
 
-/**
- * `io` whose stderr, the CLI's lines for people, passes forDisplay: task titles, model ids, warnings, reasons and
- * every database string may hold OSC 8 links, OSC 52 clipboard writes or cursor moves. The progress line's own
- * rewrite is kept. Stdout carries the --json lines and programs, exact; its lines for people filter their own.
- */
-function forPeople(io: CliIO): CliIO {
-  const stderr = (text: string): void =>
-    io.stderr(text.startsWith(REWRITE_LINE) ? REWRITE_LINE + forDisplay(text.slice(REWRITE_LINE.length)) : forDisplay(text));
-  return { ...io, stderr };
-}
-
 export async function main(argv: readonly string[], given: CliIO): Promise<number> {
   const io = forPeople(given);
   const [command, ...rest] = argv;
@@ -84,56 +70,10 @@ export async function main(argv: readonly string[], given: CliIO): Promise<numbe
     io.stdout(commandHelp(spec) + '\n');
     return 0;
   }
-  try {
-    return await handler(parseArgs(spec, rest), io);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`thetaevolve ${command}: ${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof InputError) {
-      io.stderr(`thetaevolve ${command}: ${withFlagNames(err.message)}\n`);
-      return 1;
-    }
-    const message = errorMessage(err);
-    io.stderr(`thetaevolve ${command}: ${message.split('\n')[0]}\n`);
-    return 1;
-  }
+  return runHandler(spec, handler, rest, io);
 }
 
 declare const __THETAEVOLVE_VERSION__: string | undefined;
 const VERSION = typeof __THETAEVOLVE_VERSION__ === 'string' ? __THETAEVOLVE_VERSION__ : 'dev';
 
-if (require.main === module) {
-  const controller = new AbortController();
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    // Ctrl-C again quits now. A repeated SIGTERM is the same request: timeout(1) and schedulers send it to the process and its group.
-    if (stopping) {
-      if (signal === 'SIGINT') process.exit(130);
-      return;
-    }
-    stopping = true;
-    process.stderr.write('thetaevolve: stopping after the current step is settled (Ctrl-C again to quit now)\n');
-    controller.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  const io: CliIO = {
-    stdout: (t) => void process.stdout.write(t),
-    stderr: (t) => void process.stderr.write(t),
-    stderrIsTTY: Boolean(process.stderr.isTTY),
-    signal: controller.signal,
-    cwd: process.cwd(),
-    env: process.env,
-  };
-  main(process.argv.slice(2), io).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`thetaevolve: ${forDisplay(errorMessage(err))}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) startProcess(main);

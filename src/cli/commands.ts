@@ -96,6 +96,16 @@ export const EVALUATE_SPEC: CommandSpec = {
       value: 'DIR',
       help: "With --result-files: also create an empty file in DIR named after each finished program's folder.",
     },
+    'python-cache': {
+      kind: 'string',
+      value: 'DIR',
+      help: "With --result-files: keep what the interpreter is (version, prefixes) in DIR, per host, and read it there instead of asking it again (a run's SLURM jobs).",
+    },
+    'times-file': {
+      kind: 'string',
+      value: 'FILE',
+      help: 'With --result-files: append when Node started, when evaluating began and when each result was written (epoch ms) to FILE: where a SLURM job spends its time.',
+    },
     'allow-weak-isolation': { kind: 'boolean', help: 'Run the program even without the full sandbox (no bubblewrap, macOS, Windows).' },
     python: PYTHON_FLAG,
     backend: {

@@ -4,12 +4,12 @@
 // whatever the candidate did. Exit 1 without a sandbox unless weaker isolation
 // is allowed. Several programs (a packed SLURM job) run at once, each in its
 // own sandbox, and each result is written beside its program as it lands.
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, rename, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { forDisplay } from '../engine/common/displayText';
 import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
-import type { IsolationReport } from '../engine/sandbox/isolation';
+import { detectIsolation, type IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
@@ -20,8 +20,9 @@ import { type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../engine/common
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
 import { cliPythonChoice } from './python';
-import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
-import { importedModules, probePython, taskUsesPython } from '../engine/python/interpreter';
+import { describePythonEnvironment, type PythonEnvironment } from '../engine/common/pythonEnvironment';
+import { importedModules, probePython, type PythonChoice, taskUsesPython } from '../engine/python/interpreter';
+import { cachedPython } from './pythonCache';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
@@ -34,6 +35,17 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   const doneDir = stringFlag(args, 'done-dir');
   if (programFiles.length > 1 && !resultFiles) throw new UsageError('several program files need --result-files (one result file each)');
   if (doneDir !== undefined && !resultFiles) throw new UsageError('--done-dir needs --result-files');
+  const pythonCache = stringFlag(args, 'python-cache');
+  if (pythonCache !== undefined && !resultFiles) throw new UsageError('--python-cache needs --result-files');
+  const timesFile = stringFlag(args, 'times-file');
+  if (timesFile !== undefined && !resultFiles) throw new UsageError('--times-file needs --result-files');
+  // A SLURM job's phases (bench slurm-step-overhead reads them): best effort, never a reason to fail.
+  const stamp = (what: string, at = performance.timeOrigin + performance.now()): Promise<void> =>
+    timesFile === undefined
+      ? Promise.resolve()
+      : appendFile(resolve(io.cwd, timesFile), `${what} ${Math.round(at)}\n`).catch(() => undefined);
+  await stamp('node-start', performance.timeOrigin);
+  await stamp('cli-loaded');
 
   let task;
   try {
@@ -76,8 +88,20 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     return evaluateOnSlurm(task, first.code, settings, timeout, json, io, onWarning);
   }
 
-  const python = taskUsesPython(task)
-    ? await probePython(cliPythonChoice(args, settings, io), importedModules(first.code)).catch((err: unknown) => {
+  // The interpreter is asked while the sandbox is detected (synchronously, below): the two overlap. A SLURM job
+  // (--result-files) starts every evaluation cold, so it asks only what the sandbox needs (no package versions).
+  const pythonChoice = taskUsesPython(task) ? cliPythonChoice(args, settings, io) : null;
+  const askPython = (choice: PythonChoice): Promise<PythonEnvironment> =>
+    probePython(choice, resultFiles ? [] : importedModules(first.code), { packages: !resultFiles });
+  const pythonProbe = pythonChoice
+    ? pythonCache !== undefined
+      ? cachedPython(resolve(io.cwd, pythonCache), pythonChoice, () => askPython(pythonChoice))
+      : askPython(pythonChoice)
+    : null;
+  pythonProbe?.catch(() => undefined);
+  if (io.env.THETAEVOLVE_ISOLATION !== 'fallback') detectIsolation();
+  const python = pythonProbe
+    ? await pythonProbe.catch((err: unknown) => {
         throw new InputError(errorMessage(err), { cause: err });
       })
     : null;
@@ -102,7 +126,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   if ((json || resultFiles) && python) io.stderr(`thetaevolve: ${describePythonEnvironment(python)}\n`);
   try {
     if (resultFiles) {
-      const written = await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir)));
+      await stamp('ready');
+      const written = await Promise.all(programs.map((program) => evaluateToResultFile(evaluator, program, task, io, doneDir, stamp)));
       // 1 when a program had no result written: the SLURM job marks it failed (the others' results stand).
       return unreadable === 0 && written.every(Boolean) ? 0 : 1;
     }
@@ -137,6 +162,7 @@ async function evaluateToResultFile(
   task: Task,
   io: CliIO,
   doneDir: string | undefined,
+  stamp: (what: string) => Promise<void>,
 ): Promise<boolean> {
   const result = await evaluator.evaluate(program.code, { signal: io.signal });
   // Stopped (SLURM's scancel, a time limit): no result, and none is written; the job's end says the rest.
@@ -146,6 +172,7 @@ async function evaluateToResultFile(
     await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
     await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
     if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
+    await stamp(`result ${basename(folder)}`);
     return true;
   } catch (err) {
     io.stderr(`thetaevolve evaluate: the result of ${program.path} could not be written: ${errorMessage(err)}\n`);

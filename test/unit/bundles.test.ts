@@ -87,7 +87,7 @@ describe('built bundles', () => {
   });
 
   it('ships no test hook: no bundle in dist/ reads the in-host test variables', () => {
-    for (const file of ['extension.js', 'engineWorker.js', 'cli.js']) {
+    for (const file of ['extension.js', 'engineWorker.js', 'cli.js', 'evaluateJob.js', 'jobStart.js']) {
       assert.ok(!readFileSync(join(ROOT, 'dist', file), 'utf8').includes('THETAEVOLVE_HOST_TESTS'), `dist/${file} holds a test hook`);
     }
   });

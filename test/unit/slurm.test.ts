@@ -26,6 +26,7 @@ import { loadTask, type Task } from '../../src/engine/task/task';
 import type { EvaluationResult } from '../../src/engine/common/types';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const ROOT = resolve(__dirname, '../..');
 const DIST = join(ROOT, 'dist');
@@ -67,7 +68,7 @@ async function jobEnvironments(jobName: string, count: number): Promise<string[]
       if (!environ.split('\0').includes(`SLURM_JOB_NAME=${jobName}`)) continue;
       environments.push(environ);
       const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-      if (cmdline.includes('cli.js\0evaluate')) evaluating++;
+      if (cmdline.includes('jobStart.js\0')) evaluating++;
     }
     if (evaluating >= count) return environments;
     // The job's login environment is loaded before its script starts: look again until evaluate runs.
@@ -89,6 +90,39 @@ function queueReaches(
   };
 }
 
+/** Warnings as they come; next() resolves on the first (or next) one that matches, or fails after `deadlineMs` naming what came. */
+class Warnings {
+  readonly all: string[] = [];
+  private readonly waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+
+  add(line: string): void {
+    this.all.push(line);
+    for (const waiter of [...this.waiters])
+      if (waiter.pattern.test(line)) {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+  }
+
+  next(pattern: RegExp, deadlineMs: number): Promise<string> {
+    const seen = this.all.find((line) => pattern.test(line));
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolveLine, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`no warning matching ${String(pattern)} within ${deadlineMs} ms; came: ${this.all.join(' | ')}`)),
+        deadlineMs,
+      );
+      this.waiters.push({
+        pattern,
+        resolve: (line) => {
+          clearTimeout(timer);
+          resolveLine(line);
+        },
+      });
+    });
+  }
+}
+
 describe('SLURM evaluation backend (real single-node cluster)', function () {
   this.timeout(60_000);
   let cluster: SlurmCluster;
@@ -102,7 +136,7 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       console.log(`    skipped: ${unavailable}`);
       this.skip();
     }
-    for (const file of ['cli.js', 'nodeProbe.js']) {
+    for (const file of ['cli.js', 'jobStart.js', 'evaluateJob.js', 'nodeProbe.js']) {
       if (!existsSync(join(DIST, file))) throw new Error(`${join(DIST, file)} is missing: run \`npm run build\` first (npm test does)`);
     }
     cluster = await startSlurmCluster();
@@ -308,6 +342,59 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['ok']));
     } finally {
       await cluster.client('scancel', [blocker.stdout.trim()]);
+    }
+  });
+
+  it("names every job of the run that waits within seconds (id, squeue's reason, what it asks for), while the run's own inference job fills the node", async () => {
+    const warnings = new Warnings();
+    const evaluator = await start('crowded', { pollSeconds: 1, onWarning: (w) => warnings.add(w) });
+    // The run's own inference server, running and holding every CPU of the node (the product's default poll is 5 s).
+    const server = await cluster.client('sbatch', [
+      '--parsable',
+      `--partition=${cluster.partition}`,
+      '--job-name=thetaevolve-crowded-server-0',
+      '--cpus-per-task=16',
+      '--output=/dev/null',
+      '--wrap=sleep 600',
+    ]);
+    assert.equal(server.code, 0, server.stderr);
+    const serverId = server.stdout.trim();
+    try {
+      await waitFor(() => cluster.client('squeue', ['-h', '-j', serverId, '-o', '%T']), {
+        what: 'the inference job to run',
+        until: (r) => r.stdout.trim() === 'RUNNING',
+      });
+      // The starting program's evaluation: its job cannot start while the server runs, and is named within seconds.
+      const jobIds: string[] = [];
+      const submitted = performance.now();
+      const result = evaluator.evaluate(task.initialProgram, { onSubmitted: (id) => jobIds.push(id) });
+      const line = await warnings.next(/^SLURM evaluation job of this run waits in the queue/, 20_000);
+      const namedAfterMs = performance.now() - submitted;
+      const [jobId] = jobIds as [string];
+      assert.match(
+        line,
+        new RegExp(
+          `: ${jobId} pending \\d+ s \\(squeue: (Resources|Priority); asks for 1 CPU, .*, no GRES, partition ${cluster.partition}\\);`,
+        ),
+      );
+      assert.ok(namedAfterMs < 20_000, `named ${Math.round(namedAfterMs)} ms after its submission`);
+      // A second evaluator of another run starting meanwhile: its probe job is named the same way.
+      const controller = new AbortController();
+      const probeWarnings = new Warnings();
+      const starting = SlurmEvaluator.start(task, options('crowded-probe', { onWarning: (w) => probeWarnings.add(w) }), controller.signal);
+      const probeLine = await probeWarnings.next(
+        /^SLURM probe job of this run waits in the queue: \d+ pending \d+ s \(squeue: (Resources|Priority); asks for 1 CPU/,
+        20_000,
+      );
+      assert.match(probeLine, /the run starts once it has run/);
+      controller.abort();
+      await assert.rejects(starting, /stopped while waiting for the SLURM probe job/);
+      await cluster.client('scancel', [serverId]);
+      const evaluated = await result;
+      assert.equal(evaluated.status, 'ok', evaluated.reason);
+      assert.equal(warnings.all.filter((w) => w.includes(jobId)).length, 1, `named once: ${warnings.all.join(' | ')}`);
+    } finally {
+      await cluster.client('scancel', [serverId]);
     }
   });
 
@@ -706,7 +793,10 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
       controller.signal,
     );
     await assert.rejects(starting, /stopped while waiting for the SLURM probe job/);
-    assert.match(warnings[0] ?? '', /the SLURM probe job \d+ is pending with reason JobHeldUser/);
+    assert.match(
+      warnings[0] ?? '',
+      /^SLURM probe job of this run waits in the queue: \d+ pending \d+ s \(squeue: JobHeldUser, which may not clear by itself;/,
+    );
     assert.deepEqual(await findOrphans('held', cluster.env), []);
   });
 

@@ -15,7 +15,7 @@ import {
   packGroups,
   partitionOfJobs,
 } from '../../src/engine/evaluation/slurmPacking';
-import { PendingWatch } from '../../src/engine/evaluation/slurmQueue';
+import { compactJobIds, PENDING_NOTICE_MS, PendingNotices, pendingJobsLine } from '../../src/engine/evaluation/slurmQueue';
 import { sandboxLimitArguments } from '../../src/engine/evaluation/slurmStaging';
 
 describe('SLURM settings', () => {
@@ -79,7 +79,26 @@ describe('SLURM settings', () => {
       packGroups([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], 10).map((g) => g.length),
       [8, 8],
     );
-    assert.deepEqual(packGroups([1, 2, 3, 4, 5], 2), [[1, 2], [3, 4], [5]]);
+    // Every task of an array asks for the largest group's CPUs: groups that ask for none unused (16 by 7: four of 4, not 6, 5, 5).
+    assert.deepEqual(
+      packGroups(
+        Array.from({ length: 16 }, (_, i) => i),
+        7,
+      ).map((g) => g.length),
+      [4, 4, 4, 4],
+    );
+    assert.deepEqual(
+      packGroups(
+        Array.from({ length: 16 }, (_, i) => i),
+        3,
+      ).map((g) => g.length),
+      [2, 2, 2, 2, 2, 2, 2, 2],
+    );
+    assert.deepEqual(packGroups([1, 2, 3, 4, 5, 6], 4), [
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    assert.deepEqual(packGroups([1, 2, 3, 4, 5], 2), [[1], [2], [3], [4], [5]]);
     assert.deepEqual(packGroups([1, 2, 3], 1), [[1], [2], [3]]);
     assert.deepEqual(packGroups([], 4), []);
     assert.deepEqual(cpusPerTaskArguments([], 8), ['--cpus-per-task=8']);
@@ -103,29 +122,47 @@ describe('SLURM settings', () => {
     assert.equal(partitionOfJobs('', ['--qos=short']), null);
   });
 
-  it("says once when the run's jobs have pended a minute with none running, not while others of the run run", () => {
-    const watch = new PendingWatch();
+  it('names each pending job of the run once it has pended a few seconds (at once for a reason that may not clear), with what it asks for', () => {
+    const notices = new PendingNotices();
+    const request = { cpus: 8, memory: '0', gres: 'N/A', partition: 'main' };
     const pending = [
-      { jobId: '5_0', submittedAt: 0, reason: 'Resources' },
-      { jobId: '5_0', submittedAt: 0, reason: 'Resources' },
-      { jobId: '5_1', submittedAt: 0, reason: 'Priority' },
+      { id: '5_0', reason: 'Resources', request, since: 0 },
+      { id: '5_1', reason: 'Resources', request, since: 0 },
+      { id: '5_3', reason: 'Resources', request, since: 0 },
+      { id: '7', reason: 'Priority', request: { cpus: 1, memory: '2000M', gres: 'gres:gpu:1', partition: 'gpu' }, since: 1000 },
     ];
-    assert.equal(watch.observe(pending, false, 59_000, 8), null);
-    const notice = watch.observe(pending, false, 61_000, 8);
-    assert.match(
-      notice ?? '',
-      /^2 SLURM evaluation job\(s\) of this run have been pending for 61 s with none running \(squeue: Resources, Priority\); each runs up to 8 candidate\(s\)/,
+    assert.deepEqual(notices.due(pending, PENDING_NOTICE_MS - 1), [], 'pending for an ordinary reason: not yet');
+    const due = notices.due(pending, PENDING_NOTICE_MS + 1000);
+    assert.deepEqual(
+      due.map((j) => j.id),
+      ['5_0', '5_1', '5_3', '7'],
     );
-    assert.equal(watch.observe(pending, false, 90_000, 8), null, 'said once');
-    // Something of the run ran: the wait starts again from then.
-    assert.equal(watch.observe(pending, true, 100_000, 8), null);
-    assert.equal(watch.observe(pending, false, 150_000, 8), null);
-    assert.match(watch.observe(pending, false, 161_000, 8) ?? '', /pending for 61 s/);
-    // A job that ran a while ago and others queued since: counted from the later of the two.
-    const later = new PendingWatch();
-    later.progressed(0);
-    assert.equal(later.observe([{ jobId: '9_0', submittedAt: 30_000, reason: 'Resources' }], false, 80_000, 1), null);
-    assert.match(later.observe([{ jobId: '9_0', submittedAt: 30_000, reason: 'Resources' }], false, 91_000, 1) ?? '', /pending for 61 s/);
+    assert.equal(
+      pendingJobsLine(due, 'evaluation', 5000, 'then.'),
+      "SLURM evaluation jobs of this run wait in the queue: 5_[0-1,3] pending 5 s (squeue: Resources; each asks for 8 CPUs, the partition's default memory, no GRES, partition main); " +
+        '7 pending 4 s (squeue: Priority; asks for 1 CPU, memory 2000M, GRES gres:gpu:1, partition gpu); then.',
+    );
+    assert.deepEqual(notices.due(pending, 60_000), [], 'each named once');
+    // A reason that may never clear is named at once, and again when a named job turns to one.
+    const held = [
+      { id: '9', reason: 'JobHeldUser', request, since: 59_900 },
+      ...pending.slice(0, 1).map((j) => ({ ...j, reason: 'ReqNodeNotAvail' })),
+    ];
+    assert.deepEqual(
+      notices.due(held, 60_000).map((j) => j.id),
+      ['9', '5_0'],
+    );
+    assert.match(
+      pendingJobsLine(notices.due([{ id: '11', reason: 'QOSMaxJobsPerUserLimit', request, since: 0 }], 0), 'probe', 0, 'x'),
+      /^SLURM probe job of this run waits in the queue: 11 pending 0 s \(squeue: QOSMaxJobsPerUserLimit, which may not clear by itself;/,
+    );
+    // A job that left the pending state and came back (requeued) is named again.
+    assert.deepEqual(notices.due([], 61_000), []);
+    assert.deepEqual(
+      notices.due([{ id: '9', reason: 'Resources', request, since: 61_000 }], 65_000).map((j) => j.id),
+      ['9'],
+    );
+    assert.equal(compactJobIds(['3_2', '3_0', '3_1', '4', '3_9']), '3_[0-2,9], 4');
   });
 
   it('reads the inference jobs (none by default) and names the bad setting', () => {

@@ -17,7 +17,7 @@ export interface EvaluationBackendContext {
   runId: string;
   /** The run's own folder (beside its database): the default staging place for SLURM jobs. */
   runFolder: string;
-  /** Folder holding the bundled cli.js and nodeProbe.js; default: the folder of the running bundle (dist/, where the CLI, the extension and its worker run from). */
+  /** Folder holding the bundled evaluateJob.js and nodeProbe.js; default: the folder of the running bundle (dist/, where the CLI, the extension and its worker run from). */
   bundleDirectory?: string;
   /** Overrides the task's candidate runtime limit (CLI --timeout). */
   runtimeLimitSec?: number;

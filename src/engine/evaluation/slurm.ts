@@ -29,8 +29,9 @@ import {
   cancelRunJobs,
   commonSbatchArguments,
   MISSING_POLLS_BEFORE_LOST,
-  ORDINARY_PENDING_REASONS,
-  PendingWatch,
+  type PendingJob,
+  PendingNotices,
+  pendingJobsLine,
   type SlurmQueueStats,
   waitUntilGone,
 } from './slurmQueue';
@@ -74,7 +75,7 @@ const QUIET_MS = 25;
 
 export interface SlurmEvaluatorOptions extends SlurmClusterOptions {
   runId: string;
-  /** Folder holding the bundled cli.js and nodeProbe.js (the extension's or the npm package's dist/). */
+  /** Folder holding the bundled evaluateJob.js and nodeProbe.js (the extension's or the npm package's dist/). */
   bundleDirectory: string;
   /** Overrides task.runtimeLimitSec (as the local sandbox's option does). */
   runtimeLimitSec?: number;
@@ -133,8 +134,7 @@ export class SlurmEvaluator implements EvaluationBackend {
   private doneWatcher: FSWatcher | null = null;
   private doneCheckQueued = false;
   private readonly queueWaits: number[] = [];
-  private readonly pendingWatch = new PendingWatch();
-  private readonly toldReasons = new Set<string>();
+  private readonly pendingNotices = new PendingNotices();
   private readonly counts = { done: 0, lost: 0, failed: 0 };
   private nextId = 0;
   private nextWave = 0;
@@ -530,12 +530,6 @@ export class SlurmEvaluator implements EvaluationBackend {
       if (entry?.state === 'RUNNING') this.markStarted(c, now);
       if (entry?.state === 'PENDING') {
         c.missingPolls = 0;
-        if (!ORDINARY_PENDING_REASONS.has(entry.reason) && !this.toldReasons.has(entry.reason)) {
-          this.toldReasons.add(entry.reason);
-          this.warn(
-            `SLURM job ${entry.id} of this run is pending with reason ${entry.reason} (squeue); it may not start until that changes`,
-          );
-        }
         continue;
       }
       const result = await readJobResult(c.dir);
@@ -574,16 +568,23 @@ export class SlurmEvaluator implements EvaluationBackend {
         this.attemptFailed(c, `left the queue without a result file${how}`);
       }
     }
-    // Said when the run's jobs have pended long with none running, so no run waits in silence.
-    const pendingJobs: { jobId: string; submittedAt: number; reason: string }[] = [];
-    let anyStarted = false;
+    // Every job of the run that waits is named within seconds, whatever else of the run runs (its inference jobs too).
+    const pendingJobs = new Map<string, PendingJob>();
     for (const c of this.submitted.values()) {
       const entry = queue.get(c.jobId as string);
-      anyStarted ||= c.started;
-      if (!c.started && entry?.state === 'PENDING') pendingJobs.push({ jobId: entry.id, submittedAt: c.submittedAt, reason: entry.reason });
+      if (entry?.state === 'PENDING' && !pendingJobs.has(entry.id))
+        pendingJobs.set(entry.id, { id: entry.id, reason: entry.reason, request: entry.request, since: c.submittedAt });
     }
-    const notice = this.pendingWatch.observe(pendingJobs, anyStarted, now, this.candidatesPerJob());
-    if (notice) this.warn(notice);
+    const waiting = this.pendingNotices.due([...pendingJobs.values()], now);
+    if (waiting.length > 0)
+      this.warn(
+        pendingJobsLine(
+          waiting,
+          'evaluation',
+          now,
+          `candidates are evaluated once their job starts (a job asks for one CPU per candidate it runs: thetaevolve.slurm.candidatesPerJob, slurm.sbatchArguments)`,
+        ),
+      );
     this.options.onQueue?.(this.queueStats());
     if (this.pending.length > 0) await this.submitWave();
     this.schedulePoll();
@@ -606,7 +607,6 @@ export class SlurmEvaluator implements EvaluationBackend {
     // of the time since its submission (node start included).
     if (!c.started && c.submittedAt > 0) this.queueWaits.push(Math.max(0, performance.now() - c.submittedAt - result.durationMs));
     this.markStarted(c, null);
-    this.pendingWatch.progressed(performance.now());
     this.counts.done++;
     this.runtimesMs.push(result.durationMs);
     if (this.runtimesMs.length > RUNTIME_WINDOW) this.runtimesMs.shift();

@@ -47,16 +47,38 @@ export interface QueueEntry {
   reason: string;
   /** False for states a job only passes through on its way out (FAILED, NODE_FAIL, PREEMPTED, CANCELLED, TIMEOUT, ...). */
   live: boolean;
+  /** What it asks of the cluster (a pending job's request; a running job's allocation). */
+  request: JobRequest;
+}
+
+/** What a job asks of the cluster, as squeue prints it. */
+export interface JobRequest {
+  /** CPUs (squeue %C). */
+  cpus: number;
+  /** Memory (squeue %m: "2000M", "8G"; "0" where the job asked for none, so it gets the cluster's default). */
+  memory: string;
+  /** Generic resources such as GPUs (squeue %b: "gres:gpu:1"; "N/A" where none). */
+  gres: string;
+  partition: string;
 }
 
 const JobIdSchema = z.string().regex(/^\d+(_\d+)?$/);
 const SbatchReplySchema = z.string().regex(/^(\d+)(;[^\s;]+)?$/, 'sbatch --parsable printed something other than a job id');
+/** squeue's -o: id, state, CPUs, memory, gres, partition, then the reason last (free text). */
+const QUEUE_FORMAT = '%i|%T|%C|%m|%b|%P|%r';
+const QueueLinePattern = /^(\d+(?:_\d+)?)\|([A-Z_]+)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|(.*)$/;
 const QueueLineSchema = z
   .string()
-  .regex(/^(\d+(?:_\d+)?)\|([A-Z_]+)\|(.*)$/, 'squeue printed a line that is not JOBID|STATE|REASON')
+  .regex(QueueLinePattern, 'squeue printed a line that is not JOBID|STATE|CPUS|MEMORY|GRES|PARTITION|REASON')
   .transform((line): QueueEntry => {
-    const [, id, state, reason] = /^(\d+(?:_\d+)?)\|([A-Z_]+)\|(.*)$/.exec(line) as RegExpExecArray;
-    return { id: id as string, state: state as string, reason: reason as string, live: LIVE_STATES.has(state as string) };
+    const [, id, state, cpus, memory, gres, partition, reason] = QueueLinePattern.exec(line) as RegExpExecArray;
+    return {
+      id: id as string,
+      state: state as string,
+      reason: reason as string,
+      live: LIVE_STATES.has(state as string),
+      request: { cpus: Number(cpus), memory: memory as string, gres: gres as string, partition: partition as string },
+    };
   });
 
 /** Job names ThetaEvolve gives a run's jobs: `thetaevolve-<run>` (the characters SLURM and shells take safely). */
@@ -137,12 +159,12 @@ export class SlurmCli {
   /** Every job of ours named `name` still in the queue, array tasks one by one: one squeue call. */
   async queue(name: string): Promise<Map<string, QueueEntry>> {
     this.calls.squeue++;
-    const out = await this.tool('squeue', ['-h', '-r', '-u', this.user, '-n', name, '-o', '%i|%T|%r']);
+    const out = await this.tool('squeue', ['-h', '-r', '-u', this.user, '-n', name, '-o', QUEUE_FORMAT]);
     const entries = new Map<string, QueueEntry>();
     for (const line of out.split('\n')) {
       if (line.trim() === '') continue;
       const parsed = QueueLineSchema.safeParse(line.trim());
-      if (!parsed.success) throw new SlurmError(`squeue printed ${JSON.stringify(line.slice(0, 200))}, not JOBID|STATE|REASON`);
+      if (!parsed.success) throw new SlurmError(`squeue printed ${JSON.stringify(line.slice(0, 200))}, not ${QUEUE_FORMAT}`);
       entries.set(parsed.data.id, parsed.data);
     }
     return entries;

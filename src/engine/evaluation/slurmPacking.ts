@@ -13,7 +13,7 @@ interface PackingOptions extends Pick<SlurmClusterOptions, 'partition' | 'sbatch
   onWarning?: (message: string) => void;
 }
 
-/** What one job's start costs, about, in seconds (slurmd's launch plus Node.js loading cli.js). */
+/** What one job's start costs, about, in seconds (slurmd's launch plus Node.js loading our evaluate). */
 const JOB_START_SEC = 1;
 /** `auto` packs until a job's start is at most this share of each candidate's expected runtime. */
 const START_SHARE = 0.1;
@@ -79,14 +79,23 @@ export async function packingNodeCpus(cli: SlurmCli, options: PackingOptions): P
   return cpus;
 }
 
-/** Split `items` into as few groups of at most `perJob` as possible, of sizes as even as possible (jobs of one array end together). */
+/**
+ * Split `items` into groups of at most `perJob`, of sizes as even as possible (jobs of one array end together). Every
+ * task of an array asks for the CPUs of the largest group, so uneven groups ask for CPUs no candidate uses (16 in
+ * groups of 6, 5, 5 ask for 18: on a 16-CPU node the third job waits for the first to end). So the number of groups
+ * is the one from as few as possible to twice that which asks for the fewest unused CPUs (16 by 7: four of 4).
+ */
 export function packGroups<T>(items: readonly T[], perJob: number): T[][] {
   if (items.length === 0) return [];
-  const groups = Math.ceil(items.length / Math.max(1, Math.floor(perJob)));
+  const n = items.length;
+  const fewest = Math.ceil(n / Math.max(1, Math.floor(perJob)));
+  let groups = fewest;
+  const unused = (g: number): number => g * Math.ceil(n / g) - n;
+  for (let g = fewest + 1; g <= Math.min(n, 2 * fewest); g++) if (unused(g) < unused(groups)) groups = g;
   const out: T[][] = [];
   let at = 0;
   for (let g = 0; g < groups; g++) {
-    const size = Math.floor(items.length / groups) + (g < items.length % groups ? 1 : 0);
+    const size = Math.floor(n / groups) + (g < n % groups ? 1 : 0);
     out.push(items.slice(at, at + size));
     at += size;
   }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type NodeProbe, NodeProbeSchema } from './nodeProbe';
 import { type SlurmCli, SlurmError } from './slurmCli';
-import { commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, ORDINARY_PENDING_REASONS, waitUntilGone } from './slurmQueue';
+import { commonSbatchArguments, MISSING_POLLS_BEFORE_LOST, PendingNotices, pendingJobsLine, waitUntilGone } from './slurmQueue';
 import type { SlurmClusterOptions } from './slurmSettings';
 import { exists, readJobFile, type Staging, tail } from './slurmStaging';
 
@@ -37,7 +37,8 @@ export async function runProbe(
   const done = join(staging.root, 'probe.done');
   let missingPolls = 0;
   let lastState: string | null = null;
-  const toldReasons = new Set<string>();
+  const submittedAt = performance.now();
+  const notices = new PendingNotices();
   for (;;) {
     if (signal?.aborted) {
       await cli
@@ -49,10 +50,13 @@ export async function runProbe(
     const queue = await cli.queue(jobName);
     const entry = queue.get(jobId);
     if (entry) lastState = entry.state;
-    if (entry?.state === 'PENDING' && !ORDINARY_PENDING_REASONS.has(entry.reason) && !toldReasons.has(entry.reason)) {
-      toldReasons.add(entry.reason);
-      options.onWarning?.(`the SLURM probe job ${jobId} is pending with reason ${entry.reason} (squeue); the run starts once it has run`);
-    }
+    const now = performance.now();
+    const pending = entry?.state === 'PENDING' ? [{ id: entry.id, reason: entry.reason, request: entry.request, since: submittedAt }] : [];
+    const waiting = notices.due(pending, now);
+    if (waiting.length > 0)
+      options.onWarning?.(
+        pendingJobsLine(waiting, 'probe', now, 'the run starts once it has run (it checks that a compute node can evaluate)'),
+      );
     if (await exists(done)) break;
     if (entry?.live) missingPolls = 0;
     else if (++missingPolls >= MISSING_POLLS_BEFORE_LOST) {

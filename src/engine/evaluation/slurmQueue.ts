@@ -2,7 +2,7 @@
 // probe job share: the sbatch options every job gets, pending reasons worth
 // telling, and cancelling a run's jobs until squeue no longer shows them.
 import { setTimeout as delay } from 'node:timers/promises';
-import { jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
+import { type JobRequest, jobNameOfRun, type QueueEntry, type SchedulerCalls, SlurmCli, SlurmError } from './slurmCli';
 import type { SlurmClusterOptions } from './slurmSettings';
 
 /** Polls a job must be missing from the queue, without a result, before it counts as lost (shared filesystems show files late). */
@@ -90,38 +90,101 @@ export function commonSbatchArguments(
   ];
 }
 
-/** Jobs pending this long with none of the run's running are said to wait (once per wait), with why and what they ask for. */
-const PENDING_NOTICE_MS = 60_000;
+/**
+ * A job pending this long since its submission is named, whatever else of the run runs: with room on a node a job
+ * starts at slurmctld's next scheduling pass (about a second), so one still pending after this waits for something.
+ */
+export const PENDING_NOTICE_MS = 3000;
+
+/** A job of the run seen pending at a look at the queue. */
+export interface PendingJob {
+  id: string;
+  /** squeue's reason. */
+  reason: string;
+  request: JobRequest;
+  /** When it was submitted (performance.now()). */
+  since: number;
+}
 
 /**
- * Jobs may pend for long on a busy cluster, for ordinary reasons too (a job
- * that asks for more than is free): once the run's jobs have pended
- * PENDING_NOTICE_MS with none running, it is said once (why, and what each
- * asks for); again only after something of the run ran.
+ * Which pending jobs of the run to name now (docs/architecture.md "Evaluation backends"): each job once it has pended
+ * PENDING_NOTICE_MS, at once for a reason that may never clear (not ORDINARY_PENDING_REASONS), and again only when
+ * its reason turns into such a one. A job that leaves the pending state is forgotten (pending again: named again).
  */
-export class PendingWatch {
-  /** When a job of the run was last seen running or a result came. */
-  private lastProgressAt = Number.NEGATIVE_INFINITY;
-  private told = false;
+export class PendingNotices {
+  /** Job id -> the reason it was named with. */
+  private readonly told = new Map<string, string>();
 
-  progressed(now: number): void {
-    this.lastProgressAt = now;
-    this.told = false;
+  /** After a look at the queue: `pending` is every job of the run pending now; returns those to name. */
+  due(pending: readonly PendingJob[], now: number): PendingJob[] {
+    const seen = new Set(pending.map((p) => p.id));
+    for (const id of [...this.told.keys()]) if (!seen.has(id)) this.told.delete(id);
+    const due: PendingJob[] = [];
+    for (const job of pending) {
+      const ordinary = ORDINARY_PENDING_REASONS.has(job.reason);
+      const toldReason = this.told.get(job.id);
+      const dueNow = toldReason === undefined ? !ordinary || now - job.since >= PENDING_NOTICE_MS : !ordinary && toldReason !== job.reason;
+      if (!dueNow) continue;
+      this.told.set(job.id, job.reason);
+      due.push(job);
+    }
+    return due;
   }
+}
 
-  /** After a poll: the notice to give, or null. */
-  observe(pending: { jobId: string; submittedAt: number; reason: string }[], running: boolean, now: number, perJob: number): string | null {
-    if (running) this.progressed(now);
-    if (pending.length === 0 || running) return null;
-    // Waiting since the later of its oldest pending job's submission and the last time anything of the run ran.
-    const since = Math.max(Math.min(...pending.map((p) => p.submittedAt)), this.lastProgressAt);
-    if (this.told || now - since < PENDING_NOTICE_MS) return null;
-    this.told = true;
-    const reasons = [...new Set(pending.map((p) => p.reason))].join(', ');
-    const jobs = new Set(pending.map((p) => p.jobId)).size;
-    return (
-      `${jobs} SLURM evaluation job(s) of this run have been pending for ${Math.round((now - since) / 1000)} s with none running (squeue: ${reasons}); ` +
-      `each runs up to ${perJob} candidate(s), one CPU each (thetaevolve.slurm.candidatesPerJob, slurm.sbatchArguments)`
-    );
+/** `123_[0-3,7], 125` for array tasks 123_0 .. 123_3, 123_7 and job 125. */
+export function compactJobIds(ids: readonly string[]): string {
+  const arrays = new Map<string, number[]>();
+  const order: string[] = [];
+  for (const id of ids) {
+    const [job, task] = id.split('_') as [string, string | undefined];
+    if (!arrays.has(job)) {
+      arrays.set(job, []);
+      order.push(job);
+    }
+    if (task !== undefined) arrays.get(job)?.push(Number(task));
   }
+  return order
+    .map((job) => {
+      const tasks = [...new Set(arrays.get(job))].sort((a, b) => a - b);
+      if (tasks.length === 0) return job;
+      if (tasks.length === 1) return `${job}_${tasks[0] as number}`;
+      const ranges: string[] = [];
+      for (let i = 0; i < tasks.length;) {
+        let j = i;
+        while (j + 1 < tasks.length && (tasks[j + 1] as number) === (tasks[j] as number) + 1) j++;
+        ranges.push(i === j ? String(tasks[i]) : `${tasks[i] as number}-${tasks[j] as number}`);
+        i = j + 1;
+      }
+      return `${job}_[${ranges.join(',')}]`;
+    })
+    .join(', ');
+}
+
+/** What a job asks for, in words: "8 CPUs, memory 2000M, no GRES, partition main". */
+export function describeRequest(request: JobRequest): string {
+  const memory = request.memory === '0' || request.memory === '' ? "the partition's default memory" : `memory ${request.memory}`;
+  const gres = request.gres === 'N/A' || request.gres === '' ? 'no GRES' : `GRES ${request.gres}`;
+  return `${request.cpus} CPU${request.cpus === 1 ? '' : 's'}, ${memory}, ${gres}, partition ${request.partition}`;
+}
+
+/**
+ * One line naming waiting jobs: per reason and request, their ids, how long they have pended, squeue's reason and
+ * what each asks for. `what` says which jobs ("evaluation", "probe", "inference"), `then` what waits on them.
+ */
+export function pendingJobsLine(jobs: readonly PendingJob[], what: string, now: number, then: string): string {
+  const groups = new Map<string, PendingJob[]>();
+  for (const job of jobs) {
+    const key = `${job.reason}|${describeRequest(job.request)}`;
+    groups.set(key, [...(groups.get(key) ?? []), job]);
+  }
+  const parts = [...groups.values()].map((group) => {
+    const first = group[0] as PendingJob;
+    const waited = Math.max(0, Math.round((now - Math.min(...group.map((j) => j.since))) / 1000));
+    const mayNotClear = ORDINARY_PENDING_REASONS.has(first.reason) ? '' : ', which may not clear by itself';
+    const each = group.length > 1 ? 'each asks for' : 'asks for';
+    return `${compactJobIds(group.map((j) => j.id))} pending ${waited} s (squeue: ${first.reason}${mayNotClear}; ${each} ${describeRequest(first.request)})`;
+  });
+  const plural = jobs.length > 1;
+  return `SLURM ${what} job${plural ? 's' : ''} of this run ${plural ? 'wait' : 'waits'} in the queue: ${parts.join('; ')}; ${then}`;
 }

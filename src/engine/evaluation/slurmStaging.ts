@@ -1,5 +1,5 @@
 // The SLURM backend's files on the shared filesystem: what is staged for the
-// jobs (our bundled CLI, a copy of the task, the job and probe scripts) and
+// jobs (our bundled evaluate, a copy of the task, the job and probe scripts) and
 // how what a job wrote back is read (capped, never through a link).
 import { constants } from 'node:fs';
 import { chmod, copyFile, cp, lstat, mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
@@ -11,8 +11,8 @@ import { SlurmError } from './slurmCli';
 import { EvaluateJsonSchema, resultOfEvaluateJson } from './evaluateJson';
 import type { SlurmClusterOptions } from './slurmSettings';
 
-/** Files of ours a job needs beside the task: the CLI that evaluates and the probe. */
-export const BUNDLE_FILES = ['cli.js', 'nodeProbe.js'] as const;
+/** Files of ours a job needs beside the task: our `evaluate` (the CLI's, bundled alone), what starts it (with V8's code cache) and the probe. */
+export const BUNDLE_FILES = ['jobStart.js', 'evaluateJob.js', 'nodeProbe.js'] as const;
 /** The folder of Python files the CLI needs for other systems' task folders (src/engine/task/foreign, copied into dist/). */
 export const BUNDLE_FOREIGN_DIR = 'foreign';
 /** Seconds a job may take beyond the candidate's and the evaluator's limits (Node start, copying, scoring). */
@@ -120,12 +120,12 @@ export async function privateStagingFolder(dir: string): Promise<void> {
   if (((await lstat(dir)).mode & 0o077) !== 0) throw new SlurmError(`${dir}: the staging folder cannot be made private (mode 0700)`);
 }
 
-/** Stage our bundled CLI, a copy of the task and the job and probe scripts in a new folder under the run's (removed again if staging fails). */
+/** Stage our bundled evaluate, a copy of the task and the job and probe scripts in a new folder under the run's (removed again if staging fails). */
 export async function stage(task: Task, options: StagingOptions, jobName: string, runtimeLimitSec: number): Promise<Staging> {
   for (const file of BUNDLE_FILES) {
     if (!(await exists(join(options.bundleDirectory, file)))) {
       throw new SlurmError(
-        `${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled CLI for its jobs (build it with npm run build).`,
+        `${join(options.bundleDirectory, file)} is missing: the SLURM backend stages ThetaEvolve's bundled evaluate for its jobs (build it with npm run build).`,
       );
     }
   }
@@ -136,7 +136,7 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
   try {
     for (const sub of ['bundle', 'candidates', 'waves', 'logs', 'done']) await mkdir(join(root, sub));
     for (const file of BUNDLE_FILES) await copyFile(join(options.bundleDirectory, file), join(root, 'bundle', file));
-    // The Python wrapper OpenEvolve and ShinkaEvolve folders are evaluated through (beside the bundled CLI, as in dist/).
+    // The Python wrapper OpenEvolve and ShinkaEvolve folders are evaluated through (beside the bundled evaluate, as in dist/).
     await cp(join(options.bundleDirectory, BUNDLE_FOREIGN_DIR), join(root, 'bundle', BUNDLE_FOREIGN_DIR), {
       recursive: true,
       filter: (source) => !source.includes('__pycache__'),
@@ -158,10 +158,13 @@ export async function stage(task: Task, options: StagingOptions, jobName: string
         '# Each result lands in its candidate folder (and its id in done/, one folder to list) the moment it is done.',
         ...setup,
         `stage=${q}`,
+        '# When this job started, then (from evaluate) when Node started, began evaluating and wrote each result: where its time goes.',
+        'times="$stage/logs/${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.times"',
+        'echo "job-start-us ${EPOCHREALTIME/[.,]/}" > "$times"',
         'read -r -a ids <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$1")"',
         'programs=()',
         `for id in "\${ids[@]}"; do programs+=("$stage/candidates/$id/program.${task.language}"); done`,
-        `${options.nodeCommand} "$stage/bundle/cli.js" evaluate "$stage/task" "\${programs[@]}"${evaluatorArgument(task)} --result-files --done-dir "$stage/done" --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)}`,
+        `${options.nodeCommand} "$stage/bundle/jobStart.js" "$stage/task" "\${programs[@]}"${evaluatorArgument(task)} --result-files --done-dir "$stage/done" --python-cache "$stage/nodes" --times-file "$times" --timeout ${runtimeLimitSec}${sandboxLimitArguments(options.sandboxLimits)}`,
         'code=$?',
         '# evaluate itself failed: each candidate without a result says so (its own output is in the job log).',
         'if [ "$code" -ne 0 ]; then',

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errorMessage } from '../common/errors';
 import { jobNameOfRun, type QueueEntry, SlurmCli } from '../evaluation/slurmCli';
-import { MISSING_POLLS_BEFORE_LOST, waitUntilGone } from '../evaluation/slurmQueue';
+import { MISSING_POLLS_BEFORE_LOST, type PendingJob, PendingNotices, pendingJobsLine, waitUntilGone } from '../evaluation/slurmQueue';
 import type { SlurmClusterOptions, SlurmInferenceOptions } from '../evaluation/slurmSettings';
 import { privateStagingFolder, readJobFile, shellQuote } from '../evaluation/slurmStaging';
 
@@ -57,6 +57,8 @@ const RecordSchema = z.object({ count: z.number().int().nonnegative(), jobIds: z
 
 interface Job extends InferenceJobState {
   missingPolls: number;
+  /** When its current job was submitted (performance.now()). */
+  submittedAt: number;
 }
 
 /** The job name of inference server k of a run. */
@@ -73,6 +75,7 @@ export class SlurmInferenceJobs {
   private polling: Promise<void> = Promise.resolve();
   private closing: Promise<void> | null = null;
   private squeueFailures = 0;
+  private readonly pendingNotices = new PendingNotices();
   private readonly readyWaiters = new Set<{ resolve: () => void; reject: (err: Error) => void }>();
 
   private constructor(private readonly options: SlurmInferenceJobsOptions) {
@@ -88,6 +91,7 @@ export class SlurmInferenceJobs {
       baseURL: null,
       resubmits: 0,
       missingPolls: 0,
+      submittedAt: 0,
     }));
   }
 
@@ -104,7 +108,7 @@ export class SlurmInferenceJobs {
 
   /** The jobs as they stand. */
   states(): InferenceJobState[] {
-    return this.jobs.map(({ missingPolls: _m, ...state }) => ({ ...state }));
+    return this.jobs.map(({ missingPolls: _m, submittedAt: _s, ...state }) => ({ ...state }));
   }
 
   /** Resolves once one server is in the endpoint pool; rejects when every job was given up, or on abort. */
@@ -239,6 +243,7 @@ export class SlurmInferenceJobs {
       ]);
       job.state = 'PENDING';
       job.missingPolls = 0;
+      job.submittedAt = performance.now();
     } catch (err) {
       job.jobId = null;
       job.state = 'SUBMIT_FAILED';
@@ -274,6 +279,16 @@ export class SlurmInferenceJobs {
         this.options.onNotice(`squeue failed ${this.squeueFailures} time(s) in a row (will retry): ${errorMessage(err)}`, 'warning');
       return;
     }
+    // Every inference job that waits is named within seconds, whatever else of the run runs (another server, evaluations).
+    const now = performance.now();
+    const pending: PendingJob[] = [];
+    for (const job of this.jobs) {
+      const entry = job.jobId === null ? undefined : queue.get(job.jobId);
+      if (entry?.state === 'PENDING') pending.push({ id: entry.id, reason: entry.reason, request: entry.request, since: job.submittedAt });
+    }
+    const waiting = this.pendingNotices.due(pending, now);
+    if (waiting.length > 0)
+      this.options.onNotice(pendingJobsLine(waiting, 'inference', now, 'their servers join the endpoint pool once they run'), 'warning');
     let changed = false;
     for (const job of this.jobs) {
       if (this.closing) return;

@@ -77,16 +77,20 @@ const ProbeReplySchema = z.object({
 });
 
 // Asks the interpreter about itself; importlib.metadata reads versions without importing the packages.
+// With no module named (a SLURM job's evaluate) it skips importlib.metadata, whose scan of every installed
+// distribution is most of the probe's time.
 const PROBE_SCRIPT = `
 import json, os, sys
-try:
-    from importlib import metadata
+metadata, distributions = None, {}
+if len(sys.argv) > 1:
     try:
-        distributions = metadata.packages_distributions()
-    except Exception:
-        distributions = {}
-except ImportError:
-    metadata, distributions = None, {}
+        from importlib import metadata
+        try:
+            distributions = metadata.packages_distributions()
+        except Exception:
+            distributions = {}
+    except ImportError:
+        metadata = None
 packages = {}
 for module in sys.argv[1:]:
     if metadata is None or module in getattr(sys, "stdlib_module_names", ()):
@@ -130,12 +134,18 @@ export function importedModules(code: string): string[] {
 
 /**
  * Run the chosen interpreter once and say what it is. `modules`: what the
- * run's programs import, recorded with numpy and scipy when installed.
+ * run's programs import, recorded with numpy and scipy when installed
+ * (`packages: false`: no package versions, where only the interpreter and
+ * its prefixes matter and time does: a SLURM job's evaluate).
  * Throws PythonUnavailableError, one line naming the interpreter, when it
  * cannot run.
  */
-export async function probePython(choice: PythonChoice, modules: readonly string[] = []): Promise<PythonEnvironment> {
-  const names = [...new Set([...ALWAYS_RECORDED_PACKAGES, ...modules])];
+export async function probePython(
+  choice: PythonChoice,
+  modules: readonly string[] = [],
+  options: { packages?: boolean } = {},
+): Promise<PythonEnvironment> {
+  const names = options.packages === false ? [] : [...new Set([...ALWAYS_RECORDED_PACKAGES, ...modules])];
   const where = `the Python interpreter ${choice.path} (from ${choice.source})`;
   if (!isAbsolute(choice.path))
     throw new PythonUnavailableError(`${where} was not found on PATH; give one with --python PATH or the setting thetaevolve.python`);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
-import { modulesToWarm, warmableCommand } from '../../src/engine/sandbox/warmPool';
+import { learnedModules, modulesToWarm, warmableCommand } from '../../src/engine/sandbox/warmPool';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
 
@@ -37,7 +37,7 @@ describe('sandbox: warm interpreters', function () {
     await evaluator?.close();
   });
 
-  it('warms only `<python> <script.py>` commands, and imports numpy and the program’s modules ahead', () => {
+  it('warms only `<python> <script.py>` commands, and imports the program’s modules ahead', () => {
     assert.deepEqual(warmableCommand(['/usr/bin/python3', '/p/program.py', 'x']), {
       interpreter: '/usr/bin/python3',
       script: '/p/program.py',
@@ -47,15 +47,23 @@ describe('sandbox: warm interpreters', function () {
     assert.equal(warmableCommand(['/usr/bin/python3', '-u', 'program.py']), null);
     assert.equal(warmableCommand(['/usr/bin/node', 'program.js']), null);
     assert.deepEqual(modulesToWarm('from __future__ import annotations\nimport scipy.optimize\nfrom math import pi\n  import os\n'), [
-      'numpy',
       'scipy',
       'math',
     ]);
+    // numpy only once something imports it (unused, importing it ahead costs each warm process CPU a cold one would not spend).
+    assert.deepEqual(learnedModules('import json\n', []), []);
+    assert.deepEqual(learnedModules('import json\n  import numpy as np\n', []), ['numpy']);
+    assert.deepEqual(learnedModules('import numpy as np\n', ['numpy']), []);
   });
 
-  it("runs the candidate as its own script: argv, __file__, __main__, its command line, numpy already loaded; idle ones carry no candidate's arguments", async () => {
+  it("runs the candidate as its own script: argv, __file__, __main__, its command line, numpy already loaded once candidates import it; idle ones carry no candidate's arguments", async () => {
     await evaluator.warmed();
     assert.deepEqual(processesMatching(MARKER), [], 'an idle warm process carries the candidate command');
+    // Two candidates importing numpy use the two warmed before; those started after them import it ahead.
+    const numpy = 'import numpy\n' + WRITE(1);
+    const imported = await Promise.all([evaluator.evaluate(numpy), evaluator.evaluate(numpy)]);
+    for (const r of imported) assert.equal(r.status, 'ok', r.reason);
+    await evaluator.warmed();
     const result = await evaluator.evaluate(
       'import sys\n' +
         'print("argv", sys.argv)\n' +

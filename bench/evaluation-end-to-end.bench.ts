@@ -3,10 +3,13 @@
 // its evaluator run in our sandbox): one step of 128 children (B = 8 parents
 // x n = 16 responses, K = 16 evaluations at once) against the project's
 // OpenAI-compatible test server answering every request after 2 s, then
-// after 10 s. Printed per response time: the step's wall time and its
-// evaluation phase (first evaluation start to last evaluation end), with
-// the run's warm interpreters, and cold (warmInterpreters 'off') beside them
-// in the same run. OpenEvolve itself is not run here: it needs the `openai`
+// after 10 s. Printed per response time: the step's median wall time and
+// evaluation phase (first evaluation start to last evaluation end) with the
+// run's warm interpreters, and cold (warmInterpreters 'off') beside them,
+// THETAEVOLVE_BENCH_ROUNDS (2) steps each way interleaved in the same run;
+// warm/cold (target <= 1: warming a run's interpreters must not make its
+// steps slower), and the CPU time of this process and the children it
+// reaped. OpenEvolve itself is not run here: it needs the `openai`
 // Python package, which Debian does not package (the issue's figures for it:
 // 19.0 s at 2 s, 82.3 s at 10 s on a quiet machine).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

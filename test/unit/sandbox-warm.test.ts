@@ -2,9 +2,25 @@
 // sandbox started ahead of need behaves as one started for it, and shares
 // nothing with the candidates before and after it.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
-import { learnedModules, modulesToWarm, warmableCommand } from '../../src/engine/sandbox/warmPool';
+import type { ProcessOutcome } from '../../src/engine/sandbox/process';
+import {
+  keepingAlive,
+  learnedModules,
+  modulesToWarm,
+  startWarmProcess,
+  type WarmableCommand,
+  warmableCommand,
+  warmInput,
+  warmLauncherCommand,
+  WarmPool,
+  type WarmProcess,
+  WarmRefill,
+} from '../../src/engine/sandbox/warmPool';
+import { DEFAULT_PYTHON } from '../../src/engine/python/interpreter';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
 
@@ -154,5 +170,63 @@ describe('sandbox: warm interpreters', function () {
     const result = await evaluator.evaluate('while True:\n    pass\n', {});
     assert.equal(result.status, 'timeout');
     assert.ok((result.metrics.runtime_seconds as number) >= 5, String(result.metrics.runtime_seconds));
+  });
+});
+
+describe('sandbox: warm processes are refilled only with idle CPU', function () {
+  this.timeout(60000);
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'te-warm-refill-'));
+    await writeFile(join(dir, 'work.py'), 'print("worked")\n');
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('warms at most cores - busy at once, none while evaluations fill the cores, and a burst beyond the pool finds none (it starts cold)', async () => {
+    const command = warmableCommand([DEFAULT_PYTHON, join(dir, 'work.py')]) as WarmableCommand;
+    let created = 0;
+    const pool = new WarmPool(() => {
+      created++;
+      return startWarmProcess(
+        {
+          file: DEFAULT_PYTHON,
+          args: warmLauncherCommand(command, [], null).slice(1),
+          cwd: dir,
+          env: {},
+          timeoutMs: 30000,
+          outputLimitBytes: 4096,
+        },
+        async (run) => run,
+      );
+    }, 3);
+    const refill = new WarmRefill([pool], 2);
+    try {
+      refill.setBusy(0);
+      assert.equal(created, 0, 'nothing is warmed before the refill starts');
+      refill.start();
+      assert.equal(created, 2, 'two cores: two warming at once, not the whole pool');
+      // Two evaluations fill both cores: what they take is not replaced, even once it is warm.
+      refill.setBusy(2);
+      const first = pool.take() as WarmProcess<ProcessOutcome>;
+      const second = pool.take() as WarmProcess<ProcessOutcome>;
+      assert.equal(pool.take(), null, 'the pool is empty: that candidate starts cold');
+      await keepingAlive(Promise.all([first.ready, second.ready]));
+      assert.equal(created, 2, 'a warm process was started while evaluations filled the cores');
+      const run = await first.start(warmInput(command, ''));
+      assert.equal(run.exitCode, 0, run.stderr);
+      assert.match(run.stdout, /worked/);
+      second.discard();
+      // One evaluation left: one core for warming; none: both, up to the pool's size.
+      refill.setBusy(1);
+      assert.equal(created, 3);
+      refill.setBusy(0);
+      assert.equal(created, 4);
+      await pool.warmed();
+      assert.equal(created, 5);
+    } finally {
+      await pool.close();
+    }
   });
 });

@@ -2,9 +2,25 @@
 // sandbox started ahead of need behaves as one started for it, and shares
 // nothing with the candidates before and after it.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
-import { modulesToWarm, warmableCommand } from '../../src/engine/sandbox/warmPool';
+import type { ProcessOutcome } from '../../src/engine/sandbox/process';
+import {
+  keepingAlive,
+  learnedModules,
+  modulesToWarm,
+  startWarmProcess,
+  type WarmableCommand,
+  warmableCommand,
+  warmInput,
+  warmLauncherCommand,
+  WarmPool,
+  type WarmProcess,
+  WarmRefill,
+} from '../../src/engine/sandbox/warmPool';
+import { DEFAULT_PYTHON } from '../../src/engine/python/interpreter';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
 
@@ -37,7 +53,7 @@ describe('sandbox: warm interpreters', function () {
     await evaluator?.close();
   });
 
-  it('warms only `<python> <script.py>` commands, and imports numpy and the program’s modules ahead', () => {
+  it('warms only `<python> <script.py>` commands, and imports the program’s modules ahead', () => {
     assert.deepEqual(warmableCommand(['/usr/bin/python3', '/p/program.py', 'x']), {
       interpreter: '/usr/bin/python3',
       script: '/p/program.py',
@@ -47,15 +63,23 @@ describe('sandbox: warm interpreters', function () {
     assert.equal(warmableCommand(['/usr/bin/python3', '-u', 'program.py']), null);
     assert.equal(warmableCommand(['/usr/bin/node', 'program.js']), null);
     assert.deepEqual(modulesToWarm('from __future__ import annotations\nimport scipy.optimize\nfrom math import pi\n  import os\n'), [
-      'numpy',
       'scipy',
       'math',
     ]);
+    // numpy only once something imports it (unused, importing it ahead costs each warm process CPU a cold one would not spend).
+    assert.deepEqual(learnedModules('import json\n', []), []);
+    assert.deepEqual(learnedModules('import json\n  import numpy as np\n', []), ['numpy']);
+    assert.deepEqual(learnedModules('import numpy as np\n', ['numpy']), []);
   });
 
-  it("runs the candidate as its own script: argv, __file__, __main__, its command line, numpy already loaded; idle ones carry no candidate's arguments", async () => {
+  it("runs the candidate as its own script: argv, __file__, __main__, its command line, numpy already loaded once candidates import it; idle ones carry no candidate's arguments", async () => {
     await evaluator.warmed();
     assert.deepEqual(processesMatching(MARKER), [], 'an idle warm process carries the candidate command');
+    // Two candidates importing numpy use the two warmed before; those started after them import it ahead.
+    const numpy = 'import numpy\n' + WRITE(1);
+    const imported = await Promise.all([evaluator.evaluate(numpy), evaluator.evaluate(numpy)]);
+    for (const r of imported) assert.equal(r.status, 'ok', r.reason);
+    await evaluator.warmed();
     const result = await evaluator.evaluate(
       'import sys\n' +
         'print("argv", sys.argv)\n' +
@@ -146,5 +170,63 @@ describe('sandbox: warm interpreters', function () {
     const result = await evaluator.evaluate('while True:\n    pass\n', {});
     assert.equal(result.status, 'timeout');
     assert.ok((result.metrics.runtime_seconds as number) >= 5, String(result.metrics.runtime_seconds));
+  });
+});
+
+describe('sandbox: warm processes are refilled only with idle CPU', function () {
+  this.timeout(60000);
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'te-warm-refill-'));
+    await writeFile(join(dir, 'work.py'), 'print("worked")\n');
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('warms at most cores - busy at once, none while evaluations fill the cores, and a burst beyond the pool finds none (it starts cold)', async () => {
+    const command = warmableCommand([DEFAULT_PYTHON, join(dir, 'work.py')]) as WarmableCommand;
+    let created = 0;
+    const pool = new WarmPool(() => {
+      created++;
+      return startWarmProcess(
+        {
+          file: DEFAULT_PYTHON,
+          args: warmLauncherCommand(command, [], null).slice(1),
+          cwd: dir,
+          env: {},
+          timeoutMs: 30000,
+          outputLimitBytes: 4096,
+        },
+        async (run) => run,
+      );
+    }, 3);
+    const refill = new WarmRefill([pool], 2);
+    try {
+      refill.setBusy(0);
+      assert.equal(created, 0, 'nothing is warmed before the refill starts');
+      refill.start();
+      assert.equal(created, 2, 'two cores: two warming at once, not the whole pool');
+      // Two evaluations fill both cores: what they take is not replaced, even once it is warm.
+      refill.setBusy(2);
+      const first = pool.take() as WarmProcess<ProcessOutcome>;
+      const second = pool.take() as WarmProcess<ProcessOutcome>;
+      assert.equal(pool.take(), null, 'the pool is empty: that candidate starts cold');
+      await keepingAlive(Promise.all([first.ready, second.ready]));
+      assert.equal(created, 2, 'a warm process was started while evaluations filled the cores');
+      const run = await first.start(warmInput(command, ''));
+      assert.equal(run.exitCode, 0, run.stderr);
+      assert.match(run.stdout, /worked/);
+      second.discard();
+      // One evaluation left: one core for warming; none: both, up to the pool's size.
+      refill.setBusy(1);
+      assert.equal(created, 3);
+      refill.setBusy(0);
+      assert.equal(created, 4);
+      await pool.warmed();
+      assert.equal(created, 5);
+    } finally {
+      await pool.close();
+    }
   });
 });

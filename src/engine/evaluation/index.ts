@@ -49,11 +49,10 @@ export async function createEvaluationBackend(
   context: EvaluationBackendContext,
 ): Promise<EvaluationBackend> {
   if (settings['evaluation.backend'] === 'local') {
-    // Cold, not warmed ahead (docs/architecture.md "Warm interpreters"): on 2 cores a 128-child step of an
-    // OpenEvolve-layout folder was slower warm than cold (bench evaluation-end-to-end), so runs do not use them yet.
+    // A run's stream of candidates takes interpreters warmed with the CPU evaluations leave idle (docs/architecture.md "Warm interpreters").
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings(settings, context.runtimeLimitSec),
-      warmInterpreters: 'off',
+      warmInterpreters: 'auto',
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),
       ...(context.python ? { python: context.python } : {}),
     });

@@ -18,6 +18,8 @@ export interface SandboxCgroup {
   version: 1 | 2;
   memory: string;
   dirs: string[];
+  /** The folder holding its CPU share (null: no cpu controller here). */
+  cpu: string | null;
 }
 
 /** The cgroup2 mount point, from /proc/self/mountinfo (field 5 is the mount point, the type follows " - "). */
@@ -182,20 +184,21 @@ export function createSandboxCgroup(
       // No swap accounting on this kernel: memory.max still holds.
       writeOptional(join(path, 'memory.swap.max'), '0');
       if (limits.pids !== null) writeFileSync(join(path, 'pids.max'), String(limits.pids));
-      return { version: 2, memory: path, dirs: [path] };
+      return { version: 2, memory: path, dirs: [path], cpu: support.cpu ? path : null };
     }
     const memory = make(support.dirs.memory);
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
     // memsw (memory + swap) exists only with swap accounting; without it, memory.limit_in_bytes still holds.
     writeOptional(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
     const dirs = [memory];
-    if (support.dirs.cpu) dirs.push(make(support.dirs.cpu));
+    const cpu = support.dirs.cpu ? make(support.dirs.cpu) : null;
+    if (cpu) dirs.push(cpu);
     if (support.dirs.pids && limits.pids !== null) {
       const pids = make(support.dirs.pids);
       writeFileSync(join(pids, 'pids.max'), String(limits.pids));
       dirs.push(pids);
     }
-    return { version: 1, memory, dirs };
+    return { version: 1, memory, dirs, cpu };
   } catch (err) {
     for (const path of made.reverse()) rmdirQuietly(path);
     throw err;
@@ -208,6 +211,20 @@ function rmdirQuietly(path: string): void {
   } catch {
     // Nothing was started in it: an empty folder the kernel removes with its parent's cleanup, or never.
   }
+}
+
+/**
+ * A sandbox's CPU share: 'waiting' (a warm sandbox warming up or waiting
+ * for its candidate, warmPool.ts) yields the CPU to everything else,
+ * 'running' is every sandbox's equal share. False where there is no cpu
+ * controller (the share stays equal).
+ */
+export function setSandboxCpuShare(cgroup: Pick<SandboxCgroup, 'version' | 'cpu'>, share: 'waiting' | 'running'): boolean {
+  if (cgroup.cpu === null) return false;
+  // The lowest weight each version takes, and its default.
+  const [file, value] =
+    cgroup.version === 2 ? ['cpu.weight', share === 'waiting' ? 1 : 100] : ['cpu.shares', share === 'waiting' ? 2 : 1024];
+  return writeOptional(join(cgroup.cpu, file), String(value));
 }
 
 /**

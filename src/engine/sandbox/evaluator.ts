@@ -6,14 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Settings } from '../common/config';
 import { fillTemplate, type Task } from '../task/task';
 import type { EvaluationResult, ScoredEvaluationResult } from '../common/types';
 import type { EvaluateOptions, EvaluationBackend } from '../evaluation/backend';
 import { Semaphore } from '../async/semaphore';
-import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup, type SandboxCgroup } from './cgroup';
+import { createSandboxCgroup, inCgroupCommand, oomKills, removeSandboxCgroup, type SandboxCgroup, setSandboxCpuShare } from './cgroup';
 import { removeTree } from './cleanup';
 import {
   BWRAP_FD,
@@ -57,6 +57,7 @@ import {
 import {
   candidateModulesToWarm,
   keepingAlive,
+  learnedModules,
   startWarmProcess,
   trustedModulesToWarm,
   type WarmableCommand,
@@ -65,6 +66,7 @@ import {
   warmLauncherCommand,
   WarmPool,
   type WarmProcess,
+  WarmRefill,
 } from './warmPool';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 import type { PythonEnvironment } from '../common/pythonEnvironment';
@@ -97,11 +99,11 @@ export interface EvaluatorOptions {
   /** Told when something could not be cleaned up (a folder left on disk); the evaluation result is not affected. */
   onWarning?: (message: string) => void;
   /**
-   * 'auto': with the full sandbox, Python commands run in interpreters
-   * started, confined and warmed ahead of need, one per candidate
-   * (warmPool.ts), for a run's stream of candidates; 'off' (default, for a
-   * few evaluations, where warm ones left over would be wasted): every
-   * process starts cold.
+   * 'auto' (a run's): with the full sandbox, Python commands run in
+   * interpreters started, confined and warmed ahead of need with CPU the
+   * evaluations leave idle, one per candidate (warmPool.ts); 'off' (default,
+   * for a few evaluations, where warm ones left over would be wasted):
+   * every process starts cold.
    */
   warmInterpreters?: 'auto' | 'off';
   /** The run's interpreter: fills {python}, starts the seccomp launcher, and its prefixes are readable in bwrap (default: DEFAULT_PYTHON, nothing bound). */
@@ -168,6 +170,10 @@ export class Evaluator implements EvaluationBackend {
   private readonly warmCandidates: WarmPool<SandboxRun> | null;
   /** Trusted evaluators started ahead of need, each with its own private folder (null: cold). */
   private readonly warmTrusted: WarmPool<ProcessOutcome> | null;
+  /** Starts warm processes with the CPU evaluations leave idle (null: no warm pools). */
+  private readonly warmRefill: WarmRefill | null;
+  /** What warm candidate sandboxes import ahead: the task's imports, and numpy once a candidate imports it. */
+  private readonly warmCandidateModules: string[] = [];
   /** The candidate's command as warm sandboxes run it (null: not a Python script: cold). */
   private readonly warmCandidateCommand: WarmableCommand | null;
   /** The interpreter {python} names (the same path inside bwrap, where its prefixes are bound). */
@@ -240,15 +246,23 @@ export class Evaluator implements EvaluationBackend {
     );
     this.warmCandidates = warm ? this.warmCandidatePool() : null;
     this.warmTrusted = warm ? this.warmTrustedPool() : null;
+    const pools = [this.warmCandidates, this.warmTrusted].filter((p) => p !== null);
+    this.warmRefill = pools.length > 0 ? new WarmRefill(pools, availableParallelism()) : null;
     // Every running evaluation listens on it: K of them, not a leak.
     setMaxListeners(0, this.closing.signal);
   }
 
   /** Queues behind the concurrency limit; never throws for candidate failures. A cancelled evaluation resolves as no_solution with metrics.cancelled. */
   evaluate(code: string, options: EvaluateOptions = {}): Promise<EvaluationResult> {
+    if (this.warmCandidates && this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB)
+      this.warmCandidateModules.push(...learnedModules(code, this.warmCandidateModules));
     const promise = this.evaluateNow(code, options);
     this.inFlight.add(promise);
-    void promise.finally(() => this.inFlight.delete(promise));
+    this.warmRefill?.setBusy(this.inFlight.size);
+    void promise.finally(() => {
+      this.inFlight.delete(promise);
+      this.warmRefill?.setBusy(this.inFlight.size);
+    });
     return promise;
   }
 
@@ -263,14 +277,12 @@ export class Evaluator implements EvaluationBackend {
     return this.warmCandidates !== null;
   }
 
-  /** Start the warm interpreters now (a run's first responses take longer than warming them). */
+  /** Start warming interpreters now, as the CPU allows (a run's first responses take longer than warming them). */
   warmUp(): void {
     // A failure to make the binds is each evaluation's to report; warming just does not start.
     void this.pythonPrefixesMade().then(
       () => {
-        if (this.closing.signal.aborted) return;
-        this.warmCandidates?.fill();
-        this.warmTrusted?.fill();
+        if (!this.closing.signal.aborted) this.warmRefill?.start();
       },
       () => undefined,
     );
@@ -397,7 +409,10 @@ export class Evaluator implements EvaluationBackend {
    */
   private async runWarm(pool: WarmPool<SandboxRun>, code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     await this.pythonPrefixesMade();
+    // From now on warm sandboxes can be built (their arguments include the binds).
+    this.warmRefill?.start();
     const warm = pool.take();
+    if (!warm) return this.runInBwrap(code, programName, signal);
     await keepingAlive(warm.ready);
     if (warm.isGone) return this.runInBwrap(code, programName, signal);
     return warm.start(warmInput(this.warmCandidateCommand as WarmableCommand, code), signal);
@@ -405,19 +420,19 @@ export class Evaluator implements EvaluationBackend {
 
   /** The trusted evaluator in a warm interpreter: its private folder is made now, the copy goes there, then it runs there. */
   private async scoreWarm(bytes: Buffer, signal: AbortSignal): Promise<EvaluationResult> {
-    const warm = (this.warmTrusted as WarmPool<ProcessOutcome>).take();
+    const warm = this.warmTrusted?.take() ?? null;
     const limits = { memoryLimitMb: this.options.memoryLimitMb, python: this.python };
     const dir = await mkdtemp(join(this.scratchDir, 'thetaevolve-trusted-'));
     try {
       await writeFile(trustedSolutionPath(this.task, dir), bytes, { mode: 0o600 });
-      await keepingAlive(warm.ready);
-      // One that died warming is no verdict on anything: the trusted evaluator runs cold instead.
-      if (warm.isGone) return await scoreSolutionBytes(this.task, bytes, dir, limits, signal);
+      if (warm) await keepingAlive(warm.ready);
+      // None waiting, or one that died warming (no verdict on anything): the trusted evaluator runs cold instead.
+      if (!warm || warm.isGone) return await scoreSolutionBytes(this.task, bytes, dir, limits, signal);
       const command = warmableCommand(trustedEvaluatorTemplate(this.task, dir, this.python)) as WarmableCommand;
       const run = await warm.start(warmInput(command, '', dir), signal);
       return scoreEvaluatorRun(this.task, bytes, run, limits);
     } catch (err) {
-      warm.discard();
+      warm?.discard();
       throw err;
     } finally {
       await this.cleanUp(dir);
@@ -437,8 +452,14 @@ export class Evaluator implements EvaluationBackend {
     const modules = this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB ? trustedModulesToWarm(command.script) : [];
     const launcher = warmLauncherCommand(command, modules, null);
     const limits = { memoryLimitMb: this.options.memoryLimitMb, python: this.python };
+    // It can yield the CPU by its niceness only where that can be raised again when its work comes (as root).
+    const yielder = process.getuid?.() === 0 ? { renice: true as const } : null;
     const create = (): WarmProcess<ProcessOutcome> =>
-      startWarmProcess(trustedEvaluatorSpec(this.task, this.scratchDir, limits, this.closing.signal, launcher), async (run) => run);
+      startWarmProcess(
+        trustedEvaluatorSpec(this.task, this.scratchDir, limits, this.closing.signal, launcher),
+        async (run) => run,
+        yielder,
+      );
     return new WarmPool(create, this.options.concurrency);
   }
 
@@ -450,17 +471,20 @@ export class Evaluator implements EvaluationBackend {
     // The script's own imports (another system's wrapper) are read where the host has it.
     const onHost = warmableCommand(this.filledCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, false));
     // Below this memory limit imports ahead could hold memory the candidate would not: only the interpreter is started.
-    const modules =
-      this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB
-        ? candidateModulesToWarm(
-            this.task.initialProgram,
-            onHost?.script ?? null,
-            this.readOnlyDirs().map((d) => d.hostDir),
-          )
-        : [];
+    if (this.options.memoryLimitMb >= WARM_IMPORTS_MIN_MEMORY_MB)
+      this.warmCandidateModules.push(
+        ...candidateModulesToWarm(
+          this.task.initialProgram,
+          onHost?.script ?? null,
+          this.readOnlyDirs().map((d) => d.hostDir),
+        ),
+      );
     const create = (): WarmProcess<SandboxRun> => {
+      const modules = [...this.warmCandidateModules];
       const { spec, cgroup } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
-      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup));
+      // It yields the CPU by its sandbox's CPU share.
+      const yielder = cgroup?.cpu ? { share: (yielding: boolean) => setSandboxCpuShare(cgroup, yielding ? 'waiting' : 'running') } : null;
+      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup), yielder);
     };
     return new WarmPool(create, this.options.concurrency);
   }

@@ -36,6 +36,8 @@ export interface ProcessSpec {
    * there), with its data on the descriptors `fds` (pipes until then).
    */
   startGate?: { fds: readonly number[]; inputs: Promise<readonly { fd: number; data: Buffer }[]> };
+  /** Told the child's pid once it is spawned (a warm process's priority is changed through it). */
+  onSpawn?: (pid: number) => void;
   /** A descriptor the child writes one byte to once it is ready (warmed); onReady is called at the first byte. */
   ready?: { fd: number; onReady: () => void };
   /**
@@ -81,6 +83,12 @@ export interface ProcessOutcome {
 const PIPE_DRAIN_MS = 250;
 /** How long a sandbox may take to tear down after its init was killed before its group is killed too. */
 const TEARDOWN_GRACE_MS = 3000;
+/**
+ * How often the memory of a process waiting for its work (startGate) is
+ * summed: only our launcher runs in it then, and a pool of them summed at
+ * the candidate's pace would take the CPU the evaluations need.
+ */
+const GATED_MEMORY_WATCH_MS = 1000;
 
 const BwrapInfoSchema = z.object({ 'child-pid': z.number().int().positive() });
 
@@ -336,16 +344,17 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     };
     let memoryExceeded = false;
     const watch = spec.memoryWatch;
-    const memoryTimer = watch
-      ? setInterval(() => {
-          const root = sandboxInitPid ?? child.pid;
-          if (root === undefined || memoryExceeded) return;
-          const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
-          if (watch.kernelKilled?.() === true || treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
-            memoryExceeded = true;
-            stop();
-          }
-        }, watch.intervalMs)
+    const checkMemory = (): void => {
+      const root = sandboxInitPid ?? child.pid;
+      if (!watch || root === undefined || memoryExceeded) return;
+      const tmpfs = sandboxInitPid !== null ? tmpfsBytes(sandboxInitPid, watch.tmpfsPaths ?? []) : 0;
+      if (watch.kernelKilled?.() === true || treeMemoryBytes(root) + tmpfs > watch.limitBytes) {
+        memoryExceeded = true;
+        stop();
+      }
+    };
+    let memoryTimer = watch
+      ? setInterval(checkMemory, spec.startGate ? Math.max(watch.intervalMs, GATED_MEMORY_WATCH_MS) : watch.intervalMs)
       : undefined;
     spec.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -366,6 +375,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       }
     };
     feed(spec.inputs ?? []);
+    if (child.pid !== undefined) spec.onSpawn?.(child.pid);
     if (spec.startGate) {
       for (const fd of spec.startGate.fds) (child.stdio[fd] as Writable | null | undefined)?.on('error', () => undefined);
       // Waiting for its work, it must not keep this process alive (a CLI that ends without closing its evaluator still ends).
@@ -377,6 +387,10 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       spec.startGate.inputs.then(
         (inputs) => {
           for (const handle of handles) handle.ref?.();
+          if (watch && memoryTimer !== undefined && !settled && !exited) {
+            clearInterval(memoryTimer);
+            memoryTimer = setInterval(checkMemory, watch.intervalMs);
+          }
           armTimer();
           if (!settled && !exited) feed(inputs);
         },

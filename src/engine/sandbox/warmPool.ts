@@ -4,15 +4,17 @@
 // before the candidate arrives: each warm process is one whole sandbox as a
 // cold one would be (its own bwrap namespaces, cgroup, seccomp filter,
 // limits and tmpfs), waiting with its modules imported for the one
-// candidate it will ever run, and a new one is started in its place in the
-// background. Nothing is shared between candidates: a warm process is used
-// once and dies with its candidate. The trusted evaluator gets the same (a
-// warm process per evaluation, outside the sandbox as before).
+// candidate it will ever run. New ones are started with CPU the evaluations
+// leave idle (WarmRefill); a candidate that finds none starts cold. Nothing
+// is shared between candidates: a warm process is used once and dies with
+// its candidate. The trusted evaluator gets the same (a warm process per
+// evaluation, outside the sandbox as before).
 //
 // The interpreter is a parameter (whatever the command names), so any
 // command of the form `<python> <script.py> args...` can be warmed; any
 // other command runs cold, as before.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { basename, join } from 'node:path';
 import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 
@@ -20,8 +22,14 @@ import { type ProcessOutcome, type ProcessSpec, runProcess } from './process';
 export const WARM_INPUT_FD = 5;
 /** Where a warm process says it has imported its modules (one byte). */
 export const WARM_READY_FD = 7;
-/** Modules imported ahead by every warm Python (ImportError ignored): the one nearly every task's program imports. */
-const ALWAYS_WARMED = ['numpy'];
+/**
+ * Modules a candidate's own imports add to those later warm Pythons import
+ * ahead (the one nearly every task's program imports; importing it changes
+ * nothing another candidate could see). Imported ahead only once something
+ * imports it: unused, it costs each warm process CPU a cold one would not
+ * spend.
+ */
+const LEARNED_MODULES = ['numpy'];
 const MAX_WARMED_MODULES = 24;
 
 /**
@@ -183,9 +191,9 @@ export function warmInput(command: WarmableCommand, code: string, cwd?: string):
   return Buffer.from(`${JSON.stringify({ args: command.args, ...(cwd !== undefined ? { cwd } : {}) })}\n${code}`, 'utf8');
 }
 
-/** The top-level modules a Python source imports (plain `import x` / `from x import` lines), numpy first; at most a couple of dozen. */
+/** The top-level modules a Python source imports (plain `import x` / `from x import` lines); at most a couple of dozen. */
 export function modulesToWarm(...sources: readonly string[]): string[] {
-  const names = new Set(ALWAYS_WARMED);
+  const names = new Set<string>();
   for (const source of sources) {
     for (const match of source.matchAll(/^(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)/gm)) {
       const name = match[1] as string;
@@ -197,7 +205,7 @@ export function modulesToWarm(...sources: readonly string[]): string[] {
 }
 
 /**
- * What a warm candidate imports ahead: numpy, the initial program's
+ * What a warm candidate imports ahead: the initial program's
  * imports, its command's script's (another system's wrapper) and those of the
  * .py files of the task's read-only folders (another system's evaluator,
  * which runs in the candidate's process).
@@ -210,11 +218,14 @@ export function candidateModulesToWarm(initialProgram: string, scriptOnHost: str
   );
 }
 
-/** What a warm trusted evaluator imports ahead: its script's imports (numpy only when it imports it: else it would only cost memory). */
+/** What a warm trusted evaluator imports ahead: its script's imports. */
 export function trustedModulesToWarm(script: string): string[] {
-  const source = readSmallSource(script);
-  const numpy = source.some((text) => /^\s*(?:import|from)\s+numpy\b/m.test(text));
-  return modulesToWarm(...source).filter((m) => m !== 'numpy' || numpy);
+  return modulesToWarm(...readSmallSource(script));
+}
+
+/** The modules of LEARNED_MODULES a candidate's code imports that `warmed` lacks. */
+export function learnedModules(code: string, warmed: readonly string[]): string[] {
+  return LEARNED_MODULES.filter((m) => !warmed.includes(m) && new RegExp(`^\\s*(?:import|from)\\s+${m}\\b`, 'm').test(code));
 }
 
 /** A Python source to read for its imports (absent or large: none). */
@@ -254,14 +265,31 @@ export interface WarmProcess<R> {
   start(input: Buffer, signal?: AbortSignal): Promise<R>;
   /** Kill it unused. */
   discard(): void;
+  /** Let it warm only with CPU nothing else wants (true), or at the priority of its work (false; once taken, always). */
+  yieldCpu(yielding: boolean): void;
 }
+
+/** The niceness of a yielding warm process (the lowest priority). */
+const YIELDING_NICENESS = 19;
+
+/**
+ * How a warm process yields the CPU: `share` sets its sandbox's CPU share,
+ * `renice` (one process that starts no other while it waits, where a
+ * priority can be raised again: as root) its niceness; neither: it cannot.
+ */
+export type WarmYield = { share: (yielding: boolean) => void } | { renice: true } | null;
 
 /**
  * A process of `spec` (a command from warmLauncherCommand) started now,
  * whose work comes later: `finish` turns its outcome into the result (and
- * cleans up what belongs to it, also when it is discarded).
+ * cleans up what belongs to it, also when it is discarded). While told
+ * to, it yields the CPU as `yielder` can; once its work comes, no more.
  */
-export function startWarmProcess<R>(spec: ProcessSpec, finish: (outcome: ProcessOutcome) => Promise<R>): WarmProcess<R> {
+export function startWarmProcess<R>(
+  spec: ProcessSpec,
+  finish: (outcome: ProcessOutcome) => Promise<R>,
+  yielder: WarmYield = null,
+): WarmProcess<R> {
   const stopper = new AbortController();
   let give: (inputs: readonly { fd: number; data: Buffer }[]) => void = () => undefined;
   const inputs = new Promise<readonly { fd: number; data: Buffer }[]>((resolve) => (give = resolve));
@@ -271,8 +299,26 @@ export function startWarmProcess<R>(spec: ProcessSpec, finish: (outcome: Process
   let isGone = false;
   let started = false;
   const signals = [stopper.signal, ...(spec.signal ? [spec.signal] : [])];
+  let pid: number | null = null;
+  let yielding = false;
+  const ownPriority = yielder && 'renice' in yielder ? getPriority() : 0;
+  const setYielding = (to: boolean): void => {
+    if (to === yielding || !yielder) return;
+    yielding = to;
+    if ('share' in yielder) yielder.share(to);
+    else if (pid !== null) {
+      try {
+        setPriority(pid, to ? YIELDING_NICENESS : ownPriority);
+      } catch {
+        // Gone already: nothing to change.
+      }
+    }
+  };
   const outcome = runProcess({
     ...spec,
+    onSpawn: (spawned) => {
+      pid = spawned;
+    },
     signal: AbortSignal.any(signals),
     startGate: { fds: [WARM_INPUT_FD], inputs },
     ready: {
@@ -305,6 +351,7 @@ export function startWarmProcess<R>(spec: ProcessSpec, finish: (outcome: Process
     start(input: Buffer, signal?: AbortSignal): Promise<R> {
       if (started) throw new Error('a warm process runs one piece of work only');
       started = true;
+      setYielding(false);
       if (signal) {
         if (signal.aborted) stopper.abort();
         else signal.addEventListener('abort', () => stopper.abort(), { once: true });
@@ -316,14 +363,18 @@ export function startWarmProcess<R>(spec: ProcessSpec, finish: (outcome: Process
       started = true;
       stopper.abort();
     },
+    yieldCpu(to: boolean): void {
+      if (!started) setYielding(to);
+    },
   };
 }
 
 /**
- * `size` warm processes kept ready: take() hands out the first that is
- * still alive (ready ones first), and another is started in its place when
- * it is done; with none there, it starts one for the caller (a cold start,
- * as without the pool).
+ * At most `size` warm processes waiting, each started when a WarmRefill
+ * lets it (or all at once by warmed()): take() hands out the first that is
+ * still alive, ready ones first, else one still warming (what it has done
+ * is done); with none there it hands out none, and that candidate starts
+ * cold, as without the pool.
  */
 export class WarmPool<R> {
   private readonly idle: WarmProcess<R>[] = [];
@@ -334,27 +385,40 @@ export class WarmPool<R> {
     readonly size: number,
   ) {}
 
-  /** Start the pool's processes (also done by the first take()). */
-  fill(): void {
-    if (this.closed) return;
-    for (let i = this.idle.length - 1; i >= 0; i--) if ((this.idle[i] as WarmProcess<R>).isGone) this.idle.splice(i, 1);
-    while (this.idle.length < this.size) this.idle.push(this.create());
+  /** The processes alive and waiting for work (ready or still warming). */
+  get waiting(): number {
+    this.prune();
+    return this.idle.length;
   }
 
-  take(): WarmProcess<R> {
+  /** Start one more where there is room; null when the pool is full or closed. */
+  startOne(): WarmProcess<R> | null {
+    if (this.closed) return null;
+    this.prune();
+    if (this.idle.length >= this.size) return null;
+    const started = this.create();
+    this.idle.push(started);
+    return started;
+  }
+
+  take(): WarmProcess<R> | null {
     if (this.closed) throw new Error('the warm pool is closed');
-    this.fill();
-    const index = this.idle.findIndex((p) => p.isReady && !p.isGone);
-    const taken = index >= 0 ? this.idle.splice(index, 1)[0] : this.idle.shift();
-    const chosen = taken && !taken.isGone ? taken : this.create();
-    // Its replacement starts once it is done, not beside it: a warm-up would take CPU from the candidate it is for.
-    void chosen.settled.then(() => this.fill());
-    return chosen;
+    this.prune();
+    const index = this.idle.findIndex((p) => p.isReady);
+    const taken = (index >= 0 ? this.idle.splice(index, 1)[0] : this.idle.shift()) ?? null;
+    // One still warming is now on a candidate's path.
+    taken?.yieldCpu(false);
+    return taken;
   }
 
-  /** Resolves once every idle process is warm (benches measure a candidate that finds the pool ready). */
+  /** Let the waiting processes still warming use only CPU nothing else wants (true), or normal priority again. */
+  yieldCpu(yielding: boolean): void {
+    for (const p of this.idle) if (!p.isReady) p.yieldCpu(yielding);
+  }
+
+  /** Fill the pool now, whatever the CPU is doing, and resolve once every waiting process is warm (benches and tests that want it ready). */
   async warmed(): Promise<void> {
-    this.fill();
+    while (this.startOne() !== null);
     await keepingAlive(Promise.all(this.idle.map((p) => p.ready)));
   }
 
@@ -364,6 +428,71 @@ export class WarmPool<R> {
     const idle = this.idle.splice(0);
     for (const p of idle) p.discard();
     await Promise.all(idle.map((p) => p.settled));
+  }
+
+  private prune(): void {
+    for (let i = this.idle.length - 1; i >= 0; i--) if ((this.idle[i] as WarmProcess<R>).isGone) this.idle.splice(i, 1);
+  }
+}
+
+/** What WarmRefill needs of a pool. */
+interface RefillablePool {
+  readonly size: number;
+  readonly waiting: number;
+  startOne(): { readonly ready: Promise<void>; yieldCpu(yielding: boolean): void } | null;
+  yieldCpu(yielding: boolean): void;
+}
+
+/**
+ * Refills pools only with CPU that evaluations leave idle: a warm process
+ * costs what a cold start costs (a little more), so it is worth having only
+ * when it was warmed while nothing else needed the CPU (the LLM phase, the
+ * last evaluations of a step). At most `cores - busy` processes warm at
+ * once, busy being the evaluations under way or queued: none while they
+ * fill the cores, and never a burst of starts that the next evaluations
+ * would wait behind; and while any evaluation is under way, those still
+ * warming yield the CPU to it (the one a candidate takes gets its priority
+ * back at once). The pool with the fewest waiting goes first (a candidate
+ * uses one of each).
+ */
+export class WarmRefill {
+  private busy = 0;
+  private warming = 0;
+  private started = false;
+
+  constructor(
+    private readonly pools: readonly RefillablePool[],
+    private readonly cores: number,
+  ) {}
+
+  /** Begin refilling (the warm processes' arguments can be built from now on). */
+  start(): void {
+    this.started = true;
+    this.pump();
+  }
+
+  /** How many evaluations are under way or queued now. */
+  setBusy(evaluations: number): void {
+    const was = this.busy;
+    this.busy = evaluations;
+    if (was > 0 !== evaluations > 0) for (const pool of this.pools) pool.yieldCpu(evaluations > 0);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.started && this.warming < this.cores - this.busy) {
+      let pool: RefillablePool | null = null;
+      for (const p of this.pools) if (p.waiting < p.size && (pool === null || p.waiting < pool.waiting)) pool = p;
+      const started = pool?.startOne();
+      if (!started) return;
+      if (this.busy > 0) started.yieldCpu(true);
+      this.warming++;
+      // `ready` also resolves when the process died warming.
+      void started.ready.then(() => {
+        this.warming--;
+        this.pump();
+      });
+    }
   }
 }
 

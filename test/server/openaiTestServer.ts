@@ -93,6 +93,8 @@ export interface TestServerOptions {
   judgeAnswers?: readonly ('YES' | 'NO')[];
   /** Answer /v1/embeddings (default true); false: 404, as a server without an embedding model. */
   embeddings?: boolean;
+  /** Length of the embedding vectors (default 256). */
+  embeddingDimensions?: number;
 }
 
 export interface TestServerCounters {
@@ -461,7 +463,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 
   async function handleEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
-    const answer = embeddingsAnswer(raw, models, counters.embeddingRequests + 1);
+    const answer = embeddingsAnswer(raw, models, counters.embeddingRequests + 1, options.embeddingDimensions);
     if ('error' in answer) return sendError(res, answer.error.status, answer.error.type, answer.error.message);
     counters.embeddingRequests++;
     counters.embeddedTexts += answer.texts;

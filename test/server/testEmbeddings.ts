@@ -15,7 +15,12 @@ export type EmbeddingsAnswer =
   { error: { status: number; type: string; message: string } } | { reply: Record<string, unknown>; texts: number };
 
 /** The reply to one /v1/embeddings request body (null: unreadable), or the error to send. */
-export function embeddingsAnswer(raw: Buffer | null, models: readonly string[], requestNumber: number): EmbeddingsAnswer {
+export function embeddingsAnswer(
+  raw: Buffer | null,
+  models: readonly string[],
+  requestNumber: number,
+  dimensions: number | undefined,
+): EmbeddingsAnswer {
   let json: unknown = null;
   try {
     json = raw === null ? null : JSON.parse(raw.toString('utf8'));
@@ -39,7 +44,7 @@ export function embeddingsAnswer(raw: Buffer | null, models: readonly string[], 
       object: 'list',
       created: Math.floor(Date.now() / 1000),
       model: body.model,
-      data: inputs.map((text, index) => ({ index, object: 'embedding', embedding: embedText(text) })),
+      data: inputs.map((text, index) => ({ index, object: 'embedding', embedding: embedText(text, dimensions) })),
       usage: { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0, prompt_tokens_details: null },
     },
   };

@@ -72,7 +72,8 @@ async function oneStep(task: Task, settings: Settings, dbFile: string): Promise<
     },
   });
   const result = await run.run();
-  if (result.reason !== 'steps_done' || committed === null) throw new Error(`the step did not commit: ${result.reason} ${errors.join('; ')}`);
+  if (result.reason !== 'steps_done' || committed === null)
+    throw new Error(`the step did not commit: ${result.reason} ${errors.join('; ')}`);
   if (errors.length > 0) throw new Error(`the step warned: ${errors.join('; ')}`);
   return committed;
 }
@@ -132,7 +133,9 @@ async function main(): Promise<void> {
     console.log(
       `bench novelty-step-cost-warmup: ${warm.timings.totalMs.toFixed(0)} ms (the first novelty step: ${warmEmbedded} texts embedded, the island programs without a vector; once per run that turns novelty on)`,
     );
-    console.log(`bench novelty-step-cost-file: ${mb(on)} MB with the vectors, ${mb(off)} MB without (int8, one byte a dimension per live program)`);
+    console.log(
+      `bench novelty-step-cost-file: ${mb(on)} MB with the vectors, ${mb(off)} MB without (int8, one byte a dimension per live program)`,
+    );
   } finally {
     await server.close();
     rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,8 @@
 // it simply has none. Those of programs that left the population are dropped.
 import type { Database as SqlDatabase } from 'sql.js';
 
-const TABLE_SQL = 'CREATE TABLE IF NOT EXISTS program_embeddings (code_hash TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID';
+// A rowid table: WITHOUT ROWID stores kilobyte rows in its b-tree pages themselves, three times the size on disk.
+const TABLE_SQL = 'CREATE TABLE IF NOT EXISTS program_embeddings (code_hash TEXT PRIMARY KEY, vector BLOB NOT NULL)';
 
 /** Inside the caller's transaction: the new vectors in, those of programs no longer live out. */
 export function writeEmbeddingRows(sqlDb: SqlDatabase, embeddings: ReadonlyMap<string, Uint8Array>): void {

@@ -13,9 +13,28 @@ export class EmbeddingEndpointError extends ThetaEvolveError {
   override readonly name = 'EmbeddingEndpointError';
 }
 
+/** The reply's shape; each vector's numbers are checked while copied (a step's reply holds half a million). */
 const EmbeddingReply = z.object({
-  data: z.array(z.object({ index: z.number().int().min(0), embedding: z.array(z.number().finite()).min(1).max(65536) })).min(1),
+  data: z
+    .array(
+      z.object({
+        index: z.number().int().min(0),
+        embedding: z.custom<unknown[]>((v) => Array.isArray(v) && v.length > 0 && v.length <= 65536, 'a list of 1 to 65536 numbers'),
+      }),
+    )
+    .min(1),
 });
+
+/** The vector as float32, or null when an entry is no finite number. */
+function floatVector(values: readonly unknown[]): Float32Array | null {
+  const out = new Float32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) return null;
+    out[i] = x;
+  }
+  return out;
+}
 const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
 
 export interface EmbeddingClientOptions {
@@ -63,7 +82,14 @@ export class EmbeddingClient {
       throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} sent an unusable reply (${path}: ${message})`);
     }
     const out: (Float32Array | undefined)[] = new Array(texts.length);
-    for (const item of parsed.data.data) if (item.index < texts.length) out[item.index] = Float32Array.from(item.embedding);
+    for (const item of parsed.data.data) {
+      const vector = floatVector(item.embedding);
+      if (vector === null)
+        throw new EmbeddingEndpointError(
+          `the embedding server at ${this.baseURL} sent a vector holding something other than finite numbers`,
+        );
+      if (item.index < texts.length) out[item.index] = vector;
+    }
     const dimensions = out[0]?.length;
     if (out.some((v) => v === undefined || v.length !== dimensions))
       throw new EmbeddingEndpointError(

@@ -235,6 +235,9 @@ export class StepNovelty {
       this.gate.failed(err);
       return { kind: 'unchecked' };
     }
+    // A step's children come back from one request together: each comparison waits its turn, so evaluations of those already
+    // judged start (and other events are handled) in between, instead of after all of them.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const closest = matrices.get(child.island)?.closest(vector) ?? null;
     if (closest === null || closest.similarity < threshold) {
       this.gate.remember(child.codeHash, vector, this.step);

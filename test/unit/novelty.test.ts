@@ -14,10 +14,13 @@ import type { EngineEvent, EvaluationFinishedEvent, StepCommittedEvent } from '.
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
+import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
+import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
+import { embedText } from '../server/testModel';
 import { settingsBuilder } from '../support/settings';
 import { tempDir } from '../support/tempDirs';
 
@@ -209,5 +212,39 @@ describe('novelty rejection (novelty.*)', function () {
     const said = warnings.filter((w) => w.includes('novelty rejection'));
     assert.equal(said.length, 1, said.join('\n'));
     assert.match(said[0] as string, /embedding server at http:\/\/127\.0\.0\.1:9\/v1 failed.*evaluated without the novelty check/);
+  });
+});
+
+describe('novelty rejection: vectors and the judge answer', () => {
+  it('keeps cosine through the int8 form within 1e-3 and finds the closest program of an island', () => {
+    const texts = ['def choose():\n    return 1', 'def choose():\n    return 2', 'import math\nprint(math.pi * 2)'];
+    const vectors = texts.map((t) => Float32Array.from(embedText(t)));
+    const cos = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let i = 0; i < a.length; i++) {
+        dot += (a[i] as number) * (b[i] as number);
+        na += (a[i] as number) ** 2;
+        nb += (b[i] as number) ** 2;
+      }
+      return dot / Math.sqrt(na * nb);
+    };
+    const matrix = new IslandMatrix([
+      { id: 'a', vector: quantise(vectors[0] as Float32Array) },
+      { id: 'c', vector: quantise(vectors[2] as Float32Array) },
+    ]);
+    const closest = matrix.closest(vectors[1] as Float32Array);
+    assert.equal(closest?.id, 'a');
+    assert.ok(Math.abs((closest?.similarity ?? 0) - cos(vectors[0] as Float32Array, vectors[1] as Float32Array)) < 1e-3);
+    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array), null);
+  });
+
+  it('lets a child through only on a clear yes', () => {
+    assert.equal(judgedDifferent('YES'), true);
+    assert.equal(judgedDifferent('Yes, it uses another algorithm.'), true);
+    assert.equal(judgedDifferent('NO'), false);
+    assert.equal(judgedDifferent('<think>yes, maybe</think>\nNo.'), false);
+    assert.equal(judgedDifferent('It is hard to say.'), false);
   });
 });

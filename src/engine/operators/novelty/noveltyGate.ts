@@ -100,9 +100,10 @@ export class NoveltyGate {
           matrices.set(
             island,
             new IslandMatrix(
-              list.flatMap((m) => {
-                const vector = this.vectors.get(m.codeHash);
-                return vector ? [{ id: m.id, vector }] : [];
+              // One row per code: a migration copy has its source's vector.
+              [...new Map(list.map((m) => [m.codeHash, m.id])).entries()].flatMap(([hash, id]) => {
+                const vector = this.vectors.get(hash);
+                return vector ? [{ id, vector }] : [];
               }),
             ),
           );

@@ -42,6 +42,7 @@ export const UNIT_TEST_NEEDS = {
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
   'notebookCli.test.ts': ['bubblewrap', 'python3'],
   'notebookProgram.test.ts': ['python3'],
+  'novelty.test.ts': ['bubblewrap', 'python3'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],
   'releaseTasks.test.ts': ['bubblewrap', 'python3', 'python3-yaml'],
   'researcherPython.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],

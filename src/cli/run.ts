@@ -246,7 +246,7 @@ function humanStepLine(e: StepCommittedEvent, previousBest: number | null): stri
   return (
     `step ${e.step}: best ${formatScore(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
     `step mean ${formatScore(e.mean)} | valid ${valid}/${e.samples} | ` +
-    `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''} | ` +
+    `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''}${e.counts.not_novel > 0 ? `, not novel ${e.counts.not_novel}` : ''} | ` +
     `db ${e.dbSize} | ${
       e.cascade
         ? `stopped at stage ${Object.entries(e.cascade)

@@ -28,6 +28,8 @@ import { readInbox, removeRequest } from './steering/inbox';
 import { type RunControlRequest, watchRunControl } from './steering/runControl';
 import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from './operators/recorded';
 import { patienceSpent } from './operators/patience';
+import type { NoveltyGate } from './operators/novelty/noveltyGate';
+import { noveltyGateFor } from './operators/novelty/setup';
 import { ModelChoice } from './llm/models/modelChoice';
 import { hasPrice, trainedModelOf } from './common/models';
 
@@ -54,6 +56,8 @@ export interface EvolutionRunSpec {
   /** The interpreter everything Python ran with (recorded in the run meta, announced with run_started); absent: the task runs no Python. */
   python?: PythonEnvironment;
   onEvent: (event: EngineEvent) => void;
+  /** The run's API key, for novelty rejection's embeddings when they go to the run's own endpoint. */
+  apiKey?: string;
   /**
    * Called with each step's groups (child ids still null) right before the
    * step's database commit; a throw abandons the step uncommitted. The trainer
@@ -84,6 +88,8 @@ export class EvolutionRun {
   private readonly tokenIds: TokenIdsCheck;
   /** Several models (thetaevolve.models): how each prompt's model is drawn; null with one model. */
   private readonly modelChoice: ModelChoice | null;
+  /** Novelty rejection (operators/novelty), made once the database (and its recorded operators) is open; null when off. */
+  private novelty: NoveltyGate | null = null;
 
   constructor(spec: EvolutionRunSpec) {
     this.spec = spec;
@@ -172,6 +178,12 @@ export class EvolutionRun {
       });
       const db = this.db;
       this.spec = { ...this.spec, settings: withRecordedOperators(settings, db.meta()) };
+      this.novelty = noveltyGateFor({
+        ...this.spec,
+        db,
+        signal: this.stopController.signal,
+        warn: (message) => this.emit({ type: 'error', time: Date.now(), fatal: false, message }),
+      });
       // Pause, resume or stop asked by another process (an agent's tools): docs/architecture.md "Agents".
       stopWatchingControl = await watchRunControl(this.spec.dbFile, (request) => this.takeControl(request, db));
       const resumedFromStep = db.lastStep >= 0 ? db.lastStep : null;
@@ -544,6 +556,15 @@ export class EvolutionRun {
       runSignal: this.stopController.signal,
       stepStarted,
       committedSincePlan,
+      ...(this.novelty
+        ? {
+            novelty: this.novelty.forStep(
+              step,
+              db,
+              plan.parents.map((p) => p.island),
+            ),
+          }
+        : {}),
     });
     const collected = responses.collect();
     return { plan, rng, stepStarted, responses, committedSincePlan, collected, settled: collected.then(noop, noop) };
@@ -572,6 +593,7 @@ export class EvolutionRun {
         runSignal: this.stopController.signal,
         beforeCommit: this.spec.beforeCommit,
         committedSincePlan: inFlight.committedSincePlan,
+        novelty: this.novelty,
         models: this.modelChoice
           ? {
               specs: this.spec.settings.models,

@@ -260,6 +260,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
 
   const run = (running.run = new EvolutionRun({
     runId: request.runId,
+    apiKey: request.apiKey,
     task,
     settings,
     dbFile,

@@ -27,7 +27,7 @@ export { DirectionSchema };
  */
 export const OUTCOME_GROUPS = [
   { id: 'no_diff', label: 'no diff (-0.4)', outcomes: ['no_diff'] },
-  { id: 'no_change', label: 'no change / lazy (-0.3)', outcomes: ['no_change', 'duplicate'] },
+  { id: 'no_change', label: 'no change / lazy / not novel (-0.3)', outcomes: ['no_change', 'duplicate', 'not_novel'] },
   { id: 'no_solution', label: 'no solution (-0.2)', outcomes: ['no_solution', 'timeout'] },
   { id: 'invalid', label: 'invalid (-0.1)', outcomes: ['invalid_solution'] },
   { id: 'valid', label: 'valid', outcomes: ['valid'] },

@@ -113,6 +113,7 @@ const OUTCOME_LABELS: Record<string, string> = {
   no_diff: 'no diff',
   no_change: 'no change',
   duplicate: 'duplicate',
+  not_novel: 'not novel',
   too_long: 'too long',
   request_failed: 'failed',
   evaluation_failed: 'evaluation failed',

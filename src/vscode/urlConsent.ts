@@ -11,6 +11,7 @@ import { urlOriginLines } from '../engine/common/endpointUrls';
 const GUARDED = [
   { key: 'endpoint', what: 'sends the model requests, with your API key,' },
   { key: 'trainer.url', what: 'sends the scored rollouts' },
+  { key: 'novelty.embeddingEndpoint', what: 'sends the candidate code to embed' },
 ] as const satisfies readonly { key: keyof Settings; what: string }[];
 
 export type UrlKey = (typeof GUARDED)[number]['key'];

@@ -28,6 +28,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
 import { Rng } from '../../src/engine/common/rng';
+import { JUDGE_QUESTION_LINE } from '../../src/engine/operators/novelty/judge';
+import { embeddingsAnswer } from './testEmbeddings';
 import { proposeAnswer, tokenId, tokenPieces, tokenize } from './testModel';
 
 export const FAULT_KINDS = [
@@ -87,6 +89,12 @@ export interface TestServerOptions {
   omitUsage?: boolean;
   /** /v1/models sends its headers and the start of its body, then nothing more (a wedged server or proxy). */
   modelsStallAfterHeaders?: boolean;
+  /** Novelty judge question k (a chat request asking JUDGE_QUESTION_LINE) gets judgeAnswers[k]; after them, 'NO'. */
+  judgeAnswers?: readonly ('YES' | 'NO')[];
+  /** Answer /v1/embeddings (default true); false: 404, as a server without an embedding model. */
+  embeddings?: boolean;
+  /** Length of the embedding vectors (default 256). */
+  embeddingDimensions?: number;
 }
 
 export interface TestServerCounters {
@@ -106,6 +114,11 @@ export interface TestServerCounters {
   loadingRejections: number;
   /** Chat requests rejected for not fitting the context. */
   contextRejections: number;
+  /** /v1/embeddings requests answered, and the texts they embedded. */
+  embeddingRequests: number;
+  embeddedTexts: number;
+  /** Novelty judge questions answered. */
+  judgeQuestions: number;
 }
 
 /** What the server saw of one chat request (for tests that check what was sent). */
@@ -157,6 +170,7 @@ const ChatRequest = z.object({
 });
 type ChatRequest = z.infer<typeof ChatRequest>;
 const KNOWN_FIELDS = new Set(Object.keys(ChatRequest.shape));
+
 /** vLLM's /tokenize: a chat (messages) or a plain prompt. */
 const TokenizeRequest = z.union([
   z.object({ model: z.string().optional(), messages: ChatRequest.shape.messages }),
@@ -179,6 +193,9 @@ function emptyCounters(): TestServerCounters {
     clientAborts: 0,
     loadingRejections: 0,
     contextRejections: 0,
+    embeddingRequests: 0,
+    embeddedTexts: 0,
+    judgeQuestions: 0,
   };
 }
 
@@ -308,12 +325,14 @@ function buildChoice(
     abort: boolean;
     tokenIds: boolean;
     logprobs: boolean;
+    /** The whole answer (a novelty judge's YES or NO) instead of an edit. */
+    answer?: string;
   },
 ): BuiltChoice {
   const proposal = proposeAnswer(options.noDiff ? '' : lastUser, seed);
-  const answer = options.noDiff
-    ? 'I reviewed the program; it already looks well tuned, so I suggest keeping it as it is.'
-    : proposal.answer;
+  const answer =
+    options.answer ??
+    (options.noDiff ? 'I reviewed the program; it already looks well tuned, so I suggest keeping it as it is.' : proposal.answer);
   const thinking = options.reasoning !== 'none';
   const generated = thinking ? `<think>\n${proposal.reasoning}\n</think>\n\n${answer}` : answer;
   const pieces = tokenPieces(generated);
@@ -442,6 +461,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     sendJson(res, 200, { count: ids.length, max_model_len: maxModelLen, tokens: ids, token_strs: null });
   }
 
+  async function handleEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const answer = embeddingsAnswer(raw, models, counters.embeddingRequests + 1, options.embeddingDimensions);
+    if ('error' in answer) return sendError(res, answer.error.status, answer.error.type, answer.error.message);
+    counters.embeddingRequests++;
+    counters.embeddedTexts += answer.texts;
+    sendJson(res, 200, answer.reply);
+  }
+
   async function handleChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     counters.chatRequests++;
     counters.inFlight++;
@@ -548,8 +576,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const wantTokenIds = supportsTokenIds && mode !== 'old-vllm' && body.return_token_ids === true;
     const choices: Record<string, unknown>[] = [];
     let completionTokens = 0;
+    const judged = lastUser !== undefined && textOf(lastUser.content).includes(JUDGE_QUESTION_LINE);
     for (let i = 0; i < n; i++) {
+      const judgeAnswer = judged ? (options.judgeAnswers?.[counters.judgeQuestions++] ?? 'NO') : undefined;
       const built = buildChoice(i, lastUser ? textOf(lastUser.content) : '', seed + i, maxTokens, {
+        ...(judgeAnswer !== undefined ? { answer: judgeAnswer } : {}),
         mode,
         reasoning: reasoningMode,
         truncate: fault === 'truncate',
@@ -634,6 +665,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     }
     if (req.method === 'POST' && url.pathname === '/tokenize' && mode !== 'sglang') {
       handleTokenize(req, res).catch((error: unknown) => {
+        if (!res.headersSent && !res.destroyed) sendError(res, 500, 'InternalServerError', String(error));
+      });
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/embeddings' && options.embeddings !== false) {
+      handleEmbeddings(req, res).catch((error: unknown) => {
         if (!res.headersSent && !res.destroyed) sendError(res, 500, 'InternalServerError', String(error));
       });
       return;

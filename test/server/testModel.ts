@@ -159,3 +159,24 @@ export function tokenId(piece: string): number {
 export function tokenize(text: string): number[] {
   return tokenPieces(text).map(tokenId);
 }
+
+/** Dimensions of the test server's embeddings (unless its embeddingDimensions says otherwise). */
+export const EMBEDDING_DIMENSIONS = 256;
+
+/**
+ * The test server's embedding of a text: its character trigrams hashed into
+ * EMBEDDING_DIMENSIONS buckets, counted and normalised, so texts that share
+ * most trigrams (a near-duplicate) are close in cosine and unrelated ones far.
+ */
+export function embedText(text: string, dimensions = EMBEDDING_DIMENSIONS): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  const padded = `  ${text}  `;
+  for (let i = 0; i + 3 <= padded.length; i++) {
+    let hash = 2166136261;
+    for (let j = i; j < i + 3; j++) hash = Math.imul(hash ^ padded.charCodeAt(j), 16777619);
+    const bucket = (hash >>> 0) % dimensions;
+    vector[bucket] = (vector[bucket] ?? 0) + 1;
+  }
+  const norm = Math.sqrt(vector.reduce((n, x) => n + x * x, 0)) || 1;
+  return vector.map((x) => x / norm);
+}

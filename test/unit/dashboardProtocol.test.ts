@@ -195,7 +195,15 @@ describe('dashboard protocol', () => {
     assert.deepEqual([...covered].sort(), [...OUTCOMES].sort());
     assert.deepEqual(
       OUTCOME_GROUPS.map((g) => g.label),
-      ['no diff (-0.4)', 'no change / lazy (-0.3)', 'no solution (-0.2)', 'invalid (-0.1)', 'valid', 'request failed', 'evaluation failed'],
+      [
+        'no diff (-0.4)',
+        'no change / lazy / not novel (-0.3)',
+        'no solution (-0.2)',
+        'invalid (-0.1)',
+        'valid',
+        'request failed',
+        'evaluation failed',
+      ],
     );
   });
 

@@ -475,6 +475,42 @@ export const SETTINGS = [
       "Crossover: the share of prompts that also show a second parent from another island and ask for a child combining both (ShinkaEvolve's `cross` patches). 0: none, as the paper.",
   },
   {
+    key: 'novelty.enabled',
+    type: 'boolean',
+    default: false,
+    description:
+      "Novelty rejection (ShinkaEvolve's novelty judge): a child whose EVOLVE-BLOCK embedding is at least `thetaevolve.novelty.threshold` similar (cosine) to a program of its island is not evaluated; its outcome is `not_novel`, with the lazy penalty's -0.3. Off: every new child is evaluated, as the paper.",
+  },
+  {
+    key: 'novelty.threshold',
+    type: 'number',
+    default: 0.99,
+    minimum: 0,
+    maximum: 1,
+    description:
+      'Novelty rejection: the cosine similarity from which a child counts as a repeat of a program of its island (ShinkaEvolve: 0.99).',
+  },
+  {
+    key: 'novelty.embeddingEndpoint',
+    type: 'string',
+    default: '',
+    description:
+      "Novelty rejection: base URL of the OpenAI-compatible server whose `/v1/embeddings` embeds the code (empty: the run's `thetaevolve.endpoint`, the first of a list). A value in a workspace's settings is used only after you allow it. The run's API key goes only to the run's own endpoint.",
+  },
+  {
+    key: 'novelty.embeddingModel',
+    type: 'string',
+    default: '',
+    description: 'Novelty rejection: the embedding model to request (empty: the only model the embedding server lists at /v1/models).',
+  },
+  {
+    key: 'novelty.judge',
+    type: 'boolean',
+    default: false,
+    description:
+      "Novelty rejection: ask the run's model one yes/no question about a child over the threshold (is it meaningfully different from its closest program?); a yes lets it be evaluated.",
+  },
+  {
     key: 'rewardShaping.mode',
     type: 'string',
     default: 'task',
@@ -664,7 +700,14 @@ export function defaultSettings(): Settings {
 }
 
 /** The settings of the operators beyond the paper (src/engine/operators/): recorded in the run database, so a resume uses them. */
-export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement', 'crossover.share'];
+export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = [
+  'stopAfterStepsWithoutImprovement',
+  'crossover.share',
+  'novelty.enabled',
+  'novelty.threshold',
+  'novelty.embeddingModel',
+  'novelty.judge',
+];
 
 /**
  * The Settings editor's categories, in order: a dotted key goes by its first
@@ -692,7 +735,8 @@ const SETTING_CATEGORIES: readonly { title: string; prefix?: string; keys?: read
     ],
   },
   { title: 'Run' },
-  { title: 'Search operators', keys: OPERATOR_SETTING_KEYS },
+  // The embedding server's address is where requests go, not how the run searches: shown with the operators, never recorded.
+  { title: 'Search operators', keys: [...OPERATOR_SETTING_KEYS, 'novelty.embeddingEndpoint'] },
   { title: 'Evaluation and sandbox', prefix: 'sandbox', keys: ['evaluationConcurrency', 'evaluation.backend'] },
   { title: 'SLURM', prefix: 'slurm' },
   { title: 'Program database', prefix: 'database' },
@@ -738,7 +782,9 @@ export function contributedConfiguration(): { title: string; order: number; prop
  */
 export function restrictedConfigurations(): string[] {
   const restricted = (key: string): boolean =>
-    ['runsDirectory', 'endpoint', 'trainer.url', 'evaluation.backend', 'evaluationConcurrency'].includes(key) || key.startsWith('sandbox.');
+    ['runsDirectory', 'endpoint', 'novelty.embeddingEndpoint', 'trainer.url', 'evaluation.backend', 'evaluationConcurrency'].includes(
+      key,
+    ) || key.startsWith('sandbox.');
   return SETTINGS.filter((s: SettingSpec) => restricted(s.key)).map((s: SettingSpec) => `thetaevolve.${s.key}`);
 }
 

@@ -17,8 +17,12 @@ export const OutcomeSchema = z.enum(OUTCOMES);
 export const DirectionSchema = z.enum(DIRECTIONS);
 export const EvaluatorTrustSchema = z.enum(EVALUATOR_TRUSTS);
 
+/** `not_novel` came later (novelty rejection): steps recorded before it read as 0. */
 export const OutcomeCountsSchema = z.object(
-  Object.fromEntries(OUTCOMES.map((o) => [o, count])) as Record<(typeof OUTCOMES)[number], typeof count>,
+  Object.fromEntries(OUTCOMES.map((o) => [o, o === 'not_novel' ? count.default(0) : count])) as Record<
+    (typeof OUTCOMES)[number],
+    typeof count
+  >,
 );
 
 /** Which sandbox candidates get (the evaluator's IsolationReport, as far as people are shown it). */

@@ -12,6 +12,7 @@ export const OUTCOMES = [
   'no_diff', // no SEARCH/REPLACE block in the answer: -0.4
   'no_change', // child equals parent up to comments: -0.3
   'duplicate', // lazy penalty: child equals some program already in the database: -0.3
+  'not_novel', // novelty rejection (operators/novelty): child too similar to a program of its island: -0.3, not evaluated
   'no_solution', // crash, non-zero exit, no/unreadable solution file, over-long child: -0.2
   'timeout', // candidate ran past its runtime limit: -0.2
   'invalid_solution', // solution fails the evaluator's validity check: -0.1
@@ -25,6 +26,7 @@ export const OUTCOME_PENALTY: Readonly<Record<Exclude<Outcome, 'valid' | 'reques
   no_diff: -0.4,
   no_change: -0.3,
   duplicate: -0.3,
+  not_novel: -0.3,
   no_solution: -0.2,
   timeout: -0.2,
   invalid_solution: -0.1,

@@ -123,6 +123,24 @@ export class ProgramDatabase {
     return this.store.engineState();
   }
 
+  /** The live programs of an island (id and code hash), in the population's order. */
+  islandMembers(island: number): { id: string; codeHash: string }[] {
+    return (this.population.islands[island] ?? []).map((n) => ({ id: n.id, codeHash: n.codeHash }));
+  }
+
+  /** The code hashes of every live program. */
+  liveCodeHashes(): Set<string> {
+    const out = new Set<string>();
+    for (const island of this.population.islands) for (const node of island) out.add(node.codeHash);
+    return out;
+  }
+
+  /** Novelty rejection's stored vectors by code hash (operators/novelty). */
+  storedEmbeddings(): Map<string, Uint8Array> {
+    this.assertOpen();
+    return this.store.embeddings();
+  }
+
   hasCodeHash(hash: string): boolean {
     return this.population.hasCodeHash(hash);
   }
@@ -375,6 +393,8 @@ export class ProgramDatabase {
     parentDraw?: ParentDraw;
     /** Called with the inserted rows (ids given) before the stats are written: stats naming children by id. */
     beforeWrite?: (inserted: readonly ProgramRecord[]) => void;
+    /** Novelty rejection's vectors to store with the step, asked once the step's children are in (operators/novelty). */
+    embeddings?: () => ReadonlyMap<string, Uint8Array>;
   }): Promise<CommitResult> {
     this.assertWritable();
     this.population.checkStep(input.step, input.children);
@@ -384,7 +404,12 @@ export class ProgramDatabase {
       const { inserted, newBest: newBestNode } = this.population.addStep(input.step, input.children, input.parentDraw ?? null);
       const applied = performance.now();
       input.beforeWrite?.(inserted);
-      this.store.apply(this.population.changes(), { step: input.step, stats: input.stats, engineState: input.engineState });
+      this.store.apply(
+        this.population.changes(),
+        { step: input.step, stats: input.stats, engineState: input.engineState },
+        [],
+        input.embeddings?.() ?? null,
+      );
       this.population.settle();
       const written = performance.now();
       await this.store.persist();

@@ -32,6 +32,7 @@ import {
   LINEAGE_AS_PROGRAM_COLUMNS,
   LINEAGE_COLUMNS,
 } from './schema';
+import { readEmbeddingRows, writeEmbeddingRows } from './embeddingRows';
 import { releaseCopy } from './memoryRelease';
 import { loadSqlJs } from './sqlite';
 import { decodeText, encodeText, type StoredText } from './textCodec';
@@ -355,6 +356,7 @@ export class RunStore {
     changes: ChangeSet,
     step: { step: number; stats: unknown; engineState: unknown } | null,
     steering: readonly SteeringEntry[] = [],
+    embeddings: ReadonlyMap<string, Uint8Array> | null = null,
   ): void {
     if (step) this.engineStateValue = step.engineState ?? null;
     // Before any row changes: a copied program may be evicted in the same step.
@@ -450,6 +452,7 @@ export class RunStore {
         ]);
       }
       if (this.metaDirty) runStatement(setMeta, ['run_meta', JSON.stringify(this.runMeta)]);
+      if (embeddings) writeEmbeddingRows(this.sqlDb, embeddings);
       db.run('COMMIT');
     } catch (err) {
       try {
@@ -461,6 +464,11 @@ export class RunStore {
     }
     if (step) this.stepCountValue++;
     this.metaDirty = false;
+  }
+
+  /** Novelty rejection's stored vectors by code hash (embeddingRows.ts). */
+  embeddings(): Map<string, Uint8Array> {
+    return readEmbeddingRows(this.sqlDb);
   }
 
   /** The stored columns of every program a migration copies from an earlier step, read once each. */

@@ -13,6 +13,7 @@ import type { NewProgram, ProgramDatabase } from '../database/programDatabase';
 import type { Task } from '../task/task';
 import { FailedStep } from './abandoned';
 import { cascadeCounts } from '../operators/cascade';
+import type { NoveltyGate } from '../operators/novelty/noveltyGate';
 import { keepBestSolution } from './bestSolution';
 import type { EngineState } from './engineState';
 import { type ScoredSlot, type SlotOutcome, type StepLedger, viewOfSlot } from './ledger';
@@ -73,6 +74,8 @@ export interface CommitInput {
   committedSincePlan: ReadonlySet<string>;
   /** The run's stop, handed to beforeCommit. */
   runSignal: AbortSignal;
+  /** Novelty rejection (operators/novelty): its new vectors are stored with the step; null when off. */
+  novelty?: NoveltyGate | null;
   beforeCommit?: (committed: CommittedStep, signal: AbortSignal) => Promise<void>;
   /** The run's models (thetaevolve.models; empty: one model, nothing recorded per model) and the one the RL trainer trains. */
   models?: {
@@ -167,6 +170,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
     stats,
     engineState: state,
     parentDraw: plan.draw,
+    ...(input.novelty ? { embeddings: () => (input.novelty as NoveltyGate).toStore(db) } : {}),
     // Which model wrote each child, by the id the commit gave it.
     beforeWrite: models
       ? (inserted) => {
@@ -180,6 +184,7 @@ export async function commitStep(input: CommitInput): Promise<CommittedStep> {
         }
       : undefined,
   });
+  input.novelty?.afterCommit(step, db);
   const ids = new Map<SlotOutcome, string>();
   commit.inserted.forEach((rec, i) => {
     const slot = slotOfChild.get(children[i] as NewProgram);

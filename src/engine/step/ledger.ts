@@ -25,10 +25,10 @@ export interface ScoredSlot {
   solution: string | null;
 }
 
-/** Rejected before any evaluation (no diff, no change, over-long, duplicate): a penalty, no database row. */
+/** Rejected before any evaluation (no diff, no change, over-long, duplicate, not novel): a penalty, no database row. */
 export interface RejectedEarlySlot {
   kind: 'rejected_early';
-  outcome: EarlyOutcome;
+  outcome: EarlyOutcome | 'not_novel';
   score: number;
   reason: string;
   response: SampleResponse;

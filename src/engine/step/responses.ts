@@ -4,13 +4,21 @@
 // being generated. What becomes of each goes to the step's ledger. A stop
 // abandons the step: nothing recorded after it.
 import { CROSSOVER_PARENT_METRIC } from '../operators/crossover';
+import type { StepNovelty } from '../operators/novelty/noveltyGate';
 import type { Settings } from '../common/config';
 import { classifyChild } from '../classifyChild';
 import type { EngineEvent } from '../common/events';
 import type { EvaluationBackend } from '../evaluation/backend';
 import type { EvaluationOutputWriter } from '../evaluationOutputs';
 import type { NewProgram, ProgramDatabase } from '../database/programDatabase';
-import { type GenerationJob, outcomeOfEvaluation, type ResponseSource, type Sample, type SampleResponse } from '../common/types';
+import {
+  type GenerationJob,
+  OUTCOME_PENALTY,
+  outcomeOfEvaluation,
+  type ResponseSource,
+  type Sample,
+  type SampleResponse,
+} from '../common/types';
 import type { Task } from '../task/task';
 import { StopSignal } from './abandoned';
 import { outputKeptOf, resampleRoundsOf, type SlotOutcome, StepLedger, viewOfSlot } from './ledger';
@@ -39,6 +47,8 @@ export interface StepResponsesInput {
    * step's commit penalises such children (StepLedger.penaliseLateDuplicates).
    */
   committedSincePlan: ReadonlySet<string>;
+  /** Novelty rejection (operators/novelty): the step's check before a child is evaluated; absent when off. */
+  novelty?: StepNovelty;
 }
 
 /** How long the step's two phases took. */
@@ -229,7 +239,32 @@ export class StepResponses {
       code: classified.child,
       codeHash: classified.codeHash,
     };
-    this.evaluations.push(this.evaluate(job.key, sample, child));
+    const novelty = this.input.novelty;
+    this.evaluations.push(novelty ? this.evaluateIfNovel(novelty, job, sample, child) : this.evaluate(job.key, sample, child));
+  }
+
+  /** Novelty rejection first (docs/algorithm.md section 12): a child too close to a program of its island is not evaluated. */
+  private async evaluateIfNovel(
+    novelty: StepNovelty,
+    job: GenerationJob,
+    sample: SampleResponse,
+    child: Omit<NewProgram, 'score' | 'objective' | 'outcome' | 'metrics' | 'evaluationMs'>,
+  ): Promise<void> {
+    const island = this.input.plan.parents.find((p) => p.id === job.parentId)?.island ?? 0;
+    const verdict = await novelty.check({ code: child.code, codeHash: child.codeHash, island, job, sampleIndex: sample.index });
+    if (this.abandoned) return;
+    if (verdict.kind === 'not_novel') {
+      // The model repeated itself: the lazy penalty's score (docs/algorithm.md section 4), no evaluation, no database row.
+      this.ledger.settle(job.key, sample.index, {
+        kind: 'rejected_early',
+        outcome: 'not_novel',
+        score: OUTCOME_PENALTY.not_novel,
+        reason: `not novel: ${verdict.reason}`,
+        response: sample,
+      });
+      return;
+    }
+    await this.evaluate(job.key, sample, child);
   }
 
   /** Evaluates one child and settles its slot (unless the step was stopped meanwhile). */

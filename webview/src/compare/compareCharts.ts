@@ -142,6 +142,7 @@ export class OutcomeChart {
       no_diff: theme.red,
       no_change: theme.orange,
       duplicate: withAlpha(theme.orange, 0.6),
+      not_novel: withAlpha(theme.orange, 0.35),
       no_solution: theme.purple,
       timeout: withAlpha(theme.purple, 0.6),
       invalid_solution: theme.yellow,

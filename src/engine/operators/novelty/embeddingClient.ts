@@ -1,0 +1,119 @@
+// Novelty rejection's embeddings (docs/algorithm.md section 12): the code is
+// embedded through an OpenAI-compatible `/v1/embeddings` (vLLM and SGLang
+// serve it for embedding models) with the `openai` client; the reply is
+// checked before any number of it is used. Every failure is an
+// EmbeddingEndpointError naming the server: infrastructure, never the model's.
+import OpenAI from 'openai';
+import { z } from 'zod';
+import { errorMessage, firstZodIssue, ThetaEvolveError } from '../../common/errors';
+import { PLACEHOLDER_API_KEY } from '../../llm/endpointConnection';
+
+/** The embedding server failed or answered something unusable. */
+export class EmbeddingEndpointError extends ThetaEvolveError {
+  override readonly name = 'EmbeddingEndpointError';
+}
+
+/** The reply's shape; each vector's numbers are checked while copied (a step's reply holds half a million). */
+const EmbeddingReply = z.object({
+  data: z
+    .array(
+      z.object({
+        index: z.number().int().min(0),
+        embedding: z.custom<unknown[]>((v) => Array.isArray(v) && v.length > 0 && v.length <= 65536, 'a list of 1 to 65536 numbers'),
+      }),
+    )
+    .min(1),
+});
+
+/** The vector as float32, or null when an entry is no finite number. */
+function floatVector(values: readonly unknown[]): Float32Array | null {
+  const out = new Float32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) return null;
+    out[i] = x;
+  }
+  return out;
+}
+const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
+
+export interface EmbeddingClientOptions {
+  baseURL: string;
+  /** '' = the only model the server lists. */
+  model: string;
+  /** Sent only to the run's own endpoint (the caller decides). */
+  apiKey: string | undefined;
+  requestTimeoutMs: number;
+}
+
+export class EmbeddingClient {
+  readonly baseURL: string;
+  private readonly client: OpenAI;
+  private model: string;
+
+  constructor(options: EmbeddingClientOptions) {
+    this.baseURL = options.baseURL.trim().replace(/\/+$/, '');
+    this.model = options.model;
+    this.client = new OpenAI({
+      baseURL: this.baseURL,
+      apiKey: options.apiKey || PLACEHOLDER_API_KEY,
+      organization: null,
+      project: null,
+      maxRetries: 1,
+      timeout: options.requestTimeoutMs,
+      logLevel: 'off',
+    });
+  }
+
+  /** One vector per text, in order, from one request. */
+  async embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    const model = await this.resolveModel(signal);
+    let reply: unknown;
+    try {
+      // 'float' asked for explicitly: the SDK otherwise asks for base64, which not every server sends.
+      reply = await this.client.embeddings.create({ model, input: [...texts], encoding_format: 'float' }, { signal });
+    } catch (err) {
+      throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} failed: ${errorMessage(err)}`, { cause: err });
+    }
+    const parsed = EmbeddingReply.safeParse(reply);
+    if (!parsed.success) {
+      const { path, message } = firstZodIssue(parsed.error, 'reply');
+      throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} sent an unusable reply (${path}: ${message})`);
+    }
+    const out: (Float32Array | undefined)[] = new Array(texts.length);
+    for (const item of parsed.data.data) {
+      const vector = floatVector(item.embedding);
+      if (vector === null)
+        throw new EmbeddingEndpointError(
+          `the embedding server at ${this.baseURL} sent a vector holding something other than finite numbers`,
+        );
+      if (item.index < texts.length) out[item.index] = vector;
+    }
+    const dimensions = out[0]?.length;
+    if (out.some((v) => v === undefined || v.length !== dimensions))
+      throw new EmbeddingEndpointError(
+        `the embedding server at ${this.baseURL} sent ${parsed.data.data.length} vector(s) for ${texts.length} text(s), or vectors of different lengths`,
+      );
+    return out as Float32Array[];
+  }
+
+  private async resolveModel(signal?: AbortSignal): Promise<string> {
+    if (this.model !== '') return this.model;
+    let listed: string[];
+    try {
+      const parsed = ModelList.parse(await this.client.models.list({ signal }).then((page) => ({ data: page.data })));
+      listed = parsed.data.map((m) => m.id);
+    } catch (err) {
+      throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} did not list its models: ${errorMessage(err)}`, {
+        cause: err,
+      });
+    }
+    if (listed.length !== 1)
+      throw new EmbeddingEndpointError(
+        `the embedding server at ${this.baseURL} lists ${listed.length === 0 ? 'no model' : listed.join(', ')}: set thetaevolve.novelty.embeddingModel`,
+      );
+    this.model = listed[0] as string;
+    return this.model;
+  }
+}

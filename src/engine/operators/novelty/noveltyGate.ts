@@ -1,0 +1,265 @@
+// Novelty rejection (docs/algorithm.md section 12; ShinkaEvolve's novelty
+// judge): before a child is evaluated, its EVOLVE-BLOCK is embedded and
+// compared (cosine) with the programs of its island as the step's plan saw
+// them; at or above the threshold it is `not_novel` unless the judge (the
+// run's model, asked yes/no) says it is different. The embedding server is
+// infrastructure: when it fails, children are evaluated as without the
+// check, and the run says so once (again after it recovered and failed anew).
+import { evolveBlockContent } from '../../common/diff';
+import { errorMessage } from '../../common/errors';
+import type { ChatMessage, GenerationJob } from '../../common/types';
+import type { ProgramDatabase } from '../../database/programDatabase';
+import type { EmbeddingClient } from './embeddingClient';
+import { judgedDifferent, judgeMessages } from './judge';
+import { bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
+
+/** Texts per embedding request: a step's children arriving together go in one, as far as this allows. */
+const MAX_BATCH = 512;
+
+export type NoveltyVerdict =
+  | { kind: 'novel' }
+  | { kind: 'not_novel'; reason: string }
+  /** The check could not be made (the embedding server or the judge failed): the child is evaluated as without it. */
+  | { kind: 'unchecked' };
+
+export interface NoveltyGateOptions {
+  embedder: EmbeddingClient;
+  threshold: number;
+  /** The run's model asked one yes/no question (its answer text), or null without the judge. */
+  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<string>) | null;
+  /** Said once per failure of the embedding server or the judge (a non-fatal error event). */
+  warn: (message: string) => void;
+  /** The run's stop. */
+  signal: AbortSignal;
+}
+
+interface Queued {
+  text: string;
+  resolve: (vector: Float32Array) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The mutable code a program is judged by: its EVOLVE-BLOCK content, or the whole text when it has none. */
+function mutableCode(code: string): string {
+  try {
+    return evolveBlockContent(code);
+  } catch {
+    return code;
+  }
+}
+
+export class NoveltyGate {
+  /** Vectors by code hash: the database's and the new ones (a child that passed, a program embedded late). */
+  private readonly vectors = new Map<string, Int8Array>();
+  /** Of those, the ones the database holds. */
+  private readonly stored = new Set<string>();
+  /** The step that brought each vector the database does not hold yet (dropped once that step is committed without it). */
+  private readonly stepOf = new Map<string, number>();
+  private queue: Queued[] = [];
+  private flushing = false;
+  private failing = false;
+  private judgeFailing = false;
+
+  constructor(
+    private readonly options: NoveltyGateOptions,
+    db: ProgramDatabase,
+  ) {
+    for (const [hash, bytes] of db.storedEmbeddings()) {
+      this.vectors.set(hash, int8Of(bytes));
+      this.stored.add(hash);
+    }
+  }
+
+  /** How many vectors are held (stored and new). */
+  get size(): number {
+    return this.vectors.size;
+  }
+
+  /**
+   * The step's view of its islands, taken now (at its plan) so that what a
+   * child is compared with does not depend on when it arrives: island
+   * programs without a vector are embedded first, in one request.
+   */
+  forStep(step: number, db: ProgramDatabase, islands: Iterable<number>): StepNovelty {
+    const members = new Map<number, { id: string; codeHash: string }[]>();
+    const missing = new Map<string, string>();
+    for (const island of new Set(islands)) {
+      const list = db.islandMembers(island);
+      members.set(island, list);
+      for (const m of list) {
+        if (this.vectors.has(m.codeHash) || missing.has(m.codeHash)) continue;
+        const code = db.get(m.id)?.code;
+        if (code !== undefined) missing.set(m.codeHash, mutableCode(code));
+      }
+    }
+    const ready = this.embedAll([...missing.values()]).then(
+      (vectors) => {
+        [...missing.keys()].forEach((hash, i) => this.remember(hash, vectors[i] as Float32Array, step));
+        const matrices = new Map<number, IslandMatrix>();
+        for (const [island, list] of members)
+          matrices.set(
+            island,
+            new IslandMatrix(
+              // One row per code: a migration copy has its source's vector.
+              [...new Map(list.map((m) => [m.codeHash, m.id])).entries()].flatMap(([hash, id]) => {
+                const vector = this.vectors.get(hash);
+                return vector ? [{ id, vector }] : [];
+              }),
+            ),
+          );
+        return matrices;
+      },
+      (err: unknown) => {
+        this.failed(err);
+        return null;
+      },
+    );
+    return new StepNovelty(this, step, db, ready);
+  }
+
+  /** The vectors to store with a commit: the new ones of programs now live (asked once the step's children are in). */
+  toStore(db: ProgramDatabase): Map<string, Uint8Array> {
+    const live = db.liveCodeHashes();
+    const out = new Map<string, Uint8Array>();
+    for (const [hash, vector] of this.vectors) {
+      if (this.stored.has(hash) || !live.has(hash)) continue;
+      out.set(hash, bytesOf(vector));
+      this.stored.add(hash);
+      this.stepOf.delete(hash);
+    }
+    return out;
+  }
+
+  /** After step `step` committed: the vectors of programs that left the population go, as do new ones no commit up to it kept. */
+  afterCommit(step: number, db: ProgramDatabase): void {
+    const live = db.liveCodeHashes();
+    for (const hash of [...this.vectors.keys()]) {
+      if (live.has(hash)) continue;
+      const from = this.stepOf.get(hash);
+      if (this.stored.has(hash) || (from !== undefined && from <= step)) {
+        this.vectors.delete(hash);
+        this.stored.delete(hash);
+        this.stepOf.delete(hash);
+      }
+    }
+  }
+
+  /** @internal (StepNovelty) */
+  remember(hash: string, vector: Float32Array, step: number): void {
+    if (this.vectors.has(hash)) return;
+    this.vectors.set(hash, quantise(vector));
+    this.stepOf.set(hash, step);
+  }
+
+  /** @internal (StepNovelty) */
+  get settings(): NoveltyGateOptions {
+    return this.options;
+  }
+
+  /** @internal (StepNovelty) One vector per text; texts arriving together share a request. */
+  embed(text: string): Promise<Float32Array> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ text, resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  /** @internal (StepNovelty) */
+  failed(err: unknown): void {
+    if (this.options.signal.aborted || this.failing) return;
+    this.failing = true;
+    this.options.warn(`novelty rejection: ${errorMessage(err)}; children are evaluated without the novelty check until it answers`);
+  }
+
+  /** @internal (StepNovelty) Said once per run: each such child is evaluated. */
+  judgeFailed(err: unknown): void {
+    if (this.options.signal.aborted || this.judgeFailing) return;
+    this.judgeFailing = true;
+    this.options.warn(`novelty judge: ${errorMessage(err)}; children it cannot judge are evaluated`);
+  }
+
+  /** @internal (StepNovelty) */
+  succeeded(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.options.warn('novelty rejection: the embedding server answers again; the novelty check is back on');
+  }
+
+  private embedAll(texts: readonly string[]): Promise<Float32Array[]> {
+    return Promise.all(texts.map((t) => this.embed(t)));
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    // Whatever arrives in this turn of the event loop goes in the first request; what arrives while it runs, in the next.
+    setImmediate(() => void this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        const vectors = await this.options.embedder.embed(
+          batch.map((q) => q.text),
+          this.options.signal,
+        );
+        this.succeeded();
+        batch.forEach((q, i) => q.resolve(vectors[i] as Float32Array));
+      } catch (err) {
+        for (const q of batch) q.reject(err);
+      }
+    }
+    this.flushing = false;
+  }
+}
+
+/** One step's novelty checks, against its islands as its plan saw them. */
+export class StepNovelty {
+  constructor(
+    private readonly gate: NoveltyGate,
+    private readonly step: number,
+    private readonly db: ProgramDatabase,
+    private readonly ready: Promise<Map<number, IslandMatrix> | null>,
+  ) {}
+
+  /** Whether `child` (of a parent on `island`) is new enough to evaluate. */
+  async check(child: { code: string; codeHash: string; island: number; job: GenerationJob; sampleIndex: number }): Promise<NoveltyVerdict> {
+    const { threshold, judge } = this.gate.settings;
+    const matrices = await this.ready;
+    if (matrices === null) return { kind: 'unchecked' };
+    const text = mutableCode(child.code);
+    let vector: Float32Array;
+    try {
+      vector = await this.gate.embed(text);
+    } catch (err) {
+      this.gate.failed(err);
+      return { kind: 'unchecked' };
+    }
+    // A step's children come back from one request together: each comparison waits its turn, so evaluations of those already
+    // judged start (and other events are handled) in between, instead of after all of them.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const closest = matrices.get(child.island)?.closest(vector) ?? null;
+    if (closest === null || closest.similarity < threshold) {
+      this.gate.remember(child.codeHash, vector, this.step);
+      return { kind: 'novel' };
+    }
+    const why = `its code has cosine similarity ${closest.similarity.toFixed(4)} with program ${closest.id} of island ${child.island} (thetaevolve.novelty.threshold ${threshold})`;
+    if (judge === null) return { kind: 'not_novel', reason: why };
+    const existing = this.db.get(closest.id)?.code;
+    if (existing === undefined) return { kind: 'not_novel', reason: why };
+    let answer: string;
+    try {
+      answer = await judge(judgeMessages(mutableCode(existing), text, closest.similarity), {
+        job: child.job,
+        sampleIndex: child.sampleIndex,
+      });
+    } catch (err) {
+      this.gate.judgeFailed(err);
+      return { kind: 'unchecked' };
+    }
+    if (!judgedDifferent(answer)) return { kind: 'not_novel', reason: `${why}, and the judge did not find it meaningfully different` };
+    this.gate.remember(child.codeHash, vector, this.step);
+    return { kind: 'novel' };
+  }
+}

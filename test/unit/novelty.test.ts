@@ -1,0 +1,250 @@
+// Novelty rejection (docs/algorithm.md section 12) with real parts: the
+// OpenAI-compatible test server (its /v1/embeddings and scripted judge
+// answers), the fixture task in the sandbox, the run database on disk. The
+// test server's vectors are trigram bags: the quadratic task's children
+// ("return 2" from "return 1") have cosine about 0.91 with their parent.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from '../../src/cli/args';
+import { RUN_SPEC } from '../../src/cli/commands';
+import { settingsFromArgs } from '../../src/cli/settingsSources';
+import { defaultSettings, parseSettings, type Settings } from '../../src/engine/common/config';
+import type { EngineEvent, EvaluationFinishedEvent, StepCommittedEvent } from '../../src/engine/common/events';
+import { loadSqlJs } from '../../src/engine/database/sqlite';
+import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
+import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
+import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
+import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
+import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
+import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
+import { loadTask, type Task } from '../../src/engine/task/task';
+import { startTestServer, type TestServer } from '../server/openaiTestServer';
+import { embedText } from '../server/testModel';
+import { settingsBuilder } from '../support/settings';
+import { tempDir } from '../support/tempDirs';
+
+const ROOT = resolve(__dirname, '..', '..');
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
+const base = settingsBuilder({ batchSize: 2, samplesPerPrompt: 3, evaluationConcurrency: 3, 'database.preset': 'small', seed: 5 });
+
+interface RunOutcome {
+  result: Awaited<ReturnType<EvolutionRun['run']>>;
+  events: EngineEvent[];
+  committed: StepCommittedEvent[];
+  groups: CommittedStep[];
+  /** Evaluations started after the starting program's: one per sandbox a child got. */
+  childSandboxes: number;
+  finished: EvaluationFinishedEvent[];
+  warnings: string[];
+}
+
+async function runOnce(task: Task, s: Settings, dbFile: string, steps: number): Promise<RunOutcome> {
+  const events: EngineEvent[] = [];
+  const groups: CommittedStep[] = [];
+  const evaluator = new Evaluator(task, evaluatorOptionsFromSettings(s));
+  const run = new EvolutionRun({
+    runId: 'novelty',
+    task,
+    settings: s,
+    dbFile,
+    source: new EndpointClient(endpointOptionsFromSettings(s, undefined)),
+    evaluator,
+    stepsThisInvocation: steps,
+    onEvent: (e) => events.push(e),
+    afterCommit: async (c) => {
+      groups.push(c);
+    },
+  });
+  const result = await run.run();
+  await evaluator.close();
+  return {
+    result,
+    events,
+    groups,
+    committed: events.filter((e): e is StepCommittedEvent => e.type === 'step_committed'),
+    childSandboxes: events.filter((e) => e.type === 'evaluation_started' && e.step > 0).length,
+    finished: events.filter((e): e is EvaluationFinishedEvent => e.type === 'evaluation_finished' && e.step > 0),
+    warnings: events.flatMap((e) => (e.type === 'error' && !e.fatal ? [e.message] : [])),
+  };
+}
+
+const sum = (committed: readonly StepCommittedEvent[], outcome: keyof StepCommittedEvent['counts']): number =>
+  committed.reduce((n, e) => n + e.counts[outcome], 0);
+
+async function tableRows(dbFile: string, sql: string): Promise<unknown[][]> {
+  const SQL = await loadSqlJs();
+  const file = new SQL.Database(readFileSync(dbFile));
+  try {
+    return file.exec(sql)[0]?.values ?? [];
+  } finally {
+    file.close();
+  }
+}
+
+describe('novelty rejection (novelty.*)', function () {
+  this.timeout(180_000);
+  let task: Task;
+  let server: TestServer;
+  let dir: string;
+  before(async () => {
+    task = await loadTask(FIXTURE);
+  });
+  beforeEach(async () => {
+    dir = tempDir('thetaevolve-novelty-');
+  });
+  afterEach(async () => {
+    await server?.close();
+  });
+
+  it('is off by default, reachable with --set, and refuses a threshold outside 0..1 naming the setting', async () => {
+    const d = defaultSettings();
+    assert.equal(d['novelty.enabled'], false);
+    assert.equal(d['novelty.threshold'], 0.99);
+    assert.equal(d['novelty.judge'], false);
+    const s = settingsFromArgs(
+      parseArgs(RUN_SPEC, [FIXTURE, '--set', 'novelty.enabled=true', '--set', 'novelty.threshold=0.9', '--set', 'novelty.judge=true']),
+      dir,
+    );
+    assert.equal(s['novelty.enabled'], true);
+    assert.equal(s['novelty.threshold'], 0.9);
+    assert.equal(s['novelty.judge'], true);
+    assert.throws(() => parseSettings({ 'novelty.threshold': 1.5 }), /thetaevolve\.novelty\.threshold/);
+    // Off: nothing is embedded.
+    server = await startTestServer({ latencyMs: 1 });
+    const off = await runOnce(task, base({ endpoint: server.baseURL }), join(dir, 'off.sqlite'), 1);
+    assert.equal(off.result.reason, 'steps_done');
+    assert.equal(server.counters.embeddingRequests, 0);
+    assert.equal(sum(off.committed, 'not_novel'), 0);
+  });
+
+  it('rejects near-duplicates of an island program before any sandbox starts: not_novel, the lazy penalty, counted, sent as rollouts', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.85 });
+    const { result, committed, childSandboxes, finished, groups } = await runOnce(task, s, join(dir, 'run.sqlite'), 2);
+    assert.equal(result.reason, 'steps_done');
+    const notNovel = sum(committed, 'not_novel');
+    assert.ok(notNovel > 0, 'some children were not novel');
+    // Every child that passed the early checks was too close to its island's programs: no sandbox started for any.
+    assert.equal(childSandboxes, 0);
+    assert.equal(notNovel + sum(committed, 'duplicate') + sum(committed, 'no_change') + sum(committed, 'no_diff'), 2 * 2 * 3);
+    const rejected = finished.filter((e) => e.outcome === 'not_novel');
+    assert.equal(rejected.length, notNovel);
+    for (const e of rejected) {
+      assert.equal(e.score, -0.3);
+      assert.match(e.reason, /cosine similarity 0\.\d{4} with program \w+ of island \d+ \(thetaevolve\.novelty\.threshold 0\.85\)/);
+    }
+    // A model outcome: a rollout with the lazy penalty's reward.
+    const samples = groups.flatMap((g) => g.groups.flatMap((group) => group.samples)).filter((x) => x.outcome === 'not_novel');
+    assert.equal(samples.length, notNovel);
+    for (const x of samples) assert.equal(x.reward, -0.3);
+    // One embedding request for the island programs, then the children of a step arriving together share requests.
+    assert.ok(server.counters.embeddingRequests < server.counters.embeddedTexts, JSON.stringify(server.counters));
+    const meta = await tableRows(join(dir, 'run.sqlite'), "SELECT value FROM meta WHERE key = 'run_meta'");
+    const recorded = (JSON.parse(String(meta[0]?.[0])) as Record<string, unknown>)[OPERATORS_META_KEY] as Record<string, unknown>;
+    assert.equal(recorded['novelty.enabled'], true);
+    assert.equal(recorded['novelty.threshold'], 0.85);
+  });
+
+  it('lets distinct children through to evaluation and stores one int8 vector per live program', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const dbFile = join(dir, 'run.sqlite');
+    const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.95 });
+    const { result, committed, childSandboxes } = await runOnce(task, s, dbFile, 2);
+    assert.equal(result.reason, 'steps_done');
+    assert.equal(sum(committed, 'not_novel'), 0);
+    assert.ok(childSandboxes > 0);
+    const evaluated = ['valid', 'invalid_solution', 'no_solution', 'timeout'] as const;
+    assert.equal(
+      childSandboxes,
+      evaluated.reduce((n, o) => n + sum(committed, o), 0),
+    );
+    const live = await tableRows(dbFile, 'SELECT DISTINCT code_hash FROM programs WHERE alive = 1');
+    const stored = await tableRows(dbFile, 'SELECT code_hash, length(vector) FROM program_embeddings');
+    assert.deepEqual(stored.map((r) => r[0]).sort(), live.map((r) => r[0]).sort());
+    for (const r of stored) assert.equal(r[1], 256, 'one byte a dimension');
+  });
+
+  it("asks the run's model when a child is over the threshold: a YES lets that child be evaluated", async () => {
+    server = await startTestServer({ latencyMs: 1, judgeAnswers: ['YES'] });
+    const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.85, 'novelty.judge': true });
+    const { committed, childSandboxes, finished } = await runOnce(task, s, join(dir, 'run.sqlite'), 1);
+    const questions = server.counters.judgeQuestions;
+    assert.ok(questions >= 2, `the judge was asked about each child over the threshold (${questions})`);
+    assert.equal(childSandboxes, 1, 'only the child judged different was evaluated');
+    assert.equal(sum(committed, 'not_novel'), questions - 1);
+    for (const e of finished.filter((x) => x.outcome === 'not_novel'))
+      assert.match(e.reason, /the judge did not find it meaningfully different/);
+  });
+
+  it('resumes exactly: a run of 2 + 2 steps (the resume given no novelty settings) equals one of 4', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.92 });
+    const whole = join(dir, 'whole.sqlite');
+    const split = join(dir, 'split.sqlite');
+    const one = await runOnce(task, s, whole, 4);
+    await runOnce(task, s, split, 2);
+    const resumed = await runOnce(task, base({ endpoint: server.baseURL }), split, 2);
+    assert.equal(resumed.result.lastStep, 4);
+    const rows = (file: string) =>
+      tableRows(file, 'SELECT id, parent_id, island, step, score, outcome, code_hash, alive FROM programs ORDER BY seq');
+    assert.deepEqual(await rows(split), await rows(whole));
+    const counts = async (file: string) =>
+      (await tableRows(file, 'SELECT stats FROM steps ORDER BY step')).map((r) => (JSON.parse(String(r[0])) as { counts: unknown }).counts);
+    assert.deepEqual(await counts(split), await counts(whole));
+    assert.ok(sum(one.committed, 'not_novel') > 0 && sum(one.committed, 'valid') > 0, 'the run both rejected and evaluated children');
+  });
+
+  it('goes on when the embedding server is down: children are evaluated, never penalised, and the run says so once', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const s = base({
+      endpoint: server.baseURL,
+      'novelty.enabled': true,
+      'novelty.threshold': 0.85,
+      // Nothing listens on port 9 (discard) here: connection refused.
+      'novelty.embeddingEndpoint': 'http://127.0.0.1:9/v1',
+      'novelty.embeddingModel': 'embedder',
+    });
+    const { result, committed, childSandboxes, warnings } = await runOnce(task, s, join(dir, 'run.sqlite'), 2);
+    assert.equal(result.reason, 'steps_done');
+    assert.equal(sum(committed, 'not_novel'), 0);
+    assert.ok(childSandboxes > 0);
+    const said = warnings.filter((w) => w.includes('novelty rejection'));
+    assert.equal(said.length, 1, said.join('\n'));
+    assert.match(said[0] as string, /embedding server at http:\/\/127\.0\.0\.1:9\/v1 failed.*evaluated without the novelty check/);
+  });
+});
+
+describe('novelty rejection: vectors and the judge answer', () => {
+  it('keeps cosine through the int8 form within 1e-3 and finds the closest program of an island', () => {
+    const texts = ['def choose():\n    return 1', 'def choose():\n    return 2', 'import math\nprint(math.pi * 2)'];
+    const vectors = texts.map((t) => Float32Array.from(embedText(t)));
+    const cos = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let i = 0; i < a.length; i++) {
+        dot += (a[i] as number) * (b[i] as number);
+        na += (a[i] as number) ** 2;
+        nb += (b[i] as number) ** 2;
+      }
+      return dot / Math.sqrt(na * nb);
+    };
+    const matrix = new IslandMatrix([
+      { id: 'a', vector: quantise(vectors[0] as Float32Array) },
+      { id: 'c', vector: quantise(vectors[2] as Float32Array) },
+    ]);
+    const closest = matrix.closest(vectors[1] as Float32Array);
+    assert.equal(closest?.id, 'a');
+    assert.ok(Math.abs((closest?.similarity ?? 0) - cos(vectors[0] as Float32Array, vectors[1] as Float32Array)) < 1e-3);
+    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array), null);
+  });
+
+  it('lets a child through only on a clear yes', () => {
+    assert.equal(judgedDifferent('YES'), true);
+    assert.equal(judgedDifferent('Yes, it uses another algorithm.'), true);
+    assert.equal(judgedDifferent('NO'), false);
+    assert.equal(judgedDifferent('<think>yes, maybe</think>\nNo.'), false);
+    assert.equal(judgedDifferent('It is hard to say.'), false);
+  });
+});

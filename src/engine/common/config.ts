@@ -475,6 +475,14 @@ export const SETTINGS = [
       "Crossover: the share of prompts that also show a second parent from another island and ask for a child combining both (ShinkaEvolve's `cross` patches). 0: none, as the paper.",
   },
   {
+    key: 'meta.everySteps',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    description:
+      "Meta-recommendations: every this many committed steps the model reads a summary of the run's recent gains and failures and writes short recommendations that later prompts carry, marked as the model's (ShinkaEvolve's meta_rec_interval). Not a rollout. 0: never, as the paper.",
+  },
+  {
     key: 'rewardShaping.mode',
     type: 'string',
     default: 'task',
@@ -664,7 +672,7 @@ export function defaultSettings(): Settings {
 }
 
 /** The settings of the operators beyond the paper (src/engine/operators/): recorded in the run database, so a resume uses them. */
-export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement', 'crossover.share'];
+export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = ['stopAfterStepsWithoutImprovement', 'crossover.share', 'meta.everySteps'];
 
 /**
  * The Settings editor's categories, in order: a dotted key goes by its first

@@ -3,6 +3,7 @@
 // recommendations), the atropos test trainer, the fixture task in the sandbox
 // and the run database on disk.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseSettings, type Settings } from '../../src/engine/common/config';
 import type { EngineEvent } from '../../src/engine/common/events';
@@ -12,11 +13,11 @@ import { EvolutionRun } from '../../src/engine/loop';
 import { META_REQUEST_HEADING } from '../../src/engine/operators/metaRecommendations';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
-import { steerRun } from '../../src/engine/steering/steerRun';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { TrainerBridge } from '../../src/engine/trainer/bridge';
 import { startAtroposTestServer } from '../server/atroposTestServer';
 import { type ScriptStep, startTestServer, type TestServer } from '../server/openaiTestServer';
+import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const FIXTURE = resolve(__dirname, '..', 'fixtures', 'tasks', 'quadratic');
@@ -171,21 +172,41 @@ describe('meta-recommendations (meta.everySteps)', function () {
     );
     assert.equal(resumed.filter((r) => isMeta(r.userText)).length, 1);
 
-    // The researcher edits them on the stopped run: the prompts carry the edit, still as the model's section, marked edited.
-    const steered = await steerRun(dbFile, { kind: 'recommendations', text: '- Prefer smaller constants.' });
-    assert.deepEqual(steered, { kind: 'recommendations', step: 7 });
-    const edited = await ProgramDatabase.openReadOnly(dbFile);
-    assert.deepEqual(edited.recommendationsHistory().at(-1), {
-      step: 7,
-      text: '- Prefer smaller constants.',
-      afterStep: 6,
-      editedBy: 'researcher',
-    });
-    await edited.close();
+    // The researcher edits them on the stopped run (the CLI): the prompts carry the edit, still as the model's section, marked edited.
+    const editFile = join(dir, 'edit.md');
+    writeFileSync(editFile, '- Prefer smaller constants.\n');
+    const steered = await runCli(['steer', dbFile, '--recommendations', editFile, '--json'], dir);
+    assert.equal(steered.code, 0, steered.stderr);
+    assert.deepEqual(JSON.parse(steered.stdout), { kind: 'recommendations', step: 7 });
+    const report = await runCli(['db', dbFile, '--json'], dir);
+    assert.equal(report.code, 0, report.stderr);
+    const parsed = JSON.parse(report.stdout) as { recommendations: unknown[]; steering: { kind: string; by: string }[] };
+    assert.deepEqual(parsed.recommendations.at(-1), { step: 7, text: '- Prefer smaller constants.', afterStep: 6, editedBy: 'researcher' });
+    assert.deepEqual(
+      parsed.steering.filter((e) => e.kind === 'recommendations').map((e) => e.by),
+      ['model', 'model', 'model', 'researcher'],
+    );
+    const human = await runCli(['db', dbFile], dir);
+    assert.match(
+      human.stdout,
+      /recommendations by the model after step 6, edited by the researcher, from step 7: - Prefer smaller constants\./,
+    );
     const endpoint3 = await server();
     await evolve(settingsFor(endpoint3, {}), dbFile, 1);
     const first = endpoint3.requests[0]?.userText ?? '';
     assert.ok(first.includes(`${SECTION}`) && first.includes('- Prefer smaller constants.'), first);
+  });
+
+  it("is reachable from the CLI: run --set meta.everySteps=2 records the model's recommendations", async () => {
+    const endpoint = await server();
+    const dbFile = join(dir, 'cli.sqlite');
+    const args = ['run', FIXTURE, '--endpoint', endpoint.baseURL, '--batch', '2', '--samples', '1', '--steps', '2', '--db', dbFile];
+    const run = await runCli([...args, '--set', 'meta.everySteps=2'], dir);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(endpoint.requests.filter((r) => isMeta(r.userText)).length, 1);
+    const db = await ProgramDatabase.openReadOnly(dbFile);
+    assert.equal(db.recommendationsHistory().length, 1);
+    await db.close();
   });
 
   it('a failed meta request is named and the run goes on without recommendations', async () => {

@@ -38,6 +38,7 @@ export const UNIT_TEST_NEEDS = {
   'foreignTasks.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'funsearch.test.ts': ['bubblewrap', 'python3', 'python3-numpy', 'python3-yaml'],
   'loop.test.ts': ['bubblewrap', 'python3'],
+  'metaRecommendations.test.ts': ['bubblewrap', 'python3'],
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
   'notebookCli.test.ts': ['bubblewrap', 'python3'],

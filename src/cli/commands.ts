@@ -194,6 +194,11 @@ export const STEER_SPEC: CommandSpec = {
     note: { kind: 'string', value: 'TEXT', help: 'With --add: a note recorded with it.' },
     guidance: { kind: 'string', value: 'FILE', help: 'Text added to every prompt from the next step on (replaces earlier guidance).' },
     'clear-guidance': { kind: 'boolean', help: 'No guidance from the next step on.' },
+    recommendations: {
+      kind: 'string',
+      value: 'FILE',
+      help: "Replace the model's meta-recommendations with this text (kept as the model's, marked edited; an empty file removes them).",
+    },
     ban: { kind: 'string', value: 'ID', help: 'Never a parent, an inspiration or in a rollout again.' },
     descendants: { kind: 'boolean', help: 'With --ban: its descendants too.' },
     unban: { kind: 'string', value: 'ID', help: 'Lift a ban (with the descendants it covered).' },

@@ -51,8 +51,10 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       improvements: db.improvements().map((p) => ({ id: p.id, step: p.step, score: p.score })),
       origins: db.origins(),
       guidance: db.guidanceHistory(),
-      // Every steering entry in the order applied, with who asked (`by`: researcher or agent).
-      steering: db.steeringLog().map((entry) => ({ ...entry, by: steerAuthorOf(entry) })),
+      // Every steering entry in the order applied, with who asked (`by`: researcher or agent; the model for the meta-recommendations it wrote).
+      steering: db
+        .steeringLog()
+        .map((entry) => ({ ...entry, by: entry.kind === 'recommendations' ? (entry.editedBy ?? 'model') : steerAuthorOf(entry) })),
       banned: db.bannedIds(),
       pins: db.pins(),
       bytes: db.fileBytes,

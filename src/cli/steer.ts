@@ -1,4 +1,4 @@
-// `thetaevolve steer <db-file> --add FILE | --guidance FILE | --clear-guidance |
+// `thetaevolve steer <db-file> --add FILE | --guidance FILE | --clear-guidance | --recommendations FILE |
 // --ban ID | --unban ID | --pin ID ... [--json]`: one steer request on a run,
 // live or stopped (docs/architecture.md "Steering a run"). Bad input is one
 // line and exit 1, with the database unchanged.
@@ -18,7 +18,7 @@ import { cliPythonChoice } from './python';
 import { probePython, taskUsesPython } from '../engine/python/interpreter';
 import { settingsFromArgs } from './settingsSources';
 
-const ACTIONS = ['add', 'guidance', 'clear-guidance', 'ban', 'unban', 'pin'] as const;
+const ACTIONS = ['add', 'guidance', 'clear-guidance', 'recommendations', 'ban', 'unban', 'pin'] as const;
 /** Flags that only mean something with one action. */
 const COMPANIONS: Readonly<Record<string, (typeof ACTIONS)[number]>> = {
   island: 'add',
@@ -86,6 +86,9 @@ async function requestOf(action: (typeof ACTIONS)[number], args: ParsedArgs, io:
     }
     case 'clear-guidance':
       return { kind: 'clearGuidance' };
+    case 'recommendations':
+      // An empty file removes them (docs/guide.md "Meta-recommendations").
+      return { kind: 'recommendations', text: (await text('recommendations')).trim() };
     case 'ban':
       return { kind: 'ban', id: stringFlag(args, 'ban') as string, descendants: booleanFlag(args, 'descendants') };
     case 'unban':

@@ -400,8 +400,23 @@ export function databaseView(
     },
     migrations: { ...input.migrations },
     guidance: input.guidance ?? null,
+    recommendations: input.recommendations ?? null,
     histogram: hist && histogramInput ? { label: histogramInput.label, ...hist } : null,
   };
+}
+
+/** Per stage, in order: the children that reached it (stopped there or later) and those that stopped there. */
+export function cascadeStages(stoppedAt: Readonly<Record<string, number>>): NonNullable<SummaryView['cascade']> {
+  const stages = Object.entries(stoppedAt)
+    .map(([stage, n]) => ({ stage: Number(stage), stopped: n }))
+    .filter((s) => Number.isInteger(s.stage) && s.stage >= 1)
+    .sort((a, b) => a.stage - b.stage);
+  let reached = stages.reduce((sum, s) => sum + s.stopped, 0);
+  return stages.map((s) => {
+    const row = { stage: s.stage, reached, stopped: s.stopped };
+    reached -= s.stopped;
+    return row;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -450,6 +465,8 @@ export class DashboardModel {
   /** Several models: each model's statistics summed over the steps shown, and the next draw's chances. */
   private modelTotals: Record<string, ModelStats> = {};
   private modelProbabilities: Record<string, number> = {};
+  /** A task with an evaluator cascade: children that stopped at each stage, over the steps shown. */
+  private cascadeTotals: Record<string, number> = {};
 
   constructor(
     private readonly maxPoints = DEFAULT_MAX_POINTS,
@@ -469,6 +486,7 @@ export class DashboardModel {
     this.meanExact = true;
     this.modelTotals = {};
     this.modelProbabilities = {};
+    this.cascadeTotals = {};
     this.state.run = runView(input);
     this.state.runState = { state: 'starting', message: `Starting ${input.taskTitle}.` };
     return this.snapshotMessage();
@@ -488,6 +506,7 @@ export class DashboardModel {
       completionTokens: s.completionTokens + input.tokens.completion,
       meanExact: this.meanExact,
       ...this.modelUsageAfter(input, s.modelUsage),
+      ...this.cascadeAfter(input),
     };
     if (change.kind === 'rebucketed') return { type: 'series', series: change.series, summary: this.summaryCopy() };
     return {
@@ -497,6 +516,13 @@ export class DashboardModel {
       replaceLast: change.kind === 'replaceLast',
       summary: this.summaryCopy(),
     };
+  }
+
+  /** The cascade's stage counts with this step's added (a task with evaluator stages only). */
+  private cascadeAfter(input: DashboardStepInput): { cascade?: NonNullable<SummaryView['cascade']> } {
+    if (input.cascade)
+      for (const [stage, n] of Object.entries(input.cascade)) this.cascadeTotals[stage] = (this.cascadeTotals[stage] ?? 0) + n;
+    return Object.keys(this.cascadeTotals).length > 0 ? { cascade: cascadeStages(this.cascadeTotals) } : {};
   }
 
   /** The run's spend and per-model table with this step added (several models or priced replies only). */

@@ -30,6 +30,7 @@ import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from '.
 import { patienceSpent } from './operators/patience';
 import type { NoveltyGate } from './operators/novelty/noveltyGate';
 import { noveltyGateFor } from './operators/novelty/setup';
+import { metaRound } from './operators/metaRound';
 import { ModelChoice } from './llm/models/modelChoice';
 import { hasPrice, trainedModelOf } from './common/models';
 
@@ -306,6 +307,8 @@ export class EvolutionRun {
     let stepsDone = 0;
     let failedInARow = 0;
     try {
+      // A run stopped between a commit and its meta round does that round when it resumes.
+      await this.metaRound(db, 0);
       for (;;) {
         if (this.stopController.signal.aborted) {
           if (inFlight.length === 0) return 'stopped';
@@ -363,6 +366,7 @@ export class EvolutionRun {
           for (const later of inFlight) for (const hash of hashes) later.committedSincePlan.add(hash);
         }
         if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
+        await this.metaRound(db, inFlight.length);
       }
     } finally {
       // A stop or an error: nothing of the steps still in flight is recorded, and none of their evaluations outlives the run.
@@ -465,6 +469,13 @@ export class EvolutionRun {
         message: `the starting program is not valid (${result.status}: ${oneLine(result.reason)}); evolving from it anyway`,
       });
     }
+  }
+
+  /** The meta round after the last committed step, when due (operators/metaRound.ts). */
+  private async metaRound(db: ProgramDatabase, plannedAhead: number): Promise<void> {
+    const { settings, task, source, dbFile } = this.spec;
+    await metaRound({ db, task, settings, source, dbFile, plannedAhead, signal: this.stopController.signal, emit: (e) => this.emit(e) });
+    if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
   }
 
   /** Apply the steering inbox's requests in order; a refused one is said and removed, the run goes on. */
@@ -647,9 +658,14 @@ function steeredMessage(result: Awaited<ReturnType<typeof applySteer>>): { messa
     };
   const ids = 'ids' in result && result.ids ? ` ${result.ids.join(', ')}` : '';
   // The event carries its step: whoever shows the message names it once (the message does not).
-  const done = { guidance: 'guidance set', clearGuidance: 'guidance cleared', ban: 'banned', unban: 'unbanned', pin: 'pinned' }[
-    result.kind
-  ];
+  const done = {
+    guidance: 'guidance set',
+    clearGuidance: 'guidance cleared',
+    recommendations: "model's recommendations edited",
+    ban: 'banned',
+    unban: 'unbanned',
+    pin: 'pinned',
+  }[result.kind];
   return { message: `${done}${ids}`, id: result.ids?.[0] ?? null };
 }
 

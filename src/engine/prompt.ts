@@ -37,6 +37,8 @@ export interface BuildPromptInput {
   topPrograms?: readonly PromptProgram[];
   /** A researcher's guidance for the run (docs/algorithm.md section 11): its own section, after the task's text. */
   guidance?: string | null;
+  /** The model's meta-recommendations in force (docs/algorithm.md section 12): their own section, marked as the model's, after the researcher's guidance. */
+  recommendations?: string | null;
   /** Characters of the parent's evaluator feedback to show (setting feedbackChars; default none). */
   feedbackChars?: number;
   /** Crossover (operators/crossover.ts): a second parent to combine with the first; only its EVOLVE-BLOCK content is shown. */
@@ -273,6 +275,15 @@ export function buildPrompt(input: BuildPromptInput): BuiltPrompt {
   const sections: string[] = [];
   if (meta) sections.push(meta.text.trim());
   if (input.guidance) sections.push(['# Guidance from the researcher', input.guidance.trim()].join('\n'));
+  if (input.recommendations)
+    sections.push(
+      [
+        '# Recommendations written by the model',
+        'An earlier review of this run, by a language model, of what improved the score and what failed (not the researcher):',
+        '',
+        input.recommendations.trim(),
+      ].join('\n'),
+    );
   sections.push(['# Current program', `Metrics (higher score is better): ${metricsLine(parent)}`, '', fenced(parent.code, tag)].join('\n'));
   const feedback = feedbackSection(parent, input.feedbackChars ?? 0);
   if (feedback) sections.push(feedback);

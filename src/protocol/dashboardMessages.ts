@@ -11,7 +11,7 @@ import { ModelUsageSchema } from '../engine/common/models';
 import { z } from 'zod';
 import { PythonEnvironmentSchema } from '../engine/common/pythonEnvironment';
 import { zodIssueText } from '../engine/common/errors';
-import { type DatabaseSnapshot, DatabaseSnapshotSchema } from '../engine/common/snapshot';
+import { type DatabaseSnapshot, DatabaseSnapshotSchema, RecommendationsInForceSchema } from '../engine/common/snapshot';
 import { DirectionSchema, IsolationSummarySchema, OutcomeCountsSchema, StepStatisticsSchema } from '../engine/common/events';
 import { OUTCOMES } from '../engine/common/types';
 
@@ -89,6 +89,8 @@ export const DashboardStepInputSchema = z.object({
   models: StepStatisticsSchema.shape.models,
   costUsd: StepStatisticsSchema.shape.costUsd,
   modelProbabilities: StepStatisticsSchema.shape.modelProbabilities,
+  /** A task with an evaluator cascade: how many of the step's evaluated children stopped at each stage ("1", "2", ...). */
+  cascade: StepStatisticsSchema.shape.cascade,
 });
 export type DashboardStepInput = z.infer<typeof DashboardStepInputSchema>;
 
@@ -270,6 +272,8 @@ export const SummaryViewSchema = z.object({
   meanExact: z.boolean(),
   /** Several models or priced replies: the run's spend and per-model table (absent otherwise). */
   modelUsage: ModelUsageSchema.optional(),
+  /** A task with an evaluator cascade (docs/algorithm.md section 12): per stage, in order, the evaluated children that reached it and that stopped there, over the steps shown (absent otherwise). */
+  cascade: z.array(z.object({ stage: z.number().int().min(1), reached: count, stopped: count })).optional(),
 });
 export type SummaryView = z.infer<typeof SummaryViewSchema>;
 
@@ -308,6 +312,8 @@ export const DatabaseViewSchema = z.object({
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
   /** The researcher's guidance in force and the first step it applies to (null: none). */
   guidance: z.object({ text: z.string(), step: count }).nullable(),
+  /** The model's meta-recommendations in force (docs/algorithm.md section 12): the first step they apply to, the step after which the model wrote them, who edited them (null: nobody); null: none. */
+  recommendations: RecommendationsInForceSchema.nullable(),
   histogram: z
     .object({
       /** What was counted, e.g. "valid programs evaluated (1,234)". */

@@ -15,6 +15,7 @@ export const COMMAND_IDS = {
   openEvaluationOutput: 'thetaevolve.openEvaluationOutput',
   addFileToRun: 'thetaevolve.addFileToRun',
   editGuidance: 'thetaevolve.editGuidance',
+  editRecommendations: 'thetaevolve.editRecommendations',
   compareRuns: 'thetaevolve.compareRuns',
   // The Runs view's items (hidden from the palette).
   showProgramDiff: 'thetaevolve.showProgramDiff',

@@ -6,7 +6,12 @@
 // the document reads that text, under a first line saying it is queued and
 // from which step (the line is not part of the guidance: a save drops it).
 // Nothing is kept outside the database and the inbox.
+// Edit Model Recommendations opens `.../recommendations.md` the same way: the
+// model's meta-recommendations in force (docs/algorithm.md section 12) under
+// a first line saying who wrote them; saving sends a `recommendations`
+// request, so they stay the model's, marked as edited by the researcher.
 import * as vscode from 'vscode';
+import type { RecommendationsInForce } from '../engine/common/snapshot';
 import type { SteerRequest, SteerResult } from '../engine/common/steering';
 import { DocumentFileSystem } from './readOnlyDocuments';
 import type { RunController } from './runController';
@@ -18,6 +23,19 @@ export function queuedLine(step: number, cleared: boolean): string {
   return `<!-- ThetaEvolve: queued, ${cleared ? 'clears the guidance' : 'applies'} at step ${step} -->`;
 }
 const QUEUED_LINE = /^<!-- ThetaEvolve: queued, [^\n]*-->\r?\n?/;
+
+/** The first line of a recommendations document: who wrote what follows (not part of the text: a save drops it). */
+export function recommendationsLine(recommendations: RecommendationsInForce | null): string {
+  if (!recommendations) return '<!-- ThetaEvolve: no recommendations from the model in force; text saved here becomes them -->';
+  const { afterStep, editedBy, step } = recommendations;
+  const who =
+    afterStep === null
+      ? `written in the model's section by the ${editedBy ?? 'model'}`
+      : `written by the model after step ${afterStep}${editedBy ? `, edited by the ${editedBy}` : ''}`;
+  return `<!-- ThetaEvolve: ${who}, in force from step ${step} -->`;
+}
+const RECOMMENDATIONS_LINE = /^<!-- ThetaEvolve: [^\n]*-->\r?\n?/;
+const RECOMMENDATIONS_FILE = 'recommendations.md';
 
 export interface GuidanceRun {
   runId: string;
@@ -31,6 +49,13 @@ export type SendSteer = (run: GuidanceRun, request: SteerRequest) => Promise<Ste
 export function guidanceUri(run: GuidanceRun): vscode.Uri {
   return vscode.Uri.from({ scheme: GUIDANCE_SCHEME, path: `/${run.runId}/guidance.md`, query: run.dbFile });
 }
+
+/** The document of the model's meta-recommendations of a run. */
+export function recommendationsUri(run: GuidanceRun): vscode.Uri {
+  return vscode.Uri.from({ scheme: GUIDANCE_SCHEME, path: `/${run.runId}/${RECOMMENDATIONS_FILE}`, query: run.dbFile });
+}
+
+const isRecommendations = (uri: vscode.Uri): boolean => uri.path.split('/')[2] === RECOMMENDATIONS_FILE;
 
 function runOfUri(uri: vscode.Uri): GuidanceRun {
   const runId = uri.path.split('/')[1];
@@ -54,6 +79,10 @@ class GuidanceFileSystem extends DocumentFileSystem {
 
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
     const run = runOfUri(uri);
+    if (isRecommendations(uri)) {
+      const { recommendations } = await this.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
+      return new TextEncoder().encode(`${recommendationsLine(recommendations ?? null)}\n${recommendations?.text ?? ''}`);
+    }
     const queued = await this.controller.query({ kind: 'queuedGuidance', dbFile: run.dbFile });
     if (queued) return new TextEncoder().encode(`${queuedLine(queued.step, queued.text === null)}\n${queued.text ?? ''}`);
     const snapshot = await this.controller.query({ kind: 'snapshot', dbFile: run.dbFile });
@@ -62,6 +91,12 @@ class GuidanceFileSystem extends DocumentFileSystem {
 
   async writeFile(uri: vscode.Uri, content: Uint8Array): Promise<void> {
     const run = runOfUri(uri);
+    if (isRecommendations(uri)) {
+      const text = new TextDecoder().decode(content).replace(RECOMMENDATIONS_LINE, '').trim();
+      if (!(await this.send(run, { kind: 'recommendations', text })))
+        throw vscode.FileSystemError.NoPermissions(`the recommendations of run ${run.runId} were not saved`);
+      return;
+    }
     const text = new TextDecoder().decode(content).replace(QUEUED_LINE, '');
     const request: SteerRequest = text.trim() === '' ? { kind: 'clearGuidance' } : { kind: 'guidance', text };
     const result = await this.send(run, request);

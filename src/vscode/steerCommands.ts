@@ -15,7 +15,7 @@ import type { QueryResult } from '../protocol/workerMessages';
 import { fileName, registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
 import { showProgramDiff } from './diffViews';
-import { guidanceUri, registerGuidanceDocuments } from './guidanceDocuments';
+import { guidanceUri, recommendationsUri, registerGuidanceDocuments } from './guidanceDocuments';
 import { guardWorkspaceTrust, listRunFiles, type RunController } from './runController';
 import { isProgramNode, isRunNode, type ProgramNode, type RunsTreeProvider } from './runsTree';
 import { readSettingsOrShowError } from './settings';
@@ -129,6 +129,15 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     if (!run) return undefined;
     controller.registerRun(run.runId, run.dbFile);
     const editor = await vscode.window.showTextDocument(guidanceUri(run), { preview: false });
+    return editor.document.uri;
+  });
+
+  // The model's meta-recommendations (docs/algorithm.md section 12), as a document beside the guidance.
+  registerCommand(context, COMMAND_IDS.editRecommendations, async (arg?: unknown) => {
+    const run = await runOf(arg);
+    if (!run) return undefined;
+    controller.registerRun(run.runId, run.dbFile);
+    const editor = await vscode.window.showTextDocument(recommendationsUri(run), { preview: false });
     return editor.document.uri;
   });
 

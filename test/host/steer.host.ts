@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { BlameAnnotation } from '../../src/vscode/blameDecorations';
 import { steeredLine } from '../../src/vscode/evaluationTask';
-import { queuedLine } from '../../src/vscode/guidanceDocuments';
+import { queuedLine, recommendationsLine } from '../../src/vscode/guidanceDocuments';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
@@ -272,7 +272,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
-  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step (shown queued until then), empty clears it", async () => {
+  it("Edit Guidance opens the run's guidance as a document; saving applies it from the next step (shown queued until then), empty clears it; Edit Model Recommendations likewise, marked edited", async () => {
     const { program } = await taskCopy(theta, 'steer-guidance');
     await vscode.window.showTextDocument(program);
     const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
@@ -327,6 +327,30 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
     assert.ok(await reopened.save());
     assert.equal((await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile })).guidance, null);
     assert.ok(answers.some((a) => a.dbFile === run.dbFile && a.kind === 'clearGuidance' && a.ok && !a.queued));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+
+    // Edit Model Recommendations on the stopped run: a first line says whose they are; saving records them, marked edited.
+    const recUri = (await bounded(
+      vscode.commands.executeCommand('thetaevolve.editRecommendations', row),
+      'Edit Model Recommendations',
+    )) as vscode.Uri;
+    const recDocument = await bounded(vscode.workspace.openTextDocument(recUri), 'opening the recommendations document');
+    assert.equal(recDocument.getText(), `${recommendationsLine(null)}\n`);
+    const recEdit = new vscode.WorkspaceEdit();
+    recEdit.insert(recUri, new vscode.Position(1, 0), '- Keep x near 3.');
+    assert.ok(await bounded(vscode.workspace.applyEdit(recEdit), 'editing the recommendations'));
+    assert.ok(await bounded(recDocument.save(), 'saving the recommendations'));
+    const recommendations = (await theta.controller.query({ kind: 'snapshot', dbFile: run.dbFile })).recommendations;
+    assert.ok(recommendations);
+    assert.deepEqual(
+      { text: recommendations.text, afterStep: recommendations.afterStep, editedBy: recommendations.editedBy },
+      { text: '- Keep x near 3.', afterStep: null, editedBy: 'researcher' },
+    );
+    assert.equal(
+      new TextDecoder().decode(await vscode.workspace.fs.readFile(recUri)),
+      `${recommendationsLine(recommendations)}\n- Keep x near 3.`,
+    );
+    assert.match(recommendationsLine(recommendations), /by the researcher, in force from step \d+/);
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 });

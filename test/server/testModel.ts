@@ -67,6 +67,24 @@ function uniqueWindow(lines: string[], target: number, lo: number, hi: number): 
   return [from, to];
 }
 
+/** The heading of a meta-recommendations request (src/engine/operators/metaRecommendations.ts META_REQUEST_HEADING). */
+const META_REQUEST_HEADING = '# Review of an evolution run';
+
+/** A meta-recommendations request's answer: a few recommendations naming the steps it reviewed. */
+function recommend(request: string): ProposedAnswer {
+  const window = /^Steps (\d+) to (\d+):/m.exec(request);
+  const steps = window ? `steps ${window[1]} to ${window[2]}` : 'the last steps';
+  return {
+    answer: [
+      `- Keep the constants the new best programs of ${steps} changed, and tune them further.`,
+      '- Avoid the edits that made children fail.',
+      '- Try one larger change per child rather than many small ones.',
+    ].join('\n'),
+    reasoning: `I read the review of ${steps}.`,
+    hasDiff: false,
+  };
+}
+
 /** Propose one edit of the program in the last user message. */
 /** The prompt asks for the whole EVOLVE-BLOCK rewritten (src/engine/prompt.ts, rewrite mode). */
 function asksForRewrite(text: string): boolean {
@@ -74,6 +92,7 @@ function asksForRewrite(text: string): boolean {
 }
 
 export function proposeAnswer(lastUserMessage: string, seed: number): ProposedAnswer {
+  if (lastUserMessage.startsWith(META_REQUEST_HEADING)) return recommend(lastUserMessage);
   const proposed = proposeEdit(lastUserMessage, seed);
   if (!proposed.hasDiff || !asksForRewrite(lastUserMessage)) return proposed;
   // A rewrite: the same change, given as the whole region in one fenced block.

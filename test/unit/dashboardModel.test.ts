@@ -634,3 +634,51 @@ describe('dashboard data: the SLURM queue and the inference servers', () => {
     ]);
   });
 });
+
+describe('dashboard data: operators beyond the paper', () => {
+  it('sums the cascade stage counts over the steps: per stage, the children that reached it and that ended there, and a new run clears them', () => {
+    const model = new DashboardModel();
+    model.setRun(RUN_INPUT);
+    const first = model.addStep(stepFrom(1, [1])) as Extract<HostMessage, { type: 'step' }>;
+    assert.equal(first.summary.cascade, undefined, 'no cascade: nothing shown');
+    model.addStep({ ...stepFrom(2, [1, 2]), cascade: { '1': 3, '2': 1 } });
+    const msg = model.addStep({ ...stepFrom(3, [1, 2]), cascade: { '2': 2, '3': 4, '1': 1 } });
+    // Through the typed protocol, as the page receives it.
+    const parsed = parseHostMessage(JSON.parse(JSON.stringify(msg)));
+    assert.ok(parsed.type === 'step');
+    assert.deepEqual(parsed.summary.cascade, [
+      { stage: 1, reached: 11, stopped: 4 },
+      { stage: 2, reached: 7, stopped: 3 },
+      { stage: 3, reached: 4, stopped: 4 },
+    ]);
+    model.setRun(RUN_INPUT);
+    const again = model.addStep(stepFrom(1, [1])) as Extract<HostMessage, { type: 'step' }>;
+    assert.equal(again.summary.cascade, undefined);
+  });
+
+  it("shows the model's recommendations in force beside the researcher's guidance, with who wrote and edited them", () => {
+    const model = new DashboardModel();
+    model.setRun(RUN_INPUT);
+    const db: DashboardDatabaseInput = {
+      lastStep: 4,
+      programs: 2,
+      populationSize: 70,
+      hashIndexSize: 2,
+      currentIsland: 0,
+      best: { id: 'a', score: 1 },
+      islands: [{ island: 0, size: 2, generation: 1, best: { id: 'a', score: 1 } }],
+      mapElites: { features: ['score', 'codeLength'], bins: 10, ranges: { score: null, codeLength: null }, islands: [] },
+      archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
+      migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
+      guidance: { text: 'try numpy', step: 2 },
+      recommendations: { text: '- Keep x', step: 3, afterStep: 2, editedBy: 'researcher' },
+    };
+    const view = model.setDatabase(db, []) as Extract<HostMessage, { type: 'database' }>;
+    const parsed = parseHostMessage(JSON.parse(JSON.stringify(view)));
+    assert.ok(parsed.type === 'database');
+    assert.deepEqual(parsed.database?.guidance, { text: 'try numpy', step: 2 });
+    assert.deepEqual(parsed.database?.recommendations, { text: '- Keep x', step: 3, afterStep: 2, editedBy: 'researcher' });
+    const none = model.setDatabase({ ...db, recommendations: null }, []) as Extract<HostMessage, { type: 'database' }>;
+    assert.equal(none.database.recommendations, null);
+  });
+});

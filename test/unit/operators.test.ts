@@ -246,5 +246,51 @@ describe('operators beyond the paper', function () {
       assert.equal(lines.find((l) => l.text === 'a = 1')?.id, a.id);
       await db.close();
     });
+
+    it('keeps an evicted second parent while its crossover child is kept, so blame still gives it its lines, also after a reopen; it goes with the child', async () => {
+      const file = join(dir, 'evicted-second.sqlite');
+      const config = { ...databaseConfigFromSettings(settings({})), populationSize: 4, archiveSize: 1, numIslands: 1 };
+      // A run that recorded crossover (as EvolutionRun does): reopening reads the second parents back.
+      const meta = { [OPERATORS_META_KEY]: { 'crossover.share': 0.5 } };
+      let db = await ProgramDatabase.open(file, { config, meta });
+      const code = (body: string) => `import json\n# EVOLVE-BLOCK-START\n${body}\n# EVOLVE-BLOCK-END\n`;
+      const program = (c: string, parentId: string | null, step: number, score: number, metrics = {}) => ({
+        parentId,
+        step,
+        code: c,
+        codeHash: codeHash(c, 'py'),
+        score,
+        objective: score,
+        outcome: 'valid' as const,
+        metrics,
+        ...NOT_GENERATED,
+      });
+      const commit = async (step: number, children: ReturnType<typeof program>[]) =>
+        (await db.commitStep({ step, children, stats: {}, engineState: null })).inserted;
+      const a = await db.addInitial(program(code('a = 1'), null, 0, 5));
+      const [b] = await commit(1, [program(code('a = 1\nb = 2'), a.id, 1, 1)]);
+      assert.ok(b);
+      const [c] = await commit(2, [program(code('a = 1\nb = 2\nc = 3'), a.id, 2, 2, { [CROSSOVER_PARENT_METRIC]: b.id })]);
+      assert.ok(c);
+      // Two better programs push out b, the worst: c names it, so its row stays.
+      await commit(3, [program(code('a = 1\nx = 4'), a.id, 3, 3), program(code('a = 1\ny = 5'), a.id, 3, 3.1)]);
+      assert.equal(db.isLive(b.id), false);
+      assert.ok(db.isLive(c.id));
+      const blameOfC = (d: ProgramDatabase) => {
+        const lines = blameOf(d, d.get(c.id) as ProgramRecord).lines;
+        return Object.fromEntries(lines.filter((l) => /^[abc] = /.test(l.text)).map((l) => [l.text, l.id]));
+      };
+      assert.deepEqual(blameOfC(db), { 'a = 1': a.id, 'b = 2': b.id, 'c = 3': c.id });
+      assert.equal(db.get(b.id)?.code, b.code);
+      await db.close();
+
+      db = await ProgramDatabase.open(file, { config, meta });
+      assert.deepEqual(blameOfC(db), { 'a = 1': a.id, 'b = 2': b.id, 'c = 3': c.id }, 'after a reopen');
+      // Better programs push out c, not kept by anything: b goes with it.
+      await commit(4, [program(code('a = 1\nz = 6'), a.id, 4, 3.2), program(code('a = 1\nw = 7'), a.id, 4, 3.3)]);
+      assert.equal(db.get(c.id), null);
+      assert.equal(db.get(b.id), null, "the second parent's row went with its last kept descendant");
+      await db.close();
+    });
   });
 });

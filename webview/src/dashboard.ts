@@ -69,6 +69,9 @@ summary.append(...Object.values(tiles).map((t) => t.element));
 // Several models and cost (docs/algorithm.md section 12): the spend and one row per model; hidden otherwise.
 const modelsPanel = el('section', 'panel models-panel');
 modelsPanel.hidden = true;
+// An evaluator cascade (docs/algorithm.md section 12): how many children reached and stopped at each stage; hidden otherwise.
+const cascadePanel = el('section', 'panel cascade-panel');
+cascadePanel.hidden = true;
 
 function chartPanel(title: string, className = ''): { panel: HTMLElement; canvas: HTMLCanvasElement; note: HTMLElement } {
   const panel = el('section', `panel chart-panel ${className}`.trim());
@@ -149,6 +152,7 @@ app.append(
   backendPanel,
   summary,
   modelsPanel,
+  cascadePanel,
   grid(progress.panel),
   // The per-step bar charts share a column beside the best program, which is tall (picture, code): alone, the
   // outcomes panel was stretched to its height, half of it empty.
@@ -215,6 +219,17 @@ function renderSummary(s: SummaryView): void {
   // Samples, tokens and elapsed time are the whole run's; a resumed run says what its latest session took.
   tiles.elapsed.note.textContent = s.session ? `this session ${formatDuration(s.session.elapsedMs)} · ${s.session.count} sessions` : '';
   renderModels(s);
+  renderCascade(s);
+}
+
+function renderCascade(s: SummaryView): void {
+  cascadePanel.hidden = !s.cascade;
+  if (!s.cascade) return cascadePanel.replaceChildren();
+  const list = el('ul', 'cascade-stages');
+  // A child ends at the stage that stopped it, or at the last (the full evaluator) when none did.
+  for (const { stage, reached, stopped } of s.cascade)
+    list.append(el('li', undefined, `stage ${stage}: ${formatCount(reached)} reached, ${formatCount(stopped)} ended there`));
+  cascadePanel.replaceChildren(el('h2', undefined, 'Evaluator cascade'), list);
 }
 
 function renderModels(s: SummaryView): void {
@@ -251,6 +266,13 @@ function renderDatabase(db: DatabaseView | null): void {
   // Text a researcher wrote: set as text, never markup.
   const guidance = db.guidance ? (db.guidance.text.length > 300 ? `${db.guidance.text.slice(0, 300)}…` : db.guidance.text) : null;
   fact('guidance', db.guidance ? `since step ${db.guidance.step}: ${guidance}` : 'none');
+  // The model's meta-recommendations (docs/algorithm.md section 12): text a model wrote, set as text, marked as the model's.
+  const rec = db.recommendations;
+  if (rec) {
+    const by = `from the model${rec.afterStep !== null ? ` after step ${rec.afterStep}` : ''}${rec.editedBy ? `, edited by the ${rec.editedBy}` : ''}`;
+    const text = rec.text.length > 300 ? `${rec.text.slice(0, 300)}…` : rec.text;
+    fact('recommendations', `${by}, since step ${rec.step}: ${text}`);
+  }
   islandChart.set(
     db.islands.map((i) => String(i.island)),
     db.islands.map((i) => i.size),

@@ -511,6 +511,14 @@ export const SETTINGS = [
       "Novelty rejection: ask the run's model one yes/no question about a child over the threshold (is it meaningfully different from its closest program?); a yes lets it be evaluated.",
   },
   {
+    key: 'meta.everySteps',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    description:
+      "Meta-recommendations: every this many committed steps the model reads a summary of the run's recent gains and failures and writes short recommendations that later prompts carry, marked as the model's (ShinkaEvolve's meta_rec_interval). Not a rollout. 0: never, as the paper.",
+  },
+  {
     key: 'rewardShaping.mode',
     type: 'string',
     default: 'task',
@@ -707,6 +715,7 @@ export const OPERATOR_SETTING_KEYS: readonly SettingKey[] = [
   'novelty.threshold',
   'novelty.embeddingModel',
   'novelty.judge',
+  'meta.everySteps',
 ];
 
 /**

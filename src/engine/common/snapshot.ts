@@ -3,11 +3,21 @@
 // ProgramDatabase.stateSnapshot(), validated where it crosses the worker
 // boundary and drawn by the dashboard.
 import { z } from 'zod';
+import { STEER_AUTHORS } from './steering';
 
 const finite = z.number().finite();
 const count = z.number().int().min(0);
 const IdScoreSchema = z.object({ id: z.string(), score: finite });
 const RangeSchema = z.object({ min: finite, max: finite }).nullable();
+
+/** Meta-recommendations in force: their text, the first step they apply to, the step after which the model wrote them, who edited them (null: nobody). */
+export const RecommendationsInForceSchema = z.object({
+  text: z.string(),
+  step: count,
+  afterStep: z.number().int().nullable(),
+  editedBy: z.enum(STEER_AUTHORS).nullable(),
+});
+export type RecommendationsInForce = z.infer<typeof RecommendationsInForceSchema>;
 
 export const DatabaseSnapshotSchema = z.object({
   lastStep: z.number().int().min(-1),
@@ -36,5 +46,7 @@ export const DatabaseSnapshotSchema = z.object({
   migrations: z.object({ count, lastStep: z.number().int().nullable(), interval: count, rate: finite }),
   /** The researcher's guidance in force (docs/algorithm.md section 11) and the first step it applies to; null: none. */
   guidance: z.object({ text: z.string(), step: count }).nullable().optional(),
+  /** The model's meta-recommendations in force (docs/algorithm.md section 12); null or absent: none. */
+  recommendations: RecommendationsInForceSchema.nullable().optional(),
 });
 export type DatabaseSnapshot = z.infer<typeof DatabaseSnapshotSchema>;

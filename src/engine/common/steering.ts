@@ -45,6 +45,13 @@ export const SteerRequestSchema = z.discriminatedUnion('kind', [
   }),
   z.object({ kind: z.literal('guidance'), text: z.string().trim().min(1).max(MAX_GUIDANCE_CHARS), ...byField }),
   z.object({ kind: z.literal('clearGuidance'), ...byField }),
+  /**
+   * The model's meta-recommendations as the researcher (or an agent) edited
+   * them (docs/algorithm.md section 12): empty text removes them. They stay
+   * the model's recommendations, marked edited, until the next meta round
+   * writes new ones.
+   */
+  z.object({ kind: z.literal('recommendations'), text: z.string().trim().max(MAX_GUIDANCE_CHARS), ...byField }),
   z.object({ kind: z.literal('ban'), id: programId, descendants: z.boolean(), ...byField }),
   z.object({ kind: z.literal('unban'), id: programId, ...byField }),
   z.object({
@@ -71,7 +78,7 @@ export const SteerResultSchema = z.union([
     step: z.number().int(),
   }),
   z.object({
-    kind: z.enum(['guidance', 'clearGuidance', 'ban', 'unban', 'pin']),
+    kind: z.enum(['guidance', 'clearGuidance', 'recommendations', 'ban', 'unban', 'pin']),
     /** The first step it applies to. */
     step: z.number().int(),
     /** ban/unban: the ids it changed. */
@@ -93,6 +100,19 @@ export const SteeringEntrySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('add'), step: z.number().int(), id: z.string(), ...fromRequest }),
   /** New guidance, or null: cleared. */
   z.object({ kind: z.literal('guidance'), step: z.number().int(), text: z.string().nullable(), ...fromRequest }),
+  /**
+   * Meta-recommendations (docs/algorithm.md section 12), or null: removed.
+   * Written by the model after step `afterStep` committed; `editedBy` when a
+   * person or an agent edited them since (then `by` says nothing more).
+   */
+  z.object({
+    kind: z.literal('recommendations'),
+    step: z.number().int(),
+    text: z.string().nullable(),
+    afterStep: z.number().int().optional(),
+    editedBy: z.enum(STEER_AUTHORS).optional(),
+    ...fromRequest,
+  }),
   /** `ids`: every program the ban covers, decided when it was applied (the id, its migration copies, and with `descendants` theirs). */
   z.object({
     kind: z.literal('ban'),
@@ -119,6 +139,14 @@ export interface GuidanceVersion {
   step: number;
   text: string | null;
   by: SteerAuthor;
+}
+
+/** A meta-recommendations version: written by the model after step `afterStep`, edited by `editedBy` when it was; text null where removed. */
+export interface RecommendationsVersion {
+  step: number;
+  text: string | null;
+  afterStep: number | null;
+  editedBy: SteerAuthor | null;
 }
 
 /** What an applied request did, in one line for people (the CLI and the editor say it alike). */

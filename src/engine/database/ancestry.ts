@@ -14,6 +14,8 @@ export interface KeptProgram {
   island: number;
   /** A past best: kept for good. Otherwise an ancestor, let go with its last kept descendant. */
   formerBest: boolean;
+  /** A crossover child's second parent: an ancestor too (operators/crossover.ts). */
+  secondParentId?: string;
 }
 
 /** What evicting a step's programs decided: which of them keep a lineage row, which lineage rows are let go. */
@@ -39,6 +41,14 @@ export class Ancestry {
     this.keptPrograms.set(id, program);
   }
 
+  /** A kept program read back names its second parent; false when `id` is not kept (or it is its parent). */
+  setSecondParent(id: string, secondParentId: string): boolean {
+    const program = this.keptPrograms.get(id);
+    if (!program || program.parentId === secondParentId) return false;
+    program.secondParentId = secondParentId;
+    return true;
+  }
+
   /** An evicted program whose row stays, or undefined. */
   get(id: string): KeptProgram | undefined {
     return this.keptPrograms.get(id);
@@ -55,30 +65,36 @@ export class Ancestry {
    * no longer counts for its parent, which may then go too (a lineage row
    * whose last kept descendant went is pruned, and so on up the lineage).
    */
-  decide(evictedNewestFirst: readonly { seq: number; id: string; parentId: string | null }[]): EvictionPlan {
+  decide(evictedNewestFirst: readonly { seq: number; id: string; parentId: string | null; secondParentId?: string }[]): EvictionPlan {
     const kept = new Set<number>();
     const pruned: number[] = [];
     for (const program of evictedNewestFirst) {
       if ((this.childCounts.get(program.id) ?? 0) > 0) kept.add(program.seq);
-      else this.release(program.parentId, pruned);
+      else this.release(program, pruned);
     }
     return { kept, pruned };
   }
 
-  private release(parentId: string | null, pruned: number[]): void {
-    let id = parentId;
-    while (id !== null) {
+  /** A program that goes no longer counts for its parents (a crossover child: both), each of which may go in turn. */
+  private release(program: { parentId: string | null; secondParentId?: string }, pruned: number[]): void {
+    const parents: string[] = [];
+    const push = (p: { parentId: string | null; secondParentId?: string }): void => {
+      if (p.parentId !== null) parents.push(p.parentId);
+      if (p.secondParentId !== undefined) parents.push(p.secondParentId);
+    };
+    push(program);
+    for (let id = parents.pop(); id !== undefined; id = parents.pop()) {
       const left = (this.childCounts.get(id) ?? 0) - 1;
       if (left > 0) {
         this.childCounts.set(id, left);
-        return;
+        continue;
       }
       this.childCounts.delete(id);
-      const program = this.keptPrograms.get(id);
-      if (!program || program.formerBest) return;
+      const parent = this.keptPrograms.get(id);
+      if (!parent || parent.formerBest) continue;
       this.keptPrograms.delete(id);
-      pruned.push(program.seq);
-      id = program.parentId;
+      pruned.push(parent.seq);
+      push(parent);
     }
   }
 }

@@ -19,6 +19,7 @@ import { MinHeap } from './minHeap';
 import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 import { drawParents } from './parentSampling';
 import { descendantsIn, pinnedCount, SteeringState } from './steeringRules';
+import { secondParentOf } from '../operators/crossover';
 import { cellOfBins, featureValuesOf } from '../operators/features';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
@@ -73,6 +74,8 @@ export interface PopulationNode {
   improvement: boolean;
   /** Its values on the task's behaviour dimensions (set only when the configuration has them). */
   features?: number[];
+  /** A crossover child's second parent (operators/crossover.ts): kept, like the parent, while the child is. */
+  secondParentId?: string;
   /** Added in the step being decided: it has no row yet. */
   isNew: boolean;
 }
@@ -250,6 +253,16 @@ export class Population {
   restoreKept(seq: number, id: string, parentId: string | null, island: number, formerBest: boolean): void {
     this.ancestry.keep(id, { seq, parentId, island, formerBest });
     this.ancestry.refer(parentId);
+  }
+
+  /** A crossover child read back (live or kept) names its second parent: that one is kept while the child is (call after every row). */
+  restoreSecondParent(id: string, secondParentId: string): void {
+    const node = this.nodes.get(id);
+    if (node) {
+      if (secondParentId === node.parentId) return;
+      node.secondParentId = secondParentId;
+    } else if (!this.ancestry.setSecondParent(id, secondParentId)) return;
+    this.ancestry.refer(secondParentId);
   }
 
   restoreHash(hash: string): void {
@@ -461,7 +474,13 @@ export class Population {
       if (!node.alive) {
         this.nodes.delete(node.id);
         if (node.improvement || plan.kept.has(node.seq))
-          this.ancestry.keep(node.id, { seq: node.seq, parentId: node.parentId, island: node.island, formerBest: node.improvement });
+          this.ancestry.keep(node.id, {
+            seq: node.seq,
+            parentId: node.parentId,
+            island: node.island,
+            formerBest: node.improvement,
+            ...(node.secondParentId !== undefined ? { secondParentId: node.secondParentId } : {}),
+          });
       }
     }
     this.plan = null;
@@ -559,6 +578,11 @@ export class Population {
       node.features = entry.features ?? (content.kind === 'program' ? featureValuesOf(content.program.metrics, dimensions) : undefined);
     this.nodes.set(node.id, node);
     this.ancestry.refer(node.parentId);
+    const secondParentId = content.kind === 'program' ? secondParentOf(content.program.metrics) : null;
+    if (secondParentId !== null && secondParentId !== node.parentId) {
+      node.secondParentId = secondParentId;
+      this.ancestry.refer(secondParentId);
+    }
     this.contents.set(seq, content);
     this.touched.add(node);
     this.all.push(node);

@@ -7,7 +7,13 @@
 import { type ModelUsage, modelUsageOf } from './modelUsage';
 import { ThetaEvolveError } from '../common/errors';
 import type { DatabaseSnapshot } from '../common/snapshot';
-import { type GuidanceVersion, PROGRAM_ORIGINS, type ProgramOrigin, type SteeringEntry } from '../common/steering';
+import {
+  type GuidanceVersion,
+  type RecommendationsVersion,
+  PROGRAM_ORIGINS,
+  type ProgramOrigin,
+  type SteeringEntry,
+} from '../common/steering';
 import type { ParentDraw, Population } from './population';
 import { RunQueries } from './queries';
 import type { DatabaseConfig, NewProgram, ProgramRecord } from './records';
@@ -230,6 +236,21 @@ export class ProgramDatabase {
   /** Every guidance version, oldest first (text null: cleared). */
   guidanceHistory(): GuidanceVersion[] {
     return [...this.population.steering.guidanceHistory];
+  }
+
+  /** Every meta-recommendations version, oldest first (docs/algorithm.md section 12). */
+  recommendationsHistory(): RecommendationsVersion[] {
+    return [...this.population.steering.recommendationsHistory];
+  }
+
+  /** The meta-recommendations the prompts of `step` carry, or null. */
+  recommendationsAt(step: number): RecommendationsVersion | null {
+    return this.population.steering.recommendationsAt(step);
+  }
+
+  /** Whether the meta round after step `afterStep` is recorded. */
+  metaRoundDone(afterStep: number): boolean {
+    return this.population.steering.metaRoundDone(afterStep);
   }
 
   /** The guidance the prompts of `step` carry, or null. */

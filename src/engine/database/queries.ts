@@ -2,8 +2,8 @@
 // places within a step, the improvement history, and the summaries the
 // dashboard and the CLI show. Reads only; the population and the store are
 // changed by ProgramDatabase's commits.
-import type { DatabaseSnapshot } from '../common/snapshot';
-import type { GuidanceVersion } from '../common/steering';
+import type { DatabaseSnapshot, RecommendationsInForce } from '../common/snapshot';
+import type { GuidanceVersion, RecommendationsVersion } from '../common/steering';
 import { betterFirst, type Population, type PopulationNode } from './population';
 import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
@@ -168,6 +168,7 @@ export class RunQueries {
         rate: config.migrationRate,
       },
       guidance: guidanceInForce(population.steering.guidanceHistory),
+      recommendations: recommendationsInForce(population.steering.recommendationsHistory),
     };
   }
 }
@@ -176,6 +177,12 @@ export class RunQueries {
 function guidanceInForce(history: readonly GuidanceVersion[]): { text: string; step: number } | null {
   const last = history[history.length - 1];
   return last && last.text !== null ? { text: last.text, step: last.step } : null;
+}
+
+/** The last meta-recommendations version, unless it removed them. */
+function recommendationsInForce(history: readonly RecommendationsVersion[]): RecommendationsInForce | null {
+  const last = history.at(-1);
+  return last && last.text !== null ? { text: last.text, step: last.step, afterStep: last.afterStep, editedBy: last.editedBy } : null;
 }
 
 /** The MAP-Elites grids: by score and code length, or by a task's behaviour dimensions (operators/features.ts). */

@@ -35,6 +35,8 @@ import {
 import { readEmbeddingRows, writeEmbeddingRows } from './embeddingRows';
 import { releaseCopy } from './memoryRelease';
 import { loadSqlJs } from './sqlite';
+import { OPERATORS_META_KEY } from '../operators/recorded';
+import { CROSSOVER_PARENT_METRIC, secondParentOf } from '../operators/crossover';
 import { decodeText, encodeText, type StoredText } from './textCodec';
 
 type SqlJs = Awaited<ReturnType<typeof loadSqlJs>>;
@@ -299,6 +301,15 @@ export class RunStore {
       if (typeof hash !== 'string') throw refuse('a code hash row is malformed');
       population.restoreHash(hash);
     });
+    // Crossover children keep their second parents as ancestors (operators/crossover.ts): read only for a run that recorded crossover.
+    const operators = this.runMeta[OPERATORS_META_KEY];
+    if (operators !== null && typeof operators === 'object' && 'crossover.share' in operators)
+      for (const table of ['programs', 'lineage'])
+        this.eachRow(`SELECT id, metrics FROM ${table} WHERE metrics LIKE ?`, [`%"${CROSSOVER_PARENT_METRIC}"%`], ([id, metrics]) => {
+          const parsed = MetricsSchema.safeParse(parseJsonOrNull(String(metrics)));
+          const second = parsed.success ? secondParentOf(parsed.data) : null;
+          if (typeof id === 'string' && second !== null) population.restoreSecondParent(id, second);
+        });
     // A task's behaviour dimensions are metrics: read only when configured (operators/features.ts).
     if (this.config.features)
       this.eachRow('SELECT id, metrics FROM programs WHERE alive = 1', [], ([id, metrics]) => {

@@ -2,7 +2,7 @@
 // section 11): the guidance in force, the banned programs, the pins. Pure:
 // rebuilt on open by replaying the log in order, so a resumed or replayed
 // run sees exactly what the live one saw.
-import { type GuidanceVersion, type SteeringEntry, steerAuthorOf } from '../common/steering';
+import { type GuidanceVersion, type RecommendationsVersion, type SteeringEntry, steerAuthorOf } from '../common/steering';
 
 export interface ActivePin {
   id: string;
@@ -16,6 +16,7 @@ export class SteeringState {
   private readonly entries: SteeringEntry[] = [];
   private readonly bannedIds = new Set<string>();
   private readonly guidanceVersions: GuidanceVersion[] = [];
+  private readonly recommendationsVersions: RecommendationsVersion[] = [];
   private readonly pinList: ActivePin[] = [];
   private readonly requests = new Set<string>();
 
@@ -27,6 +28,13 @@ export class SteeringState {
       case 'guidance':
         this.guidanceVersions.push({ step: entry.step, text: entry.text, by: steerAuthorOf(entry) });
         break;
+      case 'recommendations': {
+        // An edit keeps the round it edits: the mark says the text is no longer the model's alone.
+        const before = this.recommendationsVersions.at(-1);
+        const afterStep = entry.afterStep ?? (entry.editedBy !== undefined ? (before?.afterStep ?? null) : null);
+        this.recommendationsVersions.push({ step: entry.step, text: entry.text, afterStep, editedBy: entry.editedBy ?? null });
+        break;
+      }
       case 'ban':
         for (const id of entry.ids) this.bannedIds.add(id);
         break;
@@ -64,6 +72,23 @@ export class SteeringState {
     let text: string | null = null;
     for (const version of this.guidanceVersions) if (version.step <= step) text = version.text;
     return text;
+  }
+
+  /** Every meta-recommendations version, oldest first (text null: removed). */
+  get recommendationsHistory(): readonly RecommendationsVersion[] {
+    return this.recommendationsVersions;
+  }
+
+  /** The meta-recommendations prompts of `step` carry (the last version from that step or before), or null. */
+  recommendationsAt(step: number): RecommendationsVersion | null {
+    let version: RecommendationsVersion | null = null;
+    for (const v of this.recommendationsVersions) if (v.step <= step) version = v;
+    return version && version.text !== null ? version : null;
+  }
+
+  /** Whether the meta round after step `afterStep` wrote its recommendations. */
+  metaRoundDone(afterStep: number): boolean {
+    return this.recommendationsVersions.some((v) => v.afterStep === afterStep && v.editedBy === null);
   }
 
   /** A program is banned when its id is, or (a migration copy) the program it copies is. */

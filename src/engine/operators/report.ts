@@ -1,7 +1,10 @@
 // What a run database says of its operators (docs/algorithm.md section 12),
-// for `thetaevolve db`: the operator settings it recorded, and the cascade's
-// stage counts summed over its steps. Empty for the paper's loop.
+// for `thetaevolve db`: the operator settings it recorded, the cascade's
+// stage counts summed over its steps, and the model's meta-recommendations.
+// Empty for the paper's loop.
 import { z } from 'zod';
+import { forDisplay } from '../common/displayText';
+import type { RecommendationsVersion } from '../common/steering';
 import type { ProgramDatabase } from '../database/programDatabase';
 import { OPERATORS_META_KEY } from './recorded';
 
@@ -11,6 +14,8 @@ export interface OperatorReport {
   operators?: Record<string, unknown>;
   /** Evaluated children that stopped at each stage of the cascade, over the whole run. */
   cascade?: Record<string, number>;
+  /** Every meta-recommendations version, oldest first: written by the model after `afterStep`, edited by `editedBy` (null: nobody); text null where removed. */
+  recommendations?: RecommendationsVersion[];
 }
 
 export function operatorReport(db: ProgramDatabase): OperatorReport {
@@ -23,6 +28,8 @@ export function operatorReport(db: ProgramDatabase): OperatorReport {
     out.cascade ??= {};
     for (const [stage, n] of Object.entries(parsed.data.cascade)) out.cascade[stage] = (out.cascade[stage] ?? 0) + n;
   }
+  const recommendations = db.recommendationsHistory();
+  if (recommendations.length > 0) out.recommendations = recommendations;
   return out;
 }
 
@@ -41,5 +48,14 @@ export function operatorReportLines(report: OperatorReport): string[] {
         .map(([stage, n]) => `${n} stopped at stage ${stage}`)
         .join(', ')}`,
     );
+  const recommendations = report.recommendations?.at(-1);
+  if (recommendations) {
+    const who = `by the model${recommendations.afterStep !== null ? ` after step ${recommendations.afterStep}` : ''}${recommendations.editedBy ? `, edited by the ${recommendations.editedBy}` : ''}`;
+    lines.push(
+      recommendations.text === null
+        ? `  recommendations removed at step ${recommendations.step}`
+        : `  recommendations ${who}, from step ${recommendations.step}: ${forDisplay(recommendations.text).split('\n')[0]}`,
+    );
+  }
   return lines;
 }

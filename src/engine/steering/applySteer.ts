@@ -67,6 +67,7 @@ export function checkSteer(request: SteerRequest, { db, language }: SteerTarget)
       return;
     case 'guidance':
     case 'clearGuidance':
+    case 'recommendations':
       return;
   }
 }
@@ -133,6 +134,16 @@ export async function applySteer(
     case 'clearGuidance':
       await db.recordSteering({ kind: 'guidance', step, text: request.kind === 'guidance' ? request.text.trim() : null, ...from });
       return { kind: request.kind, step };
+    case 'recommendations':
+      // Edited, they stay the model's recommendations (their own prompt section), marked as edited by whoever asked.
+      await db.recordSteering({
+        kind: 'recommendations',
+        step,
+        text: request.text === '' ? null : request.text,
+        editedBy: steerAuthorOf(request),
+        ...(target.requestId !== undefined ? { request: target.requestId } : {}),
+      });
+      return { kind: 'recommendations', step };
     case 'ban': {
       const ids = banIds(db, request.id, request.descendants);
       await db.recordSteering({ kind: 'ban', step, id: request.id, descendants: request.descendants, ids, ...from });

@@ -43,6 +43,8 @@ export function planStep({ step, db, task, settings, rng, previousDraw, models }
   const n = settings.samplesPerPrompt;
   // A researcher's guidance in force at this step (docs/algorithm.md section 11).
   const guidance = db.guidanceAt(step);
+  // The model's meta-recommendations in force (docs/algorithm.md section 12); none unless meta.everySteps wrote some.
+  const recommendations = db.recommendationsAt(step)?.text ?? null;
   const jobs: GenerationJob[] = [];
   const metaInfoIds = new Map<string, string | null>();
   const share = settings['crossover.share'];
@@ -60,6 +62,7 @@ export function planStep({ step, db, task, settings, rng, previousDraw, models }
       rng,
       topPrograms: top.filter((p) => p.id !== parent.id),
       guidance,
+      recommendations,
       feedbackChars: settings.feedbackChars,
       ...(secondParent ? { secondParent } : {}),
       editFormat,

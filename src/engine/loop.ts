@@ -13,7 +13,7 @@ import { objectiveOfScore, type RewardShaping, resolveRewardShaping } from './co
 import { codeHash } from './codeHash';
 import { EvaluationOutputWriter } from './evaluationOutputs';
 import { fillTemplate, type Task } from './task/task';
-import { outcomeOfEvaluation, type ResponseSource } from './common/types';
+import { type GenerationJob, outcomeOfEvaluation, type ResponseSource, type SampleResponse } from './common/types';
 import { errorMessage } from './common/errors';
 import type { PythonEnvironment } from './common/pythonEnvironment';
 import { FailedStep, StopSignal } from './step/abandoned';
@@ -32,7 +32,8 @@ import type { NoveltyGate } from './operators/novelty/noveltyGate';
 import { noveltyGateFor } from './operators/novelty/setup';
 import { metaRound } from './operators/metaRound';
 import { ModelChoice } from './llm/models/modelChoice';
-import { hasPrice, trainedModelOf } from './common/models';
+import { costOfTokens, hasPrice, trainedModelOf } from './common/models';
+import { modelOfJob } from './llm/models/modelAccounting';
 
 export type { CandidateEvaluator } from './step/responses';
 export type { CommittedStep, ScoredGroup, ScoredSample } from './step/commit';
@@ -308,7 +309,7 @@ export class EvolutionRun {
     let failedInARow = 0;
     try {
       // A run stopped between a commit and its meta round does that round when it resumes.
-      await this.metaRound(db, 0);
+      await this.metaRound(db, state, 0);
       for (;;) {
         if (this.stopController.signal.aborted) {
           if (inFlight.length === 0) return 'stopped';
@@ -366,7 +367,7 @@ export class EvolutionRun {
           for (const later of inFlight) for (const hash of hashes) later.committedSincePlan.add(hash);
         }
         if (this.spec.afterCommit) await this.spec.afterCommit(committed, this.stopController.signal);
-        await this.metaRound(db, inFlight.length);
+        await this.metaRound(db, state, inFlight.length);
       }
     } finally {
       // A stop or an error: nothing of the steps still in flight is recorded, and none of their evaluations outlives the run.
@@ -472,9 +473,26 @@ export class EvolutionRun {
   }
 
   /** The meta round after the last committed step, when due (operators/metaRound.ts). */
-  private async metaRound(db: ProgramDatabase, plannedAhead: number): Promise<void> {
+  private async metaRound(db: ProgramDatabase, state: EngineState, plannedAhead: number): Promise<void> {
     const { settings, task, source, dbFile } = this.spec;
-    await metaRound({ db, task, settings, source, dbFile, plannedAhead, signal: this.stopController.signal, emit: (e) => this.emit(e) });
+    // Its tokens and dollars count toward maxTotalTokens and maxCostUsd like a step's; they are persisted with the next commit.
+    const spent = (job: GenerationJob, reply: SampleResponse): void => {
+      state.completionTokens += reply.completionTokens;
+      const model = modelOfJob(job, settings.models);
+      const cost = model ? costOfTokens(model, reply.billedPromptTokens ?? reply.promptTokens, reply.completionTokens) : null;
+      if (cost !== null) state.costUsd = (state.costUsd ?? 0) + cost;
+    };
+    await metaRound({
+      db,
+      task,
+      settings,
+      source,
+      dbFile,
+      plannedAhead,
+      signal: this.stopController.signal,
+      emit: (e) => this.emit(e),
+      spent,
+    });
     if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
   }
 

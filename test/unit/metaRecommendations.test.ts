@@ -197,6 +197,25 @@ describe('meta-recommendations (meta.everySteps)', function () {
     assert.ok(first.includes(`${SECTION}`) && first.includes('- Prefer smaller constants.'), first);
   });
 
+  it("counts the meta round's tokens and dollars in the run's spend (maxCostUsd)", async () => {
+    const endpoint = await server();
+    const priced = { name: 'test-model', pricePerMillionInput: 1, pricePerMillionOutput: 2 };
+    const settings = settingsFor(endpoint, { 'meta.everySteps': 1, models: [priced] });
+    const { events } = await evolve(settings, join(dir, 'spend.sqlite'), 2);
+    const committed = events.flatMap((e) => (e.type === 'step_committed' ? [e] : []));
+    assert.equal(committed.length, 2);
+    const stepCosts = committed.map((e) => e.costUsd ?? 0);
+    assert.ok((stepCosts[0] ?? 0) > 0, 'the steps are priced');
+    // The meta request after step 1 went out between the two commits: the run's spend at step 2 holds it too.
+    const meta = endpoint.requests.filter((r) => isMeta(r.userText));
+    assert.equal(meta.length, 2);
+    const runCost = committed[1]?.runCostUsd ?? 0;
+    assert.ok(
+      runCost > (stepCosts[0] ?? 0) + (stepCosts[1] ?? 0),
+      `run cost ${runCost} holds more than the two steps' ${stepCosts.join(' + ')}`,
+    );
+  });
+
   it("is reachable from the CLI: run --set meta.everySteps=2 records the model's recommendations", async () => {
     const endpoint = await server();
     const dbFile = join(dir, 'cli.sqlite');

@@ -7,7 +7,7 @@
 import type { Settings } from '../common/config';
 import { errorMessage } from '../common/errors';
 import type { EngineEvent } from '../common/events';
-import type { GenerationJob, ResponseSource, Sample } from '../common/types';
+import type { GenerationJob, ResponseSource, Sample, SampleResponse } from '../common/types';
 import type { ProgramDatabase } from '../database/programDatabase';
 import { readStepOutputs } from '../evaluationOutputs';
 import { metaRequestMessages, metaRoundDue, recommendationsOfReply } from './metaRecommendations';
@@ -22,10 +22,22 @@ export interface MetaRoundInput {
   plannedAhead: number;
   signal: AbortSignal;
   emit: (event: EngineEvent) => void;
+  /** Called with the request and its answer: the run's spend counts the meta round's tokens too. */
+  spent?: (job: GenerationJob, reply: SampleResponse) => void;
 }
 
 /** Does the meta round after the last committed step when due; resolves whether it recorded recommendations. */
-export async function metaRound({ db, task, settings, source, dbFile, plannedAhead, signal, emit }: MetaRoundInput): Promise<boolean> {
+export async function metaRound({
+  db,
+  task,
+  settings,
+  source,
+  dbFile,
+  plannedAhead,
+  signal,
+  emit,
+  spent,
+}: MetaRoundInput): Promise<boolean> {
   const everySteps = settings['meta.everySteps'];
   if (!metaRoundDue(db, everySteps)) return false;
   const afterStep = db.lastStep;
@@ -64,6 +76,7 @@ export async function metaRound({ db, task, settings, source, dbFile, plannedAhe
   const sample = reply as Sample | null;
   if (sample === null) return fail('the server gave no reply');
   if (!sample.ok) return fail(sample.error);
+  spent?.(job, sample);
   const text = recommendationsOfReply(sample.content);
   if (text === '') return fail('the reply held no recommendations');
   const step = afterStep + 1 + plannedAhead;

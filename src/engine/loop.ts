@@ -12,7 +12,7 @@ import { Rng } from './common/rng';
 import { objectiveOfScore, type RewardShaping, resolveRewardShaping } from './common/scoring';
 import { codeHash } from './codeHash';
 import { EvaluationOutputWriter } from './evaluationOutputs';
-import { fillTemplate, type Task } from './task/task';
+import type { Task } from './task/task';
 import { type GenerationJob, outcomeOfEvaluation, type ResponseSource, type SampleResponse } from './common/types';
 import { errorMessage } from './common/errors';
 import type { PythonEnvironment } from './common/pythonEnvironment';
@@ -22,11 +22,20 @@ import { type CommittedStep, commitStep, TokenIdsCheck } from './step/commit';
 import { type EngineState, isEngineState } from './step/engineState';
 import { planStep, type StepPlan } from './step/plan';
 import { type CandidateEvaluator, StepResponses, type StepTimings } from './step/responses';
-import { formatScore } from './common/format';
 import { applySteer } from './steering/applySteer';
+import {
+  finishMessage,
+  importFailure,
+  missingModule,
+  oneLine,
+  recordedOperatorsMeta,
+  runSettingsSummary,
+  startFailure,
+  steeredMessage,
+} from './runMessages';
 import { readInbox, removeRequest } from './steering/inbox';
 import { type RunControlRequest, watchRunControl } from './steering/runControl';
-import { OPERATORS_META_KEY, operatorSettingsOf, withRecordedOperators } from './operators/recorded';
+import { withRecordedOperators } from './operators/recorded';
 import { patienceSpent } from './operators/patience';
 import type { NoveltyGate } from './operators/novelty/noveltyGate';
 import { noveltyGateFor } from './operators/novelty/setup';
@@ -664,103 +673,4 @@ async function abandonSteps(steps: readonly StepInFlight[]): Promise<void> {
     step.responses.stopListening();
     await step.responses.allSettled();
   }
-}
-
-/** What a steer request did, for people. */
-function steeredMessage(result: Awaited<ReturnType<typeof applySteer>>): { message: string; id: string | null } {
-  if ('queued' in result) return { message: `${result.kind} queued`, id: null };
-  if (result.kind === 'add')
-    return {
-      message: `added program ${result.id} (${result.outcome}, score ${formatScore(result.score)}) on island ${result.island}`,
-      id: result.id,
-    };
-  const ids = 'ids' in result && result.ids ? ` ${result.ids.join(', ')}` : '';
-  // The event carries its step: whoever shows the message names it once (the message does not).
-  const done = {
-    guidance: 'guidance set',
-    clearGuidance: 'guidance cleared',
-    recommendations: "model's recommendations edited",
-    ban: 'banned',
-    unban: 'unbanned',
-    pin: 'pinned',
-  }[result.kind];
-  return { message: `${done}${ids}`, id: result.ids?.[0] ?? null };
-}
-
-function finishMessage(reason: RunFinishReason, lastStep: number): string {
-  switch (reason) {
-    case 'steps_done':
-      return `finished after step ${lastStep}`;
-    case 'target_reached':
-      return `target reached at step ${lastStep}`;
-    case 'token_limit':
-      return `token limit reached at step ${lastStep}`;
-    case 'no_improvement':
-      return `no new best for thetaevolve.stopAfterStepsWithoutImprovement steps; ended after step ${lastStep}`;
-    case 'budget_reached':
-      return `budget reached at step ${lastStep}: the next step would pass thetaevolve.maxCostUsd`;
-    case 'stopped':
-      return `stopped after step ${lastStep}`;
-    case 'error':
-      return 'failed';
-  }
-}
-
-/** The operator settings a new run records (none for the paper's loop, whose files stay as they were). */
-function recordedOperatorsMeta(settings: Settings): Record<string, unknown> {
-  const operators = operatorSettingsOf(settings);
-  return Object.keys(operators).length > 0 ? { [OPERATORS_META_KEY]: operators } : {};
-}
-
-/** The settings that shape a run, for the run_started event (never secrets). */
-function runSettingsSummary(s: Settings): Record<string, string | number | boolean | null> {
-  return {
-    sampler: s.sampler,
-    endpoint: s.sampler === 'llm' ? s.endpoint : null,
-    model: s.model || null,
-    batchSize: s.batchSize,
-    samplesPerPrompt: s.samplesPerPrompt,
-    temperature: s.temperature,
-    topP: s.topP,
-    maxTokens: s.maxTokens,
-    evaluationConcurrency: s.evaluationConcurrency,
-    pipelineDepth: s.pipelineDepth,
-    databasePreset: s['database.preset'],
-    lazyPenalty: s.lazyPenalty,
-    rewardProcess: s['rewardShaping.process'],
-    seed: s.seed,
-    // Several models and a budget: said only when set, so a one-model run announces what it always did.
-    ...(s.models.length > 0 ? { models: s.models.map((m) => m.name).join(', '), modelSelection: s.modelSelection } : {}),
-    ...(s.editFormat !== 'diff' ? { editFormat: s.editFormat } : {}),
-    ...(s.maxCostUsd > 0 ? { maxCostUsd: s.maxCostUsd } : {}),
-  };
-}
-
-/** A reason on one line: its first line, and its last where that says more (an error's last line). */
-function oneLine(reason: string): string {
-  const lines = reason
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '');
-  const first = lines[0] ?? '';
-  const last = lines[lines.length - 1] ?? '';
-  return lines.length > 1 && last !== first ? `${first} ... ${last}` : first;
-}
-
-/** Why the run cannot start: the task's evaluator (named) or the sandbox failed on the starting program. */
-/** The module a Python traceback says could not be imported, or null. */
-export function missingModule(output: string): string | null {
-  return /ModuleNotFoundError: No module named '([^']+)'/.exec(output)?.[1] ?? null;
-}
-
-function importFailure(task: Task, module: string, python: string, evaluatorFailed: boolean): string {
-  const who = evaluatorFailed ? "the task's evaluator" : 'the starting program';
-  return `${who} cannot import ${module} with the Python interpreter ${python}: install it there, or choose an interpreter that has it (--python, the setting thetaevolve.python)`;
-}
-
-function startFailure(task: Task, reason: string, evaluatorFailed: boolean): string {
-  if (!evaluatorFailed) return `the starting program could not be evaluated: ${oneLine(reason)}`;
-  const script = task.evaluatorCommand.find((arg) => /\.(py|c?js|mjs|sh)$/.test(arg)) ?? task.evaluatorCommand[0] ?? 'the evaluator';
-  const name = fillTemplate(script, { ...task.variables, taskDir: task.dir, solution: task.solutionFile });
-  return `the task's evaluator (${name}) failed on the starting program, so no candidate could be scored: ${oneLine(reason)}. Fix the evaluator; \`thetaevolve evaluate ${task.dir} <program>\` shows its whole output.`;
 }

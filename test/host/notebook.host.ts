@@ -20,7 +20,7 @@ import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { notebookJson, QUADRATIC_NOTEBOOK, sourceLines } from '../support/notebook';
 import { waitFor } from '../support/waitFor';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { api, nextEvent, stopRun, taskCopy, useOfflineRuns } from './support';
 
 /** `promise`, or a failure naming `what` once `ms` have passed. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -48,11 +48,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
   before(async () => {
     theta = await api();
     await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
     const { dir } = await taskCopy(theta, 'notebook-quadratic');
     taskFile = join(dir, 'task.json');
     notebookUri = vscode.Uri.file(join(dir, 'quadratic.ipynb'));

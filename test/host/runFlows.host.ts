@@ -21,7 +21,7 @@ import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, closed, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
+import { api, closed, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, useOfflineRuns, workspaceDir } from './support';
 
 /** The lines strictly between the EVOLVE-BLOCK markers. */
 function blockOf(text: string): string {
@@ -57,11 +57,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
   before(async () => {
     theta = await api();
     await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {

@@ -14,22 +14,17 @@ import type { ProgramNode } from '../../src/vscode/runsTree';
 import { statusText } from '../../src/vscode/statusBar';
 import { waitFor } from '../support/waitFor';
 import { paletteCommands, rowMenuCommands } from './menus';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { api, nextEvent, stopRun, taskCopy, useOfflineRuns } from './support';
 
 describe('run truth (objective, commands by state, dashboard from the database, RL state)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
   const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
     theta = await api();
     await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {

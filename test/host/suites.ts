@@ -10,4 +10,5 @@ import './compare.host';
 import './notebook.host';
 import './agentTools.host';
 import './surface.host';
+import './surfaceUntrusted.host';
 import './python.host';

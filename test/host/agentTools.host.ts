@@ -11,7 +11,7 @@ import { AGENT_TOOL_NAMES, type AgentToolName, agentToolJsonSchema, languageMode
 import type { ThetaEvolveApi } from '../../src/extension';
 import { agentToolConfirmation } from '../../src/vscode/agentTools';
 import { waitFor } from '../support/waitFor';
-import { answeredDialogs, api, closed, liveRun, needDialogRunner, nextEvent, skipBecause, stopRun, useOfflineRuns } from './support';
+import { answeredDialogs, closed, liveRun, needDialogRunner, nextEvent, offlineRuns, skipBecause, stopRun } from './support';
 
 const GUIDANCE = 'Agent guidance: keep x an integer.';
 
@@ -50,9 +50,7 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
 
   before(async function () {
     needDialogRunner(this);
-    theta = await api();
-    await stopRun(theta.controller);
-    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {

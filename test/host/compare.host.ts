@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { CompareHostMessage } from '../../src/protocol/compareMessages';
 import type { RunComparison } from '../../src/engine/common/runComparison';
-import { api, nextEvent, stopRun, taskCopy, useOfflineRuns } from './support';
+import { nextEvent, offlineRuns, stopRun, taskCopy } from './support';
 
 describe('Compare Runs (a stopped run and the live one)', function () {
   this.timeout(120_000);
@@ -16,9 +16,7 @@ describe('Compare Runs (a stopped run and the live one)', function () {
   let subscription: vscode.Disposable | undefined;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2 });
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2 });
     subscription = theta.onDidPostComparison((message) => posted.push(message));
   });
 

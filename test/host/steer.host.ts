@@ -14,7 +14,7 @@ import { queuedLine } from '../../src/vscode/guidanceDocuments';
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
-import { api, liveRun, nextEvent, stopRun, taskCopy, useOfflineRuns } from './support';
+import { liveRun, nextEvent, offlineRuns, stopRun, taskCopy } from './support';
 
 /** Replace the file's choose() body in its open document, unsaved: the command takes the file as edited. */
 async function editChoose(program: vscode.Uri, body: string): Promise<vscode.TextDocument> {
@@ -61,9 +61,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
   let subscription: vscode.Disposable | undefined;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await useOfflineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
     subscription = theta.onDidAnswerSteer((answer) => answers.push(answer));
   });
 

@@ -103,20 +103,29 @@ export async function taskCopy(
   return { dir, program };
 }
 
-/** The workspace settings of the suites' offline runs: the mutate sampler, `batchSize` parents x `samplesPerPrompt` children a step. */
-export async function useOfflineRuns(size: {
+/** The extension's settings, as a suite reads and writes them (to WORKSPACE, the test workspace's). */
+export const thetaSettings = (scope?: vscode.Uri): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve', scope);
+export const WORKSPACE = vscode.ConfigurationTarget.Workspace;
+
+/**
+ * A suite's start: the extension's API with no run active, and the workspace settings of its offline runs
+ * (the mutate sampler, `batchSize` parents x `samplesPerPrompt` children a step).
+ */
+export async function offlineRuns(size: {
   batchSize: number;
   samplesPerPrompt: number;
   evaluationConcurrency?: number;
   preset?: 'small';
-}): Promise<void> {
-  const config = vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
-  await config.update('sampler', 'mutate', target);
-  await config.update('batchSize', size.batchSize, target);
-  await config.update('samplesPerPrompt', size.samplesPerPrompt, target);
-  if (size.evaluationConcurrency !== undefined) await config.update('evaluationConcurrency', size.evaluationConcurrency, target);
-  if (size.preset !== undefined) await config.update('database.preset', size.preset, target);
+}): Promise<ThetaEvolveApi> {
+  const theta = await api();
+  await stopRun(theta.controller);
+  await thetaSettings().update('sampler', 'mutate', WORKSPACE);
+  await thetaSettings().update('batchSize', size.batchSize, WORKSPACE);
+  await thetaSettings().update('samplesPerPrompt', size.samplesPerPrompt, WORKSPACE);
+  if (size.evaluationConcurrency !== undefined)
+    await thetaSettings().update('evaluationConcurrency', size.evaluationConcurrency, WORKSPACE);
+  if (size.preset !== undefined) await thetaSettings().update('database.preset', size.preset, WORKSPACE);
+  return theta;
 }
 
 /** Start Run on a fresh taskCopy named `name` (its program shown first when `show`), once step 1 committed: the live run. */
@@ -217,6 +226,36 @@ export async function renderedNotification(part: string): Promise<{ notification
   return shown;
 }
 
+/**
+ * Runs `act` watching what is shown, until a message holding `part` is shown; then no link or control character in
+ * any text shown meanwhile (notify.ts), none drawn in that notification where a runner reads the workbench (it
+ * clicks any it finds), and no Settings editor opened. Resolves with the message's text and the quick picks shown.
+ */
+export async function shownAsText(
+  theta: ThetaEvolveApi,
+  part: string,
+  act: () => Thenable<unknown>,
+): Promise<{ text: string; picks: ShownPick[] }> {
+  const shown = watchShown(theta);
+  try {
+    await act();
+    const message = await waitFor(() => shown.messages.find((m) => m.text.includes(part)), {
+      what: `a message with "${part}"`,
+      deadlineMs: 60_000,
+    });
+    assert.ok(message);
+    if (process.env.THETAEVOLVE_HOST_DIALOGS) {
+      const rendered = await renderedNotification(part);
+      assert.deepEqual(rendered.links, [], `links drawn in ${rendered.notification}`);
+    }
+    assert.equal(settingsEditorOpen(), false, 'the Settings editor did not open');
+    assertShownWithoutLinks(shown);
+    return { text: message.text, picks: shown.picks };
+  } finally {
+    shown.dispose();
+  }
+}
+
 /** Whether a Settings editor is open: what the planted link's command opens. */
 export function settingsEditorOpen(): boolean {
   return vscode.window.tabGroups.all.some((group) => group.tabs.some((tab) => /^(User |Workspace )?Settings$/.test(tab.label)));
@@ -232,21 +271,9 @@ export async function plantedRun(runId: string, meta: Record<string, unknown> = 
   mkdirSync(runs, { recursive: true });
   const dbFile = join(runs, `${runId}.sqlite`);
   const task = join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
-  const args = [
-    join(REPO_ROOT, 'dist', 'cli.js'),
-    'run',
-    task,
-    '--sampler',
-    'mutate',
-    '--steps',
-    '1',
-    '--batch',
-    '1',
-    '--samples',
-    '1',
-    '--db',
-    dbFile,
-  ];
+  // One step of one child: the smallest run there is.
+  const smallest = '--sampler mutate --steps 1 --batch 1 --samples 1'.split(' ');
+  const args = [join(REPO_ROOT, 'dist', 'cli.js'), 'run', task, ...smallest, '--db', dbFile];
   await promisify(execFile)(process.execPath, args, { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, timeout: 120_000 });
   if (Object.keys(meta).length > 0) {
     const SQL = await loadSqlJs();

@@ -15,26 +15,24 @@ import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { FollowOutcome } from '../../src/vscode/followBest';
-import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
 import {
   acceptingPicks,
   answeredDialogs,
-  api,
-  assertShownWithoutLinks,
   COMMAND_LINK,
   liveRun,
   needDialogRunner,
   nextEvent,
+  offlineRuns,
   plantedRun,
   REPO_ROOT,
-  renderedNotification,
   runRow,
-  settingsEditorOpen,
+  shownAsText,
   stopRun,
-  useOfflineRuns,
+  thetaSettings,
   watchShown,
+  WORKSPACE,
   workspaceDir,
 } from './support';
 
@@ -44,13 +42,9 @@ const ESCAPES = '\u001b[31m\u001b]8;;https://example.invalid\u0007here\u001b]8;;
 describe('surface: no command links from text the editor did not write', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await useOfflineRuns({ batchSize: 1, samplesPerPrompt: 1 });
+    theta = await offlineRuns({ batchSize: 1, samplesPerPrompt: 1 });
   });
 
   it('a run database named as a command link: Open Evaluation Output on it shows the name as text', async () => {
@@ -58,27 +52,22 @@ describe('surface: no command links from text the editor did not write', functio
     await stopRun(theta.controller);
     const planted = join(dirname(run.dbFile), `${COMMAND_LINK}.sqlite`);
     copyFileSync(run.dbFile, planted);
-    const shown = watchShown(theta);
     try {
       const item = await runRow(theta, COMMAND_LINK);
       // Its outputs folder was not copied: the answer is a notification naming the run.
-      await vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', item);
-      const notice = await waitFor(() => shown.messages.find((m) => m.text.includes('has no failed evaluation')), {
-        what: 'the notification of Open Evaluation Output',
-        deadlineMs: 30_000,
-      });
+      const { text } = await shownAsText(theta, 'has no failed evaluation', () =>
+        vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', item),
+      );
       assert.equal(
-        notice?.text,
+        text,
         'ThetaEvolve: run [Click me] (command: workbench.action.openSettings) has no failed evaluation with a kept output.',
       );
-      assertShownWithoutLinks(shown);
     } finally {
-      shown.dispose();
       rmSync(planted, { force: true });
     }
   });
 
-  it("a workspace task.json whose title holds a link and ESC sequences: Select Task's quick pick and notification show it as text", async function () {
+  it("a workspace task.json whose title holds a link and ESC sequences: Select Task's quick pick and notification show it as text", async () => {
     const dir = join(workspaceDir(), 'surface-title');
     cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
     const taskFile = join(dir, 'task.json');
@@ -86,27 +75,16 @@ describe('surface: no command links from text the editor did not write', functio
     writeFileSync(taskFile, JSON.stringify({ ...task, name: 'surface-title', title: `${COMMAND_LINK} ${ESCAPES}` }, null, 2));
     const program = vscode.Uri.file(join(dir, 'initial.py'));
     await vscode.window.showTextDocument(program);
-    const shown = watchShown(theta);
     try {
       // The task beside the program heads the list: accepted as it comes.
-      await acceptingPicks(() => vscode.commands.executeCommand('thetaevolve.selectTask', program), 'a task was picked');
-      const picked = shown.picks.flatMap((p) => p.items).find((i) => i.label.includes('Click me'));
-      assert.ok(picked, `the task is listed: ${JSON.stringify(shown.picks)}`);
+      const { text, picks } = await shownAsText(theta, 'is evolved against', () =>
+        acceptingPicks(() => vscode.commands.executeCommand('thetaevolve.selectTask', program), 'a task was picked'),
+      );
+      assert.match(text, /is evolved against \[Click me\] \(command: workbench\.action\.openSettings\)/);
+      const picked = picks.flatMap((p) => p.items).find((i) => i.label.includes('Click me'));
+      assert.ok(picked, `the task is listed: ${JSON.stringify(picks)}`);
       assert.match(picked.label, /\[Click me\] \(command: workbench\.action\.openSettings\)/);
-      const notice = await waitFor(() => shown.messages.find((m) => m.text.includes('is evolved against')), {
-        what: "Select Task's notification",
-        deadlineMs: 30_000,
-      });
-      assert.match(notice?.text ?? '', /is evolved against \[Click me\] \(command: workbench\.action\.openSettings\)/);
-      assertShownWithoutLinks(shown);
-      if (process.env.THETAEVOLVE_HOST_DIALOGS) {
-        // As the workbench drew it: no link in it (the runner clicks any it finds), and nothing opened.
-        const rendered = await renderedNotification('is evolved against');
-        assert.deepEqual(rendered.links, []);
-      }
-      assert.equal(settingsEditorOpen(), false, 'the Settings editor did not open');
     } finally {
-      shown.dispose();
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     }
   });
@@ -117,28 +95,11 @@ describe('surface: no command links from text the editor did not write', functio
     after(async () => {
       await stopRun(theta.controller);
       await server?.close();
-      await config().update('sampler', 'mutate', target);
-      await config().update('model', undefined, target);
-      await config().update('serverRetrySeconds', undefined, target);
-      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('sampler', 'mutate', WORKSPACE);
+      await thetaSettings().update('model', undefined, WORKSPACE);
+      await thetaSettings().update('serverRetrySeconds', undefined, WORKSPACE);
+      await thetaSettings().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
     });
-
-    /** Start Run on `program`; resolves with the start failure offered (nothing runs). */
-    async function failedStart(program: vscode.Uri): Promise<{ offer: StartFailureOffer; shown: ReturnType<typeof watchShown> }> {
-      const offers: StartFailureOffer[] = [];
-      const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
-      const shown = watchShown(theta);
-      try {
-        await vscode.commands.executeCommand('thetaevolve.startRun', program);
-        assert.equal(theta.controller.active, undefined, 'nothing runs');
-        const offer = await waitFor(() => offers.at(-1), { what: 'the start failure', deadlineMs: 60_000 });
-        assert.ok(offer);
-        return { offer, shown };
-      } finally {
-        watching.dispose();
-        shown.dispose();
-      }
-    }
 
     it('a server whose /v1/models id holds a link: the start failure names the id as text', async () => {
       server = await startTestServer({ models: [COMMAND_LINK] });
@@ -146,30 +107,30 @@ describe('surface: no command links from text the editor did not write', functio
       cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
       const program = vscode.Uri.file(join(dir, 'initial.py'));
       await theta.rememberTaskFor(program, join(dir, 'task.json'));
-      await config().update('endpoint', server.baseURL, vscode.ConfigurationTarget.Global);
-      await config().update('serverRetrySeconds', 0, target);
-      await config().update('model', 'absent-model', target);
-      await config().update('sampler', 'llm', target);
-      const { offer, shown } = await failedStart(program);
-      assert.match(offer.message, /it serves: \[Click me\] \(command: workbench\.action\.openSettings\)/);
-      assertShownWithoutLinks(shown);
-      assert.equal(settingsEditorOpen(), false, 'the Settings editor did not open');
+      await thetaSettings().update('endpoint', server.baseURL, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('serverRetrySeconds', 0, WORKSPACE);
+      await thetaSettings().update('model', 'absent-model', WORKSPACE);
+      await thetaSettings().update('sampler', 'llm', WORKSPACE);
+      const { text } = await shownAsText(theta, 'could not start', () => vscode.commands.executeCommand('thetaevolve.startRun', program));
+      assert.match(text, /it serves: \[Click me\] \(command: workbench\.action\.openSettings\)/);
+      assert.equal(theta.controller.active, undefined, 'nothing runs');
     });
 
-    it('an OpenEvolve evaluator whose stderr holds a link: the start failure quotes it as text', async () => {
-      await config().update('sampler', 'mutate', target);
+    it('an OpenEvolve evaluator whose stderr and error hold a link and ESC sequences: the invalid start is said as text', async () => {
+      await thetaSettings().update('sampler', 'mutate', WORKSPACE);
       const dir = join(workspaceDir(), 'surface-evaluator');
       cpSync(join(REPO_ROOT, 'test', 'fixtures', 'openevolve', 'binary_code'), dir, { recursive: true });
+      const words = JSON.stringify(`${COMMAND_LINK} ${ESCAPES}`);
       writeFileSync(
         join(dir, 'evaluator.py'),
-        `import sys\n\ndef evaluate(program_path):\n    sys.stderr.write(${JSON.stringify(`${COMMAND_LINK} ${ESCAPES}\n`)})\n    raise RuntimeError("evaluator broke")\n`,
+        `import sys\n\ndef evaluate(program_path):\n    sys.stderr.write(${words} + "\\n")\n    raise RuntimeError(${words})\n`,
       );
       const program = vscode.Uri.file(join(dir, 'initial_program.py'));
       await theta.rememberTaskFor(program, join(dir, 'evaluator.py'));
-      const { offer, shown } = await failedStart(program);
-      assert.match(offer.message, /\[Click me\] \(command: workbench\.action\.openSettings\)/);
-      assertShownWithoutLinks(shown);
-      assert.equal(settingsEditorOpen(), false, 'the Settings editor did not open');
+      // The folder's evaluator runs with the candidate: its failure is the program's, and the run says so as it starts.
+      const { text } = await shownAsText(theta, 'is not valid', () => vscode.commands.executeCommand('thetaevolve.startRun', program));
+      assert.match(text, /\[Click me\] \(command: workbench\.action\.openSettings\)/);
+      await stopRun(theta.controller);
     });
   });
 });
@@ -181,14 +142,10 @@ describe('surface: a run database naming a task folder or a file outside the wor
   let outside: string;
   let outsideTask: string;
   let outsideProgram: string;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async function () {
     needDialogRunner(this);
-    theta = await api();
-    await stopRun(theta.controller);
-    await useOfflineRuns({ batchSize: 1, samplesPerPrompt: 1 });
+    theta = await offlineRuns({ batchSize: 1, samplesPerPrompt: 1 });
     outside = mkdtempSync(join(tmpdir(), 'thetaevolve-outside-'));
     outsideTask = join(outside, 'handed-over-task');
     cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), outsideTask, { recursive: true });
@@ -198,7 +155,7 @@ describe('surface: a run database naming a task folder or a file outside the wor
 
   after(async () => {
     await stopRun(theta.controller);
-    await config().update('followBest', undefined, target);
+    await thetaSettings().update('followBest', undefined, WORKSPACE);
     rmSync(outside, { recursive: true, force: true });
   });
 
@@ -285,7 +242,7 @@ describe('surface: a run database naming a task folder or a file outside the wor
     const dir = join(workspaceDir(), 'surface-follow');
     cpSync(join(REPO_ROOT, 'test', 'fixtures', 'tasks', 'quadratic'), dir, { recursive: true });
     const dbFile = await plantedRun('surface-follow', { taskDir: dir, programPath: outsideProgram });
-    await config().update('followBest', true, target);
+    await thetaSettings().update('followBest', true, WORKSPACE);
     const original = readFileSync(outsideProgram, 'utf8');
     const before = answeredDialogs().length;
     const shown = watchShown(theta);
@@ -310,7 +267,7 @@ describe('surface: a run database naming a task folder or a file outside the wor
       watching.dispose();
       shown.dispose();
       await stopRun(theta.controller);
-      await config().update('followBest', undefined, target);
+      await thetaSettings().update('followBest', undefined, WORKSPACE);
     }
   });
 });

@@ -13,19 +13,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
-import { waitFor } from '../support/waitFor';
-import {
-  acceptingPicks,
-  api,
-  assertShownWithoutLinks,
-  COMMAND_LINK,
-  plantedRun,
-  renderedNotification,
-  runRow,
-  settingsEditorOpen,
-  watchShown,
-  workspaceDir,
-} from './support';
+import { acceptingPicks, api, COMMAND_LINK, plantedRun, runRow, shownAsText, thetaSettings, WORKSPACE, workspaceDir } from './support';
 
 describe('surface (untrusted workspace): text a handed-over folder holds is shown without a link', function () {
   this.timeout(180_000);
@@ -36,31 +24,10 @@ describe('surface (untrusted workspace): text a handed-over folder holds is show
     theta = await api();
   });
 
-  /** Runs `act` watching what is shown; then no link in any of it, none drawn in the notification holding `part`, and no Settings editor. */
-  async function shownAsText(part: string, act: () => Thenable<unknown>): Promise<string> {
-    const shown = watchShown(theta);
-    try {
-      await act();
-      const message = await waitFor(() => shown.messages.find((m) => m.text.includes(part)), {
-        what: `a message with "${part}"`,
-        deadlineMs: 30_000,
-      });
-      assert.ok(message);
-      // As the workbench drew it (the runner clicked any link it found before it logged the notification).
-      const rendered = await renderedNotification(part);
-      assert.deepEqual(rendered.links, [], `links drawn in ${rendered.notification}`);
-      assert.equal(settingsEditorOpen(), false, 'the Settings editor did not open');
-      assertShownWithoutLinks(shown);
-      return message.text;
-    } finally {
-      shown.dispose();
-    }
-  }
-
   it('a run database named as a command link: Open Evaluation Output names it as text', async () => {
     await plantedRun(COMMAND_LINK);
     const row = await runRow(theta, COMMAND_LINK);
-    const text = await shownAsText('has no failed evaluation', () =>
+    const { text } = await shownAsText(theta, 'has no failed evaluation', () =>
       vscode.commands.executeCommand('thetaevolve.openEvaluationOutput', row),
     );
     assert.match(text, /run \[Click me\] \(command: workbench\.action\.openSettings\) has no failed evaluation/);
@@ -72,7 +39,7 @@ describe('surface (untrusted workspace): text a handed-over folder holds is show
     await vscode.workspace.fs.writeFile(vscode.Uri.file(program), Buffer.from('# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n'));
     await vscode.window.showTextDocument(vscode.Uri.file(program));
     try {
-      const text = await shownAsText('trust', () => vscode.commands.executeCommand('thetaevolve.addFileToRun', row));
+      const { text } = await shownAsText(theta, 'trust', () => vscode.commands.executeCommand('thetaevolve.addFileToRun', row));
       assert.match(text, /not trusted|Restricted Mode|trust/i);
     } finally {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -85,25 +52,24 @@ describe('surface (untrusted workspace): text a handed-over folder holds is show
     const row = await runRow(theta, 'untrusted-apply');
     const node = (await theta.tree.getChildren(row)).find((n) => n.kind === 'program');
     assert.ok(node, 'a program row');
-    const text = await shownAsText('cannot', () => vscode.commands.executeCommand('thetaevolve.applyProgramToFile', node));
+    const { text } = await shownAsText(theta, 'cannot', () => vscode.commands.executeCommand('thetaevolve.applyProgramToFile', node));
     assert.match(text, /\[Click me\] \(command: workbench\.action\.openSettings\)\.py/);
   });
 
   it('a workspace setting holding a command link: Ban as Parent names the value as text', async () => {
-    const config = vscode.workspace.getConfiguration('thetaevolve');
     await plantedRun('untrusted-ban');
     const row = await runRow(theta, 'untrusted-ban');
     const node = (await theta.tree.getChildren(row)).find((n) => n.kind === 'program');
     assert.ok(node, 'a program row');
     // Not a restricted setting: a workspace's value applies in Restricted Mode too.
-    await config.update('sampler', COMMAND_LINK, vscode.ConfigurationTarget.Workspace);
+    await thetaSettings().update('sampler', COMMAND_LINK, WORKSPACE);
     try {
-      const text = await shownAsText('sampler', () =>
+      const { text } = await shownAsText(theta, 'sampler', () =>
         acceptingPicks(() => vscode.commands.executeCommand('thetaevolve.banProgram', node), 'Ban as Parent to ask which programs'),
       );
       assert.match(text, /\[Click me\] \(command: workbench\.action\.openSettings\)/);
     } finally {
-      await config.update('sampler', undefined, vscode.ConfigurationTarget.Workspace);
+      await thetaSettings().update('sampler', undefined, WORKSPACE);
     }
   });
 });

@@ -6,7 +6,7 @@
 // THETAEVOLVE_HOST_GREP=<pattern> runs only the tests whose full title matches;
 // THETAEVOLVE_HOST_PASS=trusted|untrusted runs one of the two passes (default both).
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -120,6 +120,8 @@ async function runPass(untrusted: boolean): Promise<Report> {
   // A malformed task folder in the workspace: the task picker tests list it with its error.
   writeFileSync(join(workspace, 'my-task', 'task.json'), '{}\n');
   const resultsFile = join(scratch, 'results.json');
+  // The suite names each test as it starts: the deadline below is for news, not for the whole suite.
+  const progressFile = join(scratch, 'progress.txt');
   // Dialogs the workbench shows (a confirmation, a modal of ours) answered here, as a person would, and logged for the tests.
   const dialogLog = join(scratch, 'dialogs.jsonl');
   const server = await startCodeServer({
@@ -131,6 +133,7 @@ async function runPass(untrusted: boolean): Promise<Report> {
       THETAEVOLVE_HOST_TEST_RESULTS: resultsFile,
       THETAEVOLVE_TEST_WORKSPACE: workspace,
       THETAEVOLVE_HOST_DIALOGS: dialogLog,
+      THETAEVOLVE_HOST_PROGRESS: progressFile,
       ...(untrusted ? { THETAEVOLVE_HOST_UNTRUSTED: '1' } : {}),
     },
   });
@@ -139,11 +142,17 @@ async function runPass(untrusted: boolean): Promise<Report> {
   try {
     const page = await openWorkbench(browser, server.url, workspace);
     const answering = answerDialogs(page, dialogLog, () => existsSync(resultsFile));
-    const deadline = Date.now() + 240_000;
+    const started = Date.now();
     while (!existsSync(resultsFile)) {
-      if (Date.now() > deadline) {
+      const news = existsSync(progressFile) ? statSync(progressFile).mtimeMs : started;
+      if (Date.now() - news > NO_NEWS_MS) {
         await saveScreenshot(page, `${name}-timeout`);
-        throw new Error(`the in-host suite never reported: did the extension activate? code-server log:\n${server.logs().slice(-4000)}`);
+        const running = existsSync(progressFile) ? readFileSync(progressFile, 'utf8').trim().split('\n').at(-1) : undefined;
+        throw new Error(
+          running
+            ? `the in-host test "${running}" has run for ${Math.round(NO_NEWS_MS / 1000)} s without an end`
+            : `the in-host suite never started: did the extension activate? code-server log:\n${server.logs().slice(-4000)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -155,6 +164,9 @@ async function runPass(untrusted: boolean): Promise<Report> {
   }
   return JSON.parse(readFileSync(resultsFile, 'utf8')) as Report;
 }
+
+/** How long the suite may go without starting a test (each test has its own mocha timeout, most well under this). */
+const NO_NEWS_MS = 300_000;
 
 /** THETAEVOLVE_HOST_PASS: trusted, untrusted, or both (default). */
 function passes(): boolean[] {

@@ -242,6 +242,7 @@ export async function shownAsText(
     const message = await waitFor(() => shown.messages.find((m) => m.text.includes(part)), {
       what: `a message with "${part}"`,
       deadlineMs: 60_000,
+      detail: () => `shown meanwhile: ${JSON.stringify(shown.messages.map((m) => m.text))}`,
     });
     assert.ok(message);
     if (process.env.THETAEVOLVE_HOST_DIALOGS) {

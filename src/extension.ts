@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { onDidFailCommand } from './vscode/commandRegistry';
 import { storeApiKey } from './vscode/apiKey';
-import { onDidShowMessage, type ShownMessage } from './vscode/notify';
+import { onDidShowMessage, onDidShowPick, type ShownMessage, type ShownPick } from './vscode/notify';
 import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
 import { registerCommands } from './vscode/commands';
 import { registerEvaluationTasks } from './vscode/evaluationTask';
@@ -45,6 +45,8 @@ export interface ThetaEvolveApi {
   onDidFailCommand: vscode.Event<{ id: string; message: string }>;
   /** A notification or modal was shown: its text as VS Code got it (src/vscode/notify.ts). */
   onDidShowMessage: vscode.Event<ShownMessage>;
+  /** A quick pick was shown: its texts as VS Code got them (src/vscode/notify.ts). */
+  onDidShowPick: vscode.Event<ShownPick>;
   /** A run could not start: the notification shown, whose buttons can be answered (choose). */
   onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
   /** Following the best (thetaevolve.followBest) is done with a new best of the active run: what became of it. */
@@ -105,6 +107,7 @@ export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
     storeApiKey: (name, value) => storeApiKey(context.secrets, name, value),
     onDidFailCommand,
     onDidShowMessage,
+    onDidShowPick,
     onDidOfferStartFailure,
     onDidHandleBest,
     onDidNotifyRunFailure,

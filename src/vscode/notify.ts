@@ -92,6 +92,25 @@ export function withProgress<R>(
   );
 }
 
+/** A quick pick as VS Code was given it: its title, placeholder and items' texts, after forMessage. */
+export interface ShownPick {
+  title: string | undefined;
+  placeHolder: string | undefined;
+  items: Array<{ label: string; description: string | undefined; detail: string | undefined }>;
+}
+
+const shownPicks = new vscode.EventEmitter<ShownPick>();
+/** Fires with each quick pick shown (the in-host tests read what the user saw). */
+export const onDidShowPick = shownPicks.event;
+
+function firePick(options: vscode.QuickPickOptions, items: readonly vscode.QuickPickItem[]): void {
+  shownPicks.fire({
+    title: options.title,
+    placeHolder: options.placeHolder,
+    items: items.map((item) => ({ label: item.label, description: item.description, detail: item.detail })),
+  });
+}
+
 type PickItem<T extends vscode.QuickPickItem> = vscode.QuickPickItem & { original: T };
 
 /** A quick pick item as shown: label, description and detail through forMessage. */
@@ -119,8 +138,13 @@ export async function pickOne<T extends vscode.QuickPickItem>(
   options?: vscode.QuickPickOptions,
   token?: vscode.CancellationToken,
 ): Promise<T | undefined> {
-  const shown = Promise.resolve(items).then((list) => list.map(shownItem));
-  const picked = await vscode.window.showQuickPick(shown, { ...pickOptions(options), canPickMany: false }, token);
+  const shownOptions = pickOptions(options);
+  const shown = Promise.resolve(items).then((list) => {
+    const listed = list.map(shownItem);
+    firePick(shownOptions, listed);
+    return listed;
+  });
+  const picked = await vscode.window.showQuickPick(shown, { ...shownOptions, canPickMany: false }, token);
   return picked?.original;
 }
 
@@ -136,6 +160,7 @@ export async function pickMany<T extends vscode.QuickPickItem>(
   quickPick.canSelectMany = true;
   quickPick.items = shown;
   quickPick.selectedItems = shown.filter((item) => options.selected(item.original));
+  firePick({ title: quickPick.title, placeHolder: quickPick.placeholder }, shown);
   const chosen = await new Promise<T[] | undefined>((resolve) => {
     quickPick.onDidAccept(() => resolve(quickPick.selectedItems.map((item) => item.original)));
     quickPick.onDidHide(() => resolve(undefined));

@@ -6,13 +6,12 @@
 // in-host runner answers Yes (test/support/runHostTests.ts) and logs, so the
 // test checks the dialog said what prepareInvocation says will change.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { AGENT_TOOL_NAMES, type AgentToolName, agentToolJsonSchema, languageModelToolName } from '../../src/engine/agentTools/definitions';
 import type { ThetaEvolveApi } from '../../src/extension';
 import { agentToolConfirmation } from '../../src/vscode/agentTools';
 import { waitFor } from '../support/waitFor';
-import { api, closed, nextEvent, skipBecause, stopRun, taskCopy } from './support';
+import { answeredDialogs, closed, liveRun, needDialogRunner, nextEvent, offlineRuns, skipBecause, stopRun } from './support';
 
 const GUIDANCE = 'Agent guidance: keep x an integer.';
 
@@ -28,16 +27,6 @@ async function invoke(name: AgentToolName, input: Record<string, unknown>): Prom
   return { text: texts[0] ?? '', json: JSON.parse(texts[1] ?? 'null') as Record<string, unknown> };
 }
 
-/** The confirmation dialogs the runner answered, oldest first. */
-function answeredDialogs(): { message: string; detail: string }[] {
-  const log = process.env.THETAEVOLVE_HOST_DIALOGS;
-  if (!log || !existsSync(log)) return [];
-  return readFileSync(log, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as { message: string; detail: string });
-}
-
 const words = (text: string): string => text.replace(/\s+/g, ' ').trim();
 
 describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one)', function () {
@@ -45,8 +34,6 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
   let theta: ThetaEvolveApi;
   let runId = '';
   let dbFile = '';
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   /** A tool that changes the run: the confirmation asked in the dialog is prepareInvocation's, answered Yes; then its answer. */
   async function confirmed(name: AgentToolName, input: Record<string, unknown>): Promise<Answer> {
@@ -62,14 +49,8 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
   }
 
   before(async function () {
-    if (!process.env.THETAEVOLVE_HOST_DIALOGS) skipBecause(this, 'no runner answers confirmation dialogs here (npm run test:host does)');
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    needDialogRunner(this);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {
@@ -88,13 +69,7 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
   });
 
   it("every tool on the live run of this window: read, steered at its next step (recorded as the agent's), paused, resumed, stopped", async () => {
-    const { program } = await taskCopy(theta, 'agents-live');
-    await vscode.window.showTextDocument(program);
-    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
-    await vscode.commands.executeCommand('thetaevolve.startRun', program);
-    await committed;
-    const run = theta.controller.active;
-    assert.ok(run, 'the run is live');
+    const { run } = await liveRun(theta, 'agents-live', { show: true });
     runId = run.runId;
     dbFile = run.dbFile;
 

@@ -7,23 +7,16 @@ import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { CompareHostMessage } from '../../src/protocol/compareMessages';
 import type { RunComparison } from '../../src/engine/common/runComparison';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { nextEvent, offlineRuns, stopRun, taskCopy } from './support';
 
 describe('Compare Runs (a stopped run and the live one)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
   const posted: CompareHostMessage[] = [];
   let subscription: vscode.Disposable | undefined;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2 });
     subscription = theta.onDidPostComparison((message) => posted.push(message));
   });
 

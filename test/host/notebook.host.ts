@@ -20,7 +20,7 @@ import type { StartFailureOffer } from '../../src/vscode/runCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { notebookJson, QUADRATIC_NOTEBOOK, sourceLines } from '../support/notebook';
 import { waitFor } from '../support/waitFor';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { nextEvent, offlineRuns, stopRun, taskCopy, thetaSettings, WORKSPACE } from './support';
 
 /** `promise`, or a failure naming `what` once `ms` have passed. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -42,17 +42,9 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
   let theta: ThetaEvolveApi;
   let notebookUri: vscode.Uri;
   let taskFile: string;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
     const { dir } = await taskCopy(theta, 'notebook-quadratic');
     taskFile = join(dir, 'task.json');
     notebookUri = vscode.Uri.file(join(dir, 'quadratic.ipynb'));
@@ -167,7 +159,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
   });
 
   it('Start Run with the notebook in front evolves it, and thetaevolve.followBest puts each new best into the cell', async () => {
-    await config().update('followBest', true, target);
+    await thetaSettings().update('followBest', true, WORKSPACE);
     const outcomes: FollowOutcome[] = [];
     const following = theta.onDidHandleBest(({ outcome }) => outcomes.push(outcome));
     try {
@@ -188,7 +180,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
       assert.ok(notebook.isDirty, 'followed, not saved');
     } finally {
       following.dispose();
-      await config().update('followBest', undefined, target);
+      await thetaSettings().update('followBest', undefined, WORKSPACE);
       await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(notebookUri));
       await vscode.commands.executeCommand('workbench.action.files.revert');
     }

@@ -21,7 +21,18 @@ import { waitFor } from '../support/waitFor';
 import { runIdStamp } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
-import { api, closed, EXTENSION_ID, nextEvent, REPO_ROOT, stopRun, taskCopy, workspaceDir } from './support';
+import {
+  closed,
+  EXTENSION_ID,
+  nextEvent,
+  offlineRuns,
+  REPO_ROOT,
+  stopRun,
+  taskCopy,
+  thetaSettings,
+  WORKSPACE,
+  workspaceDir,
+} from './support';
 
 /** The lines strictly between the EVOLVE-BLOCK markers. */
 function blockOf(text: string): string {
@@ -51,22 +62,14 @@ async function revert(uri: vscode.Uri): Promise<void> {
 describe('run flows (follow best, pause / resume, resume from disk, evaluations terminal and task)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {
     await stopRun(theta.controller);
-    await config().update('followBest', undefined, target);
+    await thetaSettings().update('followBest', undefined, WORKSPACE);
   });
 
   describe('thetaevolve.followBest', () => {
@@ -81,12 +84,12 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
 
     after(async () => {
-      await config().update('followBest', undefined, target);
+      await thetaSettings().update('followBest', undefined, WORKSPACE);
       await revert(program);
     });
 
     it('applies each new best into the open document, ending with the best program of the run', async () => {
-      await config().update('followBest', true, target);
+      await thetaSettings().update('followBest', true, WORKSPACE);
       const editor = await vscode.window.showTextDocument(program);
       const original = editor.document.getText();
       // Every text the document takes, and every new best of the run after the initial program.
@@ -142,7 +145,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
 
     it('leaves the document alone when the setting is off', async () => {
-      await config().update('followBest', false, target);
+      await thetaSettings().update('followBest', false, WORKSPACE);
       await revert(program);
       const document = await vscode.workspace.openTextDocument(program);
       const original = document.getText();
@@ -545,9 +548,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
 
     after(async () => {
       await stopRun(theta.controller);
-      await config().update('sampler', 'mutate', target);
-      await config().update('serverRetrySeconds', undefined, target);
-      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('sampler', 'mutate', WORKSPACE);
+      await thetaSettings().update('serverRetrySeconds', undefined, WORKSPACE);
+      await thetaSettings().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
     });
 
     it('offers "Run with the Offline Sampler", which restarts this run with the offline sampler and leaves the settings alone', async () => {
@@ -555,9 +558,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
         // No server at that port; the User value needs no consent.
-        await config().update('endpoint', `http://127.0.0.1:${await freePort()}/v1`, vscode.ConfigurationTarget.Global);
-        await config().update('serverRetrySeconds', 0, target);
-        await config().update('sampler', 'llm', target);
+        await thetaSettings().update('endpoint', `http://127.0.0.1:${await freePort()}/v1`, vscode.ConfigurationTarget.Global);
+        await thetaSettings().update('serverRetrySeconds', 0, WORKSPACE);
+        await thetaSettings().update('sampler', 'llm', WORKSPACE);
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         assert.equal(theta.controller.active, undefined, 'nothing runs');
         assert.equal(offers.length, 1, 'the failure is shown once');
@@ -581,7 +584,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const active = (): TrackedRun | undefined => theta.controller.active;
         assert.equal(active()?.runId, event.runId);
         assert.equal(active()?.fileUri?.fsPath, program.fsPath, 'the same program');
-        assert.equal(config().get('sampler'), 'llm', 'the setting stays as it was');
+        assert.equal(thetaSettings().get('sampler'), 'llm', 'the setting stays as it was');
         await stopRun(theta.controller);
         assert.deepEqual(await ofThisTask(), [event.runId], 'one run of it, the restarted one');
       } finally {
@@ -669,8 +672,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     after(async () => {
       await stopRun(theta.controller);
       await loading?.close();
-      await config().update('sampler', 'mutate', target);
-      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('sampler', 'mutate', WORKSPACE);
+      await thetaSettings().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
     });
 
     it('shows no error and leaves the status bar without the previous run', async () => {
@@ -690,12 +693,12 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const url = loading.baseURL;
         // Read as the start reads it: scoped to the program (folder settings apply there).
         const atProgram = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve', program);
-        await config().update('sampler', 'llm', target);
+        await thetaSettings().update('sampler', 'llm', WORKSPACE);
         let command: Promise<unknown> = Promise.resolve();
         for (let attempt = 1; attempt <= 3; attempt++) {
           await waitFor(
             async () => {
-              if (atProgram().get('endpoint') !== url) await config().update('endpoint', url, vscode.ConfigurationTarget.Global);
+              if (atProgram().get('endpoint') !== url) await thetaSettings().update('endpoint', url, vscode.ConfigurationTarget.Global);
               return atProgram().get('endpoint') === url;
             },
             { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
@@ -715,7 +718,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
               until: (state) => state !== null,
               deadlineMs: 60_000,
               detail: () =>
-                `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint at the program: ${JSON.stringify(atProgram().inspect('endpoint'))}; sampler: ${String(config().get('sampler'))}`,
+                `active: ${JSON.stringify(theta.controller.active ?? null)}; latest: ${JSON.stringify(theta.controller.latest?.message ?? null)}; offers: ${JSON.stringify(offers.map((o) => o.message))}; endpoint at the program: ${JSON.stringify(atProgram().inspect('endpoint'))}; sampler: ${String(thetaSettings().get('sampler'))}`,
             },
           );
           if (waiting === 'waiting') break;
@@ -750,8 +753,8 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     after(async () => {
       await stopRun(theta.controller);
       await model?.close();
-      await config().update('sampler', 'mutate', target);
-      await config().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('sampler', 'mutate', WORKSPACE);
+      await thetaSettings().update('endpoint', undefined, vscode.ConfigurationTarget.Global);
     });
 
     it('fails in seconds, not after thetaevolve.serverRetrySeconds (300 s), and Retry starts the run once a server listens there', async () => {
@@ -759,9 +762,9 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const watching = theta.onDidOfferStartFailure((offer) => offers.push(offer));
       try {
         const port = await freePort();
-        await config().update('endpoint', `http://127.0.0.1:${port}/v1`, vscode.ConfigurationTarget.Global);
-        await config().update('sampler', 'llm', target);
-        assert.equal(config().get('serverRetrySeconds'), 300, 'the default wait, which a refused connection does not sit through');
+        await thetaSettings().update('endpoint', `http://127.0.0.1:${port}/v1`, vscode.ConfigurationTarget.Global);
+        await thetaSettings().update('sampler', 'llm', WORKSPACE);
+        assert.equal(thetaSettings().get('serverRetrySeconds'), 300, 'the default wait, which a refused connection does not sit through');
         // This suite's 30 s test timeout is the bound: waiting the 300 s would fail it.
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         assert.equal(theta.controller.active, undefined, 'nothing runs');

@@ -14,22 +14,14 @@ import type { ProgramNode } from '../../src/vscode/runsTree';
 import { statusText } from '../../src/vscode/statusBar';
 import { waitFor } from '../support/waitFor';
 import { paletteCommands, rowMenuCommands } from './menus';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { nextEvent, offlineRuns, stopRun, taskCopy, thetaSettings } from './support';
 
 describe('run truth (objective, commands by state, dashboard from the database, RL state)', function () {
   this.timeout(120_000);
   let theta: ThetaEvolveApi;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
   });
 
   after(async () => {
@@ -306,7 +298,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
   describe('RL state of a run', () => {
     after(async () => {
       await stopRun(theta.controller);
-      await config().update('trainer.url', undefined, vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('trainer.url', undefined, vscode.ConfigurationTarget.Global);
     });
 
     it('a run started without a trainer URL, the URL set since: ticking RL says it needs a resume, and the pill and the text agree', async () => {
@@ -317,7 +309,7 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       await committed;
       const run = theta.controller.active;
       assert.ok(run && run.settings['trainer.url'] === '' && !run.settings['trainer.enabled']);
-      await config().update('trainer.url', 'http://127.0.0.1:9', vscode.ConfigurationTarget.Global);
+      await thetaSettings().update('trainer.url', 'http://127.0.0.1:9', vscode.ConfigurationTarget.Global);
       await vscode.commands.executeCommand('thetaevolve.toggleTrainer');
       // The worker handles messages in order: once it answers this, whatever the toggle sent it has been answered and shown.
       await theta.controller.query({ kind: 'summary', dbFile: run.dbFile });
@@ -327,7 +319,11 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       assert.doesNotMatch(trainer.message, /is on/, trainer.message);
       assert.match(trainer.message, /resume/);
       assert.equal(run.settings['trainer.enabled'], false, 'the run keeps RL off');
-      assert.equal(config().inspect<boolean>('trainer.enabled')?.workspaceValue, undefined, 'nothing written to the workspace settings');
+      assert.equal(
+        thetaSettings().inspect<boolean>('trainer.enabled')?.workspaceValue,
+        undefined,
+        'nothing written to the workspace settings',
+      );
     });
   });
 });

@@ -14,7 +14,7 @@ import { queuedLine, recommendationsLine } from '../../src/vscode/guidanceDocume
 import type { SteerAnswer } from '../../src/vscode/steerCommands';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { waitFor } from '../support/waitFor';
-import { api, nextEvent, stopRun, taskCopy } from './support';
+import { liveRun, nextEvent, offlineRuns, stopRun, taskCopy } from './support';
 
 /** Replace the file's choose() body in its open document, unsaved: the command takes the file as edited. */
 async function editChoose(program: vscode.Uri, body: string): Promise<vscode.TextDocument> {
@@ -59,17 +59,9 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
   let theta: ThetaEvolveApi;
   const answers: SteerAnswer[] = [];
   let subscription: vscode.Disposable | undefined;
-  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('thetaevolve');
-  const target = vscode.ConfigurationTarget.Workspace;
 
   before(async () => {
-    theta = await api();
-    await stopRun(theta.controller);
-    await config().update('sampler', 'mutate', target);
-    await config().update('batchSize', 2, target);
-    await config().update('samplesPerPrompt', 2, target);
-    await config().update('evaluationConcurrency', 2, target);
-    await config().update('database.preset', 'small', target);
+    theta = await offlineRuns({ batchSize: 2, samplesPerPrompt: 2, evaluationConcurrency: 2, preset: 'small' });
     subscription = theta.onDidAnswerSteer((answer) => answers.push(answer));
   });
 
@@ -80,13 +72,7 @@ describe('steering a run from the editor (Add This File, Edit Guidance, Ban, Unb
   });
 
   it('adds the open file, as edited, to the live run at its next step, then to the stopped run at once', async () => {
-    const { program } = await taskCopy(theta, 'steer-add');
-    await vscode.window.showTextDocument(program);
-    const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step >= 1, 'step 1 to commit');
-    await vscode.commands.executeCommand('thetaevolve.startRun', program);
-    await committed;
-    const run = theta.controller.active;
-    assert.ok(run, 'the run is live');
+    const { program, run } = await liveRun(theta, 'steer-add', { show: true });
 
     // Live: queued, then the run's next step applies it and says so.
     const edited = await editChoose(program, '3 + 0 * 7919');

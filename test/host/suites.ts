@@ -10,5 +10,6 @@ import './compare.host';
 import './notebook.host';
 import './agentTools.host';
 import './surface.host';
+import './surfaceUntrusted.host';
 import './python.host';
 import './models.host';

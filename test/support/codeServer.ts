@@ -45,6 +45,12 @@ export interface CodeServerOptions {
   extraExtensions?: string[];
   /** Where user data and extensions live (default: a fresh temp dir). */
   stateDir?: string;
+  /**
+   * Open the workspace untrusted (Restricted Mode) rather than with Workspace
+   * Trust off (default false): trust on, never asked at start, so the folder
+   * stays untrusted as a folder someone handed over does until its user says.
+   */
+  untrusted?: boolean;
 }
 
 export interface RunningCodeServer {
@@ -78,7 +84,14 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
     'extensions.autoCheckUpdates': false,
     'extensions.autoUpdate': false,
     'update.mode': 'none',
-    'security.workspace.trust.enabled': false,
+    'security.workspace.trust.enabled': options.untrusted === true,
+    ...(options.untrusted === true
+      ? {
+          'security.workspace.trust.startupPrompt': 'never',
+          'security.workspace.trust.banner': 'never',
+          'security.workspace.trust.emptyWindow': false,
+        }
+      : {}),
     'window.restoreWindows': 'none',
     'workbench.colorTheme': 'Default Dark Modern',
     ...options.userSettings,
@@ -95,7 +108,7 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
     `127.0.0.1:${port}`,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(options.untrusted === true ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     '--config',
     join(stateDir, 'config.yaml'),

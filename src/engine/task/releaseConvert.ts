@@ -23,6 +23,13 @@ export const CONVERTED_RELEASE_FILES = {
   stubs: 'thetaevolve_release_stubs.py',
 } as const;
 
+/** The stubs a converted folder carries: the stand-in's BaseConfig (one dict-like config class, not a copy), then release_stubs.py. */
+async function releaseStubsText(runtime: string): Promise<string> {
+  const parts = ['openevolve/modular_utils/config_controller.py', 'release_stubs.py'];
+  const texts = await Promise.all(parts.map((part) => readFile(join(runtime, part), 'utf8')));
+  return `${texts.map((text) => text.trim()).join('\n\n\n')}\n`;
+}
+
 /** The candidate's inlined wrapper: the stubs without their comments, then the program run as __main__. */
 function candidateWrapper(stubs: string): string {
   const code = stubs
@@ -61,7 +68,7 @@ export async function convertReleaseTask(dirOrConfig: string): Promise<{ files: 
   if (PLACEHOLDER.test(variablesJson))
     throw new TaskError(`${task.source}: cannot convert: a variable's text holds a {name} placeholder, which task.json would fill in`);
   const runtime = foreignRuntimeDir();
-  const stubs = await readFile(join(runtime, 'release_stubs.py'), 'utf8');
+  const stubs = await releaseStubsText(runtime);
   const texts = task.metaInformation.map((m) => ({ id: m.id, weight: m.weight, text: m.text }));
   const literal = Object.assign({}, ...texts.map((m) => literalPlaceholders(m.text, ['MAX_RUNTIME']))) as Record<string, string>;
   const shaping = task.rewardShaping;
@@ -88,7 +95,7 @@ export async function convertReleaseTask(dirOrConfig: string): Promise<{ files: 
   };
   const spec = TaskFileSchema.parse(raw);
   await copyFile(join(runtime, 'release_converted_evaluator.py'), join(task.dir, CONVERTED_RELEASE_FILES.evaluator));
-  await copyFile(join(runtime, 'release_stubs.py'), join(task.dir, CONVERTED_RELEASE_FILES.stubs));
+  await writeFile(join(task.dir, CONVERTED_RELEASE_FILES.stubs), stubs, { flag: 'wx' });
   // task.json last: until it exists the folder still loads as the release's.
   await writeFile(taskFile, `${JSON.stringify(raw, null, 2)}\n`, { flag: 'wx' });
   return {

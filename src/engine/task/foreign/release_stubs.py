@@ -6,6 +6,9 @@
 # trusted evaluator imports it. save_search_results writes the solution file
 # (SOLUTION_FILE in the working folder): {"current": data, "best_perfect": data}.
 # No {name} placeholder may appear in this text (task.json fills them in).
+# BaseConfig and config_from_variables are the stand-in's
+# (openevolve/modular_utils/config_controller.py), whose text the converter
+# puts before this one (releaseStubsText in src/engine/task/releaseConvert.ts).
 import json
 import sys
 import types
@@ -13,49 +16,11 @@ import types
 SOLUTION_FILE = "solution.json"
 
 
-class ProblemConfig:
-    def __init__(self, values):
-        self.config = values
-
-    def __getitem__(self, key):
-        return self.config[key]
-
-    def __setitem__(self, key, value):
-        self.config[key] = value
-
-    def get(self, key, default=None):
-        return self.config.get(key, default)
-
-    def update(self, other):
-        self.config.update(other)
-
-    def to_dict(self):
-        return dict(self.config)
-
-
-def problem_config(variables):
-    core = variables.get("core_parameters") or dict()
-    bounds = variables.get("KNOWN_BOUNDS") or dict()
-    problem = variables.get("PROBLEM_TYPE", "Unknown")
-    values = dict(problem_type=problem, core_parameters=core, time_limit=variables.get("MAX_RUNTIME", 300), known_bounds=bounds)
-    if variables.get("CURRENT_SOTA") is not None:
-        values["current_sota"] = variables["CURRENT_SOTA"]
-    target = core.get("target_value") or variables.get("TARGET_VALUE")
-    if target is not None:
-        values["target_value"] = target
-    if variables.get("score_transform") is not None:
-        values["score_transform"] = variables["score_transform"]
-    values["known_bound"] = bounds.get(problem)
-    if values["known_bound"] is not None:
-        values["target_n"] = values["known_bound"] + 1
-    return ProblemConfig(values)
-
-
 def install(variables):
     """Put openevolve.modular_utils (config, file I/O, error codes) in sys.modules, answering from `variables`."""
 
     def get_current_problem_config():
-        return problem_config(variables)
+        return config_from_variables(variables)
 
     def save_search_results(best_perfect_solution, current_solution, base_dir=".", directory_pattern="", **extra):
         try:
@@ -71,10 +36,10 @@ def install(variables):
     codes.EXECUTION_FAILED = codes.TIMEOUT_OCCURRED = codes.NO_SOLUTION_FOUND = codes.EXECUTION_ERROR
     parts = dict(
         evaluation_controller=dict(get_current_problem_config=get_current_problem_config),
-        yaml_config_service=dict(create_problem_config_from_yaml=lambda yaml_path=None: problem_config(variables)),
+        yaml_config_service=dict(create_problem_config_from_yaml=lambda yaml_path=None: config_from_variables(variables)),
         file_io_controller=dict(save_search_results=save_search_results),
         error_constants=dict(ErrorCodes=codes, FORMAT_ERRORS=[-0.4, -0.3], EXECUTION_ERRORS=[-0.2, -0.1], ALL_ERROR_CODES=[-0.4, -0.3, -0.2, -0.1]),
-        config_controller=dict(BaseConfig=ProblemConfig),
+        config_controller=dict(BaseConfig=BaseConfig),
     )
     package = types.ModuleType("openevolve")
     package.__path__ = []

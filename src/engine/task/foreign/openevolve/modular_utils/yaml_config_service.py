@@ -4,7 +4,7 @@
 import os
 from pathlib import Path
 
-from openevolve.modular_utils.config_controller import BaseConfig
+from openevolve.modular_utils.config_controller import config_from_variables
 
 
 def get_current_yaml_path():
@@ -34,26 +34,7 @@ def create_problem_config_from_yaml(yaml_path=None):
     variables = load_yaml_variables(yaml_path)
     if not variables:
         print("Warning: the config gives no variables; problem settings are empty")
-        return BaseConfig(problem_type="Unknown", core_parameters={})
-    core = variables.get("core_parameters", {}) or {}
-    extra = {}
-    if variables.get("CURRENT_SOTA") is not None:
-        extra["current_sota"] = variables["CURRENT_SOTA"]
-    target = core.get("target_value") or variables.get("TARGET_VALUE")
-    if target is not None:
-        extra["target_value"] = target
-    if variables.get("score_transform") is not None:
-        extra["score_transform"] = variables["score_transform"]
-    config = BaseConfig(
-        problem_type=variables.get("PROBLEM_TYPE", "Unknown"),
-        core_parameters=core,
-        time_limit=variables.get("MAX_RUNTIME", 300),
-        known_bounds=variables.get("KNOWN_BOUNDS", {}),
-        **extra,
-    )
-    if config.get("known_bound") is not None:
-        config["target_n"] = config["known_bound"] + 1
-    return config
+    return config_from_variables(variables)
 
 
 def get_problem_parameter(param_name, default=None):

@@ -51,7 +51,8 @@ interface ActiveRun extends AssembledRun {
 interface CachedDatabase {
   mtimeMs: number;
   size: number;
-  db: ProgramDatabase;
+  /** The open (or opening) database: queries that come while it opens wait for the same open. */
+  db: Promise<ProgramDatabase>;
 }
 
 /** Read-only databases kept open between queries (the Runs view asks often). */
@@ -399,9 +400,15 @@ async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): P
     cached = undefined;
   }
   if (!cached) {
-    const db = await ProgramDatabase.openReadOnly(file);
-    cached = { mtimeMs: info.mtimeMs, size: info.size, db };
-    readCache.set(file, cached);
+    // One open per file: the dashboard asks five questions of a run at once (a paper-scale run takes seconds to open).
+    const db = ProgramDatabase.openReadOnly(file);
+    const entry: CachedDatabase = { mtimeMs: info.mtimeMs, size: info.size, db };
+    cached = entry;
+    readCache.set(file, entry);
+    // A file that cannot be opened is not kept: the next query tries again.
+    db.catch(() => {
+      if (readCache.get(file) === entry) readCache.delete(file);
+    });
     while (readCache.size > READ_CACHE_LIMIT) {
       const oldest = readCache.keys().next().value;
       if (oldest === undefined) break;
@@ -412,12 +419,12 @@ async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): P
     readCache.delete(file);
     readCache.set(file, cached);
   }
-  return use(cached.db);
+  return use(await cached.db);
 }
 
 function dropCached(file: string): void {
   const cached = readCache.get(file);
   if (!cached) return;
   readCache.delete(file);
-  void cached.db.close().catch(() => undefined);
+  void cached.db.then((db) => db.close()).catch(() => undefined);
 }

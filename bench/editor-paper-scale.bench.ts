@@ -186,12 +186,13 @@ async function main(): Promise<number> {
     const dashboardPosts = poster(dashboard);
     const model = new DashboardModel();
     const sink = pageSink(model, dashboardPosts.post);
-    // The worker is up (the editor starts it with the extension), this run not yet read: other runs fill its cache.
-    for (const other of [runB, runC]) await host.query({ kind: 'summary', dbFile: other });
+    // The worker is up (the editor starts it with the extension; a question about no run starts it here), no run read yet.
+    await host.query({ kind: 'summary', dbFile: path.join(dir, 'no-run.sqlite') }).catch(() => undefined);
     const shown = dashboard.evaluate(() => window.shownAfter('snapshot'));
     const dashboardStarted = performance.now();
     const pageStarted = await dashboard.evaluate(() => performance.now());
     const replayed = await replayRunFromDisk(sink, (q) => host.query(q), { runId: 'paper-a', dbFile: runA });
+    const answeredMs = performance.now() - dashboardStarted;
     const pageShown = await shown;
     const dashboardMs = pageShown - pageStarted;
     const nodeMs = performance.now() - dashboardStarted;
@@ -200,7 +201,7 @@ async function main(): Promise<number> {
       throw new Error(`the dashboard does not show step ${PAPER_SCALE_STEPS}: ${stepTile.slice(0, 300)}`);
     console.log(
       `bench editor-paper-scale-dashboard: ${dashboardMs.toFixed(0)} ms (the ${where} opened from disk: the worker's answers, ` +
-        `the dashboard's snapshot of ${mb(dashboardPosts.bytes())} MB posted, the page's first frame showing it; ${nodeMs.toFixed(0)} ms as the host saw it; ` +
+        `the dashboard's snapshot of ${mb(dashboardPosts.bytes())} MB posted, the page's first frame showing it; the worker's answers took ${answeredMs.toFixed(0)} ms of ${nodeMs.toFixed(0)} as the host saw it; ` +
         `target <= ${TARGETS.dashboardMs})`,
     );
     if (dashboardMs > TARGETS.dashboardMs) missed.push('dashboard');
@@ -269,7 +270,7 @@ async function main(): Promise<number> {
     for (const runId of ['paper-a', 'paper-b', 'paper-c'])
       if (!compareText.includes(runId)) throw new Error(`Compare Runs does not show ${runId}: ${compareText.slice(0, 300)}`);
     console.log(
-      `bench editor-paper-scale-compare: ${compareMs.toFixed(0)} ms (three runs of ${where}: the worker's comparison, ` +
+      `bench editor-paper-scale-compare: ${compareMs.toFixed(0)} ms (three runs of ${where}, the one on the dashboard and two not read before: the worker's comparison, ` +
         `${mb(comparePosts.bytes())} MB posted, the page's first frame showing it; target <= ${TARGETS.compareMs})`,
     );
     if (compareMs > TARGETS.compareMs) missed.push('compare');

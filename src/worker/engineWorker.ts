@@ -29,7 +29,7 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evalu
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
-import { compareRunFiles, readRunForComparison, runRecordOf } from '../engine/database/runComparison';
+import { compareRunFiles, readOnlyRecordOf, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 import { queuedGuidance, readInbox } from '../engine/steering/inbox';
 import { runAgentTool } from '../engine/agentTools/handlers';
@@ -309,7 +309,8 @@ async function answer(query: Query): Promise<unknown> {
 function compareRuns(files: string[]): Promise<unknown> {
   return compareRunFiles(files, Date.now(), (file) => {
     const live = active && active.dbFile === file ? active.run.database : null;
-    return live ? runRecordOf(live, file) : readRunForComparison(file);
+    // Read through the cache: a run the Runs view or the dashboard just read is not opened again (seconds at paper scale).
+    return live ? runRecordOf(live, file) : withReadOnly(file, (db) => readOnlyRecordOf(db, file));
   });
 }
 

@@ -48,6 +48,8 @@ const SEMI_SPACE_FLAG = `--max-semi-space-size=${WORKER_YOUNG_GENERATION_MB / 3}
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-bench-'));
+  // This process before any database: node, tsx (its loader thread) and the modules; the engine worker's bundle has less.
+  const rssBefore = process.memoryUsage().rss;
   try {
     const file = path.join(dir, 'run.sqlite');
     const commitMs: number[] = [];
@@ -87,7 +89,7 @@ async function main(): Promise<void> {
           const recent = rssAfterCommit.slice(-WINDOW);
           console.log(
             `bench db-paper-scale-memory-${step}: ${mb(memory.rss)} MB (resident set of the process holding the open database at ${where}; ` +
-              `after the last ${WINDOW} commits ${mb(Math.min(...recent))}-${mb(Math.max(...recent))} MB; ` +
+              `after the last ${WINDOW} commits ${mb(Math.min(...recent))}-${mb(Math.max(...recent))} MB; ${mb(rssBefore)} MB before the database was opened; ` +
               `JS heap ${mb(memory.heapUsed)} MB of ${mb(memory.heapTotal)} (young generation ${WORKER_YOUNG_GENERATION_MB} MB, as the engine worker's), ` +
               `external ${mb(memory.external)} MB of which array buffers ${mb(memory.arrayBuffers)} (sql.js's in-memory file, the hash index), ` +
               `sql.js wasm memory ${mb(wasmBytes())} MB, file ${mb(bytes)} MB; target <= 250)`,

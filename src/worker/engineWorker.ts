@@ -29,7 +29,7 @@ import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evalu
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
-import { compareRunFiles, readRunForComparison, runRecordOf } from '../engine/database/runComparison';
+import { compareRunFiles, readOnlyRecordOf, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
 import { queuedGuidance, readInbox } from '../engine/steering/inbox';
 import { runAgentTool } from '../engine/agentTools/handlers';
@@ -51,7 +51,8 @@ interface ActiveRun extends AssembledRun {
 interface CachedDatabase {
   mtimeMs: number;
   size: number;
-  db: ProgramDatabase;
+  /** The open (or opening) database: queries that come while it opens wait for the same open. */
+  db: Promise<ProgramDatabase>;
 }
 
 /** Read-only databases kept open between queries (the Runs view asks often). */
@@ -308,7 +309,8 @@ async function answer(query: Query): Promise<unknown> {
 function compareRuns(files: string[]): Promise<unknown> {
   return compareRunFiles(files, Date.now(), (file) => {
     const live = active && active.dbFile === file ? active.run.database : null;
-    return live ? runRecordOf(live, file) : readRunForComparison(file);
+    // Read through the cache: a run the Runs view or the dashboard just read is not opened again (seconds at paper scale).
+    return live ? runRecordOf(live, file) : withReadOnly(file, (db) => readOnlyRecordOf(db, file));
   });
 }
 
@@ -399,9 +401,15 @@ async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): P
     cached = undefined;
   }
   if (!cached) {
-    const db = await ProgramDatabase.openReadOnly(file);
-    cached = { mtimeMs: info.mtimeMs, size: info.size, db };
-    readCache.set(file, cached);
+    // One open per file: the dashboard asks five questions of a run at once (a paper-scale run takes seconds to open).
+    const db = ProgramDatabase.openReadOnly(file);
+    const entry: CachedDatabase = { mtimeMs: info.mtimeMs, size: info.size, db };
+    cached = entry;
+    readCache.set(file, entry);
+    // A file that cannot be opened is not kept: the next query tries again.
+    db.catch(() => {
+      if (readCache.get(file) === entry) readCache.delete(file);
+    });
     while (readCache.size > READ_CACHE_LIMIT) {
       const oldest = readCache.keys().next().value;
       if (oldest === undefined) break;
@@ -412,12 +420,12 @@ async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): P
     readCache.delete(file);
     readCache.set(file, cached);
   }
-  return use(cached.db);
+  return use(await cached.db);
 }
 
 function dropCached(file: string): void {
   const cached = readCache.get(file);
   if (!cached) return;
   readCache.delete(file);
-  void cached.db.close().catch(() => undefined);
+  void cached.db.then((db) => db.close()).catch(() => undefined);
 }

@@ -546,6 +546,13 @@ describe('program database', () => {
       assert.equal(hashes, new Set([...added.map((p) => p.codeHash)]).size + 1);
       const again = await reopen(file, config);
       for (const p of added) assert.ok(again.hasCodeHash(p.codeHash));
+      // Read-only, the hashes stay in the file (nothing is added to such a database): the same answers, asked there.
+      const reader = await ProgramDatabase.openReadOnly(file);
+      open.push(reader);
+      for (const p of added) assert.ok(reader.hasCodeHash(p.codeHash));
+      assert.equal(reader.hasCodeHash('0'.repeat(64)), false);
+      assert.equal(reader.stateSnapshot().hashIndexSize, hashes);
+      assert.equal(reader.stateSnapshot().hashIndexSize, again.stateSnapshot().hashIndexSize);
     });
 
     it('lists ancestors and improvements for the tree view', async () => {

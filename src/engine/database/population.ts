@@ -121,6 +121,12 @@ export type RowChange =
   | { kind: 'prune'; seq: number };
 
 /** Everything a step decided, for the store to write in one transaction. */
+/** The code hashes of a database opened read-only, asked of its file (RunStore). */
+export interface StoredHashes {
+  count: number;
+  has: (hash: string) => boolean;
+}
+
 export interface ChangeSet {
   /** In sequence order. */
   rows: RowChange[];
@@ -181,6 +187,8 @@ export class Population {
   private readonly islandSizeList: number[];
   private readonly islandHashes: Map<string, number>[];
   private readonly hashes = new CodeHashIndex();
+  /** Set for a read-only database: its hashes are asked of its file, not held here. */
+  private storedHashes: StoredHashes | null = null;
   private aliveCount = 0;
   private bestNode: PopulationNode | null = null;
   private pendingSample: ParentDraw | null = null;
@@ -269,6 +277,11 @@ export class Population {
     this.hashes.add(hash);
   }
 
+  /** A read-only database's hashes, left in its file: how many, and whether one is there. */
+  restoreStoredHashes(stored: StoredHashes): void {
+    this.storedHashes = stored;
+  }
+
   /** After every row: find the best the state names. The reason the rows and the state disagree, or null. */
   finishRestore(): string | null {
     if (this.state.bestId !== null) {
@@ -291,7 +304,7 @@ export class Population {
   }
 
   get hashCount(): number {
-    return this.hashes.size;
+    return this.storedHashes?.count ?? this.hashes.size;
   }
 
   get best(): Readonly<PopulationNode> | null {
@@ -315,7 +328,7 @@ export class Population {
   }
 
   hasCodeHash(hash: string): boolean {
-    return this.hashes.has(hash);
+    return this.storedHashes ? this.storedHashes.has(hash) : this.hashes.has(hash);
   }
 
   /** Live programs, migration copies and banned programs left out, best first. */

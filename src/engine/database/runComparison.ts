@@ -42,13 +42,20 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
 export async function readRunForComparison(file: string): Promise<RunRecordForComparison> {
   const db = await ProgramDatabase.openReadOnly(file);
   try {
+    return readOnlyRecordOf(db, file);
+  } finally {
+    await db.close();
+  }
+}
+
+/** runRecordOf of a database opened read-only (damaged files open so): what it cannot read is a DatabaseFileError naming it. */
+export function readOnlyRecordOf(db: ProgramDatabase, file: string): RunRecordForComparison {
+  try {
     return runRecordOf(db, file);
   } catch (err) {
     if (err instanceof DatabaseFileError) throw err;
     // A damaged file opens read-only (no integrity check) and fails on the first read of what is damaged.
     throw new DatabaseFileError(`${file} is not a usable ThetaEvolve run database (${errorMessage(err)})`, { cause: err });
-  } finally {
-    await db.close();
   }
 }
 

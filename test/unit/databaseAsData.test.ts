@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { RUN_DATABASE_MAX_BYTES } from '../../src/engine/database/runStore';
+import { RUN_DATABASE_MAX_BYTES } from '../../src/engine/database/runFileChecks';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { readStepOutputs } from '../../src/engine/evaluationOutputs';
 import { evaluationOutputsDir } from '../../src/engine/runFiles';

@@ -188,7 +188,7 @@ describe("other systems' folders as their systems read them", function () {
     );
     assert.match(
       readFileSync(staged.jobScript, 'utf8'),
-      / evaluate "\$stage\/task" .* --evaluator "\$stage\/task\/"'evaluator_phase_1\.py' --result-files/,
+      /\/jobStart\.js" "\$stage\/task" .* --evaluator "\$stage\/task\/"'evaluator_phase_1\.py' --result-files/,
     );
     const plain = await stage(
       await loadTask(withDefault),

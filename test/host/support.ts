@@ -267,6 +267,8 @@ export async function shownAsText(
   part: string,
   act: () => Thenable<unknown>,
 ): Promise<{ text: string; picks: ShownPick[] }> {
+  // Toasts left by earlier suites can fill the screen (VS Code queues the rest): the message looked for must show.
+  if (process.env.THETAEVOLVE_HOST_DIALOGS) await vscode.commands.executeCommand('notifications.clearAll');
   const shown = watchShown(theta);
   try {
     await act();

@@ -32,7 +32,7 @@ import { clusterStatusText, statusTooltip } from '../../src/vscode/statusBar';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { testServerJobCommand } from '../support/testServerJob';
-import { api, closed, nextEvent, REPO_ROOT, skipBecause, workspaceDir } from './support';
+import { answeredDialogs, api, closed, nextEvent, REPO_ROOT, skipBecause, workspaceDir } from './support';
 
 const TASK = 'slurm-quadratic';
 /** Outcomes of children that were run (the others never reach an evaluator). */
@@ -135,7 +135,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       const stepTwo = nextEvent(theta.controller, (e) => e.type === 'step_committed' && e.step === 2, 'step 2 to commit', 90_000);
       await vscode.commands.executeCommand('thetaevolve.startRun', program);
       const run = theta.controller.active;
-      assert.ok(run, `a run is active after Start Run (failures: ${JSON.stringify(failures)})`);
+      assert.ok(
+        run,
+        `a run is active after Start Run (failures: ${JSON.stringify(failures)}; dialogs answered: ${JSON.stringify(answeredDialogs())})`,
+      );
       assert.match(run.runId, new RegExp(`^${TASK}-`));
       await stepTwo;
       const jobName = jobNameOfRun(run.runId);
@@ -266,7 +269,10 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
       );
       await vscode.commands.executeCommand('thetaevolve.startRun', program);
       const run = theta.controller.active;
-      assert.ok(run, `a run is active after Start Run (failures: ${JSON.stringify(failures)})`);
+      assert.ok(
+        run,
+        `a run is active after Start Run (failures: ${JSON.stringify(failures)}; dialogs answered: ${JSON.stringify(answeredDialogs())})`,
+      );
       const serving = await bothServing;
       assert.ok(serving.type === 'endpoint_servers' && serving.jobs);
       const jobIds = serving.jobs.map((job) => job.jobId ?? '-');

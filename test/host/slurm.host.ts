@@ -249,6 +249,7 @@ describe('SLURM evaluation backend (Start Run on a real single-node cluster)', f
     const failures: string[] = [];
     const subs = [
       theta.onDidFailCommand(({ message }) => failures.push(message)),
+      theta.controller.onDidCloseRun((closedRun) => failures.push(`${closedRun.runId} ${closedRun.state}: ${closedRun.message}`)),
       theta.controller.onDidEngineEvent(({ event }) => {
         const run = theta.controller.active;
         if (event.type === 'endpoint_servers' && run)

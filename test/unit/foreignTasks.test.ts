@@ -328,6 +328,22 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1, feedback: 'note: quick' });
       const off = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_evaluation: false\n'));
       assert.equal(off.objective, 1.5, 'cascade off: evaluate()');
+      // Without combined_score a stage passes by the mean of its numeric metrics, true counting as 1 as in
+      // OpenEvolve's _passes_threshold: (1 + 0.2) / 2 = 0.6 passes 0.5, where 0.2 alone would not.
+      const booleans = [
+        IMPORT,
+        'def evaluate_stage1(p):',
+        '    return {"compiles": True, "partial": 0.2}',
+        'def evaluate_stage2(p):',
+        '    return {"combined_score": load(p).VALUE}',
+        '',
+      ].join('\n');
+      assert.equal((await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.5]\n'))).objective, 1.5);
+      assert.equal(
+        (await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.7]\n'))).objective,
+        0.6,
+        'under the threshold: stage 1 stands, ranked by the same mean',
+      );
       // An evaluator that scores in a child process: the stand-in is importable there too.
       const child = [
         'import subprocess, sys',

@@ -164,20 +164,79 @@ describe('operators beyond the paper', function () {
   });
 
   describe("behaviour dimensions of an OpenEvolve folder's config.yaml", () => {
-    it("takes database.feature_dimensions that are evaluator metrics, with feature_bins, and leaves out OpenEvolve's own complexity and diversity", async () => {
+    it('reads database.feature_dimensions and feature_bins as OpenEvolve bins them; score, combined_score and complexity are the built-in axes, diversity is left out', async () => {
       const folder = join(dir, 'oe');
       mkdirSync(folder);
-      writeFileSync(
-        join(folder, 'config.yaml'),
-        'database:\n  feature_dimensions: ["complexity", "spread", "steps"]\n  feature_bins:\n    spread: 4\n',
-      );
-      const settingsOf = await openEvolveSettings(folder, 'def evaluate(program_path):\n    return {}\n', 'evaluator.py');
-      assert.deepEqual(settingsOf.features, [
+      const axesOf = async (database: string) => {
+        writeFileSync(join(folder, 'config.yaml'), `database:\n${database}`);
+        return (await openEvolveSettings(folder, 'def evaluate(program_path):\n    return {}\n', 'evaluator.py')).features;
+      };
+      // A map: its own bins per axis, 10 where it names none.
+      assert.deepEqual(await axesOf('  feature_dimensions: ["complexity", "spread", "steps"]\n  feature_bins:\n    spread: 4\n'), [
+        { metric: 'complexity', bins: 10 },
         { metric: 'spread', bins: 4 },
         { metric: 'steps', bins: 10 },
       ]);
-      writeFileSync(join(folder, 'config.yaml'), 'database:\n  feature_dimensions: ["complexity", "diversity"]\n');
-      assert.equal((await openEvolveSettings(folder, 'def evaluate(program_path):\n    return {}\n', 'evaluator.py')).features, null);
+      // A number: at least archive_size^(1/dimensions) bins (archive_size 100 by default): 5 for three axes, 100 for one.
+      assert.deepEqual(await axesOf('  feature_dimensions: ["score", "performance_score", "adaptability_score"]\n  feature_bins: 4\n'), [
+        { metric: 'score', bins: 5 },
+        { metric: 'performance_score', bins: 5 },
+        { metric: 'adaptability_score', bins: 5 },
+      ]);
+      assert.deepEqual(await axesOf('  feature_dimensions: ["spread"]\n  feature_bins: 10\n'), [{ metric: 'spread', bins: 100 }]);
+      assert.deepEqual(await axesOf('  feature_dimensions: ["spread"]\n  feature_bins: 10\n  archive_size: 50\n'), [
+        { metric: 'spread', bins: 50 },
+      ]);
+      // Nothing beyond score and code length (OpenEvolve's own examples): the paper's grid.
+      assert.equal(await axesOf('  feature_dimensions: ["complexity", "diversity"]\n'), null);
+      assert.equal(await axesOf('  feature_dimensions:\n    - "score"\n    - "complexity"\n'), null);
+      assert.equal(await axesOf('  feature_dimensions: ["combined_score", "complexity", "diversity"]\n  feature_bins: 10\n'), null);
+      assert.deepEqual(await axesOf('  feature_dimensions: ["combined_score", "spread"]\n'), [
+        { metric: 'score', bins: 10 },
+        { metric: 'spread', bins: 10 },
+      ]);
+    });
+
+    it("an axis named score or complexity that the evaluator does not report is the program's score or code length, kept by a resume", async () => {
+      const taskDir = join(dir, 'built-in-task');
+      cpSync(FIXTURE, taskDir, { recursive: true });
+      const spec = JSON.parse(readFileSync(join(taskDir, 'task.json'), 'utf8'));
+      spec.features = [
+        { metric: 'score', bins: 6 },
+        { metric: 'complexity', bins: 3 },
+      ];
+      writeFileSync(join(taskDir, 'task.json'), JSON.stringify(spec));
+      const featureTask = await loadTask(taskDir);
+      const file = join(dir, 'built-in.sqlite');
+      await runOnce(featureTask, settings({}), file, 3, new MutateSampler({ seed: 3, language: 'py' }));
+      await runOnce(featureTask, settings({}), file, 2, new MutateSampler({ seed: 3, language: 'py' }));
+      const db = await ProgramDatabase.openReadOnly(file);
+      try {
+        const grid = db.stateSnapshot().mapElites;
+        assert.deepEqual(grid.features, ['score', 'complexity']);
+        const [scoreAxis, lengthAxis] = grid.axes ?? [];
+        const programs = grid.islands.flatMap((island) => island.cells.map((cell) => ({ cell, program: db.get(cell.id) })));
+        assert.ok(programs.length > 2, JSON.stringify(grid.islands));
+        // The axes' ranges are the programs' own scores and code lengths (the metrics name neither).
+        for (const { program } of programs) assert.equal(program?.metrics.score, undefined);
+        const scores = programs.map(({ program }) => program?.score as number);
+        const lengths = programs.map(({ program }) => (program?.code ?? '').length);
+        assert.ok(
+          scoreAxis?.range && scoreAxis.range.max >= Math.max(...scores) && scoreAxis.range.min <= Math.min(...scores),
+          JSON.stringify(scoreAxis),
+        );
+        assert.ok(
+          lengthAxis?.range && lengthAxis.range.max >= Math.max(...lengths) && lengthAxis.range.min <= Math.min(...lengths),
+          JSON.stringify(lengthAxis),
+        );
+        assert.ok(scoreAxis.range.max > scoreAxis.range.min, 'the score axis spreads (it was every program at 0)');
+        // The best program sits in the top bin of the score axis.
+        const best = db.best();
+        const bestCell = programs.find(({ program }) => program?.id === best?.id)?.cell;
+        assert.equal(bestCell?.scoreBin, 5, JSON.stringify(bestCell));
+      } finally {
+        await db.close();
+      }
     });
   });
 

@@ -218,7 +218,7 @@ export class Population {
   /** A restored program's values on the behaviour dimensions, from its metrics (only with dimensions configured). */
   restoreFeatures(id: string, metrics: Readonly<Record<string, unknown>>): void {
     const node = this.nodes.get(id);
-    if (node && this.config.features) node.features = featureValuesOf(metrics, this.config.features);
+    if (node && this.config.features) node.features = featureValuesOf(metrics, this.config.features, node);
   }
 
   /** A live program read back on open; call in sequence order. */
@@ -588,7 +588,8 @@ export class Population {
     };
     const dimensions = this.config.features;
     if (dimensions)
-      node.features = entry.features ?? (content.kind === 'program' ? featureValuesOf(content.program.metrics, dimensions) : undefined);
+      node.features =
+        entry.features ?? (content.kind === 'program' ? featureValuesOf(content.program.metrics, dimensions, node) : undefined);
     this.nodes.set(node.id, node);
     this.ancestry.refer(node.parentId);
     const secondParentId = content.kind === 'program' ? secondParentOf(content.program.metrics) : null;
@@ -635,7 +636,7 @@ export class Population {
     const dimensions = this.config.features;
     if (dimensions) {
       // A task's behaviour dimensions (docs/algorithm.md section 12).
-      const values = node.features ?? featureValuesOf({}, dimensions);
+      const values = node.features ?? featureValuesOf({}, dimensions, node);
       const featureRanges = (ranges.features ??= dimensions.map(() => null));
       const bins = dimensions.map((dimension, i) => {
         featureRanges[i] = widen(featureRanges[i] ?? null, values[i] as number);

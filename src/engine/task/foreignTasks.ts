@@ -11,7 +11,7 @@
 // solution file); a tiny trusted step of ours (foreign/foreign_reply.py) maps
 // that file to the reply. The score is therefore not protected from a
 // hostile candidate: evaluatorTrust 'in-sandbox'.
-import { type FeatureDimension, MAX_FEATURE_DIMENSIONS } from '../operators/features';
+import { BUILT_IN_FEATURES, type FeatureDimension, MAX_FEATURE_DIMENSIONS } from '../operators/features';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -108,6 +108,7 @@ const OpenEvolveConfigSchema = z.looseObject({
     .looseObject({
       feature_dimensions: z.array(z.string().regex(/^[^,]+$/, 'names without commas')).nullish(),
       feature_bins: z.union([z.number().int().min(1).max(1000), z.record(z.string(), z.number().int().min(1).max(1000))]).nullish(),
+      archive_size: z.number().int().positive().nullish(),
     })
     .nullish(),
   evaluator: z
@@ -328,15 +329,20 @@ export interface FolderSettings {
   /** OpenEvolve's feature dimensions ("complexity,diversity"), which its mean of metrics leaves out. */
   featureDimensions: string;
   /**
-   * The MAP-Elites axes config.yaml names among the evaluator's metrics
-   * (operators/features.ts); OpenEvolve's own complexity and diversity are
-   * left to the paper's code length and score. Null: none named.
+   * The MAP-Elites axes config.yaml's feature_dimensions name (featureAxes,
+   * operators/features.ts). Null: none beyond score and code length, the
+   * paper's grid.
    */
   features: FeatureDimension[] | null;
 }
 
-/** OpenEvolve's built-in features, computed by OpenEvolve rather than reported by the evaluator. */
-const OPENEVOLVE_BUILT_IN_FEATURES = new Set(['complexity', 'diversity']);
+/** OpenEvolve's diversity (edit distance to a reference set of programs) has no counterpart here: that axis is left out. */
+const OPENEVOLVE_DIVERSITY = 'diversity';
+/** OpenEvolve's database.archive_size default, which sets the least number of bins per axis when feature_bins is a number. */
+const OPENEVOLVE_DEFAULT_ARCHIVE_SIZE = 100;
+const OPENEVOLVE_DEFAULT_FEATURE_BINS = 10;
+/** The most bins an axis may have (task.json's limit). */
+const MAX_FEATURE_BINS = 1000;
 
 /** An OpenEvolve folder's settings from its config.yaml (OpenEvolve's defaults where it is silent) and evaluator.py. */
 export async function openEvolveSettings(dir: string, evaluatorSource: string, evaluatorName: string): Promise<FolderSettings> {
@@ -358,15 +364,31 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string, e
     maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
     cascade,
     featureDimensions: (config.database?.feature_dimensions ?? OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS).join(','),
-    features: metricFeatures(config.database?.feature_dimensions ?? [], config.database?.feature_bins ?? null),
+    features: featureAxes(config.database ?? {}),
   };
 }
 
-function metricFeatures(names: readonly string[], bins: number | Record<string, number> | null): FeatureDimension[] | null {
-  const metrics = names.filter((name) => !OPENEVOLVE_BUILT_IN_FEATURES.has(name)).slice(0, MAX_FEATURE_DIMENSIONS);
-  if (metrics.length === 0) return null;
-  const binsOf = (metric: string): number => (typeof bins === 'number' ? bins : (bins?.[metric] ?? 10));
-  return metrics.map((metric) => ({ metric, bins: binsOf(metric) }));
+/**
+ * The MAP-Elites axes of config.yaml's database.feature_dimensions, as
+ * OpenEvolve bins them (openevolve/database.py): a number feature_bins gives
+ * each axis at least archive_size^(1/dimensions) bins, a map gives each its own
+ * (10 where it names none). `score` and `complexity` are the program's score
+ * and code length unless the evaluator reports them (operators/features.ts);
+ * `combined_score` is the score; `diversity` is left out. Null when only
+ * score and code length remain: the paper's grid.
+ */
+function featureAxes(database: NonNullable<OpenEvolveConfig['database']>): FeatureDimension[] | null {
+  const names = database.feature_dimensions ?? [];
+  const bins = database.feature_bins ?? OPENEVOLVE_DEFAULT_FEATURE_BINS;
+  const leastBins = Math.floor(Math.pow(database.archive_size ?? OPENEVOLVE_DEFAULT_ARCHIVE_SIZE, 1 / Math.max(1, names.length)) + 0.99);
+  const binsOf = (name: string): number =>
+    Math.min(MAX_FEATURE_BINS, typeof bins === 'number' ? Math.max(bins, leastBins) : (bins[name] ?? OPENEVOLVE_DEFAULT_FEATURE_BINS));
+  const axes = names
+    .filter((name) => name !== OPENEVOLVE_DIVERSITY)
+    .map((name) => ({ metric: name === 'combined_score' ? BUILT_IN_FEATURES.score : name, bins: binsOf(name) }))
+    .slice(0, MAX_FEATURE_DIMENSIONS);
+  const builtIn: readonly string[] = Object.values(BUILT_IN_FEATURES);
+  return axes.some((axis) => !builtIn.includes(axis.metric)) ? axes : null;
 }
 
 /** Load a folder in OpenEvolve's or ShinkaEvolve's layout as a Task. */

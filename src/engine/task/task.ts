@@ -135,7 +135,12 @@ export const TaskFileSchema = z
     features: z
       .array(
         z.strictObject({
-          metric: z.string().min(1).describe("A metric of the evaluator's reply (a number; true/false count as 1/0, anything else as 0)."),
+          metric: z
+            .string()
+            .min(1)
+            .describe(
+              "A metric of the evaluator's reply (a number; true/false count as 1/0, anything else as 0); `score` and `complexity`, when the reply has no metric of that name, are the program's score and code length.",
+            ),
           bins: z.number().int().min(1).max(1000).default(10).describe('Bins of this axis.'),
         }),
       )

@@ -79,11 +79,12 @@ def metrics_of(result, what):
 
 
 def passes(metrics, threshold):
-    """OpenEvolve's threshold rule: combined_score when numeric, else the mean of the numeric metrics but 'error'."""
+    """OpenEvolve's threshold rule: combined_score when numeric, else the mean of the numeric metrics but 'error'
+    (a bool is numeric there, true counting as 1, as in its isinstance(value, (int, float)))."""
     score = metrics.get("combined_score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
+    if isinstance(score, (int, float)):
         return float(score) >= threshold
-    values = [float(v) for k, v in metrics.items() if k != "error" and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    values = [float(v) for k, v in metrics.items() if k != "error" and isinstance(v, (int, float))]
     return bool(values) and sum(values) / len(values) >= threshold
 
 

@@ -322,10 +322,17 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       const both = await evaluateIn(passing);
       assert.equal(both.objective, 1.5);
       // Stage 1's artifacts are the program's feedback, kept through the later stages as OpenEvolve merges them.
-      assert.deepEqual(withoutTiming(both.metrics), { stage: 2, slow_check: 1, feedback: 'note: quick' });
+      // The stage reached is said as a cascade of task.json says it (the step's stage counts), never ranked.
+      assert.deepEqual(withoutTiming(both.metrics), {
+        stage: 2,
+        slow_check: 1,
+        feedback: 'note: quick',
+        cascade_stage: 2,
+        cascade_stages: 2,
+      });
       const stopped = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_thresholds: [0.5]\n'));
       assert.equal(stopped.objective, 0.15, 'below the first threshold: stage 1 stands');
-      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1, feedback: 'note: quick' });
+      assert.deepEqual(withoutTiming(stopped.metrics), { stage: 1, feedback: 'note: quick', cascade_stage: 1, cascade_stages: 2 });
       const off = await evaluateIn(await folder(cascade, 'evaluator:\n  cascade_evaluation: false\n'));
       assert.equal(off.objective, 1.5, 'cascade off: evaluate()');
       // Without combined_score a stage passes by the mean of its numeric metrics, true counting as 1 as in
@@ -339,11 +346,9 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
         '',
       ].join('\n');
       assert.equal((await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.5]\n'))).objective, 1.5);
-      assert.equal(
-        (await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.7]\n'))).objective,
-        0.6,
-        'under the threshold: stage 1 stands, ranked by the same mean',
-      );
+      const under = await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.7]\n'));
+      assert.equal(under.objective, 0.6, 'under the threshold: stage 1 stands, ranked by the same mean (the stage metrics left out)');
+      assert.equal(under.metrics.cascade_stage, 1);
       // An evaluator that scores in a child process: the stand-in is importable there too.
       const child = [
         'import subprocess, sys',

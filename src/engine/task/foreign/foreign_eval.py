@@ -98,25 +98,36 @@ def merged(*stages):
     return out
 
 
+def cascade_stages(module, thresholds):
+    """How many stages OpenEvolve's cascade can run: stage 1, then each next stage defined while a threshold leads to it."""
+    stages = 1
+    for name, needed in (("evaluate_stage2", 1), ("evaluate_stage3", 2)):
+        if not hasattr(module, name) or len(thresholds) < needed:
+            break
+        stages += 1
+    return stages
+
+
 def cascade(module, program, thresholds, artifacts):
-    """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage's failure keeps the earlier metrics."""
+    """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage's failure keeps the earlier
+    metrics. Returns the metrics and the stage they end at (a stage that raised: that stage)."""
     stage1 = metrics_of(run_stage(module.evaluate_stage1, program, artifacts), "evaluate_stage1")
     if not thresholds or not passes(stage1, thresholds[0]) or not hasattr(module, "evaluate_stage2"):
-        return stage1
+        return stage1, 1
     try:
         stage2 = metrics_of(run_stage(module.evaluate_stage2, program, artifacts), "evaluate_stage2")
     except Exception as err:  # noqa: BLE001 - OpenEvolve keeps stage 1's result
         print(f"evaluate_stage2 failed: {err!r}", file=sys.stderr)
-        return {**stage1, "stage2_passed": 0.0}
+        return {**stage1, "stage2_passed": 0.0}, 2
     both = merged(stage1, stage2)
     if len(thresholds) < 2 or not passes(both, thresholds[1]) or not hasattr(module, "evaluate_stage3"):
-        return both
+        return both, 2
     try:
         stage3 = metrics_of(run_stage(module.evaluate_stage3, program, artifacts), "evaluate_stage3")
     except Exception as err:  # noqa: BLE001
         print(f"evaluate_stage3 failed: {err!r}", file=sys.stderr)
-        return {**both, "stage3_passed": 0.0}
-    return merged(both, stage3)
+        return {**both, "stage3_passed": 0.0}, 3
+    return merged(both, stage3), 3
 
 
 def run_stage(function, program, artifacts):
@@ -129,12 +140,17 @@ def run_stage(function, program, artifacts):
 def run_openevolve(task_dir, program, thresholds, evaluator="evaluator.py"):
     module = load_module("evaluation_module", os.path.join(task_dir, evaluator))
     artifacts = {}
+    reached = None
     if thresholds is not None and hasattr(module, "evaluate_stage1"):
-        metrics = cascade(module, program, thresholds, artifacts)
+        metrics, stage = cascade(module, program, thresholds, artifacts)
+        reached = [stage, cascade_stages(module, thresholds)]
     else:
         metrics = metrics_of(run_stage(module.evaluate, program, artifacts), "evaluate")
     metrics.pop("artifacts", None)
-    return {"layout": "openevolve", "metrics": plain(metrics), "feedback": feedback_text(artifacts)}
+    out = {"layout": "openevolve", "metrics": plain(metrics), "feedback": feedback_text(artifacts)}
+    if reached:
+        out["cascade"] = reached
+    return out
 
 
 def run_shinka(task_dir, program):
@@ -164,6 +180,9 @@ def run_shinka(task_dir, program):
 
 
 MAX_REASON = 500
+# The metrics naming the stage a cascade ended at and how many it has (src/engine/operators/cascade.ts).
+CASCADE_STAGE_METRIC = "cascade_stage"
+CASCADE_STAGES_METRIC = "cascade_stages"
 # OpenEvolve's database.feature_dimensions default (openevolve/config.py): left out of the mean.
 OPENEVOLVE_FEATURE_DIMENSIONS = ("complexity", "diversity")
 METRIC_MEAN_RULE = "no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it"
@@ -266,6 +285,10 @@ def reply_of(data, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     score = metrics.get("combined_score")
     objective = score if number(score) else None
     others = numeric_metrics(metrics)
+    reached = data.get("cascade")
+    if isinstance(reached, list) and len(reached) == 2 and all(isinstance(n, int) and 1 <= n <= 3 for n in reached):
+        # The stage the cascade ended at, as a cascade of task.json says it (src/engine/operators/cascade.ts); never ranked.
+        others.update({CASCADE_STAGE_METRIC: reached[0], CASCADE_STAGES_METRIC: reached[1]})
     if data["layout"] == "shinka" and data.get("correct") is False:
         error = data.get("error")
         return reply_with_feedback(False, objective, others, f"correct.json: incorrect{': ' + error if isinstance(error, str) and error else ''}")

@@ -578,7 +578,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     let completionTokens = 0;
     const judged = lastUser !== undefined && textOf(lastUser.content).includes(JUDGE_QUESTION_LINE);
     for (let i = 0; i < n; i++) {
-      const judgeAnswer = judged ? (options.judgeAnswers?.[counters.judgeQuestions++] ?? 'NO') : undefined;
+      // Counted first: `judgeAnswers?.[counters.judgeQuestions++]` would skip the count when no answers are scripted.
+      const question = judged ? counters.judgeQuestions++ : -1;
+      const judgeAnswer = judged ? (options.judgeAnswers?.[question] ?? 'NO') : undefined;
       const built = buildChoice(i, lastUser ? textOf(lastUser.content) : '', seed + i, maxTokens, {
         ...(judgeAnswer !== undefined ? { answer: judgeAnswer } : {}),
         mode,

@@ -240,6 +240,47 @@ describe('operators beyond the paper', function () {
     });
   });
 
+  describe('novelty judge (novelty.judge)', () => {
+    it('asks about many children at once without a listener warning on the terminal', async () => {
+      const server = await startTestServer({ latencyMs: 20 });
+      const warnings: string[] = [];
+      const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+      process.on('warning', onWarning);
+      try {
+        const s = settings({
+          batchSize: 4,
+          samplesPerPrompt: 4,
+          evaluationConcurrency: 2,
+          endpoint: server.baseURL,
+          sampler: 'llm',
+          'novelty.enabled': true,
+          'novelty.threshold': 0.5,
+          'novelty.judge': true,
+        });
+        const { committed } = await runOnce(
+          task,
+          s,
+          join(dir, 'judge.sqlite'),
+          1,
+          new EndpointClient(endpointOptionsFromSettings(s, undefined)),
+        );
+        assert.ok(
+          server.counters.judgeQuestions > 10,
+          `more judge questions than the default listener limit (${server.counters.judgeQuestions})`,
+        );
+        assert.equal(committed.length, 1, JSON.stringify(committed[0]?.counts));
+        // Node emits the warning on the tick after the listener that passes the limit, long before the run ends.
+        assert.deepEqual(
+          warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')),
+          [],
+        );
+      } finally {
+        process.off('warning', onWarning);
+        await server.close();
+      }
+    });
+  });
+
   describe('crossover (crossover.share)', () => {
     it('shows a second parent from another island in that share of prompts; the child records it; lineage and blame name both parents', async () => {
       const server = await startTestServer({ latencyMs: 1 });

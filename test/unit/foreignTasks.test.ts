@@ -349,6 +349,27 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       const under = await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.7]\n'));
       assert.equal(under.objective, 0.6, 'under the threshold: stage 1 stands, ranked by the same mean (the stage metrics left out)');
       assert.equal(under.metrics.cascade_stage, 1);
+      // A later stage past evaluator.timeout (OpenEvolve's per stage) ends there with the earlier stage's result, the
+      // timeout said in its metrics and feedback, as OpenEvolve keeps it; the program is not timed out as a whole.
+      const slow = [
+        IMPORT,
+        'import time',
+        'def evaluate_stage1(p):',
+        '    return {"combined_score": load(p).VALUE / 10}',
+        'def evaluate_stage2(p):',
+        '    try:',
+        '        time.sleep(120)',
+        '    except Exception:',
+        '        pass',
+        '    return {"combined_score": 100.0}',
+        '',
+      ].join('\n');
+      const timedOut = await evaluateIn(await folder(slow, 'evaluator:\n  timeout: 3\n  cascade_thresholds: [0.1]\n'));
+      assert.equal(timedOut.status, 'ok', timedOut.reason);
+      assert.equal(timedOut.objective, 0.15, 'stage 1 stands');
+      assert.equal(timedOut.metrics.cascade_stage, 2);
+      assert.equal(timedOut.metrics.stage2_passed, 0);
+      assert.match(String(timedOut.metrics.feedback), /stage2_timeout: true/);
       // An evaluator that scores in a child process: the stand-in is importable there too.
       const child = [
         'import subprocess, sys',

@@ -326,6 +326,8 @@ export interface FolderSettings {
   maxCodeLength: number;
   /** The cascade thresholds for run_foreign.py ("0.5,0.75,0.9"), or "off". */
   cascade: string;
+  /** OpenEvolve's evaluator.timeout, which bounds each of its cascade's later stages (their earlier metrics kept). */
+  stageTimeoutSec: number;
   /** OpenEvolve's feature dimensions ("complexity,diversity"), which its mean of metrics leaves out. */
   featureDimensions: string;
   /**
@@ -363,6 +365,7 @@ export async function openEvolveSettings(dir: string, evaluatorSource: string, e
     systemMessage: config.prompt?.system_message?.trim() || null,
     maxCodeLength: config.max_code_length ?? DEFAULT_MAX_CODE_LENGTH,
     cascade,
+    stageTimeoutSec: timeout,
     featureDimensions: (config.database?.feature_dimensions ?? OPENEVOLVE_DEFAULT_FEATURE_DIMENSIONS).join(','),
     features: featureAxes(config.database ?? {}),
   };
@@ -424,6 +427,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       systemMessage: null,
       maxCodeLength: DEFAULT_MAX_CODE_LENGTH,
       cascade: 'off',
+      stageTimeoutSec: SHINKA_DEFAULT_TIMEOUT_SEC,
       featureDimensions: '',
       features: null,
     };
@@ -472,7 +476,7 @@ export async function loadForeignTask(dirOrFile: string): Promise<Task> {
       '{taskDir}',
       '{program}',
       SOLUTION_FILE,
-      ...(layout === 'openevolve' ? [settings.cascade, evaluatorName] : []),
+      ...(layout === 'openevolve' ? [settings.cascade, evaluatorName, String(settings.stageTimeoutSec)] : []),
     ],
     evaluatorCommand: [
       '{python}',

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 
 MAX_TEXT = 2000
@@ -108,25 +109,57 @@ def cascade_stages(module, thresholds):
     return stages
 
 
-def cascade(module, program, thresholds, artifacts):
-    """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage's failure keeps the earlier
-    metrics. Returns the metrics and the stage they end at (a stage that raised: that stage)."""
+class StageTimeout(BaseException):
+    """A cascade stage past OpenEvolve's per-stage timeout (a BaseException, so an evaluator's `except Exception` lets it by)."""
+
+
+def timed_stage(function, program, artifacts, seconds):
+    """run_stage within `seconds` (None: no limit of its own); the main thread's SIGALRM, as this process has no other use for it."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        return run_stage(function, program, artifacts)
+
+    def expire(_signum, _frame):
+        raise StageTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return run_stage(function, program, artifacts)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def later_stage(name, number, earlier, program, artifacts, module, stage_timeout):
+    """Stage 2 or 3 as OpenEvolve runs it: its metrics, or (raised, or past the timeout) the earlier metrics marked as it marks them."""
+    try:
+        return metrics_of(timed_stage(getattr(module, name), program, artifacts, stage_timeout), name), None
+    except StageTimeout:
+        print(f"{name} timed out after {stage_timeout} s", file=sys.stderr)
+        artifacts.update({f"stage{number}_timeout": True, "failure_stage": f"stage{number}"})
+        return None, {**earlier, f"stage{number}_passed": 0.0, "timeout": True}
+    except Exception as err:  # noqa: BLE001 - OpenEvolve keeps the earlier stages' result
+        print(f"{name} failed: {err!r}", file=sys.stderr)
+        artifacts.update({f"stage{number}_stderr": str(err)[:MAX_TEXT], "failure_stage": f"stage{number}"})
+        return None, {**earlier, f"stage{number}_passed": 0.0}
+
+
+def cascade(module, program, thresholds, artifacts, stage_timeout=None):
+    """OpenEvolve's cascade: stage 1, then 2 and 3 while the thresholds are passed; a later stage that raises or passes
+    `stage_timeout` keeps the earlier metrics. Returns the metrics and the stage they end at (a stage that failed: that stage).
+    Stage 1 has the whole candidate's limit (a timeout there is the program's timeout)."""
     stage1 = metrics_of(run_stage(module.evaluate_stage1, program, artifacts), "evaluate_stage1")
     if not thresholds or not passes(stage1, thresholds[0]) or not hasattr(module, "evaluate_stage2"):
         return stage1, 1
-    try:
-        stage2 = metrics_of(run_stage(module.evaluate_stage2, program, artifacts), "evaluate_stage2")
-    except Exception as err:  # noqa: BLE001 - OpenEvolve keeps stage 1's result
-        print(f"evaluate_stage2 failed: {err!r}", file=sys.stderr)
-        return {**stage1, "stage2_passed": 0.0}, 2
+    stage2, failed = later_stage("evaluate_stage2", 2, stage1, program, artifacts, module, stage_timeout)
+    if failed is not None:
+        return failed, 2
     both = merged(stage1, stage2)
     if len(thresholds) < 2 or not passes(both, thresholds[1]) or not hasattr(module, "evaluate_stage3"):
         return both, 2
-    try:
-        stage3 = metrics_of(run_stage(module.evaluate_stage3, program, artifacts), "evaluate_stage3")
-    except Exception as err:  # noqa: BLE001
-        print(f"evaluate_stage3 failed: {err!r}", file=sys.stderr)
-        return {**both, "stage3_passed": 0.0}, 3
+    stage3, failed = later_stage("evaluate_stage3", 3, both, program, artifacts, module, stage_timeout)
+    if failed is not None:
+        return failed, 3
     return merged(both, stage3), 3
 
 
@@ -137,12 +170,12 @@ def run_stage(function, program, artifacts):
     return result
 
 
-def run_openevolve(task_dir, program, thresholds, evaluator="evaluator.py"):
+def run_openevolve(task_dir, program, thresholds, evaluator="evaluator.py", stage_timeout=None):
     module = load_module("evaluation_module", os.path.join(task_dir, evaluator))
     artifacts = {}
     reached = None
     if thresholds is not None and hasattr(module, "evaluate_stage1"):
-        metrics, stage = cascade(module, program, thresholds, artifacts)
+        metrics, stage = cascade(module, program, thresholds, artifacts, stage_timeout)
         reached = [stage, cascade_stages(module, thresholds)]
     else:
         metrics = metrics_of(run_stage(module.evaluate, program, artifacts), "evaluate")

@@ -5,7 +5,7 @@
 # here is protected from a hostile candidate; foreign_reply.py, outside the
 # sandbox, only maps this file to ThetaEvolve's reply.
 #
-#   python3 run_foreign.py openevolve TASK_DIR PROGRAM OUT [THRESHOLDS|off [EVALUATOR_FILE_NAME]]
+#   python3 run_foreign.py openevolve TASK_DIR PROGRAM OUT [THRESHOLDS|off [EVALUATOR_FILE_NAME [STAGE_TIMEOUT_SEC]]]
 #   python3 run_foreign.py shinka TASK_DIR PROGRAM OUT
 # An exception escaping the evaluator exits 1 (the candidate crashed).
 import json
@@ -26,7 +26,8 @@ def main(argv):
         spec = argv[5] if len(argv) > 5 else "off"
         thresholds = None if spec == "off" else [float(x) for x in spec.split(",") if x != ""]
         evaluator = argv[6] if len(argv) > 6 else "evaluator.py"
-        result = run_openevolve(task_dir, program, thresholds, evaluator)
+        stage_timeout = float(argv[7]) if len(argv) > 7 else None
+        result = run_openevolve(task_dir, program, thresholds, evaluator, stage_timeout)
     elif layout == "shinka":
         result = run_shinka(task_dir, program)
     else:

@@ -79,7 +79,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         (report.archiveScores
           ? `, scores ${formatScore(report.archiveScores.min)} .. ${formatScore(report.archiveScores.max ?? report.archiveScores.min)}`
           : ''),
-      `  MAP-Elites    ${report.mapElitesOccupancy.join(' / ')} cells occupied of ${snapshot.mapElites.axes ? snapshot.mapElites.axes.reduce((cells, axis) => cells * axis.bins, 1) : snapshot.mapElites.bins * snapshot.mapElites.bins} per island${snapshot.mapElites.axes ? ` (axes ${snapshot.mapElites.axes.map((axis) => axis.metric).join(' x ')})` : ''}`,
+      `  MAP-Elites    ${report.mapElitesOccupancy.join(' / ')} cells occupied of ${snapshot.mapElites.axes ? snapshot.mapElites.axes.reduce((cells, axis) => cells * axis.bins, 1) : snapshot.mapElites.bins * snapshot.mapElites.bins} per island${snapshot.mapElites.axes ? ` (axes ${snapshot.mapElites.axes.map((axis) => `${axis.metric}: ${axis.bins} bins`).join(', ')})` : ''}`,
       `  migrations    ${report.migrations}`,
       `  code hashes   ${report.codeHashes} (every program ever added)`,
       `  improvements  ${report.improvements.length}` +

@@ -20,6 +20,7 @@ import { EvolutionRun } from '../../src/engine/loop';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
+import { runCli } from '../support/cli';
 import { settingsBuilder } from '../support/settings';
 import { tempDir } from '../support/tempDirs';
 
@@ -234,6 +235,9 @@ describe('operators beyond the paper', function () {
         const best = db.best();
         const bestCell = programs.find(({ program }) => program?.id === best?.id)?.cell;
         assert.equal(bestCell?.scoreBin, 5, JSON.stringify(bestCell));
+        const summary = await runCli(['db', file], dir);
+        assert.equal(summary.code, 0, summary.stderr);
+        assert.match(summary.stdout, /per island \(axes score: 6 bins, complexity: 3 bins\)/);
       } finally {
         await db.close();
       }

@@ -75,6 +75,8 @@ const builds = [
     outfile: 'dist/extension.js',
     external: ['vscode'],
     plugins: [...node.plugins, extensionMainApart],
+    // As require(): loaded by Node's CommonJS loader, as VS Code loads the entry itself.
+    supported: { 'dynamic-import': false },
   },
   { ...node, entryPoints: ['src/vscode/extensionMain.ts'], outfile: 'dist/extensionMain.js', external: ['vscode'] },
   // src/cli.ts starts with its hashbang, which esbuild keeps.

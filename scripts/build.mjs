@@ -1,5 +1,6 @@
 // npm run build: every bundle with esbuild.
-//   dist/extension.js      the extension (node, vscode external)
+//   dist/extension.js      the extension's small entry: the dashboard's serializer first (node, vscode external)
+//   dist/extensionMain.js  the rest of the extension, which the entry loads (node, vscode external)
 //   dist/cli.js            the headless runner (node, `node dist/cli.js`)
 //   dist/nodeProbe.js      the SLURM backend's probe of a compute node (node)
 //   dist/evaluateJob.js    what a SLURM evaluation job runs: `evaluate` alone (node)
@@ -38,6 +39,18 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * The entry's `import('./vscode/extensionMain')` stays a load of the bundle
+ * beside it, dist/extensionMain.js: the entry is parsed and run before the
+ * rest, so VS Code gets the dashboard's serializer at once after a reload.
+ */
+const extensionMainApart = {
+  name: 'extension-main-apart',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/vscode\/extensionMain$/ }, () => ({ path: './extensionMain.js', external: true }));
+  },
+};
+
 const node = {
   bundle: true,
   platform: 'node',
@@ -56,7 +69,16 @@ const node = {
 
 /** @type {esbuild.BuildOptions[]} */
 const builds = [
-  { ...node, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  {
+    ...node,
+    entryPoints: ['src/extension.ts'],
+    outfile: 'dist/extension.js',
+    external: ['vscode'],
+    plugins: [...node.plugins, extensionMainApart],
+    // As require(): loaded by Node's CommonJS loader, as VS Code loads the entry itself.
+    supported: { 'dynamic-import': false },
+  },
+  { ...node, entryPoints: ['src/vscode/extensionMain.ts'], outfile: 'dist/extensionMain.js', external: ['vscode'] },
   // src/cli.ts starts with its hashbang, which esbuild keeps.
   { ...node, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js' },
   // A SLURM evaluation job runs this on a compute node: `thetaevolve evaluate` alone, so its Node starts sooner.

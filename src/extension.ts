@@ -1,132 +1,47 @@
-// Entry point of the extension: wires thin adapters; all logic lives in
-// src/engine (which never imports vscode) and runs in the engine worker
-// (src/worker); the dashboard's model and feed live in src/dashboard.
-import { join } from 'node:path';
-import * as vscode from 'vscode';
-import { onDidFailCommand } from './vscode/commandRegistry';
-import { storeApiKey } from './vscode/apiKey';
-import { onDidShowMessage, onDidShowPick, type ShownMessage, type ShownPick } from './vscode/notify';
-import { type FollowOutcome, onDidHandleBest } from './vscode/followBest';
-import { registerCommands } from './vscode/commands';
-import { registerEvaluationTasks } from './vscode/evaluationTask';
-import type { DashboardHost } from './vscode/dashboardPanel';
-import { registerEvolveBlockLens } from './vscode/evolveBlockLens';
-import { log } from './vscode/log';
-import { registerNotebookCells } from './vscode/notebookCells';
-import { type ProgramLookup, registerProgramDocuments } from './vscode/programDocuments';
-import { registerProgramFeedback } from './vscode/programFeedback';
-import { registerAgentTools } from './vscode/agentTools';
-import { feedbackOf } from './engine/common/feedback';
-import { RunController } from './vscode/runController';
-import { RunsTreeProvider } from './vscode/runsTree';
-import { onDidOfferStartFailure, type StartFailureOffer } from './vscode/runCommands';
-import { rememberedTaskFile, rememberTaskFile } from './vscode/taskPicker';
-import { onDidNotifyRunFailure, registerRunFailures, type RunFailureNotice } from './vscode/runFailures';
-import { registerStatusBar } from './vscode/statusBar';
-import { onDidAnswerSteer, type SteerAnswer } from './vscode/steerCommands';
-import { type BlameAnnotation, onDidAnnotateBlame } from './vscode/blameDecorations';
-import { onDidChangeStateProgress, type StateProgress } from './vscode/runProgress';
-import { onDidPostComparison } from './vscode/compareRuns';
-import type { CompareHostMessage } from './protocol/compareMessages';
+// The extension's entry (dist/extension.js), kept small: VS Code makes the
+// dashboard it restores after Reload Window only once this has registered the
+// dashboard's serializer, and the page shows its run as soon as it has its
+// html. So the entry registers that first, and when a dashboard tab is shown,
+// lets it have its page before loading the rest of the extension
+// (dist/extensionMain.js, src/vscode/extensionMain.ts), which then takes the
+// panel over (docs/architecture.md "Start-up").
+// First: its first mark is when the bundle began to run.
+import { markStartup } from './vscode/startupTimeline';
+import type * as vscode from 'vscode';
+import { DashboardRestore } from './vscode/dashboardRestore';
+import type { ThetaEvolveApi } from './vscode/extensionMain';
 
-/** What activate() returns: the in-host tests reach the live objects through it. */
-export interface ThetaEvolveApi {
-  controller: RunController;
-  tree: RunsTreeProvider;
-  /** The dashboard (its model is what the page shows). */
-  dashboard: DashboardHost;
-  /** Remember the task (folder or task.json) for a file, as the task picker does after a pick. */
-  rememberTaskFor: (fileUri: vscode.Uri, taskFile: string) => Promise<void>;
-  /** The task (folder or task.json) remembered for a file: what Start Run on it uses without asking. */
-  rememberedTaskFor: (fileUri: vscode.Uri) => string | undefined;
-  /** Store in SecretStorage what Set API Key stores (`name`: a model's apiKeyName, null: the run's key; empty removes it). */
-  storeApiKey: (name: string | null, value: string) => Promise<void>;
-  /** A command failed (logged and shown as an error). */
-  onDidFailCommand: vscode.Event<{ id: string; message: string }>;
-  /** A notification or modal was shown: its text as VS Code got it (src/vscode/notify.ts). */
-  onDidShowMessage: vscode.Event<ShownMessage>;
-  /** A quick pick was shown: its texts as VS Code got them (src/vscode/notify.ts). */
-  onDidShowPick: vscode.Event<ShownPick>;
-  /** A run could not start: the notification shown, whose buttons can be answered (choose). */
-  onDidOfferStartFailure: vscode.Event<StartFailureOffer>;
-  /** Following the best (thetaevolve.followBest) is done with a new best of the active run: what became of it. */
-  onDidHandleBest: vscode.Event<{ programId: string; outcome: FollowOutcome }>;
-  /** A run ended in an error: the notification shown. */
-  onDidNotifyRunFailure: vscode.Event<RunFailureNotice>;
-  /** A steer request was answered (applied, queued, refused), or the live run said what it did with one. */
-  onDidAnswerSteer: vscode.Event<SteerAnswer>;
-  /** A Pause or Stop notification opened or ended (and why). */
-  onDidChangeStateProgress: vscode.Event<StateProgress>;
-  /** A program document got its blame annotations. */
-  onDidAnnotateBlame: vscode.Event<{ uri: vscode.Uri; annotations: BlameAnnotation[]; drawn: boolean }>;
-  /** The Compare Runs page was sent a comparison (or why the runs could not be read). */
-  onDidPostComparison: vscode.Event<CompareHostMessage>;
-  /** Serve more programs as thetaevolve: documents (the scheme's one file system is this extension's). */
-  registerProgramLookup: (lookup: ProgramLookup) => vscode.Disposable;
+export type { ThetaEvolveApi };
+
+/** How long a shown dashboard tab's restore is waited for before the rest loads anyway (VS Code asks at once). */
+const RESTORE_WAIT_MS = 3_000;
+
+export async function activate(context: vscode.ExtensionContext): Promise<ThetaEvolveApi> {
+  markStartup('activate');
+  const restore = new DashboardRestore(context.extensionUri);
+  context.subscriptions.push(restore);
+  markStartup('dashboard serializer registered');
+  if (DashboardRestore.shownAfterReload()) {
+    await restoredWithin(restore, RESTORE_WAIT_MS);
+    // Let the page's html leave for the window before this thread is busy loading the rest.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  const { activateMain } = await import('./vscode/extensionMain');
+  const api = activateMain(context, restore);
+  markStartup('activated');
+  return api;
 }
 
-export function activate(context: vscode.ExtensionContext): ThetaEvolveApi {
-  log().info(`ThetaEvolve ${String(context.extension.packageJSON.version)} activated`);
-  const controller = new RunController(join(context.extensionPath, 'dist', 'engineWorker.js'));
-  const tree = new RunsTreeProvider(controller);
-  context.subscriptions.push(
-    controller,
-    tree,
-    // Several runs may be selected: Compare Runs takes them all.
-    vscode.window.createTreeView('thetaevolve.runs', { treeDataProvider: tree, canSelectMany: true }),
-    registerProgramDocuments({
-      getProgram: async (runId, programId) => {
-        const program = await controller.getProgram(runId, programId);
-        return program
-          ? {
-              code: program.code,
-              objective: program.objective,
-              step: program.step,
-              stepRank: program.stepRank ?? null,
-              feedback: feedbackOf(program.metrics),
-            }
-          : null;
-      },
-    }),
-    registerStatusBar(controller),
-    registerRunFailures(controller),
-    registerEvaluationTasks(context.extensionPath, controller),
-    registerEvolveBlockLens(context),
-    registerNotebookCells(),
-    watchRunsDirectory(tree),
-  );
-  registerProgramFeedback(context);
-  registerAgentTools(context, controller);
-  const dashboard = registerCommands({ context, controller, tree });
-  return {
-    controller,
-    tree,
-    dashboard,
-    rememberTaskFor: (fileUri, taskFile) => rememberTaskFile(context, fileUri, taskFile),
-    rememberedTaskFor: (fileUri) => rememberedTaskFile(context, fileUri),
-    storeApiKey: (name, value) => storeApiKey(context.secrets, name, value),
-    onDidFailCommand,
-    onDidShowMessage,
-    onDidShowPick,
-    onDidOfferStartFailure,
-    onDidHandleBest,
-    onDidNotifyRunFailure,
-    onDidAnswerSteer,
-    onDidAnnotateBlame,
-    onDidChangeStateProgress,
-    onDidPostComparison,
-    registerProgramLookup: registerProgramDocuments,
-  };
-}
-
-/** New or removed run databases (another window, the CLI) show up in the Runs view. */
-function watchRunsDirectory(tree: RunsTreeProvider): vscode.Disposable {
-  const watcher = vscode.workspace.createFileSystemWatcher('**/*.sqlite', false, true, false);
-  return vscode.Disposable.from(
-    watcher,
-    watcher.onDidCreate(() => tree.scheduleRefresh()),
-    watcher.onDidDelete(() => tree.scheduleRefresh()),
-  );
+function restoredWithin(restore: DashboardRestore, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      listener.dispose();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const listener = restore.onDidRestore(done);
+  });
 }
 
 export function deactivate(): void {}

@@ -16,6 +16,7 @@ import { registerCompareRuns } from './compareRuns';
 import type { RunController } from './runController';
 import type { RunsTreeProvider } from './runsTree';
 import type { DashboardHost } from './dashboardPanel';
+import type { DashboardRestore } from './dashboardRestore';
 
 export { COMMAND_IDS } from './commandIds';
 export { evolveBlockProblem } from './runCommands';
@@ -24,16 +25,18 @@ export interface CommandDeps {
   context: vscode.ExtensionContext;
   controller: RunController;
   tree: RunsTreeProvider;
+  /** The serializer the entry registered: the dashboard takes the panels it restores. */
+  restore: DashboardRestore;
 }
 
 /** Registers every command; returns the dashboard they feed. */
-export function registerCommands({ context, controller, tree }: CommandDeps): DashboardHost {
+export function registerCommands({ context, controller, tree, restore }: CommandDeps): DashboardHost {
   registerRunCommands(context, controller, tree);
   registerDeleteRun(context, controller, tree);
   registerProgramCommands(context, controller, tree);
   registerSteerCommands(context, controller, tree);
   registerBlameDecorations(context, controller);
-  const dashboard = registerDashboardCommands(context, controller);
+  const dashboard = registerDashboardCommands(context, controller, restore);
   registerEvaluationOutputs(context, controller, LIVE_TERMINAL_NAME);
   registerCompareRuns(context, controller);
   registerNewTask(context);

@@ -11,7 +11,8 @@ import type { Settings } from '../engine/common/config';
 import { applyProgramToFile } from './applyProgram';
 import { registerCommand } from './commandRegistry';
 import { COMMAND_IDS } from './commandIds';
-import { type DashboardHost, registerDashboard } from './dashboardPanel';
+import { type DashboardHost, registerDashboard, takeRestoredDashboards } from './dashboardPanel';
+import type { DashboardRestore } from './dashboardRestore';
 import { showProgramDiff } from './diffViews';
 import { showLineage } from './steerCommands';
 import { log } from './log';
@@ -23,7 +24,11 @@ import { forgetTrainerChoice, rememberTrainerChoice, trainerEnabledForNextRun, w
 /** What the dashboard's card buttons need of the run they act on. */
 type ShownRun = Pick<TrackedRun, 'runId' | 'dbFile' | 'extension' | 'fileUri' | 'textAtRunStart'>;
 
-export function registerDashboardCommands(context: vscode.ExtensionContext, controller: RunController): DashboardHost {
+export function registerDashboardCommands(
+  context: vscode.ExtensionContext,
+  controller: RunController,
+  restore: DashboardRestore,
+): DashboardHost {
   // The run the dashboard loaded from disk (after a reload, or picked in the Runs view), until a run starts: its card's buttons act on it.
   let runFromDisk: ShownRun | undefined;
   const shownRun = (): ShownRun | undefined => controller.active ?? runFromDisk ?? controller.latest;
@@ -131,6 +136,8 @@ export function registerDashboardCommands(context: vscode.ExtensionContext, cont
       `ThetaEvolve: RL trainer ${enabled ? 'on' : 'off'}${active ? ' for this run and the next' : ' for the next run'}; the dashboard shows its state.`,
     );
   });
+  // Last: a panel restored before the extension loaded is taken now, everything it may ask for set up.
+  takeRestoredDashboards(restore, host);
   return host;
 }
 

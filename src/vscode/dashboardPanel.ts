@@ -1,13 +1,20 @@
 // The dashboard webview panel: hosts dist/webview/dashboard.js under a strict
 // CSP (fresh nonce per render), talks the protocol of src/protocol/dashboardMessages.ts
 // (every incoming message validated), waits for the page's `ready` before its
-// first post and answers it with a full snapshot, restores after a window
-// reload through a WebviewPanelSerializer, and forwards the page's buttons to
+// first post and answers it with a full snapshot, takes the panel VS Code
+// restores after a window reload (dashboardRestore.ts), and forwards the page's buttons to
 // a DashboardController. The data lives in a DashboardModel that is fed
 // whether or not the panel is open.
 import * as vscode from 'vscode';
 import { WebviewLoadWatch } from './webviewLoadWatch';
-import { webviewPageHtml } from './webviewPage';
+import {
+  DASHBOARD_TITLE,
+  DASHBOARD_VIEW_TYPE,
+  type DashboardRestore,
+  dashboardWebviewOptions,
+  loadDashboardPage,
+  type RestoredDashboard,
+} from './dashboardRestore';
 import { DashboardModel } from '../dashboard/dashboardModel';
 import {
   type BackendView,
@@ -23,9 +30,9 @@ import {
 } from '../protocol/dashboardMessages';
 import { log } from './log';
 import { errorMessage } from '../engine/common/errors';
+import { markStartup, startupTimeline } from './startupTimeline';
 
-export const DASHBOARD_VIEW_TYPE = 'thetaevolve.dashboard';
-const TITLE = 'ThetaEvolve Dashboard';
+export { DASHBOARD_VIEW_TYPE };
 
 /** What the dashboard's buttons do; the extension's run manager implements it. Errors thrown are shown on the page. */
 export interface DashboardController {
@@ -56,6 +63,8 @@ export class DashboardHost implements vscode.Disposable {
   private renderedAt = 0;
   /** A run being read from its database for the page (whileLoading). */
   private loading: Promise<void> | undefined;
+  /** A restored page's `ready` logs the start-up timeline (once). */
+  logStartupOnReady = false;
   private readonly loadWatch = new WebviewLoadWatch({
     what: 'the dashboard',
     reloadsWhenShown: true,
@@ -77,18 +86,24 @@ export class DashboardHost implements vscode.Disposable {
       this.panel.reveal(column);
       return;
     }
-    const panel = vscode.window.createWebviewPanel(DASHBOARD_VIEW_TYPE, TITLE, column, this.webviewOptions());
+    const panel = vscode.window.createWebviewPanel(
+      DASHBOARD_VIEW_TYPE,
+      DASHBOARD_TITLE,
+      column,
+      dashboardWebviewOptions(this.extensionUri),
+    );
     this.attach(panel);
   }
 
-  /** Take over a panel: a new one, or one VS Code restored after a reload (the serializer). */
-  attach(panel: vscode.WebviewPanel): void {
+  /**
+   * Take over a panel: a new one, or one VS Code restored after a reload.
+   * `restored`: its page was given before the extension loaded; what it said
+   * meanwhile is taken as if said now (its `ready` among it).
+   */
+  attach(panel: vscode.WebviewPanel, restored?: RestoredDashboard): void {
     if (this.panel && this.panel !== panel) this.panel.dispose();
     this.detach();
     this.panel = panel;
-    panel.title = TITLE;
-    panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'thetaevolve.svg');
-    panel.webview.options = this.webviewOptions();
     this.panelDisposables.push(
       panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(raw)),
       panel.onDidChangeViewState(() => {
@@ -102,8 +117,12 @@ export class DashboardHost implements vscode.Disposable {
         }
       }),
     );
-    this.render();
+    if (restored) {
+      this.renderedAt = restored.loadedAt;
+      this.loadWatch.loading(panel);
+    } else this.render();
     if (!this.model.hasRun) this.whileLoading(Promise.resolve(this.controller.showLatestRun()));
+    for (const raw of restored?.messages ?? []) void this.receive(raw);
   }
 
   /**
@@ -177,16 +196,6 @@ export class DashboardHost implements vscode.Disposable {
 
   // ----- internals
 
-  private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
-    return {
-      enableScripts: true,
-      enableCommandUris: false,
-      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview')],
-      // The page restores from its saved state at once; no need to keep it alive hidden.
-      retainContextWhenHidden: false,
-    };
-  }
-
   private detach(): void {
     for (const d of this.panelDisposables) d.dispose();
     this.panelDisposables = [];
@@ -198,12 +207,7 @@ export class DashboardHost implements vscode.Disposable {
     this.pageReady = false;
     this.renderedAt = Date.now();
     this.loadWatch.loading(this.panel);
-    this.panel.webview.html = webviewPageHtml(
-      this.panel.webview,
-      vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview'),
-      'dashboard',
-      TITLE,
-    );
+    loadDashboardPage(this.panel, this.extensionUri);
   }
 
   private post(message: HostMessage): void {
@@ -227,6 +231,11 @@ export class DashboardHost implements vscode.Disposable {
     if (message.type === 'ready') {
       log().info(`dashboard: the page is ready ${Date.now() - this.renderedAt} ms after its html was set`);
       this.loadWatch.readied();
+      if (this.logStartupOnReady) {
+        this.logStartupOnReady = false;
+        markStartup('page ready');
+        log().info(`dashboard restored: ${startupTimeline()}`);
+      }
       const panel = this.panel;
       if (this.loading) await this.loading;
       // The page may have been closed or reloaded meanwhile (it says `ready` again then).
@@ -276,22 +285,23 @@ export class DashboardHost implements vscode.Disposable {
   }
 }
 
-/**
- * Create the dashboard host and its serializer (so an open dashboard comes
- * back after a window reload). Call once from activate(); open it with
- * `host.show()`. Needs `onWebviewPanel:thetaevolve.dashboard` among the
- * manifest's activation events for the restore to activate the extension.
- */
+/** Create the dashboard host. Call once from activate(); open it with `host.show()`. */
 export function registerDashboard(context: vscode.ExtensionContext, controller: DashboardController): DashboardHost {
   const host = new DashboardHost(context.extensionUri, controller);
-  context.subscriptions.push(
-    host,
-    vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, {
-      deserializeWebviewPanel: async (panel: vscode.WebviewPanel) => {
-        log().info('dashboard: restoring the page VS Code kept (a window reload)');
-        host.attach(panel);
-      },
-    }),
-  );
+  context.subscriptions.push(host);
   return host;
+}
+
+/**
+ * From now on `host` takes the panels VS Code restores after a window reload
+ * (through the serializer the entry registered first), the one restored
+ * before first. Call once the host's controller is ready to be asked.
+ */
+export function takeRestoredDashboards(restore: DashboardRestore, host: DashboardHost): void {
+  restore.handOver((panel, restored) => {
+    log().info('dashboard: restoring the page VS Code kept (a window reload)');
+    markStartup(restored ? 'dashboard host took the page' : 'restore asked');
+    host.logStartupOnReady = true;
+    host.attach(panel, restored);
+  });
 }

@@ -62,6 +62,8 @@ describe('dashboard page: operators beyond the paper', function () {
     });
     await page.addStyleTag({ content: style });
     await page.addScriptTag({ content: script });
+    // The page listens once its charts are made, after its first paint, and then says `ready`: the host posts only after.
+    await page.waitForFunction("window.sent.some((m) => m.type === 'ready')", undefined, { timeout: 10_000 });
   });
 
   after(async () => {

@@ -8,7 +8,8 @@
 // with the reason and Open Log, and said again when steps in a row give
 // nothing valid. Screenshots of each.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import {
@@ -29,6 +30,8 @@ import { waitFor } from '../support/waitFor';
 const STEPS = 6;
 /** What the issue asks (2 s), with room for this loaded 2-core machine; the behaviour it replaces took 8 to 10 s. */
 const SHOWN_WITHIN_MS = 4_000;
+/** After Reload Window: the issue's 2 s, from the workbench being back to the dashboard's run painted. */
+const SHOWN_AFTER_RELOAD_MS = 2_000;
 
 /** What the dashboard's header and step tile show, read in one go from a frame. */
 interface Painted {
@@ -102,6 +105,55 @@ async function timeToPainted(
   return { ms, fromWebviewMs, ...shown };
 }
 
+/** The lines of the newest file named `name` under `dir` (a code-server log folder), or []. */
+function newestLog(dir: string, name: string): string[] {
+  const found: string[] = [];
+  const walk = (d: string): void => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name === name) found.push(path);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  const newest = found.sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs).pop();
+  return newest ? readFileSync(newest, 'utf8').split('\n') : [];
+}
+
+/** Where the restore's time went: code-server's and the extension's logs, and the page's own timing, printed after `since` (epoch ms). */
+async function printRestoreTimeline(server: RunningCodeServer, frame: Frame, since: number): Promise<void> {
+  const logs = join(server.stateDir, 'user-data', 'logs');
+  const stamp = (line: string): string => {
+    const at = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d{3})/.exec(line);
+    return at ? `+${new Date(`${at[1]}T${at[2]}`).getTime() - since} ms` : '';
+  };
+  const agent = newestLog(logs, 'remoteagent.log')
+    .filter((l) => l.includes('Launched Extension Host Process'))
+    .pop();
+  if (agent) console.log(`    [e2e] extension host launched ${stamp(agent)}`);
+  for (const line of newestLog(logs, 'remoteexthost.log'))
+    if (/started|thetaevolve|Eager extensions activated/.test(line)) console.log(`    [e2e] ${stamp(line)} ${line.slice(24)}`);
+  const restored = await waitFor(() => newestLog(logs, 'ThetaEvolve.log').find((l) => l.includes('dashboard restored:')), {
+    what: "the extension's start-up timeline in its log",
+    until: (l) => l !== undefined,
+    deadlineMs: 15_000,
+  }).catch((err: unknown) => console.log(`    [e2e] ${String(err)}`));
+  const started = restored && /extension host started (\S+);/.exec(restored);
+  if (started?.[1])
+    console.log(
+      `    [e2e] extension (its own clock, host started +${new Date(started[1]).getTime() - since} ms): ${restored?.slice(restored.indexOf(';') + 2)}`,
+    );
+  const page = await frame.evaluate(() => ({
+    origin: performance.timeOrigin,
+    paints: performance.getEntriesByType('paint').map((p) => `${p.name} +${Math.round(p.startTime)} ms`),
+    // The webview's service worker answering the page's document, then the page's own work.
+    worker: Math.round((performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined)?.responseEnd ?? 0),
+  }));
+  console.log(
+    `    [e2e] page frame started +${Math.round(page.origin - since)} ms; its document served +${page.worker} ms, ${page.paints.join(', ')} after`,
+  );
+}
+
 const notification = (page: Page, text: string | RegExp) =>
   page
     .locator('.notifications-toasts .notification-list-item', { has: page.locator('.notification-list-item-message', { hasText: text }) })
@@ -171,7 +223,14 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     const workbench = Date.now();
     console.log(`    [e2e] ${new Date().toISOString()} workbench back ${workbench - commanded} ms after Reload Window`);
     const after = await timeToPainted(page, workbench, 'after Reload Window (from the workbench being back)');
-    console.log(`    [e2e] dashboard painted ${Date.now() - commanded} ms after the Reload Window command`);
+    // What the first paint shows: the run the page saved, before the extension's snapshot.
+    await saveScreenshot(page, 'e2e-first-use-2-reload-first-paint');
+    console.log(
+      `    [e2e] dashboard painted ${Date.now() - commanded} ms after the Reload Window command (load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')})`,
+    );
+    await printRestoreTimeline(server, after.frame, workbench);
     assert.equal(after.painted.step, before.painted.step);
     assert.equal(after.painted.best, before.painted.best);
     // The run's facts come back from its database, not only its numbers.
@@ -185,12 +244,14 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     const status = await waitForStatusBarText(page, 'ThetaEvolve step', () => true, 30_000);
     assert.match(status, new RegExp(`step ${STEPS}\\b`), `status bar after the reload: ${status} (before: ${statusBefore})`);
     assert.match(status, /best \d/);
-    await saveScreenshot(page, 'e2e-first-use-2-reloaded');
-    // VS Code makes a restored webview only once the extension host has started and activated the extension
-    // (its serializer registered): on this 2-core machine that alone took 10 to 20 s after the workbench was back.
-    // What the extension controls is from there on: the page paints its run at once (its saved state, then the
-    // database's snapshot), never waiting for a watch to open it again.
-    assert.ok(after.fromWebviewMs < SHOWN_WITHIN_MS, `the restored dashboard took ${after.fromWebviewMs} ms from its webview to its run`);
+    await saveScreenshot(page, 'e2e-first-use-3-reloaded');
+    // What the issue asks: shown within 2 s of the workbench being back. VS Code makes the restored webview only
+    // once its extension host has started and our entry has registered the serializer; the page then paints its
+    // saved run before its charts are made. The timeline printed above says where the time went.
+    assert.ok(
+      after.ms < SHOWN_AFTER_RELOAD_MS,
+      `the restored dashboard showed its run ${after.ms} ms after the workbench was back (load average ${loadavg()[0]?.toFixed(1)})`,
+    );
   });
 
   it('a starting program that is not valid (NameError) is said in a notification with the reason and Open Log, and again after steps without a valid child', async () => {
@@ -208,17 +269,17 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     assert.match(text, /NameError/, text);
     assert.match(text, /hub_offsets/, text);
     assert.equal(await invalid.locator('.monaco-button', { hasText: 'Open Log' }).count(), 1);
-    await saveScreenshot(page, 'e2e-first-use-3-invalid-start');
+    await saveScreenshot(page, 'e2e-first-use-4-invalid-start');
     const streak = notification(page, /no valid child in the last \d+ steps/);
     await streak.waitFor({ state: 'visible', timeout: 240_000 });
     assert.equal(await streak.locator('.monaco-button', { hasText: 'Open Log' }).count(), 1);
-    await saveScreenshot(page, 'e2e-first-use-4-no-valid-child');
+    await saveScreenshot(page, 'e2e-first-use-5-no-valid-child');
     await streak.locator('.monaco-button', { hasText: 'Open Log' }).click();
     await page
       // Monaco draws spaces as no-break spaces: \s.
       .locator('.part.panel .view-lines', { hasText: /\[circle-packing-\d+-\d+\]\sstep\s\d+:\sbest\sn\/a/ })
       .first()
       .waitFor({ state: 'visible', timeout: 30_000 });
-    await saveScreenshot(page, 'e2e-first-use-5-log');
+    await saveScreenshot(page, 'e2e-first-use-6-log');
   });
 });

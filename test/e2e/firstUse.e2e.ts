@@ -10,19 +10,18 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import {
-  launchBrowser,
   openProgram,
-  openWorkbench,
   pickQuickInputItem,
-  type RunningCodeServer,
   runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   taskWorkspace,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
@@ -108,8 +107,7 @@ const notification = (page: Page, text: string | RegExp) =>
     .first();
 
 describe('what a first-time user met (code-server + Chromium, offline sampler)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let workspace: string;
 
@@ -122,22 +120,18 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
       'thetaevolve.database.preset': 'small',
       'thetaevolve.maxSteps': STEPS,
     });
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-first-use', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
   });
 
   it('the dashboard closed and opened again shows its run within seconds', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 240_000);
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     const first = await timeToPainted(page, Date.now(), 'at first open');

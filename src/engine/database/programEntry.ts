@@ -2,12 +2,12 @@
 // enter the database, the fields its node takes, its record, and the copy
 // migration (or island seeding) makes of it.
 import type { ProgramOrigin } from '../common/steering';
-import type { Outcome } from '../common/types';
+import { EVALUATED_OUTCOMES, type Outcome } from '../common/types';
 import type { PopulationNode } from './populationNode';
 import { type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
 
 /** Outcomes whose programs enter the database (their code is new and was evaluated). */
-const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
+const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(EVALUATED_OUTCOMES);
 
 /** The fields of a new node that come from what is inserted. */
 export interface NodeEntry {

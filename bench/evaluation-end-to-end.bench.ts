@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { parseSettings } from '../src/engine/common/config';
 import { percentile } from '../src/engine/common/stats';
 import type { StepCommittedEvent } from '../src/engine/common/events';
+import { evaluatedCount } from '../src/engine/common/types';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
 import { EvolutionRun } from '../src/engine/loop';
 import { Evaluator, evaluatorOptionsFromSettings } from '../src/engine/sandbox/evaluator';
@@ -90,7 +91,7 @@ async function oneStep(task: Task, responseMs: number, warm: boolean): Promise<M
       wallMs,
       cpuMs: cpu,
       evaluationMs: step.timings.evaluationMs,
-      evaluated: c.valid + c.invalid_solution + c.no_solution + c.timeout,
+      evaluated: evaluatedCount(c),
     };
   } finally {
     await server.close();

@@ -8,18 +8,13 @@
 // in K slots, so the step is mostly the engine's own work. Interleaved
 // (one, four, one, four, ...) in this one process; ratio = four-model mean
 // step time / one-model median step time. Target: no regression (<= 1.05).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseSettings } from '../src/engine/common/config';
-import type { EngineEvent } from '../src/engine/common/events';
 import type { ResponseSource } from '../src/engine/common/types';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
 import { ensembleMembers, ModelEnsemble } from '../src/engine/llm/models/modelEnsemble';
-import { EvolutionRun } from '../src/engine/loop';
-import { loadTask, type Task } from '../src/engine/task/task';
-import { startTestServer } from '../test/server/openaiTestServer';
-import { FixedDurationEvaluator } from './support/fixedDurationEvaluator';
+import type { Task } from '../src/engine/task/task';
+import { runWithFixedEvaluations, withLoopBench } from './support/loopBench';
 
 const B = 8;
 const N = 8;
@@ -53,19 +48,15 @@ async function stepTimesMs(task: Task, baseURL: string, models: number, dbFile: 
       : new EndpointClient(endpointOptionsFromSettings(settings, undefined));
   if (!(source instanceof EndpointClient || source instanceof ModelEnsemble)) throw new Error('an LLM source');
   await source.check(new AbortController().signal);
-  const events: EngineEvent[] = [];
-  const run = new EvolutionRun({
+  const events = await runWithFixedEvaluations({
     runId: `bench-models-${models}`,
-    task: { ...task, targetValue: null },
+    task,
     settings,
     dbFile,
     source,
-    evaluator: new FixedDurationEvaluator(K, EVAL_MS),
-    stepsThisInvocation: STEPS,
-    onEvent: (e) => events.push(e),
+    evaluationMs: EVAL_MS,
+    steps: STEPS,
   });
-  const result = await run.run();
-  if (result.reason !== 'steps_done') throw new Error(`the ${models}-model run ended ${result.reason}`);
   const started = new Map<number, number>();
   const times: number[] = [];
   for (const e of events) {
@@ -82,32 +73,30 @@ function median(xs: readonly number[]): number {
 }
 
 async function main(): Promise<void> {
-  const task = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'tasks', 'quadratic'));
-  const server = await startTestServer({ models: MODELS, latencyMs: LATENCY_MS, latencyJitterMs: 0 });
-  const dir = mkdtempSync(join(tmpdir(), 'thetaevolve-bench-models-'));
-  try {
-    // A warm-up of each (module loading, JIT) that is not counted.
-    await stepTimesMs(task, server.baseURL, 1, join(dir, 'warm-1.sqlite'));
-    await stepTimesMs(task, server.baseURL, 4, join(dir, 'warm-4.sqlite'));
-    const one: number[] = [];
-    const four: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      one.push(...(await stepTimesMs(task, server.baseURL, 1, join(dir, `one-${round}.sqlite`))));
-      four.push(...(await stepTimesMs(task, server.baseURL, 4, join(dir, `four-${round}.sqlite`))));
-    }
-    // Medians: on a shared machine a few steps wait for the CPU far longer than the rest.
-    const ratio = median(four) / median(one);
-    const mean = (xs: number[]): number => xs.reduce((a, x) => a + x, 0) / xs.length;
-    console.log(
-      `bench models-four-step-time: ratio ${ratio.toFixed(3)} (four-model / one-model median step time, ${ROUNDS} interleaved rounds of ${STEPS} steps each, ` +
-        `B=${B} n=${N} K=${K}, ${LATENCY_MS} ms per response, ${EVAL_MS} ms evaluations, seed 1; one model median ${median(one).toFixed(0)} ms ` +
-        `(mean ${mean(one).toFixed(0)}), four models median ${median(four).toFixed(0)} ms (mean ${mean(four).toFixed(0)}); ` +
-        `mean ratio ${(mean(four) / mean(one)).toFixed(3)}; target <= 1.05)`,
-    );
-  } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await withLoopBench(
+    { models: MODELS, latencyMs: LATENCY_MS, latencyJitterMs: 0 },
+    'thetaevolve-bench-models-',
+    async ({ task, baseURL, dir }) => {
+      // A warm-up of each (module loading, JIT) that is not counted.
+      await stepTimesMs(task, baseURL, 1, join(dir, 'warm-1.sqlite'));
+      await stepTimesMs(task, baseURL, 4, join(dir, 'warm-4.sqlite'));
+      const one: number[] = [];
+      const four: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        one.push(...(await stepTimesMs(task, baseURL, 1, join(dir, `one-${round}.sqlite`))));
+        four.push(...(await stepTimesMs(task, baseURL, 4, join(dir, `four-${round}.sqlite`))));
+      }
+      // Medians: on a shared machine a few steps wait for the CPU far longer than the rest.
+      const ratio = median(four) / median(one);
+      const mean = (xs: number[]): number => xs.reduce((a, x) => a + x, 0) / xs.length;
+      console.log(
+        `bench models-four-step-time: ratio ${ratio.toFixed(3)} (four-model / one-model median step time, ${ROUNDS} interleaved rounds of ${STEPS} steps each, ` +
+          `B=${B} n=${N} K=${K}, ${LATENCY_MS} ms per response, ${EVAL_MS} ms evaluations, seed 1; one model median ${median(one).toFixed(0)} ms ` +
+          `(mean ${mean(one).toFixed(0)}), four models median ${median(four).toFixed(0)} ms (mean ${mean(four).toFixed(0)}); ` +
+          `mean ratio ${(mean(four) / mean(one)).toFixed(3)}; target <= 1.05)`,
+      );
+    },
+  );
 }
 
 main().catch((err: unknown) => {

@@ -10,16 +10,12 @@
 // one process; ratio = synchronous wall / pipelined wall. Also printed: where
 // each spends its time (generation wait, evaluation, commit; overlapping,
 // their sum exceeds the wall).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseSettings } from '../src/engine/common/config';
-import type { EngineEvent } from '../src/engine/common/events';
+import { evaluatedCount } from '../src/engine/common/types';
 import { EndpointClient, endpointOptionsFromSettings } from '../src/engine/llm/endpointClient';
-import { EvolutionRun } from '../src/engine/loop';
-import { loadTask, type Task } from '../src/engine/task/task';
-import { startTestServer } from '../test/server/openaiTestServer';
-import { FixedDurationEvaluator } from './support/fixedDurationEvaluator';
+import type { Task } from '../src/engine/task/task';
+import { runWithFixedEvaluations, withLoopBench } from './support/loopBench';
 
 const B = 8;
 const N = 16;
@@ -55,19 +51,15 @@ async function runSteps(task: Task, baseURL: string, pipelineDepth: number, dbFi
   });
   const source = new EndpointClient(endpointOptionsFromSettings(settings, undefined));
   await source.check();
-  const events: EngineEvent[] = [];
-  const run = new EvolutionRun({
+  const events = await runWithFixedEvaluations({
     runId: `bench-${pipelineDepth}`,
-    task: { ...task, targetValue: null },
+    task,
     settings,
     dbFile,
     source,
-    evaluator: new FixedDurationEvaluator(K, EVAL_MS),
-    stepsThisInvocation: STEPS,
-    onEvent: (e) => events.push(e),
+    evaluationMs: EVAL_MS,
+    steps: STEPS,
   });
-  const result = await run.run();
-  if (result.reason !== 'steps_done') throw new Error(`the ${pipelineDepth} run ended ${result.reason}`);
   const first = events.find((e) => e.type === 'step_started');
   const last = events.filter((e) => e.type === 'step_committed').at(-1);
   const measured: Measured = {
@@ -83,7 +75,7 @@ async function runSteps(task: Task, baseURL: string, pipelineDepth: number, dbFi
     measured.evaluationMs += e.timings.evaluationMs;
     const outcomes = events.filter((o) => o.type === 'evaluation_finished' && o.step === e.step);
     measured.commitMs += e.time - Math.max(...outcomes.map((o) => o.time));
-    measured.evaluated += e.counts.valid + e.counts.invalid_solution + e.counts.no_solution + e.counts.timeout;
+    measured.evaluated += evaluatedCount(e.counts);
   }
   return measured;
 }
@@ -96,15 +88,12 @@ function breakdown(name: string, m: Measured[]): string {
 }
 
 async function main(): Promise<void> {
-  const task = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'tasks', 'quadratic'));
-  const server = await startTestServer({ latencyMs: LATENCY_MS, latencyJitterMs: 0 });
-  const dir = mkdtempSync(join(tmpdir(), 'thetaevolve-bench-pipelined-'));
-  try {
+  await withLoopBench({ latencyMs: LATENCY_MS, latencyJitterMs: 0 }, 'thetaevolve-bench-pipelined-', async ({ task, baseURL, dir }) => {
     const sync: Measured[] = [];
     const pipelined: Measured[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      sync.push(await runSteps(task, server.baseURL, 0, join(dir, `sync-${round}.sqlite`)));
-      pipelined.push(await runSteps(task, server.baseURL, 1, join(dir, `pipelined-${round}.sqlite`)));
+      sync.push(await runSteps(task, baseURL, 0, join(dir, `sync-${round}.sqlite`)));
+      pipelined.push(await runSteps(task, baseURL, 1, join(dir, `pipelined-${round}.sqlite`)));
     }
     const wall = (m: Measured[]): number => m.reduce((a, x) => a + x.wallMs, 0);
     const ratio = wall(sync) / wall(pipelined);
@@ -112,10 +101,7 @@ async function main(): Promise<void> {
       `bench pipelined-steps: ${ratio.toFixed(2)} x (synchronous / pipelined wall of ${STEPS} steps, mean of ${ROUNDS} interleaved rounds, B=${B} n=${N} K=${K}, ` +
         `${LATENCY_MS} ms per response, ${EVAL_MS} ms evaluations, seed 1; ${breakdown('synchronous', sync)}; ${breakdown('pipelined', pipelined)}; target >= 1.6)`,
     );
-  } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err: unknown) => {

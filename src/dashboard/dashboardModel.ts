@@ -31,7 +31,7 @@ import {
 import type { TrainerStateEvent } from '../engine/common/events';
 import { displayObjective } from '../engine/common/scoring';
 import { mean, percentileOfSorted } from '../engine/common/stats';
-import type { Direction } from '../engine/common/types';
+import { type Direction, evaluatedCount } from '../engine/common/types';
 import { programName, programNameDetail } from '../engine/common/format';
 
 /** Points kept per series before the bucket width doubles (1,000 steps draw as 250 points of 4 steps). */
@@ -102,8 +102,7 @@ export function outcomeGroupCounts(counts: DashboardStepInput['counts']): number
 
 function evaluationsOf(input: DashboardStepInput): number {
   if (input.evaluations !== undefined) return input.evaluations;
-  const c = input.counts;
-  return c.valid + c.invalid_solution + c.no_solution + c.timeout;
+  return evaluatedCount(input.counts);
 }
 
 /** One step as a series point (a bucket of one), in the task's objective; `policyChange`: the policy version that took over with it. */

@@ -4,10 +4,9 @@
 // includeBounds: false, a tick at the last step sat next to the last round
 // one and "20" and "21" printed as "2021".
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, REPO_ROOT } from '../support/codeServer';
+import { bundledPage } from '../support/bundledPage';
+import { launchBrowser } from '../support/codeServer';
 import type { TickLabel, TitleOverflow } from './chartTicksPage';
 
 /** The smallest gap between two labels a reader still separates, in pixels. */
@@ -19,18 +18,8 @@ describe('dashboard charts: step axis labels', function () {
   let page: Page;
 
   before(async () => {
-    const bundle = await build({
-      entryPoints: [join(REPO_ROOT, 'test', 'e2e', 'chartTicksPage.ts')],
-      bundle: true,
-      format: 'iife',
-      platform: 'browser',
-      write: false,
-      logLevel: 'silent',
-    });
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1000, height: 400 } });
-    await page.setContent('<!DOCTYPE html><html><body></body></html>');
-    await page.addScriptTag({ content: bundle.outputFiles[0]?.text ?? '' });
+    page = await bundledPage(browser, 'test/e2e/chartTicksPage.ts', { width: 1000, height: 400 });
   });
 
   after(async () => {

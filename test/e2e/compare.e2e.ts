@@ -9,24 +9,22 @@ import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { startAtroposTestServer } from '../server/atroposTestServer';
 import { startTestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
 import {
   distinctColours,
-  launchBrowser,
-  openWorkbench,
   pickQuickInputItem,
   REPO_ROOT,
   runPaletteCommand,
-  type RunningCodeServer,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startWorkbench,
   taskWorkspace,
   TEST_OUTPUT,
   webviewFrame,
+  type Workbench,
 } from '../support/codeServer';
 import { tempDir } from '../support/tempDirs';
 import { waitFor } from '../support/waitFor';
@@ -89,8 +87,7 @@ async function compareFrame(page: Page): Promise<Frame> {
 }
 
 describe('compare runs in the editor and as a report (code-server + Chromium)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let workspace: string;
   const closers: (() => Promise<void>)[] = [];
@@ -136,16 +133,14 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
       workspace,
     );
     assert.equal(minimise.code, 0, minimise.stderr);
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-compare', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
     for (const close of closers.splice(0).reverse()) await close();
   });
 
@@ -224,7 +219,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
       PATH: process.env.PATH,
     });
     assert.equal(result.code, 0, result.stderr);
-    const context = await browser.newContext({ offline: true, viewport: { width: 1200, height: 900 } });
+    const context = await workbench.browser.newContext({ offline: true, viewport: { width: 1200, height: 900 } });
     const requests: string[] = [];
     context.on('request', (r) => requests.push(r.url()));
     const report = await context.newPage();
@@ -249,7 +244,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     } finally {
       await context.close();
     }
-    const probe = await browser.newContext();
+    const probe = await workbench.browser.newContext();
     const colours = await distinctColours(probe, readFileSync(png)).finally(() => probe.close());
     assert.ok(colours > 20, `${png}: ${colours} colours, looks blank`);
   });
@@ -308,7 +303,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /Note: These runs are of different tasks and directions/);
     assert.match(result.stdout, /task quadratic-min [^\n]*best [\d.]+ \(lower is better\)/);
-    const context = await browser.newContext({ offline: true, viewport: { width: 1200, height: 900 } });
+    const context = await workbench.browser.newContext({ offline: true, viewport: { width: 1200, height: 900 } });
     try {
       const report = await context.newPage();
       await report.goto(pathToFileURL(html).href);
@@ -323,7 +318,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     } finally {
       await context.close();
     }
-    const probe = await browser.newContext();
+    const probe = await workbench.browser.newContext();
     const colours = await distinctColours(probe, readFileSync(png)).finally(() => probe.close());
     assert.ok(colours > 20, `${png}: ${colours} colours, looks blank`);
   });

@@ -9,23 +9,21 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { startSlimeTestServer, type SlimeTestServer } from '../server/slimeTestServer';
 import {
   bestPictureInk,
   dashboardFrame,
-  launchBrowser,
-  openProgram,
-  openWorkbench,
   pickQuickInputItem,
   REPO_ROOT,
-  type RunningCodeServer,
   runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   taskWorkspace,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
@@ -93,8 +91,7 @@ function clickButton(frame: Frame, label: string): Promise<void> {
 
 describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
   let trainer: SlimeTestServer;
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let frame: Frame;
   let workspace: string;
@@ -111,23 +108,19 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
       'thetaevolve.trainer.protocol': 'slime',
     });
     // The trainer URL is machine-scoped, like the endpoint: user settings.
-    server = await startCodeServer({ workspace, userSettings: { 'thetaevolve.trainer.url': trainer.url } });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace, userSettings: { 'thetaevolve.trainer.url': trainer.url } });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-dashboard', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
     await trainer?.close();
   });
 
   it('opens during a run of the offline sampler and draws every chart with data', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /step [2-9]|step \d\d/.test(t));
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     frame = await dashboardFrame(page);

@@ -5,13 +5,13 @@
 // marked as the model's. The page's one handle to VS Code, acquireVsCodeApi,
 // is what the page is given in place of the webview host.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { DashboardModel } from '../../src/dashboard/dashboardModel';
 import { OUTCOMES } from '../../src/engine/common/types';
-import type { DashboardDatabaseInput, DashboardStepInput } from '../../src/protocol/dashboardMessages';
-import { launchBrowser, REPO_ROOT } from '../support/codeServer';
+import type { DashboardStepInput } from '../../src/protocol/dashboardMessages';
+import { bundledPage } from '../support/bundledPage';
+import { launchBrowser } from '../support/codeServer';
+import { dashboardDatabaseInput, dashboardRunInput } from '../support/dashboardInputs';
 
 function step(n: number, cascade: Record<string, number>): DashboardStepInput {
   const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as DashboardStepInput['counts'];
@@ -40,28 +40,13 @@ describe('dashboard page: operators beyond the paper', function () {
   let page: Page;
 
   before(async () => {
-    const bundle = await build({
-      entryPoints: [join(REPO_ROOT, 'webview', 'src', 'dashboard.ts')],
-      bundle: true,
-      format: 'iife',
-      platform: 'browser',
-      write: false,
-      // The page imports its stylesheet: esbuild emits it beside the script (nothing is written).
-      outdir: join(REPO_ROOT, 'out', 'dashboard-page'),
-      logLevel: 'silent',
-    });
-    const script = bundle.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
-    const style = bundle.outputFiles.find((f) => f.path.endsWith('.css'))?.text ?? '';
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-    await page.setContent('<!DOCTYPE html><html><body></body></html>');
-    // As text: a function compiled by tsx would name helpers the page lacks.
-    await page.addScriptTag({
-      content:
-        'window.sent = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.sent.push(m), getState: () => undefined, setState: () => undefined });',
-    });
-    await page.addStyleTag({ content: style });
-    await page.addScriptTag({ content: script });
+    page = await bundledPage(
+      browser,
+      'webview/src/dashboard.ts',
+      { width: 1200, height: 900 },
+      'window.sent = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.sent.push(m), getState: () => undefined, setState: () => undefined });',
+    );
     // The page listens once its charts are made, after its first paint, and then says `ready`: the host posts only after.
     await page.waitForFunction("window.sent.some((m) => m.type === 'ready')", undefined, { timeout: 10_000 });
   });
@@ -72,34 +57,18 @@ describe('dashboard page: operators beyond the paper', function () {
 
   it("draws the cascade's stage counts and the model's recommendations, marked as the model's and as edited", async () => {
     const model = new DashboardModel();
-    model.setRun({
-      runId: 'r',
-      taskName: 't',
-      taskTitle: 'T',
-      direction: 'maximize',
-      targetValue: null,
-      source: { kind: 'llm', label: 'm' },
-      batchSize: 2,
-      samplesPerPrompt: 2,
-      resumedFromStep: null,
-    });
+    model.setRun(dashboardRunInput({ source: { kind: 'llm', label: 'm' } }));
     model.addStep(step(1, { '1': 3, '2': 1 }));
     model.addStep(step(2, { '1': 1, '2': 3 }));
-    const db: DashboardDatabaseInput = {
+    const db = dashboardDatabaseInput({
       lastStep: 2,
       programs: 5,
-      populationSize: 70,
       hashIndexSize: 5,
-      currentIsland: 0,
-      best: { id: 'a', score: 1 },
       islands: [{ island: 0, size: 5, generation: 2, best: { id: 'a', score: 1 } }],
-      mapElites: { features: ['score', 'codeLength'], bins: 10, ranges: { score: null, codeLength: null }, islands: [] },
-      archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
-      migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
       guidance: { text: 'Prefer numpy.', step: 1 },
       // Text a model wrote: markup stays text.
       recommendations: { text: '- Keep <b>x</b> near 3.', step: 3, afterStep: 2, editedBy: 'researcher' },
-    };
+    });
     model.setDatabase(db, [1]);
     const snapshot = JSON.parse(JSON.stringify(model.snapshotMessage())) as unknown;
     await page.evaluate(`window.postMessage(${JSON.stringify(snapshot)}, '*')`);

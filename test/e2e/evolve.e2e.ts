@@ -5,24 +5,22 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { evolveBlockContent } from '../../src/engine/common/diff';
 import { waitFor } from '../support/waitFor';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
-  launchBrowser,
   openProgram,
-  openWorkbench,
   pickQuickInputItem,
   quickOpenFile,
   runPaletteCommand,
-  type RunningCodeServer,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startWorkbench,
   stepOf,
   taskWorkspace,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 
 /**
@@ -45,8 +43,7 @@ function succeeds(action: Promise<unknown>): Promise<boolean> {
 
 describe('evolve a program (code-server + Chromium + test inference server)', () => {
   let model: TestServer;
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let workspace: string;
   let programFile: string;
@@ -68,19 +65,17 @@ describe('evolve a program (code-server + Chromium + test inference server)', ()
     // requests carrying the API key), so VS Code ignores it in a workspace's
     // settings.json: it goes into the user settings.
     // The DOM renderer (no GPU) keeps the terminal's text in the page, where the test reads it.
-    server = await startCodeServer({
+    workbench = await startWorkbench({
       workspace,
       userSettings: { 'thetaevolve.endpoint': model.baseURL, 'terminal.integrated.gpuAcceleration': 'off' },
     });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-evolve', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
     await model?.close();
   });
 

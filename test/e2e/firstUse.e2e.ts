@@ -11,19 +11,19 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import {
-  launchBrowser,
   openProgram,
-  openWorkbench,
   pickQuickInputItem,
-  type RunningCodeServer,
   runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   taskWorkspace,
   waitForStatusBarText,
+  type RunningCodeServer,
+  type Workbench,
 } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
@@ -160,8 +160,7 @@ const notification = (page: Page, text: string | RegExp) =>
     .first();
 
 describe('what a first-time user met (code-server + Chromium, offline sampler)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let workspace: string;
 
@@ -174,22 +173,18 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
       'thetaevolve.database.preset': 'small',
       'thetaevolve.maxSteps': STEPS,
     });
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-first-use', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
   });
 
   it('the dashboard closed and opened again shows its run within seconds', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => t.includes('done'), 240_000);
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     const first = await timeToPainted(page, Date.now(), 'at first open');
@@ -220,9 +215,9 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     await runPaletteCommand(page, 'Developer: Reload Window');
     await reloaded;
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
-    const workbench = Date.now();
-    console.log(`    [e2e] ${new Date().toISOString()} workbench back ${workbench - commanded} ms after Reload Window`);
-    const after = await timeToPainted(page, workbench, 'after Reload Window (from the workbench being back)');
+    const workbenchBack = Date.now();
+    console.log(`    [e2e] ${new Date().toISOString()} workbench back ${workbenchBack - commanded} ms after Reload Window`);
+    const after = await timeToPainted(page, workbenchBack, 'after Reload Window (from the workbench being back)');
     // What the first paint shows: the run the page saved, before the extension's snapshot.
     await saveScreenshot(page, 'e2e-first-use-2-reload-first-paint');
     console.log(
@@ -230,7 +225,7 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
         .map((l) => l.toFixed(1))
         .join(' ')})`,
     );
-    await printRestoreTimeline(server, after.frame, workbench);
+    await printRestoreTimeline(workbench.server, after.frame, workbenchBack);
     assert.equal(after.painted.step, before.painted.step);
     assert.equal(after.painted.best, before.painted.best);
     // The run's facts come back from its database, not only its numbers.

@@ -3,17 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import {
-  dashboardFrame,
-  launchBrowser,
-  openWorkbench,
-  paletteEntries,
-  runPaletteCommand,
-  type RunningCodeServer,
-  saveScreenshot,
-  startCodeServer,
-} from '../support/codeServer';
+import type { Page } from 'playwright-core';
+import { dashboardFrame, paletteEntries, runPaletteCommand, saveScreenshot, startWorkbench, type Workbench } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
 /**
@@ -35,17 +26,15 @@ function webviewsLeftToHang(page: Page): Promise<number> {
 const COMMANDS = ['Start Run', 'Resume Run', 'Open Dashboard', 'Show Best Diff', 'Apply Program to File', 'Set API Key', 'Select Task'];
 
 describe('foundation (code-server + Chromium)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
 
   before(async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'thetaevolve-e2e-'));
     mkdirSync(join(workspace, 'demo'), { recursive: true });
     writeFileSync(join(workspace, 'demo', 'task.json'), '{}\n');
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
     // Runs in every frame attached from now on, the webviews' own host frames included (same origin as the workbench in code-server).
     await page.addInitScript(() => {
       if (!location.pathname.endsWith('/webview/browser/pre/index.html') || window.top === window) return;
@@ -82,8 +71,7 @@ describe('foundation (code-server + Chromium)', () => {
   });
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
   });
 
   it('lists the ThetaEvolve commands in the command palette that apply with no run in progress', async () => {

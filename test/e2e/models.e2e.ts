@@ -4,20 +4,17 @@
 // row per model with its samples, format, cost (or "no price") and the next
 // draw's chance, and the run's spend. Screenshot of the panel.
 import assert from 'node:assert/strict';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import {
   dashboardFrame,
-  launchBrowser,
-  openProgram,
-  openWorkbench,
-  pickQuickInputItem,
   runPaletteCommand,
-  type RunningCodeServer,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   taskWorkspace,
+  type Workbench,
 } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
@@ -40,8 +37,7 @@ function modelRows(frame: Frame): Promise<{ header: string[]; rows: Record<strin
 
 describe('several models on the dashboard (code-server + Chromium)', () => {
   let model: TestServer;
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
 
   before(async () => {
@@ -55,7 +51,7 @@ describe('several models on the dashboard (code-server + Chromium)', () => {
       'thetaevolve.maxSteps': 2000,
     });
     // The endpoint (and the models, which may name endpoints) are the user's: a workspace must not redirect requests.
-    server = await startCodeServer({
+    workbench = await startWorkbench({
       workspace,
       userSettings: {
         'thetaevolve.endpoint': model.baseURL,
@@ -65,22 +61,18 @@ describe('several models on the dashboard (code-server + Chromium)', () => {
         ],
       },
     });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-models', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
     await model?.close();
   });
 
   it('shows a row per model with samples, format, cost and the next draw, and the run spend', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     const frame = await dashboardFrame(page, 90_000);
     // Both models answered at least one prompt (weights 0.7 / 0.3, four prompts a step).

@@ -8,20 +8,18 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { evolveBlockContent } from '../../src/engine/common/diff';
 import {
-  launchBrowser,
   openProgram,
-  openWorkbench,
   quickOpenFile,
   runPaletteCommand,
-  type RunningCodeServer,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startWorkbench,
   stepOf,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 
 const PROGRAM = [
@@ -35,8 +33,7 @@ const PROGRAM = [
 ].join('\n');
 
 describe('a new task for a fresh file (code-server + Chromium, mutate sampler)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
   let workspace: string;
   let programFile: string;
@@ -57,16 +54,14 @@ describe('a new task for a fresh file (code-server + Chromium, mutate sampler)',
     );
     programFile = join(workspace, 'value.py');
     writeFileSync(programFile, PROGRAM);
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-new-task', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
   });
 
   it("marks the selected line as the EVOLVE-BLOCK in the file's comment syntax", async () => {

@@ -4,21 +4,18 @@
 // lineage of a program from the Runs view and the blame annotations of a
 // program document. Screenshots of each in test-output/.
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import {
   dashboardFrame,
-  launchBrowser,
-  openProgram,
-  openWorkbench,
-  pickQuickInputItem,
   runPaletteCommand,
-  type RunningCodeServer,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   stepOf,
   taskWorkspace,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 import { waitFor } from '../support/waitFor';
 
@@ -35,8 +32,7 @@ const notification = (page: Page, text: string | RegExp) =>
   page.locator('.notifications-toasts .notification-list-item-message', { hasText: text }).first();
 
 describe('steer a run from the editor (code-server + Chromium, offline sampler)', () => {
-  let server: RunningCodeServer;
-  let browser: Browser;
+  let workbench: Workbench;
   let page: Page;
 
   before(async () => {
@@ -47,22 +43,18 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
       'thetaevolve.evaluationConcurrency': 2,
       'thetaevolve.database.preset': 'small',
     });
-    server = await startCodeServer({ workspace });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    workbench = await startWorkbench({ workspace });
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-steer', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
   });
 
   it('adds the open file, as edited, to the running run', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     await waitForStatusBarText(page, 'ThetaEvolve step', (t) => stepOf(t) >= 1, 120_000);
     // An edit of the code (not a comment: the run already has the file as it was), left unsaved.
     await page.locator('.editor-instance .view-lines').first().click();

@@ -207,6 +207,39 @@ export async function openWorkbench(browser: Browser, url: string, folder: strin
   return page;
 }
 
+/** code-server with the packaged extension, and Chromium on its workbench: what an end-to-end suite's before hook opens. */
+export interface Workbench {
+  server: RunningCodeServer;
+  browser: Browser;
+  page: Page;
+  /** Closes Chromium, then stops code-server. */
+  close: () => Promise<void>;
+}
+
+/** Starts code-server on `options.workspace`, launches Chromium and opens the workbench; a failure on the way closes what started. */
+export async function startWorkbench(options: CodeServerOptions): Promise<Workbench> {
+  const server = await startCodeServer(options);
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    const page = await openWorkbench(browser, server.url, options.workspace);
+    const opened = browser;
+    return {
+      server,
+      browser,
+      page,
+      close: async () => {
+        await opened.close();
+        await server.stop();
+      },
+    };
+  } catch (error) {
+    await browser?.close();
+    await server.stop();
+    throw error;
+  }
+}
+
 /** Opens the command palette and types a query; returns the visible entries' labels. */
 export async function paletteEntries(page: Page, query: string): Promise<string[]> {
   await page.keyboard.press('F1');
@@ -282,6 +315,13 @@ export async function openProgram(page: Page, relativePath: string): Promise<voi
     .locator('.monaco-editor .view-lines', { hasText: 'EVOLVE-BLOCK-START' })
     .first()
     .waitFor({ state: 'visible', timeout: 30_000 });
+}
+
+/** Opens the program at `relativePath` and starts a run on it from the palette, answering the task pick with the file's own task. */
+export async function startRunOnProgram(page: Page, relativePath: string): Promise<void> {
+  await openProgram(page, relativePath);
+  await runPaletteCommand(page, 'ThetaEvolve: Start Run');
+  await pickQuickInputItem(page, "this file's task");
 }
 
 /** A mocha afterEach hook: a screenshot named after the failed test, to see what the page showed. */

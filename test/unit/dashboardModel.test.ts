@@ -33,20 +33,11 @@ import {
   reduceDashboardState,
   emptyDashboardState,
 } from '../../src/protocol/dashboardMessages';
+import { dashboardDatabaseInput, dashboardRunInput } from '../support/dashboardInputs';
 
 type Counts = DashboardStepInput['counts'];
 /** A live run's card input; tests override what they look at. */
-const RUN_INPUT: DashboardRunInput = {
-  runId: 'r',
-  taskName: 't',
-  taskTitle: 'T',
-  direction: 'maximize',
-  targetValue: null,
-  source: { kind: 'llm', label: 'm at s' },
-  batchSize: 2,
-  samplesPerPrompt: 2,
-  resumedFromStep: null,
-};
+const RUN_INPUT: DashboardRunInput = dashboardRunInput();
 
 const zero = (): Counts => Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;
 
@@ -212,17 +203,7 @@ describe('dashboard data: bucketing long runs', () => {
 
   it('1,000 steps and 10,000 scores shape quickly', () => {
     const model = new DashboardModel();
-    model.setRun({
-      runId: 'r',
-      taskName: 't',
-      taskTitle: 'T',
-      direction: 'maximize',
-      targetValue: 3,
-      source: { kind: 'llm', label: 'x' },
-      batchSize: 32,
-      samplesPerPrompt: 16,
-      resumedFromStep: null,
-    });
+    model.setRun(dashboardRunInput({ targetValue: 3, source: { kind: 'llm', label: 'x' }, batchSize: 32, samplesPerPrompt: 16 }));
     const started = performance.now();
     const scores = Array.from({ length: 10 }, (_, i) => 1 + i / 10);
     for (let s = 1; s <= 1000; s++) {
@@ -366,27 +347,14 @@ describe('dashboard data: the model', () => {
 
   it('summary and best card in the objective; the histogram counts evaluated valid programs unless the database gives scores', () => {
     const model = new DashboardModel();
-    model.setRun({
-      runId: 'r',
-      taskName: 't',
-      taskTitle: 'T',
-      direction: 'minimize',
-      targetValue: null,
-      source: { kind: 'llm', label: 'x' },
-      batchSize: null,
-      samplesPerPrompt: null,
-      resumedFromStep: null,
-    });
+    model.setRun(
+      dashboardRunInput({ direction: 'minimize', source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null }),
+    );
     const msg = model.addStep({ ...stepFrom(1, [0.5, 0.25]), bestEver: 0.5 }) as Extract<HostMessage, { type: 'step' }>;
     assert.equal(msg.summary.bestEver, 2);
     assert.equal(msg.summary.meanExact, false);
     assert.equal(msg.point.best, 2);
-    const db: DashboardDatabaseInput = {
-      lastStep: 1,
-      programs: 2,
-      populationSize: 70,
-      hashIndexSize: 2,
-      currentIsland: 0,
+    const db = dashboardDatabaseInput({
       best: { id: 'a', score: 0.5 },
       islands: [{ island: 0, size: 2, generation: 1, best: { id: 'a', score: 0.5 } }],
       mapElites: {
@@ -395,9 +363,7 @@ describe('dashboard data: the model', () => {
         ranges: { score: null, codeLength: null },
         islands: [{ island: 0, occupied: 0, cells: [] }],
       },
-      archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
-      migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
-    };
+    });
     const inDb = model.setDatabase(db, [0.5, 0.25, -0.1]) as Extract<HostMessage, { type: 'database' }>;
     assert.match(inDb.database.histogram?.label ?? '', /valid programs in the database \(2\)/);
     assert.deepEqual([inDb.database.histogram?.min, inDb.database.histogram?.max], [2, 4.1], 'round edges around the objectives 2 and 4');
@@ -416,17 +382,7 @@ describe('dashboard data: the model', () => {
       groupsSent: 1,
       message: '',
     });
-    model.setRun({
-      runId: 'r2',
-      taskName: 't',
-      taskTitle: 'T',
-      direction: 'maximize',
-      targetValue: null,
-      source: { kind: 'llm', label: 'x' },
-      batchSize: null,
-      samplesPerPrompt: null,
-      resumedFromStep: null,
-    });
+    model.setRun(dashboardRunInput({ runId: 'r2', source: { kind: 'llm', label: 'x' }, batchSize: null, samplesPerPrompt: null }));
     const snap = model.snapshot();
     assert.equal(snap.series.points.length, 0);
     assert.equal(snap.database, null);
@@ -659,20 +615,11 @@ describe('dashboard data: operators beyond the paper', () => {
   it("shows the model's recommendations in force beside the researcher's guidance, with who wrote and edited them", () => {
     const model = new DashboardModel();
     model.setRun(RUN_INPUT);
-    const db: DashboardDatabaseInput = {
+    const db = dashboardDatabaseInput({
       lastStep: 4,
-      programs: 2,
-      populationSize: 70,
-      hashIndexSize: 2,
-      currentIsland: 0,
-      best: { id: 'a', score: 1 },
-      islands: [{ island: 0, size: 2, generation: 1, best: { id: 'a', score: 1 } }],
-      mapElites: { features: ['score', 'codeLength'], bins: 10, ranges: { score: null, codeLength: null }, islands: [] },
-      archive: { size: 0, capacity: 25, minScore: null, maxScore: null },
-      migrations: { count: 0, lastStep: null, interval: 50, rate: 0.1 },
       guidance: { text: 'try numpy', step: 2 },
       recommendations: { text: '- Keep x', step: 3, afterStep: 2, editedBy: 'researcher' },
-    };
+    });
     const view = model.setDatabase(db, []) as Extract<HostMessage, { type: 'database' }>;
     const parsed = parseHostMessage(JSON.parse(JSON.stringify(view)));
     assert.ok(parsed.type === 'database');

@@ -20,6 +20,7 @@ import {
   pointRates,
   reduceDashboardState,
 } from '../../src/protocol/dashboardMessages';
+import { dashboardRunInput } from '../support/dashboardInputs';
 import { OUTCOMES } from '../../src/engine/common/types';
 
 function counts(partial: Partial<Record<(typeof OUTCOMES)[number], number>>): DashboardStepInput['counts'] {
@@ -82,17 +83,15 @@ describe('dashboard protocol', () => {
   it('every message the model produces validates and survives JSON', () => {
     const model = new DashboardModel();
     const messages: HostMessage[] = [
-      model.setRun({
-        runId: 'r1',
-        taskName: 't',
-        taskTitle: 'T',
-        direction: 'minimize',
-        targetValue: 1.5,
-        source: { kind: 'mutate', label: 'offline mutate sampler (no model)' },
-        batchSize: 2,
-        samplesPerPrompt: 5,
-        resumedFromStep: null,
-      }),
+      model.setRun(
+        dashboardRunInput({
+          runId: 'r1',
+          direction: 'minimize',
+          targetValue: 1.5,
+          source: { kind: 'mutate', label: 'offline mutate sampler (no model)' },
+          samplesPerPrompt: 5,
+        }),
+      ),
       model.addStep(step(1, 0.5)),
       model.addStep(step(2, null)),
       model.setBest({ id: 'p', step: 1, score: 0.5, objective: 2, lineageDepth: 1, parentId: 'q' }),
@@ -121,19 +120,7 @@ describe('dashboard protocol', () => {
     const apply = (m: HostMessage) => {
       page = reduceDashboardState(page, parseHostMessage(JSON.parse(JSON.stringify(m))));
     };
-    apply(
-      model.setRun({
-        runId: 'r',
-        taskName: 't',
-        taskTitle: 'T',
-        direction: 'maximize',
-        targetValue: null,
-        source: { kind: 'llm', label: 'm at http://x/v1' },
-        batchSize: null,
-        samplesPerPrompt: null,
-        resumedFromStep: null,
-      }),
-    );
+    apply(model.setRun(dashboardRunInput({ source: { kind: 'llm', label: 'm at http://x/v1' }, batchSize: null, samplesPerPrompt: null })));
     const kinds = new Set<string>();
     for (let n = 1; n <= 50; n++) {
       const m = model.addStep(step(n, n % 7 === 0 ? null : 1 + Math.sin(n)));

@@ -38,6 +38,14 @@ export function emptyOutcomeCounts(): OutcomeCounts {
   return Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as OutcomeCounts;
 }
 
+/** Outcomes of a candidate whose code was new and was evaluated: the programs that enter the database. */
+export const EVALUATED_OUTCOMES = ['valid', 'invalid_solution', 'no_solution', 'timeout'] as const satisfies readonly Outcome[];
+
+/** How many of the samples counted were evaluated (EVALUATED_OUTCOMES). */
+export function evaluatedCount(counts: Readonly<OutcomeCounts>): number {
+  return counts.valid + counts.invalid_solution + counts.no_solution + counts.timeout;
+}
+
 /** Whether a larger or a smaller objective is better (the one list every schema uses). */
 export const DIRECTIONS = ['maximize', 'minimize'] as const;
 export type Direction = (typeof DIRECTIONS)[number];

@@ -1,7 +1,10 @@
 // The population rules of docs/algorithm.md section 6 (OpenEvolve's design, scaled
 // up): islands taking turns, per-island MAP-Elites grids, an elite archive,
 // ring migration, capacity eviction, parent sampling and a code-hash index
-// over every program ever added (the lazy penalty).
+// over every program ever added (the lazy penalty). The coordinator: the
+// grids (eliteGrid.ts), the archive (eliteArchive.ts), migration
+// (islandMigration.ts), sampling (parentSampling.ts) and what a program
+// handed in becomes (programEntry.ts) each have their own file.
 //
 // Pure: no SQLite, no files. Every rule runs on in-memory structures (arrays
 // in insertion order, heaps, maps) and a step's decisions come back as a
@@ -11,34 +14,25 @@
 // uninterrupted one would have.
 import { Rng, type RngState } from '../common/rng';
 import type { ProgramOrigin } from '../common/steering';
-import type { Outcome } from '../common/types';
 import type { DatabaseState } from './schema';
 import { Ancestry, type EvictionPlan } from './ancestry';
 import { CodeHashIndex } from './codeHashIndex';
+import { EliteArchive } from './eliteArchive';
+import { EliteGrids } from './eliteGrid';
+import { migrationDue, ringMigrationMoves } from './islandMigration';
 import { MinHeap } from './minHeap';
-import { ancestorsOf, type DatabaseConfig, type NewProgram, NOT_GENERATED, type ProgramRecord } from './records';
+import { betterFirst, type PopulationNode, type StoredNode, worseFirst } from './populationNode';
+import { copyOf, entryOf, type NodeEntry, recordOf, validateProgram } from './programEntry';
+import { ancestorsOf, type DatabaseConfig, type NewProgram, type ProgramRecord } from './records';
 import { drawParents } from './parentSampling';
 import { descendantsIn, pinnedCount, SteeringState } from './steeringRules';
 import { secondParentOf } from '../operators/crossover';
-import { cellOfBins, featureValuesOf } from '../operators/features';
+import { featureValuesOf } from '../operators/features';
 
-/** Outcomes whose programs enter the database (their code is new and was evaluated). */
-const STORED_OUTCOMES: ReadonlySet<Outcome> = new Set<Outcome>(['valid', 'invalid_solution', 'no_solution', 'timeout']);
-
-const FEATURE_DIMENSIONS = 2;
-
-/** Bins per feature dimension: max(10, ceil(archive^(1/d))). */
 /** Where a draw of parents left the sampling generator and the island turn: the next draw starts there. */
 export interface ParentDraw {
   rng: RngState;
   turn: number;
-}
-
-export function featureBins(archiveSize: number, dimensions = FEATURE_DIMENSIONS): number {
-  const root = Math.pow(archiveSize, 1 / dimensions);
-  const nearest = Math.round(root);
-  const ceil = Math.abs(root - nearest) < 1e-9 ? nearest : Math.ceil(root);
-  return Math.max(10, ceil);
 }
 
 /** The state of a run before its initial program. */
@@ -56,46 +50,6 @@ export function initialState(config: DatabaseConfig): DatabaseState {
     lastMigrationStep: null,
   };
 }
-
-/** A live program as the rules see it; the text fields stay in the store. */
-export interface PopulationNode {
-  seq: number;
-  id: string;
-  parentId: string | null;
-  island: number;
-  step: number;
-  score: number;
-  codeLength: number;
-  codeHash: string;
-  migrantOf: string | null;
-  alive: boolean;
-  inArchive: boolean;
-  eliteCell: number | null;
-  improvement: boolean;
-  /** Its values on the task's behaviour dimensions (set only when the configuration has them). */
-  features?: number[];
-  /** A crossover child's second parent (operators/crossover.ts): kept, like the parent, while the child is. */
-  secondParentId?: string;
-  /** Added in the step being decided: it has no row yet. */
-  isNew: boolean;
-}
-
-/** A live program's row as read back on open. */
-export type StoredNode = Pick<
-  PopulationNode,
-  | 'seq'
-  | 'id'
-  | 'parentId'
-  | 'island'
-  | 'step'
-  | 'score'
-  | 'codeLength'
-  | 'codeHash'
-  | 'migrantOf'
-  | 'inArchive'
-  | 'eliteCell'
-  | 'improvement'
->;
 
 /**
  * What a new row holds besides its node: a program's own fields, or (a
@@ -120,13 +74,13 @@ export type RowChange =
   /** A lineage row whose last kept descendant went. */
   | { kind: 'prune'; seq: number };
 
-/** Everything a step decided, for the store to write in one transaction. */
 /** The code hashes of a database opened read-only, asked of its file (RunStore). */
 export interface StoredHashes {
   count: number;
   has: (hash: string) => boolean;
 }
 
+/** Everything a step decided, for the store to write in one transaction. */
 export interface ChangeSet {
   /** In sequence order. */
   rows: RowChange[];
@@ -135,55 +89,16 @@ export interface ChangeSet {
   state: Readonly<DatabaseState>;
 }
 
-type Range = { min: number; max: number } | null;
-
-/** Total order for "worst first": lower score, then older. */
-function worseFirst(a: PopulationNode, b: PopulationNode): boolean {
-  return a.score < b.score || (a.score === b.score && a.seq < b.seq);
-}
-
-export function betterFirst(a: PopulationNode, b: PopulationNode): number {
-  return b.score - a.score || a.seq - b.seq;
-}
-
-function widen(range: Range, value: number): Range {
-  if (range === null) return { min: value, max: value };
-  if (value >= range.min && value <= range.max) return range;
-  return { min: Math.min(range.min, value), max: Math.max(range.max, value) };
-}
-
-function binOf(range: Range, value: number, bins: number): number {
-  if (range === null || !(range.max > range.min)) return 0;
-  const scaled = (value - range.min) / (range.max - range.min);
-  return Math.min(bins - 1, Math.max(0, Math.floor(scaled * bins)));
-}
-
-/** The fields of a new node that come from what is inserted. */
-interface Entry {
-  parentId: string | null;
-  step: number;
-  score: number;
-  codeHash: string;
-  codeLength: number;
-  /** A migration copy's: its source's feature values. */
-  features?: number[];
-}
-
 export class Population {
-  readonly bins: number;
   private readonly nodes = new Map<string, PopulationNode>();
   /** Evicted programs whose rows stay (past bests, ancestors): what parent placement and lineage need of them. */
   private readonly ancestry = new Ancestry();
   private plan: EvictionPlan | null = null;
   private all: PopulationNode[] = [];
   private islandMembers: PopulationNode[][];
-  private archiveList: PopulationNode[] = [];
-  /** archiveList split by island, in the same order: exploitation draws from the turn's island. */
-  private islandArchives: PopulationNode[][];
-  private archiveCountValue = 0;
-  private readonly archiveHeap = new MinHeap<PopulationNode>(worseFirst);
+  private readonly eliteArchive: EliteArchive;
   private readonly evictionHeap = new MinHeap<PopulationNode>(worseFirst);
-  private readonly gridMaps: Map<number, PopulationNode>[];
+  private readonly eliteGrids: EliteGrids;
   private readonly islandSizeList: number[];
   private readonly islandHashes: Map<string, number>[];
   private readonly hashes = new CodeHashIndex();
@@ -204,11 +119,10 @@ export class Population {
     readonly state: DatabaseState,
     private readonly now: () => number = Date.now,
   ) {
-    this.bins = featureBins(config.archiveSize);
     const n = config.numIslands;
     this.islandMembers = Array.from({ length: n }, () => []);
-    this.islandArchives = Array.from({ length: n }, () => []);
-    this.gridMaps = Array.from({ length: n }, () => new Map<number, PopulationNode>());
+    this.eliteArchive = new EliteArchive(config.archiveSize, n);
+    this.eliteGrids = new EliteGrids(config);
     this.islandSizeList = new Array<number>(n).fill(0);
     this.islandHashes = Array.from({ length: n }, () => new Map<string, number>());
   }
@@ -248,13 +162,8 @@ export class Population {
     this.countHash(node.island, node.codeHash, 1);
     this.evictionHeap.push(node);
     this.aliveCount++;
-    if (node.inArchive) {
-      this.archiveList.push(node);
-      (this.islandArchives[node.island] as PopulationNode[]).push(node);
-      this.archiveHeap.push(node);
-      this.archiveCountValue++;
-    }
-    if (node.eliteCell !== null) (this.gridMaps[node.island] as Map<number, PopulationNode>).set(node.eliteCell, node);
+    if (node.inArchive) this.eliteArchive.restore(node);
+    this.eliteGrids.restore(node);
   }
 
   /** An evicted program whose row stays: a past best (in `programs`) or an ancestor (in `lineage`). */
@@ -299,8 +208,13 @@ export class Population {
     return this.aliveCount;
   }
 
+  /** Bins per feature dimension of the score and code length grid. */
+  get bins(): number {
+    return this.eliteGrids.bins;
+  }
+
   get archiveCount(): number {
-    return this.archiveCountValue;
+    return this.eliteArchive.count;
   }
 
   get hashCount(): number {
@@ -320,11 +234,11 @@ export class Population {
   }
 
   get grids(): readonly ReadonlyMap<number, Readonly<PopulationNode>>[] {
-    return this.gridMaps;
+    return this.eliteGrids.grids;
   }
 
   get archive(): readonly Readonly<PopulationNode>[] {
-    return this.archiveList;
+    return this.eliteArchive.members;
   }
 
   hasCodeHash(hash: string): boolean {
@@ -389,7 +303,12 @@ export class Population {
       rng,
       turn: from.turn,
       config: this.config,
-      pools: { all: this.all, islands: this.islandMembers, islandArchives: this.islandArchives, archive: this.archiveList },
+      pools: {
+        all: this.all,
+        islands: this.islandMembers,
+        islandArchives: this.eliteArchive.islandMembers,
+        archive: this.eliteArchive.members,
+      },
       pinned: this.pinnedParents(count, step),
       isBanned: this.steering.banned.size === 0 ? null : (node) => this.steering.isBanned(node),
     });
@@ -474,7 +393,7 @@ export class Population {
       grown.add(island);
     }
     for (const island of grown) this.state.islandGenerations[island] = (this.state.islandGenerations[island] as number) + 1;
-    if (this.migrationDue()) this.migrate(step);
+    if (migrationDue(this.config, this.state)) this.migrate(step);
     this.state.lastStep = step;
     return { inserted, newBest: this.bestNode !== bestBefore ? this.bestNode : null };
   }
@@ -502,9 +421,7 @@ export class Population {
     this.newHashes = [];
     this.all = this.all.filter((n) => n.alive);
     this.islandMembers = this.islandMembers.map((nodes) => nodes.filter((n) => n.alive));
-    this.archiveList = this.archiveList.filter((n) => n.inArchive);
-    this.islandArchives = this.islandArchives.map((nodes) => nodes.filter((n) => n.inArchive));
-    if (this.archiveHeap.length > 2 * this.config.archiveSize + 64) this.archiveHeap.retain((n) => n.inArchive);
+    this.eliteArchive.settle();
   }
 
   /**
@@ -568,7 +485,7 @@ export class Population {
     return recordOf(node, program, content);
   }
 
-  private insert(entry: Entry, island: number, migrantOf: string | null, content: RowContent): PopulationNode {
+  private insert(entry: NodeEntry, island: number, migrantOf: string | null, content: RowContent): PopulationNode {
     const seq = this.state.nextSeq++;
     const node: PopulationNode = {
       seq,
@@ -629,55 +546,16 @@ export class Population {
     return this.ancestry.get(id);
   }
 
-  /** MAP-Elites: take an empty cell, or replace the occupant only with a higher score. */
+  /** MAP-Elites (eliteGrid.ts): a displaced occupant's row changes too. */
   private placeInGrid(node: PopulationNode): void {
-    const ranges = this.state.ranges;
-    let cell: number;
-    const dimensions = this.config.features;
-    if (dimensions) {
-      // A task's behaviour dimensions (docs/algorithm.md section 12).
-      const values = node.features ?? featureValuesOf({}, dimensions, node);
-      const featureRanges = (ranges.features ??= dimensions.map(() => null));
-      const bins = dimensions.map((dimension, i) => {
-        featureRanges[i] = widen(featureRanges[i] ?? null, values[i] as number);
-        return binOf(featureRanges[i] ?? null, values[i] as number, dimension.bins);
-      });
-      cell = cellOfBins(bins, dimensions);
-    } else {
-      ranges.score = widen(ranges.score, node.score);
-      ranges.codeLength = widen(ranges.codeLength, node.codeLength);
-      cell = binOf(ranges.score, node.score, this.bins) * this.bins + binOf(ranges.codeLength, node.codeLength, this.bins);
-    }
-    const grid = this.gridMaps[node.island] as Map<number, PopulationNode>;
-    const occupant = grid.get(cell);
-    if (occupant && !(node.score > occupant.score)) return;
-    if (occupant) {
-      occupant.eliteCell = null;
-      this.touched.add(occupant);
-    }
-    grid.set(cell, node);
-    node.eliteCell = cell;
+    const displaced = this.eliteGrids.place(node, this.state.ranges);
+    if (displaced) this.touched.add(displaced);
   }
 
-  /** Archive: join while there is room, else replace the worst member when better. */
+  /** Archive (eliteArchive.ts): a displaced member's row changes too. */
   private offerToArchive(node: PopulationNode): void {
-    if (this.archiveCountValue >= this.config.archiveSize) {
-      let worst = this.archiveHeap.peek();
-      while (worst && !worst.inArchive) {
-        this.archiveHeap.pop();
-        worst = this.archiveHeap.peek();
-      }
-      if (!worst || !(node.score > worst.score)) return;
-      this.archiveHeap.pop();
-      worst.inArchive = false;
-      this.archiveCountValue--;
-      this.touched.add(worst);
-    }
-    node.inArchive = true;
-    this.archiveCountValue++;
-    this.archiveHeap.push(node);
-    this.archiveList.push(node);
-    (this.islandArchives[node.island] as PopulationNode[]).push(node);
+    const displaced = this.eliteArchive.offer(node);
+    if (displaced) this.touched.add(displaced);
   }
 
   /** Over capacity: evict the lowest scores, never the global best nor the newest program. */
@@ -700,42 +578,18 @@ export class Population {
     this.aliveCount--;
     this.islandSizeList[node.island] = (this.islandSizeList[node.island] as number) - 1;
     this.countHash(node.island, node.codeHash, -1);
-    if (node.inArchive) {
-      node.inArchive = false;
-      this.archiveCountValue--;
-    }
-    if (node.eliteCell !== null) {
-      const grid = this.gridMaps[node.island] as Map<number, PopulationNode>;
-      if (grid.get(node.eliteCell) === node) grid.delete(node.eliteCell);
-      node.eliteCell = null;
-    }
+    this.eliteArchive.remove(node);
+    this.eliteGrids.remove(node);
     this.touched.add(node);
   }
 
-  private migrationDue(): boolean {
-    const { numIslands, migrationRate, migrationInterval } = this.config;
-    if (numIslands < 2 || migrationRate <= 0) return false;
-    return Math.max(...this.state.islandGenerations) - this.state.lastMigrationGeneration >= migrationInterval;
-  }
-
   /**
-   * Ring migration: each island's top migrationRate (at least one) of its own
-   * programs is copied to both neighbours, unless the neighbour already holds
-   * that code. Copies are not migrated again.
+   * Ring migration (islandMigration.ts): each chosen program is copied to a
+   * neighbour unless the neighbour already holds that code.
    */
   private migrate(step: number): void {
-    const n = this.config.numIslands;
-    const moves: { source: PopulationNode; target: number }[] = [];
-    for (let island = 0; island < n; island++) {
-      const own = (this.islandMembers[island] as PopulationNode[])
-        .filter((node) => node.alive && node.migrantOf === null && !this.steering.isBanned(node))
-        .sort(betterFirst);
-      if (own.length === 0) continue;
-      const k = Math.max(1, Math.floor((this.islandSizeList[island] as number) * this.config.migrationRate));
-      const targets = [...new Set([(island + 1) % n, (island - 1 + n) % n])].filter((t) => t !== island);
-      for (const source of own.slice(0, k)) for (const target of targets) moves.push({ source, target });
-    }
-    const copies = new Map<number, { entry: Entry; content: (createdAt: number) => RowContent }>();
+    const moves = ringMigrationMoves(this.config, this.islandMembers, this.islandSizeList, (node) => this.steering.isBanned(node));
+    const copies = new Map<number, { entry: NodeEntry; content: (createdAt: number) => RowContent }>();
     for (const { source, target } of moves) {
       if ((this.islandHashes[target] as Map<string, number>).has(source.codeHash)) continue;
       let copy = copies.get(source.seq);
@@ -751,8 +605,8 @@ export class Population {
   }
 
   /** What a migration copy of `source` holds: this step's program, or (from an earlier step) its stored row's columns. */
-  private copySource(source: PopulationNode, step: number): { entry: Entry; content: (createdAt: number) => RowContent } {
-    const entry: Entry = { parentId: source.id, step, score: source.score, codeHash: source.codeHash, codeLength: source.codeLength };
+  private copySource(source: PopulationNode, step: number): { entry: NodeEntry; content: (createdAt: number) => RowContent } {
+    const entry: NodeEntry = { parentId: source.id, step, score: source.score, codeHash: source.codeHash, codeLength: source.codeLength };
     if (source.features) entry.features = source.features;
     const content = this.contents.get(source.seq);
     if (content?.kind === 'program') {
@@ -787,69 +641,4 @@ export class Population {
     if (next > 0) counts.set(hash, next);
     else counts.delete(hash);
   }
-}
-
-function entryOf(program: NewProgram): Entry {
-  return {
-    parentId: program.parentId,
-    step: program.step,
-    score: program.score,
-    codeHash: program.codeHash,
-    codeLength: program.code.length,
-  };
-}
-
-/** The copy migration (or island seeding) makes: same code and score, no generation cost. */
-function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram {
-  return {
-    parentId: sourceId,
-    step,
-    code: program.code,
-    codeHash: program.codeHash,
-    score: program.score,
-    objective: program.objective,
-    outcome: program.outcome,
-    metrics: program.metrics,
-    ...NOT_GENERATED,
-  };
-}
-
-/** The record of a program just added, from what was handed in. */
-function recordOf(node: PopulationNode, program: NewProgram, content: RowContent & { kind: 'program' }): ProgramRecord {
-  // Field by field: an object spread is several times slower on this hot path.
-  return {
-    id: node.id,
-    parentId: program.parentId,
-    island: node.island,
-    step: program.step,
-    code: program.code,
-    codeHash: program.codeHash,
-    score: program.score,
-    objective: program.objective,
-    outcome: program.outcome,
-    metrics: program.metrics,
-    metaInfoId: program.metaInfoId,
-    response: program.response,
-    reasoning: program.reasoning,
-    generationMs: program.generationMs,
-    evaluationMs: program.evaluationMs,
-    promptTokens: program.promptTokens,
-    completionTokens: program.completionTokens,
-    createdAt: content.createdAt,
-    migrantOf: node.migrantOf,
-    origin: content.origin,
-    note: content.note,
-  };
-}
-
-function validateProgram(program: NewProgram, step: number): void {
-  const fail = (why: string): never => {
-    throw new Error(`Program for step ${step} cannot enter the database: ${why}`);
-  };
-  if (program.step !== step) fail(`its step is ${program.step}`);
-  if (!STORED_OUTCOMES.has(program.outcome)) fail(`outcome '${program.outcome}' never enters the database (only evaluated new code does)`);
-  if (!Number.isFinite(program.score)) fail(`score ${program.score} is not finite`);
-  if (typeof program.codeHash !== 'string' || program.codeHash === '') fail('codeHash is empty');
-  if (typeof program.code !== 'string') fail('code is not text');
-  if (program.objective !== null && !Number.isFinite(program.objective)) fail('objective is not finite');
 }

@@ -20,7 +20,8 @@ import type { DatabaseConfig, NewProgram, ProgramRecord } from './records';
 import { RunStore } from './runStore';
 import type { ActivePin } from './steeringRules';
 
-export { featureBins, type ParentDraw } from './population';
+export { featureBins } from './eliteGrid';
+export type { ParentDraw } from './population';
 export { type DatabaseConfig, databaseConfigFromSettings, type NewProgram, type ProgramRecord } from './records';
 export { DatabaseFileError } from './schema';
 export type { ActivePin } from './steeringRules';

@@ -4,7 +4,8 @@
 // changed by ProgramDatabase's commits.
 import type { DatabaseSnapshot, RecommendationsInForce } from '../common/snapshot';
 import type { GuidanceVersion, RecommendationsVersion } from '../common/steering';
-import { betterFirst, type Population, type PopulationNode } from './population';
+import type { Population } from './population';
+import { betterFirst, type PopulationNode } from './populationNode';
 import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
 import type { RunStore } from './runStore';

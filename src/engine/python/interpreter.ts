@@ -5,10 +5,10 @@
 // version, prefixes (for the sandbox) and the versions of the packages
 // results depend on.
 import { execFile } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
+import { firstExecutable } from '../executables';
 import type { PythonEnvironment, PythonSource } from '../common/pythonEnvironment';
 import type { Task } from '../task/task';
 
@@ -32,17 +32,10 @@ export const ALWAYS_RECORDED_PACKAGES = ['numpy', 'scipy'] as const;
 /** The first executable `name` on PATH, in PATH's order (an activated environment's bin comes first). */
 export function onPath(name: string, pathVariable: string | undefined): string | null {
   // No PATH at all: the search path execvp uses then.
-  for (const dir of (pathVariable ?? '/usr/bin:/bin').split(delimiter)) {
-    if (!isAbsolute(dir)) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  return null;
+  return firstExecutable(
+    name,
+    (pathVariable ?? '/usr/bin:/bin').split(delimiter).filter((dir) => isAbsolute(dir)),
+  );
 }
 
 /** An environment folder's interpreter (bin/python of a venv or a conda environment). */

@@ -5,7 +5,7 @@
 // Nothing else counts as a sandbox: weaker isolation (no bwrap, macOS's
 // sandbox-exec, Windows) runs candidates only when the user allows it.
 import { spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, lstatSync, mkdtempSync, openSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, mkdtempSync, openSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { type CgroupSupport, detectCgroup } from './cgroup';
@@ -13,6 +13,7 @@ import { hostSeccompArch, type SeccompArch, seccompFilterBytes } from './seccomp
 import { probeSeccompLauncher } from './seccompLauncher';
 import { fallbackWithoutCgroup, type PidNamespaceTools, UNPRIVILEGED_ID, withPrivateTmpfs } from './rootNamespaces';
 import { errorMessage } from '../common/errors';
+import { firstExecutable } from '../executables';
 
 /** bwrap: the full sandbox; sandbox-exec: macOS's profile; fallback: limits and a private folder only; none: Windows. */
 export type IsolationKind = 'bwrap' | 'sandbox-exec' | 'fallback' | 'none';
@@ -108,24 +109,14 @@ export interface ResourceLimits {
 
 /** Find an executable in the system folders first, then on PATH. */
 export function findExecutable(name: string, pathVariable = process.env.PATH ?? ''): string | null {
-  const dirs = [
+  return firstExecutable(name, [
     '/usr/bin',
     '/bin',
     '/usr/local/bin',
     '/usr/sbin',
     '/sbin',
     ...pathVariable.split(delimiter).filter((d) => d.startsWith('/')),
-  ];
-  for (const dir of dirs) {
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  return null;
+  ]);
 }
 
 /**

@@ -30,7 +30,7 @@
 // /scored_data has no idempotency key, so after an ambiguous failure GET
 // /latest_example tells whether the group already arrived.
 import { z } from 'zod';
-import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
+import { describeReply, type HttpReply, type JsonHttpClient, trainerHttpClient, TransportError } from './http';
 import {
   type DeliveryResult,
   RetryableTrainerError,
@@ -176,11 +176,7 @@ export class AtroposClient implements TrainerProtocolClient {
 
   constructor(options: AtroposOptions) {
     this.options = options;
-    this.http = new JsonHttpClient(options.url, {
-      timeoutMs: options.timeoutMs,
-      onAwaiting: options.onAwaiting,
-      timeoutSetting: 'thetaevolve.trainer.requestTimeoutSeconds',
-    });
+    this.http = trainerHttpClient(options);
   }
 
   get registeredEnvId(): number | null {

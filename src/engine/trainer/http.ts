@@ -43,6 +43,19 @@ export interface JsonHttpClientOptions {
   timeoutSetting?: string;
 }
 
+/** The client a trainer bridge (atropos.ts, slime.ts) talks to its trainer with: it names thetaevolve.trainer.requestTimeoutSeconds when it waits. */
+export function trainerHttpClient(options: {
+  url: string;
+  timeoutMs: number;
+  onAwaiting?: (awaited: string | null) => void;
+}): JsonHttpClient {
+  return new JsonHttpClient(options.url, {
+    timeoutMs: options.timeoutMs,
+    onAwaiting: options.onAwaiting,
+    timeoutSetting: 'thetaevolve.trainer.requestTimeoutSeconds',
+  });
+}
+
 export class JsonHttpClient {
   private readonly base: URL;
   private readonly agent: HttpAgent;

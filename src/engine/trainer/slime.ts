@@ -28,7 +28,7 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { assistantText } from './atropos';
-import { describeReply, type HttpReply, JsonHttpClient, TransportError } from './http';
+import { describeReply, type HttpReply, JsonHttpClient, trainerHttpClient, TransportError } from './http';
 import { type DeliveryResult, RetryableTrainerError, type Settlement, type TrainerProtocolClient } from './protocol';
 import type { SpooledGroup, SpooledSample, TrainerSpool } from './spool';
 
@@ -160,11 +160,7 @@ export class SlimeClient implements TrainerProtocolClient {
 
   constructor(options: SlimeOptions) {
     this.options = options;
-    this.http = new JsonHttpClient(options.url, {
-      timeoutMs: options.timeoutMs,
-      onAwaiting: options.onAwaiting,
-      timeoutSetting: 'thetaevolve.trainer.requestTimeoutSeconds',
-    });
+    this.http = trainerHttpClient(options);
     this.modelInfo = options.endpoint
       ? new JsonHttpClient(serverRootOf(options.endpoint), { timeoutMs: Math.min(options.timeoutMs, 10_000) })
       : null;

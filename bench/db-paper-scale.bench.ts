@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { WORKER_YOUNG_GENERATION_MB } from '../src/worker/engineHost';
-import { HOLDER_WINDOW, type HolderMode, type HolderReport } from './support/paperScaleReport';
+import { HOLDER_WINDOW, type HolderMemory, type HolderMode, type HolderReport } from './support/paperScaleReport';
 import { PAPER_SCALE_STEPS } from './support/paperScaleRun';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
@@ -41,11 +41,14 @@ function hold(mode: HolderMode, file?: string): HolderReport[] {
     .map((line) => JSON.parse(line) as HolderReport);
 }
 
-function baseline(mode: 'bare' | 'loaded'): number {
+function baseline(mode: 'bare' | 'loaded'): HolderMemory {
   const report = hold(mode).find((r) => r.kind === 'baseline');
   if (!report) throw new Error(`${HOLDER} ${mode} reported nothing`);
-  return report.memory.rss;
+  return report.memory;
 }
+
+const arenas = (memory: HolderMemory): string =>
+  memory.mallocArenas === null ? 'glibc malloc arenas not readable' : `glibc malloc arenas ${mb(memory.mallocArenas)} MB`;
 
 function main(): void {
   const built = spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
@@ -74,10 +77,12 @@ function main(): void {
       console.log(
         `bench db-paper-scale-memory-${r.step}: ${mb(m.rss)} MB (resident set of a Node process whose engine worker thread, bundled as ` +
           `dist/engineWorker.js, holds the open database at ${where}; after the last ${HOLDER_WINDOW} commits ${mb(r.rssWindow.min)}-${mb(r.rssWindow.max)} MB; ` +
-          `the same process before any database: ${mb(bare)} MB with a worker thread that loads nothing, ${mb(loaded)} MB with the engine bundle and sql.js loaded; ` +
+          `the same process before any database: ${mb(bare.rss)} MB with a worker thread that loads nothing, ` +
+          `${mb(loaded.rss)} MB with the engine bundle and sql.js loaded (${arenas(loaded)}); ` +
           `worker JS heap ${mb(m.heapUsed)} MB of ${mb(m.heapTotal)} (young generation ${WORKER_YOUNG_GENERATION_MB} MB), ` +
           `external ${mb(m.external)} MB of which array buffers ${mb(m.arrayBuffers)} (sql.js's in-memory file, the hash index), ` +
-          `sql.js wasm memory ${mb(m.wasm)} MB, file ${mb(r.fileBytes)} MB; target <= 250)`,
+          `sql.js wasm memory ${mb(m.wasm)} MB, ` +
+          `${arenas(m)} (their free chunks included), file ${mb(r.fileBytes)} MB; target <= 250)`,
       );
     }
   } finally {

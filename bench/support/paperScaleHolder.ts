@@ -10,7 +10,7 @@
 //   node out/bench/paperScaleHolder.js run <file>    the worker commits the paper-scale run into <file>
 //
 // Prints one JSON line per measurement (HolderReport, paperScaleReport.ts) on stdout.
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
@@ -41,6 +41,31 @@ function watchWasmMemories(): void {
   };
 }
 
+/** 64 MiB: glibc's thread arenas are heaps of at most this size, aligned to it. */
+const ARENA_ALIGNMENT = 64n * 1024n * 1024n;
+
+function mallocArenaBytes(): number | null {
+  let smaps: string;
+  try {
+    smaps = readFileSync('/proc/self/smaps', 'utf8');
+  } catch {
+    return null;
+  }
+  let total = 0;
+  let counted = false;
+  for (const line of smaps.split('\n')) {
+    const mapping = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (mapping) {
+      const [, start = '0', name = ''] = mapping;
+      counted = name === '[heap]' || (name === '' && BigInt(`0x${start}`) % ARENA_ALIGNMENT === 0n);
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && counted) total += Number(rss[1]) * 1024;
+  }
+  return total;
+}
+
 function memoryNow(): HolderMemory {
   const memory = process.memoryUsage();
   return {
@@ -50,6 +75,7 @@ function memoryNow(): HolderMemory {
     external: memory.external,
     arrayBuffers: memory.arrayBuffers,
     wasm: wasmMemories.reduce((sum, m) => sum + m.buffer.byteLength, 0),
+    mallocArenas: mallocArenaBytes(),
   };
 }
 

@@ -20,6 +20,12 @@ export interface HolderMemory {
   arrayBuffers: number;
   /** sql.js's WebAssembly memory (it only grows: its size is its high-water mark). */
   wasm: number;
+  /**
+   * Resident in glibc's malloc arenas (its [heap] and the 64 MB-aligned
+   * anonymous mappings of its thread arenas), free chunks they keep included;
+   * null where /proc/self/smaps cannot be read.
+   */
+  mallocArenas: number | null;
 }
 
 export type HolderReport =

@@ -82,7 +82,7 @@ function main(): void {
           `worker JS heap ${mb(m.heapUsed)} MB of ${mb(m.heapTotal)} (young generation ${WORKER_YOUNG_GENERATION_MB} MB), ` +
           `external ${mb(m.external)} MB of which array buffers ${mb(m.arrayBuffers)} (sql.js's in-memory file, the hash index), ` +
           `sql.js wasm memory ${mb(m.wasm)} MB, ` +
-          `${arenas(m)} (their free chunks included), file ${mb(r.fileBytes)} MB; target <= 250)`,
+          `${arenas(m)} (what malloc holds, free chunks included: it overlaps the array buffers below 32 MB), file ${mb(r.fileBytes)} MB; target <= 250)`,
       );
     }
   } finally {

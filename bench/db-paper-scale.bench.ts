@@ -4,109 +4,90 @@
 // At steps 100, 300 and 600:
 // the step commit (the rules on the in-memory structures), the durable persist
 // (compressed rows + whole-file export, fsync, rename), the file size and the
-// time to reopen the file; at 600 also this process's memory (the engine
-// worker holds the same structures; this process runs with the worker's
-// young generation, WORKER_YOUNG_GENERATION_MB). Heavy: run it alone, with `nice`.
+// time to reopen the file; at 600 also the memory of the process holding it.
+//
+// What holds the database is what the editor runs: the engine's code bundled
+// and minified (out/bench/paperScaleHolder.js, built as dist/engineWorker.js
+// is), in a worker thread with the engine worker's young generation, in a
+// plain Node process (bench/support/paperScaleHolder.ts). Its resident set is
+// printed beside that of the same kind of process before any database: a
+// worker thread that loads nothing, and one that loaded the bundle and sql.js.
+// Heavy: run it alone, with `nice`.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ProgramDatabase } from '../src/engine/database/programDatabase';
-import { percentile } from '../src/engine/common/stats';
 import { WORKER_YOUNG_GENERATION_MB } from '../src/worker/engineHost';
-import { generatePaperScaleRun, PAPER_SCALE_STEPS } from './support/paperScaleRun';
+import { HOLDER_WINDOW, type HolderMemory, type HolderMode, type HolderReport } from './support/paperScaleReport';
+import { PAPER_SCALE_STEPS } from './support/paperScaleRun';
 
-const REPORT_AT = [100, 300, PAPER_SCALE_STEPS];
-/** Commit and persist are the median of this many steps up to each report point. */
-const WINDOW = 10;
+const REPO_ROOT = path.resolve(__dirname, '..');
+const HOLDER = path.join(REPO_ROOT, 'out', 'bench', 'paperScaleHolder.js');
 
 const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
 
-// sql.js keeps its WebAssembly memory to itself; the bench notes it as sql.js
-// instantiates it (the memory only grows: its size is its high-water mark).
-interface WasmMemory {
-  buffer: ArrayBuffer;
+/** Run the holder in `mode` in a fresh process; its reports, in order. */
+function hold(mode: HolderMode, file?: string): HolderReport[] {
+  const result = spawnSync(process.execPath, [HOLDER, mode, ...(file ? [file] : [])], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (result.status !== 0) throw new Error(`${HOLDER} ${mode} failed (exit ${result.status})`);
+  return result.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as HolderReport);
 }
-const wasm = (
-  globalThis as unknown as {
-    WebAssembly: { instantiate: (...args: unknown[]) => Promise<unknown>; Memory: abstract new (...args: never[]) => WasmMemory };
-  }
-).WebAssembly;
-const wasmMemories: WasmMemory[] = [];
-const instantiate = wasm.instantiate.bind(wasm);
-wasm.instantiate = async (...args: unknown[]): Promise<unknown> => {
-  const result = await instantiate(...args);
-  const instance = (result as { instance?: { exports: object } }).instance ?? (result as { exports: object });
-  // The minified build renames its exports: the memory is whichever export is one.
-  for (const value of Object.values(instance.exports)) if (value instanceof wasm.Memory) wasmMemories.push(value);
-  return result;
-};
-const wasmBytes = (): number => wasmMemories.reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
 
-/** V8's semi-space for a young generation of `mb` MB (two semi-spaces and a large-object space of one). */
-const SEMI_SPACE_FLAG = `--max-semi-space-size=${WORKER_YOUNG_GENERATION_MB / 3}`;
+function baseline(mode: 'bare' | 'loaded'): HolderMemory {
+  const report = hold(mode).find((r) => r.kind === 'baseline');
+  if (!report) throw new Error(`${HOLDER} ${mode} reported nothing`);
+  return report.memory;
+}
 
-async function main(): Promise<void> {
+const arenas = (memory: HolderMemory): string =>
+  memory.mallocArenas === null ? 'glibc malloc arenas not readable' : `glibc malloc arenas ${mb(memory.mallocArenas)} MB`;
+
+function main(): void {
+  const built = spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
+  const bare = baseline('bare');
+  const loaded = baseline('loaded');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thetaevolve-bench-'));
-  // This process before any database: node, tsx (its loader thread) and the modules; the engine worker's bundle has less.
-  const rssBefore = process.memoryUsage().rss;
   try {
-    const file = path.join(dir, 'run.sqlite');
-    const commitMs: number[] = [];
-    const persistMs: number[] = [];
-    /** Resident set after each step's commit (the persist's copy returned), over the last WINDOW steps. */
-    const rssAfterCommit: number[] = [];
-    const db = await generatePaperScaleRun(file, {
-      seed: 600,
-      onStep: async ({ step, added, timings }, db) => {
-        commitMs.push(timings.applyMs);
-        persistMs.push(timings.rowsMs + timings.fileMs);
-        rssAfterCommit.push(process.memoryUsage().rss);
-        if (!REPORT_AT.includes(step)) return;
-
-        const window = `median of steps ${step - WINDOW + 1}-${step}`;
-        const snapshot = db.stateSnapshot();
-        const memory = process.memoryUsage();
-        const bytes = fs.statSync(file).size;
-        const reopenStarted = performance.now();
-        const reopened = await ProgramDatabase.openReadOnly(file);
-        const reopenMs = performance.now() - reopenStarted;
-        const reopenedPrograms = reopened.size;
-        await reopened.close();
-        if (reopenedPrograms !== db.size) throw new Error(`the reopened file holds ${reopenedPrograms} programs, the open one ${db.size}`);
-        const where = `step ${step}: ${added.toLocaleString('en-US')} programs added, ${db.size.toLocaleString('en-US')} alive, hash index ${snapshot.hashIndexSize.toLocaleString('en-US')}`;
-        console.log(
-          `bench db-paper-scale-commit-${step}: ${percentile(commitMs.slice(-WINDOW), 50).toFixed(1)} ms (${window}, 512 children each; ${where}; target <= 50)`,
-        );
-        console.log(
-          `bench db-paper-scale-persist-${step}: ${percentile(persistMs.slice(-WINDOW), 50).toFixed(0)} ms (${window}: compressed rows + whole-file export, fsync, rename; target <= 1000)`,
-        );
-        console.log(`bench db-paper-scale-file-${step}: ${mb(bytes)} MB (${where}; target <= 150)`);
-        console.log(
-          `bench db-paper-scale-reopen-${step}: ${reopenMs.toFixed(0)} ms (open read-only and rebuild every in-memory index; target <= 3000)`,
-        );
-        if (step === PAPER_SCALE_STEPS) {
-          const recent = rssAfterCommit.slice(-WINDOW);
-          console.log(
-            `bench db-paper-scale-memory-${step}: ${mb(memory.rss)} MB (resident set of the process holding the open database at ${where}; ` +
-              `after the last ${WINDOW} commits ${mb(Math.min(...recent))}-${mb(Math.max(...recent))} MB; ${mb(rssBefore)} MB before the database was opened; ` +
-              `JS heap ${mb(memory.heapUsed)} MB of ${mb(memory.heapTotal)} (young generation ${WORKER_YOUNG_GENERATION_MB} MB, as the engine worker's), ` +
-              `external ${mb(memory.external)} MB of which array buffers ${mb(memory.arrayBuffers)} (sql.js's in-memory file, the hash index), ` +
-              `sql.js wasm memory ${mb(wasmBytes())} MB, file ${mb(bytes)} MB; target <= 250)`,
-          );
-        }
-      },
-    });
-    await db.close();
+    const steps = hold('run', path.join(dir, 'run.sqlite')).filter((r) => r.kind === 'step');
+    if (steps.length === 0) throw new Error(`${HOLDER} run reported no step`);
+    for (const r of steps) {
+      const window = `median of steps ${r.step - HOLDER_WINDOW + 1}-${r.step}`;
+      const where = `step ${r.step}: ${r.added.toLocaleString('en-US')} programs added, ${r.alive.toLocaleString('en-US')} alive, hash index ${r.hashIndexSize.toLocaleString('en-US')}`;
+      console.log(
+        `bench db-paper-scale-commit-${r.step}: ${r.commitMs.toFixed(1)} ms (${window}, 512 children each; ${where}; target <= 50)`,
+      );
+      console.log(
+        `bench db-paper-scale-persist-${r.step}: ${r.persistMs.toFixed(0)} ms (${window}: compressed rows + whole-file export, fsync, rename; target <= 1000)`,
+      );
+      console.log(`bench db-paper-scale-file-${r.step}: ${mb(r.fileBytes)} MB (${where}; target <= 150)`);
+      console.log(
+        `bench db-paper-scale-reopen-${r.step}: ${r.reopenMs.toFixed(0)} ms (open read-only and rebuild every in-memory index; target <= 3000)`,
+      );
+      if (r.step !== PAPER_SCALE_STEPS) continue;
+      const m = r.memory;
+      console.log(
+        `bench db-paper-scale-memory-${r.step}: ${mb(m.rss)} MB (resident set of a Node process whose engine worker thread, bundled as ` +
+          `dist/engineWorker.js, holds the open database at ${where}; after the last ${HOLDER_WINDOW} commits ${mb(r.rssWindow.min)}-${mb(r.rssWindow.max)} MB; ` +
+          `the same process before any database: ${mb(bare.rss)} MB with a worker thread that loads nothing, ` +
+          `${mb(loaded.rss)} MB with the engine bundle and sql.js loaded (${arenas(loaded)}); ` +
+          `worker JS heap ${mb(m.heapUsed)} MB of ${mb(m.heapTotal)} (young generation ${WORKER_YOUNG_GENERATION_MB} MB), ` +
+          `external ${mb(m.external)} MB of which array buffers ${mb(m.arrayBuffers)} (sql.js's in-memory file, the hash index), ` +
+          `sql.js wasm memory ${mb(m.wasm)} MB, ` +
+          `${arenas(m)} (what malloc holds, free chunks included: it overlaps the array buffers below 32 MB), file ${mb(r.fileBytes)} MB; target <= 250)`,
+      );
+    }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-// The engine worker runs with a small young generation (src/worker/engineHost.ts): so does this process, started again with it.
-if (process.execArgv.includes(SEMI_SPACE_FLAG)) {
-  void main();
-} else {
-  const again = spawnSync(process.execPath, [...process.execArgv, SEMI_SPACE_FLAG, ...process.argv.slice(1)], { stdio: 'inherit' });
-  process.exit(again.status ?? 1);
-}
+main();

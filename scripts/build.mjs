@@ -9,6 +9,7 @@
 //   dist/webview/*.js      the dashboard and Compare Runs pages (browser)
 //   out/test/host.js       the in-host test suite (not packaged)
 //   out/test/runner/       the test-only extension that runs it in code-server (not packaged)
+//   out/bench/paperScaleHolder.js  bench db-paper-scale's process: the engine worker's code holding a paper-scale run (not packaged)
 // plus sql-wasm.wasm and src/engine/task/foreign (the Python wrapper that runs
 // OpenEvolve/ShinkaEvolve evaluators in the sandbox) copied beside the node bundles.
 import * as esbuild from 'esbuild';
@@ -108,6 +109,8 @@ const builds = [
     minify: true,
   },
   { ...node, entryPoints: ['src/worker/engineWorker.ts'], outfile: 'dist/engineWorker.js' },
+  // Bundled as dist/engineWorker.js is: db-paper-scale measures the memory of the code the editor runs.
+  { ...node, entryPoints: ['bench/support/paperScaleHolder.ts'], outfile: 'out/bench/paperScaleHolder.js' },
   { ...node, minify: false, entryPoints: ['test/host/index.ts'], outfile: 'out/test/host.js', external: ['vscode', 'mocha'] },
   { ...node, entryPoints: ['test/host/runner/runner.ts'], outfile: 'out/test/runner/runner.js', external: ['vscode'] },
   // The stand-in for the Python extension (ms-python.python) the in-host tests install beside ours.
@@ -122,7 +125,8 @@ const builds = [
 function copyAssets() {
   mkdirSync(join(root, 'dist'), { recursive: true });
   copyFileSync(join(root, 'node_modules/sql.js/dist/sql-wasm.wasm'), join(root, 'dist/sql-wasm.wasm'));
-  if (existsSync(join(root, 'out/test'))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, 'out/test/sql-wasm.wasm'));
+  for (const target of ['out/test', 'out/bench'])
+    if (existsSync(join(root, target))) copyFileSync(join(root, 'dist/sql-wasm.wasm'), join(root, target, 'sql-wasm.wasm'));
   copyFileSync(join(root, 'test/host/runner/package.json'), join(root, 'out/test/runner/package.json'));
   copyFileSync(join(root, 'test/host/pythonExtension/package.json'), join(root, 'out/test/pythonExtension/package.json'));
   chmodSync(join(root, 'dist/cli.js'), 0o755);

@@ -4,7 +4,7 @@
 // src/protocol/workerMessages.ts; every message from the host is validated,
 // and a malformed one gets a protocolError reply, never a crash.
 import { probeTrainer } from '../engine/trainer/trainerProbe';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import {
@@ -18,7 +18,8 @@ import {
   type StartMessage,
   type WorkerToHost,
 } from '../protocol/workerMessages';
-import { ProgramDatabase } from '../engine/database/programDatabase';
+import type { ProgramDatabase } from '../engine/database/programDatabase';
+import { ReadOnlyRuns } from './readOnlyRuns';
 import { errorMessage } from '../engine/common/errors';
 import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from '../engine/runFactory';
 import { bestSolutionFile } from '../engine/runFiles';
@@ -48,16 +49,6 @@ interface ActiveRun extends AssembledRun {
   waiting: string | null;
 }
 
-interface CachedDatabase {
-  mtimeMs: number;
-  size: number;
-  /** The open (or opening) database: queries that come while it opens wait for the same open. */
-  db: Promise<ProgramDatabase>;
-}
-
-/** Read-only databases kept open between queries (the Runs view asks often). */
-const READ_CACHE_LIMIT = 4;
-
 const port = parentPort;
 if (!port) {
   console.error('dist/engineWorker.js runs as a worker thread of the ThetaEvolve extension, not on its own.');
@@ -69,7 +60,8 @@ let active: ActiveRun | null = null;
 let starting: AbortController | null = null;
 /** The RL toggle as last set while a run was starting (null: not touched). */
 let toggleWhileStarting: boolean | null = null;
-const readCache = new Map<string, CachedDatabase>();
+/** Runs read by queries, kept open between them within bounds (readOnlyRuns.ts). */
+const readOnlyRuns = new ReadOnlyRuns();
 
 function send(message: WorkerToHost): void {
   port?.postMessage(message);
@@ -216,7 +208,7 @@ async function startRun(message: StartMessage): Promise<void> {
   activeWhileStarting = current;
   active = current;
   if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
-  dropCached(dbFile);
+  readOnlyRuns.drop(dbFile);
   try {
     await current.run.run();
     const pending = current.trainer.state().pendingGroups;
@@ -231,7 +223,7 @@ async function startRun(message: StartMessage): Promise<void> {
   } finally {
     await current.close();
     if (active === current) active = null;
-    dropCached(dbFile);
+    readOnlyRuns.drop(dbFile);
     send({ type: 'runClosed', runId });
   }
 }
@@ -253,7 +245,7 @@ async function answer(query: Query): Promise<unknown> {
       const queued = queuedGuidance(items, (id) => db.appliedRequest(id));
       return queued && { text: queued.text, step: db.lastStep + 1 };
     };
-    return live ? pick(live) : withReadOnly(file, pick);
+    return live ? pick(live) : readOnlyRuns.read(file, pick);
   }
   const ask = (db: ProgramDatabase): unknown => {
     switch (query.kind) {
@@ -302,7 +294,7 @@ async function answer(query: Query): Promise<unknown> {
     }
   };
   if (live) return ask(live);
-  return withReadOnly(file, ask);
+  return readOnlyRuns.read(file, ask);
 }
 
 /** Runs compared; the run this worker runs is read from its open database, as it stands after its last commit. */
@@ -310,7 +302,7 @@ function compareRuns(files: string[]): Promise<unknown> {
   return compareRunFiles(files, Date.now(), (file) => {
     const live = active && active.dbFile === file ? active.run.database : null;
     // Read through the cache: a run the Runs view or the dashboard just read is not opened again (seconds at paper scale).
-    return live ? runRecordOf(live, file) : withReadOnly(file, (db) => readOnlyRecordOf(db, file));
+    return live ? runRecordOf(live, file) : readOnlyRuns.read(file, (db) => readOnlyRecordOf(db, file));
   });
 }
 
@@ -325,7 +317,7 @@ async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryRes
   try {
     return await steerRun(file, query.request, { openEvaluator: taskEvaluatorFor(query.settings) });
   } finally {
-    dropCached(file);
+    readOnlyRuns.drop(file);
   }
 }
 
@@ -352,7 +344,7 @@ function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolH
     trusted: query.trusted,
     read: (file, use) => {
       const live = active && active.dbFile === resolve(file) ? active.run.database : null;
-      return live ? Promise.resolve(use(live)) : withReadOnly(resolve(file), use);
+      return live ? Promise.resolve(use(live)) : readOnlyRuns.read(resolve(file), use);
     },
     openEvaluator: taskEvaluatorFor(query.settings),
     activity: (file) => {
@@ -360,7 +352,7 @@ function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolH
       const steps = active.inFlight.text();
       return active.waiting ?? (steps ? `its steps in flight: ${steps}` : null);
     },
-    changed: (file) => dropCached(resolve(file)),
+    changed: (file) => readOnlyRuns.drop(resolve(file)),
   };
 }
 
@@ -389,43 +381,4 @@ async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Pro
   } finally {
     await evaluator.close();
   }
-}
-
-/** Run `use` on a read-only copy of the file, reopened only when the file changed since last time. */
-async function withReadOnly<T>(file: string, use: (db: ProgramDatabase) => T): Promise<T> {
-  const info = await stat(file).catch(() => null);
-  if (!info) throw new Error(`${file}: no such run database`);
-  let cached = readCache.get(file);
-  if (cached && (cached.mtimeMs !== info.mtimeMs || cached.size !== info.size)) {
-    dropCached(file);
-    cached = undefined;
-  }
-  if (!cached) {
-    // One open per file: the dashboard asks five questions of a run at once (a paper-scale run takes seconds to open).
-    const db = ProgramDatabase.openReadOnly(file);
-    const entry: CachedDatabase = { mtimeMs: info.mtimeMs, size: info.size, db };
-    cached = entry;
-    readCache.set(file, entry);
-    // A file that cannot be opened is not kept: the next query tries again.
-    db.catch(() => {
-      if (readCache.get(file) === entry) readCache.delete(file);
-    });
-    while (readCache.size > READ_CACHE_LIMIT) {
-      const oldest = readCache.keys().next().value;
-      if (oldest === undefined) break;
-      dropCached(oldest);
-    }
-  } else {
-    // Most recently used last.
-    readCache.delete(file);
-    readCache.set(file, cached);
-  }
-  return use(await cached.db);
-}
-
-function dropCached(file: string): void {
-  const cached = readCache.get(file);
-  if (!cached) return;
-  readCache.delete(file);
-  void cached.db.then((db) => db.close()).catch(() => undefined);
 }

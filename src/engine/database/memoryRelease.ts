@@ -12,6 +12,13 @@
 // was still resident after every third persist or so. Returned by the
 // collection itself instead (a free() per dead buffer, no pause to speak of),
 // the copy is gone when persist returns.
+//
+// V8's flags are the process's: in the editor the engine worker is a thread
+// of the extension host, whose own heap and contexts (every extension's) read
+// the same flags. So each flag is set only for the moment it is needed and
+// set back at once:
+// the gc function is taken with --expose-gc on (it stays usable after), and
+// only the one minor collection that frees the copy sweeps synchronously.
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 
@@ -25,9 +32,12 @@ function collector(): Collect | null {
   try {
     // The gc function is exposed by a V8 flag; set now, a fresh context sees it (the process's own globals do not change).
     v8.setFlagsFromString('--expose-gc');
-    v8.setFlagsFromString('--no-concurrent-array-buffer-sweeping');
-    const gc = vm.runInNewContext('gc') as unknown;
-    if (typeof gc === 'function') collect = gc as Collect;
+    try {
+      const gc = vm.runInNewContext('gc') as unknown;
+      if (typeof gc === 'function') collect = gc as Collect;
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+    }
   } catch {
     // A runtime without it collects on its own schedule.
   }
@@ -42,6 +52,12 @@ export function releaseCopy(copy: Uint8Array): void {
   structuredClone(buffer, { transfer: [buffer] });
   const gc = collector();
   if (!gc) return;
-  gc({ type: 'minor', execution: 'sync' });
+  // The dead copy's memory is handed back within this collection, not later on a background thread.
+  v8.setFlagsFromString('--no-concurrent-array-buffer-sweeping');
+  try {
+    gc({ type: 'minor', execution: 'sync' });
+  } finally {
+    v8.setFlagsFromString('--concurrent-array-buffer-sweeping');
+  }
   gc({ type: 'major', execution: 'async' });
 }

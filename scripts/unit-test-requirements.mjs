@@ -42,6 +42,7 @@ export const UNIT_TEST_NEEDS = {
   'mutateSampler.test.ts': ['python3'],
   'newTask.test.ts': ['bubblewrap', 'python3', 'code-server'],
   'notebookCli.test.ts': ['bubblewrap', 'python3'],
+  'noValidProgram.test.ts': ['bubblewrap', 'python3'],
   'notebookProgram.test.ts': ['python3'],
   'novelty.test.ts': ['bubblewrap', 'python3'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],

@@ -8,10 +8,11 @@ import type { Direction } from '../engine/common/types';
 import type { RunInfo } from '../protocol/workerMessages';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin, type RunState } from './runController';
-import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
+import { formatScore, NO_VALID_PROGRAM, programName, programNameDetail, type StepRank } from '../engine/common/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
 import { displayObjective } from '../engine/common/scoring';
+import { recordsMetaRecommendations } from '../engine/operators/recorded';
 import { programRowId, programRowOrder } from './programRowOrder';
 
 export interface RunNode {
@@ -87,6 +88,8 @@ export const STORED_RUN_CONTEXT = 'thetaevolve.run.stored';
 export function activeRunContext(state: RunState): string {
   return `thetaevolve.run.${state}`;
 }
+/** Added to the row of a run with meta-recommendations on (meta.everySteps): its menu offers Edit Model Recommendations. */
+export const RECOMMENDING_CONTEXT_SUFFIX = '.recommending';
 /** A program with a parent: every action. */
 export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
@@ -334,6 +337,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     );
     item.id = `run:${node.dbFile}`;
     item.contextValue = node.active ? activeRunContext(this.controller.active?.state ?? 'running') : STORED_RUN_CONTEXT;
+    if (node.info && recordsMetaRecommendations(node.info.meta)) item.contextValue += RECOMMENDING_CONTEXT_SUFFIX;
     if (!node.info) {
       item.description = 'unreadable';
       item.iconPath = new vscode.ThemeIcon('warning');
@@ -343,8 +347,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const best = node.info.summary.best;
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
     // What fits a narrow sidebar first: the best score and the task; the run id and the rest in the tooltip.
-    item.label = `${fmt(displayObjective(best?.score ?? null, node.info.meta.direction))} · ${node.info.meta.task}`;
-    item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
+    const bestObjective = displayObjective(best?.score ?? null, node.info.meta.direction);
+    item.label = `${bestObjective === null ? NO_VALID_PROGRAM : fmt(bestObjective)} · ${node.info.meta.task}`;
+    const stepWords = `step ${Math.max(node.info.lastStep, 0)}${bestObjective === null ? '' : ' · best'}`;
+    item.description = [stepWords, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
     const unprotected = node.info.meta.evaluatorTrust === 'in-sandbox';

@@ -46,6 +46,7 @@ export const UNIT_TEST_NEEDS = {
   'notebookProgram.test.ts': ['python3'],
   'novelty.test.ts': ['bubblewrap', 'python3'],
   'pipelinedSteps.test.ts': ['bubblewrap', 'python3'],
+  'readOnlyRun.test.ts': ['bubblewrap', 'python3'],
   'releaseTasks.test.ts': ['bubblewrap', 'python3', 'python3-yaml'],
   'researcherPython.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'runHealth.test.ts': ['bubblewrap', 'python3'],

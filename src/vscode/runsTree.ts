@@ -40,6 +40,8 @@ export interface ProgramNode {
   delta: number | null;
   /** The previous improvement's name ("step 7 #1"), which delta is measured from; null for the first. */
   previousName: string | null;
+  /** Its parent's name ("step 3 #2", "initial"), whose diff a click opens; null: unknown or none. */
+  parentName: string | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
   /** Banned now (docs/algorithm.md section 11). */
@@ -318,6 +320,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         objective,
         delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
         previousName: previous ? programName({ step: previous.step, stepRank: previous.stepRank ?? null }) : null,
+        parentName: p.parentName ?? null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         banned: info.banned.includes(p.id),
         live: p.live ?? true,
@@ -380,9 +383,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     item.description = `${node.pinnedBest ? 'best · ' : ''}${programName(node)} · ${gain === null ? 'start' : `${gain} vs previous best`}`;
     item.tooltip =
       `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
-      `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
+      `${node.parentId ? `, child of ${node.parentName ?? `program ${node.parentId}`}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
       (gain !== null && node.previousName !== null ? `\n${gain}: the gain over the previous best (${node.previousName})` : '') +
-      (node.parentId ? `\nClick: the diff against its parent (program ${node.parentId}, which it was made from)` : '');
+      (node.parentId
+        ? `\nClick: the diff against its parent (${node.parentName ?? `program ${node.parentId}`}, which it was made from)`
+        : '');
     item.contextValue =
       (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) +
       (node.banned ? BANNED_CONTEXT_SUFFIX : node.live ? '' : GONE_CONTEXT_SUFFIX);

@@ -70,9 +70,7 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
     const best = last?.bestSoFar ?? null;
     const direction = taskNote !== null ? ` (${run.direction === 'minimize' ? 'lower' : 'higher'} is better)` : '';
     const policy = run.policyVersions.length > 0 ? `, ${run.policyVersions.length} policy version(s)` : '';
-    lines.push(
-      `  ${forDisplay(run.label)}: ${run.steps.length} steps, ${bestText(best)}${direction}${policy} (${run.file})`,
-    );
+    lines.push(`  ${forDisplay(run.label)}: ${run.steps.length} steps, ${bestText(best)}${direction}${policy} (${run.file})`);
     if (run.python) lines.push(`    ${forDisplay(describePythonEnvironment(run.python))}`);
   }
   if (htmlFile) lines.push(`Report: ${htmlFile}`);

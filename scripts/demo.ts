@@ -3,8 +3,9 @@
 // OpenAI-compatible test server standing in for vLLM. Prints the URL.
 //   --port N     code-server port (default 8080, or $PORT)
 //   --smoke      start everything, screenshot the workbench, exit (a check)
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { prepareDemoWorkspace } from './demoWorkspace';
 import { launchBrowser, openWorkbench, REPO_ROOT, saveScreenshot, startCodeServer } from '../test/support/codeServer';
 
 interface TestServerHandle {
@@ -25,13 +26,7 @@ async function main(): Promise<void> {
   const port = Number(argValue('--port') ?? process.env.PORT ?? 8080);
   const demoRoot = join(REPO_ROOT, '.demo');
   const workspace = join(demoRoot, 'workspace');
-  mkdirSync(join(workspace, '.vscode'), { recursive: true });
-
-  // The sample workspace: the circle-packing task, ready to evolve.
-  const bundled = join(REPO_ROOT, 'tasks', 'circle-packing');
-  if (existsSync(bundled) && !existsSync(join(workspace, 'circle-packing'))) {
-    cpSync(bundled, join(workspace, 'circle-packing'), { recursive: true });
-  }
+  prepareDemoWorkspace(workspace, REPO_ROOT);
 
   let server: TestServerHandle | undefined;
   const serverModule = join(REPO_ROOT, 'test', 'server', 'openaiTestServer.ts');
@@ -39,22 +34,6 @@ async function main(): Promise<void> {
     const mod = (await import(serverModule)) as TestServerModule;
     server = await mod.startTestServer({ latencyMs: 400 });
   }
-  writeFileSync(
-    join(workspace, '.vscode', 'settings.json'),
-    JSON.stringify(
-      {
-        'thetaevolve.batchSize': 4,
-        'thetaevolve.samplesPerPrompt': 4,
-        'thetaevolve.evaluationConcurrency': 2,
-        'thetaevolve.database.preset': 'small',
-        // The demo workspace sits inside the clone (.demo/, ignored by git): without this every window offers to open the clone's repository.
-        'git.openRepositoryInParentFolders': 'never',
-      },
-      null,
-      2,
-    ) + '\n',
-  );
-
   // thetaevolve.endpoint is machine-scoped (a workspace cannot point the extension at a server): it goes in user settings.
   const codeServer = await startCodeServer({
     workspace,

@@ -8,7 +8,7 @@ import { writeFileAtomic } from '../engine/database/atomicFile';
 import { DatabaseFileError, ProgramDatabase } from '../engine/database/programDatabase';
 import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
-import { formatScore } from '../engine/common/format';
+import { formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 import { formatUsd, modelTableLines } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
@@ -68,7 +68,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       io.stdout(JSON.stringify(report) + '\n');
       return 0;
     }
-    const best = summary.best ? `${formatScore(summary.best.score)} (program ${summary.best.id})` : 'none';
+    const best = summary.best ? `${formatScore(summary.best.score)} (program ${summary.best.id})` : NO_VALID_PROGRAM;
     const lines = [
       `Run database ${file} (${(report.bytes / 1e6).toFixed(1)} MB)`,
       `  programs      ${summary.programs} of ${report.populationSize}`,
@@ -109,7 +109,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
 
 function programOf(db: ProgramDatabase, file: string, id: string) {
   const program = resolveProgram(db, id);
-  if (!program) throw new InputError(id === 'best' ? `${file} has no program yet` : `no program ${id} in ${file}`);
+  if (!program) throw new InputError(id === 'best' ? `${file} has no valid program yet` : `no program ${id} in ${file}`);
   return program;
 }
 

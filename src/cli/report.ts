@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { formatScore } from '../engine/common/format';
+import { bestText } from '../engine/common/format';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { forDisplay } from '../engine/common/displayText';
 import { progressLayout, type RunComparison } from '../engine/common/runComparison';
@@ -70,9 +70,7 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
     const best = last?.bestSoFar ?? null;
     const direction = taskNote !== null ? ` (${run.direction === 'minimize' ? 'lower' : 'higher'} is better)` : '';
     const policy = run.policyVersions.length > 0 ? `, ${run.policyVersions.length} policy version(s)` : '';
-    lines.push(
-      `  ${forDisplay(run.label)}: ${run.steps.length} steps, best ${best === null ? 'none' : formatScore(best)}${direction}${policy} (${run.file})`,
-    );
+    lines.push(`  ${forDisplay(run.label)}: ${run.steps.length} steps, ${bestText(best)}${direction}${policy} (${run.file})`);
     if (run.python) lines.push(`    ${forDisplay(describePythonEnvironment(run.python))}`);
   }
   if (htmlFile) lines.push(`Report: ${htmlFile}`);

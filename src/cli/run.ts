@@ -19,7 +19,7 @@ import { configEndpointNotice, settingsFromArgs, withFlagNames } from './setting
 import { cliPythonChoice } from './python';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
-import { formatScore } from '../engine/common/format';
+import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 import { formatUsd, type ModelStats, trainedModelOf, trainedModelOnlyText } from '../engine/common/models';
 import { forDisplay } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
@@ -152,7 +152,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         runOver = true;
         progress.clear();
         io.stderr(
-          `thetaevolve run: ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}; database ${dbFile}\n`,
+          `thetaevolve run: ${event.message}; ${event.best ? `best ${formatScore(event.best.score)} (${event.best.id})` : NO_VALID_PROGRAM}; database ${dbFile}\n`,
         );
         break;
       default:
@@ -244,7 +244,7 @@ function humanStepLine(e: StepCommittedEvent, previousBest: number | null): stri
   const gain = e.newBest && e.bestEver !== null && previousBest !== null ? ` (+${Number((e.bestEver - previousBest).toPrecision(3))})` : '';
   const valid = e.counts.valid;
   return (
-    `step ${e.step}: best ${formatScore(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
+    `step ${e.step}: ${bestText(e.bestEver)}${gain}${e.newBest ? ' NEW BEST' : ''} | ` +
     `step mean ${formatScore(e.mean)} | valid ${valid}/${e.samples} | ` +
     `no diff ${e.counts.no_diff}, no change ${e.counts.no_change + e.counts.duplicate}, no solution ${e.counts.no_solution + e.counts.timeout}, invalid ${e.counts.invalid_solution}, failed requests ${e.counts.request_failed}${e.counts.evaluation_failed > 0 ? `, failed evaluations ${e.counts.evaluation_failed}` : ''}${e.counts.not_novel > 0 ? `, not novel ${e.counts.not_novel}` : ''} | ` +
     `db ${e.dbSize} | ${

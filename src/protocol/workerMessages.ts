@@ -59,6 +59,8 @@ export const ProgramRecordSchema = z.object({
     .optional(),
   /** Still in the population (only a live program can be pinned as a parent or banned); absent where not asked. */
   live: z.boolean().optional(),
+  /** Its parent's name (format.ts programName: "step 3 #2", "initial"); absent where not asked, null when the run no longer has it. */
+  parentName: z.string().nullable().optional(),
 });
 export type ProgramRecordMessage = z.infer<typeof ProgramRecordSchema>;
 

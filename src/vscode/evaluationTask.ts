@@ -19,7 +19,7 @@ import { loadTask } from '../engine/task/task';
 import { type RunController, type TrackedRun, untrustedReason } from './runController';
 import { programTextOf } from './notebookCells';
 import { readSettings } from './settings';
-import { formatScore } from '../engine/common/format';
+import { bestText, formatScore } from '../engine/common/format';
 import { displayObjective } from '../engine/common/scoring';
 import { evaluationKey } from '../engine/evaluationOutputs';
 import { OPEN_OUTPUT_TITLE, setTerminalRun } from './evaluationOutputDocuments';
@@ -160,7 +160,7 @@ class LiveEvaluationTerminal implements vscode.Pseudoterminal {
             this.line(
               colour(
                 36,
-                `step ${event.step} committed: best ${formatScore(displayObjective(event.bestEver, run.direction))}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
+                `step ${event.step} committed: ${bestText(displayObjective(event.bestEver, run.direction))}${event.newBest ? ' (new best)' : ''}, valid ${event.counts.valid}/${event.samples}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
               ),
             );
             break;

@@ -11,7 +11,7 @@ import { editorPythonChoice } from './pythonInterpreter';
 import type { Settings } from '../engine/common/config';
 import { locateEvolveBlocks } from '../engine/common/diff';
 import { errorMessage } from '../engine/common/errors';
-import { formatScore } from '../engine/common/format';
+import { bestText } from '../engine/common/format';
 import { displayObjective } from '../engine/common/scoring';
 import { MUTATE_SAMPLER_LABEL } from '../engine/llm/mutateSampler';
 import { newRunId, runDatabaseFile } from '../engine/runFiles';
@@ -358,7 +358,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
         info
           ? {
               label: file.runId,
-              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · best ${formatScore(displayObjective(info.summary.best?.score ?? null, info.meta.direction))}`,
+              description: `${info.meta.task} · step ${Math.max(info.lastStep, 0)} · ${bestText(displayObjective(info.summary.best?.score ?? null, info.meta.direction))}`,
               detail: info.meta.programPath,
               info,
               runId: file.runId,

@@ -18,7 +18,7 @@ import { log } from './log';
 import { readSettings } from './settings';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
-import { formatScore } from '../engine/common/format';
+import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 
 /** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
 export type RunState = 'starting' | 'running' | 'pausing' | 'paused' | 'stopping' | 'finished' | 'error';
@@ -609,7 +609,7 @@ function logEvent(runId: string, event: EngineEvent): void {
       return;
     case 'step_committed':
       channel.info(
-        `[${runId}] step ${event.step}: best ${formatScore(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${formatScore(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
+        `[${runId}] step ${event.step}: ${bestText(event.bestEver)}${event.newBest ? ' NEW BEST' : ''}, step mean ${formatScore(event.mean)}, valid ${event.counts.valid}/${event.samples}, db ${event.dbSize}, ${event.samplesPerSecond.toFixed(2)} samples/s`,
       );
       // Why requests failed: each distinct reason once, with its count in the step.
       for (const failure of event.failures ?? [])
@@ -625,7 +625,9 @@ function logEvent(runId: string, event: EngineEvent): void {
       channel.info(`[${runId}] resumed after step ${event.step}`);
       return;
     case 'run_finished':
-      channel.info(`[${runId}] ${event.message}; best ${event.best ? `${formatScore(event.best.score)} (${event.best.id})` : 'none'}`);
+      channel.info(
+        `[${runId}] ${event.message}; ${event.best ? `best ${formatScore(event.best.score)} (${event.best.id})` : NO_VALID_PROGRAM}`,
+      );
       return;
     case 'error':
       if (event.fatal) channel.error(`[${runId}] ${event.message}`);

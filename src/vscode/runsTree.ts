@@ -8,10 +8,11 @@ import type { Direction } from '../engine/common/types';
 import type { RunInfo } from '../protocol/workerMessages';
 import { log } from './log';
 import { listRunFiles, type RunController, runOrigin, type RunState } from './runController';
-import { formatScore, programName, programNameDetail, type StepRank } from '../engine/common/format';
+import { formatScore, NO_VALID_PROGRAM, programName, programNameDetail, type StepRank } from '../engine/common/format';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
 import { errorMessage } from '../engine/common/errors';
 import { displayObjective } from '../engine/common/scoring';
+import { recordsMetaRecommendations } from '../engine/operators/recorded';
 import { programRowId, programRowOrder } from './programRowOrder';
 
 export interface RunNode {
@@ -39,6 +40,8 @@ export interface ProgramNode {
   delta: number | null;
   /** The previous improvement's name ("step 7 #1"), which delta is measured from; null for the first. */
   previousName: string | null;
+  /** Its parent's name ("step 3 #2", "initial"), whose diff a click opens; null: unknown or none. */
+  parentName: string | null;
   /** "valid 3, no diff 1" for the program's step. */
   counts: string;
   /** Banned now (docs/algorithm.md section 11). */
@@ -87,6 +90,8 @@ export const STORED_RUN_CONTEXT = 'thetaevolve.run.stored';
 export function activeRunContext(state: RunState): string {
   return `thetaevolve.run.${state}`;
 }
+/** Added to the row of a run with meta-recommendations on (meta.everySteps): its menu offers Edit Model Recommendations. */
+export const RECOMMENDING_CONTEXT_SUFFIX = '.recommending';
 /** A program with a parent: every action. */
 export const PROGRAM_CONTEXT = 'thetaevolve.program.child';
 /** The initial program: no parent to diff against. */
@@ -315,6 +320,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
         objective,
         delta: objective !== null && previousObjective !== null ? objective - previousObjective : null,
         previousName: previous ? programName({ step: previous.step, stepRank: previous.stepRank ?? null }) : null,
+        parentName: p.parentName ?? null,
         counts: p.step === 0 ? p.outcome : countsText(countsOf.get(p.step)),
         banned: info.banned.includes(p.id),
         live: p.live ?? true,
@@ -334,6 +340,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     );
     item.id = `run:${node.dbFile}`;
     item.contextValue = node.active ? activeRunContext(this.controller.active?.state ?? 'running') : STORED_RUN_CONTEXT;
+    if (node.info && recordsMetaRecommendations(node.info.meta)) item.contextValue += RECOMMENDING_CONTEXT_SUFFIX;
     if (!node.info) {
       item.description = 'unreadable';
       item.iconPath = new vscode.ThemeIcon('warning');
@@ -343,8 +350,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     const best = node.info.summary.best;
     const state = node.active ? (this.controller.active?.state ?? 'running') : undefined;
     // What fits a narrow sidebar first: the best score and the task; the run id and the rest in the tooltip.
-    item.label = `${fmt(displayObjective(best?.score ?? null, node.info.meta.direction))} · ${node.info.meta.task}`;
-    item.description = [`step ${Math.max(node.info.lastStep, 0)} · best`, ...(state ? [state] : []), node.runId].join(' · ');
+    const bestObjective = displayObjective(best?.score ?? null, node.info.meta.direction);
+    item.label = `${bestObjective === null ? NO_VALID_PROGRAM : fmt(bestObjective)} · ${node.info.meta.task}`;
+    const stepWords = `step ${Math.max(node.info.lastStep, 0)}${bestObjective === null ? '' : ' · best'}`;
+    item.description = [stepWords, ...(state ? [state] : []), node.runId].join(' · ');
     item.iconPath = new vscode.ThemeIcon(node.active ? (state === 'paused' ? 'debug-pause' : 'sync~spin') : 'database');
     const { task, programPath: program } = node.info.meta;
     const unprotected = node.info.meta.evaluatorTrust === 'in-sandbox';
@@ -374,9 +383,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsTreeNode>, 
     item.description = `${node.pinnedBest ? 'best · ' : ''}${programName(node)} · ${gain === null ? 'start' : `${gain} vs previous best`}`;
     item.tooltip =
       `Objective ${formatScore(node.objective)} (${node.direction}), ${programName(node)}: ${programNameDetail({ ...node, id: node.programId })}` +
-      `${node.parentId ? `, child of ${node.parentId}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
+      `${node.parentId ? `, child of ${node.parentName ?? `program ${node.parentId}`}` : ' (the starting program)'}${node.counts ? `\nStep ${node.step}: ${node.counts}` : ''}` +
       (gain !== null && node.previousName !== null ? `\n${gain}: the gain over the previous best (${node.previousName})` : '') +
-      (node.parentId ? `\nClick: the diff against its parent (program ${node.parentId}, which it was made from)` : '');
+      (node.parentId
+        ? `\nClick: the diff against its parent (${node.parentName ?? `program ${node.parentId}`}, which it was made from)`
+        : '');
     item.contextValue =
       (node.parentId ? PROGRAM_CONTEXT : ROOT_PROGRAM_CONTEXT) +
       (node.banned ? BANNED_CONTEXT_SUFFIX : node.live ? '' : GONE_CONTEXT_SUFFIX);

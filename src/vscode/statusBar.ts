@@ -9,13 +9,9 @@ import { statusBarText } from './notify';
 import type { RunController, TrackedRun } from './runController';
 import { queueText } from '../dashboard/dashboardFeed';
 import { forDisplay } from '../engine/common/displayText';
-import { formatScore } from '../engine/common/format';
+import { bestText } from '../engine/common/format';
 import { inferenceJobText } from '../engine/common/inferenceJobs';
 import { displayObjective } from '../engine/common/scoring';
-
-function score(value: number | null): string {
-  return formatScore(value, 6);
-}
 
 /** What the item says after the step and best: the state, when it is not plainly running. */
 const STATE_SUFFIX: Record<TrackedRun['state'], string> = {
@@ -60,7 +56,7 @@ export function statusText(run: TrackedRun): string {
           : STATE_SUFFIX[run.state];
   const sandbox = run.isolation?.weak ? ' · $(warning) weak sandbox' : '';
   const spent = run.costUsd !== null ? ` · ${formatUsd(run.costUsd)}` : '';
-  return `${icon} ThetaEvolve ${step} · best ${score(displayObjective(run.bestScore, run.direction))}${rate}${spent}${state}${sandbox}`;
+  return `${icon} ThetaEvolve ${step} · ${bestText(displayObjective(run.bestScore, run.direction), 6)}${rate}${spent}${state}${sandbox}`;
 }
 
 /**

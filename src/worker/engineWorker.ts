@@ -39,6 +39,7 @@ import { StepsInFlight } from '../engine/common/stepsInFlight';
 import type { EngineEvent } from '../engine/common/events';
 import type { Settings } from '../engine/common/config';
 import type { RunMeta } from '../engine/common/runMeta';
+import { programName } from '../engine/common/format';
 
 interface ActiveRun extends AssembledRun {
   runId: string;
@@ -255,8 +256,19 @@ async function answer(query: Query): Promise<unknown> {
       }
       case 'improvements': {
         const improvements = db.improvements();
-        const ranks = db.stepRanks(improvements.map((p) => p.id));
-        return improvements.map((p) => ({ ...p, stepRank: ranks.get(p.id) ?? null, live: db.isLive(p.id) }));
+        const parentIds = improvements.flatMap((p) => (p.parentId !== null ? [p.parentId] : []));
+        const ranks = db.stepRanks([...improvements.map((p) => p.id), ...parentIds]);
+        // Each row's parent named as the row is (its diff opens against it).
+        const parentName = (id: string | null): string | null => {
+          const parent = id !== null ? db.get(id) : null;
+          return parent ? programName({ step: parent.step, stepRank: ranks.get(parent.id) ?? null }) : null;
+        };
+        return improvements.map((p) => ({
+          ...p,
+          stepRank: ranks.get(p.id) ?? null,
+          live: db.isLive(p.id),
+          parentName: parentName(p.parentId),
+        }));
       }
       case 'summary':
         return db.summary();

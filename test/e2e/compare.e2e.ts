@@ -314,6 +314,12 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
         intervalMs: 200,
       });
       assertSeparateTasks(await progressPanels(report), 'report');
+      // Lineages name programs as the Runs view does ("step 1 #1 · model", "initial"), the id in the tooltip.
+      const lineage = await report.evaluate(() =>
+        [...document.querySelectorAll('.lineage li:not(.muted)')].map((li) => li.textContent ?? ''),
+      );
+      assert.ok(lineage.length > 0, "the report shows the best programs' lineages");
+      for (const entry of lineage) assert.match(entry, /^(initial|step \d+( #\d+)? · [a-z ]+) · /, lineage.join(' | '));
       await report.screenshot({ path: join(TEST_OUTPUT, 'e2e-compare-6-two-tasks-report.png'), fullPage: true });
     } finally {
       await context.close();

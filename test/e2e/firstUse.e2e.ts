@@ -272,7 +272,7 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     await streak.locator('.monaco-button', { hasText: 'Open Log' }).click();
     await page
       // Monaco draws spaces as no-break spaces: \s.
-      .locator('.part.panel .view-lines', { hasText: /\[circle-packing-\d+-\d+\]\sstep\s\d+:\sbest\sn\/a/ })
+      .locator('.part.panel .view-lines', { hasText: /\[circle-packing-\d+-\d+\]\sstep\s\d+:\sno\svalid\sprogram/ })
       .first()
       .waitFor({ state: 'visible', timeout: 30_000 });
     await saveScreenshot(page, 'e2e-first-use-6-log');

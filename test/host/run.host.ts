@@ -6,6 +6,7 @@ import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ThetaEvolveApi } from '../../src/extension';
+import { programName } from '../../src/engine/common/format';
 import { untrustedReason } from '../../src/vscode/runController';
 import type { ProgramNode, RunNode } from '../../src/vscode/runsTree';
 import { statusText } from '../../src/vscode/statusBar';
@@ -131,7 +132,13 @@ describe('runs (engine worker, commands, Runs view)', function () {
         // The gain says what it is measured from, and the click what it opens (the parent's diff, whose gain differs).
         assert.match(String(row.description), / · [+-][\d.e+-]+ vs previous best$/);
         assert.match(tooltip, /: the gain over the previous best \((initial|step \d+( #\d+)?)\)/);
-        assert.ok(tooltip.includes(`Click: the diff against its parent (program ${p.parentId},`), tooltip);
+        // The parent named as the rows are (one naming everywhere), as the database has it.
+        const parent = await theta.controller.query({ kind: 'program', dbFile: p.dbFile, programId: p.parentId });
+        assert.ok(parent, `the parent ${p.parentId} is in the database`);
+        const parentName = programName(parent);
+        assert.equal(p.parentName, parentName);
+        assert.ok(tooltip.includes(`Click: the diff against its parent (${parentName}, which it was made from)`), tooltip);
+        assert.ok(tooltip.includes(`, child of ${parentName}`), tooltip);
       }
       assert.ok(tooltip.includes(`program ${p.programId}`), tooltip);
     }

@@ -537,6 +537,23 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         sub.dispose();
       }
     });
+
+    it('shows "no valid program" where the best goes (status bar, Runs view), never the penalty of the best invalid one', async () => {
+      const live = theta.controller.active;
+      assert.ok(live, 'the run of the test before is live');
+      assert.match(statusText(live), /· no valid program/, statusText(live));
+      const run = await stopRun(theta.controller);
+      assert.ok(run);
+      // The end event's best was the penalty (-0.2 · done); a run with nothing valid has no best.
+      assert.equal(run.bestScore, null);
+      assert.match(statusText(run), /^\S+ ThetaEvolve step \d+ · no valid program · stopped$/, statusText(run));
+      await theta.tree.refresh();
+      const node = (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === run.runId);
+      assert.ok(node, 'the run is in the Runs view');
+      const row = theta.tree.getTreeItem(node);
+      assert.match(String(row.label), /^no valid program · /, String(row.label));
+      assert.doesNotMatch(String(row.description), /best/, String(row.description));
+    });
   });
 
   describe('a start the endpoint refuses', () => {

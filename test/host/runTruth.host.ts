@@ -14,7 +14,7 @@ import type { ProgramNode } from '../../src/vscode/runsTree';
 import { statusText } from '../../src/vscode/statusBar';
 import { waitFor } from '../support/waitFor';
 import { paletteCommands, rowMenuCommands } from './menus';
-import { nextEvent, offlineRuns, stopRun, taskCopy, thetaSettings } from './support';
+import { nextEvent, offlineRuns, plantedRun, runRow, stopRun, taskCopy, thetaSettings } from './support';
 
 describe('run truth (objective, commands by state, dashboard from the database, RL state)', function () {
   this.timeout(120_000);
@@ -108,7 +108,6 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         'thetaevolve.addFileToRun',
         'thetaevolve.compareRuns',
         'thetaevolve.editGuidance',
-        'thetaevolve.editRecommendations',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.pauseRun',
@@ -126,7 +125,6 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         'thetaevolve.addFileToRun',
         'thetaevolve.compareRuns',
         'thetaevolve.editGuidance',
-        'thetaevolve.editRecommendations',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.resumeRun',
@@ -144,7 +142,6 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         'thetaevolve.compareRuns',
         'thetaevolve.deleteRun',
         'thetaevolve.editGuidance',
-        'thetaevolve.editRecommendations',
         'thetaevolve.openDashboard',
         'thetaevolve.openEvaluationOutput',
         'thetaevolve.resumeRun',
@@ -165,12 +162,12 @@ describe('run truth (objective, commands by state, dashboard from the database, 
       const next = await resumedCommit;
       assert.equal(next.type === 'step_committed' && next.step, finished.lastStep + 1);
       // While it runs, other runs' rows offer neither Resume nor Open Dashboard (the dashboard follows the active run).
+      // None of these runs has meta-recommendations on: no row offers Edit Model Recommendations.
       assert.deepEqual(rowMenuCommands('thetaevolve.run.stored', { 'thetaevolve.runState': theta.controller.stateContext }), [
         'thetaevolve.addFileToRun',
         'thetaevolve.compareRuns',
         'thetaevolve.deleteRun',
         'thetaevolve.editGuidance',
-        'thetaevolve.editRecommendations',
         'thetaevolve.openEvaluationOutput',
       ]);
       // Pin as Parent and Ban are offered on live programs only: a row whose program left the population offers neither.
@@ -205,6 +202,33 @@ describe('run truth (objective, commands by state, dashboard from the database, 
         false,
       );
     });
+  });
+
+  it('Edit Model Recommendations is offered on the rows of runs with meta-recommendations on only', async () => {
+    await stopRun(theta.controller);
+    const off = `menus-meta-off-${Date.now()}`;
+    const on = `menus-meta-on-${Date.now()}`;
+    await plantedRun(off);
+    // What a run started with thetaevolve.meta.everySteps 3 records in its run meta (operators/recorded.ts).
+    await plantedRun(on, { operators: { 'meta.everySteps': 3 } });
+    const rowMenu = async (runId: string): Promise<{ contextValue: string; commands: string[] }> => {
+      await theta.tree.refresh();
+      const node = await runRow(theta, runId);
+      const contextValue = String(theta.tree.getTreeItem(node).contextValue);
+      return { contextValue, commands: rowMenuCommands(contextValue, { 'thetaevolve.runState': theta.controller.stateContext }) };
+    };
+    const without = await rowMenu(off);
+    assert.equal(without.contextValue, 'thetaevolve.run.stored');
+    assert.ok(!without.commands.includes('thetaevolve.editRecommendations'), without.commands.join(', '));
+    assert.ok(without.commands.includes('thetaevolve.editGuidance'));
+    const withMeta = await rowMenu(on);
+    assert.equal(withMeta.contextValue, 'thetaevolve.run.stored.recommending');
+    // The row offers what any stored row offers, and Edit Model Recommendations.
+    assert.deepEqual(withMeta.commands, [...without.commands, 'thetaevolve.editRecommendations'].sort());
+    // Live, the same: a running row with the suffix offers Stop, Pause and Edit Model Recommendations.
+    const running = rowMenuCommands('thetaevolve.run.running.recommending', { 'thetaevolve.runState': 'running' });
+    for (const command of ['thetaevolve.stopRun', 'thetaevolve.pauseRun', 'thetaevolve.openDashboard', 'thetaevolve.editRecommendations'])
+      assert.ok(running.includes(command), `${command}: ${running.join(', ')}`);
   });
 
   describe("the dashboard is a function of the run's database", () => {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { programLabel } from '../../src/engine/common/format';
 import { EMBEDDED_COMPARISON_ID, RunComparisonSchema } from '../../src/engine/common/runComparison';
 import { compareRunFiles } from '../../src/engine/database/runComparison';
 import { startAtroposTestServer } from '../server/atroposTestServer';
@@ -86,6 +87,13 @@ describe('comparing runs (thetaevolve report)', function () {
         [...best].sort((a, b) => a - b),
       );
       assert.equal(run.lineage.programs[0]?.id, run.best?.id);
+      // Named as the Runs view names them (issue 43 item 12): "step 1 #1 · model" down to "initial", never by id.
+      const labels = run.lineage.programs.map((p) => programLabel(p));
+      assert.equal(labels.at(-1), 'initial', labels.join(' | '));
+      for (const [i, p] of run.lineage.programs.entries())
+        if (p.step > 0) assert.match(labels[i] ?? '', new RegExp(`^step ${p.step}( #\\d+)? · `), labels.join(' | '));
+      assert.deepEqual(run.best?.stepRank, run.lineage.programs[0]?.stepRank);
+      if (run.best && run.best.step > 0) assert.ok(run.best.stepRank, 'the best has its place in its step');
     }
   });
 

@@ -10,6 +10,8 @@ import { Rng } from '../../src/engine/common/rng';
 import { databaseView } from '../../src/dashboard/dashboardModel';
 import { ProgramDatabase } from '../../src/engine/database/programDatabase';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
+import { SteerInputError } from '../../src/engine/steering/applySteer';
+import { steerRun } from '../../src/engine/steering/steerRun';
 import { buildPrompt } from '../../src/engine/prompt';
 import { tempDir } from '../support/tempDirs';
 import { programWith, syntheticProgram, testConfig } from './fixtures/database/programs';
@@ -130,6 +132,53 @@ describe('steering in the engine', () => {
     assert.equal(back.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0]?.values[0]?.[0], '3');
     assert.equal(back.exec("SELECT origin FROM programs WHERE id = '0'")[0]?.values[0]?.[0], 'initial');
     back.close();
+  });
+
+  it('refuses at once, saying why, to pin a program that left the population or to ban one the run no longer has (issue 43 item 2)', async () => {
+    const meta = {
+      runId: 'r',
+      task: 't',
+      taskDir: dir,
+      direction: 'maximize',
+      language: 'py',
+      programPath: 'p.py',
+      startCode: '',
+      source: 's',
+      createdAt: 0,
+    };
+    const db = await ProgramDatabase.open(path.join(dir, 'small.sqlite'), {
+      config: testConfig({ populationSize: 8, archiveSize: 4, numIslands: 1 }),
+      meta,
+    });
+    opened.push(db);
+    await db.addInitial(programWith(0.01, 100, null, 0, 'root'));
+    const added: string[] = [];
+    for (let step = 1; step <= 6; step++) {
+      const parent = db.sampleParents(1)[0]?.id as string;
+      // Each step's first child is a new best, the rest beat the earlier bests: those are evicted, kept as past bests.
+      const children = Array.from({ length: 6 }, (_, i) =>
+        programWith(i === 0 ? step * 10 : step * 10 - 1 + i * 0.01, 100, parent, step, `s${step}c${i}`),
+      );
+      const commit = await db.commitStep({ step, children, stats: { step }, engineState: { step } });
+      added.push(...commit.inserted.map((p) => p.id));
+    }
+    const pastBest = db.improvements().find((p) => !db.isLive(p.id));
+    assert.ok(pastBest, 'a past best left the population');
+    const gone = added.find((id) => db.get(id) === null);
+    assert.ok(gone, 'a program left the run altogether');
+    await assert.rejects(steerRun(db.file, { kind: 'pin', id: pastBest.id, share: 0.5, steps: 2 }), (err: Error) => {
+      assert.ok(err instanceof SteerInputError);
+      assert.match(
+        err.message,
+        new RegExp(`program ${pastBest.id} is no longer in the population \\(only a live program can be a parent\\)`),
+      );
+      return true;
+    });
+    await assert.rejects(steerRun(db.file, { kind: 'ban', id: gone, descendants: false }), new RegExp(`no program ${gone} in `));
+    await assert.rejects(steerRun(db.file, { kind: 'pin', id: gone, share: 0.5, steps: 2 }), new RegExp(`no program ${gone} in `));
+    // Nothing was queued or written by the refusals: a live program is pinned, applied to the next step.
+    const live = db.topPrograms(1)[0]?.id as string;
+    assert.deepEqual(await steerRun(db.file, { kind: 'pin', id: live, share: 0.5, steps: 2 }), { kind: 'pin', step: 7 });
   });
 
   it('puts guidance in its own section of the prompt, only when there is some', () => {

@@ -26,6 +26,7 @@ import { registerComponents } from './components/toolkit';
 import { el, tile } from './dom';
 import { modelTable } from './components/modelTable';
 import { trainedModelOnlyText } from '../../src/engine/common/models';
+import { NO_VALID_PROGRAM } from '../../src/engine/common/format';
 import { binLabels, formatCompact, formatCount, formatDuration, formatValue } from './format';
 import { onThemeChange, readTheme } from './theme';
 import { vscodeApi } from './vscodeApi';
@@ -219,7 +220,8 @@ function renderSummary(s: SummaryView): void {
   const run = state.run;
   tiles.step.value.textContent = s.lastStep < 0 ? '–' : formatCount(s.lastStep);
   tiles.best.value.textContent = formatValue(s.bestEver);
-  tiles.best.note.textContent = run ? run.directionLabel : '';
+  // Steps committed and nothing valid: said, not left as a dash (a penalty is no objective).
+  tiles.best.note.textContent = s.bestEver === null && s.lastStep >= 0 ? NO_VALID_PROGRAM : run ? run.directionLabel : '';
   const target = run?.targetValue ?? null;
   tiles.target.value.textContent = formatValue(target);
   let targetNote = '';

@@ -41,6 +41,14 @@ export function programNameDetail(program: { id: string; step: number; stepRank?
   return `${rank}program ${program.id}`;
 }
 
+/** What is said in place of a run's best while none of its programs is valid: a penalty is no objective (docs/algorithm.md section 8). */
+export const NO_VALID_PROGRAM = 'no valid program';
+
+/** A run's best for people: "best 1.25", or NO_VALID_PROGRAM (`value`: the objective or score shown, null when nothing is valid). */
+export function bestText(value: number | null, digits = 8): string {
+  return value === null ? NO_VALID_PROGRAM : `best ${formatScore(value, digits)}`;
+}
+
 export function formatScore(score: number | null | undefined, digits = 8): string {
   if (score === null || score === undefined) return 'n/a';
   if (!Number.isFinite(score)) return String(score);

@@ -9,6 +9,7 @@ import { DirectionSchema, OutcomeCountsSchema, type StepStatistics } from './eve
 import { type PythonEnvironment, PythonEnvironmentSchema } from './pythonEnvironment';
 import { RunElapsed } from './runElapsed';
 import { displayObjective } from './scoring';
+import type { StepRank } from './format';
 import { PROGRAM_ORIGINS, type ProgramOrigin } from './steering';
 import { emptyOutcomeCounts, type Direction, OUTCOMES, type OutcomeCounts } from './types';
 
@@ -53,6 +54,8 @@ export const ComparedProgramSchema = z.object({
   step: count,
   objective: finite.nullable(),
   origin: z.enum(PROGRAM_ORIGINS),
+  /** Its rank by score among its step's children (format.ts programName: "step 11 #1"); absent or null: not known. */
+  stepRank: z.object({ rank: count, of: count }).nullable().optional(),
 });
 
 /** The settings a run is told apart by; each a short text ("on", "4 x 8", "small"). */
@@ -105,6 +108,7 @@ interface StoredProgram {
   step: number;
   score: number;
   origin: ProgramOrigin;
+  stepRank?: StepRank | null;
 }
 
 /** What a run's database holds that a comparison reads (the database layer gathers it). */
@@ -263,6 +267,7 @@ export function compareRuns(records: readonly RunRecordForComparison[], presets:
       step: p.step,
       objective: displayObjective(p.score, record.direction),
       origin: p.origin,
+      ...(p.stepRank !== undefined ? { stepRank: p.stepRank } : {}),
     });
     return {
       runId: record.runId,

@@ -27,6 +27,8 @@ export const RunMetaSchema = z.object({
   python: PythonEnvironmentSchema.optional(),
   /** The sandbox candidates got in the run's latest session (absent in older runs): the dashboard shows it after a reload. */
   isolation: IsolationSummarySchema.optional(),
+  /** The operator settings the run started with, where any differs from its default (operators/recorded.ts); absent: the paper's loop. */
+  operators: z.record(z.string(), z.unknown()).optional(),
 });
 export type RunMeta = z.infer<typeof RunMetaSchema>;
 

@@ -16,6 +16,7 @@ import {
 } from '../common/steering';
 import type { ParentDraw, Population } from './population';
 import { RunQueries } from './queries';
+import { isValidScore } from '../common/scoring';
 import type { DatabaseConfig, NewProgram, ProgramRecord } from './records';
 import { RunStore } from './runStore';
 import type { ActivePin } from './steeringRules';
@@ -152,8 +153,9 @@ export class ProgramDatabase {
     return this.population.hasCodeHash(hash);
   }
 
+  /** The best valid program; null while none is (RunQueries.bestValid). */
   best(): ProgramRecord | null {
-    const best = this.population.best;
+    const best = this.queries.bestValid();
     return best ? this.get(best.id) : null;
   }
 
@@ -192,10 +194,10 @@ export class ProgramDatabase {
     return this.stepRanks([id]).get(id) ?? null;
   }
 
-  /** Every program that was the new global best when it was added, oldest first (kept even when evicted). */
-  improvements(): ProgramRecord[] {
+  /** Every valid program that was the new global best when it was added, oldest first (RunQueries.improvements). */
+  improvements(includeInvalid = false): ProgramRecord[] {
     this.assertOpen();
-    return this.queries.improvements();
+    return this.queries.improvements(includeInvalid);
   }
 
   /** Combined scores of the valid programs alive in the database (the dashboard's histogram). */
@@ -436,7 +438,9 @@ export class ProgramDatabase {
       const written = performance.now();
       await this.store.persist();
       const persisted = performance.now();
-      const newBest = newBestNode ? (inserted.find((r) => r.id === newBestNode.id) ?? this.get(newBestNode.id)) : null;
+      // A new head that is not valid (a smaller penalty) is no new best to people.
+      const newBest =
+        newBestNode && isValidScore(newBestNode.score) ? (inserted.find((r) => r.id === newBestNode.id) ?? this.get(newBestNode.id)) : null;
       return {
         inserted,
         newBest,

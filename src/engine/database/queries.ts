@@ -10,12 +10,24 @@ import { ancestorsOf, type ProgramRecord, seqOfId } from './records';
 import { DatabaseFileError, PROGRAM_COLUMNS } from './schema';
 import type { RunStore } from './runStore';
 import { binsOfCell } from '../operators/features';
+import { isValidScore } from '../common/scoring';
 
 export class RunQueries {
   constructor(
     private readonly store: RunStore,
     private readonly population: Population,
   ) {}
+
+  /**
+   * The run's best program as people read it everywhere (status bar, dashboard, Runs view, CLI): the
+   * population's head when it is valid, else none. Penalties rank invalid programs for sampling but are
+   * no program's objective; a valid score (> 0) is above every penalty, so a penalised head means
+   * nothing is valid (docs/algorithm.md section 8).
+   */
+  bestValid(): Readonly<PopulationNode> | null {
+    const best = this.population.best;
+    return best && isValidScore(best.score) ? best : null;
+  }
 
   /** A live program, or an evicted one kept because it once was the best or is an ancestor of a kept one. */
   get(id: string): ProgramRecord | null {
@@ -96,9 +108,13 @@ export class RunQueries {
     return ranks;
   }
 
-  /** Every program that was the new global best when it was added, oldest first (kept even when evicted). */
-  improvements(): ProgramRecord[] {
-    return this.store.readPrograms(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE improvement = 1 ORDER BY seq`);
+  /**
+   * Every valid program that was the new global best when it was added, oldest first (kept even when evicted);
+   * `includeInvalid`: the penalised heads before the first valid program too (patience counts them).
+   */
+  improvements(includeInvalid = false): ProgramRecord[] {
+    const valid = includeInvalid ? '' : ` AND outcome = 'valid'`;
+    return this.store.readPrograms(`SELECT ${PROGRAM_COLUMNS} FROM programs WHERE improvement = 1${valid} ORDER BY seq`);
   }
 
   /** Combined scores of the valid programs alive in the database (the dashboard's histogram). */
@@ -121,7 +137,7 @@ export class RunQueries {
   }
 
   summary(): { programs: number; steps: number; best: { score: number; id: string } | null; islands: number[]; archive: number } {
-    const best = this.population.best;
+    const best = this.bestValid();
     return {
       programs: this.population.size,
       steps: this.store.stepCount,
@@ -137,7 +153,7 @@ export class RunQueries {
     const bestOf = (nodes: readonly Readonly<PopulationNode>[]): { id: string; score: number } | null => {
       let best: Readonly<PopulationNode> | null = null;
       for (const n of nodes) if (n.alive && (best === null || betterFirst(n, best) < 0)) best = n;
-      return best ? { id: best.id, score: best.score } : null;
+      return best && isValidScore(best.score) ? { id: best.id, score: best.score } : null;
     };
     let minScore: number | null = null;
     let maxScore: number | null = null;
@@ -146,7 +162,7 @@ export class RunQueries {
       minScore = minScore === null ? n.score : Math.min(minScore, n.score);
       maxScore = maxScore === null ? n.score : Math.max(maxScore, n.score);
     }
-    const best = population.best;
+    const best = this.bestValid();
     return {
       lastStep: state.lastStep,
       programs: population.size,

@@ -21,6 +21,9 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
   const best = db.best();
   const lineage = best ? lineageOf(db, best) : { programs: [], complete: true };
   const usage = db.modelUsage();
+  // Named as the Runs view names them ("step 11 #1", "initial"), not by id.
+  const ranks = db.stepRanks([...(best ? [best.id] : []), ...lineage.programs.map((p) => p.id)]);
+  const ranked = <T extends { id: string }>(p: T) => ({ ...p, stepRank: ranks.get(p.id) ?? null });
   return {
     runId: meta.runId,
     file,
@@ -30,8 +33,8 @@ export function runRecordOf(db: ProgramDatabase, file: string): RunRecordForComp
     database: db.config,
     steps,
     improvements: db.improvements().map((p) => ({ step: p.step, score: p.score })),
-    best: best ? { id: best.id, step: best.step, score: best.score, origin: best.origin, code: best.code } : null,
-    lineage: { programs: lineage.programs, complete: lineage.complete },
+    best: best ? ranked({ id: best.id, step: best.step, score: best.score, origin: best.origin, code: best.code }) : null,
+    lineage: { programs: lineage.programs.map(ranked), complete: lineage.complete },
     python: meta.python ?? null,
     // Only a run of several models, or a priced one, has a per-model table and spend.
     ...(usage.models.length > 0 || usage.costUsd !== null ? { modelUsage: usage } : {}),

@@ -52,7 +52,8 @@ export async function metaRound({
     return false;
   };
   if (source.kind !== 'llm') return fail('the offline mutate sampler has no model to write them (thetaevolve.sampler)');
-  const best = db.best();
+  // The job's formal parent: the best program, or while none is valid the top-ranked invalid one.
+  const best = db.best() ?? db.topPrograms(1)[0];
   if (!best) return false;
   const failureReasons: string[] = [];
   for (let step = Math.max(1, afterStep - everySteps + 1); step <= afterStep; step++)

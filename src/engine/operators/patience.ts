@@ -6,7 +6,8 @@ import type { ProgramDatabase } from '../database/programDatabase';
 
 /** Committed steps since the last new best (the starting program counts as one, at step 0). */
 export function stepsWithoutImprovement(db: ProgramDatabase): number {
-  const last = db.improvements().at(-1);
+  // A smaller penalty before anything was valid counted as progress when patience was written: kept so.
+  const last = db.improvements(true).at(-1);
   return db.lastStep - (last?.step ?? 0);
 }
 

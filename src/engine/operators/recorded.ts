@@ -15,6 +15,12 @@ export function operatorSettingsOf(settings: Settings): Record<string, unknown> 
   return out;
 }
 
+/** Whether a run recorded meta-recommendations on (meta.everySteps > 0): its Runs view row offers Edit Model Recommendations. */
+export function recordsMetaRecommendations(runMeta: { [OPERATORS_META_KEY]?: Record<string, unknown> }): boolean {
+  const everySteps = runMeta[OPERATORS_META_KEY]?.['meta.everySteps'];
+  return typeof everySteps === 'number' && everySteps > 0;
+}
+
 /**
  * The settings a run goes on with: `settings` with the operator settings the
  * database recorded at its start (every operator key, recorded or default), or

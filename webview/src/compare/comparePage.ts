@@ -17,6 +17,7 @@ import {
   RunComparisonSchema,
 } from '../../../src/engine/common/runComparison';
 import { forDisplay } from '../../../src/engine/common/displayText';
+import { programLabel } from '../../../src/engine/common/format';
 import { zodIssueText } from '../../../src/engine/common/errors';
 import { type ComparePageMessage, parseCompareHostMessage } from '../../../src/protocol/compareMessages';
 import { applyChartDefaults } from '../charts/setup';
@@ -145,13 +146,17 @@ function bestPrograms(c: RunComparison): HTMLElement {
       list.append(block);
       return;
     }
-    block.append(
-      el('p', undefined, `Program ${forDisplay(run.best.id)}, step ${run.best.step}, objective ${formatValue(run.best.objective)}`),
-    );
+    // Programs are named as the Runs view names them ("step 11 #1 · model", "initial"); the id in the tooltip.
+    const named = el('p', undefined, `${programLabel(run.best)}, objective ${formatValue(run.best.objective)}`);
+    named.title = `program ${forDisplay(run.best.id)}`;
+    block.append(named);
     block.append(el('pre', 'program-code', forDisplay(run.best.code)));
     const lineage = el('ol', 'lineage');
-    for (const p of run.lineage.programs)
-      lineage.append(el('li', undefined, `${forDisplay(p.id)} · step ${p.step} · ${p.origin} · ${formatValue(p.objective)}`));
+    for (const p of run.lineage.programs) {
+      const entry = el('li', undefined, `${programLabel(p)} · ${formatValue(p.objective)}`);
+      entry.title = `program ${forDisplay(p.id)}`;
+      lineage.append(entry);
+    }
     if (!run.lineage.complete) lineage.append(el('li', 'muted', 'earlier ancestors were evicted'));
     block.append(el('h4', undefined, 'Lineage (the program first)'), lineage);
     list.append(block);

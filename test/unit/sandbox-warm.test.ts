@@ -2,6 +2,7 @@
 // sandbox started ahead of need behaves as one started for it, and shares
 // nothing with the candidates before and after it.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -228,5 +229,19 @@ describe('sandbox: warm processes are refilled only with idle CPU', function () 
     } finally {
       await pool.close();
     }
+  });
+
+  it('a process whose warm pool closes while its processes warm lives until they are gone (exit 0 meant a run ended before its close)', async () => {
+    // Waiting for work, a warm process does not keep this process alive; once killed, it is waited for. It once
+    // did not: a CLI run that failed (exit 1) ended with 0 when its last warm process was still dying at the close.
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../support/warmPoolCloseChild.ts')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolveExit) => child.on('close', resolveExit));
+    assert.equal(code, 0, out);
+    assert.equal(out, 'closed\n', 'close() resolved before the process ended');
   });
 });

@@ -10,6 +10,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { inferenceJobName } from '../../src/engine/llm/slurmInferenceJobs';
+import { newRunToken } from '../../src/engine/llm/slurmInferencePool';
 import { startTestServer } from '../server/openaiTestServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { tempDir } from '../support/tempDirs';
@@ -80,7 +81,10 @@ class RunningCli {
     for (;;) {
       const value = check();
       if (value !== null && value !== undefined) return value;
-      if (exited || this.child.exitCode !== null) throw new Error(`the CLI exited before ${what}:\n${this.stderr.slice(-30).join('\n')}`);
+      if (exited || this.child.exitCode !== null)
+        throw new Error(
+          `the CLI exited before ${what}:\n${this.stderr.filter((l) => / ended /.test(l)).join('\n')}\n${this.stderr.slice(-30).join('\n')}`,
+        );
       await new Promise<void>((r) => {
         const waker = (): void => {
           this.wakers.delete(waker);
@@ -217,13 +221,39 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
     killed.child.kill('SIGKILL');
     await killed.exited;
     const left = await cluster.queuedJobs();
-    for (const job of jobs) assert.ok(left.includes(job.jobId), `${job.jobId} still queued after kill -9: ${left.join(' ')}`);
+    for (const job of jobs)
+      assert.ok(
+        left.includes(job.jobId),
+        `${job.jobId} still queued after kill -9: ${left.join(' ')}\n${killed.stderr.filter((l) => / ended /.test(l)).join('\n')}`,
+      );
 
     const resumed = startCli(work, 'inference-killed', ['--steps', '1']);
     assert.equal(await resumed.exited, 0, resumed.stderr.slice(-20).join('\n'));
     assert.ok(
       resumed.stderr.some((l) => /cancelled 2 SLURM inference job\(s\) of run .* that an earlier ThetaEvolve left running/.test(l)),
       resumed.stderr.join('\n'),
+    );
+    assert.deepEqual(await cluster.queuedJobs(), []);
+  });
+
+  it('an inference job that ends at once is named with the end of its output, and the run that is given up says why', async () => {
+    const work = await mkdtemp(join(staging, 'failing-'));
+    // A server that cannot start (as vLLM without its weights): says so and exits; its --api-key {token} is appended.
+    const cli = startCli(work, 'inference-failing', [
+      '--steps',
+      '1',
+      '--set',
+      'slurm.inference.command=echo "no weights at /models/missing (port {port})" && false',
+      '--set',
+      'slurm.inference.maxResubmits=1',
+    ]);
+    assert.equal(await cli.exited, 1, cli.stderr.join('\n'));
+    const ended = cli.stderr.filter((l) => /inference job \d+ \(server \d\) ended \(/.test(l));
+    assert.ok(ended.length >= 2, cli.stderr.join('\n'));
+    for (const line of ended) assert.match(line, /its output ends with: no weights at \/models\/missing \(port \d+\)/, line);
+    assert.match(
+      cli.stderr.at(-1) ?? '',
+      /every SLURM inference job ended and was given up \(the last: job \d+ of server \d, .*its output ends with: no weights at \/models\/missing/,
     );
     assert.deepEqual(await cluster.queuedJobs(), []);
   });
@@ -336,5 +366,15 @@ describe('SLURM inference jobs (real single-node cluster)', function () {
 
   it('names inference jobs thetaevolve-<run>-server-<k>', () => {
     assert.equal(inferenceJobName('quadratic-20261125-140000', 1), 'thetaevolve-quadratic-20261125-140000-server-1');
+  });
+});
+
+describe('SLURM inference jobs: the run token', () => {
+  it("is never read as an option by the server's argument parser (no token begins with '-')", () => {
+    // base64url keys began with '-' one time in 64: `--api-key -Xy...` failed every job of that run at start.
+    for (let i = 0; i < 5000; i++) {
+      const token = newRunToken();
+      assert.match(token, /^[0-9a-f]{64}$/, token);
+    }
   });
 });

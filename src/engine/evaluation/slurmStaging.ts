@@ -54,6 +54,26 @@ export function tail(text: string): string {
   return trimmed.length <= TAIL_CHARS ? trimmed : `...${trimmed.slice(-TAIL_CHARS)}`;
 }
 
+/** The last `maxBytes` of a job's file (its output log may be long), or null when it is not there (a link is not followed). */
+export async function readJobFileEnd(path: string, maxBytes = TAIL_CHARS * 4): Promise<string | null> {
+  let handle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return null;
+    const length = Math.min(stat.size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, stat.size - length);
+    return buffer.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Whether anything is at `path` (a link counts, it is not followed). */
 export async function exists(path: string): Promise<boolean> {
   try {

@@ -13,7 +13,7 @@ import { errorMessage } from '../common/errors';
 import { jobNameOfRun, type QueueEntry, SlurmCli } from '../evaluation/slurmCli';
 import { MISSING_POLLS_BEFORE_LOST, type PendingJob, PendingNotices, pendingJobsLine, waitUntilGone } from '../evaluation/slurmQueue';
 import type { SlurmClusterOptions, SlurmInferenceOptions } from '../evaluation/slurmSettings';
-import { privateStagingFolder, readJobFile, shellQuote } from '../evaluation/slurmStaging';
+import { privateStagingFolder, readJobFile, readJobFileEnd, shellQuote, tail } from '../evaluation/slurmStaging';
 
 /** One inference job as people are shown it (CLI, events). */
 export interface InferenceJobState {
@@ -173,6 +173,11 @@ export class SlurmInferenceJobs {
     return this.closing;
   }
 
+  /** Where job `jobId` of server `index` writes its output (`%j`: sbatch's pattern for the id). */
+  private logFile(index: number, jobId: string): string {
+    return join(this.dir, 'logs', `${index}-${jobId}.log`);
+  }
+
   private names(count: number): string {
     return Array.from({ length: count }, (_, k) => inferenceJobName(this.options.runId, k)).join(',');
   }
@@ -216,8 +221,12 @@ export class SlurmInferenceJobs {
         `dir=${shellQuote(this.dir)}`,
         'host=$(hostname)',
         'token=$(cat "$dir/token")',
+        // Below the kernel's ephemeral range where it has one: a port in it may be held by an outgoing connection or its
+        // TIME_WAIT, which the connect test below does not see and the server's bind then fails on (EADDRINUSE).
+        'low=20000 high=60000',
+        'if read -r ephemeral _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$ephemeral" -gt 11000 ]; then low=10000 high=$ephemeral; fi',
         'for attempt in $(seq 1 200); do',
-        '  port=$((20000 + RANDOM % 40000))',
+        '  port=$((low + RANDOM % (high - low)))',
         '  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break',
         'done',
         `printf '{"host":"%s","port":%s}\\n' "$host" "$port" > "$dir/$1-$SLURM_JOB_ID.json.part" && mv -f "$dir/$1-$SLURM_JOB_ID.json.part" "$dir/$1-$SLURM_JOB_ID.json"`,
@@ -236,7 +245,7 @@ export class SlurmInferenceJobs {
         `--chdir=${this.dir}`,
         ...(this.options.cluster.partition ? [`--partition=${this.options.cluster.partition}`] : []),
         ...(this.options.cluster.account ? [`--account=${this.options.cluster.account}`] : []),
-        `--output=${join(this.dir, 'logs', `${job.index}-%j.log`)}`,
+        `--output=${this.logFile(job.index, '%j')}`,
         ...this.options.sbatchArguments,
         this.script,
         String(job.index),
@@ -347,6 +356,10 @@ export class SlurmInferenceJobs {
   /** The job is gone (ended, preempted, cancelled from outside): its server leaves the pool and the job is submitted again. */
   private async ended(job: Job, how: string): Promise<void> {
     const jobId = job.jobId as string;
+    // Why it ended is in its output (a server that failed to start, a port in use, CUDA out of memory): said with the end.
+    // (The run's token is kept out of it: vLLM, for one, prints its arguments.)
+    const output = ((await readJobFileEnd(this.logFile(job.index, jobId))) ?? '').replaceAll(this.options.token, '<token>').trim();
+    const why = output === '' ? how : `${how}; its output ends with: ${tail(output).replace(/\s*\n\s*/g, ' | ')}`;
     if (job.baseURL) this.options.onServerDown(job.baseURL);
     job.baseURL = null;
     job.host = null;
@@ -355,7 +368,7 @@ export class SlurmInferenceJobs {
     if (job.resubmits < this.options.maxResubmits) {
       job.resubmits++;
       this.options.onNotice(
-        `inference job ${jobId} (server ${job.index}) ended (${how}); submitting it again (${job.resubmits} of ${this.options.maxResubmits} resubmits)`,
+        `inference job ${jobId} (server ${job.index}) ended (${why}); submitting it again (${job.resubmits} of ${this.options.maxResubmits} resubmits)`,
         'warning',
       );
       await this.submit(job);
@@ -363,11 +376,14 @@ export class SlurmInferenceJobs {
     }
     job.state = 'GIVEN_UP';
     this.options.onNotice(
-      `inference job ${jobId} (server ${job.index}) ended (${how}) and its ${this.options.maxResubmits} resubmits are used up: that server is given up`,
+      `inference job ${jobId} (server ${job.index}) ended (${why}) and its ${this.options.maxResubmits} resubmits are used up: that server is given up`,
       'warning',
     );
     if (this.jobs.every((j) => j.state === 'GIVEN_UP')) {
-      for (const waiter of this.readyWaiters) waiter.reject(new Error('every SLURM inference job ended and was given up'));
+      for (const waiter of this.readyWaiters)
+        waiter.reject(
+          new Error(`every SLURM inference job ended and was given up (the last: job ${jobId} of server ${job.index}, ${why})`),
+        );
       this.readyWaiters.clear();
     }
   }

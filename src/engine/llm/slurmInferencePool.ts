@@ -49,6 +49,15 @@ export function inferenceJobsRequested(settings: Settings): SlurmInferenceOption
 const DEFAULT_ENDPOINT = SETTINGS.find((s) => s.key === 'endpoint')?.default;
 
 /**
+ * A run's key for its job servers: 64 hex digits. Never base64url: one key in 64 began with '-', which a server's
+ * argument parser (vLLM's argparse, Node's parseArgs) reads as an option, so `--api-key <key>` failed every job of
+ * that run at once and it was given up.
+ */
+export function newRunToken(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/**
  * Submit the inference jobs and wait until the run has a server: one of
  * thetaevolve.endpoint's, or the first job server that answers (said in
  * endpoint_state events: which job waits, and why). Stop aborts the wait
@@ -68,7 +77,7 @@ export async function startSlurmInferencePool(
   const serversEvent = (states = jobs?.states()): EndpointServersEvent => ({ ...pool.serversEvent(), ...(states ? { jobs: states } : {}) });
   let waiting = false;
   // Random per run: the job servers' key (slurmInferenceJobs.ts writes it for them), sent to them instead of the user's.
-  const token = randomBytes(32).toString('base64url');
+  const token = newRunToken();
   /** Job servers that answered without the run's token, said once each. */
   const open = new Set<string>();
   jobs = await SlurmInferenceJobs.start({

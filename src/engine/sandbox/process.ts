@@ -316,7 +316,10 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
 
     let sandboxInitPid: number | null = null;
     let graceTimer: NodeJS.Timeout | undefined;
+    /** A process waiting for its work does not keep this one alive (startGate); from its stop on, it does until it is gone. */
+    let waitForIt = (): void => undefined;
     const stop = (): void => {
+      waitForIt();
       if (sandboxInitPid !== null) {
         try {
           process.kill(sandboxInitPid, 'SIGKILL');
@@ -384,6 +387,11 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
         unref?: () => void;
       }[];
       for (const handle of handles) handle.unref?.();
+      // Killed unused (a pool's close, a stop), it is awaited: unreferenced, this process could end first, before
+      // whoever awaits it (a CLI run's close) has finished, with exit code 0 whatever the run's result was.
+      waitForIt = () => {
+        for (const handle of [child, ...child.stdio]) (handle as { ref?: () => void } | null)?.ref?.();
+      };
       spec.startGate.inputs.then(
         (inputs) => {
           for (const handle of handles) handle.ref?.();

@@ -16,6 +16,7 @@ import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/ll
 import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
 import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
 import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
+import { Rng } from '../../src/engine/common/rng';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
@@ -177,6 +178,31 @@ describe('novelty rejection (novelty.*)', function () {
       assert.match(e.reason, /the judge did not find it meaningfully different/);
   });
 
+  it("counts the judge's tokens and dollars in the run's spend (maxTotalTokens, maxCostUsd)", async () => {
+    server = await startTestServer({ latencyMs: 1, judgeAnswers: ['NO'] });
+    const priced = { name: 'test-model', pricePerMillionInput: 1, pricePerMillionOutput: 2 };
+    const s = base({
+      endpoint: server.baseURL,
+      'novelty.enabled': true,
+      'novelty.threshold': 0.85,
+      'novelty.judge': true,
+      models: [priced],
+    });
+    const dbFile = join(dir, 'run.sqlite');
+    const { committed } = await runOnce(task, s, dbFile, 1);
+    assert.ok(server.counters.judgeQuestions >= 1, 'the judge was asked');
+    const step = committed[0] as StepCommittedEvent;
+    assert.ok((step.costUsd ?? 0) > 0, 'the step is priced');
+    // The judge's questions went out during the step: the run's spend holds them beside the step's own samples.
+    assert.ok((step.runCostUsd ?? 0) > (step.costUsd ?? 0), `run cost ${step.runCostUsd} holds more than the step's ${step.costUsd}`);
+    const state = (await tableRows(dbFile, "SELECT value FROM meta WHERE key = 'engine_state'"))[0]?.[0];
+    const completionTokens = (JSON.parse(String(state)) as { completionTokens: number }).completionTokens;
+    assert.ok(
+      completionTokens > step.tokens.completion,
+      `${completionTokens} tokens counted, the step's samples ${step.tokens.completion}`,
+    );
+  });
+
   it('resumes exactly: a run of 2 + 2 steps (the resume given no novelty settings) equals one of 4', async () => {
     server = await startTestServer({ latencyMs: 1 });
     const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.92 });
@@ -234,10 +260,67 @@ describe('novelty rejection: vectors and the judge answer', () => {
       { id: 'a', vector: quantise(vectors[0] as Float32Array) },
       { id: 'c', vector: quantise(vectors[2] as Float32Array) },
     ]);
-    const closest = matrix.closest(vectors[1] as Float32Array);
+    const closest = matrix.closest(vectors[1] as Float32Array, -1);
     assert.equal(closest?.id, 'a');
     assert.ok(Math.abs((closest?.similarity ?? 0) - cos(vectors[0] as Float32Array, vectors[1] as Float32Array)) < 1e-3);
-    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array), null);
+    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array, -1), null);
+  });
+
+  it('finds what a plain scan of every row finds, on random islands, near copies and thresholds met exactly', () => {
+    const rng = Rng.fromSeed(40);
+    const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
+    /** The scan novelty rejection made before rows could be skipped: every row summed in full, the first best kept. */
+    const plainScan = (rows: readonly Int8Array[], query: Float32Array, atLeast: number): { index: number; similarity: number } | null => {
+      let queryNorm = 0;
+      for (const x of query) queryNorm += x * x;
+      queryNorm = Math.sqrt(queryNorm);
+      let best = -1;
+      let bestSimilarity = Number.NEGATIVE_INFINITY;
+      rows.forEach((row, r) => {
+        let sum = 0;
+        for (const x of row) sum += x * x;
+        const norm = Math.fround(Math.sqrt(sum));
+        if (norm === 0) return;
+        let dot = 0;
+        for (let i = 0; i < row.length; i++) dot += (query[i] as number) * (row[i] as number);
+        const similarity = dot / (norm * queryNorm);
+        if (similarity > bestSimilarity) {
+          bestSimilarity = similarity;
+          best = r;
+        }
+      });
+      return best >= 0 && bestSimilarity >= atLeast ? { index: best, similarity: bestSimilarity } : null;
+    };
+    let found = 0;
+    let exactlyAtThreshold = 0;
+    for (let trial = 0; trial < 60; trial++) {
+      const dimensions = [1024, 256, 100, 7][trial % 4] as number;
+      const base = Array.from({ length: 3 }, () => Float32Array.from({ length: dimensions }, gaussian));
+      // Rows: random ones, near copies of a few base vectors (at several distances), a duplicate, an all-zero row.
+      const rows: Int8Array[] = Array.from({ length: 150 }, (_, r) => {
+        if (r % 37 === 5) return new Int8Array(dimensions);
+        const near = base[r % 3] as Float32Array;
+        const noise = r % 5 === 0 ? 0.05 * (r % 4) : r % 7 === 0 ? 0.5 : 10;
+        return quantise(Float32Array.from(near, (x) => x + noise * gaussian()));
+      });
+      rows.push(rows[10] as Int8Array);
+      const query = Float32Array.from(base[trial % 3] as Float32Array, (x) => x + 0.02 * gaussian());
+      const matrix = new IslandMatrix(rows.map((vector, r) => ({ id: `p${r}`, vector })));
+      const best = plainScan(rows, query, -1);
+      const thresholds = [-1, 0, 0.5, 0.9, 0.99, 0.999, 1, best?.similarity ?? 0, Math.max(-1, (best?.similarity ?? 0) - 1e-12)];
+      for (const threshold of thresholds) {
+        const expected = plainScan(rows, query, threshold);
+        const got = matrix.closest(query, threshold);
+        assert.deepEqual(
+          got,
+          expected === null ? null : { id: `p${expected.index}`, similarity: expected.similarity },
+          `trial ${trial}, threshold ${threshold}`,
+        );
+        if (expected !== null) found++;
+        if (expected !== null && expected.similarity === threshold) exactlyAtThreshold++;
+      }
+    }
+    assert.ok(found > 100 && exactlyAtThreshold >= 60, `${found} found, ${exactlyAtThreshold} at the threshold exactly`);
   });
 
   it('lets a child through only on a clear yes', () => {

@@ -68,13 +68,23 @@ export class EmbeddingClient {
   /** One vector per text, in order, from one request. */
   async embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    const model = await this.resolveModel(signal);
     let reply: unknown;
+    // The SDK adds an abort listener to the signal it is given and never removes it: it gets one of this request's own,
+    // linked to the caller's only while the request runs (the run's signal outlives thousands of requests).
+    const request = new AbortController();
+    const abort = (): void => request.abort(signal?.reason);
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
     try {
-      // 'float' asked for explicitly: the SDK otherwise asks for base64, which not every server sends.
-      reply = await this.client.embeddings.create({ model, input: [...texts], encoding_format: 'float' }, { signal });
-    } catch (err) {
-      throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} failed: ${errorMessage(err)}`, { cause: err });
+      const model = await this.resolveModel(request.signal);
+      try {
+        // 'float' asked for explicitly: the SDK otherwise asks for base64, which not every server sends.
+        reply = await this.client.embeddings.create({ model, input: [...texts], encoding_format: 'float' }, { signal: request.signal });
+      } catch (err) {
+        throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} failed: ${errorMessage(err)}`, { cause: err });
+      }
+    } finally {
+      signal?.removeEventListener('abort', abort);
     }
     const parsed = EmbeddingReply.safeParse(reply);
     if (!parsed.success) {

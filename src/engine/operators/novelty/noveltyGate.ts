@@ -7,7 +7,7 @@
 // check, and the run says so once (again after it recovered and failed anew).
 import { evolveBlockContent } from '../../common/diff';
 import { errorMessage } from '../../common/errors';
-import type { ChatMessage, GenerationJob } from '../../common/types';
+import type { ChatMessage, GenerationJob, SampleResponse } from '../../common/types';
 import type { ProgramDatabase } from '../../database/programDatabase';
 import type { EmbeddingClient } from './embeddingClient';
 import { judgedDifferent, judgeMessages } from './judge';
@@ -25,13 +25,22 @@ export type NoveltyVerdict =
 export interface NoveltyGateOptions {
   embedder: EmbeddingClient;
   threshold: number;
-  /** The run's model asked one yes/no question (its answer text), or null without the judge. */
-  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<string>) | null;
+  /** The run's model asked one yes/no question (the question sent and its answer), or null without the judge. */
+  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<JudgeAnswer>) | null;
   /** Said once per failure of the embedding server or the judge (a non-fatal error event). */
   warn: (message: string) => void;
   /** The run's stop. */
   signal: AbortSignal;
 }
+
+/** The judge's question as sent (its model) and the reply (its tokens). */
+export interface JudgeAnswer {
+  question: GenerationJob;
+  reply: SampleResponse;
+}
+
+/** Counts a request's tokens and dollars toward the run's limits (maxTotalTokens, maxCostUsd), as a step's are. */
+export type SpendCounter = (job: GenerationJob, reply: SampleResponse) => void;
 
 interface Queued {
   text: string;
@@ -80,7 +89,7 @@ export class NoveltyGate {
    * child is compared with does not depend on when it arrives: island
    * programs without a vector are embedded first, in one request.
    */
-  forStep(step: number, db: ProgramDatabase, islands: Iterable<number>): StepNovelty {
+  forStep(step: number, db: ProgramDatabase, islands: Iterable<number>, spent: SpendCounter): StepNovelty {
     const members = new Map<number, { id: string; codeHash: string }[]>();
     const missing = new Map<string, string>();
     for (const island of new Set(islands)) {
@@ -114,7 +123,7 @@ export class NoveltyGate {
         return null;
       },
     );
-    return new StepNovelty(this, step, db, ready);
+    return new StepNovelty(this, step, db, ready, spent);
   }
 
   /** The vectors to store with a commit: the new ones of programs now live (asked once the step's children are in). */
@@ -221,6 +230,8 @@ export class StepNovelty {
     private readonly step: number,
     private readonly db: ProgramDatabase,
     private readonly ready: Promise<Map<number, IslandMatrix> | null>,
+    /** The judge's questions are the run's spend too. */
+    private readonly spent: SpendCounter,
   ) {}
 
   /** Whether `child` (of a parent on `island`) is new enough to evaluate. */
@@ -239,8 +250,8 @@ export class StepNovelty {
     // A step's children come back from one request together: each comparison waits its turn, so evaluations of those already
     // judged start (and other events are handled) in between, instead of after all of them.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    const closest = matrices.get(child.island)?.closest(vector) ?? null;
-    if (closest === null || closest.similarity < threshold) {
+    const closest = matrices.get(child.island)?.closest(vector, threshold) ?? null;
+    if (closest === null) {
       this.gate.remember(child.codeHash, vector, this.step);
       return { kind: 'novel' };
     }
@@ -248,7 +259,7 @@ export class StepNovelty {
     if (judge === null) return { kind: 'not_novel', reason: why };
     const existing = this.db.get(closest.id)?.code;
     if (existing === undefined) return { kind: 'not_novel', reason: why };
-    let answer: string;
+    let answer: JudgeAnswer;
     try {
       answer = await judge(judgeMessages(mutableCode(existing), text, closest.similarity), {
         job: child.job,
@@ -258,7 +269,9 @@ export class StepNovelty {
       this.gate.judgeFailed(err);
       return { kind: 'unchecked' };
     }
-    if (!judgedDifferent(answer)) return { kind: 'not_novel', reason: `${why}, and the judge did not find it meaningfully different` };
+    this.spent(answer.question, answer.reply);
+    if (!judgedDifferent(answer.reply.content))
+      return { kind: 'not_novel', reason: `${why}, and the judge did not find it meaningfully different` };
     this.gate.remember(child.codeHash, vector, this.step);
     return { kind: 'novel' };
   }

@@ -4,6 +4,7 @@
 // test server's vectors are trigram bags: the quadratic task's children
 // ("return 2" from "return 1") have cosine about 0.91 with their parent.
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
@@ -14,6 +15,7 @@ import type { EngineEvent, EvaluationFinishedEvent, StepCommittedEvent } from '.
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
+import { EmbeddingClient } from '../../src/engine/operators/novelty/embeddingClient';
 import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
 import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
 import { Rng } from '../../src/engine/common/rng';
@@ -219,6 +221,26 @@ describe('novelty rejection (novelty.*)', function () {
       (await tableRows(file, 'SELECT stats FROM steps ORDER BY step')).map((r) => (JSON.parse(String(r[0])) as { counts: unknown }).counts);
     assert.deepEqual(await counts(split), await counts(whole));
     assert.ok(sum(one.committed, 'not_novel') > 0 && sum(one.committed, 'valid') > 0, 'the run both rejected and evaluated children');
+  });
+
+  it("leaves no listener on the run's signal after its embedding requests (a run makes thousands)", async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const run = new AbortController();
+    const listeners = (): number => getEventListeners(run.signal, 'abort').length;
+    const before = listeners();
+    // The model found by listing the server's (one more request), then requests one after another and side by side.
+    const client = new EmbeddingClient({ baseURL: server.baseURL, model: '', apiKey: undefined, requestTimeoutMs: 10_000 });
+    for (let i = 0; i < 12; i++) assert.equal((await client.embed([`def f():\n    return ${i}`], run.signal)).length, 1);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => client.embed([`x = ${i}`, `y = ${i}`], run.signal)));
+    assert.equal(server.counters.embeddingRequests, 20);
+    assert.equal(listeners(), before);
+    // A failed request leaves none either; a stopped run's signal still stops a request.
+    const down = new EmbeddingClient({ baseURL: 'http://127.0.0.1:9/v1', model: 'embedder', apiKey: undefined, requestTimeoutMs: 10_000 });
+    await assert.rejects(down.embed(['x'], run.signal), /embedding server at http:\/\/127\.0\.0\.1:9\/v1 failed/);
+    assert.equal(listeners(), before);
+    run.abort();
+    await assert.rejects(client.embed(['x'], run.signal), /failed/);
+    assert.equal(server.counters.embeddingRequests, 20);
   });
 
   it('goes on when the embedding server is down: children are evaluated, never penalised, and the run says so once', async () => {

@@ -13,8 +13,15 @@ import type { EmbeddingClient } from './embeddingClient';
 import { judgedDifferent, judgeMessages } from './judge';
 import { bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
 
-/** Texts per embedding request: a step's children arriving together go in one, as far as this allows. */
-const MAX_BATCH = 512;
+/**
+ * Texts per embedding request: children arriving together share one, up to this many. Small enough that the first
+ * children of a step reach their evaluations after a short request, and that no reply (a float list per text) takes
+ * long to read in one go.
+ */
+const MAX_BATCH = 64;
+
+/** Comparisons run this long at most before the event loop gets a turn (evaluations ending, responses arriving). */
+const COMPARE_SLICE_MS = 3;
 
 export type NoveltyVerdict =
   | { kind: 'novel' }
@@ -66,6 +73,10 @@ export class NoveltyGate {
   private readonly stepOf = new Map<string, number>();
   private queue: Queued[] = [];
   private flushing = false;
+  /** Comparisons waiting their turn, in arrival order, from `compareHead` on. */
+  private comparisons: (() => void)[] = [];
+  private compareHead = 0;
+  private comparing = false;
   private failing = false;
   private judgeFailing = false;
 
@@ -173,6 +184,39 @@ export class NoveltyGate {
     });
   }
 
+  /**
+   * @internal (StepNovelty) Runs `work` (a comparison with an island's matrix) in its turn. A step's children come back
+   * from one request together: their comparisons run a few milliseconds' worth at a time, with the event loop's timers
+   * and I/O in between, so that evaluations of those already judged start and end on time.
+   */
+  compare<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.comparisons.push(() => {
+        try {
+          resolve(work());
+        } catch (err) {
+          reject(err);
+        }
+      });
+      if (this.comparing) return;
+      this.comparing = true;
+      setImmediate(() => this.runComparisons());
+    });
+  }
+
+  private runComparisons(): void {
+    const until = performance.now() + COMPARE_SLICE_MS;
+    while (this.compareHead < this.comparisons.length && performance.now() < until) (this.comparisons[this.compareHead++] as () => void)();
+    if (this.compareHead < this.comparisons.length) {
+      // An immediate set now runs in the next turn of the event loop, after its timers and I/O.
+      setImmediate(() => this.runComparisons());
+      return;
+    }
+    this.comparisons = [];
+    this.compareHead = 0;
+    this.comparing = false;
+  }
+
   /** @internal (StepNovelty) */
   failed(err: unknown): void {
     if (this.options.signal.aborted || this.failing) return;
@@ -247,10 +291,8 @@ export class StepNovelty {
       this.gate.failed(err);
       return { kind: 'unchecked' };
     }
-    // A step's children come back from one request together: each comparison waits its turn, so evaluations of those already
-    // judged start (and other events are handled) in between, instead of after all of them.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const closest = matrices.get(child.island)?.closest(vector, threshold) ?? null;
+    const matrix = matrices.get(child.island);
+    const closest = matrix ? await this.gate.compare(() => matrix.closest(vector, threshold)) : null;
     if (closest === null) {
       this.gate.remember(child.codeHash, vector, this.step);
       return { kind: 'novel' };

@@ -107,14 +107,25 @@ async function main(): Promise<void> {
     const warmEmbedded = server.counters.embeddedTexts - embeddedBefore;
     const offMs: number[] = [];
     const onMs: number[] = [];
+    // The process's CPU time per step too: on a loaded machine it says what the wall clock cannot.
+    const offCpu: number[] = [];
+    const onCpu: number[] = [];
+    const cpuMs = (since: NodeJS.CpuUsage): number => {
+      const used = process.cpuUsage(since);
+      return (used.user + used.system) / 1000;
+    };
     let requests = 0;
     let texts = 0;
     let evaluated = { off: 0, on: 0 };
     for (let round = 0; round < ROUNDS; round++) {
+      let cpu = process.cpuUsage();
       const a = await oneStep(task, settings(false), off);
+      offCpu.push(cpuMs(cpu));
       offMs.push(a.timings.totalMs);
       const before = { requests: server.counters.embeddingRequests, texts: server.counters.embeddedTexts };
+      cpu = process.cpuUsage();
       const b = await oneStep(task, settings(true), on);
+      onCpu.push(cpuMs(cpu));
       onMs.push(b.timings.totalMs);
       requests += server.counters.embeddingRequests - before.requests;
       texts += server.counters.embeddedTexts - before.texts;
@@ -128,6 +139,7 @@ async function main(): Promise<void> {
       `bench novelty-step-cost: ratio ${ratio.toFixed(3)} (target ≤ 1.10; step of ${PARENTS_PER_STEP * CHILDREN_PER_PARENT} children on 10,000 live programs, ` +
         `mean of ${ROUNDS} interleaved steps: with novelty ${mean(onMs).toFixed(0)} ms [${onMs.map((x) => x.toFixed(0)).join(', ')}], ` +
         `without ${mean(offMs).toFixed(0)} ms [${offMs.map((x) => x.toFixed(0)).join(', ')}]; evaluated ${evaluated.on} / ${evaluated.off}; ` +
+        `process CPU per step (run included: open, step, commit) ${mean(onCpu).toFixed(0)} / ${mean(offCpu).toFixed(0)} ms; ` +
         `${texts} texts in ${requests} embedding requests; ${DIMENSIONS} dimensions, ${EVAL_MS} ms evaluations in ${SLOTS} slots, ${LATENCY_MS} ms generation latency)`,
     );
     console.log(

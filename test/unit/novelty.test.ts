@@ -243,6 +243,31 @@ describe('novelty rejection (novelty.*)', function () {
     assert.equal(server.counters.embeddingRequests, 20);
   });
 
+  it('reads vectors as base64 float32 bytes, and as JSON numbers from a server that refuses base64: the same vectors', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const floatsOnly = await startTestServer({ latencyMs: 1, embeddingsBase64: false });
+    try {
+      const texts = ['def choose():\n    return 1', 'import math\nprint(math.pi * 2)', 'x = [i * i for i in range(10)]'];
+      const viaBase64 = await new EmbeddingClient({
+        baseURL: server.baseURL,
+        model: '',
+        apiKey: undefined,
+        requestTimeoutMs: 10_000,
+      }).embed(texts);
+      const client = new EmbeddingClient({ baseURL: floatsOnly.baseURL, model: 'test-model', apiKey: undefined, requestTimeoutMs: 10_000 });
+      const viaNumbers = await client.embed(texts);
+      assert.deepEqual(viaBase64, viaNumbers);
+      assert.deepEqual(viaBase64[0], Float32Array.from(embedText(texts[0] as string)));
+      assert.deepEqual(floatsOnly.counters.embeddingRequestsRefused, 1);
+      // The refusal is remembered: the next request asks for numbers at once.
+      await client.embed(texts);
+      assert.deepEqual([floatsOnly.counters.embeddingRequestsRefused, floatsOnly.counters.embeddingRequests], [1, 2]);
+      assert.deepEqual([server.counters.embeddingRequestsRefused, server.counters.embeddingRequests], [0, 1]);
+    } finally {
+      await floatsOnly.close();
+    }
+  });
+
   it('goes on when the embedding server is down: children are evaluated, never penalised, and the run says so once', async () => {
     server = await startTestServer({ latencyMs: 1 });
     const s = base({

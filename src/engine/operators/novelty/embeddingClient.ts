@@ -13,20 +13,41 @@ export class EmbeddingEndpointError extends ThetaEvolveError {
   override readonly name = 'EmbeddingEndpointError';
 }
 
+/** Longest vector taken. */
+const MAX_DIMENSIONS = 65536;
+
 /** The reply's shape; each vector's numbers are checked while copied (a step's reply holds half a million). */
 const EmbeddingReply = z.object({
   data: z
     .array(
       z.object({
         index: z.number().int().min(0),
-        embedding: z.custom<unknown[]>((v) => Array.isArray(v) && v.length > 0 && v.length <= 65536, 'a list of 1 to 65536 numbers'),
+        embedding: z.union([
+          z.custom<unknown[]>((v) => Array.isArray(v) && v.length > 0 && v.length <= MAX_DIMENSIONS, 'a list of 1 to 65536 numbers'),
+          // encoding_format base64: the float32 values' little-endian bytes.
+          z
+            .string()
+            .min(1)
+            .max(Math.ceil((MAX_DIMENSIONS * 4) / 3) * 4),
+        ]),
       }),
     )
     .min(1),
 });
 
-/** The vector as float32, or null when an entry is no finite number. */
-function floatVector(values: readonly unknown[]): Float32Array | null {
+/** The vector as float32, or null when an entry is no finite number (or the bytes are no whole float32s). */
+function floatVector(values: readonly unknown[] | string): Float32Array | null {
+  if (typeof values === 'string') {
+    const bytes = Buffer.from(values, 'base64');
+    if (bytes.length === 0 || bytes.length % 4 !== 0) return null;
+    const out = new Float32Array(bytes.length / 4);
+    for (let i = 0; i < out.length; i++) {
+      const x = bytes.readFloatLE(i * 4);
+      if (!Number.isFinite(x)) return null;
+      out[i] = x;
+    }
+    return out;
+  }
   const out = new Float32Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const x = values[i];
@@ -34,6 +55,11 @@ function floatVector(values: readonly unknown[]): Float32Array | null {
     out[i] = x;
   }
   return out;
+}
+
+/** The server refused the request itself (an encoding it does not send), as against failing. */
+function refused(err: unknown): boolean {
+  return err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422);
 }
 const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
 
@@ -50,6 +76,11 @@ export class EmbeddingClient {
   readonly baseURL: string;
   private readonly client: OpenAI;
   private model: string;
+  /**
+   * Vectors are asked for as base64 (float32 bytes: a quarter of the JSON numbers' size, read without parsing them,
+   * the same values), and as JSON numbers from a server that refuses base64, for the rest of the run.
+   */
+  private base64 = true;
 
   constructor(options: EmbeddingClientOptions) {
     this.baseURL = options.baseURL.trim().replace(/\/+$/, '');
@@ -77,9 +108,17 @@ export class EmbeddingClient {
     else signal?.addEventListener('abort', abort, { once: true });
     try {
       const model = await this.resolveModel(request.signal);
+      // The encoding always named: the SDK decodes base64 itself only when none is.
+      const ask = (encoding: 'base64' | 'float'): Promise<unknown> =>
+        this.client.embeddings.create({ model, input: [...texts], encoding_format: encoding }, { signal: request.signal });
       try {
-        // 'float' asked for explicitly: the SDK otherwise asks for base64, which not every server sends.
-        reply = await this.client.embeddings.create({ model, input: [...texts], encoding_format: 'float' }, { signal: request.signal });
+        try {
+          reply = await ask(this.base64 ? 'base64' : 'float');
+        } catch (err) {
+          if (!this.base64 || !refused(err)) throw err;
+          reply = await ask('float');
+          this.base64 = false;
+        }
       } catch (err) {
         throw new EmbeddingEndpointError(`the embedding server at ${this.baseURL} failed: ${errorMessage(err)}`, { cause: err });
       }

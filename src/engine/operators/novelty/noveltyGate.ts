@@ -11,7 +11,7 @@ import type { ChatMessage, GenerationJob, SampleResponse } from '../../common/ty
 import type { ProgramDatabase } from '../../database/programDatabase';
 import type { EmbeddingClient } from './embeddingClient';
 import { judgedDifferent, judgeMessages } from './judge';
-import { bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
+import { blockTailNorms, bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
 
 /**
  * Texts per embedding request: children arriving together share one, up to this many. Small enough that the first
@@ -67,6 +67,8 @@ function mutableCode(code: string): string {
 export class NoveltyGate {
   /** Vectors by code hash: the database's and the new ones (a child that passed, a program embedded late). */
   private readonly vectors = new Map<string, Int8Array>();
+  /** Each vector's block tail norms (IslandMatrix's bound), computed once rather than at every step's matrices. */
+  private readonly tails = new WeakMap<Int8Array, Float64Array>();
   /** Of those, the ones the database holds. */
   private readonly stored = new Set<string>();
   /** The step that brought each vector the database does not hold yet (dropped once that step is committed without it). */
@@ -123,7 +125,7 @@ export class NoveltyGate {
               // One row per code: a migration copy has its source's vector.
               [...new Map(list.map((m) => [m.codeHash, m.id])).entries()].flatMap(([hash, id]) => {
                 const vector = this.vectors.get(hash);
-                return vector ? [{ id, vector }] : [];
+                return vector ? [{ id, vector, tails: this.tailsOf(vector) }] : [];
               }),
             ),
           );
@@ -162,6 +164,15 @@ export class NoveltyGate {
         this.stepOf.delete(hash);
       }
     }
+  }
+
+  private tailsOf(vector: Int8Array): Float64Array {
+    let tails = this.tails.get(vector);
+    if (tails === undefined) {
+      tails = blockTailNorms(vector);
+      this.tails.set(vector, tails);
+    }
+    return tails;
   }
 
   /** @internal (StepNovelty) */

@@ -42,6 +42,12 @@ const BLOCK = 64;
 const BOUND_SLACK = 1e-9;
 
 /** Norms of each block's tail: out[b] = the norm of the components from block b on (b = 0: the whole vector). */
+export function blockTailNorms(vector: Int8Array): Float64Array {
+  const out = new Float64Array(Math.max(1, Math.ceil(vector.length / BLOCK)));
+  tailNorms(vector, out.length, out, 0);
+  return out;
+}
+
 function tailNorms(vector: ArrayLike<number>, blocks: number, out: Float64Array, at: number): void {
   let sum = 0;
   for (let b = blocks - 1; b >= 0; b--) {
@@ -70,7 +76,8 @@ export class IslandMatrix {
   readonly ids: readonly string[];
   readonly dimensions: number;
 
-  constructor(members: readonly { id: string; vector: Int8Array }[]) {
+  /** `tails`: the row's blockTailNorms, when its holder keeps them (computed here otherwise). */
+  constructor(members: readonly { id: string; vector: Int8Array; tails?: Float64Array }[]) {
     this.dimensions = members[0]?.vector.length ?? 0;
     this.blocks = Math.max(1, Math.ceil(this.dimensions / BLOCK));
     const usable = members.filter((m) => m.vector.length === this.dimensions);
@@ -80,7 +87,8 @@ export class IslandMatrix {
     this.tails = new Float64Array(usable.length * this.blocks);
     usable.forEach((m, r) => {
       this.rows.set(m.vector, r * this.dimensions);
-      tailNorms(m.vector, this.blocks, this.tails, r * this.blocks);
+      if (m.tails?.length === this.blocks) this.tails.set(m.tails, r * this.blocks);
+      else tailNorms(m.vector, this.blocks, this.tails, r * this.blocks);
       // A sum of squares of int8 is an exact integer, whatever the order.
       this.norms[r] = this.tails[r * this.blocks] as number;
     });

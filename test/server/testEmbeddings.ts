@@ -4,6 +4,7 @@
 // input, in order; with encoding_format base64, each vector's float32
 // little-endian bytes (as vLLM sends them), unless the server is made to
 // refuse base64 (as a server sending floats only).
+import { endianness } from 'node:os';
 import { z } from 'zod';
 import { embedText, tokenize } from './testModel';
 
@@ -40,8 +41,10 @@ export function embeddingsAnswer(
     return { error: { status: 400, type: 'BadRequestError', message: 'This test server sends float embeddings only.' } };
   const encode = (vector: number[]): number[] | string => {
     if (body.encoding_format !== 'base64') return vector;
-    const bytes = Buffer.alloc(vector.length * 4);
-    vector.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
+    const floats = Float32Array.from(vector);
+    if (endianness() === 'LE') return Buffer.from(floats.buffer).toString('base64');
+    const bytes = Buffer.alloc(floats.length * 4);
+    floats.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
     return bytes.toString('base64');
   };
   const inputs = typeof body.input === 'string' ? [body.input] : body.input;

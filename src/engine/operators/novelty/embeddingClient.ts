@@ -3,6 +3,7 @@
 // serve it for embedding models) with the `openai` client; the reply is
 // checked before any number of it is used. Every failure is an
 // EmbeddingEndpointError naming the server: infrastructure, never the model's.
+import { endianness } from 'node:os';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { errorMessage, firstZodIssue, ThetaEvolveError } from '../../common/errors';
@@ -12,6 +13,9 @@ import { PLACEHOLDER_API_KEY } from '../../llm/endpointConnection';
 export class EmbeddingEndpointError extends ThetaEvolveError {
   override readonly name = 'EmbeddingEndpointError';
 }
+
+/** Whether float32 bytes in memory are little-endian, as base64 embeddings are (then they are copied as they are). */
+const LITTLE_ENDIAN = endianness() === 'LE';
 
 /** Longest vector taken. */
 const MAX_DIMENSIONS = 65536;
@@ -41,11 +45,9 @@ function floatVector(values: readonly unknown[] | string): Float32Array | null {
     const bytes = Buffer.from(values, 'base64');
     if (bytes.length === 0 || bytes.length % 4 !== 0) return null;
     const out = new Float32Array(bytes.length / 4);
-    for (let i = 0; i < out.length; i++) {
-      const x = bytes.readFloatLE(i * 4);
-      if (!Number.isFinite(x)) return null;
-      out[i] = x;
-    }
+    if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(bytes);
+    else for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
+    for (let i = 0; i < out.length; i++) if (!Number.isFinite(out[i] as number)) return null;
     return out;
   }
   const out = new Float32Array(values.length);

@@ -18,7 +18,7 @@ import { blockTailNorms, bytesOf, int8Of, IslandMatrix, quantise } from './vecto
  * children of a step reach their evaluations after a short request, and that no reply (a float list per text) takes
  * long to read in one go.
  */
-const MAX_BATCH = 64;
+const MAX_BATCH = 128;
 
 /** Comparisons run this long at most before the event loop gets a turn (evaluations ending, responses arriving). */
 const COMPARE_SLICE_MS = 3;

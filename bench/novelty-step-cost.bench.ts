@@ -10,7 +10,9 @@
 // for real tasks), interleaved off/on in this one process on copies of one
 // database, after one warm-up step each (the novelty copy's warm-up embeds
 // the programs that have no vector yet: a one-time cost, printed).
-// ratio = mean step time with novelty / without.
+// ratio = mean step time with novelty / without. The process's CPU time in
+// each step (the in-process test server's included) is printed beside it:
+// on a loaded machine the wall clock mostly measures the wait for a core.
 import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -10,7 +10,9 @@
 // for real tasks), interleaved off/on in this one process on copies of one
 // database, after one warm-up step each (the novelty copy's warm-up embeds
 // the programs that have no vector yet: a one-time cost, printed).
-// ratio = mean step time with novelty / without.
+// ratio = mean step time with novelty / without. The process's CPU time in
+// each step (the in-process test server's included) is printed beside it:
+// on a loaded machine the wall clock mostly measures the wait for a core.
 import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -55,8 +57,12 @@ async function fullDatabase(file: string): Promise<void> {
   await db.close();
 }
 
+/** The process's CPU time in the step itself (step_started to its last evaluation's end), ms. */
+let stepCpuMs = 0;
+
 async function oneStep(task: Task, settings: Settings, dbFile: string): Promise<StepCommittedEvent> {
   let committed: StepCommittedEvent | null = null;
+  let cpuAtStart: NodeJS.CpuUsage | null = null;
   const errors: string[] = [];
   const run = new EvolutionRun({
     runId: 'bench-novelty',
@@ -67,6 +73,11 @@ async function oneStep(task: Task, settings: Settings, dbFile: string): Promise<
     evaluator: new FixedDurationEvaluator(SLOTS, EVAL_MS),
     stepsThisInvocation: 1,
     onEvent: (e) => {
+      if (e.type === 'step_started') cpuAtStart = process.cpuUsage();
+      if (e.type === 'evaluation_finished' && cpuAtStart !== null) {
+        const used = process.cpuUsage(cpuAtStart);
+        stepCpuMs = (used.user + used.system) / 1000;
+      }
       if (e.type === 'step_committed') committed = e;
       if (e.type === 'error') errors.push(e.message);
     },
@@ -107,14 +118,19 @@ async function main(): Promise<void> {
     const warmEmbedded = server.counters.embeddedTexts - embeddedBefore;
     const offMs: number[] = [];
     const onMs: number[] = [];
+    // The process's CPU time in each step too (the test server's included): on a loaded machine it says what the wall clock cannot.
+    const offCpu: number[] = [];
+    const onCpu: number[] = [];
     let requests = 0;
     let texts = 0;
     let evaluated = { off: 0, on: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       const a = await oneStep(task, settings(false), off);
+      offCpu.push(stepCpuMs);
       offMs.push(a.timings.totalMs);
       const before = { requests: server.counters.embeddingRequests, texts: server.counters.embeddedTexts };
       const b = await oneStep(task, settings(true), on);
+      onCpu.push(stepCpuMs);
       onMs.push(b.timings.totalMs);
       requests += server.counters.embeddingRequests - before.requests;
       texts += server.counters.embeddedTexts - before.texts;
@@ -128,6 +144,7 @@ async function main(): Promise<void> {
       `bench novelty-step-cost: ratio ${ratio.toFixed(3)} (target ≤ 1.10; step of ${PARENTS_PER_STEP * CHILDREN_PER_PARENT} children on 10,000 live programs, ` +
         `mean of ${ROUNDS} interleaved steps: with novelty ${mean(onMs).toFixed(0)} ms [${onMs.map((x) => x.toFixed(0)).join(', ')}], ` +
         `without ${mean(offMs).toFixed(0)} ms [${offMs.map((x) => x.toFixed(0)).join(', ')}]; evaluated ${evaluated.on} / ${evaluated.off}; ` +
+        `process CPU in the step ${mean(onCpu).toFixed(0)} / ${mean(offCpu).toFixed(0)} ms; ` +
         `${texts} texts in ${requests} embedding requests; ${DIMENSIONS} dimensions, ${EVAL_MS} ms evaluations in ${SLOTS} slots, ${LATENCY_MS} ms generation latency)`,
     );
     console.log(

@@ -484,16 +484,23 @@ export class EvolutionRun {
     }
   }
 
-  /** The meta round after the last committed step, when due (operators/metaRound.ts). */
-  private async metaRound(db: ProgramDatabase, state: EngineState, plannedAhead: number): Promise<void> {
-    const { settings, task, source, dbFile } = this.spec;
-    // Its tokens and dollars count toward maxTotalTokens and maxCostUsd like a step's; they are persisted with the next commit.
-    const spent = (job: GenerationJob, reply: SampleResponse): void => {
+  /**
+   * Counts a request made beside the steps' own (a meta round, a novelty judge's question) toward maxTotalTokens and
+   * maxCostUsd like a step's; persisted with the next commit.
+   */
+  private spendCounter(state: EngineState): (job: GenerationJob, reply: SampleResponse) => void {
+    const { settings } = this.spec;
+    return (job, reply) => {
       state.completionTokens += reply.completionTokens;
       const model = modelOfJob(job, settings.models);
       const cost = model ? costOfTokens(model, reply.billedPromptTokens ?? reply.promptTokens, reply.completionTokens) : null;
       if (cost !== null) state.costUsd = (state.costUsd ?? 0) + cost;
     };
+  }
+
+  /** The meta round after the last committed step, when due (operators/metaRound.ts). */
+  private async metaRound(db: ProgramDatabase, state: EngineState, plannedAhead: number): Promise<void> {
+    const { settings, task, source, dbFile } = this.spec;
     await metaRound({
       db,
       task,
@@ -503,7 +510,7 @@ export class EvolutionRun {
       plannedAhead,
       signal: this.stopController.signal,
       emit: (e) => this.emit(e),
-      spent,
+      spent: this.spendCounter(state),
     });
     if (this.stopController.signal.aborted) throw new StopSignal('the run was stopped');
   }
@@ -603,6 +610,7 @@ export class EvolutionRun {
               step,
               db,
               plan.parents.map((p) => p.island),
+              this.spendCounter(state),
             ),
           }
         : {}),

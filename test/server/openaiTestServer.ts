@@ -93,6 +93,8 @@ export interface TestServerOptions {
   judgeAnswers?: readonly ('YES' | 'NO')[];
   /** Answer /v1/embeddings (default true); false: 404, as a server without an embedding model. */
   embeddings?: boolean;
+  /** Send embeddings as base64 when asked (default true, as vLLM); false: refuse base64 (400), as a server sending floats only. */
+  embeddingsBase64?: boolean;
   /** Length of the embedding vectors (default 256). */
   embeddingDimensions?: number;
 }
@@ -117,6 +119,8 @@ export interface TestServerCounters {
   /** /v1/embeddings requests answered, and the texts they embedded. */
   embeddingRequests: number;
   embeddedTexts: number;
+  /** /v1/embeddings requests answered with an error (a refused encoding, an unknown model). */
+  embeddingRequestsRefused: number;
   /** Novelty judge questions answered. */
   judgeQuestions: number;
 }
@@ -195,6 +199,7 @@ function emptyCounters(): TestServerCounters {
     contextRejections: 0,
     embeddingRequests: 0,
     embeddedTexts: 0,
+    embeddingRequestsRefused: 0,
     judgeQuestions: 0,
   };
 }
@@ -463,8 +468,17 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 
   async function handleEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
-    const answer = embeddingsAnswer(raw, models, counters.embeddingRequests + 1, options.embeddingDimensions);
-    if ('error' in answer) return sendError(res, answer.error.status, answer.error.type, answer.error.message);
+    const answer = embeddingsAnswer(
+      raw,
+      models,
+      counters.embeddingRequests + 1,
+      options.embeddingDimensions,
+      options.embeddingsBase64 ?? true,
+    );
+    if ('error' in answer) {
+      counters.embeddingRequestsRefused++;
+      return sendError(res, answer.error.status, answer.error.type, answer.error.message);
+    }
     counters.embeddingRequests++;
     counters.embeddedTexts += answer.texts;
     sendJson(res, 200, answer.reply);

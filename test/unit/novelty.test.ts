@@ -4,6 +4,7 @@
 // test server's vectors are trigram bags: the quadratic task's children
 // ("return 2" from "return 1") have cosine about 0.91 with their parent.
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/cli/args';
@@ -14,8 +15,10 @@ import type { EngineEvent, EvaluationFinishedEvent, StepCommittedEvent } from '.
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
+import { EmbeddingClient } from '../../src/engine/operators/novelty/embeddingClient';
 import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
 import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
+import { Rng } from '../../src/engine/common/rng';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
 import { Evaluator, evaluatorOptionsFromSettings } from '../../src/engine/sandbox/evaluator';
 import { loadTask, type Task } from '../../src/engine/task/task';
@@ -177,6 +180,31 @@ describe('novelty rejection (novelty.*)', function () {
       assert.match(e.reason, /the judge did not find it meaningfully different/);
   });
 
+  it("counts the judge's tokens and dollars in the run's spend (maxTotalTokens, maxCostUsd)", async () => {
+    server = await startTestServer({ latencyMs: 1, judgeAnswers: ['NO'] });
+    const priced = { name: 'test-model', pricePerMillionInput: 1, pricePerMillionOutput: 2 };
+    const s = base({
+      endpoint: server.baseURL,
+      'novelty.enabled': true,
+      'novelty.threshold': 0.85,
+      'novelty.judge': true,
+      models: [priced],
+    });
+    const dbFile = join(dir, 'run.sqlite');
+    const { committed } = await runOnce(task, s, dbFile, 1);
+    assert.ok(server.counters.judgeQuestions >= 1, 'the judge was asked');
+    const step = committed[0] as StepCommittedEvent;
+    assert.ok((step.costUsd ?? 0) > 0, 'the step is priced');
+    // The judge's questions went out during the step: the run's spend holds them beside the step's own samples.
+    assert.ok((step.runCostUsd ?? 0) > (step.costUsd ?? 0), `run cost ${step.runCostUsd} holds more than the step's ${step.costUsd}`);
+    const state = (await tableRows(dbFile, "SELECT value FROM meta WHERE key = 'engine_state'"))[0]?.[0];
+    const completionTokens = (JSON.parse(String(state)) as { completionTokens: number }).completionTokens;
+    assert.ok(
+      completionTokens > step.tokens.completion,
+      `${completionTokens} tokens counted, the step's samples ${step.tokens.completion}`,
+    );
+  });
+
   it('resumes exactly: a run of 2 + 2 steps (the resume given no novelty settings) equals one of 4', async () => {
     server = await startTestServer({ latencyMs: 1 });
     const s = base({ endpoint: server.baseURL, 'novelty.enabled': true, 'novelty.threshold': 0.92 });
@@ -193,6 +221,51 @@ describe('novelty rejection (novelty.*)', function () {
       (await tableRows(file, 'SELECT stats FROM steps ORDER BY step')).map((r) => (JSON.parse(String(r[0])) as { counts: unknown }).counts);
     assert.deepEqual(await counts(split), await counts(whole));
     assert.ok(sum(one.committed, 'not_novel') > 0 && sum(one.committed, 'valid') > 0, 'the run both rejected and evaluated children');
+  });
+
+  it("leaves no listener on the run's signal after its embedding requests (a run makes thousands)", async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const run = new AbortController();
+    const listeners = (): number => getEventListeners(run.signal, 'abort').length;
+    const before = listeners();
+    // The model found by listing the server's (one more request), then requests one after another and side by side.
+    const client = new EmbeddingClient({ baseURL: server.baseURL, model: '', apiKey: undefined, requestTimeoutMs: 10_000 });
+    for (let i = 0; i < 12; i++) assert.equal((await client.embed([`def f():\n    return ${i}`], run.signal)).length, 1);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => client.embed([`x = ${i}`, `y = ${i}`], run.signal)));
+    assert.equal(server.counters.embeddingRequests, 20);
+    assert.equal(listeners(), before);
+    // A failed request leaves none either; a stopped run's signal still stops a request.
+    const down = new EmbeddingClient({ baseURL: 'http://127.0.0.1:9/v1', model: 'embedder', apiKey: undefined, requestTimeoutMs: 10_000 });
+    await assert.rejects(down.embed(['x'], run.signal), /embedding server at http:\/\/127\.0\.0\.1:9\/v1 failed/);
+    assert.equal(listeners(), before);
+    run.abort();
+    await assert.rejects(client.embed(['x'], run.signal), /failed/);
+    assert.equal(server.counters.embeddingRequests, 20);
+  });
+
+  it('reads vectors as base64 float32 bytes, and as JSON numbers from a server that refuses base64: the same vectors', async () => {
+    server = await startTestServer({ latencyMs: 1 });
+    const floatsOnly = await startTestServer({ latencyMs: 1, embeddingsBase64: false });
+    try {
+      const texts = ['def choose():\n    return 1', 'import math\nprint(math.pi * 2)', 'x = [i * i for i in range(10)]'];
+      const viaBase64 = await new EmbeddingClient({
+        baseURL: server.baseURL,
+        model: '',
+        apiKey: undefined,
+        requestTimeoutMs: 10_000,
+      }).embed(texts);
+      const client = new EmbeddingClient({ baseURL: floatsOnly.baseURL, model: 'test-model', apiKey: undefined, requestTimeoutMs: 10_000 });
+      const viaNumbers = await client.embed(texts);
+      assert.deepEqual(viaBase64, viaNumbers);
+      assert.deepEqual(viaBase64[0], Float32Array.from(embedText(texts[0] as string)));
+      assert.deepEqual(floatsOnly.counters.embeddingRequestsRefused, 1);
+      // The refusal is remembered: the next request asks for numbers at once.
+      await client.embed(texts);
+      assert.deepEqual([floatsOnly.counters.embeddingRequestsRefused, floatsOnly.counters.embeddingRequests], [1, 2]);
+      assert.deepEqual([server.counters.embeddingRequestsRefused, server.counters.embeddingRequests], [0, 1]);
+    } finally {
+      await floatsOnly.close();
+    }
   });
 
   it('goes on when the embedding server is down: children are evaluated, never penalised, and the run says so once', async () => {
@@ -234,10 +307,67 @@ describe('novelty rejection: vectors and the judge answer', () => {
       { id: 'a', vector: quantise(vectors[0] as Float32Array) },
       { id: 'c', vector: quantise(vectors[2] as Float32Array) },
     ]);
-    const closest = matrix.closest(vectors[1] as Float32Array);
+    const closest = matrix.closest(vectors[1] as Float32Array, -1);
     assert.equal(closest?.id, 'a');
     assert.ok(Math.abs((closest?.similarity ?? 0) - cos(vectors[0] as Float32Array, vectors[1] as Float32Array)) < 1e-3);
-    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array), null);
+    assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array, -1), null);
+  });
+
+  it('finds what a plain scan of every row finds, on random islands, near copies and thresholds met exactly', () => {
+    const rng = Rng.fromSeed(40);
+    const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
+    /** The scan novelty rejection made before rows could be skipped: every row summed in full, the first best kept. */
+    const plainScan = (rows: readonly Int8Array[], query: Float32Array, atLeast: number): { index: number; similarity: number } | null => {
+      let queryNorm = 0;
+      for (const x of query) queryNorm += x * x;
+      queryNorm = Math.sqrt(queryNorm);
+      let best = -1;
+      let bestSimilarity = Number.NEGATIVE_INFINITY;
+      rows.forEach((row, r) => {
+        let sum = 0;
+        for (const x of row) sum += x * x;
+        const norm = Math.fround(Math.sqrt(sum));
+        if (norm === 0) return;
+        let dot = 0;
+        for (let i = 0; i < row.length; i++) dot += (query[i] as number) * (row[i] as number);
+        const similarity = dot / (norm * queryNorm);
+        if (similarity > bestSimilarity) {
+          bestSimilarity = similarity;
+          best = r;
+        }
+      });
+      return best >= 0 && bestSimilarity >= atLeast ? { index: best, similarity: bestSimilarity } : null;
+    };
+    let found = 0;
+    let exactlyAtThreshold = 0;
+    for (let trial = 0; trial < 60; trial++) {
+      const dimensions = [1024, 256, 100, 7][trial % 4] as number;
+      const base = Array.from({ length: 3 }, () => Float32Array.from({ length: dimensions }, gaussian));
+      // Rows: random ones, near copies of a few base vectors (at several distances), a duplicate, an all-zero row.
+      const rows: Int8Array[] = Array.from({ length: 150 }, (_, r) => {
+        if (r % 37 === 5) return new Int8Array(dimensions);
+        const near = base[r % 3] as Float32Array;
+        const noise = r % 5 === 0 ? 0.05 * (r % 4) : r % 7 === 0 ? 0.5 : 10;
+        return quantise(Float32Array.from(near, (x) => x + noise * gaussian()));
+      });
+      rows.push(rows[10] as Int8Array);
+      const query = Float32Array.from(base[trial % 3] as Float32Array, (x) => x + 0.02 * gaussian());
+      const matrix = new IslandMatrix(rows.map((vector, r) => ({ id: `p${r}`, vector })));
+      const best = plainScan(rows, query, -1);
+      const thresholds = [-1, 0, 0.5, 0.9, 0.99, 0.999, 1, best?.similarity ?? 0, Math.max(-1, (best?.similarity ?? 0) - 1e-12)];
+      for (const threshold of thresholds) {
+        const expected = plainScan(rows, query, threshold);
+        const got = matrix.closest(query, threshold);
+        assert.deepEqual(
+          got,
+          expected === null ? null : { id: `p${expected.index}`, similarity: expected.similarity },
+          `trial ${trial}, threshold ${threshold}`,
+        );
+        if (expected !== null) found++;
+        if (expected !== null && expected.similarity === threshold) exactlyAtThreshold++;
+      }
+    }
+    assert.ok(found > 100 && exactlyAtThreshold >= 60, `${found} found, ${exactlyAtThreshold} at the threshold exactly`);
   });
 
   it('lets a child through only on a clear yes', () => {

@@ -7,14 +7,21 @@
 // check, and the run says so once (again after it recovered and failed anew).
 import { evolveBlockContent } from '../../common/diff';
 import { errorMessage } from '../../common/errors';
-import type { ChatMessage, GenerationJob } from '../../common/types';
+import type { ChatMessage, GenerationJob, SampleResponse } from '../../common/types';
 import type { ProgramDatabase } from '../../database/programDatabase';
 import type { EmbeddingClient } from './embeddingClient';
 import { judgedDifferent, judgeMessages } from './judge';
-import { bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
+import { blockTailNorms, bytesOf, int8Of, IslandMatrix, quantise } from './vectors';
 
-/** Texts per embedding request: a step's children arriving together go in one, as far as this allows. */
-const MAX_BATCH = 512;
+/**
+ * Texts per embedding request: children arriving together share one, up to this many. Small enough that the first
+ * children of a step reach their evaluations after a short request, and that no reply (a float list per text) takes
+ * long to read in one go.
+ */
+const MAX_BATCH = 128;
+
+/** Comparisons run this long at most before the event loop gets a turn (evaluations ending, responses arriving). */
+const COMPARE_SLICE_MS = 3;
 
 export type NoveltyVerdict =
   | { kind: 'novel' }
@@ -25,13 +32,22 @@ export type NoveltyVerdict =
 export interface NoveltyGateOptions {
   embedder: EmbeddingClient;
   threshold: number;
-  /** The run's model asked one yes/no question (its answer text), or null without the judge. */
-  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<string>) | null;
+  /** The run's model asked one yes/no question (the question sent and its answer), or null without the judge. */
+  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<JudgeAnswer>) | null;
   /** Said once per failure of the embedding server or the judge (a non-fatal error event). */
   warn: (message: string) => void;
   /** The run's stop. */
   signal: AbortSignal;
 }
+
+/** The judge's question as sent (its model) and the reply (its tokens). */
+export interface JudgeAnswer {
+  question: GenerationJob;
+  reply: SampleResponse;
+}
+
+/** Counts a request's tokens and dollars toward the run's limits (maxTotalTokens, maxCostUsd), as a step's are. */
+export type SpendCounter = (job: GenerationJob, reply: SampleResponse) => void;
 
 interface Queued {
   text: string;
@@ -51,12 +67,18 @@ function mutableCode(code: string): string {
 export class NoveltyGate {
   /** Vectors by code hash: the database's and the new ones (a child that passed, a program embedded late). */
   private readonly vectors = new Map<string, Int8Array>();
+  /** Each vector's block tail norms (IslandMatrix's bound), computed once rather than at every step's matrices. */
+  private readonly tails = new WeakMap<Int8Array, Float64Array>();
   /** Of those, the ones the database holds. */
   private readonly stored = new Set<string>();
   /** The step that brought each vector the database does not hold yet (dropped once that step is committed without it). */
   private readonly stepOf = new Map<string, number>();
   private queue: Queued[] = [];
   private flushing = false;
+  /** Comparisons waiting their turn, in arrival order, from `compareHead` on. */
+  private comparisons: (() => void)[] = [];
+  private compareHead = 0;
+  private comparing = false;
   private failing = false;
   private judgeFailing = false;
 
@@ -80,7 +102,7 @@ export class NoveltyGate {
    * child is compared with does not depend on when it arrives: island
    * programs without a vector are embedded first, in one request.
    */
-  forStep(step: number, db: ProgramDatabase, islands: Iterable<number>): StepNovelty {
+  forStep(step: number, db: ProgramDatabase, islands: Iterable<number>, spent: SpendCounter): StepNovelty {
     const members = new Map<number, { id: string; codeHash: string }[]>();
     const missing = new Map<string, string>();
     for (const island of new Set(islands)) {
@@ -103,7 +125,7 @@ export class NoveltyGate {
               // One row per code: a migration copy has its source's vector.
               [...new Map(list.map((m) => [m.codeHash, m.id])).entries()].flatMap(([hash, id]) => {
                 const vector = this.vectors.get(hash);
-                return vector ? [{ id, vector }] : [];
+                return vector ? [{ id, vector, tails: this.tailsOf(vector) }] : [];
               }),
             ),
           );
@@ -114,7 +136,7 @@ export class NoveltyGate {
         return null;
       },
     );
-    return new StepNovelty(this, step, db, ready);
+    return new StepNovelty(this, step, db, ready, spent);
   }
 
   /** The vectors to store with a commit: the new ones of programs now live (asked once the step's children are in). */
@@ -144,6 +166,15 @@ export class NoveltyGate {
     }
   }
 
+  private tailsOf(vector: Int8Array): Float64Array {
+    let tails = this.tails.get(vector);
+    if (tails === undefined) {
+      tails = blockTailNorms(vector);
+      this.tails.set(vector, tails);
+    }
+    return tails;
+  }
+
   /** @internal (StepNovelty) */
   remember(hash: string, vector: Float32Array, step: number): void {
     if (this.vectors.has(hash)) return;
@@ -162,6 +193,39 @@ export class NoveltyGate {
       this.queue.push({ text, resolve, reject });
       this.scheduleFlush();
     });
+  }
+
+  /**
+   * @internal (StepNovelty) Runs `work` (a comparison with an island's matrix) in its turn. A step's children come back
+   * from one request together: their comparisons run a few milliseconds' worth at a time, with the event loop's timers
+   * and I/O in between, so that evaluations of those already judged start and end on time.
+   */
+  compare<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.comparisons.push(() => {
+        try {
+          resolve(work());
+        } catch (err) {
+          reject(err);
+        }
+      });
+      if (this.comparing) return;
+      this.comparing = true;
+      setImmediate(() => this.runComparisons());
+    });
+  }
+
+  private runComparisons(): void {
+    const until = performance.now() + COMPARE_SLICE_MS;
+    while (this.compareHead < this.comparisons.length && performance.now() < until) (this.comparisons[this.compareHead++] as () => void)();
+    if (this.compareHead < this.comparisons.length) {
+      // An immediate set now runs in the next turn of the event loop, after its timers and I/O.
+      setImmediate(() => this.runComparisons());
+      return;
+    }
+    this.comparisons = [];
+    this.compareHead = 0;
+    this.comparing = false;
   }
 
   /** @internal (StepNovelty) */
@@ -221,6 +285,8 @@ export class StepNovelty {
     private readonly step: number,
     private readonly db: ProgramDatabase,
     private readonly ready: Promise<Map<number, IslandMatrix> | null>,
+    /** The judge's questions are the run's spend too. */
+    private readonly spent: SpendCounter,
   ) {}
 
   /** Whether `child` (of a parent on `island`) is new enough to evaluate. */
@@ -236,11 +302,9 @@ export class StepNovelty {
       this.gate.failed(err);
       return { kind: 'unchecked' };
     }
-    // A step's children come back from one request together: each comparison waits its turn, so evaluations of those already
-    // judged start (and other events are handled) in between, instead of after all of them.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const closest = matrices.get(child.island)?.closest(vector) ?? null;
-    if (closest === null || closest.similarity < threshold) {
+    const matrix = matrices.get(child.island);
+    const closest = matrix ? await this.gate.compare(() => matrix.closest(vector, threshold)) : null;
+    if (closest === null) {
       this.gate.remember(child.codeHash, vector, this.step);
       return { kind: 'novel' };
     }
@@ -248,7 +312,7 @@ export class StepNovelty {
     if (judge === null) return { kind: 'not_novel', reason: why };
     const existing = this.db.get(closest.id)?.code;
     if (existing === undefined) return { kind: 'not_novel', reason: why };
-    let answer: string;
+    let answer: JudgeAnswer;
     try {
       answer = await judge(judgeMessages(mutableCode(existing), text, closest.similarity), {
         job: child.job,
@@ -258,7 +322,9 @@ export class StepNovelty {
       this.gate.judgeFailed(err);
       return { kind: 'unchecked' };
     }
-    if (!judgedDifferent(answer)) return { kind: 'not_novel', reason: `${why}, and the judge did not find it meaningfully different` };
+    this.spent(answer.question, answer.reply);
+    if (!judgedDifferent(answer.reply.content))
+      return { kind: 'not_novel', reason: `${why}, and the judge did not find it meaningfully different` };
     this.gate.remember(child.codeHash, vector, this.step);
     return { kind: 'novel' };
   }

@@ -58,7 +58,7 @@ export function noveltyGateFor(setup: NoveltySetup): NoveltyGate | null {
       const got = answer as Sample | null;
       if (got === null) throw new Error('the model gave no answer');
       if (!got.ok) throw new Error(got.error);
-      return got.content;
+      return { question, reply: got };
     };
   return new NoveltyGate({ embedder, threshold: settings['novelty.threshold'], judge, warn: setup.warn, signal: setup.signal }, setup.db);
 }

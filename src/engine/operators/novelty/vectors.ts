@@ -32,27 +32,65 @@ export interface Closest {
   similarity: number;
 }
 
+/** Dimensions between two checks of a row's bound (closest()). */
+const BLOCK = 64;
+
+/**
+ * Relative slack on the bound: a row is skipped only when even its bound is this far under the threshold, so rounding
+ * (about 1e-13 here) never skips a row whose computed similarity would reach it.
+ */
+const BOUND_SLACK = 1e-9;
+
+/** Norms of each block's tail: out[b] = the norm of the components from block b on (b = 0: the whole vector). */
+export function blockTailNorms(vector: Int8Array): Float64Array {
+  const out = new Float64Array(Math.max(1, Math.ceil(vector.length / BLOCK)));
+  tailNorms(vector, out.length, out, 0);
+  return out;
+}
+
+function tailNorms(vector: ArrayLike<number>, blocks: number, out: Float64Array, at: number): void {
+  let sum = 0;
+  for (let b = blocks - 1; b >= 0; b--) {
+    const end = Math.min(vector.length, (b + 1) * BLOCK);
+    for (let i = b * BLOCK; i < end; i++) sum += (vector[i] as number) * (vector[i] as number);
+    out[at + b] = Math.sqrt(sum);
+  }
+}
+
 /**
  * One island's programs as one matrix (rows of int8, each row's norm kept):
  * a child is compared with every row in one pass over contiguous memory.
+ * Only a row at or above the threshold matters (it names the closest program),
+ * so a row is left as soon as Cauchy–Schwarz shows it cannot reach it: the dot
+ * product so far plus |rest of the query| x |rest of the row| is an upper bound
+ * of the whole. Rows that can reach it are summed in full, in the same order,
+ * so the similarity found is the one a plain scan finds.
  */
 export class IslandMatrix {
   private readonly rows: Int8Array;
+  /** Each row's norm, as float32 (the similarity divides by it). */
   private readonly norms: Float32Array;
+  /** blocks entries a row: the norm of its components from block b on (for the bound). */
+  private readonly tails: Float64Array;
+  private readonly blocks: number;
   readonly ids: readonly string[];
   readonly dimensions: number;
 
-  constructor(members: readonly { id: string; vector: Int8Array }[]) {
+  /** `tails`: the row's blockTailNorms, when its holder keeps them (computed here otherwise). */
+  constructor(members: readonly { id: string; vector: Int8Array; tails?: Float64Array }[]) {
     this.dimensions = members[0]?.vector.length ?? 0;
+    this.blocks = Math.max(1, Math.ceil(this.dimensions / BLOCK));
     const usable = members.filter((m) => m.vector.length === this.dimensions);
     this.ids = usable.map((m) => m.id);
     this.rows = new Int8Array(usable.length * this.dimensions);
     this.norms = new Float32Array(usable.length);
+    this.tails = new Float64Array(usable.length * this.blocks);
     usable.forEach((m, r) => {
       this.rows.set(m.vector, r * this.dimensions);
-      let sum = 0;
-      for (let i = 0; i < m.vector.length; i++) sum += (m.vector[i] as number) * (m.vector[i] as number);
-      this.norms[r] = Math.sqrt(sum);
+      if (m.tails?.length === this.blocks) this.tails.set(m.tails, r * this.blocks);
+      else tailNorms(m.vector, this.blocks, this.tails, r * this.blocks);
+      // A sum of squares of int8 is an exact integer, whatever the order.
+      this.norms[r] = this.tails[r * this.blocks] as number;
     });
   }
 
@@ -60,24 +98,39 @@ export class IslandMatrix {
     return this.ids.length;
   }
 
-  /** The row most similar to `vector` (cosine), or null for an empty island or another dimension. */
-  closest(vector: Float32Array): Closest | null {
+  /**
+   * The row most similar to `vector` (cosine) when its similarity is at least
+   * `atLeast`; null when none is (or for an empty island or another dimension).
+   */
+  closest(vector: Float32Array, atLeast: number): Closest | null {
     const d = this.dimensions;
+    const blocks = this.blocks;
     if (this.ids.length === 0 || vector.length !== d) return null;
     let queryNorm = 0;
     for (let i = 0; i < d; i++) queryNorm += (vector[i] as number) * (vector[i] as number);
     queryNorm = Math.sqrt(queryNorm);
     if (queryNorm === 0) return null;
+    const queryTails = new Float64Array(blocks);
+    tailNorms(vector, blocks, queryTails, 0);
     let best = -1;
     let bestSimilarity = Number.NEGATIVE_INFINITY;
     const rows = this.rows;
-    for (let r = 0, offset = 0; r < this.ids.length; r++, offset += d) {
+    const tails = this.tails;
+    rows: for (let r = 0, offset = 0; r < this.ids.length; r++, offset += d) {
+      const at = r * blocks;
       const norm = this.norms[r] as number;
       if (norm === 0) continue;
+      const scale = norm * queryNorm;
+      // What the dot product must reach, less the slack; -Infinity when every row may (atLeast <= -1).
+      const needed = atLeast <= -1 ? Number.NEGATIVE_INFINITY : atLeast * scale - BOUND_SLACK * scale;
       let dot = 0;
-      for (let i = 0; i < d; i++) dot += (vector[i] as number) * (rows[offset + i] as number);
-      const similarity = dot / (norm * queryNorm);
-      if (similarity > bestSimilarity) {
+      for (let b = 0; b < blocks; b++) {
+        if (b > 0 && dot + (queryTails[b] as number) * (tails[at + b] as number) < needed) continue rows;
+        const end = Math.min(d, (b + 1) * BLOCK);
+        for (let i = b * BLOCK; i < end; i++) dot += (vector[i] as number) * (rows[offset + i] as number);
+      }
+      const similarity = dot / scale;
+      if (similarity >= atLeast && similarity > bestSimilarity) {
         bestSimilarity = similarity;
         best = r;
       }

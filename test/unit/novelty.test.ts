@@ -313,11 +313,11 @@ describe('novelty rejection: vectors and the judge answer', () => {
     assert.equal(new IslandMatrix([]).closest(vectors[0] as Float32Array, -1), null);
   });
 
-  it('finds what a plain scan of every row finds, on random islands, near copies and thresholds met exactly', () => {
+  it('finds what a plain scan of every row finds, on random islands, near copies, and thresholds met exactly or exceeded by one ulp', () => {
     const rng = Rng.fromSeed(40);
     const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
     /** The scan novelty rejection made before rows could be skipped: every row summed in full, the first best kept. */
-    const plainScan = (rows: readonly Int8Array[], query: Float32Array, atLeast: number): { index: number; similarity: number } | null => {
+    const plainScan = (rows: readonly Int8Array[], query: Float32Array, above: number): { index: number; similarity: number } | null => {
       let queryNorm = 0;
       for (const x of query) queryNorm += x * x;
       queryNorm = Math.sqrt(queryNorm);
@@ -336,10 +336,18 @@ describe('novelty rejection: vectors and the judge answer', () => {
           best = r;
         }
       });
-      return best >= 0 && bestSimilarity >= atLeast ? { index: best, similarity: bestSimilarity } : null;
+      return best >= 0 && bestSimilarity > above ? { index: best, similarity: bestSimilarity } : null;
+    };
+    /** The largest double under x: a threshold the best row exceeds by the least a similarity can. */
+    const justUnder = (x: number): number => {
+      if (x === 0) return -Number.MIN_VALUE;
+      const bits = new BigInt64Array(Float64Array.of(x).buffer);
+      bits[0] = (bits[0] as bigint) + (x > 0 ? -1n : 1n);
+      return new Float64Array(bits.buffer)[0] as number;
     };
     let found = 0;
     let exactlyAtThreshold = 0;
+    let oneUlpAbove = 0;
     for (let trial = 0; trial < 60; trial++) {
       const dimensions = [1024, 256, 100, 7][trial % 4] as number;
       const base = Array.from({ length: 3 }, () => Float32Array.from({ length: dimensions }, gaussian));
@@ -354,7 +362,8 @@ describe('novelty rejection: vectors and the judge answer', () => {
       const query = Float32Array.from(base[trial % 3] as Float32Array, (x) => x + 0.02 * gaussian());
       const matrix = new IslandMatrix(rows.map((vector, r) => ({ id: `p${r}`, vector })));
       const best = plainScan(rows, query, -1);
-      const thresholds = [-1, 0, 0.5, 0.9, 0.99, 0.999, 1, best?.similarity ?? 0, Math.max(-1, (best?.similarity ?? 0) - 1e-12)];
+      const similarity = best?.similarity ?? 0;
+      const thresholds = [-1, 0, 0.5, 0.9, 0.99, 0.999, 1, similarity, justUnder(similarity), Math.max(-1, similarity - 1e-12)];
       for (const threshold of thresholds) {
         const expected = plainScan(rows, query, threshold);
         const got = matrix.closest(query, threshold);
@@ -364,10 +373,65 @@ describe('novelty rejection: vectors and the judge answer', () => {
           `trial ${trial}, threshold ${threshold}`,
         );
         if (expected !== null) found++;
-        if (expected !== null && expected.similarity === threshold) exactlyAtThreshold++;
+        // The closest row exactly at the threshold is not above it: no row is found.
+        if (best !== null && best.similarity === threshold && got === null) exactlyAtThreshold++;
+        if (expected !== null && threshold === justUnder(expected.similarity)) oneUlpAbove++;
       }
     }
-    assert.ok(found > 100 && exactlyAtThreshold >= 60, `${found} found, ${exactlyAtThreshold} at the threshold exactly`);
+    assert.ok(
+      found > 100 && exactlyAtThreshold >= 60 && oneUlpAbove >= 60,
+      `${found} found, ${exactlyAtThreshold} with the closest exactly at the threshold, ${oneUlpAbove} one ulp above it`,
+    );
+  });
+
+  it('counts a child exactly at the threshold as novel, one above it as a repeat (ShinkaEvolve: novel at or under it)', () => {
+    // Cosines exact in floating point: (4, 3) . (3, 4) / 25 is the double 0.96 and a vector with itself is 1; the
+    // 128-dimension pair puts each component in its own 64-dimension block, so the row's bound is checked at equality.
+    const at = (dimensions: number, entries: [number, number][]): Int8Array => {
+      const v = new Int8Array(dimensions);
+      for (const [i, x] of entries) v[i] = x;
+      return v;
+    };
+    for (const [row, query, cosine] of [
+      [
+        at(2, [
+          [0, 4],
+          [1, 3],
+        ]),
+        at(2, [
+          [0, 3],
+          [1, 4],
+        ]),
+        0.96,
+      ],
+      [
+        at(128, [
+          [0, 4],
+          [64, 3],
+        ]),
+        at(128, [
+          [0, 3],
+          [64, 4],
+        ]),
+        0.96,
+      ],
+      [
+        at(128, [
+          [0, 4],
+          [64, 3],
+        ]),
+        at(128, [
+          [0, 4],
+          [64, 3],
+        ]),
+        1,
+      ],
+    ] as const) {
+      const matrix = new IslandMatrix([{ id: 'p', vector: row }]);
+      const child = Float32Array.from(query);
+      assert.equal(matrix.closest(child, cosine), null, `similarity ${cosine} at threshold ${cosine}`);
+      assert.deepEqual(matrix.closest(child, cosine - 1e-9), { id: 'p', similarity: cosine });
+    }
   });
 
   it('lets a child through only on a clear yes', () => {

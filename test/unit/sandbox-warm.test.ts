@@ -3,8 +3,6 @@
 // nothing with the candidates before and after it.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Evaluator, type EvaluatorOptions } from '../../src/engine/sandbox/evaluator';
 import type { ProcessOutcome } from '../../src/engine/sandbox/process';
@@ -12,18 +10,15 @@ import {
   keepingAlive,
   learnedModules,
   modulesToWarm,
-  startWarmProcess,
-  type WarmableCommand,
   warmableCommand,
   warmInput,
-  warmLauncherCommand,
-  WarmPool,
   type WarmProcess,
   WarmRefill,
 } from '../../src/engine/sandbox/warmPool';
-import { DEFAULT_PYTHON } from '../../src/engine/python/interpreter';
 import { loadTask, type Task } from '../../src/engine/task/task';
 import { processesMatching } from '../fixtures/hostile/processes';
+import { tempDir } from '../support/tempDirs';
+import { workScriptWarmPool } from '../support/workScriptWarmPool';
 
 const FIXTURE = join(__dirname, '../fixtures/hostile');
 const MARKER = `te-warm-candidate-${process.pid}-${Date.now()}`;
@@ -176,32 +171,9 @@ describe('sandbox: warm interpreters', function () {
 
 describe('sandbox: warm processes are refilled only with idle CPU', function () {
   this.timeout(60000);
-  let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'te-warm-refill-'));
-    await writeFile(join(dir, 'work.py'), 'print("worked")\n');
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-
   it('warms at most cores - busy at once, none while evaluations fill the cores, and a burst beyond the pool finds none (it starts cold)', async () => {
-    const command = warmableCommand([DEFAULT_PYTHON, join(dir, 'work.py')]) as WarmableCommand;
     let created = 0;
-    const pool = new WarmPool(() => {
-      created++;
-      return startWarmProcess(
-        {
-          file: DEFAULT_PYTHON,
-          args: warmLauncherCommand(command, [], null).slice(1),
-          cwd: dir,
-          env: {},
-          timeoutMs: 30000,
-          outputLimitBytes: 4096,
-        },
-        async (run) => run,
-      );
-    }, 3);
+    const { command, pool } = workScriptWarmPool(tempDir('te-warm-refill-'), 3, () => created++);
     const refill = new WarmRefill([pool], 2);
     try {
       refill.setBusy(0);

@@ -479,7 +479,7 @@ export const SETTINGS = [
     type: 'boolean',
     default: false,
     description:
-      "Novelty rejection (ShinkaEvolve's novelty judge): a child whose EVOLVE-BLOCK embedding is at least `thetaevolve.novelty.threshold` similar (cosine) to a program of its island is not evaluated; its outcome is `not_novel`, with the lazy penalty's -0.3. Off: every new child is evaluated, as the paper.",
+      "Novelty rejection (ShinkaEvolve's novelty judge): a child whose EVOLVE-BLOCK embedding is more than `thetaevolve.novelty.threshold` similar (cosine) to a program of its island is not evaluated; its outcome is `not_novel`, with the lazy penalty's -0.3. Off: every new child is evaluated, as the paper.",
   },
   {
     key: 'novelty.threshold',
@@ -488,7 +488,7 @@ export const SETTINGS = [
     minimum: 0,
     maximum: 1,
     description:
-      'Novelty rejection: the cosine similarity from which a child counts as a repeat of a program of its island (ShinkaEvolve: 0.99).',
+      'Novelty rejection: the cosine similarity above which a child counts as a repeat of a program of its island (ShinkaEvolve: 0.99); one exactly at it is novel.',
   },
   {
     key: 'novelty.embeddingEndpoint',

@@ -32,6 +32,7 @@ export function entryOf(program: NewProgram): NodeEntry {
 
 /** The copy migration (or island seeding) makes: same code and score, no generation cost. */
 export function copyOf(program: NewProgram, sourceId: string, step: number): NewProgram {
+  // The same fields as recordOf's list, kept apart: sharing them would cost recordOf's hot path a spread or a reshaping assignment.
   return {
     parentId: sourceId,
     step,

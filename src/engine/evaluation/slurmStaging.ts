@@ -54,8 +54,21 @@ export function tail(text: string): string {
   return trimmed.length <= TAIL_CHARS ? trimmed : `...${trimmed.slice(-TAIL_CHARS)}`;
 }
 
-/** The last `maxBytes` of a job's file (its output log may be long), or null when it is not there (a link is not followed). */
-export async function readJobFileEnd(path: string, maxBytes = TAIL_CHARS * 4): Promise<string | null> {
+/** Whether anything is at `path` (a link counts, it is not followed). */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A regular file written by a job, read without following links and capped at `maxBytes`: its first bytes, or with
+ * `from: 'end'` its last (an output log may be long). Null when it is not there, is a link or is not a regular file.
+ */
+export async function readJobFile(path: string, maxBytes = RESULT_MAX_BYTES, from: 'start' | 'end' = 'start'): Promise<string | null> {
   let handle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -67,40 +80,16 @@ export async function readJobFileEnd(path: string, maxBytes = TAIL_CHARS * 4): P
     if (!stat.isFile()) return null;
     const length = Math.min(stat.size, maxBytes);
     const buffer = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(buffer, 0, length, stat.size - length);
+    const { bytesRead } = await handle.read(buffer, 0, length, from === 'end' ? stat.size - length : 0);
     return buffer.subarray(0, bytesRead).toString('utf8');
   } finally {
     await handle.close();
   }
 }
 
-/** Whether anything is at `path` (a link counts, it is not followed). */
-export async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A small regular file written by a job, read without following links and capped. */
-export async function readJobFile(path: string, maxBytes = RESULT_MAX_BYTES): Promise<string | null> {
-  let handle;
-  try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return null;
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return null;
-    const buffer = Buffer.alloc(Math.min(stat.size, maxBytes));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return buffer.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await handle.close();
-  }
+/** The last bytes of a job's output log (enough for a message's tail), or null as readJobFile. */
+export function readJobFileEnd(path: string, maxBytes = TAIL_CHARS * 4): Promise<string | null> {
+  return readJobFile(path, maxBytes, 'end');
 }
 
 /** The time limit of one evaluation job: the candidate's and the evaluator's limits plus a margin, in whole minutes (SLURM rounds up anyway). */

@@ -1,7 +1,7 @@
 // Novelty rejection (docs/algorithm.md section 12; ShinkaEvolve's novelty
 // judge): before a child is evaluated, its EVOLVE-BLOCK is embedded and
 // compared (cosine) with the programs of its island as the step's plan saw
-// them; at or above the threshold it is `not_novel` unless the judge (the
+// them; above the threshold it is `not_novel` unless the judge (the
 // run's model, asked yes/no) says it is different. The embedding server is
 // infrastructure: when it fails, children are evaluated as without the
 // check, and the run says so once (again after it recovered and failed anew).

@@ -37,7 +37,7 @@ const BLOCK = 64;
 
 /**
  * Relative slack on the bound: a row is skipped only when even its bound is this far under the threshold, so rounding
- * (about 1e-13 here) never skips a row whose computed similarity would reach it.
+ * (about 1e-13 here) never skips a row whose computed similarity would exceed it.
  */
 const BOUND_SLACK = 1e-9;
 
@@ -60,8 +60,8 @@ function tailNorms(vector: ArrayLike<number>, blocks: number, out: Float64Array,
 /**
  * One island's programs as one matrix (rows of int8, each row's norm kept):
  * a child is compared with every row in one pass over contiguous memory.
- * Only a row at or above the threshold matters (it names the closest program),
- * so a row is left as soon as Cauchy–Schwarz shows it cannot reach it: the dot
+ * Only a row above the threshold matters (it names the closest program), so
+ * a row is left as soon as Cauchy–Schwarz shows it cannot exceed it: the dot
  * product so far plus |rest of the query| x |rest of the row| is an upper bound
  * of the whole. Rows that can reach it are summed in full, in the same order,
  * so the similarity found is the one a plain scan finds.
@@ -99,10 +99,10 @@ export class IslandMatrix {
   }
 
   /**
-   * The row most similar to `vector` (cosine) when its similarity is at least
-   * `atLeast`; null when none is (or for an empty island or another dimension).
+   * The row most similar to `vector` (cosine) when its similarity is more than
+   * `above`; null when none is (or for an empty island or another dimension).
    */
-  closest(vector: Float32Array, atLeast: number): Closest | null {
+  closest(vector: Float32Array, above: number): Closest | null {
     const d = this.dimensions;
     const blocks = this.blocks;
     if (this.ids.length === 0 || vector.length !== d) return null;
@@ -121,8 +121,8 @@ export class IslandMatrix {
       const norm = this.norms[r] as number;
       if (norm === 0) continue;
       const scale = norm * queryNorm;
-      // What the dot product must reach, less the slack; -Infinity when every row may (atLeast <= -1).
-      const needed = atLeast <= -1 ? Number.NEGATIVE_INFINITY : atLeast * scale - BOUND_SLACK * scale;
+      // What the dot product must exceed, less the slack; -Infinity when every row may (above <= -1).
+      const needed = above <= -1 ? Number.NEGATIVE_INFINITY : above * scale - BOUND_SLACK * scale;
       let dot = 0;
       for (let b = 0; b < blocks; b++) {
         if (b > 0 && dot + (queryTails[b] as number) * (tails[at + b] as number) < needed) continue rows;
@@ -130,7 +130,7 @@ export class IslandMatrix {
         for (let i = b * BLOCK; i < end; i++) dot += (vector[i] as number) * (rows[offset + i] as number);
       }
       const similarity = dot / scale;
-      if (similarity >= atLeast && similarity > bestSimilarity) {
+      if (similarity > above && similarity > bestSimilarity) {
         bestSimilarity = similarity;
         best = r;
       }

@@ -4,7 +4,6 @@
 // while their children are evaluated as they arrive (K at once, in the
 // evaluator), and commits the step's children after the step, one by one.
 // A stopped step is abandoned whole: nothing half-committed.
-import { setMaxListeners } from 'node:events';
 import type { Settings } from './common/config';
 import { databaseConfigFromSettings, ProgramDatabase, type ProgramRecord } from './database/programDatabase';
 import { NOT_GENERATED } from './database/records';
@@ -104,8 +103,6 @@ export class EvolutionRun {
   private novelty: NoveltyGate | null = null;
 
   constructor(spec: EvolutionRunSpec) {
-    // Each request in flight listens for the stop (a step's judge questions: one a child, hundreds at once).
-    setMaxListeners(0, this.stopController.signal);
     this.spec = spec;
     const { settings } = spec;
     this.modelChoice =

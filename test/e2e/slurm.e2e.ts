@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { jobNameOfRun } from '../../src/engine/evaluation/slurmCli';
 import { inferenceJobName } from '../../src/engine/llm/slurmInferenceJobs';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
@@ -19,17 +19,14 @@ import {
   REPO_ROOT,
   bestPictureInk,
   dashboardFrame,
-  launchBrowser,
-  openProgram,
-  openWorkbench,
-  pickQuickInputItem,
-  type RunningCodeServer,
   runPaletteCommand,
   saveScreenshot,
   screenshotOnFailure,
-  startCodeServer,
+  startRunOnProgram,
+  startWorkbench,
   taskWorkspace,
   waitForStatusBarText,
+  type Workbench,
 } from '../support/codeServer';
 import { type SlurmCluster, slurmUnavailableReason, startSlurmCluster } from '../support/slurmCluster';
 import { testServerJobCommand } from '../support/testServerJob';
@@ -41,8 +38,7 @@ const SERVING_JOB = /^server ([01]) job (\d+) RUNNING on \S+, ([1-9]\d*) request
 describe('SLURM evaluation backend (code-server + Chromium, real single-node cluster, test inference server)', function () {
   let cluster: SlurmCluster | undefined;
   let model: TestServer | undefined;
-  let server: RunningCodeServer | undefined;
-  let browser: Browser | undefined;
+  let workbench: Workbench | undefined;
   let page: Page;
   let frame: Frame;
   let staging = '';
@@ -65,7 +61,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
       'thetaevolve.database.preset': 'small',
       'thetaevolve.maxSteps': 100,
     });
-    server = await startCodeServer({
+    workbench = await startWorkbench({
       workspace,
       // On a login node SLURM_CONF (or /etc/slurm/slurm.conf) is in the environment VS Code's server starts with.
       env: { SLURM_CONF: cluster.conf },
@@ -84,24 +80,20 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
         'terminal.integrated.gpuAcceleration': 'off',
       },
     });
-    browser = await launchBrowser();
-    page = await openWorkbench(browser, server.url, workspace);
+    page = workbench.page;
   });
 
   afterEach(screenshotOnFailure('e2e-slurm', () => page));
 
   after(async () => {
-    await browser?.close();
-    await server?.stop();
+    await workbench?.close();
     await model?.close();
     await cluster?.stop();
     if (staging) rmSync(staging, { recursive: true, force: true });
   });
 
   it('starts a run whose status bar shows the SLURM queue', async () => {
-    await openProgram(page, 'tasks/circle-packing/initial.py');
-    await runPaletteCommand(page, 'ThetaEvolve: Start Run');
-    await pickQuickInputItem(page, "this file's task");
+    await startRunOnProgram(page, 'tasks/circle-packing/initial.py');
     const text = await waitForStatusBarText(page, 'ThetaEvolve step', (t) => /step [1-9]/.test(t), 120_000);
     assert.match(text, /best [\d.]+/);
     // The queue has its own item beside the run's.

@@ -12,11 +12,13 @@ import { RUN_SPEC } from '../../src/cli/commands';
 import { settingsFromArgs } from '../../src/cli/settingsSources';
 import { defaultSettings, parseSettings, type Settings } from '../../src/engine/common/config';
 import type { EngineEvent, EvaluationFinishedEvent, StepCommittedEvent } from '../../src/engine/common/events';
+import type { GenerationJob } from '../../src/engine/common/types';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 import { EndpointClient, endpointOptionsFromSettings } from '../../src/engine/llm/endpointClient';
 import { type CommittedStep, EvolutionRun } from '../../src/engine/loop';
 import { EmbeddingClient } from '../../src/engine/operators/novelty/embeddingClient';
-import { judgedDifferent } from '../../src/engine/operators/novelty/judge';
+import { judgedDifferent, judgeMessages } from '../../src/engine/operators/novelty/judge';
+import { modelJudge } from '../../src/engine/operators/novelty/setup';
 import { IslandMatrix, quantise } from '../../src/engine/operators/novelty/vectors';
 import { Rng } from '../../src/engine/common/rng';
 import { OPERATORS_META_KEY } from '../../src/engine/operators/recorded';
@@ -26,6 +28,7 @@ import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { embedText } from '../server/testModel';
 import { settingsBuilder } from '../support/settings';
 import { tempDir } from '../support/tempDirs';
+import { waitFor } from '../support/waitFor';
 
 const ROOT = resolve(__dirname, '..', '..');
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'tasks', 'quadratic');
@@ -241,6 +244,45 @@ describe('novelty rejection (novelty.*)', function () {
     run.abort();
     await assert.rejects(client.embed(['x'], run.signal), /failed/);
     assert.equal(server.counters.embeddingRequests, 20);
+  });
+
+  it("asks its judge questions side by side with one listener on the run's signal, none once they settle; the run's stop ends one in flight", async () => {
+    // The first chat request never gets a reply: the judge question the stop ends.
+    server = await startTestServer({ latencyMs: 20, script: ['stall'] });
+    const client = new EndpointClient(endpointOptionsFromSettings(base({ endpoint: server.baseURL }), undefined));
+    const job: GenerationJob = { key: 's1-p0', messages: [], n: 3, seed: 11, parentId: 'p', parentCode: '' };
+    const messages = judgeMessages('def f():\n    return 1', 'def f():\n    return 2', 0.95);
+
+    const stopped = new AbortController();
+    const stoppedListeners = (): number => getEventListeners(stopped.signal, 'abort').length;
+    const stoppedBefore = stoppedListeners();
+    const inFlight = modelJudge(client, stopped.signal)(messages, { job, sampleIndex: 0 });
+    await waitFor(() => server.counters.faults.stall === 1, { what: 'the judge question to reach the server (which holds it)' });
+    stopped.abort(new Error('the run was stopped'));
+    await assert.rejects(inFlight, /the run was stopped/);
+    assert.equal(server.counters.completions, 0, 'the server never answered it');
+    await waitFor(() => server.counters.clientAborts, { what: 'the server to see the request abandoned', until: (n) => n === 1 });
+    assert.equal(stoppedListeners(), stoppedBefore);
+
+    const run = new AbortController();
+    const listeners = (): number => getEventListeners(run.signal, 'abort').length;
+    const before = listeners();
+    const judge = modelJudge(client, run.signal);
+    // A step's children over the threshold are asked about at once: far more than Node's default of ten listeners.
+    const questions = Array.from({ length: 30 }, (_, sampleIndex) => judge(messages, { job, sampleIndex }));
+    assert.equal(listeners(), before + 1, 'one listener on the run signal for all the questions in flight');
+    const answers = await Promise.all(questions);
+    assert.equal(server.counters.judgeQuestions, 30);
+    assert.deepEqual(
+      answers.map((a) => [a.question.key, judgedDifferent(a.reply.content)]),
+      answers.map((_, i) => [`s1-p0-novelty-${i}`, false]),
+    );
+    assert.equal(listeners(), before);
+    // A question after the stop is not sent.
+    run.abort();
+    await assert.rejects(judge(messages, { job, sampleIndex: 30 }), /the run was stopped/);
+    assert.equal(server.counters.chatRequests, 31);
+    assert.equal(listeners(), before);
   });
 
   it('reads vectors as base64 float32 bytes, and as JSON numbers from a server that refuses base64: the same vectors', async () => {

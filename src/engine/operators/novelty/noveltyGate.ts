@@ -33,12 +33,15 @@ export interface NoveltyGateOptions {
   embedder: EmbeddingClient;
   threshold: number;
   /** The run's model asked one yes/no question (the question sent and its answer), or null without the judge. */
-  judge: ((messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<JudgeAnswer>) | null;
+  judge: NoveltyJudge | null;
   /** Said once per failure of the embedding server or the judge (a non-fatal error event). */
   warn: (message: string) => void;
   /** The run's stop. */
   signal: AbortSignal;
 }
+
+/** Asks the run's model whether a child is meaningfully different (the question sent and its answer). */
+export type NoveltyJudge = (messages: ChatMessage[], asked: { job: GenerationJob; sampleIndex: number }) => Promise<JudgeAnswer>;
 
 /** The judge's question as sent (its model) and the reply (its tokens). */
 export interface JudgeAnswer {

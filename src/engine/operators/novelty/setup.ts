@@ -4,9 +4,10 @@
 // the judge, one yes/no question through the run's response source.
 import type { Settings } from '../../common/config';
 import type { GenerationJob, ResponseSource, Sample } from '../../common/types';
+import { RequestSignals } from '../../async/requestSignals';
 import type { ProgramDatabase } from '../../database/programDatabase';
 import { EmbeddingClient } from './embeddingClient';
-import { NoveltyGate } from './noveltyGate';
+import { NoveltyGate, type NoveltyJudge } from './noveltyGate';
 
 /** The base URL embeddings are asked of, and whether it is the run's own endpoint. */
 export function embeddingEndpointOf(settings: Pick<Settings, 'endpoint' | 'novelty.embeddingEndpoint'>): { url: string; own: boolean } {
@@ -35,30 +36,40 @@ export function noveltyGateFor(setup: NoveltySetup): NoveltyGate | null {
     apiKey: endpoint.own ? setup.apiKey : undefined,
     requestTimeoutMs: settings.requestTimeoutSeconds * 1000,
   });
-  let judge: ConstructorParameters<typeof NoveltyGate>[0]['judge'] = null;
+  let judge: NoveltyJudge | null = null;
   if (settings['novelty.judge'] && source.kind !== 'llm')
     setup.warn(
       'thetaevolve.novelty.judge needs a model, and the mutate sampler has none: children over the threshold are not_novel unasked',
     );
-  else if (settings['novelty.judge'])
-    judge = async (messages, { job, sampleIndex }) => {
-      const question: GenerationJob = {
-        key: `${job.key}-novelty-${sampleIndex}`,
-        messages,
-        n: 1,
-        seed: job.seed + job.n + sampleIndex,
-        parentId: job.parentId,
-        parentCode: job.parentCode,
-        ...(job.model !== undefined ? { model: job.model } : {}),
-      };
-      let answer: Sample | null = null;
-      await source.generate([question], setup.signal, (sample) => {
-        answer = sample;
-      });
-      const got = answer as Sample | null;
-      if (got === null) throw new Error('the model gave no answer');
-      if (!got.ok) throw new Error(got.error);
-      return { question, reply: got };
-    };
+  else if (settings['novelty.judge']) judge = modelJudge(source, setup.signal);
   return new NoveltyGate({ embedder, threshold: settings['novelty.threshold'], judge, warn: setup.warn, signal: setup.signal }, setup.db);
+}
+
+/**
+ * The judge: each question one request to the run's source, with a signal of its own that the run's stop aborts
+ * (a step asks about all its children over the threshold at once; the run's signal keeps one listener for them all).
+ */
+export function modelJudge(source: ResponseSource, runSignal: AbortSignal): NoveltyJudge {
+  const requests = new RequestSignals(runSignal);
+  return async (messages, { job, sampleIndex }) => {
+    const question: GenerationJob = {
+      key: `${job.key}-novelty-${sampleIndex}`,
+      messages,
+      n: 1,
+      seed: job.seed + job.n + sampleIndex,
+      parentId: job.parentId,
+      parentCode: job.parentCode,
+      ...(job.model !== undefined ? { model: job.model } : {}),
+    };
+    let answer: Sample | null = null;
+    await requests.run((signal) =>
+      source.generate([question], signal, (sample) => {
+        answer = sample;
+      }),
+    );
+    const got = answer as Sample | null;
+    if (got === null) throw new Error('the model gave no answer');
+    if (!got.ok) throw new Error(got.error);
+    return { question, reply: got };
+  };
 }

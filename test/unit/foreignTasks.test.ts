@@ -349,16 +349,17 @@ describe('task folders of other systems (OpenEvolve, ShinkaEvolve), unchanged', 
       const under = await evaluateIn(await folder(booleans, 'evaluator:\n  cascade_thresholds: [0.7]\n'));
       assert.equal(under.objective, 0.6, 'under the threshold: stage 1 stands, ranked by the same mean (the stage metrics left out)');
       assert.equal(under.metrics.cascade_stage, 1);
-      // A later stage past evaluator.timeout (OpenEvolve's per stage) ends there with the earlier stage's result, the
-      // timeout said in its metrics and feedback, as OpenEvolve keeps it; the program is not timed out as a whole.
+      // A later stage that never returns ends at evaluator.timeout (OpenEvolve's per stage) with the earlier stage's
+      // result, the timeout said in its metrics and feedback, as OpenEvolve keeps it; the program is not timed out as a
+      // whole.
       const slow = [
         IMPORT,
-        'import time',
+        'import threading',
         'def evaluate_stage1(p):',
         '    return {"combined_score": load(p).VALUE / 10}',
         'def evaluate_stage2(p):',
         '    try:',
-        '        time.sleep(120)',
+        '        threading.Event().wait()  # never set: the stage never returns',
         '    except Exception:',
         '        pass',
         '    return {"combined_score": 100.0}',

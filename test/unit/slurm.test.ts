@@ -3,7 +3,7 @@
 // ThetaEvolve's real bundle (dist/, built before the unit tests by npm test).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -820,7 +820,8 @@ describe('SLURM evaluation backend (real single-node cluster)', function () {
     // The last report says so too (the dashboard keeps it after the run): nothing queued or running.
     const last = reports.at(-1);
     assert.deepEqual(last && [last.pending, last.running], [0, 0], JSON.stringify(last));
-    assert.equal(existsSync(evaluator.stagingRoot), false);
+    const left = existsSync(evaluator.stagingRoot) ? readdirSync(evaluator.stagingRoot, { recursive: true }).join(', ') : null;
+    assert.equal(left, null, `the staging folder is still there, holding: ${left}`);
     assert.equal(existsSync(join(staging, evaluator.jobName)), false);
   });
 });

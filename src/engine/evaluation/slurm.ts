@@ -305,7 +305,12 @@ export class SlurmEvaluator implements EvaluationBackend {
       for (const c of [...this.submitted.values()]) this.finish(c, { ...cancelledResult(), reason: 'the evaluator is closed' });
       // The last word on the queue: nothing of this run is queued or running any more (the dashboard keeps showing it).
       this.options.onQueue?.(this.queueStats());
-      await rm(this.staging.root, { recursive: true, force: true }).catch(() => undefined);
+      // A job's Node can outlive the job in the queue where the cluster tracks processes by parentage
+      // (proctrack/linuxproc loses one whose shell was killed first) and still write as it exits (the code cache in
+      // bundle/): a folder that filled again while it was removed (ENOTEMPTY) is removed again.
+      await rm(this.staging.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch((err: unknown) =>
+        this.warn(`the run's SLURM staging folder ${this.staging.root} could not be removed: ${errorMessage(err)}`),
+      );
       // The run's folder too, once no other process of the run uses it.
       await rmdir(dirname(this.staging.root)).catch(() => undefined);
     });

@@ -280,11 +280,15 @@ describe('ThetaEvolve release task folders', () => {
       assert.equal(evaluated.code, 1, 'the evaluation could not run: not a score');
       assert.match(
         evaluated.stderr,
-        /not the program's fault.*\n\/usr\/bin\/python3 \(Python 3\.\d+\.\d+\) cannot import a_module_nobody_has \(imported by evaluators\/evaluator_modular\.py or its verify\.py\)/,
+        /not the program's fault.*stderr ends with:\n[\s\S]*verify\.py", line 1, in <module>[\s\S]*\n\/usr\/bin\/python3 \(Python 3\.\d+\.\d+\) cannot import a_module_nobody_has \(imported by evaluators\/evaluator_modular\.py or its verify\.py\)\n/,
       );
       const run = await runCli(['run', folder, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1'], cwd);
       assert.equal(run.code, 1);
-      assert.match(run.stderr, /failed on the starting program, so no candidate could be scored: .*cannot import a_module_nobody_has/);
+      // The traceback the reason now ends with names the module: the run says which interpreter lacks it.
+      assert.match(
+        run.stderr,
+        /the task's evaluator cannot import a_module_nobody_has with the Python interpreter \/usr\/bin\/python3: install it there/,
+      );
     });
   });
 

@@ -211,11 +211,26 @@ export function modulesToWarm(...sources: readonly string[]): string[] {
  * which runs in the candidate's process).
  */
 export function candidateModulesToWarm(initialProgram: string, scriptOnHost: string | null, readOnlyDirs: readonly string[]): string[] {
+  // The folders' own modules (our stand-in `openevolve`, a release's package) are left to the script: which one it
+  // imports depends on the path it sets up, and one imported ahead from the launcher's path would be taken instead.
+  const own = new Set(readOnlyDirs.flatMap(modulesIn));
   return modulesToWarm(
     initialProgram,
     ...(scriptOnHost ? readSmallSource(scriptOnHost) : []),
     ...readOnlyDirs.flatMap((dir) => topLevelPythonFiles(dir).flatMap(readSmallSource)),
-  );
+  ).filter((name) => !own.has(name));
+}
+
+/** The top-level module names a folder provides: its x.py files and its folders (packages, or namespace packages). */
+function modulesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      if (entry.isFile() && entry.name.endsWith('.py')) return [entry.name.slice(0, -'.py'.length)];
+      return entry.isDirectory() ? [entry.name] : [];
+    });
+  } catch {
+    return [];
+  }
 }
 
 /** What a warm trusted evaluator imports ahead: its script's imports. */

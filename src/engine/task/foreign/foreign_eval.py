@@ -213,6 +213,12 @@ def run_shinka(task_dir, program):
 
 
 MAX_REASON = 500
+# A failure's reason: its headline, then the end of the program's stderr after this marker, as the sandbox writes a
+# crashed candidate's (src/engine/common/evaluationReason.ts, src/engine/sandbox/trustedEvaluator.ts).
+OUTPUT_TAIL_MARKER = "; stderr ends with:\n"
+OUTPUT_TAIL_CHARS = 600
+# What run_release.py reports it could not run (a traceback's end and the problem): the reason shows its end.
+MAX_INFRASTRUCTURE = 4000
 # The metrics naming the stage a cascade ended at and how many it has (src/engine/operators/cascade.ts).
 CASCADE_STAGE_METRIC = "cascade_stage"
 CASCADE_STAGES_METRIC = "cascade_stages"
@@ -236,9 +242,20 @@ def number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def reply(valid, objective=None, metrics=None, reason="", unreadable=False, feedback=""):
-    """ThetaEvolve's evaluator reply (src/engine/task/README.md, "The contract")."""
-    out = {"valid": valid, "objective": objective, "metrics": metrics or {}, "reason": reason[:MAX_REASON]}
+def with_output(reason, output):
+    """`reason` (bounded) and the end of a program's stderr after the marker (nothing added without one)."""
+    reason = reason[:MAX_REASON]
+    output = output.strip()
+    if not output:
+        return reason
+    tail = output if len(output) <= OUTPUT_TAIL_CHARS else "..." + output[-OUTPUT_TAIL_CHARS:]
+    return f"{reason}{OUTPUT_TAIL_MARKER}{tail}"
+
+
+def reply(valid, objective=None, metrics=None, reason="", unreadable=False, feedback="", output=""):
+    """ThetaEvolve's evaluator reply (src/engine/task/README.md, "The contract"); `output`: the program's stderr, whose end
+    follows the reason."""
+    out = {"valid": valid, "objective": objective, "metrics": metrics or {}, "reason": with_output(reason, output)}
     if unreadable:
         out["unreadable"] = True
     if feedback:
@@ -269,7 +286,8 @@ def infrastructure_problem(path):
     except (OSError, ValueError):
         return None
     problem = data.get("infrastructure") if isinstance(data, dict) else None
-    return problem[:MAX_REASON] if isinstance(problem, str) and problem else None
+    # Its end: the traceback's last lines and the problem, which run_release.py writes last.
+    return problem[-MAX_INFRASTRUCTURE:] if isinstance(problem, str) and problem else None
 
 
 def reply_of_file(path, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
@@ -294,13 +312,18 @@ def release_reply(data):
     feedback = data.get("feedback") if isinstance(data.get("feedback"), str) else ""
     others = numeric_metrics(metrics)
     score = metrics.get("combined_score")
-    error = feedback.split("\n")[0][:MAX_REASON] if feedback else ""
+    error = feedback.split("\n")[0] if feedback else ""
+    # A failed run of the program: the release's text quotes its stderr after " | Error: "; the headline, then the
+    # stderr's end, as a crashed candidate's reason has it.
+    output = data.get("program_stderr") if isinstance(data.get("program_stderr"), str) else ""
+    if output:
+        error = error.split(" | ")[0]
     if not number(score):
         return reply(False, None, others, f"the evaluator returned no finite combined_score (got {json.dumps(score)[:80]})", True, feedback)
     if score <= RELEASE_ERROR_BOUNDARY or metrics.get("validity") == 0:
         if score == RELEASE_INVALID:
             return reply(False, None, others, error or "the solution failed the validation", False, feedback)
-        return reply(False, None, others, error or f"the evaluator scored it {score}", True, feedback)
+        return reply(False, None, others, error or f"the evaluator scored it {score}", True, feedback, output)
     objective = metrics.get("objective_value")
     return reply(True, objective if number(objective) else score, others, "", False, feedback)
 

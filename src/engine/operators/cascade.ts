@@ -4,9 +4,24 @@
 // stage reported, so the full evaluator only runs on promising solutions.
 import type { EvaluationResult } from '../common/types';
 
-/** The metric saying which stage (1-based) a solution's result comes from, and how many there were. */
+/**
+ * The metric saying which stage (1-based) a solution's result comes from, of how many: "1 of 2". Ours, not the
+ * evaluator's: a text, so that whoever averages the numeric metrics (as OpenEvolve ranks a folder without
+ * combined_score) gets the evaluator's numbers only (docs/algorithm.md section 12).
+ */
 export const CASCADE_STAGE_METRIC = 'cascade_stage';
-export const CASCADE_STAGES_METRIC = 'cascade_stages';
+
+/** The metric's value: stage `stage` of `stages`. */
+export function cascadeStageText(stage: number, stages: number): string {
+  return `${stage} of ${stages}`;
+}
+
+/** The stage a metric value names: "2 of 3", or a number (runs of earlier versions stored it so); null for anything else. */
+export function cascadeStageOf(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 1 ? value : null;
+  const match = typeof value === 'string' ? /^(\d+) of \d+$/.exec(value) : null;
+  return match ? Number(match[1]) : null;
+}
 
 export interface CascadeStage {
   command: readonly string[];
@@ -29,7 +44,7 @@ export async function scoreThroughCascade(
   let metrics: EvaluationResult['metrics'] = {};
   const reached = (result: EvaluationResult, stage: number): EvaluationResult => ({
     ...result,
-    metrics: { ...metrics, ...result.metrics, [CASCADE_STAGE_METRIC]: stage, [CASCADE_STAGES_METRIC]: total },
+    metrics: { ...metrics, ...result.metrics, [CASCADE_STAGE_METRIC]: cascadeStageText(stage, total) },
   });
   for (const [i, stage] of stages.entries()) {
     const result = await score(stage.command);
@@ -43,8 +58,8 @@ export async function scoreThroughCascade(
 export function cascadeCounts(metricsOfChildren: Iterable<Readonly<Record<string, unknown>>>): Record<string, number> | null {
   let counts: Record<string, number> | null = null;
   for (const metrics of metricsOfChildren) {
-    const stage = metrics[CASCADE_STAGE_METRIC];
-    if (typeof stage !== 'number') continue;
+    const stage = cascadeStageOf(metrics[CASCADE_STAGE_METRIC]);
+    if (stage === null) continue;
     counts ??= {};
     counts[String(stage)] = (counts[String(stage)] ?? 0) + 1;
   }

@@ -219,9 +219,9 @@ OUTPUT_TAIL_MARKER = "; stderr ends with:\n"
 OUTPUT_TAIL_CHARS = 600
 # What run_release.py reports it could not run (a traceback's end and the problem): the reason shows its end.
 MAX_INFRASTRUCTURE = 4000
-# The metrics naming the stage a cascade ended at and how many it has (src/engine/operators/cascade.ts).
+# The metric naming the stage a cascade ended at, of how many ("1 of 2", src/engine/operators/cascade.ts): a text, ours,
+# apart from the evaluator's numbers as score_rule is.
 CASCADE_STAGE_METRIC = "cascade_stage"
-CASCADE_STAGES_METRIC = "cascade_stages"
 # OpenEvolve's database.feature_dimensions default (openevolve/config.py): left out of the mean.
 OPENEVOLVE_FEATURE_DIMENSIONS = ("complexity", "diversity")
 METRIC_MEAN_RULE = "no combined_score: the mean of the numeric metrics, as OpenEvolve ranks it"
@@ -344,7 +344,7 @@ def reply_of(data, feature_dimensions=OPENEVOLVE_FEATURE_DIMENSIONS):
     reached = data.get("cascade")
     if isinstance(reached, list) and len(reached) == 2 and all(isinstance(n, int) and 1 <= n <= 3 for n in reached):
         # The stage the cascade ended at, as a cascade of task.json says it (src/engine/operators/cascade.ts); never ranked.
-        others.update({CASCADE_STAGE_METRIC: reached[0], CASCADE_STAGES_METRIC: reached[1]})
+        others[CASCADE_STAGE_METRIC] = f"{reached[0]} of {reached[1]}"
     if data["layout"] == "shinka" and data.get("correct") is False:
         error = data.get("error")
         return reply_with_feedback(False, objective, others, f"correct.json: incorrect{': ' + error if isinstance(error, str) and error else ''}")

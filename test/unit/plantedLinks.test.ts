@@ -2,10 +2,11 @@
 // its folder (issue 42 item 5): convert and FunSearch conversion refuse a link
 // at a name they write, leaving its target as it was; an OpenEvolve folder
 // whose initial program or evaluator links to a "credentials" file outside,
-// or a task.json whose initialProgram does, is refused saying so.
+// a task.json whose initialProgram does, or a release folder whose program,
+// evaluator, verify.py or config does (issue 51 item 7), is refused saying so.
 import { strict as assert } from 'node:assert';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { assertFolderInside, NewFileError } from '../../src/engine/newFiles';
 import { CONVERTED_FILES } from '../../src/engine/task/convert';
 import { loadTask, TaskError } from '../../src/engine/task/task';
@@ -15,6 +16,7 @@ import { tempDir } from '../support/tempDirs';
 const OPENEVOLVE = resolve(__dirname, '../fixtures/openevolve/triangle_area');
 const CAP_SET = resolve(__dirname, '../fixtures/funsearch/sum_free.py');
 const QUADRATIC = resolve(__dirname, '../fixtures/tasks/quadratic');
+const RELEASE = resolve(__dirname, '../fixtures/release/tiny_sum');
 const SECRET = '[default]\naws_secret_access_key = not-for-the-model\n';
 
 describe('planted links', function () {
@@ -70,6 +72,33 @@ describe('planted links', function () {
       assert.equal(code, 1);
       assert.match(stderr, /outside the task folder/);
       assert.doesNotMatch(stderr, /not-for-the-model/);
+    });
+
+  for (const name of [
+    'initial_programs/initial_program.py',
+    'evaluators/evaluator_modular.py',
+    'evaluators/verify.py',
+    'configs/config_tiny_sum_it_S.yaml',
+  ])
+    it(`a release folder whose ${name} links to a file outside it is refused, naming where it leads`, async () => {
+      const folder = join(dir, 'tiny_sum');
+      cpSync(RELEASE, folder, { recursive: true });
+      const file = join(folder, name);
+      // What it leads to is a well-formed file of its kind: only where it lies is wrong.
+      const outside = join(dir, basename(name));
+      cpSync(file, outside);
+      symlinkSync(outside, `${file}.link`);
+      renameSync(`${file}.link`, file);
+      await assert.rejects(loadTask(folder), (err: unknown) => {
+        assert.ok(err instanceof TaskError);
+        assert.match(err.message, new RegExp(`resolves to ${outside.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, outside the task folder`));
+        return true;
+      });
+      // A link that stays inside the folder is fine (git stores links).
+      rmSync(file);
+      cpSync(join(RELEASE, name), join(folder, `${name}.real`));
+      symlinkSync(join(folder, `${name}.real`), file);
+      assert.equal((await loadTask(folder)).dir, folder);
     });
 
   it('a task.json whose initialProgram is a link out of the folder is refused; one inside it is read', async () => {

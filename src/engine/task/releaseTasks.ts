@@ -34,6 +34,8 @@ const MAX_FEEDBACK_CHARS = 20480;
 
 export const RELEASE_EVALUATOR = join('evaluators', 'evaluator_modular.py');
 export const RELEASE_INITIAL_PROGRAM = join('initial_programs', 'initial_program.py');
+/** What the release's evaluator imports its checks from. */
+const RELEASE_VERIFY = join('evaluators', 'verify.py');
 
 const finite = z.number().finite();
 const ReleaseConfigSchema = z.looseObject({
@@ -343,14 +345,22 @@ export async function loadReleaseTask(dirOrFile: string): Promise<Task> {
     );
   const { dir, config: configPath } = found;
   const initialProgramPath = join(dir, RELEASE_INITIAL_PROGRAM);
-  const program = await readTaskText(initialProgramPath);
+  // Each read only inside the folder, as a task.json folder's are: a link out of it is refused, naming where it leads.
+  const program = await readTaskText(initialProgramPath, dir);
   if (!program.ok) throw new TaskError(`${initialProgramPath}: cannot read the initial program: it ${program.problem}`);
   const initialProgram = program.text;
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) throw new TaskError(`${initialProgramPath}: ${blockProblem}`);
   const evaluatorPath = join(dir, RELEASE_EVALUATOR);
-  const evaluator = await readTaskText(evaluatorPath);
+  const evaluator = await readTaskText(evaluatorPath, dir);
   if (!evaluator.ok) throw new TaskError(`${evaluatorPath}: cannot read the evaluator: it ${evaluator.problem}`);
+  const verifyPath = join(dir, RELEASE_VERIFY);
+  if (await isFile(verifyPath)) {
+    const verify = await readTaskText(verifyPath, dir);
+    if (!verify.ok) throw new TaskError(`${verifyPath}: cannot read the evaluator's verify.py: it ${verify.problem}`);
+  }
+  const configText = await readTaskText(configPath, dir);
+  if (!configText.ok) throw new TaskError(`${configPath}: cannot read the config: it ${configText.problem}`);
   if (!/^def\s+evaluate\s*\(/m.test(evaluator.text)) throw new TaskError(`${evaluatorPath}: defines no evaluate(program_path)`);
 
   const { config, raw, texts } = await readReleaseConfig(configPath);

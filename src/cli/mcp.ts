@@ -30,7 +30,8 @@ export async function mcpCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     // Whoever started this server chose to let its client steer these runs.
     trusted: true,
     read: readRunFile,
-    openEvaluator: (meta) => openTaskEvaluator(meta.taskDir, args, io, 'mcp'),
+    // The runs folder served is one place its runs' task folders may be (with the working folder and the bundled tasks).
+    openEvaluator: (meta) => openTaskEvaluator(meta.taskDir, args, io, 'mcp', runs !== undefined ? [resolve(io.cwd, runs)] : []),
   };
   const server = new Server(
     { name: 'thetaevolve', version: typeof __THETAEVOLVE_VERSION__ === 'string' ? __THETAEVOLVE_VERSION__ : 'dev' },

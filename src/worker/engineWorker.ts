@@ -32,6 +32,7 @@ import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
 import { compareRunFiles, readOnlyRecordOf, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
+import { assertRunTaskFolderAllowed, bundledTasksDir } from '../engine/steering/runTaskFolder';
 import { queuedGuidance, readInbox } from '../engine/steering/inbox';
 import { runAgentTool } from '../engine/agentTools/handlers';
 import type { AgentToolHost } from '../engine/agentTools/host';
@@ -358,7 +359,15 @@ function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolH
       const live = active && active.dbFile === resolve(file) ? active.run.database : null;
       return live ? Promise.resolve(use(live)) : readOnlyRuns.read(resolve(file), use);
     },
-    openEvaluator: taskEvaluatorFor(query.settings),
+    // No one can be asked here: a task folder the database names elsewhere is refused (the editor's Add This File to the Run asks).
+    openEvaluator: async (meta) => {
+      await assertRunTaskFolderAllowed(meta.taskDir, {
+        workspace: query.workspaceFolders,
+        runs: query.runsDirectories,
+        bundled: bundledTasksDir(),
+      });
+      return taskEvaluatorFor(query.settings)(meta);
+    },
     activity: (file) => {
       if (!active || active.dbFile !== resolve(file)) return null;
       const steps = active.inFlight.text();

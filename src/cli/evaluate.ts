@@ -4,7 +4,7 @@
 // whatever the candidate did. Exit 1 without a sandbox unless weaker isolation
 // is allowed. Several programs (a packed SLURM job) run at once, each in its
 // own sandbox, and each result is written beside its program as it lands.
-import { appendFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { forDisplay } from '../engine/common/displayText';
 import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
@@ -12,6 +12,7 @@ import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from
 import { detectIsolation, type IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
+import { writeFileAtomic } from '../engine/database/atomicFile';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { scriptOfIpynb } from '../engine/notebookProgram';
@@ -169,8 +170,7 @@ async function evaluateToResultFile(
   if (io.signal.aborted) return false;
   const folder = dirname(program.path);
   try {
-    await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
-    await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
+    await writeFileAtomic(join(folder, 'result.json'), evaluateJsonLine(evaluateJsonOf(result, task)));
     if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
     await stamp(`result ${basename(folder)}`);
     return true;

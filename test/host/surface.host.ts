@@ -282,10 +282,12 @@ describe('surface: a run database naming a task folder or a file outside the wor
     const code = readFileSync(outsideProgram, 'utf8').replace('    return 1', '    return 2.875  # the agent');
     // The tool's own confirmation is answered Yes by the runner: the refusal is the worker's.
     await assert.rejects(
-      vscode.lm.invokeTool(languageModelToolName('add_program'), {
-        input: { run: 'surface-agent-add', code },
-        toolInvocationToken: undefined,
-      }),
+      Promise.resolve(
+        vscode.lm.invokeTool(languageModelToolName('add_program'), {
+          input: { run: 'surface-agent-add', code },
+          toolInvocationToken: undefined,
+        }),
+      ),
       (err: unknown) => {
         const text = err instanceof Error ? err.message : String(err);
         assert.match(text, /add_program refused: the run's database names the task folder /);

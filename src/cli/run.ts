@@ -21,7 +21,7 @@ import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
 import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 import { formatUsd, type ModelStats, trainedModelOf, trainedModelOnlyText } from '../engine/common/models';
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
@@ -106,7 +106,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         break;
       case 'step_committed':
         progress.clear();
-        if (json) io.stdout(JSON.stringify(stepLine(event)) + '\n');
+        if (json) io.stdout(jsonForTerminal(stepLine(event)) + '\n');
         io.stderr(humanStepLine(event, lastBest) + '\n');
         for (const line of stepFailureLines(event)) io.stderr(line + '\n');
         if (event.bestEver !== null) lastBest = event.bestEver;

@@ -15,7 +15,7 @@ import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, inferenceJobsLine, stepFailureLines } from './stepReport';
-import { configEndpointNotice, settingsFromArgs, withFlagNames } from './settingsSources';
+import { configEndpointNotice, modelApiKeysFromEnvironment, settingsFromArgs, withFlagNames } from './settingsSources';
 import { cliPythonChoice } from './python';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
@@ -33,6 +33,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   });
   // A release config's own settings sit below the command line's.
   const settings = settingsFromArgs(args, io.cwd, task.runSettings, (line) => io.stderr(`thetaevolve run: ${line}\n`));
+  // Before anything is created: an apiKeyName a file names is refused (src/cli/settingsSources.ts).
+  const modelApiKeys = modelApiKeysFromEnvironment(args, settings, io.env);
 
   const programFlag = stringFlag(args, 'program');
   let startCode: string | undefined;
@@ -169,6 +171,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       task,
       settings,
       apiKey: apiKeyFromEnvironment(io.env),
+      modelApiKeys,
       startCode,
       startPath,
       stepsThisInvocation: numberFlag(args, 'steps'),

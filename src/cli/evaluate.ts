@@ -6,7 +6,7 @@
 // own sandbox, and each result is written beside its program as it lands.
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { forDisplay } from '../engine/common/displayText';
+import { forMessage } from '../engine/common/displayText';
 import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import { detectIsolation, type IsolationReport } from '../engine/sandbox/isolation';
@@ -142,7 +142,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
       if (python) lines.push(`python     ${describePythonEnvironment(python)}`);
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
-      io.stdout(forDisplay(lines.join('\n')) + '\n');
+      io.stdout(forMessage(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {
@@ -188,7 +188,7 @@ function resultLines(result: EvaluationResult, task: Task): string[] {
     `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
     `time       ${(result.durationMs / 1000).toFixed(2)} s`,
     ...metricLines(result),
-    ...(result.reason ? [`reason     ${forDisplay(result.reason)}`] : []),
+    ...(result.reason ? [`reason     ${forMessage(result.reason)}`] : []),
   ];
 }
 
@@ -196,12 +196,12 @@ function resultLines(result: EvaluationResult, task: Task): string[] {
 function metricLines(result: EvaluationResult): string[] {
   const lines = Object.entries(result.metrics)
     .filter(([key]) => key !== FEEDBACK_METRIC)
-    .map(([key, value]) => `  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+    .map(([key, value]) => `  ${forMessage(key)}: ${forMessage(String(value))}`);
   const feedback = feedbackOf(result.metrics);
   if (feedback !== '')
     lines.push(
       'feedback',
-      ...forDisplay(feedback)
+      ...forMessage(feedback)
         .split('\n')
         .map((line) => `  ${line}`),
     );
@@ -248,7 +248,7 @@ async function evaluateOnSlurm(
         `backend    ${backend.description}`,
         `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`,
       );
-      io.stdout(forDisplay(lines.join('\n')) + '\n');
+      io.stdout(forMessage(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {
@@ -263,7 +263,7 @@ async function evaluateOnSlurm(
  */
 function exitCodeOf(result: EvaluationResult, io: CliIO): number {
   if (result.status !== 'evaluation_failed') return 0;
-  io.stderr(`thetaevolve evaluate: the evaluation could not run (not the program's fault): ${forDisplay(result.reason)}\n`);
+  io.stderr(`thetaevolve evaluate: the evaluation could not run (not the program's fault): ${forMessage(result.reason)}\n`);
   return 1;
 }
 

@@ -8,7 +8,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { agentToolResultJson } from '../engine/common/agentToolResult';
-import { AGENT_TOOL_NAMES, AGENT_TOOLS, agentToolJsonSchema } from '../engine/agentTools/definitions';
+import { AGENT_TOOL_NAMES, AGENT_TOOLS, agentToolJsonSchema, DATA_BLOCK_NOTE } from '../engine/agentTools/definitions';
 import { runAgentTool } from '../engine/agentTools/handlers';
 import { type AgentToolHost, readRunFile } from '../engine/agentTools/host';
 import { runsDirectoryOf } from '../engine/runFiles';
@@ -38,7 +38,8 @@ export async function mcpCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     {
       capabilities: { tools: {} },
       instructions:
-        'ThetaEvolve evolves programs with a language model. list_runs finds the runs; run_status, get_program, get_lineage, get_blame and diff_programs read one; set_guidance, add_program, ban_program, pin_program and the others steer it (on a live run they take effect at its next step).',
+        'ThetaEvolve evolves programs with a language model. list_runs finds the runs; run_status, get_program, get_lineage, get_blame and diff_programs read one; set_guidance, add_program, ban_program, pin_program and the others steer it (on a live run they take effect at its next step). ' +
+        DATA_BLOCK_NOTE,
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({

@@ -2,7 +2,7 @@
 // --ban ID | --unban ID | --pin ID ... [--json]`: one steer request on a run,
 // live or stopped (docs/architecture.md "Steering a run"). Bad input is one
 // line and exit 1, with the database unchanged.
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { errorMessage } from '../engine/common/errors';
@@ -56,7 +56,7 @@ export async function steerCommand(args: ParsedArgs, io: CliIO): Promise<number>
     if (err instanceof SteerInputError || err instanceof DatabaseFileError) throw new InputError(err.message, { cause: err });
     throw err;
   }
-  io.stdout((booleanFlag(args, 'json') ? JSON.stringify(result) : forDisplay(resultLine(result, dbFile))) + '\n');
+  io.stdout((booleanFlag(args, 'json') ? jsonForTerminal(result) : forDisplay(resultLine(result, dbFile))) + '\n');
   return 0;
 }
 

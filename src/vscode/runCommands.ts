@@ -5,7 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { confirmTaskFolder } from './runTrust';
-import { keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
+import { keyDestinations, keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
 import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import { editorPythonChoice } from './pythonInterpreter';
 import type { Settings } from '../engine/common/config';
@@ -33,7 +33,7 @@ import {
 } from './runController';
 import { showStartProgress, showStateProgress } from './runProgress';
 import { isRunNode, type RunsTreeProvider } from './runsTree';
-import { readSettingsOrShowError } from './settings';
+import { readSettingsOrShowError, setByWorkspace } from './settings';
 import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
 import { loadTask } from '../engine/task/task';
@@ -148,14 +148,14 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 /** Every start failure shown (the in-host tests answer its buttons here: a notification's buttons cannot be clicked from a test). */
 export const onDidOfferStartFailure = startFailureOffers.event;
 
-/** Endpoints already warned about in this window: the warning is said once, not at every start. */
+/** Warnings already said in this window: each is said once, not at every start. */
 const warnedPlainHttp = new Set<string>();
 
-/** A key about to go over plain http:// to another machine: one warning per endpoint and window. */
+/** A key about to go over plain http:// to another machine (thetaevolve.endpoint or a model's own endpoint): one warning per set of servers and window. */
 function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): void {
-  const warning = settings.sampler === 'llm' && apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
-  if (!warning || warnedPlainHttp.has(settings.endpoint)) return;
-  warnedPlainHttp.add(settings.endpoint);
+  const warning = keyOverPlainHttpWarning(keyDestinations(settings, apiKey !== undefined && apiKey !== ''));
+  if (!warning || warnedPlainHttp.has(warning)) return;
+  warnedPlainHttp.add(warning);
   void showWarning(`ThetaEvolve: ${warning}.`);
 }
 
@@ -264,7 +264,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: text,
       settings,
       apiKey,
-      modelApiKeys: await readModelApiKeys(context.secrets, settings),
+      modelApiKeys: await readModelApiKeys(context.secrets, settings, !setByWorkspace('models', fileUri)),
       resume: false,
       python: await editorPythonChoice(fileUri, settings),
     });
@@ -323,7 +323,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: origin.startCode,
       settings,
       apiKey,
-      modelApiKeys: await readModelApiKeys(context.secrets, settings),
+      modelApiKeys: await readModelApiKeys(context.secrets, settings, !setByWorkspace('models', origin.fileUri)),
       resume: true,
       python: await editorPythonChoice(origin.fileUri, settings),
     });

@@ -12,7 +12,8 @@ import { applyProgramToFile } from '../../src/vscode/applyProgram';
 import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
 import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';
 import { addProgramLookup, type ProgramDocumentSource, type ProgramLookup, programUri } from '../../src/vscode/programDocuments';
-import { readSettings, SettingsError } from '../../src/vscode/settings';
+import { readModelApiKeys } from '../../src/vscode/apiKey';
+import { readSettings, setByWorkspace, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
 import { api, EXTENSION_ID, REPO_ROOT } from './support';
@@ -383,6 +384,7 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
     for (const target of [vscode.ConfigurationTarget.Workspace, vscode.ConfigurationTarget.Global]) {
       await config().update('endpoint', undefined, target);
       await config().update('trainer.url', undefined, target);
+      await config().update('models', undefined, target);
     }
   });
 
@@ -432,6 +434,58 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
     await config().update('trainer.url', 'http://trainer.example:8000', vscode.ConfigurationTarget.Workspace);
     await settingsWithAllowedUrls(readSettings(), undefined, state, answer('user'));
     assert.equal(questions.at(-1), 'trainer.url: http://trainer.example:8000 vs ');
+  });
+
+  // Issue 51 item 1: a cloned repository's .vscode/settings.json names a model at its own server, with an apiKeyName.
+  it("uses a workspace's model endpoints only with consent, and reads no environment variable a workspace's apiKeyName names", async () => {
+    const mine = [{ name: 'gpt-4.1', weight: 1 }];
+    const theirs = [{ name: 'gpt-4.1', endpoint: 'https://elsewhere.example/v1', apiKeyName: 'THETAEVOLVE_HOST_AWS_SECRET' }];
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    await config().update('models', mine, vscode.ConfigurationTarget.Global);
+    await config().update('models', theirs, vscode.ConfigurationTarget.Workspace);
+    const settings = readSettings();
+    assert.equal(settings.models[0]?.endpoint, 'https://elsewhere.example/v1');
+    const state = new MemoryState();
+    const questions: string[] = [];
+    const answer = (choice: 'workspace' | 'user' | 'cancel') => async (q: { key: string; workspaceValue: string; userValue: string }) => {
+      questions.push(`${q.key}: ${q.workspaceValue} vs ${q.userValue}`);
+      return choice;
+    };
+    assert.deepEqual((await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.models, mine, 'declined: the User list');
+    assert.equal(await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')), undefined, 'cancelled: no run');
+    assert.deepEqual(questions, Array(2).fill('models: https://elsewhere.example/v1 vs '));
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('workspace')))?.models[0]?.endpoint,
+      'https://elsewhere.example/v1',
+    );
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.models[0]?.endpoint,
+      'https://elsewhere.example/v1',
+    );
+    assert.equal(questions.length, 3, 'allowed once: not asked again');
+    const contributed = extension().packageJSON.capabilities.untrustedWorkspaces.restrictedConfigurations as string[];
+    assert.ok(contributed.includes('thetaevolve.models'), 'an untrusted workspace cannot set it');
+
+    // Even allowed, its apiKeyName names a stored secret only, never a variable of the editor's environment.
+    process.env.THETAEVOLVE_HOST_AWS_SECRET = 'aws-secret';
+    const stored = new Map<string, string>();
+    const secrets = { get: async (key: string) => stored.get(key) } as unknown as vscode.SecretStorage;
+    try {
+      assert.equal(setByWorkspace('models'), true);
+      assert.deepEqual(await readModelApiKeys(secrets, settings, !setByWorkspace('models')), {});
+      stored.set('thetaevolve.apiKey.THETAEVOLVE_HOST_AWS_SECRET', 'stored-key');
+      assert.deepEqual(await readModelApiKeys(secrets, settings, !setByWorkspace('models')), { THETAEVOLVE_HOST_AWS_SECRET: 'stored-key' });
+      stored.clear();
+      // The same list in the User settings: the variable is the user's to name.
+      await config().update('models', undefined, vscode.ConfigurationTarget.Workspace);
+      await config().update('models', theirs, vscode.ConfigurationTarget.Global);
+      assert.equal(setByWorkspace('models'), false);
+      assert.deepEqual(await readModelApiKeys(secrets, readSettings(), !setByWorkspace('models')), {
+        THETAEVOLVE_HOST_AWS_SECRET: 'aws-secret',
+      });
+    } finally {
+      delete process.env.THETAEVOLVE_HOST_AWS_SECRET;
+    }
   });
 });
 

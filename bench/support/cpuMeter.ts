@@ -53,17 +53,20 @@ export function startCpuMeter(): CpuMeter {
       const dir = join(parent, `thetaevolve-bench-${process.pid}`);
       mkdirSync(dir);
       writeFileSync(join(dir, 'cgroup.procs'), String(process.pid));
+      const close = (): void => {
+        try {
+          writeFileSync(join(parent, 'cgroup.procs'), String(process.pid));
+          rmdirSync(dir);
+        } catch {
+          // A process it started still runs there (or the folder is gone): tried again as this process exits.
+        }
+      };
+      // Also when the bench fails before its close.
+      process.once('exit', close);
       return {
         what: 'CPU time of the bench and every process it started (its cpuacct cgroup)',
         ms: () => Number(readFileSync(join(dir, 'cpuacct.usage'), 'utf8')) / 1e6,
-        close: () => {
-          try {
-            writeFileSync(join(parent, 'cgroup.procs'), String(process.pid));
-            rmdirSync(dir);
-          } catch {
-            // A process it started still runs there: the folder goes when that one has.
-          }
-        },
+        close,
       };
     }
     const v2 = mountOf('cgroup2', null);

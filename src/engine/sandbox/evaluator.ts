@@ -5,7 +5,8 @@
 // computes the objective. A candidate never reports its own score.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { access, chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Settings } from '../common/config';
@@ -30,6 +31,8 @@ import {
   openFilesLimitWithoutCgroup,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
+  SANDBOX_PROGRAM_MISSING_BYTE,
+  SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE,
   SANDBOX_STARTED_BYTE,
   SANDBOX_TMPFS_PATHS,
   SANDBOX_WORK_DIR,
@@ -150,7 +153,22 @@ export function evaluatorOptionsFromSettings(
 }
 
 /** A candidate's run: the process, whether the sandbox got as far as starting it, and the solution it handed over. */
-type SandboxRun = ProcessOutcome & { sandboxStarted: boolean; solution: SolutionRead };
+type SandboxRun = ProcessOutcome & {
+  sandboxStarted: boolean;
+  solution: SolutionRead;
+  /** The program the sandbox had to start (the interpreter) and why it could not: not there, or not executable; null when it could. */
+  unstartable: { program: string; why: 'missing' | 'not_executable' } | null;
+};
+
+/** Why `program` cannot be started on the host (not there, not executable), or null when it can. */
+async function unstartableOnHost(program: string): Promise<SandboxRun['unstartable']> {
+  try {
+    await access(program, fsConstants.X_OK);
+    return null;
+  } catch (err) {
+    return { program, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'not_executable' };
+  }
+}
 
 /** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
@@ -369,6 +387,15 @@ export class Evaluator implements EvaluationBackend {
           ...output,
           metrics: { sandbox_failed: true },
         });
+      if (run.unstartable) {
+        // Nothing of the candidate ran: the interpreter (or the task's command) is not there in the sandbox, ours to fix.
+        const { program, why } = run.unstartable;
+        return infrastructureFailure(
+          `the sandbox cannot start ${program}: it ${why === 'missing' ? 'does not exist' : 'is not executable'} ` +
+            `${this.info.kind === 'bwrap' ? 'inside the sandbox' : 'for the sandbox user'} (the interpreter or the task's command is missing, not the program)`,
+          { ...output, metrics: { sandbox_failed: true } },
+        );
+      }
       if (!run.sandboxStarted && !run.timedOut) {
         // bwrap gave up before the program ran (a folder it cannot bind, no user namespace): ours to fix, not the model's.
         return infrastructureFailure(withOutput(`the sandbox failed to start (${this.describeExit(run)})`, run.stderr), {
@@ -481,10 +508,10 @@ export class Evaluator implements EvaluationBackend {
       );
     const create = (): WarmProcess<SandboxRun> => {
       const modules = [...this.warmCandidateModules];
-      const { spec, cgroup } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
+      const { spec, cgroup, startedProgram } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
       // It yields the CPU by its sandbox's CPU share.
       const yielder = cgroup?.cpu ? { share: (yielding: boolean) => setSandboxCpuShare(cgroup, yielding ? 'waiting' : 'running') } : null;
-      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup), yielder);
+      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup, startedProgram), yielder);
     };
     return new WarmPool(create, this.options.concurrency);
   }
@@ -572,7 +599,7 @@ export class Evaluator implements EvaluationBackend {
    */
   private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     await this.pythonPrefixesMade();
-    const { spec, cgroup } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
+    const { spec, cgroup, startedProgram } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
     let run: ProcessOutcome;
     try {
       run = await runProcess(spec);
@@ -580,7 +607,7 @@ export class Evaluator implements EvaluationBackend {
       if (cgroup) this.removeCgroupLater(cgroup);
       throw err;
     }
-    return this.bwrapOutcome(run, cgroup);
+    return this.bwrapOutcome(run, cgroup, startedProgram);
   }
 
   /**
@@ -593,10 +620,14 @@ export class Evaluator implements EvaluationBackend {
     programName: string,
     warm: { command: WarmableCommand; modules: readonly string[] } | null,
     signal: AbortSignal,
-  ): { spec: ProcessSpec; cgroup: SandboxCgroup | null } {
+  ): { spec: ProcessSpec; cgroup: SandboxCgroup | null; startedProgram: string } {
     // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
     const processLimit = this.info.processLimit ? this.options.processLimit : null;
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true, warm);
+    // What the command starts (the interpreter): the wrapper checks it is there before anything runs.
+    const startedProgram = warm
+      ? warm.command.interpreter
+      : (this.filledCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, true)[0] ?? '');
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
     // Made before any sandbox is built (runInBwrap, runWarm and warmUp await them).
@@ -614,7 +645,7 @@ export class Evaluator implements EvaluationBackend {
         pythonPrefixes,
       }),
       '--',
-      ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
+      ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited, startedProgram),
     ];
     const runAs = this.info.runAs;
     const cgroup = this.sandboxCgroup(this.info.processLimit ? this.options.processLimit : null);
@@ -640,19 +671,21 @@ export class Evaluator implements EvaluationBackend {
       signal,
       ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
     };
-    return { spec, cgroup };
+    return { spec, cgroup, startedProgram };
   }
 
   /** What a finished bwrap sandbox gave: whether it started, the memory verdict, the solution copied out; its cgroup goes. */
-  private bwrapOutcome(run: ProcessOutcome, cgroup: SandboxCgroup | null): SandboxRun {
+  private bwrapOutcome(run: ProcessOutcome, cgroup: SandboxCgroup | null, startedProgram: string): SandboxRun {
     try {
       const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
-      const sandboxStarted =
-        run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
+      const tag = run.captured !== null && run.captured.length > 0 ? String.fromCharCode(run.captured[0] as number) : '';
+      const sandboxStarted = tag === SANDBOX_STARTED_BYTE;
+      const why = tag === SANDBOX_PROGRAM_MISSING_BYTE ? 'missing' : tag === SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE ? 'not_executable' : null;
       return {
         ...run,
         memoryExceeded,
         sandboxStarted,
+        unstartable: why ? { program: startedProgram, why } : null,
         solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
       };
     } finally {
@@ -757,6 +790,9 @@ export class Evaluator implements EvaluationBackend {
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
     // Without the launcher nothing is set up between the spawn and the program: a failure to start is the spawn error.
     const sandboxStarted = !launched || run.captured?.toString('latin1') === LAUNCHER_STARTED;
-    return { ...run, sandboxStarted, solution };
+    // 126/127: the shell's and prlimit's "could not execute"; the program it names, checked now, says whose failure it was.
+    const program = this.filledCandidateCommand(join(programDir, programName), workDir, false)[0] ?? '';
+    const unstartable = (run.exitCode === 126 || run.exitCode === 127) && program.startsWith('/') ? await unstartableOnHost(program) : null;
+    return { ...run, sandboxStarted, solution, unstartable };
   }
 }

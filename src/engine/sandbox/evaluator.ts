@@ -39,7 +39,7 @@ import {
   sandboxExecProfile,
   seccompFilterFor,
 } from './isolation';
-import { readOnlyCopies } from './readOnlyCopies';
+import { type ReadOnlyCopies, readOnlyCopies } from './readOnlyCopies';
 import { pidNamespaceCommand } from './rootNamespaces';
 import { LAUNCHER_STARTED, LAUNCHER_STARTED_FD, seccompLauncherCommand } from './seccompLauncher';
 import { killMarkedProcesses } from './survivors';
@@ -74,7 +74,7 @@ import {
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 import type { PythonEnvironment } from '../common/pythonEnvironment';
 import { DEFAULT_PYTHON } from '../python/interpreter';
-import { type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
+import { homeDirectories, type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -201,10 +201,10 @@ export class Evaluator implements EvaluationBackend {
   /** What starts the seccomp launcher without bwrap: the run's interpreter where the candidate's user can run it, else the python3 isolation found. */
   private readonly launcherPython: string;
   /** The prefixes' binds once made (warm sandboxes are started only after: their bwrap arguments are built synchronously). */
-  private pythonPrefixDirs: InterpreterBinds['dirs'] | null = null;
+  private pythonPrefixDirs: Pick<InterpreterBinds, 'dirs' | 'links'> | null = null;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
-  private readonly readOnlyCopies: Record<string, string>;
+  private readonly readOnlyCopies: ReadOnlyCopies;
   private readonly seccompFilter: Buffer | null;
   private readonly onWarning: ((message: string) => void) | undefined;
   /** The K concurrent evaluations. */
@@ -243,7 +243,7 @@ export class Evaluator implements EvaluationBackend {
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
-    this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
+    this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir, this.info.runAs !== null);
     this.python = options.python?.executable ?? DEFAULT_PYTHON;
     // Without bwrap as root the launcher runs as nobody: the run's interpreter only where nobody can reach it.
     const launcherCanRun = options.python && (this.info.runAs === null || options.python.prefixes.every(reachableByOthers));
@@ -251,8 +251,8 @@ export class Evaluator implements EvaluationBackend {
     this.pythonBinds =
       // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
       this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))
-        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase)
-        : Promise.resolve({ dirs: [], made: [] });
+        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase, [...homeDirectories(), task.dir])
+        : Promise.resolve({ dirs: [], links: [], made: [] });
     // A failure is each evaluation's (an infrastructure failure naming the prefix), not an unhandled rejection.
     this.pythonBinds.catch(() => undefined);
     this.onWarning = options.onWarning;
@@ -308,7 +308,7 @@ export class Evaluator implements EvaluationBackend {
 
   /** The interpreter's prefixes bound in bwrap, made once: every sandbox's arguments include them. */
   private async pythonPrefixesMade(): Promise<void> {
-    this.pythonPrefixDirs ??= (await this.pythonBinds).dirs;
+    this.pythonPrefixDirs ??= await this.pythonBinds;
   }
 
   /** Start the warm interpreters now and resolve once they are all warm (none: at once). */
@@ -324,7 +324,7 @@ export class Evaluator implements EvaluationBackend {
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
     const pythonBinds = await this.pythonBinds.catch(() => ({ made: [] }));
-    for (const copy of [...Object.values(this.readOnlyCopies), ...pythonBinds.made]) await this.cleanUp(copy);
+    for (const copy of [...this.readOnlyCopies.made, ...pythonBinds.made]) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -540,7 +540,7 @@ export class Evaluator implements EvaluationBackend {
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
   private readOnlyDirs(): { name: string; hostDir: string; sandboxDir: string }[] {
-    return Object.entries(this.readOnlyCopies).map(([name, hostDir]) => ({
+    return Object.entries(this.readOnlyCopies.copies).map(([name, hostDir]) => ({
       name,
       hostDir,
       sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}`,
@@ -631,7 +631,8 @@ export class Evaluator implements EvaluationBackend {
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
     // Made before any sandbox is built (runInBwrap, runWarm and warmUp await them).
-    const pythonPrefixes = this.pythonPrefixDirs ?? [];
+    const pythonPrefixes = this.pythonPrefixDirs?.dirs ?? [];
+    const pythonPrefixLinks = this.pythonPrefixDirs?.links ?? [];
     const args = [
       ...bwrapArguments({
         programName,
@@ -643,6 +644,7 @@ export class Evaluator implements EvaluationBackend {
         // Room for the longest program the task allows (4 bytes a character at most).
         ...(code === null ? { warmProgramBytes: 4 * this.task.maxCodeLength + 64 * 1024 } : {}),
         pythonPrefixes,
+        pythonPrefixLinks,
       }),
       '--',
       ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited, startedProgram),

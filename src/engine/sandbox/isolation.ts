@@ -187,6 +187,8 @@ export function bwrapArguments(options: {
   warmProgramBytes?: number;
   /** The run's Python prefixes, bound read-only at their own paths (interpreterBinds.ts); none where they lie in /usr. */
   pythonPrefixes?: readonly { hostDir: string; sandboxDir: string }[];
+  /** Entries of those prefixes that are links (a venv's lib64 -> lib), made as the same links. */
+  pythonPrefixLinks?: readonly { target: string; sandboxPath: string }[];
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -222,6 +224,7 @@ export function bwrapArguments(options: {
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     // After the tmpfs mounts: a prefix under /tmp (a venv in a temp folder) lands on the sandbox's own /tmp.
     ...(options.pythonPrefixes ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
+    ...(options.pythonPrefixLinks ?? []).flatMap((l) => ['--symlink', l.target, l.sandboxPath]),
     '--remount-ro',
     '/',
     '--chdir',

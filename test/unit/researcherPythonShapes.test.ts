@@ -31,7 +31,7 @@ import { interpreterBinds } from '../../src/engine/sandbox/interpreterBinds';
 import { readOnlyCopies } from '../../src/engine/sandbox/readOnlyCopies';
 import { removeTree } from '../../src/engine/sandbox/cleanup';
 import { loadTask } from '../../src/engine/task/task';
-import { runCli } from '../support/cli';
+import { runBuiltCliAsNobody, runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
 
 const DEBIAN_PYTHON = '/usr/bin/python3';
@@ -192,6 +192,24 @@ describe("the researcher's Python as it is installed", function () {
       assert.ok(python.includes(`(${executable}${named === executable ? ')' : ` named as ${named})`}`), python);
     });
   }
+
+  it('as the unprivileged user (not root): a relative link to a standalone interpreter runs in the sandbox as outside', async function () {
+    const readable = tempDir('te-python-nobody-', { mode: 0o755 });
+    const prefix = join(readable, 'home', '.local', 'share', 'uv', 'python', 'cpython-3-linux-gnu');
+    const python = standalonePython(prefix, 2);
+    const linkDir = join(readable, 'bin');
+    mkdirSync(linkDir);
+    symlinkSync(relative(linkDir, python), join(linkDir, 'python3'));
+    const task = join(readable, 'task');
+    writeTask(task, [join(prefix, '.secrets', 'key'), join(prefix, 'etc', 'private.conf')]);
+    const running = runBuiltCliAsNobody(['evaluate', task, join(task, 'program.py'), '--python', join(linkDir, 'python3')], readable, {});
+    if (running === null) this.skip();
+    const result = await running;
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /^status\s+ok$/m, result.stdout);
+    assert.match(result.stdout, /^objective\s+2 \(maximize\)$/m);
+    assert.ok(pythonLine(result.stdout).includes(`(${python} named as ${join(linkDir, 'python3')})`), result.stdout);
+  });
 
   it("uv's link on PATH through `run`: the run starts, records the interpreter it executes and the link named", async () => {
     const dbFile = join(dirname(taskDir), 'uv.sqlite');

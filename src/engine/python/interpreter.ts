@@ -210,7 +210,9 @@ export async function probePython(
   // sys.executable is empty where Python cannot tell: the path as given then.
   const reported = isAbsolute(reply.executable) ? reply.executable : choice.path;
   const executable = (await runnableExecutable(reported, reply.prefixes)) ?? reported;
-  if (executable !== reported) {
+  // Where the link chain ends (its real path) is where Python itself looks for its prefix: the same interpreter by
+  // construction. Stopped earlier (inside a prefix, at a link of its own), it is asked once more.
+  if (executable !== reported && executable !== (await realpath(reported).catch(() => null))) {
     // Started from where the link leads, it must still be the same interpreter with the same prefixes (a venv stays the venv).
     const direct = await askInterpreter(executable, [], `${where}, started as ${executable},`);
     if (direct.version !== reply.version || direct.prefixes.join('\0') !== reply.prefixes.join('\0'))

@@ -88,6 +88,9 @@ function standalonePython(prefix: string, value: number): string {
   const python = join(prefix, 'bin', `python${version}`);
   copyFileSync(realpathSync(DEBIAN_PYTHON), python);
   chmodSync(python, 0o755);
+  // As installers leave them: python3 and python, relative links inside bin.
+  symlinkSync(basename(python), join(prefix, 'bin', 'python3'));
+  symlinkSync('python3', join(prefix, 'bin', 'python'));
   const site = (
     JSON.parse(
       execFileSync(python, ['-I', '-c', 'import json, site; print(json.dumps(site.getsitepackages()))'], { encoding: 'utf8' }),
@@ -166,6 +169,26 @@ describe("the researcher's Python as it is installed", function () {
         flags: ['--python', join(bin, 'python-shim')],
         executable: uvPython,
         named: join(bin, 'python-shim'),
+        objective: 2,
+      }),
+    ],
+    [
+      'a conda environment, activated (CONDA_PREFIX; its bin/python a link inside it)',
+      () => ({
+        env: { CONDA_PREFIX: uvPrefix, PATH: '/usr/bin:/bin' },
+        flags: [],
+        executable: join(uvPrefix, 'bin', 'python'),
+        named: join(uvPrefix, 'bin', 'python'),
+        objective: 2,
+      }),
+    ],
+    [
+      'a module-system Python (/opt or /sw style, or conda not activated): its bin first on PATH',
+      () => ({
+        env: { PATH: `${join(uvPrefix, 'bin')}:/usr/bin:/bin` },
+        flags: [],
+        executable: join(uvPrefix, 'bin', 'python3'),
+        named: join(uvPrefix, 'bin', 'python3'),
         objective: 2,
       }),
     ],
@@ -258,7 +281,9 @@ describe("the researcher's Python as it is installed", function () {
         const after = await evaluator.evaluate(task.initialProgram);
         assert.equal(after.status, 'evaluation_failed', `${after.status}: ${after.reason}`);
         assert.equal(after.score, null);
-        assert.match(after.reason, new RegExp(`cannot start ${python}: it does not exist`));
+        // The candidate's sandbox says so before anything runs; a warm one started before may still run it, and then
+        // the task's evaluator is the one that cannot start it: either way no score, naming the interpreter.
+        assert.match(after.reason, new RegExp(`${python}(: it does not exist|: No such file or directory)`));
       } finally {
         renameSync(`${python}.away`, python);
         await evaluator.close();

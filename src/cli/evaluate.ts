@@ -24,6 +24,7 @@ import { cliPythonChoice } from './python';
 import { describePythonEnvironment, type PythonEnvironment } from '../engine/common/pythonEnvironment';
 import { importedModules, probePython, type PythonChoice, taskUsesPython } from '../engine/python/interpreter';
 import { cachedPython } from './pythonCache';
+import { environmentImportFailure } from '../engine/runMessages';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
@@ -132,7 +133,12 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       // 1 when a program had no result written: the SLURM job marks it failed (the others' results stand).
       return unreadable === 0 && written.every(Boolean) ? 0 : 1;
     }
-    const result = await evaluator.evaluate(first.code, { signal: io.signal });
+    const evaluated = await evaluator.evaluate(first.code, { signal: io.signal });
+    // What `run` says of its starting program: a module the interpreter lacks is the environment's failure, never a score.
+    const importFailed = python ? environmentImportFailure(task, evaluated, python.executable, 'the program') : null;
+    const result: EvaluationResult = importFailed
+      ? { ...evaluated, status: 'evaluation_failed', score: null, objective: null, reason: importFailed }
+      : evaluated;
     if (json) {
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));

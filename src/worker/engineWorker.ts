@@ -25,7 +25,7 @@ import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from 
 import { bestSolutionFile } from '../engine/runFiles';
 import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
 import { parseRunMeta } from '../engine/common/runMeta';
-import { importedModules, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
+import { importedModules, interpreterPath, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
@@ -338,11 +338,19 @@ async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryRes
 function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
   return async (meta) => {
     const task = await loadTask(meta.taskDir);
-    // The interpreter the run recorded: a program added later is scored in the run's environment.
+    // The interpreter resolved now, never the one the database names (a run database is data: docs/architecture.md
+    // "The researcher's Python"): the machine setting thetaevolve.python, else VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH.
+    const python = taskUsesPython(task)
+      ? await probePython(
+          settings.python.trim() !== ''
+            ? { path: interpreterPath(settings.python.trim(), process.env), source: 'thetaevolve.python' }
+            : pythonFromEnvironment(process.env),
+        )
+      : null;
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings(settings),
       concurrency: 1,
-      ...(meta.python ? { python: meta.python } : {}),
+      ...(python ? { python } : {}),
     });
     if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
     return evaluator;

@@ -3,7 +3,7 @@
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/common/config';
@@ -13,6 +13,10 @@ import { enqueueSteer } from '../../src/engine/steering/inbox';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 import { tempDir } from '../support/tempDirs';
+import { runCli } from '../support/cli';
+import { loadSqlJs } from '../../src/engine/database/sqlite';
+
+const DEBIAN_PYTHON = '/usr/bin/python3';
 
 const WORKER = resolve(__dirname, '../../src/worker/engineWorker.ts');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -382,6 +386,48 @@ describe('engine worker thread', function () {
     } finally {
       silent.close();
     }
+  });
+
+  it('adds a program to a stopped run with the interpreter resolved now, never the one its database names', async function () {
+    this.timeout(180_000);
+    // A handed-over database naming a planted interpreter (a script that fails every candidate) and its folder as a prefix.
+    const taskDir = join(scratch, 'python-task');
+    cpSync(TASK_DIR, taskDir, { recursive: true });
+    const taskJson = readFileSync(join(taskDir, 'task.json'), 'utf8').replaceAll('"/usr/bin/python3"', '"{python}"');
+    writeFileSync(join(taskDir, 'task.json'), taskJson);
+    const file = join(scratch, 'planted-python.sqlite');
+    const created = await runCli(
+      ['run', taskDir, '--db', file, '--steps', '1', '--set', 'sampler=mutate', '--set', 'batchSize=1', '--set', 'samplesPerPrompt=1'],
+      scratch,
+      {
+        PATH: '/usr/bin:/bin',
+      },
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const planted = join(scratch, 'planted');
+    mkdirSync(planted);
+    writeFileSync(join(planted, 'python3'), '#!/bin/sh\nexit 7\n', { mode: 0o755 });
+    const SQL = await loadSqlJs();
+    const raw = new SQL.Database(readFileSync(file));
+    const meta = JSON.parse(String(raw.exec("SELECT value FROM meta WHERE key = 'run_meta'")[0]?.values[0]?.[0])) as Record<
+      string,
+      unknown
+    >;
+    meta.python = { executable: join(planted, 'python3'), source: 'PATH', version: '3.11.2', prefixes: [planted], packages: {} };
+    raw.run("UPDATE meta SET value = ? WHERE key = 'run_meta'", [JSON.stringify(meta)]);
+    writeFileSync(file, raw.export());
+    raw.close();
+    const initial = readFileSync(join(taskDir, 'initial.py'), 'utf8');
+    const added = await host.query(
+      {
+        kind: 'steer',
+        dbFile: file,
+        request: { kind: 'add', code: initial.replace(/return \d+/, 'return 3') },
+        settings: smallSettings({ python: DEBIAN_PYTHON }),
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.ok('id' in added && added.outcome === 'valid', JSON.stringify(added));
   });
 
   it('answers a malformed message with a clear error and keeps serving', async () => {

@@ -18,7 +18,7 @@ import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
-import { runIdStamp } from '../../src/engine/runFiles';
+import { runIdStamp, runLockFile } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 import {
@@ -30,6 +30,7 @@ import {
   stopRun,
   taskCopy,
   thetaSettings,
+  watchShown,
   WORKSPACE,
   workspaceDir,
 } from './support';
@@ -367,6 +368,76 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         assert.equal(info.meta.runId, second.runId);
       } finally {
         for (const file of occupied) rmSync(file, { force: true });
+      }
+    });
+  });
+
+  describe('Start Run right after Stop Run (issue 59)', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-restart'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    /** A run of the program that committed a step: Stop then finds it between steps or in one, as a person would. */
+    const runningRun = async (): Promise<TrackedRun> => {
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a first committed step');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const run = theta.controller.active;
+      assert.ok(run, 'the run started');
+      await committed;
+      return run;
+    };
+
+    it('Start Run at once after Stop waits for the run to stop and starts the new one, never "still active"', async () => {
+      const shown = watchShown(theta);
+      try {
+        const first = await runningRun();
+        await vscode.commands.executeCommand('thetaevolve.stopRun');
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const second = theta.controller.active;
+        assert.ok(second && second.runId !== first.runId, `a new run started (active: ${second?.runId ?? 'none'})`);
+        assert.equal(second.state, 'running');
+        assert.equal(first.state, 'finished');
+        assert.equal(first.finishReason, 'stopped');
+        assert.deepEqual(
+          shown.messages.filter((m) => /still active/.test(m.text)).map((m) => m.text),
+          [],
+        );
+      } finally {
+        shown.dispose();
+        await stopRun(theta.controller);
+      }
+    });
+
+    it('Start Run the moment the status bar says stopped starts the new run: by then the stopped run released its lock', async () => {
+      const first = await runningRun();
+      // Started from the change that first makes the status bar say "stopped", as a person watching it would.
+      const restarted = new Promise<{ lockHeld: boolean; started: Promise<unknown> }>((resolve) => {
+        const subscription = theta.controller.onDidChangeRun(() => {
+          const shownRun = theta.controller.latest;
+          if (shownRun?.runId !== first.runId || !/ · stopped/.test(statusText(shownRun))) return;
+          subscription.dispose();
+          resolve({
+            lockHeld: existsSync(runLockFile(first.dbFile)),
+            started: Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program)),
+          });
+        });
+      });
+      await vscode.commands.executeCommand('thetaevolve.stopRun');
+      const { lockHeld, started } = await restarted;
+      await started;
+      try {
+        assert.equal(lockHeld, false, 'the status bar said stopped while the run still held its lock');
+        const second = theta.controller.active;
+        assert.ok(second && second.runId !== first.runId, `a new run started (active: ${second?.runId ?? 'none'})`);
+        assert.equal(second.state, 'running');
+      } finally {
+        await stopRun(theta.controller);
       }
     });
   });

@@ -144,7 +144,7 @@ async function printRestoreTimeline(server: RunningCodeServer, frame: Frame, sin
   const restored = await waitFor(() => newestLog(logs, 'ThetaEvolve.log').find((l) => l.includes('dashboard restored:')), {
     what: "the extension's start-up timeline in its log",
     until: (l) => l !== undefined,
-    deadlineMs: 15_000,
+    deadlineMs: 60_000,
   }).catch((err: unknown) => console.log(`    [e2e] ${String(err)}`));
   const started = restored && /extension host started (\S+);/.exec(restored);
   if (started?.[1])
@@ -207,7 +207,7 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     await waitFor(async () => page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).count(), {
       what: 'the dashboard tab closed',
       until: (n) => n === 0,
-      deadlineMs: 10_000,
+      deadlineMs: 60_000,
     });
     // From the command's Enter to the header with its numbers.
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
@@ -247,7 +247,7 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
     const details = await waitFor(() => after.frame.locator('.run-header .run-source').first().innerText(), {
       what: "the header's facts after the reload",
       until: (t) => /B 2 x n 2 = 4 samples per step/.test(t) && /sandbox: /.test(t) && /Python \d/.test(t),
-      deadlineMs: 30_000,
+      deadlineMs: 60_000,
       intervalMs: 250,
     });
     assert.match(details, /B 2 x n 2/);
@@ -288,7 +288,7 @@ describe('what a first-time user met (code-server + Chromium, offline sampler)',
       // Monaco draws spaces as no-break spaces: \s.
       .locator('.part.panel .view-lines', { hasText: /\[circle-packing-\d+-\d+\]\sstep\s\d+:\sno\svalid\sprogram/ })
       .first()
-      .waitFor({ state: 'visible', timeout: 30_000 });
+      .waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-first-use-6-log');
   });
 });

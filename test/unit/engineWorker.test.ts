@@ -429,7 +429,8 @@ describe('engine worker thread', function () {
       host.stop();
       const { startFailed } = await done;
       assert.equal(startFailed, 'stopped before the run started');
-      assert.ok(Date.now() - stopAt < 5_000, 'the start was abandoned at once');
+      // The endpoint check would wait for its request timeout (15 minutes): a minute means it never did.
+      assert.ok(Date.now() - stopAt < 60_000, 'the start was abandoned, not waited out');
     } finally {
       silent.close();
     }

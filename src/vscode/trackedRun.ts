@@ -3,8 +3,8 @@
 // is over for this window only when the worker closed it (runClosed: its
 // lock, sandboxes and trainer released), not at its run_finished event: until
 // then it is `stopping`, so nothing says "stopped" while Start Run on its
-// program would still find it in the way (docs/architecture.md "Engine
-// worker"). Nothing of `vscode` at run time: the unit tests follow a run here.
+// program would still find it in the way (docs/architecture.md "VS Code
+// adapters"). Nothing of `vscode` at run time: the unit tests follow a run here.
 import type * as vscode from 'vscode';
 import type { Settings } from '../engine/common/config';
 import type { EndpointServersEvent, EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';

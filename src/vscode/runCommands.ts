@@ -39,6 +39,7 @@ import { pickTask } from './taskPicker';
 import { loadTask } from '../engine/task/task';
 import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
+import { isClosing } from './trackedRun';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
@@ -159,6 +160,27 @@ function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): v
   void showWarning(`ThetaEvolve: ${warning}.`);
 }
 
+/**
+ * Whether a start may go on. A run that is stopping (Stop asked, or its steps over) is waited for, named in a
+ * notification, until the worker closed it and released its lock: Start Run right after Stop starts the new run,
+ * never "still active" while the status bar says stopped. A run still in progress is said, with Stop Run.
+ */
+async function noRunInTheWay(controller: RunController): Promise<boolean> {
+  const active = controller.active;
+  if (!active) return true;
+  if (isClosing(active)) {
+    await withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `ThetaEvolve: waiting for run ${active.runId} to stop` },
+      () => controller.whenIdle(),
+    );
+    return controller.active === undefined;
+  }
+  const stop = 'Stop Run';
+  const choice = await showWarning(`ThetaEvolve: run ${active.runId} is still active; stop it first.`, stop);
+  if (choice === stop) controller.stop();
+  return false;
+}
+
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
   /** The settings a run of `fileUri` gets: read, a workspace's URLs only with consent, weaker isolation only if allowed; undefined when refused (said). */
   const runSettings = async (fileUri: vscode.Uri | undefined, taskSettings?: Partial<Settings>): Promise<Settings | undefined> => {
@@ -213,12 +235,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
 
   registerCommand(context, COMMAND_IDS.startRun, async (arg?: unknown) => {
     if (!guardWorkspaceTrust()) return;
-    if (controller.active) {
-      const stop = 'Stop Run';
-      const choice = await showWarning(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
-      if (choice === stop) controller.stop();
-      return;
-    }
+    if (!(await noRunInTheWay(controller))) return;
     // A notebook cell (its CodeLens, its editor) evolves its notebook: src/vscode/notebookCells.ts.
     const fileUri = arg instanceof vscode.Uri ? notebookUriOf(arg) : activeProgramUri();
     if (!fileUri) {
@@ -290,6 +307,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
    */
   registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
     const given = typeof arg === 'string' ? arg : isRunNode(arg) ? arg.dbFile : undefined;
+    // A run that is stopping is waited for: then any stored run resumes, the one that stopped too.
+    if (controller.active && isClosing(controller.active)) await noRunInTheWay(controller);
     const run = controller.active;
     if (run) {
       if (given !== undefined && given !== run.dbFile)

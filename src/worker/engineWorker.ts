@@ -49,6 +49,8 @@ interface ActiveRun extends AssembledRun {
   inFlight: StepsInFlight;
   /** The inference server it waits for, or paused (null: neither). */
   waiting: string | null;
+  /** Aborted by Stop: also ends the wait for the trainer to take the run's last groups. */
+  stopAsked: AbortController;
 }
 
 const port = parentPort;
@@ -95,6 +97,7 @@ async function handle(message: HostToWorker): Promise<void> {
     case 'stop':
       if (!active && starting) return starting.abort();
       if (!active) return send({ type: 'protocolError', message: 'stop: no run is active', requestId: null });
+      active.stopAsked.abort();
       active.run.stop();
       return;
     case 'pause':
@@ -206,14 +209,14 @@ async function startRun(message: StartMessage): Promise<void> {
   } finally {
     starting = null;
   }
-  const current: ActiveRun = { ...assembled, runId, dbFile, inFlight, waiting: null };
+  const current: ActiveRun = { ...assembled, runId, dbFile, inFlight, waiting: null, stopAsked: new AbortController() };
   activeWhileStarting = current;
   active = current;
   if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
   readOnlyRuns.drop(dbFile);
   try {
     await current.run.run();
-    const pending = current.trainer.state().pendingGroups;
+    const pending = await deliverLastGroups(current, message.settings['trainer.syncTimeoutSeconds']);
     // What the trainer has not taken stays in the spool beside the database and goes out when the run resumes.
     if (pending > 0)
       log(
@@ -228,6 +231,21 @@ async function startRun(message: StartMessage): Promise<void> {
     readOnlyRuns.drop(dbFile);
     send({ type: 'runClosed', runId });
   }
+}
+
+/**
+ * A run's steps are over: the groups its committed steps released are handed to the trainer before the run
+ * closes, as the CLI's run does (asynchronous mode, or a trainer that was away, leaves some behind), waiting
+ * up to trainer.syncTimeoutSeconds; Stop ends the wait and they stay spooled. Resolves with the groups left.
+ */
+async function deliverLastGroups(run: ActiveRun, timeoutSeconds: number): Promise<number> {
+  const pending = run.trainer.state().pendingGroups;
+  if (pending === 0 || run.stopAsked.signal.aborted) return pending;
+  log(
+    'info',
+    `RL trainer: waiting up to ${timeoutSeconds} s for the trainer to take ${pending} spooled group(s) (Stop keeps them for the next run)`,
+  );
+  return run.trainer.flush(run.stopAsked.signal, timeoutSeconds * 1000);
 }
 
 async function answer(query: Query): Promise<unknown> {

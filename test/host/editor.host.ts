@@ -166,12 +166,10 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     const uri = writeProgram('unbalanced.py', ['x = 1', '# EVOLVE-BLOCK-END', 'y = 2', ''].join('\n'));
     const document = await vscode.workspace.openTextDocument(uri);
     assert.match(evolveBlockProblemOf(document) ?? '', /EVOLVE-BLOCK-END on line 2 without an EVOLVE-BLOCK-START/);
-    const deadline = Date.now() + 5000;
-    let diagnostics = vscode.languages.getDiagnostics(uri);
-    while (diagnostics.length === 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      diagnostics = vscode.languages.getDiagnostics(uri);
-    }
+    const diagnostics = await waitFor(() => vscode.languages.getDiagnostics(uri), {
+      what: 'the unbalanced markers in Problems',
+      until: (found) => found.length > 0,
+    });
     assert.ok(
       diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'),
       JSON.stringify(diagnostics),
@@ -520,7 +518,7 @@ describe('editor: task picker', () => {
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
         },
-        { what: 'a task was picked', deadlineMs: 30_000 },
+        { what: 'a task was picked', deadlineMs: 60_000 },
       );
       await command;
     };
@@ -588,7 +586,7 @@ describe('editor: task picker', () => {
         await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
         return false;
       },
-      { what: 'the inputs question, cancelled', deadlineMs: 30_000 },
+      { what: 'the inputs question, cancelled', deadlineMs: 60_000 },
     );
     assert.equal(await cancelled, null);
     assert.deepEqual(readdirSync(specDir), ['sum_free.py']);
@@ -605,7 +603,7 @@ describe('editor: task picker', () => {
         await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
         return false;
       },
-      { what: 'the questions answered', deadlineMs: 30_000 },
+      { what: 'the questions answered', deadlineMs: 60_000 },
     );
     const result = (await written) as { taskFile: string; evaluatorFile: string | null } | null;
     assert.equal(result?.taskFile, join(specDir, 'sum_free', 'evaluator.py'));

@@ -12,11 +12,21 @@
 //   - cold sandboxed (warmInterpreters 'off') and cold bare (fresh Pythons),
 //     for context.
 // Overhead = median sandboxed - median warm bare. Target: <= 30 ms in both.
+// Then where a child's CPU goes (bench evaluation-quick-candidate-cpu): the
+// CPU time of one child with the warming of the interpreters it used
+// (bench/support/cpuMeter.ts counts the sandboxes too) against the
+// candidate's own work, and each part measured alone, cold: the sandbox
+// around /bin/true (cgroup, setpriv, bwrap's namespaces and seccomp, the
+// copy-out, prlimit, this process's side), an interpreter started in it,
+// numpy imported in it, the trusted evaluator on the solution. Target: at
+// most 30 ms over the candidate's own work.
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { percentile } from '../src/engine/common/stats';
 import { Evaluator } from '../src/engine/sandbox/evaluator';
+import { scoreSolutionFile } from '../src/engine/sandbox/trustedEvaluator';
+import { type CpuMeter, startCpuMeter } from './support/cpuMeter';
 import { candidateEnvironment } from '../src/engine/sandbox/isolation';
 import { runProcess } from '../src/engine/sandbox/process';
 import { fillTemplate, loadTask, type Task } from '../src/engine/task/task';
@@ -27,6 +37,9 @@ import { tmpdir } from 'node:os';
 const ROUNDS = Number(process.env.THETAEVOLVE_BENCH_ROUNDS ?? 15);
 const WARMUP = 2;
 const TARGET_MS = 30;
+/** Rounds of each part of the CPU breakdown. */
+const CPU_ROUNDS = Number(process.env.THETAEVOLVE_BENCH_CPU_ROUNDS ?? 5);
+const meter: CpuMeter = startCpuMeter();
 const OUR_PROGRAM = [
   'import json',
   'import numpy as np',
@@ -92,6 +105,62 @@ async function coldBare(task: Task, code: string, programName: string): Promise<
   }
 }
 
+/** Mean CPU milliseconds of `run` over CPU_ROUNDS rounds (after one not counted). */
+async function cpuOf(run: () => Promise<unknown>): Promise<number> {
+  await run();
+  const before = meter.ms();
+  for (let i = 0; i < CPU_ROUNDS; i++) await run();
+  return (meter.ms() - before) / CPU_ROUNDS;
+}
+
+/** Where a child's CPU goes: one child with its interpreters' warming, the candidate's own work, and each part alone. */
+async function cpuBreakdown(label: string, task: Task, code: string, bare: WarmBare): Promise<boolean> {
+  const programName = `program.${task.language}`;
+  const options = { concurrency: 1, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 };
+  const warm = new Evaluator(task, { ...options, warmInterpreters: 'auto' });
+  // The same sandbox and limits around another command, cold: the candidate's part only (no solution, no trusted step).
+  const around = (command: string[]): Evaluator => new Evaluator({ ...task, candidateCommand: command }, options);
+  const nothing = around(['/bin/true']);
+  const python = around(['{python}', '-c', 'pass']);
+  const numpy = around(['{python}', '-c', 'import numpy']);
+  const dir = await mkdtemp(join(tmpdir(), 'te-bench-cpu-'));
+  try {
+    const check = await warm.evaluate(code);
+    if (check.status !== 'ok' || check.solution === undefined) throw new Error(`${label}: the candidate did not score: ${check.reason}`);
+    const solution = join(dir, task.solutionFile);
+    await writeFile(solution, check.solution);
+    const scripts = hostScripts(task).warm;
+    const nodeBefore = process.cpuUsage();
+    const child = await cpuOf(async () => {
+      await warm.warmed();
+      await warm.evaluate(code);
+      // The interpreters it used, replaced: what the next child finds warm.
+      await warm.warmed();
+    });
+    const nodeUsage = process.cpuUsage(nodeBefore);
+    const node = (nodeUsage.user + nodeUsage.system) / 1000 / (CPU_ROUNDS + 1);
+    const own = await cpuOf(() => bare.run(code, programName, scripts));
+    const sandbox = await cpuOf(() => nothing.evaluate(code));
+    const start = (await cpuOf(() => python.evaluate(code))) - sandbox;
+    const imports = (await cpuOf(() => numpy.evaluate(code))) - sandbox - start;
+    const trusted = await cpuOf(() => scoreSolutionFile(task, solution));
+    const over = child - own;
+    const ok = over <= TARGET_MS;
+    const f = (ms: number): string => ms.toFixed(0);
+    console.log(
+      `bench evaluation-quick-candidate-cpu: ${f(over)} ms (${label}: CPU per child over the candidate's own work; one child ${f(child)} ms with the warming of ` +
+        `the interpreters it used, the candidate's own work ${f(own)} ms in a warm Python; the parts alone, cold: sandbox around /bin/true ` +
+        `(cgroup, setpriv, bwrap namespaces and seccomp, copy-out, prlimit, this process's side) ${f(sandbox)} ms, an interpreter started in it ` +
+        `${f(start)} ms, import numpy in it ${f(imports)} ms, the trusted evaluator on the solution ${f(trusted)} ms; this process itself ${f(node)} ms a child; ` +
+        `means of ${CPU_ROUNDS}; ${meter.what}; target <= ${TARGET_MS} ms${ok ? '' : ', MISSED'})`,
+    );
+    return ok;
+  } finally {
+    for (const e of [warm, nothing, python, numpy]) await e.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 async function measure(label: string, task: Task, code: string): Promise<boolean> {
   const programName = `program.${task.language}`;
   const options = { concurrency: 1, memoryLimitMb: 4096, outputLimitBytes: 64 * 1024 };
@@ -145,10 +214,16 @@ async function main(): Promise<void> {
   const ours = await loadTask(resolve(__dirname, '..', 'test', 'fixtures', 'hostile'));
   const foreignDir = resolve(__dirname, '..', 'test', 'fixtures', 'openevolve', 'disk_radii');
   const foreign = await loadTask(foreignDir);
-  const results = [
-    await measure('our format', ours, OUR_PROGRAM),
-    await measure('an OpenEvolve-layout folder (test/fixtures/openevolve/disk_radii)', foreign, foreign.initialProgram),
-  ];
+  const foreignLabel = 'an OpenEvolve-layout folder (test/fixtures/openevolve/disk_radii)';
+  const results = [await measure('our format', ours, OUR_PROGRAM), await measure(foreignLabel, foreign, foreign.initialProgram)];
+  const bare = new WarmBare();
+  try {
+    results.push(await cpuBreakdown('our format', ours, OUR_PROGRAM, bare));
+    results.push(await cpuBreakdown(foreignLabel, foreign, foreign.initialProgram, bare));
+  } finally {
+    bare.close();
+    meter.close();
+  }
   if (results.includes(false)) process.exitCode = 1;
 }
 

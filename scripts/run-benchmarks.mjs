@@ -1,5 +1,6 @@
 // npm run bench: runs every bench/*.bench.ts (or those named on the command
-// line) one after the other; each prints `bench <name>: <number> <unit> (<context>)`.
+// line) one after the other; each prints `bench <name>: <number> <unit> (<context>)`,
+// with the machine's calibration appended (bench/support/calibration.ts).
 import { readdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
@@ -13,7 +14,11 @@ const files = readdirSync(join(root, 'bench'))
   .sort();
 let failed = 0;
 for (const file of files) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join('bench', file)], { cwd: root, stdio: 'inherit' });
+  // Every bench line carries the machine's calibration, measured in the same process (bench/support/calibration.ts).
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--import', './bench/support/calibration.ts', join('bench', file)], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) {
     failed++;
     console.error(`bench ${file} failed (exit ${r.status})`);

@@ -67,6 +67,7 @@ export const UNIT_TEST_NEEDS = {
   'slurmSettings.test.ts': ['slurm'],
   'solutionPicture.test.ts': ['bubblewrap', 'python3', 'python3-numpy'],
   'task.test.ts': ['bubblewrap', 'python3'],
+  'trackedRun.test.ts': ['bubblewrap', 'python3'],
   'trainerCli.test.ts': ['bubblewrap', 'python3'],
   'trainerLoop.test.ts': ['bubblewrap', 'python3'],
   'models.test.ts': ['bubblewrap', 'python3'],

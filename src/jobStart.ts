@@ -9,6 +9,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { dirname, join } from 'node:path';
 import { Script } from 'node:vm';
+import { tempFileFor } from './engine/database/atomicFile';
 
 const file = join(__dirname, 'evaluateJob.js');
 const cacheFile = `${file}.${process.version}.cache`;
@@ -23,8 +24,9 @@ if (!cachedData || script.cachedDataRejected) {
   // At exit the functions this job ran are compiled too, so the cache holds them.
   process.once('exit', () => {
     try {
-      const part = `${cacheFile}.${process.pid}.part`;
-      writeFileSync(part, script.createCachedData(), { mode: 0o600 });
+      // An unguessable name, created new: a link planted in the staging folder is not written through.
+      const part = tempFileFor(cacheFile);
+      writeFileSync(part, script.createCachedData(), { mode: 0o600, flag: 'wx' });
       renameSync(part, cacheFile);
     } catch {
       // No cache: the next job compiles, as this one did.

@@ -1,6 +1,7 @@
 // `thetaevolve apply <parent-file> <response-file> [--json]`: apply a model
 // response's SEARCH/REPLACE blocks to a parent program, exactly as the loop
 // does, and print the child. Exit 0 whenever it ran, whatever the status.
+import { jsonForTerminal } from '../engine/common/displayText';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { applyResponse, DEFAULT_MAX_CODE_LENGTH } from '../engine/common/diff';
@@ -28,7 +29,7 @@ export async function applyCommand(args: ParsedArgs, io: CliIO): Promise<number>
   if (booleanFlag(args, 'json')) {
     const skipped = result.skipped.map((s) => ({ index: s.index, reason: s.reason, search: s.search, detail: s.detail }));
     io.stdout(
-      `${JSON.stringify({ status: result.status, child: result.child, applied: result.applied, skipped, message: result.message })}\n`,
+      `${jsonForTerminal({ status: result.status, child: result.child, applied: result.applied, skipped, message: result.message })}\n`,
     );
     return 0;
   }

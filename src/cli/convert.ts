@@ -3,7 +3,7 @@
 // the evaluator run apart. See src/engine/task/convert.ts for when it can.
 // `thetaevolve convert <spec.py> --inputs JSON`: a FunSearch specification
 // becomes a folder in OpenEvolve's layout (src/engine/task/funsearch.ts).
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { IN_SANDBOX_TRUST_REASON } from '../engine/common/types';
@@ -29,7 +29,7 @@ export async function convertCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     const taskPath = await taskPathFromArgs(args, io, source);
     const converted = (await releaseTaskOf(taskPath)) ? await convertReleaseTask(taskPath) : await convertForeignTask(taskPath);
     if (json) {
-      io.stdout(JSON.stringify({ files: converted.files, name: converted.task.name }) + '\n');
+      io.stdout(jsonForTerminal({ files: converted.files, name: converted.task.name }) + '\n');
     } else {
       io.stdout(`${forDisplay(converted.files.map((f) => `wrote ${f}`).join('\n'))}\n`);
       io.stderr(
@@ -68,7 +68,7 @@ async function convertSpec(args: ParsedArgs, io: CliIO, spec: string, json: bool
   });
   if (json) {
     io.stdout(
-      JSON.stringify({
+      jsonForTerminal({
         files: converted.files,
         dir: converted.dir,
         name: converted.task.name,

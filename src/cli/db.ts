@@ -10,7 +10,7 @@ import { SQLITE_HEADER } from '../engine/database/schema';
 import { errorMessage } from '../engine/common/errors';
 import { formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 import { formatUsd, modelTableLines } from '../engine/common/models';
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { blameOf, lineageOf, resolveProgram } from '../engine/database/lineage';
 import { steerAuthorOf } from '../engine/common/steering';
 import { pythonOfRunMeta } from '../engine/common/runMeta';
@@ -65,7 +65,7 @@ export async function dbCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       ...db.modelUsage(),
     };
     if (booleanFlag(args, 'json')) {
-      io.stdout(JSON.stringify(report) + '\n');
+      io.stdout(jsonForTerminal(report) + '\n');
       return 0;
     }
     const best = summary.best ? `${formatScore(summary.best.score)} (program ${summary.best.id})` : NO_VALID_PROGRAM;
@@ -117,7 +117,7 @@ function programOf(db: ProgramDatabase, file: string, id: string) {
 function writeLineage(db: ProgramDatabase, file: string, id: string, args: ParsedArgs, io: CliIO): number {
   const lineage = lineageOf(db, programOf(db, file, id));
   if (booleanFlag(args, 'json')) {
-    io.stdout(JSON.stringify(lineage) + '\n');
+    io.stdout(jsonForTerminal(lineage) + '\n');
     return 0;
   }
   const lines = lineage.programs.map(
@@ -133,7 +133,7 @@ function writeLineage(db: ProgramDatabase, file: string, id: string, args: Parse
 function writeBlame(db: ProgramDatabase, file: string, id: string, args: ParsedArgs, io: CliIO): number {
   const blame = blameOf(db, programOf(db, file, id));
   if (booleanFlag(args, 'json')) {
-    io.stdout(JSON.stringify(blame) + '\n');
+    io.stdout(jsonForTerminal(blame) + '\n');
     return 0;
   }
   const width = Math.max(...blame.lines.map((l) => l.id.length), 2);
@@ -150,7 +150,7 @@ async function writeBest(db: ProgramDatabase, file: string, args: ParsedArgs, io
   if (booleanFlag(args, 'json')) {
     if (output !== undefined) await writeProgram(path.resolve(io.cwd, output), best.code, file);
     io.stdout(
-      JSON.stringify({
+      jsonForTerminal({
         id: best.id,
         step: best.step,
         score: best.score,

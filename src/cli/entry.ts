@@ -2,7 +2,7 @@
 // process (stdout, stderr, the stop signal), stderr filtered for people, and
 // how a command's errors become its exit code. src/cli.ts (every command) and
 // src/evaluateJob.ts (a SLURM job's `evaluate` alone) start through here.
-import { forDisplay } from '../engine/common/displayText';
+import { forMessage } from '../engine/common/displayText';
 import { errorMessage } from '../engine/common/errors';
 import { type CommandSpec, parseArgs, UsageError } from './args';
 import type { CommandHandler } from './commands';
@@ -11,13 +11,14 @@ import { REWRITE_LINE } from './progress';
 import { withFlagNames } from './settingsSources';
 
 /**
- * `io` whose stderr, the CLI's lines for people, passes forDisplay: task titles, model ids, warnings, reasons and
- * every database string may hold OSC 8 links, OSC 52 clipboard writes or cursor moves. The progress line's own
+ * `io` whose stderr, the CLI's lines for people, passes forMessage: task titles, model ids, warnings, reasons,
+ * quoted evaluator stderr and every database string may hold OSC 8 links, OSC 52 clipboard writes, cursor moves or
+ * `[label](command:ID)` links (live once an editor or an agent's chat renders the text). The progress line's own
  * rewrite is kept. Stdout carries the --json lines and programs, exact; its lines for people filter their own.
  */
 export function forPeople(io: CliIO): CliIO {
   const stderr = (text: string): void =>
-    io.stderr(text.startsWith(REWRITE_LINE) ? REWRITE_LINE + forDisplay(text.slice(REWRITE_LINE.length)) : forDisplay(text));
+    io.stderr(text.startsWith(REWRITE_LINE) ? REWRITE_LINE + forMessage(text.slice(REWRITE_LINE.length)) : forMessage(text));
   return { ...io, stderr };
 }
 
@@ -69,7 +70,7 @@ export function startProcess(main: (argv: readonly string[], io: CliIO) => Promi
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`thetaevolve: ${forDisplay(errorMessage(err))}\n`);
+      process.stderr.write(`thetaevolve: ${forMessage(errorMessage(err))}\n`);
       process.exitCode = 1;
     },
   );

@@ -4,14 +4,15 @@
 // whatever the candidate did. Exit 1 without a sandbox unless weaker isolation
 // is allowed. Several programs (a packed SLURM job) run at once, each in its
 // own sandbox, and each result is written beside its program as it lands.
-import { appendFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { forDisplay } from '../engine/common/displayText';
+import { forMessage } from '../engine/common/displayText';
 import { FEEDBACK_METRIC, feedbackOf } from '../engine/common/feedback';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import { detectIsolation, type IsolationReport } from '../engine/sandbox/isolation';
 import type { Settings } from '../engine/common/config';
 import { errorMessage } from '../engine/common/errors';
+import { writeFileAtomic } from '../engine/database/atomicFile';
 import { createEvaluationBackend, type EvaluationBackend } from '../engine/evaluation';
 import { evaluateJsonLine, evaluateJsonOf } from '../engine/evaluation/evaluateJson';
 import { scriptOfIpynb } from '../engine/notebookProgram';
@@ -23,6 +24,7 @@ import { cliPythonChoice } from './python';
 import { describePythonEnvironment, type PythonEnvironment } from '../engine/common/pythonEnvironment';
 import { importedModules, probePython, type PythonChoice, taskUsesPython } from '../engine/python/interpreter';
 import { cachedPython } from './pythonCache';
+import { environmentImportFailure } from '../engine/runMessages';
 import { settingsFromArgs } from './settingsSources';
 import { taskPathFromArgs } from './taskPath';
 
@@ -131,7 +133,12 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       // 1 when a program had no result written: the SLURM job marks it failed (the others' results stand).
       return unreadable === 0 && written.every(Boolean) ? 0 : 1;
     }
-    const result = await evaluator.evaluate(first.code, { signal: io.signal });
+    const evaluated = await evaluator.evaluate(first.code, { signal: io.signal });
+    // What `run` says of its starting program: a module the interpreter lacks is the environment's failure, never a score.
+    const importFailed = python ? environmentImportFailure(task, evaluated, python.executable, 'the program') : null;
+    const result: EvaluationResult = importFailed
+      ? { ...evaluated, status: 'evaluation_failed', score: null, objective: null, reason: importFailed }
+      : evaluated;
     if (json) {
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));
@@ -141,7 +148,7 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
       lines.push(`isolation  ${first ?? ''}`, ...rest.map((line) => `           ${line}`));
       if (python) lines.push(`python     ${describePythonEnvironment(python)}`);
       if (task.evaluatorTrust !== 'separate') lines.push(`protected  no: ${IN_SANDBOX_TRUST_REASON}`);
-      io.stdout(forDisplay(lines.join('\n')) + '\n');
+      io.stdout(forMessage(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {
@@ -169,8 +176,7 @@ async function evaluateToResultFile(
   if (io.signal.aborted) return false;
   const folder = dirname(program.path);
   try {
-    await writeFile(join(folder, 'result.json.part'), evaluateJsonLine(evaluateJsonOf(result, task)));
-    await rename(join(folder, 'result.json.part'), join(folder, 'result.json'));
+    await writeFileAtomic(join(folder, 'result.json'), evaluateJsonLine(evaluateJsonOf(result, task)));
     if (doneDir !== undefined) await writeFile(join(resolve(io.cwd, doneDir), basename(folder)), '');
     await stamp(`result ${basename(folder)}`);
     return true;
@@ -188,7 +194,7 @@ function resultLines(result: EvaluationResult, task: Task): string[] {
     `objective  ${result.objective === null ? '-' : result.objective} (${task.direction})`,
     `time       ${(result.durationMs / 1000).toFixed(2)} s`,
     ...metricLines(result),
-    ...(result.reason ? [`reason     ${forDisplay(result.reason)}`] : []),
+    ...(result.reason ? [`reason     ${forMessage(result.reason)}`] : []),
   ];
 }
 
@@ -196,12 +202,12 @@ function resultLines(result: EvaluationResult, task: Task): string[] {
 function metricLines(result: EvaluationResult): string[] {
   const lines = Object.entries(result.metrics)
     .filter(([key]) => key !== FEEDBACK_METRIC)
-    .map(([key, value]) => `  ${forDisplay(key)}: ${forDisplay(String(value))}`);
+    .map(([key, value]) => `  ${forMessage(key)}: ${forMessage(String(value))}`);
   const feedback = feedbackOf(result.metrics);
   if (feedback !== '')
     lines.push(
       'feedback',
-      ...forDisplay(feedback)
+      ...forMessage(feedback)
         .split('\n')
         .map((line) => `  ${line}`),
     );
@@ -248,7 +254,7 @@ async function evaluateOnSlurm(
         `backend    ${backend.description}`,
         `isolation  ${backend.isolation.kind} on the compute node${backend.isolation.warning ? ` (${backend.isolation.warning})` : ''}`,
       );
-      io.stdout(forDisplay(lines.join('\n')) + '\n');
+      io.stdout(forMessage(lines.join('\n')) + '\n');
     }
     return exitCodeOf(result, io);
   } finally {
@@ -263,7 +269,7 @@ async function evaluateOnSlurm(
  */
 function exitCodeOf(result: EvaluationResult, io: CliIO): number {
   if (result.status !== 'evaluation_failed') return 0;
-  io.stderr(`thetaevolve evaluate: the evaluation could not run (not the program's fault): ${forDisplay(result.reason)}\n`);
+  io.stderr(`thetaevolve evaluate: the evaluation could not run (not the program's fault): ${forMessage(result.reason)}\n`);
   return 1;
 }
 

@@ -8,7 +8,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { agentToolResultJson } from '../engine/common/agentToolResult';
-import { AGENT_TOOL_NAMES, AGENT_TOOLS, agentToolJsonSchema } from '../engine/agentTools/definitions';
+import { AGENT_TOOL_NAMES, AGENT_TOOLS, agentToolJsonSchema, DATA_BLOCK_NOTE } from '../engine/agentTools/definitions';
 import { runAgentTool } from '../engine/agentTools/handlers';
 import { type AgentToolHost, readRunFile } from '../engine/agentTools/host';
 import { runsDirectoryOf } from '../engine/runFiles';
@@ -30,14 +30,16 @@ export async function mcpCommand(args: ParsedArgs, io: CliIO): Promise<number> {
     // Whoever started this server chose to let its client steer these runs.
     trusted: true,
     read: readRunFile,
-    openEvaluator: (meta) => openTaskEvaluator(meta.taskDir, args, io, 'mcp'),
+    // The runs folder served is one place its runs' task folders may be (with the working folder and the bundled tasks).
+    openEvaluator: (meta) => openTaskEvaluator(meta.taskDir, args, io, 'mcp', runs !== undefined ? [resolve(io.cwd, runs)] : []),
   };
   const server = new Server(
     { name: 'thetaevolve', version: typeof __THETAEVOLVE_VERSION__ === 'string' ? __THETAEVOLVE_VERSION__ : 'dev' },
     {
       capabilities: { tools: {} },
       instructions:
-        'ThetaEvolve evolves programs with a language model. list_runs finds the runs; run_status, get_program, get_lineage, get_blame and diff_programs read one; set_guidance, add_program, ban_program, pin_program and the others steer it (on a live run they take effect at its next step).',
+        'ThetaEvolve evolves programs with a language model. list_runs finds the runs; run_status, get_program, get_lineage, get_blame and diff_programs read one; set_guidance, add_program, ban_program, pin_program and the others steer it (on a live run they take effect at its next step). ' +
+        DATA_BLOCK_NOTE,
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({

@@ -4,11 +4,12 @@
 // instead of starting Python again before their candidates (bench
 // slurm-step-overhead, its setup phase).
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type PythonEnvironment, PythonEnvironmentSchema } from '../engine/common/pythonEnvironment';
 import type { PythonChoice } from '../engine/python/interpreter';
+import { writeFileAtomic } from '../engine/database/atomicFile';
 
 /** What `choice` is on this host: from `dir` when a job of the run asked already, else from `probe` (then kept there). */
 export async function cachedPython(dir: string, choice: PythonChoice, probe: () => Promise<PythonEnvironment>): Promise<PythonEnvironment> {
@@ -21,10 +22,8 @@ export async function cachedPython(dir: string, choice: PythonChoice, probe: () 
   if (kept?.success) return kept.data;
   const environment = await probe();
   // Best effort: without it the next job asks the interpreter itself.
-  const part = `${file}.${process.pid}.part`;
   await mkdir(dir, { recursive: true, mode: 0o700 })
-    .then(() => writeFile(part, JSON.stringify(environment), { mode: 0o600 }))
-    .then(() => rename(part, file))
+    .then(() => writeFileAtomic(file, JSON.stringify(environment), 0o600))
     .catch(() => undefined);
   return environment;
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { bestText } from '../engine/common/format';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { progressLayout, type RunComparison } from '../engine/common/runComparison';
 import { writeFileAtomic } from '../engine/database/atomicFile';
 import { compareRunFiles } from '../engine/database/runComparison';
@@ -51,7 +51,7 @@ export async function reportCommand(args: ParsedArgs, io: CliIO): Promise<number
     }
   }
   if (json) {
-    io.stdout(JSON.stringify(comparison) + '\n');
+    io.stdout(jsonForTerminal(comparison) + '\n');
     return 0;
   }
   // Results depend on the environment: runs whose Python or packages differ are told so first.

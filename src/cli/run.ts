@@ -15,13 +15,13 @@ import { booleanFlag, numberFlag, type ParsedArgs, stringFlag } from './args';
 import { type CliIO, InputError } from './io';
 import { ProgressLine } from './progress';
 import { endpointStateLine, inferenceJobsLine, stepFailureLines } from './stepReport';
-import { configEndpointNotice, settingsFromArgs, withFlagNames } from './settingsSources';
+import { configEndpointNotice, modelApiKeysFromEnvironment, settingsFromArgs, withFlagNames } from './settingsSources';
 import { cliPythonChoice } from './python';
 import { describePythonEnvironment } from '../engine/common/pythonEnvironment';
 import { taskPathFromArgs } from './taskPath';
 import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
 import { formatUsd, type ModelStats, trainedModelOf, trainedModelOnlyText } from '../engine/common/models';
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { StepsInFlight } from '../engine/common/stepsInFlight';
 
 export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
@@ -33,6 +33,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   });
   // A release config's own settings sit below the command line's.
   const settings = settingsFromArgs(args, io.cwd, task.runSettings, (line) => io.stderr(`thetaevolve run: ${line}\n`));
+  // Before anything is created: an apiKeyName a file names is refused (src/cli/settingsSources.ts).
+  const modelApiKeys = modelApiKeysFromEnvironment(args, settings, io.env);
 
   const programFlag = stringFlag(args, 'program');
   let startCode: string | undefined;
@@ -106,7 +108,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
         break;
       case 'step_committed':
         progress.clear();
-        if (json) io.stdout(JSON.stringify(stepLine(event)) + '\n');
+        if (json) io.stdout(jsonForTerminal(stepLine(event)) + '\n');
         io.stderr(humanStepLine(event, lastBest) + '\n');
         for (const line of stepFailureLines(event)) io.stderr(line + '\n');
         if (event.bestEver !== null) lastBest = event.bestEver;
@@ -169,6 +171,7 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       task,
       settings,
       apiKey: apiKeyFromEnvironment(io.env),
+      modelApiKeys,
       startCode,
       startPath,
       stepsThisInvocation: numberFlag(args, 'steps'),

@@ -4,7 +4,7 @@
 // then the dedicated flags (--batch, --endpoint, ...). Validated by the same
 // zod schema as the extension's settings; a bad key or value is refused with
 // one line naming it.
-import { urlOriginLines } from '../engine/common/endpointUrls';
+import { keyDestinations, keyDestinationTexts } from '../engine/common/endpointUrls';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type ParseError, parse as parseJsoncText, printParseErrorCode } from 'jsonc-parser';
@@ -12,6 +12,7 @@ import { defaultSettings, parseSettings, SETTINGS, type SettingSpec, type Settin
 import { errorMessage } from '../engine/common/errors';
 import { taskSettingsUnderPerson } from '../engine/task/taskModelChoice';
 import { listFlag, type ParsedArgs, stringFlag, UsageError } from './args';
+import { InputError } from './io';
 
 const PREFIX = 'thetaevolve.';
 const SPECS = new Map<string, SettingSpec>(SETTINGS.map((s: SettingSpec) => [s.key, s]));
@@ -128,16 +129,61 @@ export function withFlagNames(message: string): string {
 /** The ThetaEvolve release's reward processes (run.sh REWARD_PROCESS_TYPE), as --reward-process takes them. */
 const REWARD_PROCESSES = ['original_reward', 'rl_normalized_reward', 'format_reward', 'validation_reward', 'improve_reward'] as const;
 
+/** Whether the command line's own --set gives `key` (it wins over --config). */
+function setOnCommandLine(args: ParsedArgs, key: string): boolean {
+  return listFlag(args, 'set').some((assignment) => {
+    const eq = assignment.indexOf('=');
+    const name = assignment.slice(0, eq).trim();
+    return eq > 0 && (name === key || name === `${PREFIX}${key}`);
+  });
+}
+
 /**
- * When the endpoint in force is the one a --config file names and an API key will be sent: a line that says so. A
- * config file is easy to hand over ("try my settings"), and OPENAI_API_KEY goes wherever its endpoint points.
+ * When a --config file names a server that receives a key (thetaevolve.endpoint, or thetaevolve.models with their
+ * own endpoints) and a key will be sent: a line naming every origin that receives one, with the setting and the key.
+ * A config file is easy to hand over ("try my settings"), and OPENAI_API_KEY goes wherever its servers point.
  */
 export function configEndpointNotice(args: ParsedArgs, cwd: string, settings: Settings, apiKey: string | undefined): string | null {
   const configFile = stringFlag(args, 'config');
-  if (configFile === undefined || !apiKey || settings.sampler !== 'llm') return null;
+  if (configFile === undefined) return null;
   const path = resolve(cwd, configFile);
-  if (readConfigFile(path)['endpoint'] !== settings.endpoint) return null;
-  return `the endpoint --config ${path} names receives OPENAI_API_KEY: ${urlOriginLines(settings.endpoint).split('\n').join(', ')}`;
+  const fromFile = readConfigFile(path);
+  const modelsFromFile = fromFile['models'] !== undefined && !setOnCommandLine(args, 'models') && settings.models.length > 0;
+  const endpointFromFile = fromFile['endpoint'] === settings.endpoint;
+  if (!modelsFromFile && !endpointFromFile) return null;
+  const destinations = keyDestinations(settings, apiKey !== undefined && apiKey !== '', 'OPENAI_API_KEY');
+  if (destinations.length === 0) return null;
+  return `--config ${path} names servers that receive a key: ${keyDestinationTexts(destinations).join(', ')}`;
+}
+
+/**
+ * The keys of thetaevolve.models' apiKeyName entries, from the environment: only for models the command line
+ * itself names (--set models=...). A --config file or a task's config is a file that can be handed over: its
+ * apiKeyName could send any variable of this environment (AWS_SECRET_ACCESS_KEY) to the server it names, so it is
+ * refused, naming the way to say it on the command line.
+ */
+export function modelApiKeysFromEnvironment(
+  args: ParsedArgs,
+  settings: Settings,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const named = settings.models.filter((m) => m.apiKeyName !== undefined);
+  if (named.length === 0 || settings.sampler !== 'llm') return {};
+  if (!setOnCommandLine(args, 'models')) {
+    const configFile = stringFlag(args, 'config');
+    const where = configFile !== undefined ? `--config ${configFile}` : "the task's config";
+    throw new InputError(
+      `thetaevolve.models of ${where} names apiKeyName ${named.map((m) => `${m.apiKeyName} (model "${m.name}")`).join(', ')}: ` +
+        "a key is read from an environment variable only for a model the command line itself names (--set 'models=[...]'), " +
+        'never for one a file names, which could send any variable of your environment to the server it chooses',
+    );
+  }
+  const keys: Record<string, string> = {};
+  for (const { apiKeyName } of named) {
+    const value = apiKeyName === undefined ? undefined : env[apiKeyName]?.trim();
+    if (apiKeyName !== undefined && value) keys[apiKeyName] = value;
+  }
+  return keys;
 }
 
 /**

@@ -2,7 +2,7 @@
 // --ban ID | --unban ID | --pin ID ... [--json]`: one steer request on a run,
 // live or stopped (docs/architecture.md "Steering a run"). Bad input is one
 // line and exit 1, with the database unchanged.
-import { forDisplay } from '../engine/common/displayText';
+import { forDisplay, jsonForTerminal } from '../engine/common/displayText';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { errorMessage } from '../engine/common/errors';
@@ -10,7 +10,9 @@ import { type SteerRequest, type SteerResult, steerResultText } from '../engine/
 import { DatabaseFileError } from '../engine/database/programDatabase';
 import { Evaluator, evaluatorOptionsFromSettings, SandboxUnavailableError } from '../engine/sandbox/evaluator';
 import { SteerInputError } from '../engine/steering/applySteer';
+import { assertRunTaskFolderAllowed, bundledTasksDir } from '../engine/steering/runTaskFolder';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
+import { runsDirectoryOf } from '../engine/runFiles';
 import { loadTask, TaskError } from '../engine/task/task';
 import { booleanFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from './args';
 import { type CliIO, InputError } from './io';
@@ -54,7 +56,7 @@ export async function steerCommand(args: ParsedArgs, io: CliIO): Promise<number>
     if (err instanceof SteerInputError || err instanceof DatabaseFileError) throw new InputError(err.message, { cause: err });
     throw err;
   }
-  io.stdout((booleanFlag(args, 'json') ? JSON.stringify(result) : forDisplay(resultLine(result, dbFile))) + '\n');
+  io.stdout((booleanFlag(args, 'json') ? jsonForTerminal(result) : forDisplay(resultLine(result, dbFile))) + '\n');
   return 0;
 }
 
@@ -101,14 +103,29 @@ async function requestOf(action: (typeof ACTIONS)[number], args: ParsedArgs, io:
   }
 }
 
-/** The sandboxed evaluator of the run's task, for --add on a stopped run (and `mcp`'s add_program). */
-export async function openTaskEvaluator(taskDir: string, args: ParsedArgs, io: CliIO, command = 'steer'): Promise<ClosableSteerEvaluator> {
+/**
+ * The sandboxed evaluator of the run's task, for --add on a stopped run (and `mcp`'s add_program, whose
+ * `runsDirectories` are its --runs). The task folder the database names must lie in the working folder, a
+ * runs folder or the bundled tasks (src/engine/steering/runTaskFolder.ts): refused before anything of it is read.
+ */
+export async function openTaskEvaluator(
+  taskDir: string,
+  args: ParsedArgs,
+  io: CliIO,
+  command = 'steer',
+  runsDirectories: readonly string[] = [],
+): Promise<ClosableSteerEvaluator> {
+  const settings = settingsFromArgs(args, io.cwd);
+  await assertRunTaskFolderAllowed(taskDir, {
+    workspace: [io.cwd],
+    runs: [runsDirectoryOf(io.cwd, settings), ...runsDirectories],
+    bundled: bundledTasksDir(),
+  });
   const task = await loadTask(taskDir).catch((err: unknown) => {
     throw new InputError(err instanceof TaskError ? err.message : `cannot load the run's task at ${taskDir}: ${errorMessage(err)}`, {
       cause: err,
     });
   });
-  const settings = settingsFromArgs(args, io.cwd);
   const python = taskUsesPython(task)
     ? await probePython(cliPythonChoice(args, settings, io)).catch((err: unknown) => {
         throw new InputError(errorMessage(err), { cause: err });

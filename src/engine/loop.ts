@@ -24,9 +24,8 @@ import { planStep, type StepPlan } from './step/plan';
 import { type CandidateEvaluator, StepResponses, type StepTimings } from './step/responses';
 import { applySteer } from './steering/applySteer';
 import {
+  environmentImportFailure,
   finishMessage,
-  importFailure,
-  missingModule,
   oneLine,
   recordedOperatorsMeta,
   runSettingsSummary,
@@ -442,9 +441,8 @@ export class EvolutionRun {
     // The health check: without the starting program's score there is nothing to evolve from, and an
     // evaluator or sandbox that fails on the task's own program would fail every candidate as well.
     // A module the interpreter lacks is the environment's failure, the program's or the evaluator's alike.
-    const missing = this.spec.python && outcome !== 'valid' ? missingModule(`${result.reason}\n${result.stderr}`) : null;
-    if (missing !== null && this.spec.python)
-      throw new Error(importFailure(task, missing, this.spec.python.executable, result.metrics.evaluator_failed === true));
+    const importFailed = this.spec.python ? environmentImportFailure(task, result, this.spec.python.executable) : null;
+    if (importFailed !== null) throw new Error(importFailed);
     if (result.status === 'evaluation_failed') throw new Error(startFailure(task, result.reason, result.metrics.evaluator_failed === true));
     const record = await db.addInitial({
       parentId: null,

@@ -2,7 +2,7 @@
 // extension's engine worker alike: settings + task + where it lives in, a
 // ready EvolutionRun with its response source, evaluator and trainer bridge
 // out. A new evaluation backend or setting is wired here, once.
-import { keyOverPlainHttpWarning } from './common/endpointUrls';
+import { keyDestinations, keyOverPlainHttpWarning } from './common/endpointUrls';
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Settings } from './common/config';
@@ -47,7 +47,7 @@ export interface RunRequest {
   task: Task;
   settings: Settings;
   apiKey: string | undefined;
-  /** Several models: keys the editor read from SecretStorage, by each model's apiKeyName (the environment is read here too). */
+  /** Several models: the keys by each model's apiKeyName, resolved where the user named them (the engine reads no environment variable for them). */
   modelApiKeys?: Readonly<Record<string, string>>;
   /** Text to start from (default: the task's initial program); a resumed run keeps what it started with. */
   startCode?: string;
@@ -179,7 +179,10 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
         ? modelEnsemble(request)
         : endpointSource(endpointOptionsFromSettings(settings, request.apiKey, { onWarning: request.onWarning })));
   const endpoint = source instanceof EndpointClient || source instanceof EndpointPool || source instanceof ModelEnsemble ? source : null;
-  const plainHttp = endpoint && request.apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
+  // Every server that receives a key, each named with its setting: a model's own endpoint, not only thetaevolve.endpoint.
+  const plainHttp = endpoint
+    ? keyOverPlainHttpWarning(keyDestinations(settings, request.apiKey !== undefined && request.apiKey !== ''))
+    : null;
   if (plainHttp) request.onWarning(plainHttp);
   if (endpoint) {
     // Before anything is created: a server that is down or serves another model is the commonest reason a run cannot start,
@@ -328,7 +331,7 @@ function modelEnsemble(request: RunRequest): ModelEnsemble {
       'thetaevolve.trainer.model',
     );
   try {
-    const members = ensembleMembers(settings, (spec) => apiKeyOfModel(spec, request.apiKey, request.modelApiKeys ?? {}, process.env), {
+    const members = ensembleMembers(settings, (spec) => apiKeyOfModel(spec, request.apiKey, request.modelApiKeys ?? {}), {
       onWarning: request.onWarning,
     });
     return new ModelEnsemble(members, trained);

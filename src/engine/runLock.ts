@@ -7,6 +7,7 @@
 // it) tell; a lock from another host (a shared folder) is never guessed at.
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { tempFileFor } from './database/atomicFile';
 import { dirname } from 'node:path';
 import { hostname } from 'node:os';
 import { z } from 'zod';
@@ -94,8 +95,8 @@ function heldMessage(dbFile: string, file: string, holder: LockFile): string {
 
 /** Create the lock file with its whole text at once (a crash never leaves an empty lock): write aside, then link. */
 async function createExclusive(file: string, text: string): Promise<boolean> {
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(temp, text, { mode: 0o644 });
+  const temp = tempFileFor(file);
+  await writeFile(temp, text, { mode: 0o644, flag: 'wx' });
   try {
     await link(temp, file);
     return true;

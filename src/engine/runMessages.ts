@@ -1,6 +1,7 @@
 // What a run says to people: its finish, its steer results, its start failures,
 // and the settings it announces (the loop, src/engine/loop.ts, decides; this words it).
 import type { Settings } from './common/config';
+import type { EvaluationResult } from './common/types';
 import type { RunFinishReason } from './common/events';
 import { formatScore } from './common/format';
 import { OPERATORS_META_KEY, operatorSettingsOf } from './operators/recorded';
@@ -94,9 +95,35 @@ export function missingModule(output: string): string | null {
 }
 
 /** Why the run cannot start: an interpreter that lacks a module. */
-export function importFailure(task: Task, module: string, python: string, evaluatorFailed: boolean): string {
-  const who = evaluatorFailed ? "the task's evaluator" : 'the starting program';
+export function importFailure(
+  task: Task,
+  module: string,
+  python: string,
+  evaluatorFailed: boolean,
+  program = 'the starting program',
+): string {
+  // Another system's evaluator imports and runs the program in one process: either of them may be the importer.
+  const who = evaluatorFailed
+    ? "the task's evaluator"
+    : task.evaluatorTrust === 'separate'
+      ? program
+      : `${program} or the task's evaluator`;
   return `${who} cannot import ${module} with the Python interpreter ${python}: install it there, or choose an interpreter that has it (--python, the setting thetaevolve.python)`;
+}
+
+/**
+ * A ModuleNotFoundError of a program or of the evaluator on it, said as the environment's failure (the run's health
+ * check and `evaluate` alike: docs/architecture.md "The researcher's Python"), or null when the result says none.
+ */
+export function environmentImportFailure(
+  task: Task,
+  result: Pick<EvaluationResult, 'status' | 'reason' | 'stderr' | 'metrics'>,
+  python: string,
+  program = 'the starting program',
+): string | null {
+  if (result.status === 'ok') return null;
+  const missing = missingModule(`${result.reason}\n${result.stderr}`);
+  return missing === null ? null : importFailure(task, missing, python, result.metrics.evaluator_failed === true, program);
 }
 
 /** Why the run cannot start: the task's evaluator (named) or the sandbox failed on the starting program. */

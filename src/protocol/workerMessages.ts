@@ -149,13 +149,15 @@ export const QuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
   /**
    * One agent tool (docs/architecture.md "Agents"), run by the engine's handlers here, never in the host:
-   * the runs are those of `runsDirectories`; `trusted` false refuses the tools that change a run.
+   * the runs are those of `runsDirectories`; `trusted` false refuses the tools that change a run; a stopped
+   * run's add_program evaluates only with a task folder in `workspaceFolders`, a runs directory or the bundled tasks.
    */
   z.object({
     kind: z.literal('agentTool'),
     tool: z.string().min(1),
     input: z.unknown(),
     runsDirectories: z.array(z.string().min(1)),
+    workspaceFolders: z.array(z.string().min(1)),
     trusted: z.boolean(),
     settings: SettingsSchema,
   }),

@@ -48,6 +48,7 @@ export function invokeAgentTool(controller: RunController, name: AgentToolName, 
       tool: name,
       input,
       runsDirectories: workspaceRunsDirectories(),
+      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
       trusted: vscode.workspace.isTrusted,
       settings: settingsOf(vscode.workspace.workspaceFolders?.[0]?.uri),
     },
@@ -142,17 +143,19 @@ function registerMcpServer(context: vscode.ExtensionContext): void {
       onDidChangeMcpServerDefinitions: changed.event,
       provideMcpServerDefinitions: () =>
         vscode.workspace.isTrusted
-          ? (vscode.workspace.workspaceFolders ?? []).map(
-              (folder) =>
-                // The extension host's own Node.js (Electron's runs as Node.js with ELECTRON_RUN_AS_NODE).
-                new Definition(
-                  `ThetaEvolve runs (${folder.name})`,
-                  process.execPath,
-                  [cli, 'mcp', '--runs', runsDirectoryOfFolder(folder, settingsOf(folder.uri))],
-                  { ELECTRON_RUN_AS_NODE: '1' },
-                  version,
-                ),
-            )
+          ? (vscode.workspace.workspaceFolders ?? []).map((folder) => {
+              // The extension host's own Node.js (Electron's runs as Node.js with ELECTRON_RUN_AS_NODE).
+              const definition = new Definition(
+                `ThetaEvolve runs (${folder.name})`,
+                process.execPath,
+                [cli, 'mcp', '--runs', runsDirectoryOfFolder(folder, settingsOf(folder.uri))],
+                { ELECTRON_RUN_AS_NODE: '1' },
+                version,
+              );
+              // Run in the workspace folder: add_program evaluates with a stopped run's task folder only there (or in the runs folder).
+              if (folder.uri.scheme === 'file') (definition as { cwd?: vscode.Uri }).cwd = folder.uri;
+              return definition;
+            })
           : [],
     });
   } catch (err) {

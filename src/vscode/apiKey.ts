@@ -17,13 +17,22 @@ export async function readApiKey(secrets: vscode.SecretStorage): Promise<string 
 /**
  * Several models (thetaevolve.models): the keys stored under each model's
  * apiKeyName (secret `thetaevolve.apiKey.NAME`); a name with none stored is
- * left to the environment variable of that name, read by the engine.
+ * read from the environment variable of that name only when the models are
+ * the user's own (`fromUserSettings`): a workspace's apiKeyName names a stored
+ * secret, never a variable of this environment (AWS_SECRET_ACCESS_KEY), which
+ * it could send to a server of its choosing (docs/guide.md "What the editor trusts").
  */
-export async function readModelApiKeys(secrets: vscode.SecretStorage, settings: Settings): Promise<Record<string, string>> {
+export async function readModelApiKeys(
+  secrets: vscode.SecretStorage,
+  settings: Settings,
+  fromUserSettings: boolean,
+): Promise<Record<string, string>> {
   const keys: Record<string, string> = {};
   for (const name of new Set(settings.models.flatMap((m) => (m.apiKeyName ? [m.apiKeyName] : [])))) {
     const stored = await secrets.get(`${SECRET_KEY}.${name}`);
+    const fromEnv = fromUserSettings ? process.env[name]?.trim() : undefined;
     if (stored) keys[name] = stored;
+    else if (fromEnv) keys[name] = fromEnv;
   }
   return keys;
 }

@@ -5,7 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { confirmTaskFolder } from './runTrust';
-import { keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
+import { keyDestinations, keyOverPlainHttpWarning } from '../engine/common/endpointUrls';
 import { pickOne, showError, showInfo, showWarning, withProgress } from './notify';
 import { editorPythonChoice } from './pythonInterpreter';
 import type { Settings } from '../engine/common/config';
@@ -33,12 +33,13 @@ import {
 } from './runController';
 import { showStartProgress, showStateProgress } from './runProgress';
 import { isRunNode, type RunsTreeProvider } from './runsTree';
-import { readSettingsOrShowError } from './settings';
+import { readSettingsOrShowError, setByWorkspace } from './settings';
 import { openTaskProgram } from './openTaskProgram';
 import { pickTask } from './taskPicker';
 import { loadTask } from '../engine/task/task';
 import { withTrainerChoice } from './trainerChoice';
 import { settingsWithAllowedUrls } from './urlConsent';
+import { isClosing } from './trackedRun';
 
 /** The EVOLVE-BLOCK problem of a text, as one sentence, or undefined when its regions are usable. */
 export function evolveBlockProblem(text: string, name: string): string | undefined {
@@ -148,15 +149,36 @@ const startFailureOffers = new vscode.EventEmitter<StartFailureOffer>();
 /** Every start failure shown (the in-host tests answer its buttons here: a notification's buttons cannot be clicked from a test). */
 export const onDidOfferStartFailure = startFailureOffers.event;
 
-/** Endpoints already warned about in this window: the warning is said once, not at every start. */
+/** Warnings already said in this window: each is said once, not at every start. */
 const warnedPlainHttp = new Set<string>();
 
-/** A key about to go over plain http:// to another machine: one warning per endpoint and window. */
+/** A key about to go over plain http:// to another machine (thetaevolve.endpoint or a model's own endpoint): one warning per set of servers and window. */
 function warnKeyOverPlainHttp(settings: Settings, apiKey: string | undefined): void {
-  const warning = settings.sampler === 'llm' && apiKey ? keyOverPlainHttpWarning(settings.endpoint) : null;
-  if (!warning || warnedPlainHttp.has(settings.endpoint)) return;
-  warnedPlainHttp.add(settings.endpoint);
+  const warning = keyOverPlainHttpWarning(keyDestinations(settings, apiKey !== undefined && apiKey !== ''));
+  if (!warning || warnedPlainHttp.has(warning)) return;
+  warnedPlainHttp.add(warning);
   void showWarning(`ThetaEvolve: ${warning}.`);
+}
+
+/**
+ * Whether a start may go on. A run that is stopping (Stop asked, or its steps over) is waited for, named in a
+ * notification, until the worker closed it and released its lock: Start Run right after Stop starts the new run,
+ * never "still active" while the status bar says stopped. A run still in progress is said, with Stop Run.
+ */
+async function noRunInTheWay(controller: RunController): Promise<boolean> {
+  const active = controller.active;
+  if (!active) return true;
+  if (isClosing(active)) {
+    await withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `ThetaEvolve: waiting for run ${active.runId} to stop` },
+      () => controller.whenIdle(),
+    );
+    return controller.active === undefined;
+  }
+  const stop = 'Stop Run';
+  const choice = await showWarning(`ThetaEvolve: run ${active.runId} is still active; stop it first.`, stop);
+  if (choice === stop) controller.stop();
+  return false;
 }
 
 export function registerRunCommands(context: vscode.ExtensionContext, controller: RunController, tree: RunsTreeProvider): void {
@@ -213,12 +235,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
 
   registerCommand(context, COMMAND_IDS.startRun, async (arg?: unknown) => {
     if (!guardWorkspaceTrust()) return;
-    if (controller.active) {
-      const stop = 'Stop Run';
-      const choice = await showWarning(`ThetaEvolve: run ${controller.active.runId} is still active; stop it first.`, stop);
-      if (choice === stop) controller.stop();
-      return;
-    }
+    if (!(await noRunInTheWay(controller))) return;
     // A notebook cell (its CodeLens, its editor) evolves its notebook: src/vscode/notebookCells.ts.
     const fileUri = arg instanceof vscode.Uri ? notebookUriOf(arg) : activeProgramUri();
     if (!fileUri) {
@@ -264,7 +281,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: text,
       settings,
       apiKey,
-      modelApiKeys: await readModelApiKeys(context.secrets, settings),
+      modelApiKeys: await readModelApiKeys(context.secrets, settings, !setByWorkspace('models', fileUri)),
       resume: false,
       python: await editorPythonChoice(fileUri, settings),
     });
@@ -290,6 +307,8 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
    */
   registerCommand(context, COMMAND_IDS.resumeRun, async (arg?: unknown) => {
     const given = typeof arg === 'string' ? arg : isRunNode(arg) ? arg.dbFile : undefined;
+    // A run that is stopping is waited for: then any stored run resumes, the one that stopped too.
+    if (controller.active && isClosing(controller.active)) await noRunInTheWay(controller);
     const run = controller.active;
     if (run) {
       if (given !== undefined && given !== run.dbFile)
@@ -323,7 +342,7 @@ export function registerRunCommands(context: vscode.ExtensionContext, controller
       textAtRunStart: origin.startCode,
       settings,
       apiKey,
-      modelApiKeys: await readModelApiKeys(context.secrets, settings),
+      modelApiKeys: await readModelApiKeys(context.secrets, settings, !setByWorkspace('models', origin.fileUri)),
       resume: true,
       python: await editorPythonChoice(origin.fileUri, settings),
     });

@@ -10,7 +10,7 @@ import type { PythonChoice } from '../engine/python/interpreter';
 import { defaultSettings, type Settings } from '../engine/common/config';
 import { DEFAULT_RUNS_DIRECTORY, runsDirectoryOf } from '../engine/runFiles';
 import type { RunMeta } from '../engine/common/runMeta';
-import type { EndpointServersEvent, EngineEvent, EvaluationQueueEvent, IsolationSummary, RunFinishReason } from '../engine/common/events';
+import type { EngineEvent } from '../engine/common/events';
 import type { Direction } from '../engine/common/types';
 import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } from '../protocol/workerMessages';
 import { EngineHost } from '../worker/engineHost';
@@ -19,53 +19,9 @@ import { readSettings } from './settings';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
+import { applyRunEvent, closeTrackedRun, isClosing, type RunState, startingRun, type TrackedRun } from './trackedRun';
 
-/** One vocabulary with the dashboard's run states, plus `pausing` (asked to pause; the step in flight still commits). */
-export type RunState = 'starting' | 'running' | 'pausing' | 'paused' | 'stopping' | 'finished' | 'error';
-
-/** What the window knows of the active (or last) run. */
-export interface TrackedRun {
-  runId: string;
-  dbFile: string;
-  /** The file the run evolves (undefined when it is not a local file). */
-  fileUri: vscode.Uri | undefined;
-  /** The program's extension without the dot ("py"). */
-  extension: string;
-  /** The file's text when the run started: Apply to File asks before overwriting later edits. */
-  textAtRunStart: string | undefined;
-  taskName: string;
-  taskTitle: string;
-  direction: Direction;
-  settings: Settings;
-  state: RunState;
-  lastStep: number;
-  bestScore: number | null;
-  bestId: string | null;
-  samplesPerSecond: number | null;
-  /** US dollars the run's replies cost so far (priced models of thetaevolve.models), else null. */
-  costUsd: number | null;
-  /** Evaluations finished in the step in flight. */
-  evaluationsThisStep: number;
-  /** The response source, once the run started ("model at server", or the offline sampler). */
-  sourceLabel: string | null;
-  /** Why the run ended, once it did. */
-  finishReason: RunFinishReason | null;
-  /** The inference server is away (restarting, loading) and requests wait for it. */
-  waitingForServer: boolean;
-  /** The run waits for the RL trainer (synchronous step or staleness bound): named in the status bar. */
-  waitingForTrainer: string | null;
-  /** The request to the trainer unanswered for seconds (TrainerState.awaiting), null when none. */
-  trainerAwaiting: string | null;
-  /** The sandbox the run's candidates get, once the run started. */
-  isolation: IsolationSummary | null;
-  /** The SLURM queue of the run's evaluation jobs (null: evaluated on this machine). */
-  queue: Pick<EvaluationQueueEvent, 'pending' | 'running' | 'done' | 'lost' | 'failed' | 'queueWaitMsP50'> | null;
-  /** The inference servers run as SLURM jobs and the pool's servers (their requests, throughput); null: the run has none. */
-  inferenceJobs: Required<Pick<EndpointServersEvent, 'jobs' | 'servers'>> | null;
-  message: string;
-  /** Read back from its database (after a window reload): no process drives it in this window. */
-  readFromDisk?: true;
-}
+export type { RunState, TrackedRun } from './trackedRun';
 
 export interface StartSpec {
   runId: string;
@@ -233,37 +189,34 @@ export class RunController implements vscode.Disposable {
     return this.current ?? this.last;
   }
 
+  /**
+   * Resolves once no run is active in this window (at once when none is): a run that is stopping is over
+   * when the worker closed it and released its lock.
+   */
+  whenIdle(): Promise<void> {
+    const run = this.current;
+    if (!run) return Promise.resolve();
+    return new Promise((resolve) => {
+      const subscription = this.closeEmitter.event((closed) => {
+        if (closed !== run) return;
+        subscription.dispose();
+        resolve();
+      });
+    });
+  }
+
   /** Start (or resume) a run in the worker; resolves once it started, rejects with the reason it could not. */
   start(spec: StartSpec): Promise<void> {
-    if (this.current) return Promise.reject(new Error(`run ${this.current.runId} is still active: stop it first`));
+    if (this.current)
+      return Promise.reject(
+        new Error(
+          isClosing(this.current)
+            ? `run ${this.current.runId} is still stopping: start once it has stopped`
+            : `run ${this.current.runId} is still active: stop it first`,
+        ),
+      );
     this.known.set(spec.runId, spec.dbFile);
-    this.current = {
-      runId: spec.runId,
-      dbFile: spec.dbFile,
-      fileUri: spec.fileUri,
-      extension: spec.extension,
-      textAtRunStart: spec.textAtRunStart,
-      taskName: spec.taskName,
-      taskTitle: spec.taskTitle,
-      direction: spec.direction,
-      settings: spec.settings,
-      state: 'starting',
-      lastStep: -1,
-      bestScore: null,
-      bestId: null,
-      samplesPerSecond: null,
-      costUsd: null,
-      evaluationsThisStep: 0,
-      sourceLabel: null,
-      finishReason: null,
-      waitingForServer: false,
-      waitingForTrainer: null,
-      trainerAwaiting: null,
-      isolation: null,
-      queue: null,
-      inferenceJobs: null,
-      message: spec.resume ? 'resuming' : 'starting',
-    };
+    this.current = startingRun(spec, spec.resume);
     log().info(
       `${spec.resume ? 'resuming' : 'starting'} run ${spec.runId}: task ${spec.taskName}, sampler ${spec.settings.sampler}, database ${spec.dbFile}`,
     );
@@ -433,91 +386,13 @@ export class RunController implements vscode.Disposable {
     const run = this.current?.runId === runId ? this.current : undefined;
     logEvent(runId, event);
     if (run) {
-      switch (event.type) {
-        case 'run_started':
-          run.state = 'running';
-          run.sourceLabel = event.source.label;
-          run.isolation = event.isolation ?? null;
-          run.lastStep = event.resumedFromStep ?? -1;
-          run.message = event.resumedFromStep !== null ? `resumed after step ${event.resumedFromStep}` : 'running';
-          if (event.resumedFromStep !== null) this.readBest(run);
-          if (this.pendingStart?.runId === runId) {
-            this.pendingStart.resolve();
-            this.pendingStart = undefined;
-          }
-          break;
-        case 'step_started':
-          run.evaluationsThisStep = 0;
-          break;
-        case 'evaluation_finished':
-          run.evaluationsThisStep++;
-          break;
-        case 'step_committed':
-          run.lastStep = event.step;
-          run.samplesPerSecond = event.samplesPerSecond;
-          if (event.runCostUsd !== undefined) run.costUsd = event.runCostUsd;
-          if (event.bestEver !== null) run.bestScore = event.bestEver;
-          if (run.state === 'running') run.message = `step ${event.step} committed`;
-          break;
-        case 'new_best':
-          run.bestScore = event.score;
-          run.bestId = event.id;
-          break;
-        case 'paused':
-          run.state = 'paused';
-          run.message = `paused after step ${event.step}`;
-          break;
-        case 'resumed':
-          run.state = 'running';
-          run.message = 'running';
-          break;
-        case 'run_finished':
-          run.state = event.reason === 'error' ? 'error' : 'finished';
-          run.finishReason = event.reason;
-          run.message = event.message;
-          if (event.best) {
-            run.bestScore = event.best.score;
-            run.bestId = event.best.id;
-          }
-          break;
-        case 'error':
-          if (event.fatal) run.message = event.message;
-          break;
-        case 'trainer_state': {
-          const awaiting = event.state.enabled ? (event.state.awaiting ?? null) : null;
-          if (awaiting !== null && awaiting !== run.trainerAwaiting)
-            log().warn(`[${runId}] the ${event.state.protocol} trainer at ${event.state.url}: awaiting its answer to ${awaiting}`);
-          run.trainerAwaiting = awaiting;
-          // A request it leaves unanswered is a wait for it too (the status bar names it).
-          const waitingFor = event.state.enabled && (event.state.waiting || awaiting !== null) ? event.state.url : null;
-          // The log says when a wait for the trainer begins and ends, naming it (the status bar shows it meanwhile).
-          if (waitingFor !== null && run.waitingForTrainer === null)
-            log().warn(`[${runId}] waiting for the ${event.state.protocol} trainer at ${waitingFor} (${event.state.mode} mode)`);
-          if (waitingFor === null && run.waitingForTrainer !== null)
-            log().info(`[${runId}] the wait for the trainer at ${run.waitingForTrainer} is over`);
-          run.waitingForTrainer = waitingFor;
-          break;
+      applyRunEvent(run, event, log());
+      if (event.type === 'run_started') {
+        if (event.resumedFromStep !== null) this.readBest(run);
+        if (this.pendingStart?.runId === runId) {
+          this.pendingStart.resolve();
+          this.pendingStart = undefined;
         }
-        case 'endpoint_state':
-          run.waitingForServer = event.waiting;
-          run.message = event.message;
-          break;
-        case 'evaluation_queue':
-          run.queue = {
-            pending: event.pending,
-            running: event.running,
-            done: event.done,
-            lost: event.lost,
-            failed: event.failed,
-            queueWaitMsP50: event.queueWaitMsP50,
-          };
-          break;
-        case 'endpoint_servers':
-          // Only inference jobs on SLURM are shown; a pool of thetaevolve.endpoint's servers alone has no jobs.
-          run.inferenceJobs = event.jobs?.length ? { jobs: event.jobs, servers: event.servers } : null;
-          break;
-        default:
-          break;
       }
     }
     this.eventEmitter.fire({ runId, event });
@@ -554,10 +429,7 @@ export class RunController implements vscode.Disposable {
       this.pendingStart = undefined;
     }
     if (!run) return;
-    if (run.state !== 'finished' && run.state !== 'error') {
-      run.state = failure ? 'error' : 'finished';
-      if (failure) run.message = failure;
-    }
+    closeTrackedRun(run, failure);
     this.current = undefined;
     this.last = run;
     this.changeEmitter.fire(undefined);

@@ -4,29 +4,15 @@
 // hand over a database (a cloned repository's runs folder), so a folder
 // outside the workspace folders and the bundled tasks, or a file outside the
 // workspace, is used only after a modal that names it, once per window.
-import { realpath } from 'node:fs/promises';
-import { isAbsolute, join, relative } from 'node:path';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../engine/common/errors';
+import { insideAnyFolder } from '../engine/steering/runTaskFolder';
 import { loadTask } from '../engine/task/task';
 import { showWarning } from './notify';
 
 /** What the person confirmed in this window: they are not asked twice. */
 const confirmed = new Set<string>();
-
-async function real(path: string): Promise<string> {
-  return realpath(path).catch(() => path);
-}
-
-/** Whether `path` (links followed) is one of `roots` or inside one. */
-async function insideAny(path: string, roots: readonly string[]): Promise<boolean> {
-  const target = await real(path);
-  for (const root of roots) {
-    const rel = relative(await real(root), target);
-    if (!rel.startsWith('..') && !isAbsolute(rel)) return true;
-  }
-  return false;
-}
 
 function workspaceRoots(): string[] {
   return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
@@ -50,7 +36,7 @@ async function evaluatorWords(taskDir: string): Promise<string> {
  */
 export async function confirmTaskFolder(extensionPath: string, taskDir: string, action: string): Promise<boolean> {
   if (confirmed.has(`task:${taskDir}`)) return true;
-  if (await insideAny(taskDir, [...workspaceRoots(), join(extensionPath, 'tasks')])) return true;
+  if (await insideAnyFolder(taskDir, [...workspaceRoots(), join(extensionPath, 'tasks')])) return true;
   const use = 'Use This Task Folder';
   const choice = await showWarning(
     `ThetaEvolve: ${action} runs the evaluator of a task folder outside this workspace. Use it?`,
@@ -68,7 +54,7 @@ export async function confirmTaskFolder(extensionPath: string, taskDir: string, 
 /** True when `file` may be written by Apply or follow-best: inside a workspace folder, or confirmed in a modal naming it. */
 export async function confirmProgramFile(file: vscode.Uri, action: string): Promise<boolean> {
   if (file.scheme !== 'file' || confirmed.has(`file:${file.fsPath}`)) return true;
-  if (await insideAny(file.fsPath, workspaceRoots())) return true;
+  if (await insideAnyFolder(file.fsPath, workspaceRoots())) return true;
   const write = 'Write This File';
   const choice = await showWarning(
     `ThetaEvolve: ${action} writes a file outside this workspace. Write it?`,

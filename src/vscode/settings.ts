@@ -32,6 +32,12 @@ function whereSet(config: vscode.WorkspaceConfiguration, key: string): string | 
   return undefined;
 }
 
+/** Whether a workspace's or a folder's settings give `key` (then its value is the workspace's, not the user's). */
+export function setByWorkspace(key: string, scope?: vscode.Uri): boolean {
+  const where = whereSet(vscode.workspace.getConfiguration(SECTION, scope ?? null), key);
+  return where === 'Folder Settings' || where === 'Workspace Settings';
+}
+
 /**
  * Read and validate every setting (defaults filled in). `scope`: the file the
  * run is about, so folder settings of a multi-root workspace apply.

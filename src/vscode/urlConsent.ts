@@ -1,5 +1,6 @@
 // A workspace must not silently redirect the requests that carry the user's
-// API key (thetaevolve.endpoint) or the rollouts (thetaevolve.trainer.url):
+// API key (thetaevolve.endpoint, the endpoints of thetaevolve.models) or the
+// rollouts (thetaevolve.trainer.url):
 // the User and Remote settings apply as they are; a value from a workspace's
 // (or folder's) settings is used only once the user allowed that very URL for
 // that workspace. The decision is kept in the workspace's state.
@@ -7,6 +8,7 @@ import * as vscode from 'vscode';
 import { showWarning } from './notify';
 import type { Settings } from '../engine/common/config';
 import { urlOriginLines } from '../engine/common/endpointUrls';
+import { ModelListSchema, type ModelSpec } from '../engine/common/models';
 
 const GUARDED = [
   { key: 'endpoint', what: 'sends the model requests, with your API key,' },
@@ -14,7 +16,15 @@ const GUARDED = [
   { key: 'novelty.embeddingEndpoint', what: 'sends the candidate code to embed' },
 ] as const satisfies readonly { key: keyof Settings; what: string }[];
 
-export type UrlKey = (typeof GUARDED)[number]['key'];
+/** thetaevolve.models: each model with an endpoint of its own receives its key (the run's, or the one its apiKeyName names). */
+const MODELS_WHAT = "sends a model's requests, with your API key or the key its apiKeyName names,";
+
+export type UrlKey = (typeof GUARDED)[number]['key'] | 'models';
+
+/** The endpoints of a models list that are their own (a model without one goes to thetaevolve.endpoint, guarded above), as one comma list. */
+function ownEndpoints(models: readonly ModelSpec[]): string {
+  return [...new Set(models.flatMap((m) => (m.endpoint !== undefined ? [m.endpoint] : [])))].join(', ');
+}
 
 /** How the user answers "use this workspace's URL?": use it, use the user-level value, or cancel the run. */
 export type UrlChoice = 'workspace' | 'user' | 'cancel';
@@ -63,6 +73,20 @@ export async function settingsWithAllowedUrls(
     if (choice === 'cancel') return undefined;
     if (choice === 'workspace') await state.update(stateKey(key), workspaceValue);
     else result = { ...result, [key]: userValue };
+  }
+  // thetaevolve.models from the workspace: its models' own endpoints, asked about as one list (declined: the User list).
+  const models = config.inspect<unknown>('models');
+  if ((models?.workspaceFolderValue ?? models?.workspaceValue) !== undefined) {
+    const workspaceValue = ownEndpoints(result.models);
+    const userModels = ModelListSchema.safeParse(models?.globalValue ?? []);
+    const userList = userModels.success ? userModels.data : [];
+    const userValue = ownEndpoints(userList);
+    if (workspaceValue !== '' && workspaceValue !== userValue && state.get<string>(stateKey('models')) !== workspaceValue) {
+      const choice = await ask({ key: 'models', workspaceValue, userValue, what: MODELS_WHAT });
+      if (choice === 'cancel') return undefined;
+      if (choice === 'workspace') await state.update(stateKey('models'), workspaceValue);
+      else result = { ...result, models: userList };
+    }
   }
   return result;
 }

@@ -25,13 +25,14 @@ import { type AssembledRun, assembleRun, isolationSummary, RunSetupError } from 
 import { bestSolutionFile } from '../engine/runFiles';
 import { listEvaluationOutputs, readEvaluationOutput } from '../engine/evaluationOutputs';
 import { parseRunMeta } from '../engine/common/runMeta';
-import { importedModules, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
+import { importedModules, interpreterPath, probePython, pythonFromEnvironment, taskUsesPython } from '../engine/python/interpreter';
 import { Evaluator, evaluatorOptionsFromSettings } from '../engine/sandbox/evaluator';
 import { loadTask } from '../engine/task/task';
 import { trainerStateEvent } from '../engine/trainer/bridge';
 import { blameOf, lineageOf } from '../engine/database/lineage';
 import { compareRunFiles, readOnlyRecordOf, runRecordOf } from '../engine/database/runComparison';
 import { type ClosableSteerEvaluator, steerRun } from '../engine/steering/steerRun';
+import { assertRunTaskFolderAllowed, bundledTasksDir } from '../engine/steering/runTaskFolder';
 import { queuedGuidance, readInbox } from '../engine/steering/inbox';
 import { runAgentTool } from '../engine/agentTools/handlers';
 import type { AgentToolHost } from '../engine/agentTools/host';
@@ -48,6 +49,8 @@ interface ActiveRun extends AssembledRun {
   inFlight: StepsInFlight;
   /** The inference server it waits for, or paused (null: neither). */
   waiting: string | null;
+  /** Aborted by Stop: also ends the wait for the trainer to take the run's last groups. */
+  stopAsked: AbortController;
 }
 
 const port = parentPort;
@@ -94,6 +97,7 @@ async function handle(message: HostToWorker): Promise<void> {
     case 'stop':
       if (!active && starting) return starting.abort();
       if (!active) return send({ type: 'protocolError', message: 'stop: no run is active', requestId: null });
+      active.stopAsked.abort();
       active.run.stop();
       return;
     case 'pause':
@@ -205,14 +209,14 @@ async function startRun(message: StartMessage): Promise<void> {
   } finally {
     starting = null;
   }
-  const current: ActiveRun = { ...assembled, runId, dbFile, inFlight, waiting: null };
+  const current: ActiveRun = { ...assembled, runId, dbFile, inFlight, waiting: null, stopAsked: new AbortController() };
   activeWhileStarting = current;
   active = current;
   if (toggleWhileStarting !== null) switchTrainer(current, toggleWhileStarting);
   readOnlyRuns.drop(dbFile);
   try {
     await current.run.run();
-    const pending = current.trainer.state().pendingGroups;
+    const pending = await deliverLastGroups(current, message.settings['trainer.syncTimeoutSeconds']);
     // What the trainer has not taken stays in the spool beside the database and goes out when the run resumes.
     if (pending > 0)
       log(
@@ -227,6 +231,21 @@ async function startRun(message: StartMessage): Promise<void> {
     readOnlyRuns.drop(dbFile);
     send({ type: 'runClosed', runId });
   }
+}
+
+/**
+ * A run's steps are over: the groups its committed steps released are handed to the trainer before the run
+ * closes, as the CLI's run does (asynchronous mode, or a trainer that was away, leaves some behind), waiting
+ * up to trainer.syncTimeoutSeconds; Stop ends the wait and they stay spooled. Resolves with the groups left.
+ */
+async function deliverLastGroups(run: ActiveRun, timeoutSeconds: number): Promise<number> {
+  const pending = run.trainer.state().pendingGroups;
+  if (pending === 0 || run.stopAsked.signal.aborted) return pending;
+  log(
+    'info',
+    `RL trainer: waiting up to ${timeoutSeconds} s for the trainer to take ${pending} spooled group(s) (Stop keeps them for the next run)`,
+  );
+  return run.trainer.flush(run.stopAsked.signal, timeoutSeconds * 1000);
 }
 
 async function answer(query: Query): Promise<unknown> {
@@ -337,11 +356,19 @@ async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryRes
 function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
   return async (meta) => {
     const task = await loadTask(meta.taskDir);
-    // The interpreter the run recorded: a program added later is scored in the run's environment.
+    // The interpreter resolved now, never the one the database names (a run database is data: docs/architecture.md
+    // "The researcher's Python"): the machine setting thetaevolve.python, else VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH.
+    const python = taskUsesPython(task)
+      ? await probePython(
+          settings.python.trim() !== ''
+            ? { path: interpreterPath(settings.python.trim(), process.env), source: 'thetaevolve.python' }
+            : pythonFromEnvironment(process.env),
+        )
+      : null;
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings(settings),
       concurrency: 1,
-      ...(meta.python ? { python: meta.python } : {}),
+      ...(python ? { python } : {}),
     });
     if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
     return evaluator;
@@ -358,7 +385,15 @@ function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolH
       const live = active && active.dbFile === resolve(file) ? active.run.database : null;
       return live ? Promise.resolve(use(live)) : readOnlyRuns.read(resolve(file), use);
     },
-    openEvaluator: taskEvaluatorFor(query.settings),
+    // No one can be asked here: a task folder the database names elsewhere is refused (the editor's Add This File to the Run asks).
+    openEvaluator: async (meta) => {
+      await assertRunTaskFolderAllowed(meta.taskDir, {
+        workspace: query.workspaceFolders,
+        runs: query.runsDirectories,
+        bundled: bundledTasksDir(),
+      });
+      return taskEvaluatorFor(query.settings)(meta);
+    },
     activity: (file) => {
       if (!active || active.dbFile !== resolve(file)) return null;
       const steps = active.inFlight.text();

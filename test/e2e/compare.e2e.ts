@@ -196,7 +196,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     await waitFor(() => view.locator('.monaco-list-row.selected').count(), {
       what: 'two runs selected',
       until: (n) => n === 2,
-      deadlineMs: 10_000,
+      deadlineMs: 60_000,
     });
     await second.click({ button: 'right' });
     const item = page.locator('.monaco-menu .action-item', { hasText: 'Compare Runs' }).first();
@@ -204,7 +204,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
     await page
       .locator('.monaco-menu .action-item.focused', { hasText: 'Compare Runs' })
       .first()
-      .waitFor({ state: 'visible', timeout: 10_000 });
+      .waitFor({ state: 'visible', timeout: 60_000 });
     await page.keyboard.press('Enter');
     const frame = await compareFrame(page);
     assertComparison(await pageFacts(frame), 'Runs view');
@@ -230,7 +230,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
       await waitFor(() => report.evaluate(() => document.body.dataset.rendered === 'true'), {
         what: 'the report rendered',
         until: (r) => r,
-        deadlineMs: 30_000,
+        deadlineMs: 60_000,
         intervalMs: 200,
       });
       assertComparison(await pageFacts(report), 'report');
@@ -310,7 +310,7 @@ describe('compare runs in the editor and as a report (code-server + Chromium)', 
       await waitFor(() => report.evaluate(() => document.body.dataset.rendered === 'true'), {
         what: 'the report rendered',
         until: (r) => r,
-        deadlineMs: 30_000,
+        deadlineMs: 60_000,
         intervalMs: 200,
       });
       assertSeparateTasks(await progressPanels(report), 'report');

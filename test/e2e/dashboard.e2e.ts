@@ -211,7 +211,7 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     return waitFor(() => canvasInk(frame), {
       what: `charts redrawn in the ${theme}`,
       until: (all) => all.length >= 6 && all.every((c) => c.inked > 500),
-      deadlineMs: 30_000,
+      deadlineMs: 60_000,
       intervalMs: 250,
     });
   }
@@ -340,15 +340,15 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     const dashboardTab = page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).first();
     await clickButton(frame, 'Show Diff');
     const diffTab = page.locator('.tabs-container .tab.active', { hasText: '\u2194' }).first();
-    await diffTab.waitFor({ state: 'visible', timeout: 30_000 });
+    await diffTab.waitFor({ state: 'visible', timeout: 60_000 });
     const diffTitle = (await diffTab.innerText()).trim();
     await runPaletteCommand(page, 'View: Keep Editor');
     await runPaletteCommand(page, 'ThetaEvolve: Open Evaluation Output');
     const firstOutput = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first();
-    await firstOutput.waitFor({ state: 'visible', timeout: 30_000 });
+    await firstOutput.waitFor({ state: 'visible', timeout: 60_000 });
     await firstOutput.click();
     const outputTab = page.locator('.tabs-container .tab.active', { hasText: 'output.log' }).first();
-    await outputTab.waitFor({ state: 'visible', timeout: 30_000 });
+    await outputTab.waitFor({ state: 'visible', timeout: 60_000 });
     const outputTitle = (await outputTab.innerText()).trim();
     await runPaletteCommand(page, 'View: Keep Editor');
     await dashboardTab.click();
@@ -396,14 +396,14 @@ describe('dashboard webview (code-server + Chromium, offline sampler)', () => {
     const tabNamed = (title: string) => page.locator('.tabs-container .tab', { hasText: title }).first();
     await tabNamed(diffTitle).click();
     const diff = page.locator('.monaco-diff-editor').first();
-    await diff.locator('.editor.modified .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
-    await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await diff.locator('.editor.modified .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 60_000 });
+    await diff.locator('.editor.original .view-lines', { hasText: 'EVOLVE-BLOCK-START' }).waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-dashboard-5b-restored-diff');
     await tabNamed(outputTitle).click();
     await page
       .locator('.editor-instance .view-lines', { hasText: /Evaluation\s+(initial|s\d+-p\d+)#\d+,\s+step\s+\d+\s+of\s+run/ })
       .first()
-      .waitFor({ state: 'visible', timeout: 30_000 });
+      .waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-dashboard-5c-restored-output');
     await dashboardTab.click();
     frame = await dashboardFrame(page, 60_000);

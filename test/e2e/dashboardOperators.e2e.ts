@@ -48,7 +48,7 @@ describe('dashboard page: operators beyond the paper', function () {
       'window.sent = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.sent.push(m), getState: () => undefined, setState: () => undefined });',
     );
     // The page listens once its charts are made, after its first paint, and then says `ready`: the host posts only after.
-    await page.waitForFunction("window.sent.some((m) => m.type === 'ready')", undefined, { timeout: 10_000 });
+    await page.waitForFunction("window.sent.some((m) => m.type === 'ready')", undefined, { timeout: 60_000 });
   });
 
   after(async () => {
@@ -72,7 +72,7 @@ describe('dashboard page: operators beyond the paper', function () {
     model.setDatabase(db, [1]);
     const snapshot = JSON.parse(JSON.stringify(model.snapshotMessage())) as unknown;
     await page.evaluate(`window.postMessage(${JSON.stringify(snapshot)}, '*')`);
-    await page.waitForSelector('.cascade-panel li', { timeout: 10_000 });
+    await page.waitForSelector('.cascade-panel li', { timeout: 60_000 });
     const stages = (await page.evaluate("[...document.querySelectorAll('.cascade-panel li')].map((li) => li.textContent)")) as string[];
     assert.deepEqual(stages, ['stage 1: 8 reached, 4 ended there', 'stage 2: 4 reached, 4 ended there']);
     assert.equal(await page.evaluate("document.querySelector('.cascade-panel').hidden"), false);

@@ -89,12 +89,12 @@ describe('foundation (code-server + Chromium)', () => {
     assert.ok(labels.includes('ThetaEvolve: Show Best Diff'));
     await page.keyboard.press('Enter');
     const toast = page.locator('.notifications-toasts .notification-list-item-message', { hasText: 'ThetaEvolve' });
-    await toast.first().waitFor({ state: 'visible', timeout: 30_000 });
+    await toast.first().waitFor({ state: 'visible', timeout: 60_000 });
   });
 
   it('shows the ThetaEvolve view in the activity bar, and the screenshot is not blank', async () => {
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
-    await page.getByText('No runs yet').first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.getByText('No runs yet').first().waitFor({ state: 'visible', timeout: 60_000 });
     const shot = await saveScreenshot(page, 'e2e-foundation-view');
     assert.ok(shot.distinctColours > 20, `screenshot ${shot.file} looks blank (${shot.distinctColours} colours)`);
   });
@@ -111,7 +111,7 @@ describe('foundation (code-server + Chromium)', () => {
     // Closed as soon as its tab is there (the new webview takes the focus from the palette, so not through the palette).
     const tab = page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' });
     await tab.locator('.tab-actions .action-label').first().click();
-    await waitFor(async () => (await tab.count()) === 0, { what: 'the first dashboard tab closed', deadlineMs: 10_000 });
+    await waitFor(async () => (await tab.count()) === 0, { what: 'the first dashboard tab closed', deadlineMs: 60_000 });
     await runPaletteCommand(page, 'ThetaEvolve: Open Dashboard');
     // Well within the 30 s a held fetch would cost.
     await dashboardFrame(page, 20_000);
@@ -147,12 +147,12 @@ describe('foundation (code-server + Chromium)', () => {
         const box = await warning.boundingBox();
         return box !== null && box.y + box.height <= (page.viewportSize()?.height ?? 0);
       },
-      { what: 'the warning toast whole in the window', deadlineMs: 10_000 },
+      { what: 'the warning toast whole in the window', deadlineMs: 60_000 },
     );
     assert.ok(await warning.getByRole('button', { name: 'Reload Window' }).isVisible(), 'Reload Window offered');
     await waitFor(async () => (await page.locator('.tabs-container .tab', { hasText: 'ThetaEvolve Dashboard' }).count()) === 0, {
       what: 'the blank dashboard tab closed',
-      deadlineMs: 10_000,
+      deadlineMs: 60_000,
     });
     await saveScreenshot(page, 'e2e-foundation-dashboard-did-not-load');
     assert.equal(await webviewsLeftToHang(page), 0);

@@ -128,7 +128,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     const item = page.locator('.statusbar-item', { hasText: 'SLURM' }).first();
     await item.hover();
     const hover = page.locator('.workbench-hover, .monaco-hover', { hasText: 'Inference jobs (SLURM)' }).first();
-    await hover.waitFor({ state: 'visible', timeout: 30_000 });
+    await hover.waitFor({ state: 'visible', timeout: 60_000 });
     // It fades in: the screenshot waits until it is fully drawn.
     await hover.evaluate((el) => Promise.all(el.getAnimations({ subtree: true }).map((a) => a.finished)));
     // One line per job, once both servers answered requests (the tooltip follows the run while it shows).
@@ -153,7 +153,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     await saveScreenshot(page, 'e2e-slurm-1b-status-bar-inference-jobs');
     // Away from the item, so the tooltip does not cover what the next tests look at.
     await page.mouse.move(700, 300);
-    await hover.waitFor({ state: 'hidden', timeout: 10_000 });
+    await hover.waitFor({ state: 'hidden', timeout: 60_000 });
   });
 
   it('shows the queue (pending, running, done, queue wait) on the dashboard', async () => {
@@ -223,7 +223,7 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
   it('names each evaluation\'s SLURM job in the "ThetaEvolve evaluations" terminal', async () => {
     await runPaletteCommand(page, 'View: Toggle Terminal');
     const terminal = page.locator('.terminal-wrapper .xterm-rows').first();
-    await terminal.waitFor({ state: 'visible', timeout: 30_000 });
+    await terminal.waitFor({ state: 'visible', timeout: 60_000 });
     const deadline = Date.now() + 60_000;
     let text = '';
     while (!/running as SLURM job \d+_\d+/.test(text) || !/step \d+ committed: best/.test(text)) {
@@ -254,16 +254,16 @@ describe('SLURM evaluation backend (code-server + Chromium, real single-node clu
     const jobcomp = join(cluster?.dir ?? '', 'log', 'jobcomp.log');
     await waitFor(() => readFileSync(jobcomp, 'utf8'), {
       what: "the completion log to list the run's jobs",
-      deadlineMs: 10_000,
+      deadlineMs: 60_000,
       until: (log) => runJobNames.every((name) => log.includes(`Name=${name} `)),
     });
     // The run holds no server job any more, nor a live queue: the SLURM item is gone.
-    await page.locator('.statusbar-item', { hasText: 'SLURM' }).first().waitFor({ state: 'hidden', timeout: 10_000 });
+    await page.locator('.statusbar-item', { hasText: 'SLURM' }).first().waitFor({ state: 'hidden', timeout: 60_000 });
     // The dashboard keeps the queue's last word: nothing pending or running.
     await frame
       .locator('.backend-queue', { hasText: /^SLURM: 0 pending, 0 running, \d+ done/ })
       .first()
-      .waitFor({ state: 'visible', timeout: 30_000 });
+      .waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-slurm-4-stopped');
   });
 });

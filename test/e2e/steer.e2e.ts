@@ -23,9 +23,9 @@ import { waitFor } from '../support/waitFor';
 async function chooseMenuItem(page: Page, label: string): Promise<void> {
   const item = page.locator('.monaco-menu .action-item', { hasText: label }).first();
   await item.hover();
-  await page.locator('.monaco-menu .action-item.focused', { hasText: label }).first().waitFor({ state: 'visible', timeout: 10_000 });
+  await page.locator('.monaco-menu .action-item.focused', { hasText: label }).first().waitFor({ state: 'visible', timeout: 60_000 });
   await page.keyboard.press('Enter');
-  await page.locator('.monaco-menu').first().waitFor({ state: 'hidden', timeout: 10_000 });
+  await page.locator('.monaco-menu').first().waitFor({ state: 'hidden', timeout: 60_000 });
 }
 
 const notification = (page: Page, text: string | RegExp) =>
@@ -69,7 +69,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
   it('saves guidance into the running run from its guidance document', async () => {
     await runPaletteCommand(page, 'ThetaEvolve: Edit Guidance');
     const tab = page.locator('.tabs-container .tab.active', { hasText: 'guidance.md' });
-    await tab.waitFor({ state: 'visible', timeout: 30_000 });
+    await tab.waitFor({ state: 'visible', timeout: 60_000 });
     await page.locator('.editor-instance .view-lines').first().click();
     await page.keyboard.type('Prefer circles that touch the border of the square.');
     await page.keyboard.press('Control+S');
@@ -100,7 +100,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await waitFor(async () => (await button.getAttribute('disabled')) === null, { what: 'the Lineage button enabled', deadlineMs: 60_000 });
     await button.click();
     const picks = page.locator('.quick-input-widget', { hasText: /Lineage of (step \d+ #\d+|initial)/ }).first();
-    await picks.waitFor({ state: 'visible', timeout: 30_000 });
+    await picks.waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-steer-3a-dashboard-lineage');
     await page.keyboard.press('Escape');
     await runPaletteCommand(page, 'View: Close Editor');
@@ -110,19 +110,19 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await page.locator('.activitybar .action-item a[aria-label^="ThetaEvolve"]').first().click();
     const view = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     const run = view.locator('.monaco-list-row', { hasText: 'circle-packing-' }).first();
-    await run.waitFor({ state: 'visible', timeout: 30_000 });
+    await run.waitFor({ state: 'visible', timeout: 60_000 });
     // The run is stopped: its rows no longer change under the pointer.
     const child = view.locator('.monaco-list-row', { hasText: /step [1-9]\d* #\d+ · / }).first();
     if (!(await child.isVisible())) await run.click();
-    await child.waitFor({ state: 'visible', timeout: 30_000 });
+    await child.waitFor({ state: 'visible', timeout: 60_000 });
     await child.click({ button: 'right' });
     await chooseMenuItem(page, 'Show Lineage');
     const picks = page.locator('.quick-input-widget .monaco-list-row');
-    await picks.first().waitFor({ state: 'visible', timeout: 30_000 });
+    await picks.first().waitFor({ state: 'visible', timeout: 60_000 });
     assert.ok((await picks.count()) >= 2, 'the program and at least its parent');
     await saveScreenshot(page, 'e2e-steer-3-lineage');
     await page.keyboard.press('Enter');
-    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 60_000 });
   });
 
   it('annotates a program document with the step, author and objective of each block of lines', async () => {
@@ -142,7 +142,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     const found = await waitFor(drawnAnnotations, {
       what: 'blame annotations on the program document',
       until: (drawn) => drawn.length >= 2,
-      deadlineMs: 30_000,
+      deadlineMs: 60_000,
       intervalMs: 500,
     });
     const annotations = found.map((a) => a.text);
@@ -172,10 +172,10 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     await page.mouse.move(spot.x - 5, spot.y);
     await page.mouse.move(spot.x, spot.y, { steps: 3 });
     const link = page.locator('.monaco-hover a', { hasText: /Open the diff of step \d+ #\d+/ }).first();
-    await link.waitFor({ state: 'visible', timeout: 30_000 });
+    await link.waitFor({ state: 'visible', timeout: 60_000 });
     await saveScreenshot(page, 'e2e-steer-5-blame-hover');
     await link.click();
-    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 60_000 });
     // The diff's narrow sides carry no annotation (the hovers stay).
     await waitFor(
       () =>
@@ -185,7 +185,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
               getComputedStyle(span, '::after').content.includes(' · '),
             ).length,
         ),
-      { what: 'no blame annotation drawn in the diff editor', until: (n) => n === 0, deadlineMs: 15_000, intervalMs: 250 },
+      { what: 'no blame annotation drawn in the diff editor', until: (n) => n === 0, deadlineMs: 60_000, intervalMs: 250 },
     );
     await saveScreenshot(page, 'e2e-steer-6-blame-diff');
   });
@@ -201,11 +201,11 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
     const applied = notification(page, /applied .* to initial\.py/);
     await waitFor(async () => (await replace.isVisible()) || (await applied.isVisible()), {
       what: 'Apply to File to ask or apply',
-      deadlineMs: 30_000,
+      deadlineMs: 60_000,
     });
     if (await replace.isVisible()) await replace.click();
-    await applied.waitFor({ state: 'visible', timeout: 30_000 });
-    await page.locator('.tabs-container .tab.active', { hasText: 'initial.py' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await applied.waitFor({ state: 'visible', timeout: 60_000 });
+    await page.locator('.tabs-container .tab.active', { hasText: 'initial.py' }).waitFor({ state: 'visible', timeout: 60_000 });
     // The EVOLVE-BLOCK's first lines in view (only lines in view are drawn).
     await page.locator('.editor-instance .view-lines').first().click();
     await page.keyboard.press('Control+Home');
@@ -216,7 +216,7 @@ describe('steer a run from the editor (code-server + Chromium, offline sampler)'
             .map((span) => getComputedStyle(span, '::after').content)
             .filter((content) => content.includes(' · ')),
         ),
-      { what: 'blame annotations on the file after Apply', until: (found) => found.length >= 2, deadlineMs: 30_000, intervalMs: 500 },
+      { what: 'blame annotations on the file after Apply', until: (found) => found.length >= 2, deadlineMs: 60_000, intervalMs: 500 },
     );
     assert.ok(
       annotations.some((a) => /step [1-9]\d*( #\d+)? · model/.test(a)),

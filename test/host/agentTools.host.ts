@@ -13,6 +13,13 @@ import { agentToolConfirmation } from '../../src/vscode/agentTools';
 import { waitFor } from '../support/waitFor';
 import { answeredDialogs, closed, liveRun, needDialogRunner, nextEvent, offlineRuns, skipBecause, stopRun } from './support';
 
+/** The text inside an agent tool's data block (the agent reads code between the block's two marker lines). */
+function dataOf(value: unknown): string {
+  const match = /^<<<DATA n=([0-9a-f]+): [^\n]*\n([\s\S]*)\nDATA n=\1>>>$/.exec(String(value));
+  assert.ok(match, `not a data block: ${String(value).slice(0, 80)}`);
+  return match[2] ?? '';
+}
+
 const GUIDANCE = 'Agent guidance: keep x an integer.';
 
 interface Answer {
@@ -88,12 +95,12 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
     const blame = await invoke('get_blame', { run: runId, program: 'best' });
     assert.ok((blame.json.lines as unknown[]).length > 0);
     const diff = await invoke('diff_programs', { run: runId, from: '0', to: 'best' });
-    assert.match(String(diff.json.diff), /^--- 0\n\+\+\+ /);
+    assert.match(String(diff.json.diff), /^<<<DATA n=[0-9a-f]+: [^\n]*\n--- 0\n\+\+\+ /);
 
     const guided = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'guidance', 'the guidance to be taken');
     assert.equal((await confirmed('set_guidance', { run: runId, text: GUIDANCE })).json.queued, true);
     await guided;
-    const code = String(best.json.code).replace(/return [^\n]*/, 'return 3 + 0 * 104729');
+    const code = dataOf(best.json.code).replace(/return [^\n]*/, 'return 3 + 0 * 104729');
     const entered = nextEvent(theta.controller, (e) => e.type === 'steered' && e.kind === 'add', 'the program to enter');
     assert.equal((await confirmed('add_program', { run: runId, code, note: 'agent' })).json.queued, true);
     const add = await entered;
@@ -135,7 +142,7 @@ describe('agent tools through vscode.lm.invokeTool (a live run and a stopped one
 
     const guidance = await confirmed('set_guidance', { run: runId, text: GUIDANCE });
     assert.equal(typeof guidance.json.step, 'number');
-    const code = String(best.json.code).replace(/return [^\n]*/, 'return 3 + 0 * 1299709');
+    const code = dataOf(best.json.code).replace(/return [^\n]*/, 'return 3 + 0 * 1299709');
     const added = await confirmed('add_program', { run: runId, code });
     assert.equal(typeof added.json.id, 'string', added.text);
     const id = String(added.json.id);

@@ -12,7 +12,8 @@ import { applyProgramToFile } from '../../src/vscode/applyProgram';
 import { compareProgramWithFile, programDiffTitle, showProgramDiff } from '../../src/vscode/diffViews';
 import { evolveBlockProblemOf, registerEvolveBlockLens } from '../../src/vscode/evolveBlockLens';
 import { addProgramLookup, type ProgramDocumentSource, type ProgramLookup, programUri } from '../../src/vscode/programDocuments';
-import { readSettings, SettingsError } from '../../src/vscode/settings';
+import { readModelApiKeys } from '../../src/vscode/apiKey';
+import { readSettings, setByWorkspace, SettingsError } from '../../src/vscode/settings';
 import { listBundledTaskChoices, listTaskChoices, pickTask, rememberTaskFile } from '../../src/vscode/taskPicker';
 import { settingsWithAllowedUrls } from '../../src/vscode/urlConsent';
 import { api, EXTENSION_ID, REPO_ROOT } from './support';
@@ -165,12 +166,10 @@ describe('editor: EVOLVE-BLOCK CodeLens and problems', () => {
     const uri = writeProgram('unbalanced.py', ['x = 1', '# EVOLVE-BLOCK-END', 'y = 2', ''].join('\n'));
     const document = await vscode.workspace.openTextDocument(uri);
     assert.match(evolveBlockProblemOf(document) ?? '', /EVOLVE-BLOCK-END on line 2 without an EVOLVE-BLOCK-START/);
-    const deadline = Date.now() + 5000;
-    let diagnostics = vscode.languages.getDiagnostics(uri);
-    while (diagnostics.length === 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      diagnostics = vscode.languages.getDiagnostics(uri);
-    }
+    const diagnostics = await waitFor(() => vscode.languages.getDiagnostics(uri), {
+      what: 'the unbalanced markers in Problems',
+      until: (found) => found.length > 0,
+    });
     assert.ok(
       diagnostics.some((d) => d.range.start.line === 1 && d.source === 'ThetaEvolve'),
       JSON.stringify(diagnostics),
@@ -383,6 +382,7 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
     for (const target of [vscode.ConfigurationTarget.Workspace, vscode.ConfigurationTarget.Global]) {
       await config().update('endpoint', undefined, target);
       await config().update('trainer.url', undefined, target);
+      await config().update('models', undefined, target);
     }
   });
 
@@ -433,6 +433,58 @@ describe('editor: endpoint and trainer URL from User and workspace settings', ()
     await settingsWithAllowedUrls(readSettings(), undefined, state, answer('user'));
     assert.equal(questions.at(-1), 'trainer.url: http://trainer.example:8000 vs ');
   });
+
+  // Issue 51 item 1: a cloned repository's .vscode/settings.json names a model at its own server, with an apiKeyName.
+  it("uses a workspace's model endpoints only with consent, and reads no environment variable a workspace's apiKeyName names", async () => {
+    const mine = [{ name: 'gpt-4.1', weight: 1 }];
+    const theirs = [{ name: 'gpt-4.1', endpoint: 'https://elsewhere.example/v1', apiKeyName: 'THETAEVOLVE_HOST_AWS_SECRET' }];
+    await config().update('endpoint', 'http://gpu-box:8000/v1', vscode.ConfigurationTarget.Global);
+    await config().update('models', mine, vscode.ConfigurationTarget.Global);
+    await config().update('models', theirs, vscode.ConfigurationTarget.Workspace);
+    const settings = readSettings();
+    assert.equal(settings.models[0]?.endpoint, 'https://elsewhere.example/v1');
+    const state = new MemoryState();
+    const questions: string[] = [];
+    const answer = (choice: 'workspace' | 'user' | 'cancel') => async (q: { key: string; workspaceValue: string; userValue: string }) => {
+      questions.push(`${q.key}: ${q.workspaceValue} vs ${q.userValue}`);
+      return choice;
+    };
+    assert.deepEqual((await settingsWithAllowedUrls(settings, undefined, state, answer('user')))?.models, mine, 'declined: the User list');
+    assert.equal(await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')), undefined, 'cancelled: no run');
+    assert.deepEqual(questions, Array(2).fill('models: https://elsewhere.example/v1 vs '));
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('workspace')))?.models[0]?.endpoint,
+      'https://elsewhere.example/v1',
+    );
+    assert.equal(
+      (await settingsWithAllowedUrls(settings, undefined, state, answer('cancel')))?.models[0]?.endpoint,
+      'https://elsewhere.example/v1',
+    );
+    assert.equal(questions.length, 3, 'allowed once: not asked again');
+    const contributed = extension().packageJSON.capabilities.untrustedWorkspaces.restrictedConfigurations as string[];
+    assert.ok(contributed.includes('thetaevolve.models'), 'an untrusted workspace cannot set it');
+
+    // Even allowed, its apiKeyName names a stored secret only, never a variable of the editor's environment.
+    process.env.THETAEVOLVE_HOST_AWS_SECRET = 'aws-secret';
+    const stored = new Map<string, string>();
+    const secrets = { get: async (key: string) => stored.get(key) } as unknown as vscode.SecretStorage;
+    try {
+      assert.equal(setByWorkspace('models'), true);
+      assert.deepEqual(await readModelApiKeys(secrets, settings, !setByWorkspace('models')), {});
+      stored.set('thetaevolve.apiKey.THETAEVOLVE_HOST_AWS_SECRET', 'stored-key');
+      assert.deepEqual(await readModelApiKeys(secrets, settings, !setByWorkspace('models')), { THETAEVOLVE_HOST_AWS_SECRET: 'stored-key' });
+      stored.clear();
+      // The same list in the User settings: the variable is the user's to name.
+      await config().update('models', undefined, vscode.ConfigurationTarget.Workspace);
+      await config().update('models', theirs, vscode.ConfigurationTarget.Global);
+      assert.equal(setByWorkspace('models'), false);
+      assert.deepEqual(await readModelApiKeys(secrets, readSettings(), !setByWorkspace('models')), {
+        THETAEVOLVE_HOST_AWS_SECRET: 'aws-secret',
+      });
+    } finally {
+      delete process.env.THETAEVOLVE_HOST_AWS_SECRET;
+    }
+  });
 });
 
 describe('editor: task picker', () => {
@@ -466,7 +518,7 @@ describe('editor: task picker', () => {
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
         },
-        { what: 'a task was picked', deadlineMs: 30_000 },
+        { what: 'a task was picked', deadlineMs: 60_000 },
       );
       await command;
     };
@@ -534,7 +586,7 @@ describe('editor: task picker', () => {
         await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
         return false;
       },
-      { what: 'the inputs question, cancelled', deadlineMs: 30_000 },
+      { what: 'the inputs question, cancelled', deadlineMs: 60_000 },
     );
     assert.equal(await cancelled, null);
     assert.deepEqual(readdirSync(specDir), ['sum_free.py']);
@@ -551,7 +603,7 @@ describe('editor: task picker', () => {
         await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
         return false;
       },
-      { what: 'the questions answered', deadlineMs: 30_000 },
+      { what: 'the questions answered', deadlineMs: 60_000 },
     );
     const result = (await written) as { taskFile: string; evaluatorFile: string | null } | null;
     assert.equal(result?.taskFile, join(specDir, 'sum_free', 'evaluator.py'));

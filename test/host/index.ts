@@ -18,7 +18,7 @@ export interface HostTestReport {
 export async function runAndReport(): Promise<HostTestReport> {
   // THETAEVOLVE_HOST_GREP runs only the tests whose full title matches (e.g. "SLURM").
   const grep = process.env.THETAEVOLVE_HOST_GREP;
-  const mocha = new Mocha({ ui: 'bdd', timeout: 30000, color: false, reporter: 'spec', ...(grep ? { grep } : {}) });
+  const mocha = new Mocha({ ui: 'bdd', timeout: 60_000, color: false, reporter: 'spec', ...(grep ? { grep } : {}) });
   mocha.suite.emit('pre-require', globalThis, 'host-suites', mocha);
   // Loaded only now, so describe/it exist when the suites register.
   await import('./suites');

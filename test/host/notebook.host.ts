@@ -123,7 +123,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
     assert.equal(readFileSync(notebookUri.fsPath, 'utf8'), onDisk, 'the .ipynb on disk is untouched');
 
     // Blame on the cell: its block's lines are annotated with the programs they came from, at the cell's own lines.
-    const annotations = await within(annotated, 15_000, 'blame annotations on the cell');
+    const annotations = await within(annotated, 60_000, 'blame annotations on the cell');
     const region = locateEvolveBlocks(applied).regions[0];
     assert.ok(region && annotations.length > 0);
     for (const a of annotations) assert.ok(a.line > region.startLine && a.line < region.endLine, `annotation at cell line ${a.line}`);
@@ -155,7 +155,7 @@ describe('notebook cells (an EVOLVE-BLOCK in a Jupyter code cell)', function () 
     await vscode.window.showNotebookDocument(notebook);
     await vscode.window.showTextDocument(cell.document);
     await vscode.commands.executeCommand('undo');
-    await waitFor(() => cell.document.getText(), { what: 'the cell restored by Undo', until: (t) => t === cellBefore, deadlineMs: 10_000 });
+    await waitFor(() => cell.document.getText(), { what: 'the cell restored by Undo', until: (t) => t === cellBefore, deadlineMs: 60_000 });
   });
 
   it('Start Run with the notebook in front evolves it, and thetaevolve.followBest puts each new best into the cell', async () => {

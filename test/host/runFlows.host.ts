@@ -18,7 +18,7 @@ import { MUTATE_SAMPLER_LABEL } from '../../src/engine/llm/mutateSampler';
 import { freePort } from '../support/freePort';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { waitFor } from '../support/waitFor';
-import { runIdStamp } from '../../src/engine/runFiles';
+import { runIdStamp, runLockFile } from '../../src/engine/runFiles';
 import { listRunFiles, type TrackedRun } from '../../src/vscode/runController';
 import { statusText } from '../../src/vscode/statusBar';
 import {
@@ -30,6 +30,7 @@ import {
   stopRun,
   taskCopy,
   thetaSettings,
+  watchShown,
   WORKSPACE,
   workspaceDir,
 } from './support';
@@ -120,7 +121,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const document = await vscode.workspace.openTextDocument(program);
         await waitFor(() => blockOf(document.getText()) === blockOf(bestProgram.code), {
           what: `the document holds the best program ${best.id}'s EVOLVE-BLOCK`,
-          deadlineMs: 10_000,
+          deadlineMs: 60_000,
         });
         assert.equal(outsideOf(document.getText()), outsideOf(original), 'only the EVOLVE-BLOCK changed');
         assert.equal(document.isDirty, true, 'followed, not saved');
@@ -205,7 +206,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       assert.equal(theta.controller.active?.state, 'paused');
       await waitFor(() => progress.some((p) => p.asked === 'pause' && p.outcome === 'paused'), {
         what: 'the Pause notification ended with the pause',
-        deadlineMs: 10_000,
+        deadlineMs: 60_000,
       });
       following.dispose();
       assert.deepEqual(
@@ -265,7 +266,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
       const finished = await closedRun;
       await waitFor(() => progress.some((p) => p.asked === 'stop' && p.outcome === 'stopped'), {
         what: 'the Stop notification ended with the run',
-        deadlineMs: 10_000,
+        deadlineMs: 60_000,
       });
       following.dispose();
       assert.ok(finished);
@@ -293,7 +294,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
           return false;
         },
-        { what: 'Resume Run returned after its pick was closed', deadlineMs: 30_000 },
+        { what: 'Resume Run returned after its pick was closed', deadlineMs: 60_000 },
       );
       await command;
       assert.equal(theta.controller.active, undefined, 'nothing was resumed');
@@ -311,7 +312,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
         },
-        { what: 'a run was picked', deadlineMs: 30_000 },
+        { what: 'a run was picked', deadlineMs: 60_000 },
       );
       await command;
       const run = theta.controller.active;
@@ -371,6 +372,76 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
     });
   });
 
+  describe('Start Run right after Stop Run (issue 59)', () => {
+    let program: vscode.Uri;
+
+    before(async () => {
+      ({ program } = await taskCopy(theta, 'flows-restart'));
+    });
+
+    after(async () => {
+      await stopRun(theta.controller);
+    });
+
+    /** A run of the program that committed a step: Stop then finds it between steps or in one, as a person would. */
+    const runningRun = async (): Promise<TrackedRun> => {
+      const committed = nextEvent(theta.controller, (e) => e.type === 'step_committed', 'a first committed step');
+      await vscode.commands.executeCommand('thetaevolve.startRun', program);
+      const run = theta.controller.active;
+      assert.ok(run, 'the run started');
+      await committed;
+      return run;
+    };
+
+    it('Start Run at once after Stop waits for the run to stop and starts the new one, never "still active"', async () => {
+      const shown = watchShown(theta);
+      try {
+        const first = await runningRun();
+        await vscode.commands.executeCommand('thetaevolve.stopRun');
+        await vscode.commands.executeCommand('thetaevolve.startRun', program);
+        const second = theta.controller.active;
+        assert.ok(second && second.runId !== first.runId, `a new run started (active: ${second?.runId ?? 'none'})`);
+        assert.equal(second.state, 'running');
+        assert.equal(first.state, 'finished');
+        assert.equal(first.finishReason, 'stopped');
+        assert.deepEqual(
+          shown.messages.filter((m) => /still active/.test(m.text)).map((m) => m.text),
+          [],
+        );
+      } finally {
+        shown.dispose();
+        await stopRun(theta.controller);
+      }
+    });
+
+    it('Start Run the moment the status bar says stopped starts the new run: by then the stopped run released its lock', async () => {
+      const first = await runningRun();
+      // Started from the change that first makes the status bar say "stopped", as a person watching it would.
+      const restarted = new Promise<{ lockHeld: boolean; started: Promise<unknown> }>((resolve) => {
+        const subscription = theta.controller.onDidChangeRun(() => {
+          const shownRun = theta.controller.latest;
+          if (shownRun?.runId !== first.runId || !/ · stopped/.test(statusText(shownRun))) return;
+          subscription.dispose();
+          resolve({
+            lockHeld: existsSync(runLockFile(first.dbFile)),
+            started: Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program)),
+          });
+        });
+      });
+      await vscode.commands.executeCommand('thetaevolve.stopRun');
+      const { lockHeld, started } = await restarted;
+      await started;
+      try {
+        assert.equal(lockHeld, false, 'the status bar said stopped while the run still held its lock');
+        const second = theta.controller.active;
+        assert.ok(second && second.runId !== first.runId, `a new run started (active: ${second?.runId ?? 'none'})`);
+        assert.equal(second.state, 'running');
+      } finally {
+        await stopRun(theta.controller);
+      }
+    });
+  });
+
   describe('Resume Run of a run whose task folder lost its task.json', () => {
     let program: vscode.Uri;
     let dir = '';
@@ -403,18 +474,18 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
             await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
             return false;
           },
-          { what: 'Resume Run returned', deadlineMs: 30_000 },
+          { what: 'Resume Run returned', deadlineMs: 60_000 },
         );
         await command;
         assert.equal(theta.controller.active, undefined, 'nothing runs');
         await waitFor(() => opened.some((t) => t.name.includes(LIVE_TERMINAL_NAME)), {
           what: 'the evaluations terminal of the resumed run opened',
-          deadlineMs: 15_000,
+          deadlineMs: 60_000,
         });
         // It stays, saying the start failed, and is the only one: the stopped run's was replaced.
         await waitFor(() => vscode.window.terminals.filter((t) => t.name.includes(LIVE_TERMINAL_NAME)).length === 1, {
           what: 'one evaluations terminal',
-          deadlineMs: 15_000,
+          deadlineMs: 60_000,
         });
         assert.equal(theta.controller.latest?.runId, runId, 'the last run of the window is still the stopped one');
         assert.equal(theta.controller.latest?.state, 'finished');
@@ -520,7 +591,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         await vscode.commands.executeCommand('thetaevolve.startRun', program);
         await waitFor(() => notices.find((n) => /not valid/.test(n.message)), {
           what: 'the invalid-start notification',
-          deadlineMs: 30_000,
+          deadlineMs: 60_000,
         });
         const start = notices.find((n) => /not valid/.test(n.message)) as RunFailureNotice;
         assert.match(start.message, /^ThetaEvolve: run flows-invalid-start-\S+: the starting program is not valid \(.*NameError.*chose/);
@@ -632,7 +703,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         const lines = await waitFor(() => editor.document.getText().split('\n'), {
           what: 'the markers around the selected lines',
           until: (l) => l.some((line) => line.includes('EVOLVE-BLOCK-START')),
-          deadlineMs: 20_000,
+          deadlineMs: 60_000,
         });
         assert.deepEqual(lines.slice(2, 6), ['# EVOLVE-BLOCK-START', 'def f(x):', '    return x * 2', '# EVOLVE-BLOCK-END']);
       } finally {
@@ -718,7 +789,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
               if (atProgram().get('endpoint') !== url) await thetaSettings().update('endpoint', url, vscode.ConfigurationTarget.Global);
               return atProgram().get('endpoint') === url;
             },
-            { what: 'the endpoint setting to read back', deadlineMs: 30_000 },
+            { what: 'the endpoint setting to read back', deadlineMs: 60_000 },
           );
           offers.length = 0;
           command = Promise.resolve(vscode.commands.executeCommand('thetaevolve.startRun', program));
@@ -891,7 +962,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         });
         await waitFor(() => liveTerminals().length === 1, {
           what: `one evaluations terminal (saw ${liveTerminals().length})`,
-          deadlineMs: 15_000,
+          deadlineMs: 60_000,
         });
         await stopRun(theta.controller);
       } finally {
@@ -942,7 +1013,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
         },
-        { what: 'an evaluation was picked', deadlineMs: 30_000 },
+        { what: 'an evaluation was picked', deadlineMs: 60_000 },
       );
       await opening;
       const shown = vscode.window.activeTextEditor?.document;
@@ -969,7 +1040,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
           return false;
         },
-        { what: 'an evaluation of the run was picked', deadlineMs: 30_000 },
+        { what: 'an evaluation of the run was picked', deadlineMs: 60_000 },
       );
       await fromView;
       assert.equal(vscode.window.activeTextEditor?.document.uri.scheme, OUTPUT_SCHEME);
@@ -1014,7 +1085,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
           tasks = await vscode.tasks.fetchTasks({ type: EVALUATION_TASK_TYPE });
           return tasks.filter((t) => t.name.startsWith('flows: ')).length === 3;
         },
-        { what: 'the tasks.json tasks are known', deadlineMs: 30_000 },
+        { what: 'the tasks.json tasks are known', deadlineMs: 60_000 },
       );
       const invalid = tasks.find((t) => t.name === 'flows: evaluate invalid');
       assert.deepEqual(invalid?.definition, { type: 'thetaevolve', task: 'flows-eval', program: 'flows-eval/invalid.py' });
@@ -1028,7 +1099,7 @@ describe('run flows (follow best, pause / resume, resume from disk, evaluations 
         for (const name of ['flows: evaluate initial', 'flows: evaluate invalid', 'flows: evaluate missing']) {
           const task = tasks.find((t) => t.name === name) as vscode.Task;
           await vscode.tasks.executeTask(task);
-          await waitFor(() => ended[name] === true, { what: `${name} ended`, deadlineMs: 30_000 });
+          await waitFor(() => ended[name] === true, { what: `${name} ended`, deadlineMs: 60_000 });
         }
         // The initial and the invalid program are evaluated (the terminal reports the invalid one's status and reason);
         // a program that cannot be read ends the task with an error.

@@ -49,7 +49,7 @@ async function acceptingPicks(command: string, ...args: unknown[]): Promise<unkn
       await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
       return false;
     },
-    { what: `${command} returned`, deadlineMs: 30_000 },
+    { what: `${command} returned`, deadlineMs: 60_000 },
   );
   return result;
 }

@@ -54,7 +54,7 @@ export function nextEvent(
 }
 
 /** Resolves with the run once it closed. */
-export function closed(controller: Controller, timeoutMs = 30_000): Promise<TrackedRun> {
+export function closed(controller: Controller, timeoutMs = 60_000): Promise<TrackedRun> {
   return new Promise((resolvePromise, reject) => {
     const timer = setTimeout(() => reject(new Error('the run did not close')), timeoutMs);
     const sub = controller.onDidCloseRun((run) => {
@@ -126,7 +126,7 @@ export async function applySettings(writes: readonly SettingWrite[], scope: vsco
         await config().update(key, value, target);
         return false;
       },
-      { what: `thetaevolve.${key} to read back as written`, deadlineMs: 30_000 },
+      { what: `thetaevolve.${key} to read back as written`, deadlineMs: 60_000 },
     );
   }
   return async () => {
@@ -185,7 +185,7 @@ export async function acceptingPicks<T>(command: () => Thenable<T>, what: string
       await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
       return false;
     },
-    { what, deadlineMs: 30_000 },
+    { what, deadlineMs: 60_000 },
   );
   return running;
 }
@@ -251,7 +251,7 @@ export async function renderedNotification(part: string): Promise<{ notification
       runnerLog().find(
         (line): line is { notification: string; links: string[] } => 'notification' in line && line.notification.includes(part),
       ),
-    { what: `the notification with "${part}" on screen`, deadlineMs: 30_000 },
+    { what: `the notification with "${part}" on screen`, deadlineMs: 60_000 },
   );
   assert.ok(shown);
   return shown;
@@ -328,7 +328,7 @@ export async function plantedRun(runId: string, meta: Record<string, unknown> = 
 export async function runRow(theta: ThetaEvolveApi, runId: string): Promise<RunNode> {
   const row = await waitFor(async () => (await theta.tree.getChildren()).find((n) => n.kind === 'run' && n.runId === runId), {
     what: `run ${runId} in the Runs view`,
-    deadlineMs: 30_000,
+    deadlineMs: 60_000,
   });
   assert.ok(row?.kind === 'run');
   return row;

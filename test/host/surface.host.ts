@@ -13,6 +13,7 @@ import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { languageModelToolName } from '../../src/engine/agentTools/definitions';
 import type { ThetaEvolveApi } from '../../src/extension';
 import type { FollowOutcome } from '../../src/vscode/followBest';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
@@ -273,5 +274,28 @@ describe('surface: a run database naming a task folder or a file outside the wor
       await stopRun(theta.controller);
       await thetaSettings().update('followBest', undefined, WORKSPACE);
     }
+  });
+
+  it('add_program, a language-model tool, on it: refused naming the folder (no one can be asked there); nothing is evaluated or added', async () => {
+    const dbFile = await plantedRun('surface-agent-add', { taskDir: outsideTask, programPath: outsideProgram });
+    const before = readFileSync(dbFile);
+    const code = readFileSync(outsideProgram, 'utf8').replace('    return 1', '    return 2.875  # the agent');
+    // The tool's own confirmation is answered Yes by the runner: the refusal is the worker's.
+    await assert.rejects(
+      Promise.resolve(
+        vscode.lm.invokeTool(languageModelToolName('add_program'), {
+          input: { run: 'surface-agent-add', code },
+          toolInvocationToken: undefined,
+        }),
+      ),
+      (err: unknown) => {
+        const text = err instanceof Error ? err.message : String(err);
+        assert.match(text, /add_program refused: the run's database names the task folder /);
+        assert.ok(text.includes(outsideTask), `the refusal names the folder: ${text}`);
+        assert.match(text, /a database is data anyone can hand over/);
+        return true;
+      },
+    );
+    assert.deepEqual(readFileSync(dbFile), before, 'the database is as it was');
   });
 });

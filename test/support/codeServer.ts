@@ -335,7 +335,7 @@ export function screenshotOnFailure(prefix: string, page: () => Page | undefined
 }
 
 /** Picks the entry of an open quick pick whose row contains `text`. */
-export async function pickQuickInputItem(page: Page, text: string, timeoutMs = 30_000): Promise<void> {
+export async function pickQuickInputItem(page: Page, text: string, timeoutMs = 60_000): Promise<void> {
   const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
   await row.waitFor({ state: 'visible', timeout: timeoutMs });
   await row.click();

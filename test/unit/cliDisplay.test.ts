@@ -12,6 +12,7 @@ import { tempDir } from '../support/tempDirs';
 const FIXTURE = resolve(__dirname, '../fixtures/tasks/quadratic');
 const ESC = '\u001b';
 const BEL = '\u0007';
+const CSI = '\u009b';
 /** Any control character but newline and tab, and the format characters (bidi overrides, zero-width). */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}]/u;
@@ -65,5 +66,53 @@ describe('CLI: lines for people are filtered', function () {
     assert.equal(code, 1);
     assert.doesNotMatch(stderr, UNSAFE, stderr);
     assert.match(stderr, /gone\]8;;https:\/+evil\.examplex\.sqlite: no such run database/);
+  });
+
+  // Issue 51 item 8: the attacker's text is a candidate's stderr and a program's own code.
+  it("quotes a candidate's stderr without its [label](command:...) link, as the notifications show it", async () => {
+    const dir = tempDir('thetaevolve-clidisplay-');
+    cpSync(FIXTURE, join(dir, 'task'), { recursive: true });
+    const program = join(dir, 'program.py');
+    writeFileSync(
+      program,
+      'import sys\n# EVOLVE-BLOCK-START\nx = 3\n# EVOLVE-BLOCK-END\n' +
+        'sys.stderr.write("see [Fix it](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22rm%22%7D) or <command:x.y>\\n")\n' +
+        'sys.exit(3)\n',
+    );
+    const shown = await runCli(['evaluate', join(dir, 'task'), program], dir);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /the program exited with code 3/, shown.stdout);
+    assert.match(
+      shown.stdout,
+      /see \[Fix it\] \(command: workbench\.action\.terminal\.sendSequence\?%7B%22text%22%3A%22rm%22%7D\) or < command: x\.y>/,
+    );
+    assert.doesNotMatch(shown.stdout, /\]\(|command:\S|<command:/, shown.stdout);
+  });
+
+  it('db --json writes the C1 controls of a stored program (U+009B is CSI) as \\u escapes, and parses to the same text', async () => {
+    const dir = tempDir('thetaevolve-clidisplay-');
+    cpSync(FIXTURE, join(dir, 'task'), { recursive: true });
+    const code = readFileSync(join(dir, 'task', 'initial.py'), 'utf8') + `# \u009b2J\u009b1;1H cleared \u0085 ${ESC}[31m \u202Eend\n`;
+    const program = join(dir, 'program.py');
+    writeFileSync(program, code);
+    const db = join(dir, 'run.sqlite');
+    const run = await runCli(
+      ['run', join(dir, 'task'), '--sampler', 'mutate', '--program', program, '--steps', '1', '--batch', '1', '--samples', '1', '--db', db],
+      dir,
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const guidance = `think ${CSI}2J harder`;
+    writeFileSync(join(dir, 'guidance.txt'), guidance);
+    assert.equal((await runCli(['steer', db, '--guidance', join(dir, 'guidance.txt')], dir)).code, 0);
+    for (const args of [['--best', '--json'], ['--json']]) {
+      const shown = await runCli(['db', db, ...args], dir);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.doesNotMatch(shown.stdout, UNSAFE, `db ${args.join(' ')} printed a raw control or format character`);
+      assert.match(shown.stdout, /\\u009b/);
+    }
+    const best = JSON.parse((await runCli(['db', db, '--best', '--json'], dir)).stdout) as { code: string };
+    assert.equal(best.code.includes(`\u009b2J\u009b1;1H cleared \u0085 ${ESC}[31m \u202Eend`), true, 'the JSON parses to the exact code');
+    const report = JSON.parse((await runCli(['db', db, '--json'], dir)).stdout) as { guidance: Array<{ text: string | null }> };
+    assert.equal(report.guidance.at(-1)?.text, guidance);
   });
 });

@@ -175,13 +175,11 @@ describe('conformance: published reference solutions', function () {
           const expected = expectations.find((e) => e.file === file && e.name === entry.name) as Expectation;
           const heights = entry.list as number[];
           assert.equal(heights.length, expected.n, `${entry.name} length`);
-          const started = performance.now();
           const result = await score(task, { heights }, `heights-${i}.json`);
           assert.equal(result.status, 'ok', `${entry.name}: ${result.reason}`);
           const objective = result.objective as number;
           assert.ok(relativeError(objective, expected.objective) <= 1e-9, `${entry.name}: ${objective} vs ${expected.objective}`);
           assert.equal(result.score, task.direction === 'minimize' ? 1 / objective : objective);
-          assert.ok(performance.now() - started < 15000, `${entry.name} took ${performance.now() - started} ms`);
         }),
       );
     });

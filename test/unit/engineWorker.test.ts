@@ -3,7 +3,7 @@
 // malformed-message cases, through a bare Worker.
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { defaultSettings, type Settings } from '../../src/engine/common/config';
@@ -13,6 +13,10 @@ import { enqueueSteer } from '../../src/engine/steering/inbox';
 import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 import { tempDir } from '../support/tempDirs';
+import { runCli } from '../support/cli';
+import { loadSqlJs } from '../../src/engine/database/sqlite';
+
+const DEBIAN_PYTHON = '/usr/bin/python3';
 
 const WORKER = resolve(__dirname, '../../src/worker/engineWorker.ts');
 const TASK_DIR = resolve(__dirname, '../fixtures/tasks/quadratic');
@@ -273,14 +277,24 @@ describe('engine worker thread', function () {
     assert.ok((await missingTask).startFailed);
   });
 
-  it('sends rollouts to the RL trainer once the toggle turns it on mid-run, and refuses atropos without token ids', async () => {
+  it('sends rollouts to the RL trainer once the toggle turns it on mid-run, and refuses atropos without token ids', async function () {
+    // Two runs of several steps: on a loaded machine more than the suite's minute, which would mean nothing here.
+    this.timeout(180_000);
     const trainer = await startSlimeTestServer({ groupSize: 2 });
     try {
-      const settings = smallSettings({ maxSteps: 3, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
-      // Turned on when step 2 starts: step 1 is over then, its trainer hook included (at step_committed the hook had not run yet, and a
-      // toggle landing before it sent step 1 too).
+      const maxSteps = 4;
+      const settings = smallSettings({ maxSteps, 'trainer.url': trainer.url, 'trainer.protocol': 'slime' });
+      // The toggle goes out while the run is paused: a toggle posted while steps run lands at whichever step the
+      // worker is at then (a step committed before it is not sent), so the steps it covers would depend on the
+      // machine's speed. Paused, no step is in flight: exactly the steps after the pause are sent.
+      let pausedAfter: number | null = null;
       const done = collectRun(host, 'rl', (event) => {
-        if (event.type === 'step_started' && event.step === 2) host.setTrainerEnabled(true);
+        if (event.type === 'step_committed' && event.step === 1) host.pause();
+        if (event.type === 'paused') {
+          pausedAfter = event.step;
+          host.setTrainerEnabled(true);
+          host.resume();
+        }
       });
       host.start({
         runId: 'rl',
@@ -300,8 +314,13 @@ describe('engine worker thread', function () {
         states.some((s) => s?.enabled && s.connected),
         `never connected: ${JSON.stringify(states)}`,
       );
-      // Steps 2 and 3 (after the toggle): B=2 groups of n=2 each; step 1 was committed before it.
-      assert.equal(trainer.received.filter((r) => !r.repeat).length, 2 * 2 * 2);
+      // Paused after step 1 (or a later one the pause reached first), never at the end: the run went on after the toggle.
+      assert.ok(pausedAfter !== null && pausedAfter >= 1 && pausedAfter < maxSteps, `paused after step ${String(pausedAfter)}`);
+      // Each step after the pause, B=2 groups of n=2 each; none of the steps committed before it.
+      const sent = trainer.received.filter((r) => !r.repeat);
+      const after = Array.from({ length: maxSteps - pausedAfter }, (_, i) => (pausedAfter as number) + 1 + i);
+      assert.deepEqual([...new Set(sent.map((r) => r.item.extra_info.step))].sort(), after);
+      assert.equal(sent.length, after.length * 2 * 2);
       assert.equal(events.at(-1)?.type, 'run_finished');
 
       const atropos = collectRun(host, 'rl-atropos');
@@ -316,6 +335,42 @@ describe('engine worker thread', function () {
         resume: false,
       });
       assert.match((await atropos).startFailed ?? '', /token ids/);
+    } finally {
+      await trainer.close();
+    }
+  });
+
+  it('a run whose steps are over hands what it spooled to the trainer before it closes (asynchronous mode, the trainer away until then)', async () => {
+    const trainer = await startSlimeTestServer({ groupSize: 2 });
+    await trainer.goDown();
+    try {
+      const done = collectRun(host, 'rl-last', (event) => {
+        // Back only once the run's steps are over: everything they spooled is still to go then.
+        if (event.type === 'run_finished') void trainer.comeUp();
+      });
+      host.start({
+        runId: 'rl-last',
+        dbFile: join(scratch, 'rl-last.sqlite'),
+        taskDir: TASK_DIR,
+        startCode: null,
+        startPath: null,
+        settings: smallSettings({
+          maxSteps: 2,
+          'trainer.enabled': true,
+          'trainer.mode': 'async',
+          'trainer.url': trainer.url,
+          'trainer.protocol': 'slime',
+          'trainer.syncTimeoutSeconds': 600,
+        }),
+        apiKey: null,
+        resume: false,
+      });
+      const { startFailed } = await done;
+      assert.equal(startFailed, null);
+      // Closed only once both steps' groups (B=2 of n=2 each) were handed over.
+      const sent = trainer.received.filter((r) => !r.repeat);
+      assert.deepEqual([...new Set(sent.map((r) => r.item.extra_info.step))].sort(), [1, 2]);
+      assert.equal(sent.length, 2 * 2 * 2);
     } finally {
       await trainer.close();
     }
@@ -378,10 +433,53 @@ describe('engine worker thread', function () {
       host.stop();
       const { startFailed } = await done;
       assert.equal(startFailed, 'stopped before the run started');
-      assert.ok(Date.now() - stopAt < 5_000, 'the start was abandoned at once');
+      // The endpoint check would wait for its request timeout (15 minutes): a minute means it never did.
+      assert.ok(Date.now() - stopAt < 60_000, 'the start was abandoned, not waited out');
     } finally {
       silent.close();
     }
+  });
+
+  it('adds a program to a stopped run with the interpreter resolved now, never the one its database names', async function () {
+    this.timeout(180_000);
+    // A handed-over database naming a planted interpreter (a script that fails every candidate) and its folder as a prefix.
+    const taskDir = join(scratch, 'python-task');
+    cpSync(TASK_DIR, taskDir, { recursive: true });
+    const taskJson = readFileSync(join(taskDir, 'task.json'), 'utf8').replaceAll('"/usr/bin/python3"', '"{python}"');
+    writeFileSync(join(taskDir, 'task.json'), taskJson);
+    const file = join(scratch, 'planted-python.sqlite');
+    const created = await runCli(
+      ['run', taskDir, '--db', file, '--steps', '1', '--set', 'sampler=mutate', '--set', 'batchSize=1', '--set', 'samplesPerPrompt=1'],
+      scratch,
+      {
+        PATH: '/usr/bin:/bin',
+      },
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const planted = join(scratch, 'planted');
+    mkdirSync(planted);
+    writeFileSync(join(planted, 'python3'), '#!/bin/sh\nexit 7\n', { mode: 0o755 });
+    const SQL = await loadSqlJs();
+    const raw = new SQL.Database(readFileSync(file));
+    const meta = JSON.parse(String(raw.exec("SELECT value FROM meta WHERE key = 'run_meta'")[0]?.values[0]?.[0])) as Record<
+      string,
+      unknown
+    >;
+    meta.python = { executable: join(planted, 'python3'), source: 'PATH', version: '3.11.2', prefixes: [planted], packages: {} };
+    raw.run("UPDATE meta SET value = ? WHERE key = 'run_meta'", [JSON.stringify(meta)]);
+    writeFileSync(file, raw.export());
+    raw.close();
+    const initial = readFileSync(join(taskDir, 'initial.py'), 'utf8');
+    const added = await host.query(
+      {
+        kind: 'steer',
+        dbFile: file,
+        request: { kind: 'add', code: initial.replace(/return \d+/, 'return 3') },
+        settings: smallSettings({ python: DEBIAN_PYTHON }),
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.ok('id' in added && added.outcome === 'valid', JSON.stringify(added));
   });
 
   it('answers a malformed message with a clear error and keeps serving', async () => {

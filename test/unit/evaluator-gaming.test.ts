@@ -25,7 +25,7 @@ function rawC1(h: readonly number[]): number {
 }
 
 describe('bundled evaluators: no scale or tolerance gaming', function () {
-  this.timeout(30000);
+  this.timeout(60_000);
   let dir: string;
   before(() => {
     dir = tempDir('te-gaming-');

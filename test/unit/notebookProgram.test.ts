@@ -49,7 +49,7 @@ describe('notebook cells as one program', () => {
   });
 
   it('runs as a plain Python script (magics and shell lines are comments): the cells after the evolved one run too', function () {
-    this.timeout(20_000);
+    this.timeout(60_000);
     const dir = tempDir('thetaevolve-notebook-');
     const script = join(dir, 'program.py');
     writeFileSync(script, assembleNotebookProgram(CELLS, 'q.ipynb').text);

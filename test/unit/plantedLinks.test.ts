@@ -2,11 +2,27 @@
 // its folder (issue 42 item 5): convert and FunSearch conversion refuse a link
 // at a name they write, leaving its target as it was; an OpenEvolve folder
 // whose initial program or evaluator links to a "credentials" file outside,
-// or a task.json whose initialProgram does, is refused saying so.
+// a task.json whose initialProgram does, or a release folder whose program,
+// evaluator, verify.py or config does (issue 51 item 7), is refused saying so.
 import { strict as assert } from 'node:assert';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { runAgentTool } from '../../src/engine/agentTools/handlers';
+import { type AgentToolHost, readRunFile } from '../../src/engine/agentTools/host';
 import { assertFolderInside, NewFileError } from '../../src/engine/newFiles';
+import { runControlFile } from '../../src/engine/runFiles';
+import { requestRunControl } from '../../src/engine/steering/runControl';
 import { CONVERTED_FILES } from '../../src/engine/task/convert';
 import { loadTask, TaskError } from '../../src/engine/task/task';
 import { runCli } from '../support/cli';
@@ -15,6 +31,7 @@ import { tempDir } from '../support/tempDirs';
 const OPENEVOLVE = resolve(__dirname, '../fixtures/openevolve/triangle_area');
 const CAP_SET = resolve(__dirname, '../fixtures/funsearch/sum_free.py');
 const QUADRATIC = resolve(__dirname, '../fixtures/tasks/quadratic');
+const RELEASE = resolve(__dirname, '../fixtures/release/tiny_sum');
 const SECRET = '[default]\naws_secret_access_key = not-for-the-model\n';
 
 describe('planted links', function () {
@@ -72,6 +89,33 @@ describe('planted links', function () {
       assert.doesNotMatch(stderr, /not-for-the-model/);
     });
 
+  for (const name of [
+    'initial_programs/initial_program.py',
+    'evaluators/evaluator_modular.py',
+    'evaluators/verify.py',
+    'configs/config_tiny_sum_it_S.yaml',
+  ])
+    it(`a release folder whose ${name} links to a file outside it is refused, naming where it leads`, async () => {
+      const folder = join(dir, 'tiny_sum');
+      cpSync(RELEASE, folder, { recursive: true });
+      const file = join(folder, name);
+      // What it leads to is a well-formed file of its kind: only where it lies is wrong.
+      const outside = join(dir, basename(name));
+      cpSync(file, outside);
+      symlinkSync(outside, `${file}.link`);
+      renameSync(`${file}.link`, file);
+      await assert.rejects(loadTask(folder), (err: unknown) => {
+        assert.ok(err instanceof TaskError);
+        assert.match(err.message, new RegExp(`resolves to ${outside.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, outside the task folder`));
+        return true;
+      });
+      // A link that stays inside the folder is fine (git stores links).
+      rmSync(file);
+      cpSync(join(RELEASE, name), join(folder, `${name}.real`));
+      symlinkSync(join(folder, `${name}.real`), file);
+      assert.equal((await loadTask(folder)).dir, folder);
+    });
+
   it('a task.json whose initialProgram is a link out of the folder is refused; one inside it is read', async () => {
     const folder = join(dir, 'task');
     cpSync(QUADRATIC, folder, { recursive: true });
@@ -84,6 +128,61 @@ describe('planted links', function () {
     symlinkSync(join(folder, 'initial.py'), join(folder, 'inside.py'));
     writeFileSync(taskFile, JSON.stringify({ ...raw, initialProgram: 'inside.py' }));
     assert.equal((await loadTask(folder)).initialProgramPath, join(folder, 'inside.py'));
+  });
+
+  describe('run databases and the files written beside them (issue 51 item 7)', () => {
+    let runs: string;
+    let outsideDb: string;
+    before(async () => {
+      const made = tempDir('thetaevolve-links-run-');
+      outsideDb = join(made, 'private.sqlite');
+      const run = await runCli(
+        ['run', QUADRATIC, '--sampler', 'mutate', '--steps', '1', '--batch', '1', '--samples', '1', '--db', outsideDb],
+        made,
+      );
+      assert.equal(run.code, 0, run.stderr);
+    });
+    beforeEach(() => {
+      runs = join(dir, 'runs');
+      mkdirSync(runs);
+      cpSync(outsideDb, join(runs, 'mine.sqlite'));
+    });
+
+    it('the agent tools list and open only the databases in the runs folder, never one a link there leads to', async () => {
+      symlinkSync(outsideDb, join(runs, 'planted.sqlite'));
+      const host: AgentToolHost = {
+        runsDirectories: [runs],
+        runFiles: [],
+        trusted: true,
+        read: readRunFile,
+        openEvaluator: () => Promise.reject(new Error('nothing is evaluated here')),
+      };
+      const listed = await runAgentTool('list_runs', {}, host);
+      assert.equal(listed.ok, true, listed.text);
+      assert.deepEqual(
+        (listed.ok ? (listed.data.runs as { id: string }[]) : []).map((r) => r.id),
+        ['mine'],
+      );
+      const status = await runAgentTool('run_status', { run: 'planted' }, host);
+      assert.equal(status.ok, false);
+      assert.match(status.text, /no run "planted": the runs are: mine/);
+    });
+
+    it('db --best --output (the helper report --output uses) and a run control request never write through a link planted at the temporary name', async () => {
+      const victim = join(dir, 'victim.txt');
+      writeFileSync(victim, SECRET);
+      const db = join(runs, 'mine.sqlite');
+      const out = join(dir, 'best.py');
+      // The names an earlier version wrote to first: predictable from the process id.
+      symlinkSync(victim, `${out}.${process.pid}.tmp`);
+      symlinkSync(victim, `${runControlFile(db)}.${process.pid}.tmp`);
+      const best = await runCli(['db', db, '--best', '--output', out], dir);
+      assert.equal(best.code, 0, best.stderr);
+      await requestRunControl(db, 'pause', 'researcher');
+      assert.equal(readFileSync(victim, 'utf8'), SECRET, 'written through a planted link');
+      assert.ok(lstatSync(out).isFile() && lstatSync(runControlFile(db)).isFile(), 'the files themselves were written');
+      assert.match(readFileSync(out, 'utf8'), /EVOLVE-BLOCK-START/);
+    });
   });
 
   it('a folder that links out of its root is refused', async () => {

@@ -36,11 +36,15 @@ describe("steering and the RL trainer: nothing of the researcher's in a rollout"
   this.timeout(120_000);
   let dir: string;
   let endpoint: TestServer;
+  let task: string;
   const closers: (() => Promise<void>)[] = [];
 
   beforeEach(async () => {
     dir = tempDir('thetaevolve-steer-trainer-');
     fs.writeFileSync(join(dir, 'mine.py'), MINE);
+    // The task in the folder steer runs from: a run's task folder elsewhere is refused (a database is data).
+    task = join(dir, 'quadratic');
+    fs.cpSync(FIXTURE, task, { recursive: true });
     endpoint = await startTestServer({});
     closers.push(() => endpoint.close());
   });
@@ -59,7 +63,7 @@ describe("steering and the RL trainer: nothing of the researcher's in a rollout"
       runCli(
         [
           'run',
-          FIXTURE,
+          task,
           '--endpoint',
           endpoint.baseURL,
           '--trainer',
@@ -116,7 +120,7 @@ describe("steering and the RL trainer: nothing of the researcher's in a rollout"
     const db = join(dir, 'withheld.sqlite');
     const run = (url: string) =>
       runCli(
-        ['run', FIXTURE, '--endpoint', endpoint.baseURL, '--trainer', url, '--trainer-protocol', 'atropos', '--steps', '1'].concat([
+        ['run', task, '--endpoint', endpoint.baseURL, '--trainer', url, '--trainer-protocol', 'atropos', '--steps', '1'].concat([
           '--batch',
           String(B),
           '--samples',

@@ -27,7 +27,7 @@ function settings(overrides: Record<string, unknown> = {}): Settings {
 type Announced = { jobKey: string; index: number; slot: SlotOutcome }[];
 
 describe('step plan and ledger', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let dir = '';
   let task: Task;
   let db: ProgramDatabase;
@@ -340,7 +340,7 @@ describe('step plan and ledger', function () {
 });
 
 describe('parent draws of overlapping steps', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
 
   /** A database of a few committed steps of synthetic programs. */
   async function filled(file: string): Promise<ProgramDatabase> {

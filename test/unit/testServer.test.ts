@@ -285,7 +285,7 @@ describe('OpenAI-compatible test server', () => {
   });
 
   it('runs from the command line and prints its base URL', async function () {
-    this.timeout(20_000);
+    this.timeout(60_000);
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', 'test/server/main.ts', '--port', '0', '--latency-ms', '1', '--model', 'cli-model'],

@@ -140,7 +140,7 @@ function postRaw(url: string, path: string, body: string): Promise<number> {
 }
 
 describe('RL trainer bridge', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let dir: string;
   const cleanups: (() => Promise<void>)[] = [];
 
@@ -311,12 +311,12 @@ describe('RL trainer bridge', function () {
       const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
       const s = settings({ 'trainer.url': url, 'trainer.mode': 'sync' });
       const { b, stateWhere, states } = bridge(s, { requestTimeoutMs: 30_000 });
-      const started = performance.now();
       const stop = new AbortController();
-      const starting = b.start(stop.signal).catch(() => undefined);
+      let gaveUp = false;
+      const starting = b.start(stop.signal).catch(() => (gaveUp = true));
       await stateWhere((st) => (st.awaiting ?? null) !== null);
-      const elapsed = performance.now() - started;
-      assert.ok(elapsed < 15_000, `named after ${Math.round(elapsed)} ms, not at the 30 s timeout`);
+      // Named while the request still waits: before its timeout gave up on it.
+      assert.equal(gaveUp, false, 'named only once the request had timed out');
       const named = states.find((st) => st.awaiting);
       assert.ok(named);
       assert.match(
@@ -410,11 +410,10 @@ describe('RL trainer bridge', function () {
       await b.start(new AbortController().signal);
       await b.afterCommit(committedStep(1), new AbortController().signal);
       await server.restart(0); // the trainer registers again only after 500 ms
-      const started = Date.now();
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.equal(server.notRegisteredBatches, 0, 'the server never answered "Trainer not registered"');
+      // No stall: the sync timeout never ran out (it warns when it does).
       assert.ok(!warnings.some((w) => w.includes('did not take step')), warnings.join('\n'));
-      assert.ok(Date.now() - started < 6_000);
       assert.deepEqual(pulledKeys(server), ['s1-p0', 's1-p1', 's2-p0', 's2-p1']);
       assert.ok(
         server.received.every((r) => r.data.env_id !== null && r.data.generation_params?.temperature === 0.7),
@@ -475,16 +474,16 @@ describe('RL trainer bridge', function () {
 
     it("tags the first step with the trainer's starting step when the trainer came up late", async () => {
       const server = await atropos({ trainer: { batchSize: 6, startDelayMs: 400 } });
-      const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));
+      const { b, warnings } = bridge(settings({ 'trainer.url': server.url, 'trainer.syncTimeoutSeconds': 8 }));
       await b.start(new AbortController().signal);
       assert.equal(b.state().connected, false);
-      const started = Date.now();
       await b.afterCommit(committedStep(1), new AbortController().signal);
       assert.deepEqual(
         server.received.map((r) => (r.data.group_overrides?.thetaevolve as Record<string, unknown>).policy_version),
         ['0', '0'],
       );
-      assert.ok(Date.now() - started < 6_000, "the trainer's first step counts: no wait for the sync timeout");
+      // The trainer's first step counts: the sync timeout never ran out (it warns when it does).
+      assert.ok(!warnings.some((w) => w.includes('did not take step')), warnings.join('\n'));
     });
 
     it('sync mode goes on with a warning when the trainer does not step within the timeout; the groups are delivered', async () => {
@@ -545,9 +544,8 @@ describe('RL trainer bridge', function () {
       const server = await atropos({ trainer: { batchSize: 6, pollMs: 1200, startDelayMs: 0 } });
       const { b } = bridge(settings({ 'trainer.url': server.url, 'trainer.mode': 'async', 'trainer.maxStaleness': 1 }));
       await b.start(new AbortController().signal);
-      const t0 = Date.now();
       await b.afterCommit(committedStep(1), new AbortController().signal);
-      assert.ok(Date.now() - t0 < 800, 'one step ahead is allowed: no wait');
+      // One step ahead is allowed: it did not wait for the trainer to step.
       assert.equal(server.currentStep, 0);
       await b.afterCommit(committedStep(2), new AbortController().signal);
       assert.ok(server.currentStep >= 1, 'two ahead: waited until the trainer took a step');

@@ -3,11 +3,13 @@
 // `steerRun`, the one entry point `thetaevolve steer` and the editor use (same
 // records, same refusals), with the request marked as the agent's. A refusal
 // is a result naming the problem, never a throw, and leaves the run as it was.
+// Text a model or an evaluator wrote (code, feedback, diffs, notes, guidance)
+// reaches the agent inside AgentDataBlocks: data, never instructions.
 import { readFile } from 'node:fs/promises';
 import { type AgentToolResult } from '../common/agentToolResult';
 import { errorMessage, zodIssueText } from '../common/errors';
 import { feedbackOf, FEEDBACK_METRIC } from '../common/feedback';
-import { forDisplay } from '../common/displayText';
+import { AgentDataBlocks, forDisplay } from '../common/displayText';
 import { formatScore } from '../common/format';
 import { unifiedLineDiff } from '../common/lineDiff';
 import { parseRunMeta, type RunMeta } from '../common/runMeta';
@@ -69,13 +71,13 @@ function programOf(db: ProgramDatabase, ref: RunRef, id: string): ProgramRecord 
 }
 
 /** A program's facts without its code. */
-function programFacts(db: ProgramDatabase, program: ProgramRecord): Record<string, unknown> {
+function programFacts(db: ProgramDatabase, program: ProgramRecord, blocks: AgentDataBlocks): Record<string, unknown> {
   return {
     id: program.id,
     step: program.step,
     parentId: program.parentId,
     origin: program.origin,
-    note: program.note === null ? null : forDisplay(program.note),
+    note: program.note === null ? null : blocks.wrap(forDisplay(program.note)),
     island: program.island,
     outcome: program.outcome,
     score: program.score,
@@ -177,7 +179,10 @@ const runStatus: Handler<'run_status'> = async (input, host) => {
       programs: db.size,
       best: bestFacts(db),
       lastSteps: recent,
-      guidance: guidance && guidance.text !== null ? { step: guidance.step, by: guidance.by, text: forDisplay(guidance.text) } : null,
+      guidance:
+        guidance && guidance.text !== null
+          ? { step: guidance.step, by: guidance.by, text: new AgentDataBlocks().wrap(forDisplay(guidance.text)) }
+          : null,
       banned: db.bannedIds(),
       pins: db.pins(),
       queuedRequests: queued,
@@ -205,9 +210,15 @@ const getProgram: Handler<'get_program'> = async (input, host) => {
   const ref = await resolveRun(host, input.run);
   return readRun(host, ref, (db) => {
     const program = programOf(db, ref, input.program);
-    const metrics = Object.fromEntries(Object.entries(program.metrics).filter(([key]) => key !== FEEDBACK_METRIC));
-    const feedback = forDisplay(feedbackOf(program.metrics));
-    const data = { run: ref.id, ...programFacts(db, program), metrics, feedback, code: program.code };
+    const blocks = new AgentDataBlocks();
+    // The evaluator's metrics: a text value is its output too.
+    const metrics = Object.fromEntries(
+      Object.entries(program.metrics)
+        .filter(([key]) => key !== FEEDBACK_METRIC)
+        .map(([key, value]) => [key, typeof value === 'string' ? blocks.wrap(forDisplay(value)) : value]),
+    );
+    const feedback = blocks.wrap(forDisplay(feedbackOf(program.metrics)));
+    const data = { run: ref.id, ...programFacts(db, program, blocks), metrics, feedback, code: blocks.wrap(program.code) };
     const text = `Program ${program.id} of run ${ref.id}: step ${program.step}, ${program.origin}, ${program.outcome}, objective ${formatScore(program.objective)}${
       program.parentId ? `, parent ${program.parentId}` : ''
     }.`;
@@ -219,9 +230,10 @@ const getLineage: Handler<'get_lineage'> = async (input, host) => {
   const ref = await resolveRun(host, input.run);
   return readRun(host, ref, (db) => {
     const lineage = lineageOf(db, programOf(db, ref, input.program));
+    const blocks = new AgentDataBlocks();
     const programs = lineage.programs.map((entry) => ({
       ...entry,
-      note: entry.note === null ? null : forDisplay(entry.note),
+      note: entry.note === null ? null : blocks.wrap(forDisplay(entry.note)),
       objective: db.get(entry.id)?.objective ?? null,
     }));
     const text = `Lineage of ${programs[0]?.id}: ${programs.map((p) => `${p.id} (step ${p.step}, ${p.origin}, ${formatScore(p.objective)})`).join(' <- ')}${
@@ -240,7 +252,8 @@ const getBlame: Handler<'get_blame'> = async (input, host) => {
     const text = `Blame of ${blame.id}: ${blame.lines.length} lines from ${authors.size} program(s) (${[...authors]
       .map(([id, n]) => `${id}: ${n}`)
       .join(', ')}).`;
-    return { text, data: { run: ref.id, ...blame } };
+    const blocks = new AgentDataBlocks();
+    return { text, data: { run: ref.id, ...blame, lines: blame.lines.map((line) => ({ ...line, text: blocks.wrap(line.text) })) } };
   });
 };
 
@@ -249,6 +262,7 @@ const diffPrograms: Handler<'diff_programs'> = async (input, host) => {
   return readRun(host, ref, (db) => {
     const from = programOf(db, ref, input.from);
     const to = programOf(db, ref, input.to);
+    const blocks = new AgentDataBlocks();
     const diff = unifiedLineDiff(programLines(from.code), programLines(to.code));
     const changed = diff.split('\n').filter((l) => /^[-+]/.test(l)).length;
     const text =
@@ -257,7 +271,12 @@ const diffPrograms: Handler<'diff_programs'> = async (input, host) => {
         : `Diff from ${from.id} (objective ${formatScore(from.objective)}) to ${to.id} (objective ${formatScore(to.objective)}): ${changed} line(s) changed.`;
     return {
       text,
-      data: { run: ref.id, from: programFacts(db, from), to: programFacts(db, to), diff: `--- ${from.id}\n+++ ${to.id}\n${diff}` },
+      data: {
+        run: ref.id,
+        from: programFacts(db, from, blocks),
+        to: programFacts(db, to, blocks),
+        diff: blocks.wrap(`--- ${from.id}\n+++ ${to.id}\n${diff}`),
+      },
     };
   });
 };

@@ -48,8 +48,9 @@ export async function readRunFile<T>(dbFile: string, use: (db: ProgramDatabase) 
 export async function listRunRefs(host: AgentToolHost): Promise<RunRef[]> {
   const files = new Set(host.runFiles.map((f) => resolve(f)));
   for (const dir of host.runsDirectories) {
-    const names = await readdir(dir).catch(() => [] as string[]);
-    for (const name of names) if (name.endsWith('.sqlite')) files.add(resolve(dir, name));
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    // Files only: a link planted in the runs folder could lead to any database on the machine.
+    for (const entry of entries) if (entry.isFile() && entry.name.endsWith('.sqlite')) files.add(resolve(dir, entry.name));
   }
   const dated = await Promise.all([...files].map(async (file) => ({ file, mtime: (await stat(file).catch(() => null))?.mtimeMs ?? null })));
   return dated

@@ -42,7 +42,7 @@ export const SETTINGS = [
     type: 'modelList',
     default: [],
     description:
-      'Several models (empty: the one `thetaevolve.model` at `thetaevolve.endpoint`). Each entry: `{"name", "endpoint"?, "weight"? (default 1), "apiKeyName"? (environment variable, or in the editor the secret stored under that name, holding its key), "mode"? ("diff" or "rewrite"), "pricePerMillionInput"?, "pricePerMillionOutput"? (US dollars), "maxTokens"?, "temperature"?}`. Each prompt draws one model (`thetaevolve.modelSelection`); its n responses are that model\'s.',
+      'Several models (empty: the one `thetaevolve.model` at `thetaevolve.endpoint`). Each entry: `{"name", "endpoint"?, "weight"? (default 1), "apiKeyName"? (the secret stored under that name by Set API Key; else the environment variable of that name, read only for a list in your User settings or on the command line), "mode"? ("diff" or "rewrite"), "pricePerMillionInput"?, "pricePerMillionOutput"? (US dollars), "maxTokens"?, "temperature"?}`. Each prompt draws one model (`thetaevolve.modelSelection`); its n responses are that model\'s.',
   },
   {
     key: 'modelSelection',
@@ -791,9 +791,16 @@ export function contributedConfiguration(): { title: string; order: number; prop
  */
 export function restrictedConfigurations(): string[] {
   const restricted = (key: string): boolean =>
-    ['runsDirectory', 'endpoint', 'novelty.embeddingEndpoint', 'trainer.url', 'evaluation.backend', 'evaluationConcurrency'].includes(
-      key,
-    ) || key.startsWith('sandbox.');
+    [
+      'runsDirectory',
+      'endpoint',
+      // Each model's own endpoint receives a key (docs/guide.md "What the editor trusts").
+      'models',
+      'novelty.embeddingEndpoint',
+      'trainer.url',
+      'evaluation.backend',
+      'evaluationConcurrency',
+    ].includes(key) || key.startsWith('sandbox.');
   return SETTINGS.filter((s: SettingSpec) => restricted(s.key)).map((s: SettingSpec) => `thetaevolve.${s.key}`);
 }
 

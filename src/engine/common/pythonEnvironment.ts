@@ -19,8 +19,13 @@ export const PythonSourceSchema = z.enum(PYTHON_SOURCES);
 export type PythonSource = z.infer<typeof PythonSourceSchema>;
 
 export const PythonEnvironmentSchema = z.object({
-  /** The interpreter every Python command of the run starts (absolute; sys.executable, so a pyenv shim names the real one). */
+  /**
+   * The interpreter every Python command of the run starts (absolute; sys.executable, so a pyenv shim names the real
+   * one, with a link outside its prefix followed to where the sandbox has it: interpreter.ts runnableExecutable).
+   */
   executable: z.string(),
+  /** The path the researcher named (a link on PATH, a shim), where it is not `executable` itself. */
+  named: z.string().optional(),
   /** Which source of the order chose it. */
   source: PythonSourceSchema,
   /** "3.11.2". */
@@ -32,12 +37,13 @@ export const PythonEnvironmentSchema = z.object({
 });
 export type PythonEnvironment = z.infer<typeof PythonEnvironmentSchema>;
 
-/** "python 3.11.2 (/usr/bin/python3; numpy 1.24.2, scipy 1.10.1)": one line for headers. */
+/** "Python 3.11.2 (/usr/bin/python3.11 named as ~/bin/python3; numpy 1.24.2, scipy 1.10.1)": one line for headers. */
 export function describePythonEnvironment(env: PythonEnvironment): string {
   const packages = Object.entries(env.packages)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, version]) => `${name} ${version}`);
-  return `Python ${env.version} (${env.executable}${packages.length > 0 ? `; ${packages.join(', ')}` : ''})`;
+  const named = env.named !== undefined && env.named !== env.executable ? ` named as ${env.named}` : '';
+  return `Python ${env.version} (${env.executable}${named}${packages.length > 0 ? `; ${packages.join(', ')}` : ''})`;
 }
 
 /**

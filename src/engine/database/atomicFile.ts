@@ -5,7 +5,11 @@
 // root replaces another user's file, its owner; a failed write (a full disk)
 // takes its temporary file with it. A file marked read-only is never
 // replaced, as root too (root's writes pass every permission check, and a
-// rename needs only the folder's).
+// rename needs only the folder's). The temporary file's name is unguessable
+// and it is created with O_EXCL: a link planted beside the target (at a
+// `<file>.<pid>.tmp` name, say) is never written through. Every whole-file
+// replacement goes through here.
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { ThetaEvolveError } from '../common/errors';
@@ -20,20 +24,29 @@ export function readOnlyMark(mode: number): string | null {
   return (mode & 0o222) === 0 ? `marked read-only (mode ${(mode & 0o7777).toString(8).padStart(4, '0')})` : null;
 }
 
-const TEMP_SUFFIX = /\.\d+\.tmp$/;
+/** Ours (random hex), and those of versions that named them by process id. */
+const TEMP_SUFFIX = /^\.[0-9a-f]+\.tmp$/;
 
+/** A new, unguessable temporary name beside `file`: create it with O_EXCL ('wx'), never follow what is there. */
 export function tempFileFor(file: string): string {
-  return `${file}.${process.pid}.tmp`;
+  return `${file}.${randomBytes(8).toString('hex')}.tmp`;
 }
 
-export async function writeFileAtomic(file: string, data: Uint8Array | string): Promise<void> {
+/**
+ * Replace `file` with `data` atomically. A new file gets `newFileMode`
+ * (0o666 less the umask unless given: 0o600 for a private one); a replaced
+ * one keeps its own mode and owner.
+ */
+export async function writeFileAtomic(file: string, data: Uint8Array | string, newFileMode?: number): Promise<void> {
   const temp = tempFileFor(file);
   const old = await fs.stat(file).catch(() => null);
   const mode = old ? old.mode & 0o7777 : null;
   const mark = mode === null ? null : readOnlyMark(mode);
   if (mark) throw new ReadOnlyFileError(`${file} is ${mark}: not written; make it writable (chmod u+w) to let ThetaEvolve write it`);
+  let created = false;
   try {
-    const handle = await fs.open(temp, 'w', mode ?? 0o666);
+    const handle = await fs.open(temp, 'wx', mode ?? newFileMode ?? 0o666);
+    created = true;
     try {
       // open's mode passes through the umask; the old file's mode is kept exactly.
       if (mode !== null) await handle.chmod(mode);
@@ -46,7 +59,8 @@ export async function writeFileAtomic(file: string, data: Uint8Array | string): 
     }
     await fs.rename(temp, file);
   } catch (err) {
-    await fs.rm(temp, { force: true });
+    // Only a file this call made is removed: what stood at the name (it never should) is not ours.
+    if (created) await fs.rm(temp, { force: true });
     throw err;
   }
   await syncFolder(path.dirname(file));

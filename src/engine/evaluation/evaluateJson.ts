@@ -4,6 +4,7 @@
 // carries what a local one does: the candidate's kept output (for "open the
 // full output") and a valid solution's text (for the dashboard's picture).
 import { z } from 'zod';
+import { jsonForTerminal } from '../common/displayText';
 import type { Task } from '../task/task';
 import { EVALUATION_STATUSES, type EvaluationResult, IN_SANDBOX_TRUST_REASON } from '../common/types';
 
@@ -54,13 +55,11 @@ export function evaluateJsonOf(result: EvaluationResult, task: Pick<Task, 'evalu
 }
 
 /**
- * One JSON line. JSON escapes C0 controls but not DEL and the C1 controls
- * (U+007F-U+009F), which some terminals honour like ESC [: candidate text in
- * stdout/stderr must not drive the terminal `evaluate --json` prints to, so
- * those are escaped too (the JSON stays exact).
+ * One JSON line, through jsonForTerminal: candidate text in stdout/stderr
+ * must not drive the terminal `evaluate --json` prints to (the JSON stays exact).
  */
 export function evaluateJsonLine(json: EvaluateJson): string {
-  return JSON.stringify(json).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) + '\n';
+  return jsonForTerminal(json) + '\n';
 }
 
 /** A result read back from an evaluate --json line (a SLURM job's result file). */

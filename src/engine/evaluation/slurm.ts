@@ -638,7 +638,7 @@ export class SlurmEvaluator implements EvaluationBackend {
     if (c.submissions <= this.options.maxResubmits) {
       this.warn(`SLURM job ${jobId} ${why}; resubmitting (${c.submissions} of ${this.options.maxResubmits} resubmits)`);
       // What the failed attempt left (a result it wrote as it was stopped) must not pass for the next attempt's: gone before it is submitted.
-      for (const name of ['failed', 'result.json', 'result.json.part']) rmSync(join(c.dir, name), { force: true });
+      for (const name of ['failed', 'result.json']) rmSync(join(c.dir, name), { force: true });
       this.pending.push(c);
       return;
     }

@@ -5,7 +5,8 @@
 // version, prefixes (for the sandbox) and the versions of the packages
 // results depend on.
 import { execFile } from 'node:child_process';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { readlink, realpath } from 'node:fs/promises';
+import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 import { firstExecutable } from '../executables';
@@ -125,27 +126,45 @@ export function importedModules(code: string): string[] {
   return [...modules].sort();
 }
 
+/** Links followed at most (the kernel's own limit on a chain is 40). */
+const MAX_LINKS = 40;
+
+function insideFolder(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+}
+
 /**
- * Run the chosen interpreter once and say what it is. `modules`: what the
- * run's programs import, recorded with numpy and scipy when installed
- * (`packages: false`: no package versions, where only the interpreter and
- * its prefixes matter and time does: a SLURM job's evaluate).
- * Throws PythonUnavailableError, one line naming the interpreter, when it
- * cannot run.
+ * The path to start so that the interpreter is the same one inside the
+ * sandbox, where only its prefixes are (docs/architecture.md "The
+ * researcher's Python"): along the chain of links from `executable` (a link
+ * on PATH: ~/bin/python3, uv's ~/.local/bin/python3.12, update-alternatives,
+ * relative or absolute), the first one whose folder lies inside a prefix,
+ * with that folder's own links resolved. A venv's bin/python3 (itself a link
+ * to the base interpreter) is inside the venv, so it stays the venv; a link
+ * outside every prefix is followed to the interpreter it names, which Python
+ * itself resolves the same way to find its prefix. Null when the chain never
+ * enters a prefix (the path as reported then).
  */
-export async function probePython(
-  choice: PythonChoice,
-  modules: readonly string[] = [],
-  options: { packages?: boolean } = {},
-): Promise<PythonEnvironment> {
-  const names = options.packages === false ? [] : [...new Set([...ALWAYS_RECORDED_PACKAGES, ...modules])];
-  const where = `the Python interpreter ${choice.path} (from ${choice.source})`;
-  if (!isAbsolute(choice.path))
-    throw new PythonUnavailableError(`${where} was not found on PATH; give one with --python PATH or the setting thetaevolve.python`);
-  const stdout = await new Promise<string>((resolvePromise, reject) => {
+export async function runnableExecutable(executable: string, prefixes: readonly string[]): Promise<string | null> {
+  let current = executable;
+  for (let links = 0; links <= MAX_LINKS; links++) {
+    const folder = await realpath(dirname(current)).catch(() => null);
+    if (folder === null) return null;
+    const here = join(folder, basename(current));
+    if (prefixes.some((prefix) => insideFolder(here, prefix))) return here;
+    const target = await readlink(here).catch(() => null);
+    if (target === null) return null;
+    current = resolve(folder, target);
+  }
+  return null;
+}
+
+/** The interpreter's answer to the probe, or PythonUnavailableError naming it (`where`). */
+function askInterpreter(path: string, names: readonly string[], where: string): Promise<z.infer<typeof ProbeReplySchema>> {
+  return new Promise<string>((resolvePromise, reject) => {
     // Its own environment as the person's shell has it (a pyenv shim needs PYENV_ROOT): this is their interpreter, not a candidate.
     execFile(
-      choice.path,
+      path,
       // -I: as candidates see it (no PYTHONPATH, no user site: they run without either), and never a module of the current folder.
       ['-I', '-c', PROBE_SCRIPT, ...names],
       { cwd: '/', timeout: PROBE_TIMEOUT_MS, maxBuffer: 1024 * 1024, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } },
@@ -161,14 +180,53 @@ export async function probePython(
         reject(new PythonUnavailableError(`${where} ${why}`, { cause: err }));
       },
     );
+  }).then((stdout) => {
+    try {
+      return ProbeReplySchema.parse(JSON.parse(stdout.trim().split('\n').pop() ?? ''));
+    } catch (err) {
+      throw new PythonUnavailableError(`${where} did not answer as a Python 3 interpreter does`, { cause: err });
+    }
   });
-  let reply: z.infer<typeof ProbeReplySchema>;
-  try {
-    reply = ProbeReplySchema.parse(JSON.parse(stdout.trim().split('\n').pop() ?? ''));
-  } catch (err) {
-    throw new PythonUnavailableError(`${where} did not answer as a Python 3 interpreter does`, { cause: err });
-  }
+}
+
+/**
+ * Run the chosen interpreter once and say what it is. `modules`: what the
+ * run's programs import, recorded with numpy and scipy when installed
+ * (`packages: false`: no package versions, where only the interpreter and
+ * its prefixes matter and time does: a SLURM job's evaluate).
+ * Throws PythonUnavailableError, one line naming the interpreter, when it
+ * cannot run, or cannot be started from inside its own prefixes.
+ */
+export async function probePython(
+  choice: PythonChoice,
+  modules: readonly string[] = [],
+  options: { packages?: boolean } = {},
+): Promise<PythonEnvironment> {
+  const names = options.packages === false ? [] : [...new Set([...ALWAYS_RECORDED_PACKAGES, ...modules])];
+  const where = `the Python interpreter ${choice.path} (from ${choice.source})`;
+  if (!isAbsolute(choice.path))
+    throw new PythonUnavailableError(`${where} was not found on PATH; give one with --python PATH or the setting thetaevolve.python`);
+  const reply = await askInterpreter(choice.path, names, where);
   // sys.executable is empty where Python cannot tell: the path as given then.
-  const executable = isAbsolute(reply.executable) ? reply.executable : choice.path;
-  return { executable, source: choice.source, version: reply.version, prefixes: reply.prefixes, packages: reply.packages };
+  const reported = isAbsolute(reply.executable) ? reply.executable : choice.path;
+  const executable = (await runnableExecutable(reported, reply.prefixes)) ?? reported;
+  // Where the link chain ends (its real path) is where Python itself looks for its prefix: the same interpreter by
+  // construction. Stopped earlier (inside a prefix, at a link of its own), it is asked once more.
+  if (executable !== reported && executable !== (await realpath(reported).catch(() => null))) {
+    // Started from where the link leads, it must still be the same interpreter with the same prefixes (a venv stays the venv).
+    const direct = await askInterpreter(executable, [], `${where}, started as ${executable},`);
+    if (direct.version !== reply.version || direct.prefixes.join('\0') !== reply.prefixes.join('\0'))
+      throw new PythonUnavailableError(
+        `${where} is ${reported}, which the sandbox cannot start: ${executable}, where it leads, is another environment ` +
+          `(prefix ${direct.prefixes.join(', ')} instead of ${reply.prefixes.join(', ')}); name the interpreter inside its environment's bin folder`,
+      );
+  }
+  return {
+    executable,
+    ...(choice.path !== executable ? { named: choice.path } : {}),
+    source: choice.source,
+    version: reply.version,
+    prefixes: reply.prefixes,
+    packages: reply.packages,
+  };
 }

@@ -5,7 +5,8 @@
 // computes the objective. A candidate never reports its own score.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { access, chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Settings } from '../common/config';
@@ -30,13 +31,15 @@ import {
   openFilesLimitWithoutCgroup,
   SANDBOX_PROGRAM_DIR,
   SANDBOX_READ_ONLY_ROOT,
+  SANDBOX_PROGRAM_MISSING_BYTE,
+  SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE,
   SANDBOX_STARTED_BYTE,
   SANDBOX_TMPFS_PATHS,
   SANDBOX_WORK_DIR,
   sandboxExecProfile,
   seccompFilterFor,
 } from './isolation';
-import { readOnlyCopies } from './readOnlyCopies';
+import { type ReadOnlyCopies, readOnlyCopies } from './readOnlyCopies';
 import { pidNamespaceCommand } from './rootNamespaces';
 import { LAUNCHER_STARTED, LAUNCHER_STARTED_FD, seccompLauncherCommand } from './seccompLauncher';
 import { killMarkedProcesses } from './survivors';
@@ -71,7 +74,7 @@ import {
 import { errorMessage, ThetaEvolveError } from '../common/errors';
 import type { PythonEnvironment } from '../common/pythonEnvironment';
 import { DEFAULT_PYTHON } from '../python/interpreter';
-import { type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
+import { homeDirectories, type InterpreterBinds, interpreterBinds, reachableByOthers } from './interpreterBinds';
 
 export interface EvaluatorOptions {
   /** K: evaluations running at once (default 16). */
@@ -150,7 +153,22 @@ export function evaluatorOptionsFromSettings(
 }
 
 /** A candidate's run: the process, whether the sandbox got as far as starting it, and the solution it handed over. */
-type SandboxRun = ProcessOutcome & { sandboxStarted: boolean; solution: SolutionRead };
+type SandboxRun = ProcessOutcome & {
+  sandboxStarted: boolean;
+  solution: SolutionRead;
+  /** The program the sandbox had to start (the interpreter) and why it could not: not there, or not executable; null when it could. */
+  unstartable: { program: string; why: 'missing' | 'not_executable' } | null;
+};
+
+/** Why `program` cannot be started on the host (not there, not executable), or null when it can. */
+async function unstartableOnHost(program: string): Promise<SandboxRun['unstartable']> {
+  try {
+    await access(program, fsConstants.X_OK);
+    return null;
+  } catch (err) {
+    return { program, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'not_executable' };
+  }
+}
 
 /** Signal names by number, for "killed by SIGKILL" where bwrap reports 128 + n. */
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
@@ -183,10 +201,10 @@ export class Evaluator implements EvaluationBackend {
   /** What starts the seccomp launcher without bwrap: the run's interpreter where the candidate's user can run it, else the python3 isolation found. */
   private readonly launcherPython: string;
   /** The prefixes' binds once made (warm sandboxes are started only after: their bwrap arguments are built synchronously). */
-  private pythonPrefixDirs: InterpreterBinds['dirs'] | null = null;
+  private pythonPrefixDirs: Pick<InterpreterBinds, 'dirs' | 'links'> | null = null;
   private readonly scratchDir: string;
   /** The task's read-only folders as the sandbox gets them (readOnlyCopies.ts), by name. */
-  private readonly readOnlyCopies: Record<string, string>;
+  private readonly readOnlyCopies: ReadOnlyCopies;
   private readonly seccompFilter: Buffer | null;
   private readonly onWarning: ((message: string) => void) | undefined;
   /** The K concurrent evaluations. */
@@ -225,7 +243,7 @@ export class Evaluator implements EvaluationBackend {
     // bwrap needs no folder of the candidate on the host (only the evaluator's, ours), so any temp folder does.
     this.scratchDir = options.scratchDir ?? (this.info.kind === 'bwrap' ? tmpdir() : this.info.scratchBase);
     // Copies, not the folders themselves: no dotfiles or run data inside, readable below a private folder.
-    this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir);
+    this.readOnlyCopies = readOnlyCopies(task.sandboxReadOnlyDirs, this.scratchDir, this.info.runAs !== null);
     this.python = options.python?.executable ?? DEFAULT_PYTHON;
     // Without bwrap as root the launcher runs as nobody: the run's interpreter only where nobody can reach it.
     const launcherCanRun = options.python && (this.info.runAs === null || options.python.prefixes.every(reachableByOthers));
@@ -233,8 +251,8 @@ export class Evaluator implements EvaluationBackend {
     this.pythonBinds =
       // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
       this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))
-        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase)
-        : Promise.resolve({ dirs: [], made: [] });
+        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase, [...homeDirectories(), task.dir])
+        : Promise.resolve({ dirs: [], links: [], made: [] });
     // A failure is each evaluation's (an infrastructure failure naming the prefix), not an unhandled rejection.
     this.pythonBinds.catch(() => undefined);
     this.onWarning = options.onWarning;
@@ -290,7 +308,7 @@ export class Evaluator implements EvaluationBackend {
 
   /** The interpreter's prefixes bound in bwrap, made once: every sandbox's arguments include them. */
   private async pythonPrefixesMade(): Promise<void> {
-    this.pythonPrefixDirs ??= (await this.pythonBinds).dirs;
+    this.pythonPrefixDirs ??= await this.pythonBinds;
   }
 
   /** Start the warm interpreters now and resolve once they are all warm (none: at once). */
@@ -306,7 +324,7 @@ export class Evaluator implements EvaluationBackend {
     await Promise.allSettled([...this.inFlight]);
     await Promise.allSettled([...this.cgroupRemovals]);
     const pythonBinds = await this.pythonBinds.catch(() => ({ made: [] }));
-    for (const copy of [...Object.values(this.readOnlyCopies), ...pythonBinds.made]) await this.cleanUp(copy);
+    for (const copy of [...this.readOnlyCopies.made, ...pythonBinds.made]) await this.cleanUp(copy);
   }
 
   private async evaluateNow(code: string, options: { signal?: AbortSignal; onStart?: () => void }): Promise<EvaluationResult> {
@@ -369,6 +387,15 @@ export class Evaluator implements EvaluationBackend {
           ...output,
           metrics: { sandbox_failed: true },
         });
+      if (run.unstartable) {
+        // Nothing of the candidate ran: the interpreter (or the task's command) is not there in the sandbox, ours to fix.
+        const { program, why } = run.unstartable;
+        return infrastructureFailure(
+          `the sandbox cannot start ${program}: it ${why === 'missing' ? 'does not exist' : 'is not executable'} ` +
+            `${this.info.kind === 'bwrap' ? 'inside the sandbox' : 'for the sandbox user'} (the interpreter or the task's command is missing, not the program)`,
+          { ...output, metrics: { sandbox_failed: true } },
+        );
+      }
       if (!run.sandboxStarted && !run.timedOut) {
         // bwrap gave up before the program ran (a folder it cannot bind, no user namespace): ours to fix, not the model's.
         return infrastructureFailure(withOutput(`the sandbox failed to start (${this.describeExit(run)})`, run.stderr), {
@@ -481,10 +508,10 @@ export class Evaluator implements EvaluationBackend {
       );
     const create = (): WarmProcess<SandboxRun> => {
       const modules = [...this.warmCandidateModules];
-      const { spec, cgroup } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
+      const { spec, cgroup, startedProgram } = this.bwrapProcess(null, programName, { command: inside, modules }, this.closing.signal);
       // It yields the CPU by its sandbox's CPU share.
       const yielder = cgroup?.cpu ? { share: (yielding: boolean) => setSandboxCpuShare(cgroup, yielding ? 'waiting' : 'running') } : null;
-      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup), yielder);
+      return startWarmProcess(spec, async (run) => this.bwrapOutcome(run, cgroup, startedProgram), yielder);
     };
     return new WarmPool(create, this.options.concurrency);
   }
@@ -513,7 +540,7 @@ export class Evaluator implements EvaluationBackend {
 
   /** A foreign task's folder and our wrapper, readable by the candidate (task.json tasks have none): where each is on the host and in bwrap. */
   private readOnlyDirs(): { name: string; hostDir: string; sandboxDir: string }[] {
-    return Object.entries(this.readOnlyCopies).map(([name, hostDir]) => ({
+    return Object.entries(this.readOnlyCopies.copies).map(([name, hostDir]) => ({
       name,
       hostDir,
       sandboxDir: `${SANDBOX_READ_ONLY_ROOT}/${name}`,
@@ -572,7 +599,7 @@ export class Evaluator implements EvaluationBackend {
    */
   private async runInBwrap(code: string, programName: string, signal: AbortSignal): Promise<SandboxRun> {
     await this.pythonPrefixesMade();
-    const { spec, cgroup } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
+    const { spec, cgroup, startedProgram } = this.bwrapProcess(Buffer.from(code, 'utf8'), programName, null, signal);
     let run: ProcessOutcome;
     try {
       run = await runProcess(spec);
@@ -580,7 +607,7 @@ export class Evaluator implements EvaluationBackend {
       if (cgroup) this.removeCgroupLater(cgroup);
       throw err;
     }
-    return this.bwrapOutcome(run, cgroup);
+    return this.bwrapOutcome(run, cgroup, startedProgram);
   }
 
   /**
@@ -593,14 +620,19 @@ export class Evaluator implements EvaluationBackend {
     programName: string,
     warm: { command: WarmableCommand; modules: readonly string[] } | null,
     signal: AbortSignal,
-  ): { spec: ProcessSpec; cgroup: SandboxCgroup | null } {
+  ): { spec: ProcessSpec; cgroup: SandboxCgroup | null; startedProgram: string } {
     // Inside bwrap the kernel counts processes per user namespace, so the limit is per evaluation.
     const processLimit = this.info.processLimit ? this.options.processLimit : null;
     const limited = this.limitedCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, processLimit, true, warm);
+    // What the command starts (the interpreter): the wrapper checks it is there before anything runs.
+    const startedProgram = warm
+      ? warm.command.interpreter
+      : (this.filledCandidateCommand(`${SANDBOX_PROGRAM_DIR}/${programName}`, SANDBOX_WORK_DIR, true)[0] ?? '');
     const seccomp = this.seccompFilter;
     const env = candidateEnvironment('/tmp', '/tmp');
     // Made before any sandbox is built (runInBwrap, runWarm and warmUp await them).
-    const pythonPrefixes = this.pythonPrefixDirs ?? [];
+    const pythonPrefixes = this.pythonPrefixDirs?.dirs ?? [];
+    const pythonPrefixLinks = this.pythonPrefixDirs?.links ?? [];
     const args = [
       ...bwrapArguments({
         programName,
@@ -612,9 +644,10 @@ export class Evaluator implements EvaluationBackend {
         // Room for the longest program the task allows (4 bytes a character at most).
         ...(code === null ? { warmProgramBytes: 4 * this.task.maxCodeLength + 64 * 1024 } : {}),
         pythonPrefixes,
+        pythonPrefixLinks,
       }),
       '--',
-      ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited),
+      ...copyOutCommand(`${SANDBOX_WORK_DIR}/${this.task.solutionFile}`, this.task.solutionMaxBytes, limited, startedProgram),
     ];
     const runAs = this.info.runAs;
     const cgroup = this.sandboxCgroup(this.info.processLimit ? this.options.processLimit : null);
@@ -640,19 +673,21 @@ export class Evaluator implements EvaluationBackend {
       signal,
       ...(runAs && !cgroup ? { uid: runAs.uid, gid: runAs.gid } : {}),
     };
-    return { spec, cgroup };
+    return { spec, cgroup, startedProgram };
   }
 
   /** What a finished bwrap sandbox gave: whether it started, the memory verdict, the solution copied out; its cgroup goes. */
-  private bwrapOutcome(run: ProcessOutcome, cgroup: SandboxCgroup | null): SandboxRun {
+  private bwrapOutcome(run: ProcessOutcome, cgroup: SandboxCgroup | null, startedProgram: string): SandboxRun {
     try {
       const memoryExceeded = run.memoryExceeded || (cgroup !== null && oomKills(cgroup) > 0);
-      const sandboxStarted =
-        run.captured !== null && run.captured.length > 0 && String.fromCharCode(run.captured[0] as number) === SANDBOX_STARTED_BYTE;
+      const tag = run.captured !== null && run.captured.length > 0 ? String.fromCharCode(run.captured[0] as number) : '';
+      const sandboxStarted = tag === SANDBOX_STARTED_BYTE;
+      const why = tag === SANDBOX_PROGRAM_MISSING_BYTE ? 'missing' : tag === SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE ? 'not_executable' : null;
       return {
         ...run,
         memoryExceeded,
         sandboxStarted,
+        unstartable: why ? { program: startedProgram, why } : null,
         solution: this.copiedOut(sandboxStarted ? (run.captured as Buffer).subarray(1) : null),
       };
     } finally {
@@ -757,6 +792,9 @@ export class Evaluator implements EvaluationBackend {
     const solution = await readSolutionFile(join(workDir, this.task.solutionFile), this.task.solutionFile, this.task.solutionMaxBytes);
     // Without the launcher nothing is set up between the spawn and the program: a failure to start is the spawn error.
     const sandboxStarted = !launched || run.captured?.toString('latin1') === LAUNCHER_STARTED;
-    return { ...run, sandboxStarted, solution };
+    // 126/127: the shell's and prlimit's "could not execute"; the program it names, checked now, says whose failure it was.
+    const program = this.filledCandidateCommand(join(programDir, programName), workDir, false)[0] ?? '';
+    const unstartable = (run.exitCode === 126 || run.exitCode === 127) && program.startsWith('/') ? await unstartableOnHost(program) : null;
+    return { ...run, sandboxStarted, solution, unstartable };
   }
 }

@@ -187,6 +187,8 @@ export function bwrapArguments(options: {
   warmProgramBytes?: number;
   /** The run's Python prefixes, bound read-only at their own paths (interpreterBinds.ts); none where they lie in /usr. */
   pythonPrefixes?: readonly { hostDir: string; sandboxDir: string }[];
+  /** Entries of those prefixes that are links (a venv's lib64 -> lib), made as the same links. */
+  pythonPrefixLinks?: readonly { target: string; sandboxPath: string }[];
 }): string[] {
   const sized = (bytes: number): string[] => (options.tmpfsSizeOption ? ['--size', String(bytes)] : []);
   const args = [
@@ -222,6 +224,7 @@ export function bwrapArguments(options: {
     ...(options.readOnlyDirs ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
     // After the tmpfs mounts: a prefix under /tmp (a venv in a temp folder) lands on the sandbox's own /tmp.
     ...(options.pythonPrefixes ?? []).flatMap((d) => ['--ro-bind', d.hostDir, d.sandboxDir]),
+    ...(options.pythonPrefixLinks ?? []).flatMap((l) => ['--symlink', l.target, l.sandboxPath]),
     '--remount-ro',
     '/',
     '--chdir',
@@ -236,18 +239,26 @@ export function bwrapArguments(options: {
 }
 
 /**
- * Inside bwrap: say the sandbox is up (S on fd 6: bwrap failing to set it up,
- * a bind it cannot make, never gets this far, and that failure is ours, not
- * the candidate's), run the candidate ("$@", without the solution
- * descriptor), then kill whatever it left running in the sandbox (nothing can
- * change the file while it is read), then send one tag byte and the file on
- * fd 6: F + its first limit+1 bytes, N (no file), L (a symbolic link, not
- * followed), X (not a regular file); nothing more when the candidate failed.
- * Exits with the candidate's status.
+ * Inside bwrap: first check that the program the command starts (the
+ * interpreter) is there and executable, else send M (missing) or P (not
+ * executable) on fd 6 and exit 127: the sandbox cannot start it, which is
+ * ours to fix, never the candidate's (a candidate cannot forge it: nothing
+ * of it has run yet). Then say the sandbox is up (S on fd 6: bwrap failing
+ * to set it up, a bind it cannot make, never gets this far, and that failure
+ * is ours, not the candidate's), run the candidate ("$@", without the
+ * solution descriptor), then kill whatever it left running in the sandbox
+ * (nothing can change the file while it is read), then send one tag byte and
+ * the file on fd 6: F + its first limit+1 bytes, N (no file), L (a symbolic
+ * link, not followed), X (not a regular file); nothing more when the
+ * candidate failed. Exits with the candidate's status.
  */
 export const SANDBOX_STARTED_BYTE = 'S';
+/** The tags the copy-out wrapper sends instead of S when the program it must start is not there (M) or not executable (P). */
+export const SANDBOX_PROGRAM_MISSING_BYTE = 'M';
+export const SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE = 'P';
 const COPY_OUT_SCRIPT = [
-  'file="$1"; limit="$2"; shift 2',
+  'file="$1"; limit="$2"; program="$3"; shift 3',
+  `if [ -n "$program" ] && [ ! -x "$program" ]; then if [ -e "$program" ]; then printf ${SANDBOX_PROGRAM_NOT_EXECUTABLE_BYTE} >&6; else printf ${SANDBOX_PROGRAM_MISSING_BYTE} >&6; fi; exit 127; fi`,
   `printf ${SANDBOX_STARTED_BYTE} >&6`,
   '"$@" 6>&-',
   'status=$?',
@@ -259,9 +270,13 @@ const COPY_OUT_SCRIPT = [
   'else printf F >&6; exec head -c "$limit" "$file" >&6; fi',
 ].join('\n');
 
-/** The command bwrap runs: the copy-out wrapper around the candidate's (limited) command. */
-export function copyOutCommand(solutionPath: string, maxBytes: number, command: readonly string[]): string[] {
-  return ['/bin/sh', '-c', COPY_OUT_SCRIPT, 'sh', solutionPath, String(maxBytes + 1), ...command];
+/**
+ * The command bwrap runs: the copy-out wrapper around the candidate's
+ * (limited) command; `program`: the absolute path the command starts (its
+ * interpreter), checked before anything runs ('' or relative: not checked).
+ */
+export function copyOutCommand(solutionPath: string, maxBytes: number, command: readonly string[], program = ''): string[] {
+  return ['/bin/sh', '-c', COPY_OUT_SCRIPT, 'sh', solutionPath, String(maxBytes + 1), program.startsWith('/') ? program : '', ...command];
 }
 
 /** Wrap a command so it runs under the resource limits (prlimit, else the shell's ulimit). */

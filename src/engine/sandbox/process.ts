@@ -446,18 +446,28 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       clearInterval(memoryTimer);
       // Anything the program left running in its group dies with it.
       killProcessGroup(child.pid);
-      // Wait briefly for the pipes to flush; a straggler holding them open
-      // (one that escaped the group) must not hold up the result.
-      const drainTimer = setTimeout(() => {
+      // Wait briefly for the pipes to close; a straggler holding them open
+      // (one that escaped the group) must not hold up the result. What the
+      // process wrote before it exited is in the pipes already, but this
+      // loop may have reaped it before polling them (another child's
+      // SIGCHLD, then a callback that held the loop past the wait on a
+      // loaded host): they are read in one more poll phase (setImmediate
+      // runs after it) before they are given up, never cut at the wait.
+      const giveUpPipes = (): void => {
         child.stdout?.destroy();
         child.stderr?.destroy();
         info?.destroy();
         capturedStream?.destroy();
         readyStream?.destroy();
         finish();
+      };
+      let drainImmediate: NodeJS.Immediate | undefined;
+      const drainTimer = setTimeout(() => {
+        drainImmediate = setImmediate(giveUpPipes);
       }, PIPE_DRAIN_MS);
       child.on('close', () => {
         clearTimeout(drainTimer);
+        clearImmediate(drainImmediate);
         finish();
       });
     });

@@ -34,6 +34,8 @@ const MAX_FEEDBACK_CHARS = 20480;
 
 export const RELEASE_EVALUATOR = join('evaluators', 'evaluator_modular.py');
 export const RELEASE_INITIAL_PROGRAM = join('initial_programs', 'initial_program.py');
+/** What the release's evaluator imports its checks from. */
+const RELEASE_VERIFY = join('evaluators', 'verify.py');
 
 const finite = z.number().finite();
 const ReleaseConfigSchema = z.looseObject({
@@ -174,21 +176,61 @@ export async function releaseTaskOf(dirOrFile: string): Promise<{ dir: string; c
 }
 
 /**
- * The release's `openevolve` package around a task folder: an ancestor
- * holding openevolve/modular_utils (the release's openevolve_adapted/), or
- * one holding openevolve_adapted/openevolve/modular_utils (the checkout's
- * root). Its `openevolve` folder, or null (then an installed one, or ours).
+ * The release's `openevolve` package around a task folder: searched only
+ * inside the release checkout, from the folder up to the checkout's root (the
+ * first ancestor holding openevolve_adapted/), never above it: a package
+ * planted in /tmp/openevolve would score every release folder under /tmp.
+ * At each level, openevolve/ (the release's openevolve_adapted/) or
+ * openevolve_adapted/openevolve/ (the root). A package someone else could
+ * change (writable by group or others, or owned by another user than root and
+ * us) is passed over. Its `openevolve` folder, or null (then an installed
+ * one, or ours). docs/architecture.md "Release task folders".
  */
 export async function releasePackageNear(dir: string): Promise<string | null> {
-  let at = resolve(dir);
-  for (;;) {
-    for (const candidate of [join(at, 'openevolve'), join(at, 'openevolve_adapted', 'openevolve')]) {
-      if (await isFile(join(candidate, 'modular_utils', 'evaluation_controller.py'))) return candidate;
-    }
-    const up = dirname(at);
-    if (up === at) return null;
-    at = up;
+  const levels: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    levels.push(at);
+    if ((await stat(join(at, 'openevolve_adapted')).catch(() => null))?.isDirectory()) break;
+    if (dirname(at) === at) return null;
   }
+  for (const at of levels)
+    for (const candidate of [join(at, 'openevolve'), join(at, 'openevolve_adapted', 'openevolve')])
+      if ((await isFile(join(candidate, 'modular_utils', 'evaluation_controller.py'))) && (await onlyOursToChange(candidate, at)))
+        return candidate;
+  return null;
+}
+
+/** The most entries of a package looked at for who may change it (the release's has about a hundred). */
+const PACKAGE_ENTRIES_CHECKED = 5000;
+
+/** Whether no one but root and this user can change `pkg`: its tree, and the folders from `root` down to it. */
+async function onlyOursToChange(pkg: string, root: string): Promise<boolean> {
+  const uid = process.getuid?.();
+  const owned = (s: { uid: number }): boolean => uid === undefined || s.uid === 0 || s.uid === uid;
+  const ours = (s: { uid: number; mode: number }): boolean => owned(s) && (s.mode & 0o022) === 0;
+  for (let at = pkg; ; at = dirname(at)) {
+    const s = await stat(at).catch(() => null);
+    // A sticky level (/tmp) lets no one else move our entries in it.
+    const sticky = at === root && s !== null && owned(s) && (s.mode & 0o1000) !== 0;
+    if (!s || !(ours(s) || sticky)) return false;
+    if (at === root || dirname(at) === at) break;
+  }
+  const queue = [pkg];
+  let seen = 0;
+  while (queue.length > 0) {
+    const folder = queue.pop() as string;
+    const entries = await readdir(folder, { withFileTypes: true }).catch(() => null);
+    if (!entries) return false;
+    for (const entry of entries) {
+      if (++seen > PACKAGE_ENTRIES_CHECKED) return false;
+      const path = join(folder, entry.name);
+      // A link is judged by what it leads to (Python follows it) and not walked into.
+      const s = await stat(path).catch(() => null);
+      if (!s || !ours(s)) return false;
+      if (entry.isDirectory()) queue.push(path);
+    }
+  }
+  return true;
 }
 
 /** Run release_config.py (PyYAML, as the release reads its configs) and check what we use. */
@@ -303,14 +345,22 @@ export async function loadReleaseTask(dirOrFile: string): Promise<Task> {
     );
   const { dir, config: configPath } = found;
   const initialProgramPath = join(dir, RELEASE_INITIAL_PROGRAM);
-  const program = await readTaskText(initialProgramPath);
+  // Each read only inside the folder, as a task.json folder's are: a link out of it is refused, naming where it leads.
+  const program = await readTaskText(initialProgramPath, dir);
   if (!program.ok) throw new TaskError(`${initialProgramPath}: cannot read the initial program: it ${program.problem}`);
   const initialProgram = program.text;
   const blockProblem = evolveBlockProblem(initialProgram);
   if (blockProblem) throw new TaskError(`${initialProgramPath}: ${blockProblem}`);
   const evaluatorPath = join(dir, RELEASE_EVALUATOR);
-  const evaluator = await readTaskText(evaluatorPath);
+  const evaluator = await readTaskText(evaluatorPath, dir);
   if (!evaluator.ok) throw new TaskError(`${evaluatorPath}: cannot read the evaluator: it ${evaluator.problem}`);
+  const verifyPath = join(dir, RELEASE_VERIFY);
+  if (await isFile(verifyPath)) {
+    const verify = await readTaskText(verifyPath, dir);
+    if (!verify.ok) throw new TaskError(`${verifyPath}: cannot read the evaluator's verify.py: it ${verify.problem}`);
+  }
+  const configText = await readTaskText(configPath, dir);
+  if (!configText.ok) throw new TaskError(`${configPath}: cannot read the config: it ${configText.problem}`);
   if (!/^def\s+evaluate\s*\(/m.test(evaluator.text)) throw new TaskError(`${evaluatorPath}: defines no evaluate(program_path)`);
 
   const { config, raw, texts } = await readReleaseConfig(configPath);

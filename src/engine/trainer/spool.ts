@@ -13,10 +13,11 @@
 // ids are free again for the step's redo.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { firstZodIssue } from '../common/errors';
+import { writeFileAtomic } from '../database/atomicFile';
 
 const finite = z.number().finite();
 
@@ -116,12 +117,7 @@ export class TrainerSpool {
       meta = parsed.data;
     } else {
       meta = { version: 1, runPrefix: runPrefix ?? `te-${randomBytes(6).toString('hex')}`, createdAt: Date.now() };
-      const tmp = `${metaPath}.tmp`;
-      await writeFile(tmp, JSON.stringify(meta) + '\n');
-      const handle = await open(tmp, 'r+');
-      await handle.sync();
-      await handle.close();
-      await rename(tmp, metaPath);
+      await writeFileAtomic(metaPath, JSON.stringify(meta) + '\n');
     }
     const groupsPath = join(dir, 'groups.jsonl');
     const acksPath = join(dir, 'acks.jsonl');
@@ -302,16 +298,7 @@ export class TrainerSpool {
     const keepAcks = [...this.acked].filter((id) => pending.some((g) => id.startsWith(`${g.id}:`)));
     const replace = async (name: string, text: string): Promise<FileHandle> => {
       const path = join(this.dir, name);
-      const tmp = `${path}.tmp`;
-      const handle = await open(tmp, 'w');
-      try {
-        await handle.writeFile(text, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tmp, path);
-      await syncDirectory(this.dir);
+      await writeFileAtomic(path, text);
       return open(path, 'a+');
     };
     const groupsText = pending.map((g) => JSON.stringify(g) + '\n').join('');
@@ -367,20 +354,6 @@ export class TrainerSpool {
       await this.groupsFile.close();
       await this.acksFile.close();
     });
-  }
-}
-
-/** Make a rename durable (Linux: fsync the directory; elsewhere best effort). */
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some platforms cannot open or fsync a directory; the rename itself is atomic.
   }
 }
 

@@ -14,21 +14,19 @@ export interface EnsembleMember {
 }
 
 /**
- * The API key of a model: the stored or environment value of its
- * apiKeyName, else the run's key. `keys` are those the editor read from
- * SecretStorage (by name); the environment is the CLI's (and the editor's fallback).
+ * The API key of a model: the key its apiKeyName names, else the run's key.
+ * `keys` are those the caller resolved by name, each only where the user named
+ * it (docs/guide.md "What the editor trusts"): the editor from SecretStorage,
+ * and from the environment only for models of the User settings; the CLI
+ * from the environment only for models its command line names.
  */
-export function apiKeyOfModel(
-  spec: ModelSpec,
-  runKey: string | undefined,
-  keys: Readonly<Record<string, string>>,
-  env: Readonly<Record<string, string | undefined>>,
-): string | undefined {
+export function apiKeyOfModel(spec: ModelSpec, runKey: string | undefined, keys: Readonly<Record<string, string>>): string | undefined {
   if (spec.apiKeyName === undefined) return runKey;
-  const key = keys[spec.apiKeyName] ?? env[spec.apiKeyName]?.trim();
+  const key = keys[spec.apiKeyName];
   if (!key)
     throw new Error(
-      `the API key of model "${spec.name}" is missing: set the environment variable ${spec.apiKeyName} (in the editor: ThetaEvolve: Set API Key, name ${spec.apiKeyName})`,
+      `the API key of model "${spec.name}" is missing: no key named ${spec.apiKeyName} (in the editor: ThetaEvolve: Set API Key, name ${spec.apiKeyName}; ` +
+        `or the environment variable ${spec.apiKeyName}, read for a model of your User settings or of the command line's --set models=..., never of a workspace's or a file's)`,
     );
   return key;
 }

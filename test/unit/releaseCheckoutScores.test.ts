@@ -193,7 +193,7 @@ describe("inside a ThetaEvolve release checkout: the release's own package score
       assert.deepEqual([result.status, result.score], ['evaluation_failed', null]);
       assert.match(
         result.reason,
-        /the program could not import the release's own openevolve package: ModuleNotFoundError: No module named 'a_module_this_python_lacks'$/,
+        /the program could not import the release's own openevolve package: ModuleNotFoundError: No module named 'a_module_this_python_lacks'\n/,
       );
       assert.match(result.reason, /modular_utils\/plotting\.py", line 1/);
       assert.match(result.stderr, /Traceback \(most recent call last\):\n[\s\S]*plotting\.py", line 1[\s\S]*a_module_this_python_lacks/);

@@ -111,6 +111,8 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
   try {
     evaluator = new Evaluator(task, {
       ...(python ? { python } : {}),
+      // The working folder is the CLI's workspace: the interpreter's prefix may not be or hold it.
+      workspaceFolders: [io.cwd],
       // thetaevolve.sandbox.* (--set / --config; a SLURM job passes the run's limits this way).
       ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: programs.length }),
       // THETAEVOLVE_ISOLATION=fallback: behave as where bubblewrap is missing (to see, or test, what such hosts get; still needs the consent).

@@ -177,6 +177,8 @@ export async function runCommand(args: ParsedArgs, io: CliIO): Promise<number> {
       stepsThisInvocation: numberFlag(args, 'steps'),
       untilStep: numberFlag(args, 'until-step'),
       python: cliPythonChoice(args, settings, io),
+      // The working folder is the CLI's workspace (as steer's task-folder check has it).
+      workspaceFolders: [io.cwd],
       signal: io.signal,
       onEvent,
       onWarning: warn,

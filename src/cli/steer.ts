@@ -135,6 +135,8 @@ export async function openTaskEvaluator(
     const evaluator = new Evaluator(task, {
       ...evaluatorOptionsFromSettings({ ...settings, evaluationConcurrency: 1 }),
       ...(python ? { python } : {}),
+      // The working folder is the CLI's workspace: the interpreter's prefix may not be or hold it.
+      workspaceFolders: [io.cwd],
       onWarning: (message) => io.stderr(`thetaevolve ${command}: ${message}\n`),
     });
     if (evaluator.isolation.warning) io.stderr(`thetaevolve ${command}: ${evaluator.isolation.warning}\n`);

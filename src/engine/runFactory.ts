@@ -68,6 +68,8 @@ export interface RunRequest {
   unreachableServerFailsFast?: boolean;
   /** The interpreter chosen for the run (the CLI's or the editor's order); default: an activated environment, then python3 on PATH. */
   python?: PythonChoice;
+  /** The person's workspace folders (the CLI: its working folder): the interpreter's prefix may not be or hold one. */
+  workspaceFolders?: readonly string[];
   /** Aborts the assembly (endpoint check, reaching the trainer). */
   signal: AbortSignal;
   onEvent: (event: EngineEvent) => void;
@@ -242,6 +244,7 @@ async function assembleLockedRun(request: RunRequest): Promise<AssembledRun> {
       onQueue: (queue) => request.onEvent(evaluationQueueEvent(queue)),
       onWarning: request.onWarning,
       ...(python ? { python } : {}),
+      ...(request.workspaceFolders ? { workspaceFolders: request.workspaceFolders } : {}),
     });
   } catch (err) {
     await trainer.close();

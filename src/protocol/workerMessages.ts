@@ -144,7 +144,14 @@ export const QuerySchema = z.discriminatedUnion('kind', [
    * A steer request (docs/algorithm.md section 11), the one query that changes a run: queued for the
    * active run's next step, else applied now (`add` evaluated in the sandbox with `settings`).
    */
-  z.object({ kind: z.literal('steer'), dbFile: z.string().min(1), request: SteerRequestSchema, settings: SettingsSchema }),
+  z.object({
+    kind: z.literal('steer'),
+    dbFile: z.string().min(1),
+    request: SteerRequestSchema,
+    settings: SettingsSchema,
+    /** The editor's workspace folders: the interpreter's prefix may not be or hold one (docs/guide.md "Which Python"); absent: none. */
+    workspaceFolders: z.array(z.string().min(1)).optional(),
+  }),
   /** Runs compared (docs/architecture.md "Comparing runs"), each read from its database file as last committed. */
   z.object({ kind: z.literal('comparison'), dbFiles: z.array(z.string().min(1)).min(1) }),
   /**
@@ -169,6 +176,8 @@ export const QuerySchema = z.discriminatedUnion('kind', [
     settings: SettingsSchema,
     /** The interpreter by the editor's order (absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH). */
     python: PythonChoiceSchema.optional(),
+    /** The editor's workspace folders: the interpreter's prefix may not be or hold one; absent: none. */
+    workspaceFolders: z.array(z.string().min(1)).optional(),
   }),
   /** Whether anything answers at a trainer URL (RL switched on with no run: src/engine/trainer/trainerProbe.ts). */
   z.object({ kind: z.literal('probeTrainer'), url: z.string().min(1) }),
@@ -245,6 +254,8 @@ export const StartMessageSchema = z.object({
   resume: z.boolean(),
   /** The run's interpreter as the editor chose it (src/vscode/pythonInterpreter.ts); absent: VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH. */
   python: PythonChoiceSchema.optional(),
+  /** The editor's workspace folders: the interpreter's prefix may not be or hold one (docs/guide.md "Which Python"); absent: none. */
+  workspaceFolders: z.array(z.string().min(1)).optional(),
 });
 export type StartMessage = z.infer<typeof StartMessageSchema>;
 

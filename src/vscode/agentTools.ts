@@ -23,6 +23,7 @@ import type { QueryResult } from '../protocol/workerMessages';
 import { type RunController, runsDirectoryOfFolder } from './runController';
 import { log } from './log';
 import { readSettings } from './settings';
+import { workspaceRoots } from './runTrust';
 
 /** add_program evaluates in the sandbox before the reply on a stopped run (the task's own timeout bounds that). */
 const TOOL_REPLY_TIMEOUT_MS = 15 * 60_000;
@@ -48,7 +49,7 @@ export function invokeAgentTool(controller: RunController, name: AgentToolName, 
       tool: name,
       input,
       runsDirectories: workspaceRunsDirectories(),
-      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+      workspaceFolders: workspaceRoots(),
       trusted: vscode.workspace.isTrusted,
       settings: settingsOf(vscode.workspace.workspaceFolders?.[0]?.uri),
     },

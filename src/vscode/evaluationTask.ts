@@ -23,6 +23,7 @@ import { bestText, formatScore } from '../engine/common/format';
 import { displayObjective } from '../engine/common/scoring';
 import { evaluationKey } from '../engine/evaluationOutputs';
 import { OPEN_OUTPUT_TITLE, setTerminalRun } from './evaluationOutputDocuments';
+import { workspaceRoots } from './runTrust';
 
 export const EVALUATION_TASK_TYPE = 'thetaevolve';
 export const LIVE_TERMINAL_NAME = 'ThetaEvolve evaluations';
@@ -316,7 +317,10 @@ class EvaluateFileTerminal implements vscode.Pseudoterminal {
     // The candidate's and the evaluator's limits, plus room for the sandbox to start and clean up.
     const timeoutMs = (task.runtimeLimitSec + task.evaluatorTimeLimitSec + 60) * 1000;
     const python = await editorPythonChoice(vscode.Uri.file(programPath), settings);
-    const result = await this.controller.query({ kind: 'evaluate', taskDir: task.source, code, settings, python }, { timeoutMs });
+    const result = await this.controller.query(
+      { kind: 'evaluate', taskDir: task.source, code, settings, python, workspaceFolders: workspaceRoots() },
+      { timeoutMs },
+    );
     if (result.isolation.warning) this.write(colour(33, result.isolation.warning));
     this.write(`isolation  ${result.isolation.summary}`);
     for (const why of result.isolation.missing) this.write(`           missing: ${why}`);

@@ -16,6 +16,7 @@ import type { LogLevel, ProgramRecordMessage, Query, QueryKind, QueryResult } fr
 import { EngineHost } from '../worker/engineHost';
 import { log } from './log';
 import { readSettings } from './settings';
+import { workspaceRoots } from './runTrust';
 import { forDisplay } from '../engine/common/displayText';
 import { errorMessage, ThetaEvolveError } from '../engine/common/errors';
 import { bestText, formatScore, NO_VALID_PROGRAM } from '../engine/common/format';
@@ -233,6 +234,7 @@ export class RunController implements vscode.Disposable {
         ...(spec.modelApiKeys ? { modelApiKeys: spec.modelApiKeys } : {}),
         resume: spec.resume,
         ...(spec.python ? { python: spec.python } : {}),
+        workspaceFolders: workspaceRoots(),
       });
     } catch (err) {
       this.current = undefined;

@@ -14,7 +14,8 @@ import { showWarning } from './notify';
 /** What the person confirmed in this window: they are not asked twice. */
 const confirmed = new Set<string>();
 
-function workspaceRoots(): string[] {
+/** The workspace folders on disk (the engine's task-folder and interpreter-prefix checks take them). */
+export function workspaceRoots(): string[] {
   return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
 }
 

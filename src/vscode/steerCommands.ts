@@ -6,7 +6,7 @@
 // takes it at its next step and says what became of it with a `steered`
 // event; a stopped run gets it applied at once.
 import * as vscode from 'vscode';
-import { confirmTaskFolder } from './runTrust';
+import { confirmTaskFolder, workspaceRoots } from './runTrust';
 import { askText, flashStatus, pickOne, showInfo, showWarning } from './notify';
 import { forDisplay } from '../engine/common/displayText';
 import { formatScore, programLabel, programName, programNameDetail } from '../engine/common/format';
@@ -53,7 +53,10 @@ export function registerSteerCommands(context: vscode.ExtensionContext, controll
     if (!settings) return undefined;
     let result: SteerResult;
     try {
-      result = await controller.query({ kind: 'steer', dbFile: run.dbFile, request, settings }, { timeoutMs: STEER_REPLY_TIMEOUT_MS });
+      result = await controller.query(
+        { kind: 'steer', dbFile: run.dbFile, request, settings, workspaceFolders: workspaceRoots() },
+        { timeoutMs: STEER_REPLY_TIMEOUT_MS },
+      );
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       answers.fire({ dbFile: run.dbFile, kind: request.kind, ok: false, message, id: null, queued: false });

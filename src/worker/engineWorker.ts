@@ -181,6 +181,7 @@ async function startRun(message: StartMessage): Promise<void> {
       startPath: message.startPath ?? undefined,
       resume: message.resume,
       ...(message.python ? { python: message.python } : {}),
+      workspaceFolders: message.workspaceFolders ?? [],
       // In the editor a typo or a server not started is said in seconds, with Retry (src/vscode/runCommands.ts).
       unreachableServerFailsFast: true,
       signal: startSignal,
@@ -346,14 +347,14 @@ function compareRuns(files: string[]): Promise<unknown> {
 async function steer(query: Extract<Query, { kind: 'steer' }>): Promise<QueryResult<'steer'>> {
   const file = resolve(query.dbFile);
   try {
-    return await steerRun(file, query.request, { openEvaluator: taskEvaluatorFor(query.settings) });
+    return await steerRun(file, query.request, { openEvaluator: taskEvaluatorFor(query.settings, query.workspaceFolders ?? []) });
   } finally {
     readOnlyRuns.drop(file);
   }
 }
 
 /** The sandboxed evaluator of a stopped run's task, for a steer request's `add`. */
-function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
+function taskEvaluatorFor(settings: Settings, workspaceFolders: readonly string[]): (meta: RunMeta) => Promise<ClosableSteerEvaluator> {
   return async (meta) => {
     const task = await loadTask(meta.taskDir);
     // The interpreter resolved now, never the one the database names (a run database is data: docs/architecture.md
@@ -369,6 +370,7 @@ function taskEvaluatorFor(settings: Settings): (meta: RunMeta) => Promise<Closab
       ...evaluatorOptionsFromSettings(settings),
       concurrency: 1,
       ...(python ? { python } : {}),
+      workspaceFolders,
     });
     if (evaluator.isolation.warning) log('warn', evaluator.isolation.warning);
     return evaluator;
@@ -392,7 +394,7 @@ function agentToolHost(query: Extract<Query, { kind: 'agentTool' }>): AgentToolH
         runs: query.runsDirectories,
         bundled: bundledTasksDir(),
       });
-      return taskEvaluatorFor(query.settings)(meta);
+      return taskEvaluatorFor(query.settings, query.workspaceFolders)(meta);
     },
     activity: (file) => {
       if (!active || active.dbFile !== resolve(file)) return null;
@@ -421,7 +423,12 @@ async function evaluateProgram(query: Extract<Query, { kind: 'evaluate' }>): Pro
   const python = taskUsesPython(task)
     ? await probePython(query.python ?? pythonFromEnvironment(process.env), importedModules(query.code))
     : null;
-  const evaluator = new Evaluator(task, { ...evaluatorOptionsFromSettings(query.settings), concurrency: 1, ...(python ? { python } : {}) });
+  const evaluator = new Evaluator(task, {
+    ...evaluatorOptionsFromSettings(query.settings),
+    concurrency: 1,
+    ...(python ? { python } : {}),
+    workspaceFolders: query.workspaceFolders ?? [],
+  });
   try {
     const result = await evaluator.evaluate(query.code);
     return { taskTitle: task.title, direction: task.direction, isolation: isolationSummary(evaluator.isolation), ...result };

@@ -14,6 +14,7 @@ import { EngineHost } from '../../src/worker/engineHost';
 import { startSlimeTestServer } from '../server/slimeTestServer';
 import { tempDir } from '../support/tempDirs';
 import { runCli } from '../support/cli';
+import { standalonePython } from '../support/standalonePython';
 import { loadSqlJs } from '../../src/engine/database/sqlite';
 
 const DEBIAN_PYTHON = '/usr/bin/python3';
@@ -480,6 +481,48 @@ describe('engine worker thread', function () {
       { timeoutMs: 60_000 },
     );
     assert.ok('id' in added && added.outcome === 'valid', JSON.stringify(added));
+  });
+
+  it('evaluates for the editor with its workspace folders: an interpreter whose prefix holds one is evaluation_failed naming it, a venv inside one scores', async function () {
+    this.timeout(120_000);
+    const taskDir = join(scratch, 'prefix-task');
+    cpSync(TASK_DIR, taskDir, { recursive: true });
+    const taskJson = readFileSync(join(taskDir, 'task.json'), 'utf8').replaceAll('"/usr/bin/python3"', '"{python}"');
+    writeFileSync(join(taskDir, 'task.json'), taskJson);
+    const code = readFileSync(join(taskDir, 'initial.py'), 'utf8');
+    // A Python installed at a folder that holds the editor's workspace folder (a --prefix at a parent of the project).
+    const outer = join(scratch, 'outer-prefix');
+    const outerPython = standalonePython(outer, 'thetaevolve_unused', 1);
+    const workspace = join(outer, 'project');
+    mkdirSync(workspace);
+    const refused = await host.query(
+      {
+        kind: 'evaluate',
+        taskDir,
+        code,
+        settings: smallSettings(),
+        python: { path: outerPython, source: 'thetaevolve.python' },
+        workspaceFolders: [workspace],
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(refused.status, 'evaluation_failed', JSON.stringify(refused));
+    assert.match(refused.reason, new RegExp(`the Python prefix ${outer} holds ${workspace}`));
+    // A venv-like environment inside the workspace folder is the ordinary case: it evaluates.
+    const project = join(scratch, 'project');
+    const innerPython = standalonePython(join(project, '.venv'), 'thetaevolve_unused', 1);
+    const scored = await host.query(
+      {
+        kind: 'evaluate',
+        taskDir,
+        code,
+        settings: smallSettings(),
+        python: { path: innerPython, source: 'thetaevolve.python' },
+        workspaceFolders: [project],
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(scored.status, 'ok', JSON.stringify(scored));
   });
 
   it('answers a malformed message with a clear error and keeps serving', async () => {

@@ -11,18 +11,7 @@
 // evaluation_failed naming it, never a score.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { probePython } from '../../src/engine/python/interpreter';
@@ -32,6 +21,7 @@ import { readOnlyCopies } from '../../src/engine/sandbox/readOnlyCopies';
 import { removeTree } from '../../src/engine/sandbox/cleanup';
 import { loadTask } from '../../src/engine/task/task';
 import { runBuiltCliAsNobody, runCli } from '../support/cli';
+import { standalonePython } from '../support/standalonePython';
 import { tempDir } from '../support/tempDirs';
 
 const DEBIAN_PYTHON = '/usr/bin/python3';
@@ -66,46 +56,6 @@ value = float(open(sys.argv[1]).read())
 print(json.dumps({"valid": True, "objective": value, "metrics": {}}))
 `;
 
-/**
- * A standalone interpreter at `prefix`, laid out as uv (or pyenv, or a
- * module system under /opt) installs one: its own bin/python3.X (a copy of
- * Debian's binary), lib/python3.X whose entries lead to Debian's standard
- * library, and a site folder of its own holding MODULE with `value`.
- */
-function standalonePython(prefix: string, value: number): string {
-  const [version, stdlib] = execFileSync(
-    DEBIAN_PYTHON,
-    ['-I', '-c', 'import sys, sysconfig; print("%d.%d" % sys.version_info[:2]); print(sysconfig.get_paths()["stdlib"])'],
-    { encoding: 'utf8' },
-  )
-    .trim()
-    .split('\n') as [string, string];
-  const lib = join(prefix, 'lib', `python${version}`);
-  mkdirSync(join(prefix, 'bin'), { recursive: true });
-  mkdirSync(lib, { recursive: true });
-  for (const entry of readdirSync(stdlib))
-    if (entry !== 'site-packages' && entry !== 'dist-packages') symlinkSync(join(stdlib, entry), join(lib, entry));
-  const python = join(prefix, 'bin', `python${version}`);
-  copyFileSync(realpathSync(DEBIAN_PYTHON), python);
-  chmodSync(python, 0o755);
-  // As installers leave them: python3 and python, relative links inside bin.
-  symlinkSync(basename(python), join(prefix, 'bin', 'python3'));
-  symlinkSync('python3', join(prefix, 'bin', 'python'));
-  const site = (
-    JSON.parse(
-      execFileSync(python, ['-I', '-c', 'import json, site; print(json.dumps(site.getsitepackages()))'], { encoding: 'utf8' }),
-    ) as string[]
-  ).find((dir) => dir.startsWith(join(prefix, 'lib') + '/')) as string;
-  mkdirSync(site, { recursive: true });
-  writeFileSync(join(site, `${MODULE}.py`), `VALUE = ${value}\n`);
-  // What an interpreter does not need: a dot-entry and another folder of the prefix.
-  mkdirSync(join(prefix, '.secrets'));
-  writeFileSync(join(prefix, '.secrets', 'key'), 'not for candidates\n');
-  mkdirSync(join(prefix, 'etc'));
-  writeFileSync(join(prefix, 'etc', 'private.conf'), 'not for candidates\n');
-  return python;
-}
-
 function writeTask(dir: string, hidden: string[]): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'task.json'), JSON.stringify(TASK_JSON, null, 2));
@@ -128,7 +78,7 @@ describe("the researcher's Python as it is installed", function () {
     // A private home (0700), as /root is on GPU boxes.
     home = tempDir('te-python-home-');
     uvPrefix = join(home, '.local', 'share', 'uv', 'python', 'cpython-3-linux-gnu');
-    uvPython = standalonePython(uvPrefix, 2);
+    uvPython = standalonePython(uvPrefix, MODULE, 2);
     mkdirSync(join(home, '.local', 'bin'));
     symlinkSync(uvPython, join(home, '.local', 'bin', 'python3'));
     writeFileSync(join(home, 'secret.txt'), 'not for candidates\n');
@@ -219,7 +169,7 @@ describe("the researcher's Python as it is installed", function () {
   it('as the unprivileged user (not root): a relative link to a standalone interpreter runs in the sandbox as outside', async function () {
     const readable = tempDir('te-python-nobody-', { mode: 0o755 });
     const prefix = join(readable, 'home', '.local', 'share', 'uv', 'python', 'cpython-3-linux-gnu');
-    const python = standalonePython(prefix, 2);
+    const python = standalonePython(prefix, MODULE, 2);
     const linkDir = join(readable, 'bin');
     mkdirSync(linkDir);
     symlinkSync(relative(linkDir, python), join(linkDir, 'python3'));
@@ -261,7 +211,7 @@ describe("the researcher's Python as it is installed", function () {
   it('an interpreter gone after the run started is evaluation_failed naming it, never a score', async () => {
     // Reachable by everyone, so bound where it is (as root a private one is bound from a linked tree made at the start).
     const prefix = join(tempDir('te-python-gone-', { mode: 0o755 }), 'python');
-    const python = standalonePython(prefix, 2);
+    const python = standalonePython(prefix, MODULE, 2);
     const gone = join(tempDir('te-python-gone-task-', { mode: 0o755 }), 'task');
     writeTask(gone, []);
     const task = await loadTask(gone);
@@ -293,7 +243,7 @@ describe("the researcher's Python as it is installed", function () {
 
   it('a prefix that holds the task folder is refused naming it: evaluation_failed, and a run stops at its start in one line', async () => {
     const prefix = join(tempDir('te-python-holds-', { mode: 0o755 }), 'env');
-    const python = standalonePython(prefix, 2);
+    const python = standalonePython(prefix, MODULE, 2);
     const inside = join(prefix, 'task');
     writeTask(inside, []);
     const evaluated = await runCli(['evaluate', inside, join(inside, 'program.py'), '--python', python], inside, {});
@@ -308,6 +258,44 @@ describe("the researcher's Python as it is installed", function () {
     assert.equal(run.code, 1, run.stderr);
     assert.match(run.stderr, new RegExp(`the Python prefix ${prefix} holds ${inside}`));
     assert.doesNotMatch(run.stdout + run.stderr, /^step 1/m, 'no step ran');
+  });
+
+  it("a prefix that holds the CLI's working folder (its workspace) is refused naming it: `evaluate` is evaluation_failed, `run` stops at its start", async () => {
+    const root = tempDir('te-python-workspace-', { mode: 0o755 });
+    const prefix = join(root, 'env');
+    const python = standalonePython(prefix, MODULE, 2);
+    const workspace = join(prefix, 'work');
+    mkdirSync(workspace);
+    const taskDir = join(root, 'task');
+    writeTask(taskDir, []);
+    const evaluated = await runCli(['evaluate', taskDir, join(taskDir, 'program.py'), '--python', python], workspace, {});
+    assert.equal(evaluated.code, 1, evaluated.stdout + evaluated.stderr);
+    assert.match(evaluated.stdout, /^status\s+evaluation_failed$/m);
+    assert.match(
+      evaluated.stderr,
+      new RegExp(`the Python prefix ${prefix} holds ${workspace}, a home directory, the task's folder or a workspace folder`),
+    );
+    const run = await runCli(
+      ['run', taskDir, '--python', python, '--db', join(root, 'holds.sqlite'), '--steps', '1', '--set', 'sampler=mutate'],
+      workspace,
+      {},
+    );
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(run.stderr, new RegExp(`the Python prefix ${prefix} holds ${workspace}`));
+    assert.doesNotMatch(run.stdout + run.stderr, /^step 1/m, 'no step ran');
+  });
+
+  it('a prefix that is a workspace folder is refused; a venv inside the workspace (the CLI working there) evaluates as usual', async () => {
+    const workspace = tempDir('te-python-in-workspace-', { mode: 0o755 });
+    const prefix = join(workspace, '.venv');
+    const python = standalonePython(prefix, MODULE, 3);
+    await assert.rejects(interpreterBinds([prefix], null, tmpdir(), [prefix]), new RegExp(`the Python prefix ${prefix} is ${prefix}`));
+    const taskDir = join(workspace, 'task');
+    writeTask(taskDir, []);
+    const evaluated = await runCli(['evaluate', taskDir, join(taskDir, 'program.py'), '--python', python], workspace, {});
+    assert.equal(evaluated.code, 0, evaluated.stdout + evaluated.stderr);
+    assert.match(evaluated.stdout, /^status\s+ok$/m);
+    assert.match(evaluated.stdout, /^score\s+3\b/m);
   });
 
   it('a prefix that is or holds a home directory is refused naming it; one inside a home is bound by its needed entries only', async () => {

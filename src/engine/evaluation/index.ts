@@ -29,6 +29,8 @@ export interface EvaluationBackendContext {
   onWarning?: (message: string) => void;
   /** The run's interpreter (local: {python} and the sandbox's binds; SLURM: the nodes' default path). */
   python?: PythonEnvironment;
+  /** The person's workspace folders (the CLI: its working folder), which the local sandbox's interpreter prefix may not be or hold. */
+  workspaceFolders?: readonly string[];
 }
 
 type BackendSettings = Pick<
@@ -55,6 +57,7 @@ export async function createEvaluationBackend(
       warmInterpreters: 'auto',
       ...(context.onWarning ? { onWarning: context.onWarning } : {}),
       ...(context.python ? { python: context.python } : {}),
+      ...(context.workspaceFolders ? { workspaceFolders: context.workspaceFolders } : {}),
     });
     evaluator.warmUp();
     return evaluator;

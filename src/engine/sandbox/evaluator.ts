@@ -111,6 +111,13 @@ export interface EvaluatorOptions {
   warmInterpreters?: 'auto' | 'off';
   /** The run's interpreter: fills {python}, starts the seccomp launcher, and its prefixes are readable in bwrap (default: DEFAULT_PYTHON, nothing bound). */
   python?: Pick<PythonEnvironment, 'executable' | 'prefixes'>;
+  /**
+   * The person's workspace folders (the editor's; the CLI's working folder):
+   * the interpreter's prefix may neither be nor hold one, as it may not a
+   * home or the task's folder (docs/guide.md "Which Python"); a venv inside
+   * one is fine. Default: none.
+   */
+  workspaceFolders?: readonly string[];
 }
 
 /** No sandbox here, and the user has not allowed weaker isolation: nothing is run. */
@@ -181,7 +188,9 @@ export class Evaluator implements EvaluationBackend {
   /** Folders that could not be removed after an evaluation (also told to onWarning). */
   readonly cleanupFailures: string[] = [];
   private readonly info: IsolationInfo;
-  private readonly options: Required<Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning' | 'python'>> & {
+  private readonly options: Required<
+    Omit<EvaluatorOptions, 'runtimeLimitSec' | 'scratchDir' | 'onWarning' | 'python' | 'workspaceFolders'>
+  > & {
     runtimeLimitSec: number;
   };
   /** Candidate sandboxes started ahead of need (null: each candidate's starts when it comes). */
@@ -251,7 +260,11 @@ export class Evaluator implements EvaluationBackend {
     this.pythonBinds =
       // Only where candidates start it: a task that names its own interpreter (/usr/bin/python3) needs no bind.
       this.info.kind === 'bwrap' && options.python && task.candidateCommand.some((arg) => arg.includes('{python}'))
-        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase, [...homeDirectories(), task.dir])
+        ? interpreterBinds(options.python.prefixes, this.info.runAs, this.info.scratchBase, [
+            ...homeDirectories(),
+            task.dir,
+            ...(options.workspaceFolders ?? []),
+          ])
         : Promise.resolve({ dirs: [], links: [], made: [] });
     // A failure is each evaluation's (an infrastructure failure naming the prefix), not an unhandled rejection.
     this.pythonBinds.catch(() => undefined);

@@ -3,8 +3,8 @@
 // interpreter needs (bin, lib*, include, share, a venv's pyvenv.cfg; never a
 // dot-entry) is bound read-only at the same paths, so the interpreter finds
 // its standard library and packages where it was installed, and nothing else
-// of the home is there; a prefix that is or holds a home directory or the
-// task's folder is refused, named. As root, bwrap runs as the unprivileged
+// of the home is there; a prefix that is or holds a home directory, the
+// task's folder or a workspace folder is refused, named. As root, bwrap runs as the unprivileged
 // user, who cannot reach a prefix below a private folder (/root/miniconda3,
 // a venv in a checkout under /root): those entries are bound from a tree of
 // hard links (a copy where links cannot be made) under an unguessable name in
@@ -29,7 +29,7 @@ export function neededInPrefix(name: string): boolean {
   );
 }
 
-/** The interpreter's prefix could not be made readable in the sandbox, or may not be (it holds a home or the task). */
+/** The interpreter's prefix could not be made readable in the sandbox, or may not be (it holds a home, the task or a workspace folder). */
 export class InterpreterBindError extends ThetaEvolveError {
   override readonly name = 'InterpreterBindError';
 }
@@ -89,7 +89,7 @@ function run(file: string, args: readonly string[]): Promise<string | null> {
  * The binds that make `prefixes` usable in bwrap: those outside the system
  * folders, outermost only, each by the entries an interpreter needs;
  * `refused`: folders a prefix may neither be nor hold (homes, the task's
- * folder); `runAs` (we are root, bwrap runs as that user): a prefix it
+ * folder, the workspace folders); `runAs` (we are root, bwrap runs as that user): a prefix it
  * cannot reach comes from a linked tree in `scratchBase`.
  */
 export async function interpreterBinds(
@@ -106,7 +106,7 @@ export async function interpreterBinds(
     const held = refused.find((folder) => inside(folder, prefix));
     if (held !== undefined)
       throw new InterpreterBindError(
-        `the Python prefix ${prefix} ${held === prefix ? 'is' : 'holds'} ${held}, a home directory or the task's folder, ` +
+        `the Python prefix ${prefix} ${held === prefix ? 'is' : 'holds'} ${held}, a home directory, the task's folder or a workspace folder, ` +
           'which the sandbox may not read: use an interpreter installed in a folder of its own (a venv, a conda environment)',
       );
   }

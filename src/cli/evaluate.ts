@@ -139,9 +139,19 @@ export async function evaluateCommand(args: ParsedArgs, io: CliIO): Promise<numb
     // What `run` says of its starting program: a module the interpreter lacks is the environment's failure, never a score.
     const importFailed = python ? environmentImportFailure(task, evaluated, python.executable, 'the program') : null;
     // The evaluation's own reason (its traceback, or a release package's own account) stays before the sentence.
-    const result: EvaluationResult = importFailed
-      ? { ...evaluated, status: 'evaluation_failed', score: null, objective: null, reason: `${evaluated.reason}\n${importFailed}` }
-      : evaluated;
+    // An interrupted evaluation says nothing of the program: no score (metrics.cancelled stays for a SLURM job's reader).
+    const result: EvaluationResult =
+      evaluated.metrics.cancelled === true
+        ? {
+            ...evaluated,
+            status: 'evaluation_failed',
+            score: null,
+            objective: null,
+            reason: 'the evaluation was interrupted before it finished: not scored',
+          }
+        : importFailed
+          ? { ...evaluated, status: 'evaluation_failed', score: null, objective: null, reason: `${evaluated.reason}\n${importFailed}` }
+          : evaluated;
     if (json) {
       // protected: false when the folder's own evaluator ran with the candidate (OpenEvolve/ShinkaEvolve layout).
       io.stdout(evaluateJsonLine(evaluateJsonOf(result, task)));

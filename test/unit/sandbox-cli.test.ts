@@ -9,14 +9,14 @@ import { tempDir } from '../support/tempDirs';
 const REPO = join(__dirname, '../..');
 const FIXTURE = join(REPO, 'test/fixtures/hostile');
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], signal = new AbortController().signal): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const io: CliIO = {
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
     stderrIsTTY: false,
-    signal: new AbortController().signal,
+    signal,
     cwd: REPO,
     env: {},
   };
@@ -29,6 +29,23 @@ describe('cli: evaluate', function () {
   let dir: string;
   before(() => {
     dir = tempDir('te-cli-');
+  });
+
+  it('an evaluation interrupted (Ctrl-C, a kill) is no score: evaluation_failed, score null, metrics.cancelled kept', async () => {
+    const interrupted = new AbortController();
+    interrupted.abort();
+    const { code, stdout } = await cli(['evaluate', 'tasks/hadamard-29', 'tasks/hadamard-29/initial.py', '--json'], interrupted.signal);
+    const out = JSON.parse(stdout) as {
+      status: string;
+      score: number | null;
+      objective: number | null;
+      reason: string;
+      metrics: Record<string, unknown>;
+    };
+    assert.deepEqual([out.status, out.score, out.objective], ['evaluation_failed', null, null]);
+    assert.equal(out.metrics.cancelled, true, 'a SLURM job reads it as stopped on its node');
+    assert.match(out.reason, /interrupted before it finished/);
+    assert.notEqual(code, 0);
   });
 
   it('prints status, score, objective, metrics, reason and durationMs with --json', async () => {

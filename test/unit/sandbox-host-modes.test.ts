@@ -297,7 +297,7 @@ describe('sandbox: memory no process shows, and CPU, in every host mode', functi
       const result = await evaluator.evaluate('print(1)\n');
       assert.equal(result.status, 'evaluation_failed', result.reason);
       assert.equal(result.metrics.sandbox_failed, true);
-      assert.match(result.reason, /the sandbox failed to start[^]*thetaevolve: cannot start \/nonexistent\/python3/);
+      assert.match(result.reason, /the sandbox cannot start \/nonexistent\/python3: it does not exist/);
     } finally {
       await evaluator.close();
     }
